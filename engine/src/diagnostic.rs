@@ -1,0 +1,368 @@
+//! The one diagnostic type every face presents.
+//!
+//! The loader produces [`Diagnostic`]s with byte spans; the CLI renders them as
+//! miette reports (via [`Report`]), the language server converts the same
+//! values to LSP diagnostics with UTF-16 ranges, and `--format json` serializes
+//! them. Codes are stable: each has a page under `docs/diagnostics/`.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::span::{LineIndex, Span};
+
+/// Where the per-code documentation pages live. The page for `QF022` is
+/// `{DOCS_BASE}QF022.md`, the file `docs/diagnostics/QF022.md` in this repository.
+pub const DOCS_BASE: &str = "https://github.com/qflow-studio/qflow/blob/main/docs/diagnostics/";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+    Hint,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+            Severity::Hint => "hint",
+        }
+    }
+}
+
+/// Every stable diagnostic code, with its severity and one-line rule.
+///
+/// The table is data so the docs test, the CLI, and the language server's
+/// completion of codes all read the same list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Code {
+    QF001,
+    QF002,
+    QF003,
+    QF004,
+    QF005,
+    QF006,
+    QF007,
+    QF008,
+    QF010,
+    QF011,
+    QF012,
+    QF013,
+    QF014,
+    QF015,
+    QF020,
+    QF021,
+    QF022,
+    QF030,
+    QF031,
+    QF032,
+    QF033,
+    QF040,
+    QF041,
+}
+
+impl Code {
+    pub const ALL: [Code; 23] = [
+        Code::QF001,
+        Code::QF002,
+        Code::QF003,
+        Code::QF004,
+        Code::QF005,
+        Code::QF006,
+        Code::QF007,
+        Code::QF008,
+        Code::QF010,
+        Code::QF011,
+        Code::QF012,
+        Code::QF013,
+        Code::QF014,
+        Code::QF015,
+        Code::QF020,
+        Code::QF021,
+        Code::QF022,
+        Code::QF030,
+        Code::QF031,
+        Code::QF032,
+        Code::QF033,
+        Code::QF040,
+        Code::QF041,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::QF001 => "QF001",
+            Code::QF002 => "QF002",
+            Code::QF003 => "QF003",
+            Code::QF004 => "QF004",
+            Code::QF005 => "QF005",
+            Code::QF006 => "QF006",
+            Code::QF007 => "QF007",
+            Code::QF008 => "QF008",
+            Code::QF010 => "QF010",
+            Code::QF011 => "QF011",
+            Code::QF012 => "QF012",
+            Code::QF013 => "QF013",
+            Code::QF014 => "QF014",
+            Code::QF015 => "QF015",
+            Code::QF020 => "QF020",
+            Code::QF021 => "QF021",
+            Code::QF022 => "QF022",
+            Code::QF030 => "QF030",
+            Code::QF031 => "QF031",
+            Code::QF032 => "QF032",
+            Code::QF033 => "QF033",
+            Code::QF040 => "QF040",
+            Code::QF041 => "QF041",
+        }
+    }
+
+    pub fn severity(self) -> Severity {
+        match self {
+            Code::QF030 | Code::QF031 | Code::QF032 => Severity::Warning,
+            Code::QF033 => Severity::Hint,
+            Code::QF040 => Severity::Info,
+            _ => Severity::Error,
+        }
+    }
+
+    /// The rule in one line, as in DESIGN.md's table.
+    pub fn title(self) -> &'static str {
+        match self {
+            Code::QF001 => "XML not well-formed",
+            Code::QF002 => "not a BPMN 2.0 definitions document",
+            Code::QF003 => "duplicate id among BPMN elements",
+            Code::QF004 => "dangling reference",
+            Code::QF005 => "executable process without a start event",
+            Code::QF006 => "unknown q: element or attribute",
+            Code::QF007 => "serviceTask with neither or both of q:task / q:channel",
+            Code::QF008 => "invalid or non-positive ISO-8601 duration",
+            Code::QF010 => "<q:retry> on anything but a registered task or channel call",
+            Code::QF011 => "<q:retry> twice on one task",
+            Code::QF012 => "unbounded retry: neither maxAttempts nor maxElapsed",
+            Code::QF013 => "maxAttempts not a positive integer",
+            Code::QF014 => "zero backoff on a channel call",
+            Code::QF015 => "malformed backoff",
+            Code::QF020 => "channel call without a timeout",
+            Code::QF021 => "channel call with both <q:timeout> and a timer boundary",
+            Code::QF022 => "channel-call <q:retry> beside a routed timer boundary",
+            Code::QF030 => "unknown q.* code in nonRetryableCodes",
+            Code::QF031 => "backoff entries that can never be used",
+            Code::QF032 => "unreachable node",
+            Code::QF033 => "retry with no jitter attribute",
+            Code::QF040 => "the process is stateful",
+            Code::QF041 => "element the qflow runtime does not execute",
+        }
+    }
+
+    pub fn doc_url(self) -> String {
+        format!("{DOCS_BASE}{}.md", self.as_str())
+    }
+
+    pub fn parse(s: &str) -> Option<Code> {
+        Code::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A span with something to say about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+impl Label {
+    pub fn new(span: Span, message: impl Into<String>) -> Self {
+        Label {
+            span,
+            message: message.into(),
+        }
+    }
+}
+
+/// One text replacement; a fix is a list of them applied together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Edit {
+    pub span: Span,
+    pub new_text: String,
+}
+
+/// A machine-applicable resolution, offered by the editor as a quick fix.
+/// Fixes are computed by the engine (which knows the model) so every face
+/// offers the same ones.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fix {
+    pub title: String,
+    pub edits: Vec<Edit>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    pub message: String,
+    /// Where the fault is.
+    pub primary: Label,
+    /// Other places that explain it (QF022 names the routed boundary here).
+    pub related: Vec<Label>,
+    /// How to fix it, in words.
+    pub help: Option<String>,
+    pub fixes: Vec<Fix>,
+}
+
+impl Diagnostic {
+    /// A diagnostic with the code's default severity.
+    pub fn new(code: Code, span: Span, message: impl Into<String>) -> Self {
+        let message = message.into();
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            primary: Label::new(span, String::new()),
+            message,
+            related: Vec::new(),
+            help: None,
+            fixes: Vec::new(),
+        }
+    }
+
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.primary.message = label.into();
+        self
+    }
+
+    pub fn related(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.related.push(Label::new(span, message));
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn fix(mut self, title: impl Into<String>, edits: Vec<Edit>) -> Self {
+        self.fixes.push(Fix {
+            title: title.into(),
+            edits,
+        });
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// The flat JSON shape of `qflow check --format json` (documented in the README).
+    pub fn to_json(&self, path: &str, source: &str, index: &LineIndex) -> serde_json::Value {
+        let place = |span: Span| {
+            let p = index.position(source, span.start);
+            (p.line + 1, p.column_chars + 1)
+        };
+        let (line, column) = place(self.primary.span);
+        let related: Vec<serde_json::Value> = self
+            .related
+            .iter()
+            .map(|r| {
+                let (line, column) = place(r.span);
+                serde_json::json!({
+                    "message": r.message,
+                    "path": path,
+                    "line": line,
+                    "column": column,
+                    "offset": r.span.start,
+                    "length": r.span.len(),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "code": self.code.as_str(),
+            "severity": self.severity.as_str(),
+            "message": self.message,
+            "label": self.primary.message,
+            "help": self.help,
+            "url": self.code.doc_url(),
+            "path": path,
+            "line": line,
+            "column": column,
+            "offset": self.primary.span.start,
+            "length": self.primary.span.len(),
+            "related": related,
+        })
+    }
+}
+
+/// A diagnostic bound to its source, ready for miette's graphical renderer.
+#[derive(Debug)]
+pub struct Report {
+    pub diagnostic: Diagnostic,
+    pub source: miette::NamedSource<String>,
+}
+
+impl Report {
+    pub fn new(diagnostic: Diagnostic, path: &str, source: &str) -> Self {
+        Report {
+            diagnostic,
+            source: miette::NamedSource::new(path, source.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.diagnostic.message)
+    }
+}
+
+impl std::error::Error for Report {}
+
+impl miette::Diagnostic for Report {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.diagnostic.code.as_str()))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.diagnostic.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+            Severity::Info | Severity::Hint => miette::Severity::Advice,
+        })
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.diagnostic
+            .help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+
+    fn url<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.diagnostic.code.doc_url()))
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        Some(&self.source)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        let primary = std::iter::once(miette::LabeledSpan::new_primary_with_span(
+            Some(self.diagnostic.primary.message.clone()).filter(|m| !m.is_empty()),
+            self.diagnostic.primary.span,
+        ));
+        let related = self
+            .diagnostic
+            .related
+            .iter()
+            .map(|l| miette::LabeledSpan::new_with_span(Some(l.message.clone()), l.span));
+        Some(Box::new(primary.chain(related)))
+    }
+}

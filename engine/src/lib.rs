@@ -1,0 +1,20 @@
+//! The qflow engine: everything qflow decides lives here.
+//!
+//! - [`loader`]: text in, model and verdicts out (parse with spans, then rules).
+//! - [`xml`], [`reader`], [`model`]: the spanned XML tree and the BPMN model.
+//! - [`rules`]: the load-time rules, one module per family.
+//! - [`diagnostic`], [`span`]: the one diagnostic type and its positions.
+//!
+//! The faces (CLI, language server, console) only present what this crate decides.
+
+pub mod diagnostic;
+pub mod loader;
+pub mod model;
+pub mod reader;
+pub mod rules;
+pub mod span;
+pub mod suggest;
+pub mod xml;
+
+pub use diagnostic::{Code, Diagnostic, Severity};
+pub use loader::{analyze, analyze_bytes, load, Analysis};

@@ -1,0 +1,88 @@
+//! The loader's single entry point: text in, model and verdicts out.
+//!
+//! Every face calls this: `qflow check` renders the verdicts, the language
+//! server publishes them, and the runtime refuses to deploy a model with any
+//! error verdict.
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::model::Definitions;
+use crate::{reader, rules, xml};
+
+/// What the loader concluded about one document.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// The model, when the document was well-formed BPMN (even if rules failed),
+    /// so the editor can still navigate a model with errors.
+    pub definitions: Option<Definitions>,
+    /// Every verdict, sorted by position.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Analysis {
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics.iter().filter(|d| d.is_error())
+    }
+}
+
+/// Analyze a document given as text (the editor's buffer, or decoded bytes).
+pub fn analyze(source: &str) -> Analysis {
+    let doc = match xml::parse(source) {
+        Ok(doc) => doc,
+        Err(e) => return xml_fault(e),
+    };
+    let definitions = match reader::read(&doc) {
+        Ok(defs) => defs,
+        Err(d) => {
+            return Analysis {
+                definitions: None,
+                diagnostics: vec![d],
+            }
+        }
+    };
+    let mut diagnostics = rules::check(&definitions, source);
+    diagnostics.sort_by_key(|d| (d.primary.span.start, d.code));
+    Analysis {
+        definitions: Some(definitions),
+        diagnostics,
+    }
+}
+
+/// Analyze raw file bytes. Returns the decoded text beside the analysis so a
+/// face can render spans; undecodable bytes give a QF001 against an empty text.
+pub fn analyze_bytes(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Analysis) {
+    match xml::decode(bytes) {
+        Ok(text) => (std::borrow::Cow::Borrowed(text), analyze(text)),
+        Err(e) => {
+            // Render what can be rendered: the valid prefix, lossily.
+            let shown = String::from_utf8_lossy(bytes).into_owned();
+            let span =
+                crate::span::Span::new(e.span.start.min(shown.len()), e.span.end.min(shown.len()));
+            let analysis = xml_fault(xml::XmlError { span, ..e });
+            (std::borrow::Cow::Owned(shown), analysis)
+        }
+    }
+}
+
+fn xml_fault(e: xml::XmlError) -> Analysis {
+    let mut d = Diagnostic::new(Code::QF001, e.span, e.message).label("here");
+    if !e.help.is_empty() {
+        d = d.help(e.help);
+    }
+    Analysis {
+        definitions: None,
+        diagnostics: vec![d],
+    }
+}
+
+/// Load a model for execution: the definitions, or every verdict if any is an error.
+pub fn load(source: &str) -> Result<Definitions, Vec<Diagnostic>> {
+    let analysis = analyze(source);
+    match analysis.definitions {
+        Some(defs) if !analysis.has_errors() => Ok(defs),
+        _ => Err(analysis.diagnostics),
+    }
+}

@@ -1,0 +1,340 @@
+//! The BPMN model as qflow sees it: the semantic elements of a `definitions`
+//! document, each with the spans it was read from.
+//!
+//! The model is *raw*: attribute values are kept as written (with spans) so the
+//! rules in [`crate::rules`] can point at the exact text that is wrong, and so
+//! the language server can navigate and rename. Interpretation (durations,
+//! retry policies) happens in the rules and in [`crate::policy`]; the runtime
+//! only ever sees a model the loader accepted.
+
+use crate::span::Span;
+
+/// An attribute as written: its value and where it sits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attr {
+    pub value: String,
+    /// The value inside the quotes.
+    pub span: Span,
+    /// The whole `name="value"`.
+    pub full_span: Span,
+}
+
+/// Any element qflow keeps a reference to: its kind (local name), id and spans.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElementRef {
+    pub local: String,
+    pub span: Span,
+    pub name_span: Span,
+}
+
+/// What kind of reference an attribute makes, for QF004 and navigation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RefKind {
+    SourceRef,
+    TargetRef,
+    AttachedToRef,
+    ErrorRef,
+    Default,
+    /// `bpmndi:BPMNShape/@bpmnElement`, `BPMNEdge/@bpmnElement`, `BPMNPlane/@bpmnElement`.
+    BpmnElement,
+    /// Any other IDREF-valued BPMN attribute (messageRef, processRef, …): navigable,
+    /// but not checked, since qflow does not execute what it points at.
+    Other,
+}
+
+impl RefKind {
+    pub fn attribute(self) -> &'static str {
+        match self {
+            RefKind::SourceRef => "sourceRef",
+            RefKind::TargetRef => "targetRef",
+            RefKind::AttachedToRef => "attachedToRef",
+            RefKind::ErrorRef => "errorRef",
+            RefKind::Default => "default",
+            RefKind::BpmnElement => "bpmnElement",
+            RefKind::Other => "reference",
+        }
+    }
+
+    /// QF004 checks exactly the references DESIGN.md lists.
+    pub fn is_checked(self) -> bool {
+        !matches!(self, RefKind::BpmnElement | RefKind::Other)
+    }
+}
+
+/// A reference from one element to an id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    pub kind: RefKind,
+    pub target: Attr,
+}
+
+/// An `id` declared by a BPMN element (including bpmndi elements, which share
+/// the document's id space). Vendor extension content is not BPMN: its ids are
+/// not collected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdDecl {
+    pub id: Attr,
+    pub element: ElementRef,
+}
+
+/// A `q:*` element or attribute, kept so QF006 can check the vocabulary and the
+/// editor can hover and complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QflowItem {
+    pub is_element: bool,
+    /// Local name (`retry`, `task`, …).
+    pub local: String,
+    /// The qualified name as written (`x:retry`): fixes keep the author's prefix.
+    pub qname: String,
+    pub name_span: Span,
+    /// The whole element or attribute.
+    pub span: Span,
+    /// The local name of the element it sits on (attributes) or in (elements).
+    pub host: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorDef {
+    pub id: Attr,
+    pub error_code: Option<Attr>,
+    pub name: Option<Attr>,
+    pub span: Span,
+}
+
+/// `<q:channelConfig>`: the outbox's own per-delivery curve for one channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelConfig {
+    pub channel: Option<Attr>,
+    pub max_deliveries: Option<Attr>,
+    pub delivery_interval: Option<Attr>,
+    pub span: Span,
+    pub name_span: Span,
+}
+
+/// `<q:retry>` as written.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RetrySpec {
+    pub span: Span,
+    pub name_span: Span,
+    /// The prefix the author bound the qflow namespace to (for fixes).
+    pub qname: String,
+    pub max_attempts: Option<Attr>,
+    pub backoff: Option<Attr>,
+    pub initial: Option<Attr>,
+    pub factor: Option<Attr>,
+    pub max_delay: Option<Attr>,
+    pub max_elapsed: Option<Attr>,
+    pub jitter: Option<Attr>,
+    pub non_retryable_codes: Option<Attr>,
+}
+
+/// `<q:timeout duration="…"/>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimeoutSpec {
+    pub span: Span,
+    pub name_span: Span,
+    pub duration: Option<Attr>,
+}
+
+/// The timer definition of a timer event: exactly one of the three forms.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TimerDef {
+    pub span: Span,
+    pub time_duration: Option<Attr>,
+    pub time_date: Option<Attr>,
+    pub time_cycle: Option<Attr>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventTrigger {
+    None,
+    Timer(TimerDef),
+    Error {
+        error_ref: Option<Attr>,
+        span: Span,
+    },
+    /// Message, signal, escalation, … : loaded, not executed.
+    Other(String),
+}
+
+/// What a serviceTask says it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskAttrs {
+    /// `q:task="payments.charge"`.
+    pub task: Option<Attr>,
+    /// `q:channel="bank"`.
+    pub channel: Option<Attr>,
+    /// `q:operation="authorize"`.
+    pub operation: Option<Attr>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeKind {
+    StartEvent {
+        trigger: EventTrigger,
+    },
+    EndEvent {
+        trigger: EventTrigger,
+    },
+    ExclusiveGateway {
+        default: Option<Attr>,
+    },
+    ParallelGateway,
+    ServiceTask(TaskAttrs),
+    BoundaryEvent {
+        attached_to: Option<Attr>,
+        /// `cancelActivity`, default true.
+        interrupting: bool,
+        trigger: EventTrigger,
+    },
+    IntermediateCatchEvent {
+        trigger: EventTrigger,
+    },
+    /// A sub-process: its contents are nodes with `scope` = this node's index.
+    SubProcess {
+        triggered_by_event: bool,
+    },
+    /// Any other flow node (userTask, task, inclusiveGateway, …), by local name.
+    Other,
+}
+
+/// A flow node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    pub id: Attr,
+    pub name: Option<Attr>,
+    /// The element's local name (`serviceTask`, `boundaryEvent`, …).
+    pub element: String,
+    pub kind: NodeKind,
+    pub span: Span,
+    pub name_span: Span,
+    /// Index of the enclosing sub-process node, if any.
+    pub scope: Option<usize>,
+    pub retries: Vec<RetrySpec>,
+    pub timeouts: Vec<TimeoutSpec>,
+    /// `isForCompensation="true"`: entered by compensation, not by flow.
+    pub for_compensation: bool,
+}
+
+impl Node {
+    pub fn id(&self) -> &str {
+        &self.id.value
+    }
+
+    pub fn task_attrs(&self) -> Option<&TaskAttrs> {
+        match &self.kind {
+            NodeKind::ServiceTask(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// `q:task` and no `q:channel`: a registered task.
+    pub fn registered_task(&self) -> Option<&Attr> {
+        self.task_attrs()
+            .filter(|t| t.channel.is_none())
+            .and_then(|t| t.task.as_ref())
+    }
+
+    /// `q:channel` and no `q:task`: a channel call.
+    pub fn channel_call(&self) -> Option<&Attr> {
+        self.task_attrs()
+            .filter(|t| t.task.is_none())
+            .and_then(|t| t.channel.as_ref())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flow {
+    pub id: Attr,
+    pub name: Option<Attr>,
+    pub source: Option<Attr>,
+    pub target: Option<Attr>,
+    /// The condition's text, if any (trimmed), with the span of the text.
+    pub condition: Option<Attr>,
+    pub span: Span,
+    pub scope: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Process {
+    pub id: Option<Attr>,
+    pub name: Option<Attr>,
+    pub is_executable: bool,
+    pub span: Span,
+    pub name_span: Span,
+    pub nodes: Vec<Node>,
+    pub flows: Vec<Flow>,
+}
+
+impl Process {
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.id.value == id)
+    }
+
+    pub fn node_index(&self, id: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.id.value == id)
+    }
+
+    pub fn outgoing<'a>(&'a self, node_id: &'a str) -> impl Iterator<Item = &'a Flow> + 'a {
+        self.flows
+            .iter()
+            .filter(move |f| f.source.as_ref().is_some_and(|s| s.value == node_id))
+    }
+
+    pub fn incoming<'a>(&'a self, node_id: &'a str) -> impl Iterator<Item = &'a Flow> + 'a {
+        self.flows
+            .iter()
+            .filter(move |f| f.target.as_ref().is_some_and(|s| s.value == node_id))
+    }
+
+    /// Boundary events attached to a node.
+    pub fn boundaries<'a>(&'a self, node_id: &'a str) -> impl Iterator<Item = &'a Node> + 'a {
+        self.nodes.iter().filter(move |n| {
+            matches!(&n.kind, NodeKind::BoundaryEvent { attached_to: Some(a), .. } if a.value == node_id)
+        })
+    }
+}
+
+/// A whole `definitions` document.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Definitions {
+    pub span: Span,
+    pub name_span: Span,
+    /// The document binds `urn:qflow:bpmn:1` to some prefix (or as default):
+    /// only then do the execution rules apply.
+    pub declares_qflow: bool,
+    pub processes: Vec<Process>,
+    pub errors: Vec<ErrorDef>,
+    pub channel_configs: Vec<ChannelConfig>,
+    /// Every BPMN id in document order (duplicates included: QF003 reports them).
+    pub ids: Vec<IdDecl>,
+    /// Every reference from a BPMN attribute to an id, in document order.
+    pub references: Vec<Reference>,
+    /// Every `q:` element and attribute, in document order.
+    pub qflow_items: Vec<QflowItem>,
+}
+
+impl Definitions {
+    /// The first declaration of an id.
+    pub fn declaration(&self, id: &str) -> Option<&IdDecl> {
+        self.ids.iter().find(|d| d.id.value == id)
+    }
+
+    pub fn error(&self, id: &str) -> Option<&ErrorDef> {
+        self.errors.iter().find(|e| e.id.value == id)
+    }
+
+    pub fn channel_config(&self, channel: &str) -> Option<&ChannelConfig> {
+        self.channel_configs
+            .iter()
+            .find(|c| c.channel.as_ref().is_some_and(|a| a.value == channel))
+    }
+
+    /// Processes the qflow execution rules apply to.
+    pub fn executable_processes(&self) -> impl Iterator<Item = &Process> {
+        let applies = self.declares_qflow;
+        self.processes
+            .iter()
+            .filter(move |p| applies && p.is_executable)
+    }
+}

@@ -1,0 +1,430 @@
+//! Reads the semantic [`Definitions`] out of a spanned XML tree.
+//!
+//! This is the only place that knows how BPMN lays its elements out in XML.
+//! It never rejects anything except a document that is not BPMN at all (QF002):
+//! every other judgement belongs to the rules, which can then point at spans.
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::model::*;
+use crate::span::Span;
+use crate::xml::{ElementId, XmlAttr, XmlDoc, XmlElement, BPMN_NS, QFLOW_NS};
+
+pub const BPMNDI_NS: &str = "http://www.omg.org/spec/BPMN/20100524/DI";
+pub const DC_NS: &str = "http://www.omg.org/spec/DD/20100524/DC";
+pub const DI_NS: &str = "http://www.omg.org/spec/DD/20100524/DI";
+
+/// BPMN flow-node element names (BPMN 2.0 §10); everything else inside a
+/// process (sequence flows aside) is data, artifacts or structure.
+const FLOW_NODES: &[&str] = &[
+    "startEvent",
+    "endEvent",
+    "intermediateCatchEvent",
+    "intermediateThrowEvent",
+    "boundaryEvent",
+    "implicitThrowEvent",
+    "task",
+    "serviceTask",
+    "userTask",
+    "manualTask",
+    "scriptTask",
+    "businessRuleTask",
+    "sendTask",
+    "receiveTask",
+    "callActivity",
+    "subProcess",
+    "transaction",
+    "adHocSubProcess",
+    "exclusiveGateway",
+    "parallelGateway",
+    "inclusiveGateway",
+    "eventBasedGateway",
+    "complexGateway",
+    "callChoreography",
+    "choreographyTask",
+    "subChoreography",
+];
+
+/// IDREF-valued attributes of BPMN and BPMNDI elements that qflow indexes.
+fn reference_kind(attr: &str) -> Option<RefKind> {
+    Some(match attr {
+        "sourceRef" => RefKind::SourceRef,
+        "targetRef" => RefKind::TargetRef,
+        "attachedToRef" => RefKind::AttachedToRef,
+        "errorRef" => RefKind::ErrorRef,
+        "default" => RefKind::Default,
+        "bpmnElement" => RefKind::BpmnElement,
+        "processRef" | "messageRef" | "signalRef" | "escalationRef" | "calledElement"
+        | "dataObjectRef" | "dataStoreRef" | "itemSubjectRef" | "structureRef" | "operationRef"
+        | "inMessageRef" | "outMessageRef" | "sourceElement" | "targetElement"
+        | "categoryValueRef" | "dataStateRef" | "activityRef" | "implementationRef" => {
+            RefKind::Other
+        }
+        _ => return None,
+    })
+}
+
+fn attr(a: &XmlAttr<'_>) -> Attr {
+    Attr {
+        value: a.value.to_string(),
+        span: a.value_span,
+        full_span: a.span,
+    }
+}
+
+fn plain_attr(el: &XmlElement<'_>, local: &str) -> Option<Attr> {
+    el.attr(local).map(attr)
+}
+
+fn q_attr(el: &XmlElement<'_>, local: &str) -> Option<Attr> {
+    el.attr_ns(QFLOW_NS, local).map(attr)
+}
+
+/// An element's text content as an [`Attr`], trimmed, with the span of the
+/// trimmed text in the source.
+fn text_attr(doc: &XmlDoc<'_>, el: &XmlElement<'_>) -> Option<Attr> {
+    let span = el.text_span?;
+    let raw = &doc.source[span.start..span.end];
+    let lead = raw.len() - raw.trim_start().len();
+    let trail = raw.len() - raw.trim_end().len();
+    let value = el.text.trim().to_string();
+    let inner = if lead + trail >= raw.len() {
+        Span::at(span.start)
+    } else {
+        Span::new(span.start + lead, span.end - trail)
+    };
+    Some(Attr {
+        value,
+        span: inner,
+        full_span: el.span,
+    })
+}
+
+fn is_bpmn(el: &XmlElement<'_>, local: &str) -> bool {
+    el.is(BPMN_NS, local)
+}
+
+/// Read a parsed document. `Err` only for QF002 (not a BPMN definitions document).
+pub fn read(doc: &XmlDoc<'_>) -> Result<Definitions, Diagnostic> {
+    let root = doc.element(doc.root);
+    if !is_bpmn(root, "definitions") {
+        let found = match root.ns.as_deref() {
+            Some(ns) => format!("<{}> in namespace `{ns}`", root.qname),
+            None => format!("<{}> in no namespace", root.qname),
+        };
+        return Err(Diagnostic::new(
+            Code::QF002,
+            root.name_span,
+            format!("not a BPMN 2.0 document: the root element is {found}"),
+        )
+        .label("expected <definitions> of the BPMN 2.0 model namespace")
+        .help(format!(
+            "the root must be <bpmn:definitions xmlns:bpmn=\"{BPMN_NS}\">; check the namespace URI is exactly this one"
+        )));
+    }
+    let mut defs = Definitions {
+        span: root.span,
+        name_span: root.name_span,
+        declares_qflow: doc.declares(QFLOW_NS),
+        ..Definitions::default()
+    };
+    index_ids_refs_and_qflow(doc, &mut defs);
+
+    for (child_id, child) in doc.children(doc.root) {
+        if is_bpmn(child, "process") {
+            defs.processes.push(read_process(doc, child_id));
+        } else if is_bpmn(child, "error") {
+            if let Some(id) = plain_attr(child, "id") {
+                defs.errors.push(ErrorDef {
+                    id,
+                    error_code: plain_attr(child, "errorCode"),
+                    name: plain_attr(child, "name"),
+                    span: child.span,
+                });
+            }
+        } else if child.is(QFLOW_NS, "channelConfig") {
+            defs.channel_configs.push(read_channel_config(child));
+        } else if is_bpmn(child, "extensionElements") {
+            for (_, ext) in doc.children(child_id) {
+                if ext.is(QFLOW_NS, "channelConfig") {
+                    defs.channel_configs.push(read_channel_config(ext));
+                }
+            }
+        }
+    }
+    Ok(defs)
+}
+
+fn read_channel_config(el: &XmlElement<'_>) -> ChannelConfig {
+    ChannelConfig {
+        channel: plain_attr(el, "channel"),
+        max_deliveries: plain_attr(el, "maxDeliveries"),
+        delivery_interval: plain_attr(el, "deliveryInterval"),
+        span: el.span,
+        name_span: el.name_span,
+    }
+}
+
+/// One pass over the document in order: ids, references and `q:` vocabulary.
+fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
+    // in_vendor[i]: element i is inside extension content (not BPMN).
+    let mut in_vendor = vec![false; doc.elements.len()];
+    for (i, el) in doc.elements.iter().enumerate() {
+        let parent_vendor = el.parent.map(|p| in_vendor[p]).unwrap_or(false);
+        let parent_is_ext = el
+            .parent
+            .map(|p| is_bpmn(doc.element(p), "extensionElements"))
+            .unwrap_or(false);
+        let is_spec_ns = matches!(
+            el.ns.as_deref(),
+            Some(BPMN_NS) | Some(BPMNDI_NS) | Some(DC_NS) | Some(DI_NS)
+        );
+        in_vendor[i] = parent_vendor || parent_is_ext || !is_spec_ns;
+
+        // q: vocabulary anywhere (extension content included: that is where it lives).
+        let host = el
+            .parent
+            .map(|p| doc.element(p).local.to_string())
+            .unwrap_or_default();
+        if el.in_ns(QFLOW_NS) {
+            defs.qflow_items.push(QflowItem {
+                is_element: true,
+                local: el.local.to_string(),
+                qname: el.qname.to_string(),
+                name_span: el.name_span,
+                span: el.span,
+                host,
+            });
+        }
+        for a in &el.attrs {
+            if a.ns.as_deref() == Some(QFLOW_NS) {
+                defs.qflow_items.push(QflowItem {
+                    is_element: false,
+                    local: a.local.to_string(),
+                    qname: a.qname.to_string(),
+                    name_span: a.name_span,
+                    span: a.span,
+                    host: el.local.to_string(),
+                });
+            }
+        }
+
+        if in_vendor[i] {
+            continue;
+        }
+        for a in &el.attrs {
+            if a.ns.is_some() {
+                continue;
+            }
+            if a.local == "id" {
+                defs.ids.push(IdDecl {
+                    id: attr(a),
+                    element: ElementRef {
+                        local: el.local.to_string(),
+                        span: el.span,
+                        name_span: el.name_span,
+                    },
+                });
+            } else if let Some(kind) = reference_kind(a.local) {
+                // `default` is a reference only on gateways and activities.
+                if kind == RefKind::Default
+                    && !(el.local.ends_with("Gateway") || is_activity(el.local))
+                {
+                    continue;
+                }
+                if a.value.is_empty() && kind == RefKind::Default {
+                    continue;
+                }
+                defs.references.push(Reference {
+                    kind,
+                    target: attr(a),
+                });
+            }
+        }
+    }
+}
+
+fn is_activity(local: &str) -> bool {
+    local.ends_with("Task")
+        || matches!(
+            local,
+            "task" | "subProcess" | "transaction" | "adHocSubProcess" | "callActivity"
+        )
+}
+
+fn read_process(doc: &XmlDoc<'_>, process_id: ElementId) -> Process {
+    let el = doc.element(process_id);
+    let mut process = Process {
+        id: plain_attr(el, "id"),
+        name: plain_attr(el, "name"),
+        is_executable: el
+            .attr("isExecutable")
+            .is_some_and(|a| a.value.trim() == "true"),
+        span: el.span,
+        name_span: el.name_span,
+        nodes: Vec::new(),
+        flows: Vec::new(),
+    };
+    read_container(doc, process_id, None, &mut process);
+    process
+}
+
+/// Read the flow elements of a process or sub-process into `process`.
+fn read_container(
+    doc: &XmlDoc<'_>,
+    container: ElementId,
+    scope: Option<usize>,
+    process: &mut Process,
+) {
+    for (child_id, child) in doc.children(container) {
+        if !child.in_ns(BPMN_NS) {
+            continue;
+        }
+        if child.local == "sequenceFlow" {
+            let condition = doc
+                .children(child_id)
+                .find(|(_, c)| is_bpmn(c, "conditionExpression"))
+                .and_then(|(_, c)| text_attr(doc, c));
+            process.flows.push(Flow {
+                id: plain_attr(child, "id").unwrap_or_else(|| missing_attr(child)),
+                name: plain_attr(child, "name"),
+                source: plain_attr(child, "sourceRef"),
+                target: plain_attr(child, "targetRef"),
+                condition,
+                span: child.span,
+                scope,
+            });
+            continue;
+        }
+        if !FLOW_NODES.contains(&child.local) {
+            continue;
+        }
+        let index = process.nodes.len();
+        process.nodes.push(read_node(doc, child_id, scope));
+        if matches!(
+            child.local,
+            "subProcess" | "transaction" | "adHocSubProcess"
+        ) {
+            read_container(doc, child_id, Some(index), process);
+        }
+    }
+}
+
+/// An id-less element still gets a node, with an empty id at its name (QF003/QF004
+/// never match it, and the runtime never sees it because the loader refuses it).
+fn missing_attr(el: &XmlElement<'_>) -> Attr {
+    Attr {
+        value: String::new(),
+        span: el.name_span,
+        full_span: el.name_span,
+    }
+}
+
+fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
+    let el = doc.element(id);
+    let trigger = read_trigger(doc, id);
+    let kind = match el.local {
+        "startEvent" => NodeKind::StartEvent { trigger },
+        "endEvent" => NodeKind::EndEvent { trigger },
+        "exclusiveGateway" => NodeKind::ExclusiveGateway {
+            default: plain_attr(el, "default"),
+        },
+        "parallelGateway" => NodeKind::ParallelGateway,
+        "serviceTask" => NodeKind::ServiceTask(TaskAttrs {
+            task: q_attr(el, "task"),
+            channel: q_attr(el, "channel"),
+            operation: q_attr(el, "operation"),
+        }),
+        "boundaryEvent" => NodeKind::BoundaryEvent {
+            attached_to: plain_attr(el, "attachedToRef"),
+            interrupting: el
+                .attr("cancelActivity")
+                .is_none_or(|a| a.value.trim() != "false"),
+            trigger,
+        },
+        "intermediateCatchEvent" => NodeKind::IntermediateCatchEvent { trigger },
+        "subProcess" | "transaction" | "adHocSubProcess" => NodeKind::SubProcess {
+            triggered_by_event: el
+                .attr("triggeredByEvent")
+                .is_some_and(|a| a.value.trim() == "true"),
+        },
+        _ => NodeKind::Other,
+    };
+    let mut retries = Vec::new();
+    let mut timeouts = Vec::new();
+    for (ext_id, ext) in doc.children(id) {
+        if !is_bpmn(ext, "extensionElements") {
+            continue;
+        }
+        for (_, q) in doc.children(ext_id) {
+            if q.is(QFLOW_NS, "retry") {
+                retries.push(RetrySpec {
+                    span: q.span,
+                    name_span: q.name_span,
+                    qname: q.qname.to_string(),
+                    max_attempts: plain_attr(q, "maxAttempts"),
+                    backoff: plain_attr(q, "backoff"),
+                    initial: plain_attr(q, "initial"),
+                    factor: plain_attr(q, "factor"),
+                    max_delay: plain_attr(q, "maxDelay"),
+                    max_elapsed: plain_attr(q, "maxElapsed"),
+                    jitter: plain_attr(q, "jitter"),
+                    non_retryable_codes: plain_attr(q, "nonRetryableCodes"),
+                });
+            } else if q.is(QFLOW_NS, "timeout") {
+                timeouts.push(TimeoutSpec {
+                    span: q.span,
+                    name_span: q.name_span,
+                    duration: plain_attr(q, "duration"),
+                });
+            }
+        }
+    }
+    Node {
+        id: plain_attr(el, "id").unwrap_or_else(|| missing_attr(el)),
+        name: plain_attr(el, "name"),
+        element: el.local.to_string(),
+        kind,
+        span: el.span,
+        name_span: el.name_span,
+        scope,
+        retries,
+        timeouts,
+        for_compensation: el
+            .attr("isForCompensation")
+            .is_some_and(|a| a.value.trim() == "true"),
+    }
+}
+
+fn read_trigger(doc: &XmlDoc<'_>, id: ElementId) -> EventTrigger {
+    let defs: Vec<(ElementId, &XmlElement<'_>)> = doc
+        .children(id)
+        .filter(|(_, c)| c.in_ns(BPMN_NS) && c.local.ends_with("EventDefinition"))
+        .collect();
+    match defs.as_slice() {
+        [] => EventTrigger::None,
+        [(def_id, def)] if def.local == "timerEventDefinition" => {
+            let mut timer = TimerDef {
+                span: def.span,
+                ..TimerDef::default()
+            };
+            for (_, t) in doc.children(*def_id) {
+                if !t.in_ns(BPMN_NS) {
+                    continue;
+                }
+                match t.local {
+                    "timeDuration" => timer.time_duration = text_attr(doc, t),
+                    "timeDate" => timer.time_date = text_attr(doc, t),
+                    "timeCycle" => timer.time_cycle = text_attr(doc, t),
+                    _ => {}
+                }
+            }
+            EventTrigger::Timer(timer)
+        }
+        [(_, def)] if def.local == "errorEventDefinition" => EventTrigger::Error {
+            error_ref: plain_attr(def, "errorRef"),
+            span: def.span,
+        },
+        [(_, def)] => EventTrigger::Other(def.local.to_string()),
+        _ => EventTrigger::Other("multiple event definitions".to_string()),
+    }
+}

@@ -1,0 +1,154 @@
+//! Byte ranges into the source text.
+//!
+//! Every model element and attribute keeps the byte range it was read from, so a
+//! single diagnostic can be rendered as a miette report (byte offsets) in the
+//! terminal and as an LSP diagnostic (UTF-16 positions) in the editor. The
+//! conversions live here, in the engine, so every face agrees on them.
+
+use serde::Serialize;
+
+/// A half-open byte range `[start, end)` into the source the model was loaded from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord, Serialize)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub const fn new(start: usize, end: usize) -> Self {
+        Span { start, end }
+    }
+
+    /// An empty span at one offset: used for "here" positions (e.g. the first XML fault).
+    pub const fn at(offset: usize) -> Self {
+        Span {
+            start: offset,
+            end: offset,
+        }
+    }
+
+    pub const fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    pub const fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    pub fn contains(&self, offset: usize) -> bool {
+        self.start <= offset && offset < self.end
+    }
+}
+
+impl From<Span> for miette::SourceSpan {
+    fn from(s: Span) -> Self {
+        miette::SourceSpan::new(s.start.into(), s.len())
+    }
+}
+
+/// A position resolved against a source text, in every unit a face may need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Position {
+    /// 0-based line.
+    pub line: usize,
+    /// 0-based column in Unicode scalar values (characters), as a terminal user counts.
+    pub column_chars: usize,
+    /// 0-based column in UTF-16 code units, as LSP counts.
+    pub column_utf16: usize,
+}
+
+/// Line index over a source text: maps byte offsets to line/column and back.
+///
+/// Lines end at `\n`; a `\r` before it belongs to the line break, so CRLF files
+/// get the same columns as LF files.
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    line_starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut line_starts = vec![0];
+        for (i, b) in text.bytes().enumerate() {
+            if b == b'\n' {
+                line_starts.push(i + 1);
+            }
+        }
+        LineIndex { line_starts }
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.line_starts.len()
+    }
+
+    /// Resolve a byte offset; offsets past the end clamp to the end, and offsets
+    /// inside a multi-byte character clamp back to its first byte.
+    pub fn position(&self, text: &str, offset: usize) -> Position {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = match self.line_starts.binary_search(&offset) {
+            Ok(l) => l,
+            Err(l) => l - 1,
+        };
+        let start = self.line_starts[line];
+        let prefix = &text[start..offset];
+        let prefix = prefix.strip_suffix('\r').unwrap_or(prefix);
+        Position {
+            line,
+            column_chars: prefix.chars().count(),
+            column_utf16: prefix.encode_utf16().count(),
+        }
+    }
+
+    /// The byte offset of a 0-based line and UTF-16 column (LSP positions).
+    /// Columns past the end of the line clamp to the line's end.
+    pub fn offset_utf16(&self, text: &str, line: usize, column_utf16: usize) -> usize {
+        let Some(&start) = self.line_starts.get(line) else {
+            return text.len();
+        };
+        let end = self
+            .line_starts
+            .get(line + 1)
+            .copied()
+            .unwrap_or(text.len());
+        let line_text = &text[start..end];
+        let mut units = 0;
+        for (i, ch) in line_text.char_indices() {
+            if units >= column_utf16 || ch == '\n' || ch == '\r' {
+                return start + i;
+            }
+            units += ch.len_utf16();
+        }
+        end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_count_characters_and_utf16_units() {
+        let text = "a\n😀é<x/>\r\nz";
+        let idx = LineIndex::new(text);
+        let off = text.find("<x").unwrap();
+        let p = idx.position(text, off);
+        assert_eq!(p.line, 1);
+        assert_eq!(p.column_chars, 2);
+        assert_eq!(p.column_utf16, 3);
+        assert_eq!(idx.offset_utf16(text, 1, 3), off);
+        let z = idx.position(text, text.len() - 1);
+        assert_eq!((z.line, z.column_chars), (2, 0));
+    }
+
+    #[test]
+    fn crlf_line_end_is_not_a_column() {
+        let text = "ab\r\ncd";
+        let idx = LineIndex::new(text);
+        assert_eq!(idx.position(text, 2).column_chars, 2);
+        assert_eq!(idx.position(text, 3).column_chars, 2);
+        assert_eq!(idx.offset_utf16(text, 0, 99), 2);
+    }
+}

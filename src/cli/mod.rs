@@ -1,0 +1,4 @@
+pub mod check;
+pub mod console;
+pub mod lsp;
+pub mod run;
