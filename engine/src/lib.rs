@@ -10,6 +10,7 @@
 pub mod diagnostic;
 pub mod loader;
 pub mod model;
+pub mod navigate;
 pub mod reader;
 pub mod rules;
 pub mod span;

@@ -1,0 +1,769 @@
+//! Position queries over a model: what sits at a byte offset, where an id is
+//! declared and used, what a rename must touch, and what the author is typing.
+//!
+//! These answer the editor's questions (hover, go to definition, references,
+//! rename, completion) in byte offsets and [`Span`]s, so the language server
+//! only converts positions and renders; every face that ever needs "what is
+//! under the cursor" gets the same answer.
+
+use crate::diagnostic::Edit;
+use crate::model::{
+    Attr, Definitions, EventTrigger, IdDecl, Node, NodeKind, Process, RefKind, RetrySpec,
+    TimeoutSpec,
+};
+use crate::span::Span;
+use crate::xml::{self, BPMN_NS, QFLOW_NS};
+
+/// A cursor sitting at the end of a word still touches it.
+fn touches(span: Span, offset: usize) -> bool {
+    span.start <= offset && offset <= span.end
+}
+
+/// How an occurrence of an id uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Usage {
+    /// The `id="…"` that declares it.
+    Declaration,
+    /// An IDREF attribute (sourceRef, bpmnElement, …).
+    Attribute(RefKind),
+    /// The text of a `<bpmn:incoming>`/`<bpmn:outgoing>` element, which
+    /// modellers write beside every flow node and which a rename must keep in step.
+    FlowText,
+}
+
+/// One place an id is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Occurrence {
+    pub usage: Usage,
+    /// The id's text (inside the quotes, or the trimmed element text).
+    pub span: Span,
+}
+
+/// The id under the cursor, and the occurrence the cursor is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdAt {
+    pub id: String,
+    pub at: Occurrence,
+}
+
+/// `<incoming>`/`<outgoing>` texts of BPMN elements: (trimmed text, its span).
+/// The model does not keep them (the runtime derives flow from sourceRef and
+/// targetRef), so they are read from the source when navigation needs them.
+pub fn flow_text_references(source: &str) -> Vec<(String, Span)> {
+    let Ok(doc) = xml::parse(source) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for el in &doc.elements {
+        if !(el.is(BPMN_NS, "incoming") || el.is(BPMN_NS, "outgoing")) {
+            continue;
+        }
+        let Some(span) = el.text_span else { continue };
+        let raw = &source[span.start..span.end];
+        let lead = raw.len() - raw.trim_start().len();
+        let trimmed = raw.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let start = span.start + lead;
+        out.push((trimmed.to_string(), Span::new(start, start + trimmed.len())));
+    }
+    out
+}
+
+/// Every occurrence of every id, in document order.
+fn all_occurrences(defs: &Definitions, source: &str) -> Vec<(String, Occurrence)> {
+    let mut out: Vec<(String, Occurrence)> = Vec::new();
+    for d in &defs.ids {
+        out.push((
+            d.id.value.clone(),
+            Occurrence {
+                usage: Usage::Declaration,
+                span: d.id.span,
+            },
+        ));
+    }
+    for r in &defs.references {
+        out.push((
+            r.target.value.clone(),
+            Occurrence {
+                usage: Usage::Attribute(r.kind),
+                span: r.target.span,
+            },
+        ));
+    }
+    for (id, span) in flow_text_references(source) {
+        out.push((
+            id,
+            Occurrence {
+                usage: Usage::FlowText,
+                span,
+            },
+        ));
+    }
+    out.sort_by_key(|(_, o)| o.span.start);
+    out
+}
+
+/// The id declared or referenced at `offset`, if the cursor is on one.
+pub fn id_at(defs: &Definitions, source: &str, offset: usize) -> Option<IdAt> {
+    all_occurrences(defs, source)
+        .into_iter()
+        .find(|(id, o)| !id.is_empty() && touches(o.span, offset))
+        .map(|(id, at)| IdAt { id, at })
+}
+
+/// Every place `id` is written: its declarations first, then its uses in
+/// document order.
+pub fn occurrences(defs: &Definitions, source: &str, id: &str) -> Vec<Occurrence> {
+    let mut all: Vec<Occurrence> = all_occurrences(defs, source)
+        .into_iter()
+        .filter(|(i, _)| i == id)
+        .map(|(_, o)| o)
+        .collect();
+    all.sort_by_key(|o| (o.usage != Usage::Declaration, o.span.start));
+    all
+}
+
+/// The element declaring `id` (the first one, as references resolve to it).
+pub fn declaration<'a>(defs: &'a Definitions, id: &str) -> Option<&'a IdDecl> {
+    defs.declaration(id)
+}
+
+/// Why `name` cannot be an id, if it cannot: ids are XML NCNames (BPMN types
+/// them `xsd:ID`), and a rename that broke that would make the document invalid.
+pub fn invalid_id(name: &str) -> Option<String> {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return Some("an id cannot be empty".to_string());
+    };
+    if !(first.is_alphabetic() || first == '_') {
+        return Some(format!(
+            "`{name}` is not a valid id: it must start with a letter or `_`"
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Some(format!(
+            "`{name}` is not a valid id: `{bad}` is not allowed (letters, digits, `_`, `-`, `.`)"
+        ));
+    }
+    None
+}
+
+/// The edits that rename the id at `offset` everywhere it is declared or used.
+///
+/// `Ok(None)`: the cursor is not on an id. `Err`: the new name is not a valid
+/// id, or another element already has it (the rename would merge two elements).
+pub fn rename(
+    defs: &Definitions,
+    source: &str,
+    offset: usize,
+    new_name: &str,
+) -> Result<Option<Vec<Edit>>, String> {
+    let Some(at) = id_at(defs, source, offset) else {
+        return Ok(None);
+    };
+    if let Some(why) = invalid_id(new_name) {
+        return Err(why);
+    }
+    if new_name != at.id && defs.declaration(new_name).is_some() {
+        return Err(format!(
+            "an element with id `{new_name}` already exists: renaming `{}` to it would make references ambiguous",
+            at.id
+        ));
+    }
+    Ok(Some(
+        occurrences(defs, source, &at.id)
+            .into_iter()
+            .map(|o| Edit {
+                span: o.span,
+                new_text: new_name.to_string(),
+            })
+            .collect(),
+    ))
+}
+
+/// The innermost flow node whose element contains `offset`, with its process.
+pub fn node_at(defs: &Definitions, offset: usize) -> Option<(&Process, &Node)> {
+    defs.processes
+        .iter()
+        .flat_map(|p| p.nodes.iter().map(move |n| (p, n)))
+        .filter(|(_, n)| n.span.contains(offset))
+        .min_by_key(|(_, n)| n.span.len())
+}
+
+/// The `<q:retry>` containing `offset`, with its task and process.
+pub fn retry_at(defs: &Definitions, offset: usize) -> Option<(&Process, &Node, &RetrySpec)> {
+    defs.processes.iter().find_map(|p| {
+        p.nodes.iter().find_map(|n| {
+            n.retries
+                .iter()
+                .find(|r| r.span.contains(offset))
+                .map(|r| (p, n, r))
+        })
+    })
+}
+
+/// The `<q:timeout>` containing `offset`, with its task and process.
+pub fn timeout_at(defs: &Definitions, offset: usize) -> Option<(&Process, &Node, &TimeoutSpec)> {
+    defs.processes.iter().find_map(|p| {
+        p.nodes.iter().find_map(|n| {
+            n.timeouts
+                .iter()
+                .find(|t| t.span.contains(offset))
+                .map(|t| (p, n, t))
+        })
+    })
+}
+
+/// One ISO-8601 duration as written in the model (a backoff list entry is one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DurationAt {
+    /// The attribute or element it is written in (`backoff`, `timeDuration`, …).
+    pub attribute: &'static str,
+    pub text: String,
+    pub span: Span,
+}
+
+/// The duration value under the cursor, if any: every duration-valued
+/// attribute of the dialect and a timer's `timeDuration`.
+pub fn duration_at(defs: &Definitions, offset: usize) -> Option<DurationAt> {
+    let mut candidates: Vec<(&'static str, &Attr)> = Vec::new();
+    for p in &defs.processes {
+        for n in &p.nodes {
+            for r in &n.retries {
+                for (name, a) in [
+                    ("backoff", &r.backoff),
+                    ("initial", &r.initial),
+                    ("maxDelay", &r.max_delay),
+                    ("maxElapsed", &r.max_elapsed),
+                ] {
+                    if let Some(a) = a {
+                        candidates.push((name, a));
+                    }
+                }
+            }
+            for t in &n.timeouts {
+                if let Some(a) = &t.duration {
+                    candidates.push(("duration", a));
+                }
+            }
+            let trigger = match &n.kind {
+                NodeKind::StartEvent { trigger }
+                | NodeKind::EndEvent { trigger }
+                | NodeKind::IntermediateCatchEvent { trigger }
+                | NodeKind::BoundaryEvent { trigger, .. } => Some(trigger),
+                _ => None,
+            };
+            if let Some(EventTrigger::Timer(t)) = trigger {
+                if let Some(a) = &t.time_duration {
+                    candidates.push(("timeDuration", a));
+                }
+            }
+        }
+    }
+    for c in &defs.channel_configs {
+        if let Some(a) = &c.delivery_interval {
+            candidates.push(("deliveryInterval", a));
+        }
+    }
+    let (attribute, attr) = candidates
+        .into_iter()
+        .find(|(_, a)| touches(a.span, offset))?;
+    // A backoff list holds several durations: pick the word under the cursor.
+    let raw_start = attr.span.start;
+    let raw = &attr.value;
+    let rel = offset.saturating_sub(raw_start);
+    let mut pos = 0;
+    for word in raw.split_whitespace() {
+        let start = pos + raw[pos..].find(word).unwrap_or(0);
+        let end = start + word.len();
+        pos = end;
+        if start <= rel && rel <= end {
+            return Some(DurationAt {
+                attribute,
+                text: word.to_string(),
+                span: Span::new(raw_start + start, raw_start + end),
+            });
+        }
+    }
+    None
+}
+
+/// What the author is typing at the cursor, read from the text alone (the
+/// document is usually not well-formed mid-edit, so the model cannot answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CursorContext {
+    /// After `<`: an element name. `parent` is the local name of the enclosing
+    /// open element, if any.
+    ElementName {
+        prefix: String,
+        /// Where the partial name starts (right after `<`).
+        start: usize,
+        parent: Option<String>,
+    },
+    /// Inside a start tag, between attributes.
+    AttributeName {
+        /// The element's qualified name as written.
+        element: String,
+        prefix: String,
+        start: usize,
+        /// Attributes already written on the element (qualified names).
+        present: Vec<String>,
+    },
+    /// Inside a quoted attribute value.
+    AttributeValue {
+        element: String,
+        /// The attribute's qualified name as written.
+        attribute: String,
+        /// The whole value typed so far (up to the cursor).
+        value: String,
+        /// Where the value starts (after the quote).
+        value_start: usize,
+    },
+    /// Text content, a comment, a closing tag, …: nothing to complete.
+    Other,
+}
+
+/// Classify the cursor for completion.
+pub fn cursor_context(source: &str, offset: usize) -> CursorContext {
+    let mut offset = offset.min(source.len());
+    while !source.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &source[..offset];
+    let Some(lt) = before.rfind('<') else {
+        return CursorContext::Other;
+    };
+    let tag = &before[lt + 1..];
+    if tag.starts_with(['/', '!', '?']) {
+        return CursorContext::Other;
+    }
+    // Element name: no whitespace typed yet.
+    let name_end = tag
+        .find(|c: char| c.is_whitespace() || c == '/' || c == '>')
+        .unwrap_or(tag.len());
+    if name_end == tag.len() {
+        return CursorContext::ElementName {
+            prefix: tag.to_string(),
+            start: lt + 1,
+            parent: enclosing_element(&source[..lt]),
+        };
+    }
+    let element = tag[..name_end].to_string();
+    // Walk the attributes: name, '=', quoted value.
+    let bytes = tag.as_bytes();
+    let mut i = name_end;
+    let mut present = Vec::new();
+    loop {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= bytes.len() {
+            return CursorContext::AttributeName {
+                element,
+                prefix: String::new(),
+                start: lt + 1 + i,
+                present,
+            };
+        }
+        if bytes[i] == b'>' || bytes[i] == b'/' {
+            return CursorContext::Other;
+        }
+        let name_start = i;
+        while i < bytes.len()
+            && !bytes[i].is_ascii_whitespace()
+            && bytes[i] != b'='
+            && bytes[i] != b'>'
+        {
+            i += 1;
+        }
+        let name = &tag[name_start..i];
+        if i >= bytes.len() {
+            return CursorContext::AttributeName {
+                element,
+                prefix: name.to_string(),
+                start: lt + 1 + name_start,
+                present,
+            };
+        }
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= bytes.len() || bytes[i] != b'=' {
+            // A name with no value (mid-edit): keep going.
+            present.push(name.to_string());
+            continue;
+        }
+        i += 1;
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= bytes.len() {
+            return CursorContext::Other;
+        }
+        let quote = bytes[i];
+        if quote != b'"' && quote != b'\'' {
+            return CursorContext::Other;
+        }
+        let value_start = i + 1;
+        match tag[value_start..].find(quote as char) {
+            Some(len) => {
+                present.push(name.to_string());
+                i = value_start + len + 1;
+            }
+            None => {
+                return CursorContext::AttributeValue {
+                    element,
+                    attribute: name.to_string(),
+                    value: tag[value_start..].to_string(),
+                    value_start: lt + 1 + value_start,
+                };
+            }
+        }
+    }
+}
+
+/// The local name of the innermost element still open at the end of `text`.
+fn enclosing_element(text: &str) -> Option<String> {
+    let mut stack: Vec<&str> = Vec::new();
+    let mut rest = text;
+    let mut base = 0;
+    while let Some(lt) = rest.find('<') {
+        let tag = &rest[lt..];
+        let skip_to = |end: &str| tag.find(end).map(|e| lt + e + end.len());
+        let consumed = if tag.starts_with("<!--") {
+            skip_to("-->")
+        } else if tag.starts_with("<![CDATA[") {
+            skip_to("]]>")
+        } else if tag.starts_with("<?") || tag.starts_with("<!") {
+            skip_to(">")
+        } else if let Some(close) = tag.strip_prefix("</") {
+            let name_len = close
+                .find(|c: char| c.is_whitespace() || c == '>')
+                .unwrap_or(close.len());
+            let name = &close[..name_len];
+            if let Some(pos) = stack.iter().rposition(|n| *n == name) {
+                stack.truncate(pos);
+            }
+            skip_to(">")
+        } else {
+            let end = tag_end(tag);
+            let name_len = tag[1..]
+                .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
+                .unwrap_or(tag.len() - 1);
+            let self_closing = end.is_some_and(|e| tag[..e].ends_with("/>"));
+            if !self_closing {
+                stack.push(&tag[1..1 + name_len]);
+            }
+            end.map(|e| lt + e)
+        };
+        match consumed {
+            Some(c) => {
+                base += c;
+                rest = &text[base..];
+            }
+            None => break,
+        }
+    }
+    stack
+        .last()
+        .map(|q| q.rsplit(':').next().unwrap_or(q).to_string())
+}
+
+/// The length of a start tag up to and including its `>`, respecting quotes.
+fn tag_end(tag: &str) -> Option<usize> {
+    let mut quote: Option<char> = None;
+    for (i, c) in tag.char_indices() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '"' || c == '\'' => quote = Some(c),
+            None if c == '>' => return Some(i + 1),
+            None => {}
+        }
+    }
+    None
+}
+
+/// The prefix the document binds the qflow namespace to (`q` when none is
+/// bound yet, the convention), read lexically so it works mid-edit.
+pub fn qflow_prefix(source: &str) -> String {
+    let needle = format!("\"{QFLOW_NS}\"");
+    let alt = format!("'{QFLOW_NS}'");
+    for pat in [&needle, &alt] {
+        if let Some(pos) = source.find(pat.as_str()) {
+            let head = source[..pos].trim_end();
+            if let Some(head) = head.strip_suffix('=') {
+                let head = head.trim_end();
+                let start = head
+                    .rfind(|c: char| c.is_whitespace())
+                    .map(|i| i + 1)
+                    .unwrap_or(0);
+                if let Some(p) = head[start..].strip_prefix("xmlns:") {
+                    return p.to_string();
+                }
+            }
+        }
+    }
+    "q".to_string()
+}
+
+/// A `q:` element of the dialect, for completion and hover.
+#[derive(Debug, Clone, Copy)]
+pub struct VocabElement {
+    pub local: &'static str,
+    /// Where it goes: `extensionElements` of a task, or of `definitions`.
+    pub host: &'static str,
+    pub doc: &'static str,
+    /// Its (plain, unprefixed) attributes.
+    pub attributes: &'static [VocabAttribute],
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct VocabAttribute {
+    pub name: &'static str,
+    pub doc: &'static str,
+    /// The value's kind, so an editor can complete or template it.
+    pub value: ValueKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    Duration,
+    DurationList,
+    PositiveInteger,
+    Number,
+    OneOf(&'static [&'static str]),
+    FailureCodes,
+    Name,
+}
+
+const RETRY_ATTRS: &[VocabAttribute] = &[
+    VocabAttribute { name: "maxAttempts", doc: "Every attempt, the first included: the retry budget.", value: ValueKind::PositiveInteger },
+    VocabAttribute { name: "backoff", doc: "ISO-8601 delays before attempt 2, 3, …; the last one repeats.", value: ValueKind::DurationList },
+    VocabAttribute { name: "initial", doc: "Curve form: the first delay.", value: ValueKind::Duration },
+    VocabAttribute { name: "factor", doc: "Curve form: each delay is the previous one times this (at least 1).", value: ValueKind::Number },
+    VocabAttribute { name: "maxDelay", doc: "Caps every delay, in both forms.", value: ValueKind::Duration },
+    VocabAttribute { name: "maxElapsed", doc: "Retry expiry, measured from the first attempt.", value: ValueKind::Duration },
+    VocabAttribute { name: "jitter", doc: "none | full | equal: spreads instances that failed together (deterministic per instance, node and attempt).", value: ValueKind::OneOf(&["none", "full", "equal"]) },
+    VocabAttribute { name: "nonRetryableCodes", doc: "Failure codes that end the task at once, space separated.", value: ValueKind::FailureCodes },
+];
+
+const TIMEOUT_ATTRS: &[VocabAttribute] = &[VocabAttribute {
+    name: "duration",
+    doc: "How long one attempt of the channel call may wait for its response.",
+    value: ValueKind::Duration,
+}];
+
+const CHANNEL_CONFIG_ATTRS: &[VocabAttribute] = &[
+    VocabAttribute {
+        name: "channel",
+        doc: "The channel this delivery curve applies to.",
+        value: ValueKind::Name,
+    },
+    VocabAttribute {
+        name: "maxDeliveries",
+        doc: "Deliveries of one request before the outbox poisons it (default: forever).",
+        value: ValueKind::PositiveInteger,
+    },
+    VocabAttribute {
+        name: "deliveryInterval",
+        doc: "The outbox's delay between deliveries of one request.",
+        value: ValueKind::Duration,
+    },
+];
+
+/// The `q:` elements of the dialect (DESIGN.md §1).
+pub const Q_ELEMENTS: &[VocabElement] = &[
+    VocabElement { local: "retry", host: "task", doc: "The task's retry policy: how many attempts, how far apart, which failures end it at once.", attributes: RETRY_ATTRS },
+    VocabElement { local: "timeout", host: "task", doc: "The route-less timeout of a channel call: it fails the attempt with `q.timeout`.", attributes: TIMEOUT_ATTRS },
+    VocabElement { local: "channelConfig", host: "definitions", doc: "The outbox's own per-delivery curve for one channel.", attributes: CHANNEL_CONFIG_ATTRS },
+];
+
+/// The `q:` attributes on a `serviceTask` (DESIGN.md §1).
+pub const Q_TASK_ATTRIBUTES: &[VocabAttribute] = &[
+    VocabAttribute { name: "task", doc: "A registered task: an in-process handler registered under this name runs it.", value: ValueKind::Name },
+    VocabAttribute { name: "channel", doc: "A channel call: a request goes out through the outbox and the task waits for the correlated response.", value: ValueKind::Name },
+    VocabAttribute { name: "operation", doc: "The operation of a channel call.", value: ValueKind::Name },
+];
+
+/// The failure codes the engine itself raises on a channel call.
+pub const ENGINE_FAILURE_CODES: &[(&str, &str)] = &[
+    (
+        "q.timeout",
+        "the route-less <q:timeout> fired before the response came",
+    ),
+    (
+        "q.delivery.poisoned",
+        "the outbox gave up delivering the request (its channel's maxDeliveries)",
+    ),
+];
+
+/// Ids a reference attribute may point at, in document order: sourceRef and
+/// targetRef name flow nodes, attachedToRef activities, errorRef errors,
+/// `default` the gateway's outgoing flows, bpmnElement anything.
+pub fn reference_candidates<'a>(
+    defs: &'a Definitions,
+    attribute: &str,
+    element_offset: usize,
+) -> Vec<&'a IdDecl> {
+    let flow_node = |d: &&IdDecl| defs.processes.iter().any(|p| p.node(&d.id.value).is_some());
+    match attribute {
+        "sourceRef" | "targetRef" => defs.ids.iter().filter(flow_node).collect(),
+        "attachedToRef" => defs
+            .ids
+            .iter()
+            .filter(|d| {
+                defs.processes.iter().any(|p| {
+                    p.node(&d.id.value).is_some_and(|n| {
+                        matches!(
+                            n.kind,
+                            NodeKind::ServiceTask(_) | NodeKind::SubProcess { .. }
+                        ) || n.element.ends_with("Task")
+                    })
+                })
+            })
+            .collect(),
+        "errorRef" => defs
+            .ids
+            .iter()
+            .filter(|d| d.element.local == "error")
+            .collect(),
+        "default" => {
+            let gateway = node_at(defs, element_offset).map(|(p, n)| (p, n.id.value.clone()));
+            match gateway {
+                Some((p, id)) => defs
+                    .ids
+                    .iter()
+                    .filter(|d| p.outgoing(&id).any(|f| f.id.value == d.id.value))
+                    .collect(),
+                None => Vec::new(),
+            }
+        }
+        _ => defs.ids.iter().collect(),
+    }
+}
+
+/// Attributes whose value is an id of the document.
+pub fn is_reference_attribute(name: &str) -> bool {
+    matches!(
+        name,
+        "sourceRef" | "targetRef" | "attachedToRef" | "errorRef" | "default" | "bpmnElement"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MODEL: &str = r#"<?xml version="1.0"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:x="urn:qflow:bpmn:1" xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI" id="d">
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="start"><bpmn:outgoing>f1</bpmn:outgoing></bpmn:startEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="charge"/>
+    <bpmn:serviceTask id="charge" x:task="payments.charge">
+      <bpmn:incoming>f1</bpmn:incoming>
+      <bpmn:extensionElements><x:retry maxAttempts="3" backoff="PT1M PT5M"/></bpmn:extensionElements>
+    </bpmn:serviceTask>
+  </bpmn:process>
+  <bpmndi:BPMNDiagram id="dia"><bpmndi:BPMNPlane id="pl" bpmnElement="p"><bpmndi:BPMNShape id="s1" bpmnElement="charge"/></bpmndi:BPMNPlane></bpmndi:BPMNDiagram>
+</bpmn:definitions>"#;
+
+    fn defs() -> Definitions {
+        crate::analyze(MODEL).definitions.unwrap()
+    }
+
+    #[test]
+    fn id_occurrences_include_flow_text_and_diagram() {
+        let d = defs();
+        let at = MODEL.find("targetRef=\"charge").unwrap() + "targetRef=\"".len() + 2;
+        let hit = id_at(&d, MODEL, at).unwrap();
+        assert_eq!(hit.id, "charge");
+        let occ = occurrences(&d, MODEL, "charge");
+        let usages: Vec<Usage> = occ.iter().map(|o| o.usage).collect();
+        assert_eq!(
+            usages,
+            vec![
+                Usage::Declaration,
+                Usage::Attribute(RefKind::TargetRef),
+                Usage::Attribute(RefKind::BpmnElement)
+            ]
+        );
+        let f1: Vec<&str> = occurrences(&d, MODEL, "f1")
+            .iter()
+            .map(|o| &MODEL[o.span.start..o.span.end])
+            .collect();
+        assert_eq!(f1, vec!["f1", "f1", "f1"]);
+    }
+
+    #[test]
+    fn rename_refuses_invalid_and_taken_names() {
+        let d = defs();
+        let at = MODEL.find("id=\"f1\"").unwrap() + 4;
+        assert!(rename(&d, MODEL, at, "9lives")
+            .unwrap_err()
+            .contains("start with a letter"));
+        assert!(rename(&d, MODEL, at, "charge")
+            .unwrap_err()
+            .contains("already exists"));
+        let edits = rename(&d, MODEL, at, "toCharge").unwrap().unwrap();
+        assert_eq!(edits.len(), 3);
+        assert_eq!(rename(&d, MODEL, 0, "x").unwrap(), None);
+    }
+
+    #[test]
+    fn durations_and_retry_under_cursor() {
+        let d = defs();
+        let at = MODEL.find("PT5M").unwrap() + 1;
+        let dur = duration_at(&d, at).unwrap();
+        assert_eq!((dur.attribute, dur.text.as_str()), ("backoff", "PT5M"));
+        let (_, node, _) = retry_at(&d, at).unwrap();
+        assert_eq!(node.id(), "charge");
+        assert_eq!(node_at(&d, at).unwrap().1.id(), "charge");
+    }
+
+    #[test]
+    fn cursor_contexts() {
+        let src = "<a><bpmn:extensionElements>\n<x:re";
+        assert_eq!(
+            cursor_context(src, src.len()),
+            CursorContext::ElementName {
+                prefix: "x:re".into(),
+                start: src.len() - 4,
+                parent: Some("extensionElements".into())
+            }
+        );
+        let src = "<x:retry maxAttempts=\"3\" jit";
+        match cursor_context(src, src.len()) {
+            CursorContext::AttributeName {
+                element,
+                prefix,
+                present,
+                ..
+            } => {
+                assert_eq!((element.as_str(), prefix.as_str()), ("x:retry", "jit"));
+                assert_eq!(present, vec!["maxAttempts".to_string()]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let src = "<x:retry nonRetryableCodes=\"q.timeout q.";
+        match cursor_context(src, src.len()) {
+            CursorContext::AttributeValue {
+                attribute, value, ..
+            } => {
+                assert_eq!(
+                    (attribute.as_str(), value.as_str()),
+                    ("nonRetryableCodes", "q.timeout q.")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(cursor_context("<a>text", 6), CursorContext::Other);
+        assert_eq!(qflow_prefix(MODEL), "x");
+        assert_eq!(qflow_prefix("<a/>"), "q");
+    }
+}
