@@ -7,14 +7,20 @@
 //!
 //! The faces (CLI, language server, console) only present what this crate decides.
 
+pub mod classify;
 pub mod diagnostic;
+pub mod duration;
 pub mod loader;
 pub mod model;
+pub mod policy;
 pub mod navigate;
 pub mod reader;
 pub mod rules;
+pub mod runtime;
 pub mod span;
+pub mod store;
 pub mod suggest;
+pub mod testgen;
 pub mod xml;
 
 pub use diagnostic::{Code, Diagnostic, Severity};

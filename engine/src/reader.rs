@@ -104,6 +104,8 @@ fn is_bpmn(el: &XmlElement<'_>, local: &str) -> bool {
 }
 
 /// Read a parsed document. `Err` only for QF002 (not a BPMN definitions document).
+// A refused document is rare and returned once: boxing buys nothing.
+#[allow(clippy::result_large_err)]
 pub fn read(doc: &XmlDoc<'_>) -> Result<Definitions, Diagnostic> {
     let root = doc.element(doc.root);
     if !is_bpmn(root, "definitions") {
