@@ -1,0 +1,378 @@
+//! The local run loop: the imperative shell around [`decide`].
+//!
+//! One [`LocalRun::step`] takes exactly one decision: claim the instance, read
+//! its durable facts, pick the next event (a ready token, else the earliest of
+//! the due timers and the scenario's external events, skipping virtual time to
+//! it), run the handler if the event is an attempt, decide, and apply the
+//! transition in one transaction. Nothing in a step sleeps: with the system
+//! clock a timer that is not due yet ends the step, and the caller's poller
+//! looks again at [`LocalRun::next_due_ms`].
+//!
+//! The console steps an instance with the same API, one decision at a time,
+//! and reads its panels from [`LocalRun::store`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::model::Definitions;
+use crate::runtime::clock::{system_now_ms, Clock};
+use crate::runtime::decide::{self, Event, Facts, Purpose, Status};
+use crate::runtime::graph::{Graph, GraphError, Kind};
+use crate::runtime::scenario::{ExternalEvent, Scenario};
+use crate::runtime::snapshot::TokenState;
+use crate::store::{local_owner, Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the model cannot run: {0}")]
+    Graph(#[from] GraphError),
+}
+
+/// One applied decision: its lines, as `qflow run --format json` prints them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The transition's sequence number in the store.
+    pub seq: i64,
+    pub at_ms: i64,
+    pub lines: Vec<Value>,
+    pub status: Status,
+}
+
+/// A local run of one instance.
+pub struct LocalRun<C: Clock> {
+    store: Store,
+    graph: Graph,
+    scenario: Scenario,
+    clock: C,
+    instance: String,
+    owner: String,
+    started_ms: i64,
+    resumed: bool,
+    /// Virtual time (since the start) past which the run stops deciding.
+    until_ms: Option<i64>,
+    first: Option<Decision>,
+}
+
+enum Next {
+    Event(Event),
+    Idle,
+}
+
+impl<C: Clock> LocalRun<C> {
+    /// Deploy the model and start an instance, or resume the unfinished
+    /// instance of the same deployment (same source hash) if the store has one.
+    pub fn open(
+        mut store: Store,
+        source: &str,
+        defs: &Definitions,
+        scenario: Scenario,
+        clock: C,
+    ) -> Result<LocalRun<C>, RunError> {
+        let graph = Graph::compile(defs)?;
+        let now = clock.now_ms();
+        let dep = store.deploy(&graph.process_id, source, now)?;
+        let start = decide::start(&graph, &scenario.variables, now);
+        let (instance, created) = store.create_instance(&dep, &start, now)?;
+        let row = store
+            .instance(&instance)?
+            .ok_or_else(|| StoreError::NoInstance(instance.clone()))?;
+        if !created {
+            // Time on a resumed instance continues from its last decision.
+            let last = store
+                .transitions(&instance)?
+                .last()
+                .map_or(row.started_ms, |t| t.at_ms);
+            clock.observe(last);
+        }
+        let first = created.then(|| Decision {
+            seq: 0,
+            at_ms: now,
+            lines: start.history.iter().map(|e| e.detail.clone()).collect(),
+            status: start.status,
+        });
+        Ok(LocalRun {
+            store,
+            graph,
+            scenario,
+            clock,
+            instance,
+            owner: local_owner(),
+            started_ms: row.started_ms,
+            resumed: !created,
+            until_ms: None,
+            first,
+        })
+    }
+
+    /// Stop deciding past this much virtual time since the instance started.
+    pub fn stop_after(&mut self, d: Duration) {
+        self.until_ms = Some(d.as_millis().min(i64::MAX as u128) as i64);
+    }
+
+    pub fn instance_id(&self) -> &str {
+        &self.instance
+    }
+
+    /// Whether an unfinished instance was resumed rather than started.
+    pub fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    pub fn started_ms(&self) -> i64 {
+        self.started_ms
+    }
+
+    /// The start decision, once, if this run created the instance.
+    pub fn take_start(&mut self) -> Option<Decision> {
+        self.first.take()
+    }
+
+    /// Deliver an event from outside now (e.g. `--resolve`).
+    pub fn deliver(&mut self, event: ExternalEvent) -> Result<Decision, RunError> {
+        self.store
+            .claim(&self.instance, &self.owner, system_now_ms())?;
+        let facts = self.store.facts(&self.instance)?;
+        self.decide_and_apply(&facts, &Event::External { event, index: None })
+    }
+
+    /// Take one decision; `None` when nothing can be decided now (finished,
+    /// waiting on something outside, a timer not yet due on the system clock,
+    /// or the `stop_after` limit).
+    pub fn step(&mut self) -> Result<Option<Decision>, RunError> {
+        if let Some(d) = self.first.take() {
+            return Ok(Some(d));
+        }
+        self.store
+            .claim(&self.instance, &self.owner, system_now_ms())?;
+        let facts = self.store.facts(&self.instance)?;
+        match self.next_event(&facts)? {
+            Next::Idle => Ok(None),
+            Next::Event(ev) => Ok(Some(self.decide_and_apply(&facts, &ev)?)),
+        }
+    }
+
+    /// Step until nothing more can be decided, reporting each decision.
+    pub fn run(&mut self, mut on_decision: impl FnMut(&Decision)) -> Result<(), RunError> {
+        while let Some(d) = self.step()? {
+            on_decision(&d);
+        }
+        Ok(())
+    }
+
+    /// Give the claim up; call when the run ends.
+    pub fn release(&mut self) -> Result<(), RunError> {
+        Ok(self.store.release(&self.instance, &self.owner)?)
+    }
+
+    fn decide_and_apply(
+        &mut self,
+        facts: &crate::store::InstanceFacts,
+        ev: &Event,
+    ) -> Result<Decision, RunError> {
+        let now = self.clock.now_ms();
+        let f = Facts {
+            instance_id: &self.instance,
+            status: facts.status,
+            started_ms: facts.started_ms,
+            snapshot: &facts.snapshot,
+            timers: &facts.timers,
+        };
+        let t = decide::decide(&self.graph, &f, ev, now);
+        let seq = self.store.apply(
+            &self.instance,
+            &self.owner,
+            facts.version,
+            &t,
+            now,
+            system_now_ms(),
+        )?;
+        Ok(Decision {
+            seq,
+            at_ms: now,
+            lines: t.history.iter().map(|e| e.detail.clone()).collect(),
+            status: t.status,
+        })
+    }
+
+    /// Scenario events not yet delivered, with their due time (`None`: idle).
+    fn pending_event(&self) -> Result<Option<(usize, Option<i64>)>, RunError> {
+        let done = self.store.delivered_events(&self.instance)?;
+        Ok(self
+            .scenario
+            .events
+            .iter()
+            .enumerate()
+            .find(|(i, _)| !done.contains(i))
+            .map(|(i, e)| (i, e.at.map(|a| self.started_ms + a.as_millis() as i64))))
+    }
+
+    fn attempt(&self, node: &str, timer: Option<i64>) -> Result<Event, RunError> {
+        let task = match self.graph.node(node).map(|n| &n.kind) {
+            Some(Kind::Task { task, .. }) => task.clone(),
+            _ => String::new(),
+        };
+        let runs = self.store.handler_runs(&self.instance, &task)?;
+        Ok(Event::Attempt {
+            node: node.to_string(),
+            outcome: self.scenario.task_outcome(&task, runs),
+            timer,
+        })
+    }
+
+    fn next_event(&self, facts: &crate::store::InstanceFacts) -> Result<Next, RunError> {
+        let pending = self.pending_event()?;
+        if facts.status.is_terminal() {
+            // Late events still arrive, and are recorded as having no effect.
+            return Ok(match pending {
+                Some((i, at)) => {
+                    if let Some(at) = at {
+                        if !self.reach(at) {
+                            return Ok(Next::Idle);
+                        }
+                    }
+                    Next::Event(Event::External {
+                        event: self.scenario.events[i].event.clone(),
+                        index: Some(i),
+                    })
+                }
+                None => Next::Idle,
+            });
+        }
+        if let Some(t) = facts
+            .snapshot
+            .frontier()
+            .into_iter()
+            .find(|t| t.state == TokenState::Ready)
+        {
+            let is_task = matches!(
+                self.graph.node(&t.node).map(|n| &n.kind),
+                Some(Kind::Task { .. })
+            );
+            return Ok(Next::Event(if is_task {
+                self.attempt(&t.node, None)?
+            } else {
+                Event::Advance { node: t.node }
+            }));
+        }
+        let now = self.clock.now_ms();
+        let timer = facts.timers.first();
+        let event_due = pending.map(|(i, at)| (i, at.unwrap_or(now)));
+        let take_event = match (timer, event_due) {
+            (None, None) => return Ok(Next::Idle),
+            (None, Some(_)) => true,
+            (Some(_), None) => false,
+            (Some(t), Some((_, at))) => at < t.due_ms,
+        };
+        if take_event {
+            let (i, at) = event_due.expect("checked");
+            if !self.reach(at) {
+                return Ok(Next::Idle);
+            }
+            return Ok(Next::Event(Event::External {
+                event: self.scenario.events[i].event.clone(),
+                index: Some(i),
+            }));
+        }
+        let t = timer.expect("checked");
+        if !self.reach(t.due_ms) {
+            return Ok(Next::Idle);
+        }
+        Ok(Next::Event(match t.purpose {
+            Purpose::Retry => self.attempt(&t.node, Some(t.id))?,
+            _ => Event::TimerDue { timer: t.id },
+        }))
+    }
+
+    /// Whether time is (or may be moved) at `due`, within `stop_after`.
+    fn reach(&self, due: i64) -> bool {
+        if self.until_ms.is_some_and(|u| due - self.started_ms > u) {
+            return false;
+        }
+        due <= self.clock.now_ms() || self.clock.skip_to(due)
+    }
+
+    /// When the next timer of the instance is due (for a system-clock poller).
+    pub fn next_due_ms(&self) -> Result<Option<i64>, RunError> {
+        Ok(self.store.next_timer(&self.instance)?.map(|t| t.due_ms))
+    }
+
+    /// The instance's state as the last line of `qflow run` (DESIGN §5).
+    pub fn final_state(&self) -> Result<Value, RunError> {
+        final_state(&self.store, &self.instance)
+    }
+}
+
+/// `{"status":"completed"}`, `{"status":"failed",…}` or `{"status":"waiting",…}`.
+pub fn final_state(store: &Store, instance: &str) -> Result<Value, RunError> {
+    let facts = store.facts(instance)?;
+    let s = &facts.snapshot;
+    Ok(match facts.status {
+        Status::Completed => json!({"status": "completed", "instance": instance}),
+        Status::Failed => {
+            let f = s.get("failure").cloned().unwrap_or(Value::Null);
+            let node = f
+                .get("node")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let attempts = f
+                .get("attempts")
+                .and_then(Value::as_u64)
+                .unwrap_or_else(|| {
+                    store
+                        .history(instance)
+                        .map(|h| {
+                            h.iter()
+                                .filter(|r| r.kind == "attempt" && r.node.as_deref() == Some(&node))
+                                .count() as u64
+                        })
+                        .unwrap_or(0)
+                });
+            json!({
+                "status": "failed",
+                "code": f.get("code").cloned().unwrap_or(Value::Null),
+                "reason": f.get("reason").cloned().unwrap_or(Value::Null),
+                "attempts": attempts,
+                "node": node,
+                "instance": instance,
+            })
+        }
+        Status::Running | Status::Waiting => {
+            let tokens = s.frontier();
+            if let Some(t) = tokens.iter().find(|t| t.state == TokenState::Reconcile) {
+                let code = s
+                    .get(&format!("reconcile.{}", t.node))
+                    .and_then(|v| v.get("code"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                json!({"status": "waiting", "for": "reconciliation", "node": t.node, "code": code,
+                       "resolve": format!("--resolve {}=succeeded|failed|retry", t.node), "instance": instance})
+            } else if let Some(t) = facts.timers.first() {
+                json!({"status": "waiting", "for": t.purpose.as_str(), "node": t.node,
+                       "due_s": decide::seconds(t.due_ms - facts.started_ms), "instance": instance})
+            } else {
+                let at: BTreeMap<&str, &str> = tokens
+                    .iter()
+                    .map(|t| (t.node.as_str(), t.state.as_str()))
+                    .collect();
+                json!({"status": "waiting", "for": "nothing it can be given locally", "tokens": at, "instance": instance})
+            }
+        }
+    })
+}

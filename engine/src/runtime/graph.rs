@@ -1,0 +1,339 @@
+//! An accepted model, compiled into the graph the decisions walk.
+//!
+//! The loader has already refused models with errors; compiling still checks
+//! what the runtime itself needs (one none start event, parseable conditions,
+//! timer durations, supported elements) and says exactly which node is the
+//! problem, so the runtime never meets a shape it cannot decide.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::model::{Definitions, EventTrigger, NodeKind, Process};
+use crate::policy::RetryPolicy;
+use crate::runtime::condition::{self, Expr};
+
+/// One outgoing sequence flow.
+#[derive(Debug, Clone)]
+pub struct Out {
+    pub flow: String,
+    pub target: String,
+    pub condition: Option<Expr>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Kind {
+    Start,
+    End,
+    /// An error end event: throws this code (the instance fails, uncaught).
+    ErrorEnd {
+        code: String,
+    },
+    Exclusive {
+        /// The default flow's id.
+        default: Option<String>,
+    },
+    Parallel,
+    /// A registered task (`q:task`).
+    Task {
+        task: String,
+        policy: Option<RetryPolicy>,
+        /// Error boundaries: (boundary id, errorCode; `None` catches all).
+        error_boundaries: Vec<(String, Option<String>)>,
+        /// Timer boundaries attached to it (their ids).
+        timer_boundaries: Vec<String>,
+    },
+    /// An intermediate timer catch event.
+    Timer {
+        duration: Duration,
+    },
+    TimerBoundary {
+        attached_to: String,
+        duration: Duration,
+        interrupting: bool,
+    },
+    ErrorBoundary {
+        attached_to: String,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct GNode {
+    pub id: String,
+    pub kind: Kind,
+    pub outgoing: Vec<Out>,
+    /// Incoming flow ids (a parallel join waits for one token on each).
+    pub incoming: Vec<String>,
+}
+
+impl GNode {
+    /// A parallel gateway with more than one incoming flow.
+    pub fn is_join(&self) -> bool {
+        matches!(self.kind, Kind::Parallel) && self.incoming.len() > 1
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Graph {
+    pub process_id: String,
+    pub start: String,
+    pub nodes: BTreeMap<String, GNode>,
+}
+
+/// The model has a shape the runtime does not execute (yet).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{node}: {message}")]
+pub struct GraphError {
+    /// The element at fault (`process` when it is the process itself).
+    pub node: String,
+    pub message: String,
+}
+
+fn gerr(node: &str, message: impl Into<String>) -> GraphError {
+    GraphError {
+        node: node.to_string(),
+        message: message.into(),
+    }
+}
+
+impl Graph {
+    pub fn node(&self, id: &str) -> Option<&GNode> {
+        self.nodes.get(id)
+    }
+
+    /// Compile the first executable process of an accepted model.
+    pub fn compile(defs: &Definitions) -> Result<Graph, GraphError> {
+        let process = defs.executable_processes().next().ok_or_else(|| {
+            gerr(
+                "process",
+                "no executable process: mark one isExecutable=\"true\" in a document that declares xmlns:q=\"urn:qflow:bpmn:1\"",
+            )
+        })?;
+        compile_process(defs, process)
+    }
+}
+
+fn timer_duration(id: &str, trigger: &EventTrigger) -> Result<Option<Duration>, GraphError> {
+    let EventTrigger::Timer(t) = trigger else {
+        return Ok(None);
+    };
+    match &t.time_duration {
+        Some(d) => crate::duration::parse(&d.value)
+            .map(Some)
+            .map_err(|e| gerr(id, format!("timeDuration `{}`: {e}", d.value))),
+        None => Err(gerr(
+            id,
+            "only timeDuration timers run locally (timeDate and timeCycle are not executed)",
+        )),
+    }
+}
+
+fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError> {
+    let process_id =
+        p.id.as_ref()
+            .map_or("process".to_string(), |a| a.value.clone());
+    let mut nodes = BTreeMap::new();
+    let mut start = None;
+    for n in &p.nodes {
+        let id = n.id().to_string();
+        if n.scope.is_some() {
+            return Err(gerr(
+                &id,
+                "sub-process contents are not executed by the local runtime",
+            ));
+        }
+        let kind = match &n.kind {
+            NodeKind::StartEvent { trigger } => match trigger {
+                EventTrigger::None => {
+                    if start.is_none() {
+                        start = Some(id.clone());
+                    }
+                    Kind::Start
+                }
+                _ => return Err(gerr(&id, "only none start events are executed")),
+            },
+            NodeKind::EndEvent { trigger } => match trigger {
+                EventTrigger::None => Kind::End,
+                EventTrigger::Error { error_ref, .. } => {
+                    let code = error_ref
+                        .as_ref()
+                        .and_then(|r| defs.error(&r.value))
+                        .and_then(|e| e.error_code.as_ref().map(|c| c.value.clone()))
+                        .or_else(|| error_ref.as_ref().map(|r| r.value.clone()))
+                        .unwrap_or_else(|| id.clone());
+                    Kind::ErrorEnd { code }
+                }
+                other => {
+                    return Err(gerr(
+                        &id,
+                        format!("end event {} is not executed", trigger_name(other)),
+                    ))
+                }
+            },
+            NodeKind::ExclusiveGateway { default } => Kind::Exclusive {
+                default: default.as_ref().map(|d| d.value.clone()),
+            },
+            NodeKind::ParallelGateway => Kind::Parallel,
+            NodeKind::ServiceTask(_) => {
+                if n.channel_call().is_some() {
+                    return Err(gerr(
+                        &id,
+                        "channel calls are not executed by this build yet",
+                    ));
+                }
+                let task = n
+                    .registered_task()
+                    .ok_or_else(|| gerr(&id, "serviceTask without q:task"))?
+                    .value
+                    .clone();
+                let policy = match n.retries.first() {
+                    None => None,
+                    Some(spec) => Some(RetryPolicy::from_spec(spec).map_err(|e| {
+                        gerr(
+                            &id,
+                            e.first()
+                                .map_or("invalid <q:retry>".to_string(), |e| e.message.clone()),
+                        )
+                    })?),
+                };
+                let mut error_boundaries = Vec::new();
+                let mut timer_boundaries = Vec::new();
+                for b in p.boundaries(&id) {
+                    if let NodeKind::BoundaryEvent { trigger, .. } = &b.kind {
+                        match trigger {
+                            EventTrigger::Error { error_ref, .. } => {
+                                let code = error_ref.as_ref().map(|r| {
+                                    defs.error(&r.value)
+                                        .and_then(|e| {
+                                            e.error_code.as_ref().map(|c| c.value.clone())
+                                        })
+                                        .unwrap_or_else(|| r.value.clone())
+                                });
+                                error_boundaries.push((b.id().to_string(), code));
+                            }
+                            EventTrigger::Timer(_) => timer_boundaries.push(b.id().to_string()),
+                            _ => {}
+                        }
+                    }
+                }
+                Kind::Task {
+                    task,
+                    policy,
+                    error_boundaries,
+                    timer_boundaries,
+                }
+            }
+            NodeKind::BoundaryEvent {
+                attached_to,
+                interrupting,
+                trigger,
+            } => {
+                let attached_to = attached_to
+                    .as_ref()
+                    .map(|a| a.value.clone())
+                    .ok_or_else(|| gerr(&id, "boundary event without attachedToRef"))?;
+                let host = p
+                    .node(&attached_to)
+                    .ok_or_else(|| gerr(&id, "attachedToRef names no node"))?;
+                if host.registered_task().is_none() {
+                    return Err(gerr(
+                        &id,
+                        "boundary events run only on registered tasks in this build",
+                    ));
+                }
+                match trigger {
+                    EventTrigger::Error { .. } => Kind::ErrorBoundary { attached_to },
+                    EventTrigger::Timer(_) => Kind::TimerBoundary {
+                        attached_to,
+                        duration: timer_duration(&id, trigger)?.unwrap_or_default(),
+                        interrupting: *interrupting,
+                    },
+                    other => {
+                        return Err(gerr(
+                            &id,
+                            format!("{} boundary events are not executed", trigger_name(other)),
+                        ))
+                    }
+                }
+            }
+            NodeKind::IntermediateCatchEvent { trigger } => match timer_duration(&id, trigger)? {
+                Some(duration) => Kind::Timer { duration },
+                None => {
+                    return Err(gerr(
+                        &id,
+                        "only timer intermediate catch events are executed",
+                    ))
+                }
+            },
+            NodeKind::SubProcess { .. } | NodeKind::Other => {
+                return Err(gerr(
+                    &id,
+                    format!("{} is not executed by the local runtime", n.element),
+                ))
+            }
+        };
+        nodes.insert(
+            id.clone(),
+            GNode {
+                id,
+                kind,
+                outgoing: Vec::new(),
+                incoming: Vec::new(),
+            },
+        );
+    }
+    for f in &p.flows {
+        let flow = f.id.value.clone();
+        let (Some(s), Some(t)) = (&f.source, &f.target) else {
+            return Err(gerr(&flow, "sequence flow without sourceRef or targetRef"));
+        };
+        let condition = match &f.condition {
+            Some(c) if !c.value.trim().is_empty() => {
+                Some(condition::parse(&c.value).map_err(|e| {
+                    gerr(
+                        &flow,
+                        format!("condition `{}` does not parse: {e}", c.value.trim()),
+                    )
+                })?)
+            }
+            _ => None,
+        };
+        if !nodes.contains_key(&t.value) {
+            return Err(gerr(
+                &flow,
+                format!("targetRef `{}` is not an executed node", t.value),
+            ));
+        }
+        let src = nodes.get_mut(&s.value).ok_or_else(|| {
+            gerr(
+                &flow,
+                format!("sourceRef `{}` is not an executed node", s.value),
+            )
+        })?;
+        src.outgoing.push(Out {
+            flow: flow.clone(),
+            target: t.value.clone(),
+            condition,
+        });
+        nodes
+            .get_mut(&t.value)
+            .expect("checked above")
+            .incoming
+            .push(flow);
+    }
+    let start =
+        start.ok_or_else(|| gerr(&process_id, "no none start event to start an instance at"))?;
+    Ok(Graph {
+        process_id,
+        start,
+        nodes,
+    })
+}
+
+fn trigger_name(t: &EventTrigger) -> String {
+    match t {
+        EventTrigger::None => "none".into(),
+        EventTrigger::Timer(_) => "timer".into(),
+        EventTrigger::Error { .. } => "error".into(),
+        EventTrigger::Other(s) => s.clone(),
+    }
+}

@@ -1,0 +1,23 @@
+//! The durable runtime: decisions as pure functions of durable facts, and the
+//! local run loop that applies them through [`crate::store`].
+//!
+//! - [`snapshot`]: the canonical open-keyed snapshot (same state, same bytes).
+//! - [`graph`]: an accepted model compiled into what decisions walk.
+//! - [`condition`]: the exclusive gateways' condition language.
+//! - [`decide`]: the functional core, facts + event + now → transition.
+//! - [`clock`]: virtual (time-skipping) and system clocks.
+//! - [`scenario`]: the scripted world of a local run (DESIGN §5).
+//! - [`driver`]: [`driver::LocalRun`], one decision per `step`.
+
+pub mod clock;
+pub mod condition;
+pub mod decide;
+pub mod driver;
+pub mod graph;
+pub mod scenario;
+pub mod snapshot;
+
+pub use clock::{Clock, SystemClock, VirtualClock};
+pub use decide::{Status, Transition};
+pub use driver::{Decision, LocalRun, RunError};
+pub use scenario::Scenario;

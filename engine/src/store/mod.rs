@@ -1,0 +1,416 @@
+//! The durable store: SQLite (bundled) through rusqlite, in WAL mode.
+//!
+//! Writes happen only in [`Store::create_instance`] and [`Store::apply`], each
+//! one transaction; `apply` checks the instance claim and the snapshot version
+//! the decision was computed from, so a transition decided on stale facts or by
+//! a process that lost its claim is refused, never half-applied. Everything in
+//! [`query`] is read-only and is what a console reads its panels from.
+
+use std::path::Path;
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use sha2::{Digest, Sha256};
+
+use crate::runtime::decide::{Purpose, Status, TimerRow, Transition};
+use crate::runtime::snapshot::{canonical_string, Snapshot};
+
+pub mod query;
+pub mod schema;
+
+pub use query::{HistoryRow, IncidentRow, InstanceRow, TimerInfo, TransitionRow};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error(
+        "the database {path} has schema version {found}, newer than this qflow supports ({supported}): \
+         open it with a newer qflow, or use another --db file"
+    )]
+    TooNew {
+        path: String,
+        found: u32,
+        supported: u32,
+    },
+    #[error("instance {instance} is claimed by {owner} until {until_ms} (wall-clock ms): another qflow process is running it")]
+    Claimed {
+        instance: String,
+        owner: String,
+        until_ms: i64,
+    },
+    #[error("instance {0} changed since the decision was taken (stale facts): decide again")]
+    Conflict(String),
+    #[error("no instance {0}")]
+    NoInstance(String),
+    #[error("instance {instance} has an unreadable snapshot: {message}")]
+    Snapshot { instance: String, message: String },
+}
+
+/// How long a claim lasts without renewal (wall clock).
+pub const CLAIM_TTL_MS: i64 = 30_000;
+
+pub struct Store {
+    conn: Connection,
+}
+
+/// A deployed model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deployment {
+    pub id: i64,
+    pub process_id: String,
+    pub hash: String,
+}
+
+/// The sha256 of a model's source, hex: what pins an instance to its deployment.
+pub fn source_hash(source: &str) -> String {
+    let d = Sha256::digest(source.as_bytes());
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// This process's claim owner: host and pid, so a claim left by a killed
+/// process on the same host can be taken over at once.
+pub fn local_owner() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "local".into());
+    format!("{host}:{}", std::process::id())
+}
+
+/// Whether a claim owner is a process on this host that no longer exists.
+fn owner_is_dead(owner: &str) -> bool {
+    let me = local_owner();
+    let (Some((host, pid)), Some((my_host, _))) = (owner.rsplit_once(':'), me.rsplit_once(':'))
+    else {
+        return false;
+    };
+    host == my_host
+        && Path::new("/proc/self").exists()
+        && !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+impl Store {
+    /// Open (or create) a database file and bring its schema up to date.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Self::open_at(path, schema::LATEST)
+    }
+
+    /// Open and migrate only up to `version` (tests build old databases with it).
+    pub fn open_at(path: &Path, version: u32) -> Result<Store, StoreError> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let mut store = Store { conn };
+        store.migrate(&path.display().to_string(), version)?;
+        Ok(store)
+    }
+
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+
+    fn migrate(&mut self, path: &str, target: u32) -> Result<(), StoreError> {
+        let found = self.schema_version()?;
+        if found > schema::LATEST {
+            return Err(StoreError::TooNew {
+                path: path.to_string(),
+                found,
+                supported: schema::LATEST,
+            });
+        }
+        for v in found..target.min(schema::LATEST) {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // Re-check inside the write lock: another process may have migrated.
+            let now: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            if now > v {
+                continue;
+            }
+            tx.execute_batch(schema::MIGRATIONS[v as usize])?;
+            tx.pragma_update(None, "user_version", v + 1)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Deploy a model (idempotent by hash and process id).
+    pub fn deploy(
+        &mut self,
+        process_id: &str,
+        source: &str,
+        now_ms: i64,
+    ) -> Result<Deployment, StoreError> {
+        let hash = source_hash(source);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT OR IGNORE INTO deployments(process_id, hash, source, deployed_ms) VALUES (?1, ?2, ?3, ?4)",
+            params![process_id, hash, source, now_ms],
+        )?;
+        let id: i64 = tx.query_row(
+            "SELECT id FROM deployments WHERE hash = ?1 AND process_id = ?2",
+            params![hash, process_id],
+            |r| r.get(0),
+        )?;
+        tx.commit()?;
+        Ok(Deployment {
+            id,
+            process_id: process_id.to_string(),
+            hash,
+        })
+    }
+
+    /// The unfinished instance of a deployment, if any (the oldest).
+    pub fn unfinished_instance(&self, deployment: i64) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id FROM instances WHERE deployment_id = ?1 AND status IN ('running','waiting') ORDER BY rowid LIMIT 1",
+                params![deployment],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Create an instance with its start transition, unless the deployment
+    /// already has an unfinished one: decided in one write transaction, so two
+    /// processes never start two. Returns the instance id and whether it is new.
+    pub fn create_instance(
+        &mut self,
+        deployment: &Deployment,
+        start: &Transition,
+        started_ms: i64,
+    ) -> Result<(String, bool), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let existing: Option<String> = tx
+            .query_row(
+                "SELECT id FROM instances WHERE deployment_id = ?1 AND status IN ('running','waiting') ORDER BY rowid LIMIT 1",
+                params![deployment.id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(id) = existing {
+            return Ok((id, false));
+        }
+        let n: i64 = tx.query_row("SELECT COUNT(*) FROM instances", [], |r| r.get(0))?;
+        let id = format!("{}-{}", deployment.process_id, n + 1);
+        tx.execute(
+            "INSERT INTO instances(id, deployment_id, status, snapshot, version, started_ms, updated_ms)
+             VALUES (?1, ?2, 'running', ?3, 0, ?4, ?4)",
+            params![id, deployment.id, Snapshot::new().encode(), started_ms],
+        )?;
+        write_transition(&tx, &id, 0, start, started_ms)?;
+        tx.commit()?;
+        Ok((id, true))
+    }
+
+    /// Take (or renew) the claim on an instance. A claim held by someone else
+    /// is respected until it expires, unless its owner is a dead process on
+    /// this host.
+    pub fn claim(
+        &mut self,
+        instance: &str,
+        owner: &str,
+        wall_now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let row: Option<(Option<String>, Option<i64>)> = tx
+            .query_row(
+                "SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1",
+                params![instance],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((held, until)) = row else {
+            return Err(StoreError::NoInstance(instance.into()));
+        };
+        if let (Some(h), Some(u)) = (&held, until) {
+            if h != owner && u > wall_now_ms && !owner_is_dead(h) {
+                return Err(StoreError::Claimed {
+                    instance: instance.into(),
+                    owner: h.clone(),
+                    until_ms: u,
+                });
+            }
+        }
+        tx.execute(
+            "UPDATE instances SET claim_owner = ?2, claim_expires_ms = ?3 WHERE id = ?1",
+            params![instance, owner, wall_now_ms + CLAIM_TTL_MS],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Give the claim up (end of a run).
+    pub fn release(&mut self, instance: &str, owner: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE instances SET claim_owner = NULL, claim_expires_ms = NULL WHERE id = ?1 AND claim_owner = ?2",
+            params![instance, owner],
+        )?;
+        Ok(())
+    }
+
+    /// The durable facts of one instance: status, version, start, snapshot,
+    /// armed timers.
+    pub fn facts(&self, instance: &str) -> Result<InstanceFacts, StoreError> {
+        let row = query::instance(&self.conn, instance)?
+            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+        let snapshot = Snapshot::decode(&row.snapshot).map_err(|e| StoreError::Snapshot {
+            instance: instance.into(),
+            message: e.to_string(),
+        })?;
+        let timers = query::armed_timers(&self.conn, instance)?;
+        Ok(InstanceFacts {
+            status: row.status,
+            version: row.version,
+            started_ms: row.started_ms,
+            snapshot,
+            timers,
+        })
+    }
+
+    /// Apply a transition in one transaction under the claim: refused if the
+    /// claim is not `owner`'s, if the instance moved past `expected_version`,
+    /// or if a timer it resolves is no longer armed.
+    pub fn apply(
+        &mut self,
+        instance: &str,
+        owner: &str,
+        expected_version: i64,
+        t: &Transition,
+        at_ms: i64,
+        wall_now_ms: i64,
+    ) -> Result<i64, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (held, until, version): (Option<String>, Option<i64>, i64) = tx
+            .query_row(
+                "SELECT claim_owner, claim_expires_ms, version FROM instances WHERE id = ?1",
+                params![instance],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+        if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
+            return Err(StoreError::Claimed {
+                instance: instance.into(),
+                owner: held.unwrap_or_else(|| "nobody".into()),
+                until_ms: until.unwrap_or(0),
+            });
+        }
+        if version != expected_version {
+            return Err(StoreError::Conflict(instance.into()));
+        }
+        let seq = write_transition(&tx, instance, version, t, at_ms)?;
+        tx.execute(
+            "UPDATE instances SET claim_expires_ms = ?2 WHERE id = ?1",
+            params![instance, wall_now_ms + CLAIM_TTL_MS],
+        )?;
+        tx.commit()?;
+        Ok(seq)
+    }
+}
+
+/// What [`Store::facts`] reads.
+#[derive(Debug, Clone)]
+pub struct InstanceFacts {
+    pub status: Status,
+    pub version: i64,
+    pub started_ms: i64,
+    pub snapshot: Snapshot,
+    pub timers: Vec<TimerRow>,
+}
+
+/// Write one transition inside an open transaction; returns its seq.
+fn write_transition(
+    tx: &rusqlite::Transaction<'_>,
+    instance: &str,
+    version: i64,
+    t: &Transition,
+    at_ms: i64,
+) -> Result<i64, StoreError> {
+    let bytes = t.snapshot.encode();
+    let new_version = version + 1;
+    let changed = tx.execute(
+        "UPDATE instances SET status = ?2, snapshot = ?3, version = ?4, updated_ms = ?5 WHERE id = ?1 AND version = ?6",
+        params![instance, t.status.as_str(), bytes, new_version, at_ms, version],
+    )?;
+    if changed != 1 {
+        return Err(StoreError::Conflict(instance.into()));
+    }
+    tx.execute(
+        "INSERT INTO transitions(instance_id, version, at_ms, status, snapshot) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![instance, new_version, at_ms, t.status.as_str(), bytes],
+    )?;
+    let seq = tx.last_insert_rowid();
+    for id in &t.resolve {
+        let n = tx.execute(
+            "UPDATE timers SET state = 'resolved', resolved_seq = ?3 WHERE id = ?1 AND instance_id = ?2 AND state = 'armed'",
+            params![id, instance, seq],
+        )?;
+        if n != 1 {
+            return Err(StoreError::Conflict(instance.into()));
+        }
+    }
+    for a in &t.arm {
+        tx.execute(
+            "INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq) VALUES (?1, ?2, ?3, ?4, ?5, 'armed', ?6)",
+            params![instance, a.node, a.purpose.as_str(), a.due_ms, a.attempt, seq],
+        )?;
+    }
+    for e in &t.history {
+        let task = e.detail.get("task").and_then(|v| v.as_str());
+        tx.execute(
+            "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, code, task, timer_id, event_index, detail)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                seq,
+                instance,
+                at_ms,
+                e.kind,
+                e.node,
+                e.attempt,
+                e.code,
+                task,
+                e.timer_id,
+                e.event_index.map(|i| i as i64),
+                canonical_string(&e.detail)
+            ],
+        )?;
+    }
+    for node in &t.close_incidents {
+        tx.execute(
+            "UPDATE incidents SET closed_ms = ?3 WHERE instance_id = ?1 AND node = ?2 AND closed_ms IS NULL",
+            params![instance, node, at_ms],
+        )?;
+    }
+    for i in &t.open_incidents {
+        tx.execute(
+            "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![instance, i.node, i.kind, i.message, at_ms],
+        )?;
+    }
+    Ok(seq)
+}
+
+impl Purpose {
+    pub(crate) fn from_sql(s: &str) -> Purpose {
+        Purpose::parse(s).unwrap_or(Purpose::Timer)
+    }
+}

@@ -1,0 +1,256 @@
+//! Read-only queries: what an inspector (the console, `qflow run`, tests)
+//! reads. None of them writes.
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::Value;
+
+use super::{Store, StoreError};
+use crate::runtime::decide::{Purpose, Status, TimerRow};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceRow {
+    pub id: String,
+    pub deployment_id: i64,
+    pub process_id: String,
+    pub hash: String,
+    pub status: Status,
+    pub snapshot: Vec<u8>,
+    pub version: i64,
+    pub started_ms: i64,
+    pub updated_ms: i64,
+    pub claim_owner: Option<String>,
+    pub claim_expires_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimerInfo {
+    pub id: i64,
+    pub node: String,
+    pub purpose: Purpose,
+    pub due_ms: i64,
+    pub attempt: Option<u32>,
+    pub armed: bool,
+    pub armed_seq: i64,
+    pub resolved_seq: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryRow {
+    pub seq: i64,
+    pub transition_seq: i64,
+    pub at_ms: i64,
+    pub kind: String,
+    pub node: Option<String>,
+    pub attempt: Option<u32>,
+    pub code: Option<String>,
+    pub timer_id: Option<i64>,
+    pub event_index: Option<i64>,
+    /// The decision line (canonical JSON text), `at_s` included.
+    pub detail: String,
+}
+
+impl HistoryRow {
+    pub fn detail_json(&self) -> Value {
+        serde_json::from_str(&self.detail).unwrap_or(Value::Null)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncidentRow {
+    pub id: i64,
+    pub node: String,
+    pub kind: String,
+    pub message: String,
+    pub opened_ms: i64,
+    pub closed_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransitionRow {
+    pub seq: i64,
+    pub version: i64,
+    pub at_ms: i64,
+    pub status: String,
+    pub snapshot: Vec<u8>,
+}
+
+const INSTANCE_COLS: &str =
+    "i.id, i.deployment_id, d.process_id, d.hash, i.status, i.snapshot, i.version, \
+     i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms";
+
+fn instance_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<InstanceRow> {
+    let status: String = r.get(4)?;
+    Ok(InstanceRow {
+        id: r.get(0)?,
+        deployment_id: r.get(1)?,
+        process_id: r.get(2)?,
+        hash: r.get(3)?,
+        status: Status::parse(&status).unwrap_or(Status::Waiting),
+        snapshot: r.get(5)?,
+        version: r.get(6)?,
+        started_ms: r.get(7)?,
+        updated_ms: r.get(8)?,
+        claim_owner: r.get(9)?,
+        claim_expires_ms: r.get(10)?,
+    })
+}
+
+pub(crate) fn instance(conn: &Connection, id: &str) -> Result<Option<InstanceRow>, StoreError> {
+    Ok(conn
+        .query_row(
+            &format!("SELECT {INSTANCE_COLS} FROM instances i JOIN deployments d ON d.id = i.deployment_id WHERE i.id = ?1"),
+            params![id],
+            instance_row,
+        )
+        .optional()?)
+}
+
+pub(crate) fn armed_timers(conn: &Connection, instance: &str) -> Result<Vec<TimerRow>, StoreError> {
+    let mut st = conn.prepare(
+        "SELECT id, node, purpose, due_ms, attempt FROM timers WHERE instance_id = ?1 AND state = 'armed' ORDER BY due_ms, id",
+    )?;
+    let rows = st.query_map(params![instance], |r| {
+        let p: String = r.get(2)?;
+        Ok(TimerRow {
+            id: r.get(0)?,
+            node: r.get(1)?,
+            purpose: Purpose::from_sql(&p),
+            due_ms: r.get(3)?,
+            attempt: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+impl Store {
+    /// Every instance, oldest first.
+    pub fn instances(&self) -> Result<Vec<InstanceRow>, StoreError> {
+        let mut st = self.conn().prepare(&format!(
+            "SELECT {INSTANCE_COLS} FROM instances i JOIN deployments d ON d.id = i.deployment_id ORDER BY i.rowid"
+        ))?;
+        let rows = st.query_map([], instance_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn instance(&self, id: &str) -> Result<Option<InstanceRow>, StoreError> {
+        instance(self.conn(), id)
+    }
+
+    /// Every timer of an instance, armed and resolved, in arming order.
+    pub fn timers(&self, instance: &str) -> Result<Vec<TimerInfo>, StoreError> {
+        let mut st = self.conn().prepare(
+            "SELECT id, node, purpose, due_ms, attempt, state, armed_seq, resolved_seq FROM timers WHERE instance_id = ?1 ORDER BY id",
+        )?;
+        let rows = st.query_map(params![instance], |r| {
+            let p: String = r.get(2)?;
+            let s: String = r.get(5)?;
+            Ok(TimerInfo {
+                id: r.get(0)?,
+                node: r.get(1)?,
+                purpose: Purpose::from_sql(&p),
+                due_ms: r.get(3)?,
+                attempt: r.get(4)?,
+                armed: s == "armed",
+                armed_seq: r.get(6)?,
+                resolved_seq: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The earliest armed timer of an instance.
+    pub fn next_timer(&self, instance: &str) -> Result<Option<TimerRow>, StoreError> {
+        Ok(armed_timers(self.conn(), instance)?.into_iter().next())
+    }
+
+    /// The decisions of an instance, in order.
+    pub fn history(&self, instance: &str) -> Result<Vec<HistoryRow>, StoreError> {
+        let mut st = self.conn().prepare(
+            "SELECT seq, transition_seq, at_ms, kind, node, attempt, code, timer_id, event_index, detail
+             FROM history WHERE instance_id = ?1 ORDER BY seq",
+        )?;
+        let rows = st.query_map(params![instance], |r| {
+            Ok(HistoryRow {
+                seq: r.get(0)?,
+                transition_seq: r.get(1)?,
+                at_ms: r.get(2)?,
+                kind: r.get(3)?,
+                node: r.get(4)?,
+                attempt: r.get(5)?,
+                code: r.get(6)?,
+                timer_id: r.get(7)?,
+                event_index: r.get(8)?,
+                detail: r.get(9)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every snapshot the instance persisted, in order (the golden corpus).
+    pub fn transitions(&self, instance: &str) -> Result<Vec<TransitionRow>, StoreError> {
+        let mut st = self.conn().prepare(
+            "SELECT seq, version, at_ms, status, snapshot FROM transitions WHERE instance_id = ?1 ORDER BY seq",
+        )?;
+        let rows = st.query_map(params![instance], |r| {
+            Ok(TransitionRow {
+                seq: r.get(0)?,
+                version: r.get(1)?,
+                at_ms: r.get(2)?,
+                status: r.get(3)?,
+                snapshot: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn incidents(&self, instance: &str) -> Result<Vec<IncidentRow>, StoreError> {
+        let mut st = self.conn().prepare(
+            "SELECT id, node, kind, message, opened_ms, closed_ms FROM incidents WHERE instance_id = ?1 ORDER BY id",
+        )?;
+        let rows = st.query_map(params![instance], |r| {
+            Ok(IncidentRow {
+                id: r.get(0)?,
+                node: r.get(1)?,
+                kind: r.get(2)?,
+                message: r.get(3)?,
+                opened_ms: r.get(4)?,
+                closed_ms: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// How many times a handler has run for an instance: which scenario entry
+    /// its next run consumes.
+    pub fn handler_runs(&self, instance: &str, task: &str) -> Result<usize, StoreError> {
+        let n: i64 = self.conn().query_row(
+            "SELECT COUNT(*) FROM history WHERE instance_id = ?1 AND kind = 'attempt' AND task = ?2",
+            params![instance, task],
+            |r| r.get(0),
+        )?;
+        Ok(n as usize)
+    }
+
+    /// Scenario event indexes already delivered to an instance.
+    pub fn delivered_events(&self, instance: &str) -> Result<Vec<usize>, StoreError> {
+        let mut st = self.conn().prepare(
+            "SELECT DISTINCT event_index FROM history WHERE instance_id = ?1 AND event_index IS NOT NULL ORDER BY event_index",
+        )?;
+        let rows = st.query_map(params![instance], |r| r.get::<_, i64>(0))?;
+        Ok(rows
+            .map(|r| r.map(|i| i as usize))
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// The deployed source of an instance (pinned by hash).
+    pub fn deployment_source(&self, deployment_id: i64) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT source FROM deployments WHERE id = ?1",
+                params![deployment_id],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+}

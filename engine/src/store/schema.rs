@@ -1,0 +1,106 @@
+//! The schema, as forward migrations. `PRAGMA user_version` is the schema
+//! version: a database at version N gets migrations N+1.. applied in one
+//! transaction each; a database newer than [`LATEST`] is refused.
+//!
+//! Never edit a released migration: add the next one.
+
+/// Migration `i` (0-based) takes the schema from version `i` to `i + 1`.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: the runtime of registered tasks (issue 3).
+    r#"
+CREATE TABLE deployments (
+    id          INTEGER PRIMARY KEY,
+    process_id  TEXT NOT NULL,
+    hash        TEXT NOT NULL,          -- sha256 of the source, hex
+    source      TEXT NOT NULL,          -- the model as deployed
+    deployed_ms INTEGER NOT NULL,
+    UNIQUE (hash, process_id)
+);
+CREATE TABLE instances (
+    id               TEXT PRIMARY KEY,
+    deployment_id    INTEGER NOT NULL REFERENCES deployments(id),
+    status           TEXT NOT NULL,     -- running | waiting | completed | failed
+    snapshot         BLOB NOT NULL,     -- canonical snapshot bytes
+    version          INTEGER NOT NULL,  -- +1 per applied transition
+    started_ms       INTEGER NOT NULL,  -- on the run's clock
+    updated_ms       INTEGER NOT NULL,
+    claim_owner      TEXT,
+    claim_expires_ms INTEGER            -- wall clock
+);
+CREATE INDEX instances_by_deployment ON instances(deployment_id, status);
+CREATE TABLE timers (
+    id            INTEGER PRIMARY KEY,
+    instance_id   TEXT NOT NULL REFERENCES instances(id),
+    node          TEXT NOT NULL,
+    purpose       TEXT NOT NULL,        -- retry | timer | boundary
+    due_ms        INTEGER NOT NULL,
+    attempt       INTEGER,              -- the attempt a retry timer drives
+    state         TEXT NOT NULL,        -- armed | resolved
+    armed_seq     INTEGER NOT NULL,     -- the transition that armed it
+    resolved_seq  INTEGER
+);
+CREATE INDEX timers_armed ON timers(state, due_ms);
+CREATE TABLE transitions (
+    seq         INTEGER PRIMARY KEY,
+    instance_id TEXT NOT NULL REFERENCES instances(id),
+    version     INTEGER NOT NULL,
+    at_ms       INTEGER NOT NULL,
+    status      TEXT NOT NULL,
+    snapshot    BLOB NOT NULL           -- the snapshot after the transition
+);
+CREATE INDEX transitions_by_instance ON transitions(instance_id, seq);
+CREATE TABLE history (
+    seq            INTEGER PRIMARY KEY,
+    transition_seq INTEGER NOT NULL REFERENCES transitions(seq),
+    instance_id    TEXT NOT NULL,
+    at_ms          INTEGER NOT NULL,
+    kind           TEXT NOT NULL,
+    node           TEXT,
+    attempt        INTEGER,
+    code           TEXT,
+    task           TEXT,                -- the handler an attempt ran
+    timer_id       INTEGER,             -- the retry timer an attempt consumed
+    event_index    INTEGER,             -- the scenario event delivered
+    detail         TEXT NOT NULL        -- the decision line, canonical JSON
+);
+CREATE INDEX history_by_instance ON history(instance_id, seq);
+CREATE UNIQUE INDEX history_one_attempt_per_timer ON history(timer_id) WHERE kind = 'attempt' AND timer_id IS NOT NULL;
+CREATE TABLE incidents (
+    id          INTEGER PRIMARY KEY,
+    instance_id TEXT NOT NULL REFERENCES instances(id),
+    node        TEXT NOT NULL,
+    kind        TEXT NOT NULL,          -- reconciliation | failed | (issue 4: poisoned)
+    message     TEXT NOT NULL,
+    opened_ms   INTEGER NOT NULL,
+    closed_ms   INTEGER
+);
+"#,
+    // 2: channel calls (issue 4): the outbox and correlations. Created now so
+    // a database written by this build migrates forward without a rebuild.
+    r#"
+CREATE TABLE outbox (
+    id              INTEGER PRIMARY KEY,
+    instance_id     TEXT NOT NULL REFERENCES instances(id),
+    node            TEXT NOT NULL,
+    channel         TEXT NOT NULL,
+    operation       TEXT,
+    attempt         INTEGER NOT NULL,
+    idempotency_key TEXT NOT NULL UNIQUE,
+    payload         TEXT NOT NULL,
+    state           TEXT NOT NULL,      -- pending | delivered | poisoned
+    deliveries      INTEGER NOT NULL DEFAULT 0,
+    next_ms         INTEGER NOT NULL,
+    created_ms      INTEGER NOT NULL
+);
+CREATE INDEX outbox_pending ON outbox(state, next_ms);
+CREATE TABLE correlations (
+    key         TEXT PRIMARY KEY,
+    instance_id TEXT NOT NULL REFERENCES instances(id),
+    node        TEXT NOT NULL,
+    created_ms  INTEGER NOT NULL
+);
+"#,
+];
+
+/// The schema version this build writes.
+pub const LATEST: u32 = MIGRATIONS.len() as u32;
