@@ -1,1 +1,19 @@
-pub fn placeholder() {}
+//! `qflow console`: a terminal inspector that steps one local instance and
+//! shows, panel by panel, what the engine persisted.
+//!
+//! Two layers. The presentation ([`view`], [`ui`], [`keymap`], [`app`]) knows
+//! nothing of the engine: it draws a [`view::View`] and turns keys into
+//! [`backend::Command`]s. The adapter ([`engine_backend`]) carries commands
+//! out on the engine's local driver and builds each view by reading the store.
+
+pub mod app;
+pub mod backend;
+pub mod fmt;
+pub mod keymap;
+pub mod terminal;
+pub mod ui;
+pub mod view;
+
+pub use app::App;
+pub use backend::{Backend, Command, Report};
+pub use view::View;

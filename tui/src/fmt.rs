@@ -1,0 +1,92 @@
+//! Compact time text for tables: panels are narrow, so `13h 1m` rather than
+//! the `13 h 1 min` of reports.
+
+/// A span of time: `0s`, `45s`, `1m`, `1m 30s`, `2h 36m`, `1d 2h`.
+/// Shows the two largest non-zero units; sub-second remainders are dropped.
+pub fn span(ms: i64) -> String {
+    let neg = ms < 0;
+    let total = ms.unsigned_abs() / 1000;
+    let (d, h, m, s) = (
+        total / 86_400,
+        total / 3600 % 24,
+        total / 60 % 60,
+        total % 60,
+    );
+    let parts: Vec<String> = [(d, "d"), (h, "h"), (m, "m"), (s, "s")]
+        .into_iter()
+        .skip_while(|(v, _)| *v == 0)
+        .take(2)
+        .filter(|(v, _)| *v > 0)
+        .map(|(v, u)| format!("{v}{u}"))
+        .collect();
+    let text = if parts.is_empty() {
+        "0s".to_string()
+    } else {
+        parts.join(" ")
+    };
+    if neg {
+        format!("-{text}")
+    } else {
+        text
+    }
+}
+
+/// A point on the virtual time axis, with the `+` that says "since start".
+pub fn at(ms: i64) -> String {
+    format!("+{}", span(ms))
+}
+
+/// How far a due time is from now: `in 4m 59s`, `due now`, `overdue 3s`.
+pub fn until(due_ms: i64, now_ms: i64) -> String {
+    let d = due_ms - now_ms;
+    if d > 0 {
+        format!("in {}", span(d))
+    } else if d == 0 {
+        "due now".to_string()
+    } else {
+        format!("overdue {}", span(-d))
+    }
+}
+
+/// Cut a string to `width` characters, marking the cut with `…`.
+pub fn clip(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_show_the_two_largest_units() {
+        assert_eq!(span(0), "0s");
+        assert_eq!(span(999), "0s");
+        assert_eq!(span(45_000), "45s");
+        assert_eq!(span(60_000), "1m");
+        assert_eq!(span(90_000), "1m 30s");
+        assert_eq!(span(1_860_000), "31m");
+        assert_eq!(span(46_860_000), "13h 1m");
+        assert_eq!(span(90_061_000), "1d 1h");
+        assert_eq!(span(86_400_000 + 61_000), "1d");
+        assert_eq!(at(360_000), "+6m");
+        assert_eq!(until(360_000, 61_000), "in 4m 59s");
+        assert_eq!(until(5, 5), "due now");
+        assert_eq!(until(0, 3000), "overdue 3s");
+    }
+
+    #[test]
+    fn clip_marks_the_cut() {
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("abc", 4), "abc");
+        assert_eq!(clip("abc", 0), "");
+    }
+}

@@ -1,0 +1,235 @@
+//! The one keymap: the footer, the `?` overlay and the event loop all read
+//! [`KEYMAP`], so a key cannot be documented one way and dispatched another.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// What a key asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    Step,
+    Advance,
+    Fail,
+    Succeed,
+    Respond,
+    Poison,
+    Resolve,
+    FocusNext,
+    FocusPrev,
+    ScrollUp,
+    ScrollDown,
+    Help,
+    Quit,
+    /// Instance list: open the selected instance; in a prompt: confirm.
+    Open,
+    /// Back to the instance list (attach mode), or close a prompt.
+    Back,
+}
+
+/// One binding: the keys, the short footer label, the help text.
+#[derive(Debug, Clone, Copy)]
+pub struct Binding {
+    pub action: Action,
+    pub keys: &'static [KeyCode],
+    /// As the footer and overlay print the keys (`space`, `j/k ↑↓`).
+    pub key_label: &'static str,
+    /// The footer's word for it.
+    pub short: &'static str,
+    /// The overlay's sentence.
+    pub help: &'static str,
+    /// Whether it changes the instance (hidden when read-only).
+    pub acts: bool,
+    /// Shown in the footer (the overlay shows every binding).
+    pub footer: bool,
+}
+
+/// Every key the console understands, in the order the footer shows them.
+pub const KEYMAP: &[Binding] = &[
+    Binding {
+        action: Action::Step,
+        keys: &[KeyCode::Char(' ')],
+        key_label: "space",
+        short: "step",
+        help: "take the next decision (nothing ready: skip virtual time to the next due timer)",
+        acts: true,
+        footer: true,
+    },
+    Binding {
+        action: Action::Advance,
+        keys: &[KeyCode::Char('t')],
+        key_label: "t",
+        short: "time",
+        help: "advance virtual time (30s, 5m, 1h, ISO), deciding what falls due on the way",
+        acts: true,
+        footer: true,
+    },
+    Binding {
+        action: Action::Fail,
+        keys: &[KeyCode::Char('f')],
+        key_label: "f",
+        short: "fail",
+        help: "run the next attempt and make it fail: pick the code and the class",
+        acts: true,
+        footer: true,
+    },
+    Binding {
+        action: Action::Succeed,
+        keys: &[KeyCode::Char('o')],
+        key_label: "o",
+        short: "ok",
+        help: "run the next attempt and let it succeed",
+        acts: true,
+        footer: true,
+    },
+    Binding {
+        action: Action::Respond,
+        keys: &[KeyCode::Char('r')],
+        key_label: "r",
+        short: "respond",
+        help: "deliver a counterpart response, to the live attempt or a superseded one",
+        acts: true,
+        footer: true,
+    },
+    Binding {
+        action: Action::Poison,
+        keys: &[KeyCode::Char('p')],
+        key_label: "p",
+        short: "poison",
+        help: "poison the pending request delivery (the outbox gives up on it)",
+        acts: true,
+        footer: true,
+    },
+    Binding {
+        action: Action::Resolve,
+        keys: &[KeyCode::Char('R')],
+        key_label: "R",
+        short: "resolve",
+        help: "resolve a reconciliation: succeeded, failed or retry",
+        acts: true,
+        footer: true,
+    },
+    Binding {
+        action: Action::FocusNext,
+        keys: &[KeyCode::Tab],
+        key_label: "tab",
+        short: "focus",
+        help: "move focus to the next panel (shift+tab: previous)",
+        acts: false,
+        footer: true,
+    },
+    Binding {
+        action: Action::FocusPrev,
+        keys: &[KeyCode::BackTab],
+        key_label: "S-tab",
+        short: "back",
+        help: "move focus to the previous panel",
+        acts: false,
+        footer: false,
+    },
+    Binding {
+        action: Action::ScrollUp,
+        keys: &[KeyCode::Up, KeyCode::Char('k')],
+        key_label: "k ↑",
+        short: "up",
+        help: "scroll the focused panel up (in a list: select)",
+        acts: false,
+        footer: false,
+    },
+    Binding {
+        action: Action::ScrollDown,
+        keys: &[KeyCode::Down, KeyCode::Char('j')],
+        key_label: "j ↓",
+        short: "down",
+        help: "scroll the focused panel down (in a list: select)",
+        acts: false,
+        footer: false,
+    },
+    Binding {
+        action: Action::Open,
+        keys: &[KeyCode::Enter],
+        key_label: "enter",
+        short: "open",
+        help: "open the selected instance (instance list); confirm a choice (prompts)",
+        acts: false,
+        footer: false,
+    },
+    Binding {
+        action: Action::Back,
+        keys: &[KeyCode::Esc],
+        key_label: "esc",
+        short: "back",
+        help: "close a prompt or this help; back to the instance list (attached database)",
+        acts: false,
+        footer: false,
+    },
+    Binding {
+        action: Action::Help,
+        keys: &[KeyCode::Char('?')],
+        key_label: "?",
+        short: "help",
+        help: "show or hide this help",
+        acts: false,
+        footer: true,
+    },
+    Binding {
+        action: Action::Quit,
+        keys: &[KeyCode::Char('q')],
+        key_label: "q",
+        short: "quit",
+        help: "quit and restore the terminal (ctrl+c too)",
+        acts: false,
+        footer: true,
+    },
+];
+
+/// The action a key press asks for, if any. Ctrl+C always quits.
+pub fn lookup(key: KeyEvent) -> Option<Action> {
+    if key.modifiers.contains(KeyModifiers::CONTROL) {
+        return matches!(key.code, KeyCode::Char('c')).then_some(Action::Quit);
+    }
+    KEYMAP
+        .iter()
+        .find(|b| b.keys.contains(&key.code))
+        .map(|b| b.action)
+}
+
+/// The binding of an action (every action has exactly one).
+pub fn binding(action: Action) -> &'static Binding {
+    KEYMAP
+        .iter()
+        .find(|b| b.action == action)
+        .expect("every action is bound in KEYMAP")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn key(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn no_key_is_bound_twice_and_every_action_once() {
+        let mut keys = HashSet::new();
+        let mut actions = HashSet::new();
+        for b in KEYMAP {
+            assert!(actions.insert(b.action), "{:?} bound twice", b.action);
+            for k in b.keys {
+                assert!(keys.insert(*k), "{k:?} bound twice");
+            }
+        }
+    }
+
+    #[test]
+    fn the_issue_keys_dispatch_as_documented() {
+        assert_eq!(lookup(key(KeyCode::Char(' '))), Some(Action::Step));
+        assert_eq!(lookup(key(KeyCode::Char('R'))), Some(Action::Resolve));
+        assert_eq!(lookup(key(KeyCode::Char('r'))), Some(Action::Respond));
+        assert_eq!(lookup(key(KeyCode::Char('j'))), Some(Action::ScrollDown));
+        assert_eq!(lookup(key(KeyCode::Up)), Some(Action::ScrollUp));
+        assert_eq!(lookup(key(KeyCode::Char('x'))), None);
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(lookup(ctrl_c), Some(Action::Quit));
+    }
+}

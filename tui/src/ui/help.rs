@@ -1,0 +1,57 @@
+//! The `?` overlay: every binding of the keymap, with a legend of the marks.
+
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Clear, Paragraph, Wrap};
+use ratatui::Frame;
+
+use super::{centered, dim};
+use crate::app::App;
+use crate::keymap::KEYMAP;
+
+pub fn render(f: &mut Frame, area: Rect, app: &App) {
+    let read_only = app.view.as_ref().is_some_and(|v| v.read_only);
+    let mut lines: Vec<Line> = Vec::new();
+    for b in KEYMAP {
+        let style = if read_only && b.acts {
+            dim()
+        } else {
+            Style::new()
+        };
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("{:>6}  ", b.key_label),
+                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(b.help, style),
+        ]));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        "marks: ✗ failed attempt  ✓ succeeded  ? outcome pending  · planned  ┃ maxElapsed  ▲ now",
+        dim(),
+    ));
+    lines.push(Line::styled(
+        "snapshot: attempts.* yellow · backoff.* marker magenta, with the failure that parked it",
+        dim(),
+    ));
+    if read_only {
+        lines.push(Line::styled(
+            "read-only: acting keys are off for an attached database",
+            dim(),
+        ));
+    }
+    let r = centered(area, 92, lines.len() as u16 + 2);
+    let block = Block::bordered()
+        .border_type(BorderType::Double)
+        .border_style(Style::new().fg(Color::Cyan))
+        .title(" keys · ? or esc closes ");
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(block),
+        r,
+    );
+}

@@ -1,0 +1,60 @@
+//! The snapshot panel: every persisted key in canonical order. Retry state
+//! stands out: `attempts.*` counters in yellow, the `backoff.*` marker in
+//! magenta with the classification it carries spelled out.
+
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::Frame;
+
+use super::{attempts_style, backoff_style, block, dim, failed_style, lines_panel, Ctx};
+use crate::app::Panel;
+use crate::fmt;
+use crate::view::KeyFamily;
+
+pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
+    let v = ctx.view;
+    let width = area.width.saturating_sub(2) as usize;
+    let key_w = v
+        .snapshot
+        .iter()
+        .map(|e| e.key.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(width * 2 / 3);
+    let mut lines: Vec<Line> = Vec::new();
+    for e in &v.snapshot {
+        let style = match e.family {
+            KeyFamily::Attempts => attempts_style(),
+            KeyFamily::Backoff => backoff_style(),
+            KeyFamily::Failure => failed_style(),
+            KeyFamily::Variable => Style::new().fg(Color::Green),
+            KeyFamily::Frontier => Style::new().fg(Color::Cyan),
+            KeyFamily::Other => Style::new(),
+        };
+        let value_w = width.saturating_sub(key_w + 1);
+        lines.push(Line::from(vec![
+            Span::styled(format!("{:<key_w$}", fmt::clip(&e.key, key_w)), style),
+            Span::raw(" "),
+            Span::raw(fmt::clip(&e.value, value_w)),
+        ]));
+        if let Some(c) = &e.classification {
+            lines.push(Line::from(vec![
+                Span::raw(" ".repeat(key_w.min(2))),
+                Span::styled(format!("└ marker: {c}"), backoff_style()),
+            ]));
+        }
+    }
+    if lines.is_empty() {
+        lines.push(Line::styled("(empty)", dim()));
+    }
+    let title = format!("{} keys", v.snapshot.len());
+    lines_panel(
+        f,
+        area,
+        block(Panel::Snapshot, ctx, title),
+        lines,
+        ctx.scroll,
+        false,
+    );
+}
