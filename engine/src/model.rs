@@ -91,6 +91,39 @@ pub struct QflowItem {
     pub span: Span,
     /// The local name of the element it sits on (attributes) or in (elements).
     pub host: String,
+    /// The element it belongs to: like `host`, but looking through
+    /// `extensionElements` (a `<q:retry>` in a sequenceFlow's extensionElements
+    /// has owner `sequenceFlow`).
+    pub owner: String,
+    /// Elements only: every attribute written on it (`maxAttempts`, …, and any
+    /// prefixed ones), so QF006 can check a `q:` element's own vocabulary.
+    pub attributes: Vec<NamedAttr>,
+}
+
+/// An attribute with its name as written, for vocabulary checks and fixes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedAttr {
+    /// The qualified name as written (`maxAttempts`, `q:maxAttempts`).
+    pub qname: String,
+    /// Its local name.
+    pub local: String,
+    /// Whether it is in the qflow namespace (written with the qflow prefix).
+    pub in_qflow_ns: bool,
+    /// Whether it is a namespace declaration (`xmlns:…`).
+    pub is_xmlns: bool,
+    pub name_span: Span,
+    pub attr: Attr,
+}
+
+/// Where an element sits in the text, for fixes that insert into it or remove it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ElementSpans {
+    /// The whole element.
+    pub span: Span,
+    /// The start tag alone (`<bpmn:extensionElements>`).
+    pub start_tag: Span,
+    /// `<x/>`: no content and no end tag.
+    pub self_closing: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +166,8 @@ pub struct RetrySpec {
 pub struct TimeoutSpec {
     pub span: Span,
     pub name_span: Span,
+    /// The qualified name as written (`q:timeout`): fixes keep the author's prefix.
+    pub qname: String,
     pub duration: Option<Attr>,
 }
 
@@ -214,6 +249,19 @@ pub struct Node {
     pub timeouts: Vec<TimeoutSpec>,
     /// `isForCompensation="true"`: entered by compensation, not by flow.
     pub for_compensation: bool,
+    /// The element's qualified name as written (`bpmn:serviceTask`).
+    pub qname: String,
+    /// The element's start tag and whether it is self-closing (for fixes).
+    pub tag: ElementSpans,
+    /// Its `bpmn:extensionElements`, if it has one (fixes insert into it).
+    pub extension_elements: Option<ElementSpans>,
+    /// Every `*EventDefinition` child, by local name, with its spans (QF041
+    /// points at the one qflow does not execute).
+    pub event_definitions: Vec<ElementRef>,
+    /// `<bpmn:incoming>` children: value = the flow id, full_span = the element.
+    pub incoming_refs: Vec<Attr>,
+    /// `<bpmn:outgoing>` children, likewise.
+    pub outgoing_refs: Vec<Attr>,
 }
 
 impl Node {
@@ -312,6 +360,16 @@ pub struct Definitions {
     pub references: Vec<Reference>,
     /// Every `q:` element and attribute, in document order.
     pub qflow_items: Vec<QflowItem>,
+    /// Every bpmndi shape, edge and plane: which BPMN element it draws, and
+    /// the whole element (fixes that remove a node remove its drawing too).
+    pub diagram_elements: Vec<DiagramElement>,
+}
+
+/// A `bpmndi:BPMNShape`/`BPMNEdge`/`BPMNPlane` and the id it draws.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiagramElement {
+    pub bpmn_element: String,
+    pub span: Span,
 }
 
 impl Definitions {

@@ -63,7 +63,7 @@ fn reference_kind(attr: &str) -> Option<RefKind> {
     })
 }
 
-fn attr(a: &XmlAttr<'_>) -> Attr {
+fn attr(a: XmlAttr<'_>) -> Attr {
     Attr {
         value: a.value.to_string(),
         span: a.value_span,
@@ -188,6 +188,13 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
             .map(|p| doc.element(p).local.to_string())
             .unwrap_or_default();
         if el.in_ns(QFLOW_NS) {
+            let owner = match el.parent.map(|p| doc.element(p)) {
+                Some(p) if is_bpmn(p, "extensionElements") => p
+                    .parent
+                    .map(|g| doc.element(g).local.to_string())
+                    .unwrap_or_default(),
+                _ => host.clone(),
+            };
             defs.qflow_items.push(QflowItem {
                 is_element: true,
                 local: el.local.to_string(),
@@ -195,6 +202,19 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
                 name_span: el.name_span,
                 span: el.span,
                 host,
+                owner,
+                attributes: el
+                    .attrs
+                    .iter()
+                    .map(|a| NamedAttr {
+                        qname: a.qname.to_string(),
+                        local: a.local.to_string(),
+                        in_qflow_ns: a.ns.as_deref() == Some(QFLOW_NS),
+                        is_xmlns: a.is_namespace_declaration(),
+                        name_span: a.name_span,
+                        attr: attr(a),
+                    })
+                    .collect(),
             });
         }
         for a in &el.attrs {
@@ -206,12 +226,22 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
                     name_span: a.name_span,
                     span: a.span,
                     host: el.local.to_string(),
+                    owner: el.local.to_string(),
+                    attributes: Vec::new(),
                 });
             }
         }
 
         if in_vendor[i] {
             continue;
+        }
+        if el.in_ns(BPMNDI_NS) {
+            if let Some(a) = el.attr("bpmnElement") {
+                defs.diagram_elements.push(DiagramElement {
+                    bpmn_element: a.value.to_string(),
+                    span: el.span,
+                });
+            }
         }
         for a in &el.attrs {
             if a.ns.is_some() {
@@ -353,9 +383,33 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
     };
     let mut retries = Vec::new();
     let mut timeouts = Vec::new();
+    let mut extension_elements = None;
+    let mut event_definitions = Vec::new();
+    let mut incoming_refs = Vec::new();
+    let mut outgoing_refs = Vec::new();
+    for (_, c) in doc.children(id).filter(|(_, c)| c.in_ns(BPMN_NS)) {
+        if c.local.ends_with("EventDefinition") {
+            event_definitions.push(ElementRef {
+                local: c.local.to_string(),
+                span: c.span,
+                name_span: c.name_span,
+            });
+        } else if c.local == "incoming" || c.local == "outgoing" {
+            if let Some(t) = text_attr(doc, c) {
+                if c.local == "incoming" {
+                    incoming_refs.push(t);
+                } else {
+                    outgoing_refs.push(t);
+                }
+            }
+        }
+    }
     for (ext_id, ext) in doc.children(id) {
         if !is_bpmn(ext, "extensionElements") {
             continue;
+        }
+        if extension_elements.is_none() {
+            extension_elements = Some(element_spans(ext));
         }
         for (_, q) in doc.children(ext_id) {
             if q.is(QFLOW_NS, "retry") {
@@ -376,6 +430,7 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
                 timeouts.push(TimeoutSpec {
                     span: q.span,
                     name_span: q.name_span,
+                    qname: q.qname.to_string(),
                     duration: plain_attr(q, "duration"),
                 });
             }
@@ -394,6 +449,20 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
         for_compensation: el
             .attr("isForCompensation")
             .is_some_and(|a| a.value.trim() == "true"),
+        qname: el.qname.to_string(),
+        tag: element_spans(el),
+        extension_elements,
+        event_definitions,
+        incoming_refs,
+        outgoing_refs,
+    }
+}
+
+fn element_spans(el: &XmlElement<'_>) -> ElementSpans {
+    ElementSpans {
+        span: el.span,
+        start_tag: el.start_tag,
+        self_closing: el.span.end == el.start_tag.end,
     }
 }
 
