@@ -1,9 +1,451 @@
+//! `qflow run MODEL`: one local instance on the embedded store, every decision
+//! printed as it is taken. The output formats are documented in docs/run.md.
+
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
+use qflow_engine::diagnostic::Report;
+use qflow_engine::runtime::clock::{Clock, SystemClock, VirtualClock};
+use qflow_engine::runtime::driver::{Decision, LocalRun};
+use qflow_engine::runtime::scenario::{ExternalEvent, Resolution, Scenario};
+use qflow_engine::store::Store;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// One aligned line per decision, then the final state.
+    Human,
+    /// One JSON object per line (DESIGN §5); the last line is the final state.
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClockKind {
+    /// Time skips to the next due timer: a 13-hour schedule runs in milliseconds.
+    Virtual,
+    /// The wall clock: the run waits (between steps, never inside one) for due timers.
+    System,
+}
+
+/// Run one local instance of a model.
+///
+/// Without --scenario, a scenario beside the model at `<dir>/scenarios/<stem>.json`
+/// is used when it exists (say --no-scenario to run without one: tasks succeed).
+/// With --db pointing at a database that holds an unfinished instance of the same
+/// model (same source hash), that instance is resumed, not a second one started.
+///
+/// An attempt with an unknown outcome waits for reconciliation; resolve it with
+/// `qflow run MODEL --db FILE --resolve NODE=succeeded|failed|retry`, or with a
+/// scenario event {"resolve": NODE, "as": …}.
+///
+/// Exit status: 0 when the run ends (completed, failed or waiting), 1 when the
+/// model has load errors, 2 for unreadable files, bad scenarios and store errors.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The BPMN model to run.
+    pub model: PathBuf,
+    /// A scenario (JSON) scripting handlers and external events (docs/run.md).
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// Ignore a scenario beside the model: every task succeeds.
+    #[arg(long, conflicts_with = "scenario")]
+    pub no_scenario: bool,
+    /// The database file (created if missing). Default: a temporary database.
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+    /// Reconcile an unknown outcome before running: NODE=succeeded|failed|retry.
+    #[arg(long, value_name = "NODE=AS")]
+    pub resolve: Vec<String>,
+    /// Stop after this much virtual time since the instance started (ISO-8601,
+    /// e.g. PT2H); the instance stays parked and a later --db run resumes it.
+    #[arg(long, value_name = "DURATION")]
+    pub until: Option<String>,
+    #[arg(long, value_enum, default_value = "virtual")]
+    pub clock: ClockKind,
+}
 
-pub fn run(_args: Args) -> ExitCode {
-    eprintln!("qflow run: not available in this build yet");
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
     ExitCode::from(2)
+}
+
+pub fn run(args: Args) -> ExitCode {
+    let shown = args.model.display().to_string();
+    let bytes = match std::fs::read(&args.model) {
+        Ok(b) => b,
+        Err(e) => return fail(format!("cannot read {shown}: {e}")),
+    };
+    let (text, analysis) = qflow_engine::analyze_bytes(&bytes);
+    if analysis.has_errors() || analysis.definitions.is_none() {
+        for d in analysis.diagnostics.iter().filter(|d| d.is_error()) {
+            let report = miette::Report::new(Report::new(d.clone(), &shown, &text));
+            eprintln!("{report:?}");
+        }
+        eprintln!("{shown}: the model has load errors; nothing was run");
+        return ExitCode::from(1);
+    }
+    let defs = analysis.definitions.expect("checked above");
+    let scenario = match load_scenario(&args) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let mut resolves = Vec::new();
+    for r in &args.resolve {
+        match parse_resolve(r) {
+            Ok(e) => resolves.push(e),
+            Err(m) => return fail(m),
+        }
+    }
+    let until = match &args.until {
+        None => None,
+        Some(u) => match qflow_engine::duration::parse(u) {
+            Ok(d) => Some(d),
+            Err(e) => return fail(format!("--until `{u}`: {e}")),
+        },
+    };
+    let (db, temporary) = match &args.db {
+        Some(p) => (p.clone(), false),
+        None => (temp_db(), true),
+    };
+    let store = match Store::open(&db) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let opts = Opts {
+        format: args.format,
+        resolves,
+        until,
+        db_shown: if temporary {
+            None
+        } else {
+            Some(db.display().to_string())
+        },
+    };
+    let code = match args.clock {
+        ClockKind::Virtual => drive(store, &text, &defs, scenario, VirtualClock::new(0), &opts),
+        ClockKind::System => drive(store, &text, &defs, scenario, SystemClock, &opts),
+    };
+    if temporary {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+        }
+    }
+    code
+}
+
+struct Opts {
+    format: Format,
+    resolves: Vec<ExternalEvent>,
+    until: Option<Duration>,
+    db_shown: Option<String>,
+}
+
+fn load_scenario(args: &Args) -> Result<Scenario, ExitCode> {
+    let path = match (&args.scenario, args.no_scenario) {
+        (Some(p), _) => p.clone(),
+        (None, true) => return Ok(Scenario::default()),
+        (None, false) => match companion(&args.model) {
+            Some(p) => {
+                eprintln!(
+                    "using scenario {} (beside the model; --no-scenario to run without)",
+                    p.display()
+                );
+                p
+            }
+            None => return Ok(Scenario::default()),
+        },
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| fail(format!("cannot read scenario {}: {e}", path.display())))?;
+    Scenario::parse(&text).map_err(|e| fail(format!("scenario {}: {e}", path.display())))
+}
+
+/// `<dir>/scenarios/<stem>.json` beside a model.
+fn companion(model: &Path) -> Option<PathBuf> {
+    let stem = model.file_stem()?;
+    let dir = model.parent().unwrap_or(Path::new("."));
+    let p = dir.join("scenarios").join(stem).with_extension("json");
+    p.is_file().then_some(p)
+}
+
+fn parse_resolve(s: &str) -> Result<ExternalEvent, String> {
+    let (node, how) = s.split_once('=').ok_or_else(|| {
+        format!("--resolve `{s}`: write NODE=succeeded, NODE=failed or NODE=retry")
+    })?;
+    let resolution = Resolution::parse(how.trim()).ok_or_else(|| {
+        format!("--resolve `{s}`: `{how}` is not a resolution; use succeeded, failed or retry")
+    })?;
+    Ok(ExternalEvent::Resolve {
+        node: node.trim().to_string(),
+        resolution,
+        variables: Default::default(),
+    })
+}
+
+fn temp_db() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    std::env::temp_dir().join(format!("qflow-run-{}-{nanos}.db", std::process::id()))
+}
+
+fn drive<C: Clock>(
+    store: Store,
+    source: &str,
+    defs: &qflow_engine::model::Definitions,
+    scenario: Scenario,
+    clock: C,
+    opts: &Opts,
+) -> ExitCode {
+    let mut run = match LocalRun::open(store, source, defs, scenario, clock) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    if let Some(u) = opts.until {
+        run.stop_after(u);
+    }
+    if run.resumed() {
+        let db = opts.db_shown.as_deref().unwrap_or("the database");
+        let msg = format!(
+            "resuming unfinished instance {} from {db} (not starting a second one)",
+            run.instance_id()
+        );
+        match opts.format {
+            Format::Human => println!("{msg}"),
+            Format::Json => eprintln!("{msg}"),
+        }
+    }
+    let started = run.started_ms();
+    let mut print = |d: &Decision| {
+        for line in &d.lines {
+            match opts.format {
+                Format::Json => println!(
+                    "{}",
+                    json_line(line, &["at_s", "kind", "node", "attempt", "code"])
+                ),
+                Format::Human => println!("{}", human_line(line)),
+            }
+        }
+    };
+    if let Some(d) = run.take_start() {
+        print(&d);
+    }
+    // Each --resolve is delivered once, when the instance first has nothing
+    // else to do (a resumed instance waiting for reconciliation: at once).
+    let mut resolves = opts.resolves.iter();
+    loop {
+        if let Err(e) = run.run(&mut print) {
+            return fail(e);
+        }
+        if let Some(ev) = resolves.next() {
+            match run.deliver(ev.clone()) {
+                Ok(d) => print(&d),
+                Err(e) => return fail(e),
+            }
+            continue;
+        }
+        // A system clock parks the poller (never a step) until the next due timer.
+        let due = match run.next_due_ms() {
+            Ok(d) => d,
+            Err(e) => return fail(e),
+        };
+        let now = run.clock().now_ms();
+        match due {
+            // Only the system clock leaves a future timer behind (a virtual
+            // clock skips to it), unless --until stopped the run.
+            Some(due) if due > now => {
+                if opts
+                    .until
+                    .is_some_and(|u| due - started > u.as_millis() as i64)
+                {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis((due - now) as u64));
+            }
+            _ => break,
+        }
+    }
+    let _ = run.release();
+    match run.final_state() {
+        Ok(state) => {
+            match opts.format {
+                Format::Json => println!(
+                    "{}",
+                    json_line(&state, &["status", "code", "reason", "attempts"])
+                ),
+                Format::Human => println!("{}", human_final(&state)),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// A JSON object with `first` keys leading (in that order), the rest sorted.
+pub fn json_line(v: &Value, first: &[&str]) -> String {
+    let Value::Object(m) = v else {
+        return v.to_string();
+    };
+    let mut parts = Vec::new();
+    for k in first {
+        if let Some(x) = m.get(*k) {
+            parts.push(format!("{}:{}", Value::String((*k).into()), canonical(x)));
+        }
+    }
+    let mut rest: Vec<&String> = m.keys().filter(|k| !first.contains(&k.as_str())).collect();
+    rest.sort();
+    for k in rest {
+        parts.push(format!("{}:{}", Value::String(k.clone()), canonical(&m[k])));
+    }
+    format!("{{{}}}", parts.join(","))
+}
+
+fn canonical(v: &Value) -> String {
+    qflow_engine::runtime::snapshot::canonical_string(v)
+}
+
+fn secs(v: Option<&Value>) -> String {
+    match v.and_then(Value::as_f64) {
+        Some(s) => format!("t+{}s", fmt_num(s)),
+        None => "t+?".into(),
+    }
+}
+
+fn fmt_num(s: f64) -> String {
+    if s.fract() == 0.0 {
+        format!("{}", s as i64)
+    } else {
+        format!("{s}")
+    }
+}
+
+fn words(s: f64) -> String {
+    qflow_engine::duration::to_words(Duration::from_secs_f64(s.max(0.0)))
+}
+
+fn human_line(v: &Value) -> String {
+    let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
+    let kind = get("kind");
+    let node = get("node");
+    let detail = match kind {
+        "start" => "instance started".to_string(),
+        "attempt" => {
+            let n = v.get("attempt").and_then(Value::as_u64).unwrap_or(0);
+            let mut s = format!("attempt {n} of {}: ", get("task"));
+            match get("outcome") {
+                "ok" => s.push_str("ok"),
+                "bpmn-error" => s.push_str(&format!("BPMN error {}", get("code"))),
+                _ => s.push_str(&format!("failed {} ({})", get("code"), get("class"))),
+            }
+            match get("then") {
+                "backoff" => {
+                    let next = v.get("next_attempt").and_then(Value::as_u64).unwrap_or(0);
+                    let delay = v.get("delay_s").and_then(Value::as_f64).unwrap_or(0.0);
+                    s.push_str(&format!(
+                        "; parked, attempt {next} eligible at {} (after {})",
+                        secs(v.get("next_at_s")),
+                        words(delay)
+                    ));
+                }
+                "reconcile" => {
+                    s.push_str("; outcome unknown, no blind retry: waiting for reconciliation")
+                }
+                "failed" => s.push_str("; no further attempt"),
+                _ => {}
+            }
+            s
+        }
+        "failed" => match v.get("attempts").and_then(Value::as_u64) {
+            Some(n) => format!(
+                "FAILED {}: {} after {n} attempt(s)",
+                get("code"),
+                get("reason")
+            ),
+            None => format!("FAILED {}: {}", get("code"), get("reason")),
+        },
+        "gateway" => match (v.get("flow").and_then(Value::as_str), v.get("joined")) {
+            (Some(flow), _) if v.get("default") == Some(&Value::Bool(true)) => {
+                format!("no condition holds: default flow {flow}")
+            }
+            (Some(flow), _) => format!("flow {flow}"),
+            (None, Some(n)) => format!("all {n} branches joined"),
+            (None, None) if v.get("code").is_some() => {
+                format!("{}: {}", get("code"), get("reason"))
+            }
+            (None, None) => "fork".to_string(),
+        },
+        "join" => format!(
+            "branch arrived ({} of {})",
+            v.get("arrived").and_then(Value::as_u64).unwrap_or(0),
+            v.get("of").and_then(Value::as_u64).unwrap_or(0)
+        ),
+        "timer" => "timer due".to_string(),
+        "pass" => "pass".to_string(),
+        "wait" => match get("for") {
+            "timer" => format!("waiting for its timer until {}", secs(v.get("until_s"))),
+            other => format!("waiting for {other}"),
+        },
+        "ignored" => format!("{} ignored: {}", get("event"), get("reason")),
+        "reconciled" => format!("reconciled as {}", get("as")),
+        "boundary" => format!("boundary fired on {}", get("from")),
+        "end" => "end".to_string(),
+        _ => {
+            let mut rest: Vec<String> = Vec::new();
+            if let Value::Object(m) = v {
+                for (k, x) in m {
+                    if !matches!(k.as_str(), "at_s" | "kind" | "node") {
+                        rest.push(format!("{k}={}", canonical(x)));
+                    }
+                }
+            }
+            rest.join(" ")
+        }
+    };
+    let to = match v.get("to") {
+        Some(Value::Array(a)) if !a.is_empty() => {
+            let t: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+            format!(" → {}", t.join(", "))
+        }
+        _ => String::new(),
+    };
+    format!(
+        "{:>10}  {:<10} {:<18} {detail}{to}",
+        secs(v.get("at_s")),
+        kind,
+        node
+    )
+}
+
+fn human_final(v: &Value) -> String {
+    let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
+    match get("status") {
+        "completed" => format!("COMPLETED  instance {}", get("instance")),
+        "failed" => format!(
+            "FAILED     instance {} at {}: {} ({}), {} attempt(s)",
+            get("instance"),
+            get("node"),
+            get("code"),
+            get("reason"),
+            v.get("attempts").and_then(Value::as_u64).unwrap_or(0)
+        ),
+        _ => match get("for") {
+            "reconciliation" => format!(
+                "WAITING    instance {} at {}: reconciliation of {} (resume with --db FILE --resolve {}=succeeded|failed|retry)",
+                get("instance"),
+                get("node"),
+                get("code"),
+                get("node")
+            ),
+            other => format!(
+                "WAITING    instance {} at {}: {other} due at {}",
+                get("instance"),
+                get("node"),
+                secs(v.get("due_s"))
+            ),
+        },
+    }
 }

@@ -415,7 +415,8 @@ fn leave(graph: &Graph, w: &mut Work, node: &GNode) -> Vec<String> {
 }
 
 /// The one fatal path (DESIGN §3): a durable FAILED snapshot with the code,
-/// the reason and the counters; every armed timer resolved.
+/// the reason and the counters; every armed timer resolved. The frontier is
+/// kept as it stood (where the instance stopped, for inspection and repair).
 fn fatal(
     w: &mut Work,
     node: &str,

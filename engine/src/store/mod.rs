@@ -414,3 +414,6 @@ impl Purpose {
         Purpose::parse(s).unwrap_or(Purpose::Timer)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,170 @@
+//! The store's contract: migrations, claims, stale facts, one transaction.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::runtime::decide::{self, Event, Facts};
+use crate::runtime::graph::Graph;
+use crate::runtime::scenario::{FailureClass, TaskOutcome};
+
+const MODEL: &str = r#"<?xml version="1.0"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t"/>
+    <bpmn:serviceTask id="t" q:task="x.y">
+      <bpmn:extensionElements><q:retry maxAttempts="3" backoff="PT1M" jitter="none"/></bpmn:extensionElements>
+    </bpmn:serviceTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="e"/>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+fn setup(dir: &tempfile::TempDir) -> (Store, Graph, String) {
+    let defs = crate::load(MODEL).expect("model loads");
+    let graph = Graph::compile(&defs).unwrap();
+    let mut store = Store::open(&dir.path().join("q.db")).unwrap();
+    let dep = store.deploy("p", MODEL, 0).unwrap();
+    let start = decide::start(&graph, &BTreeMap::new(), 0);
+    let (id, created) = store.create_instance(&dep, &start, 0).unwrap();
+    assert!(created);
+    (store, graph, id)
+}
+
+fn fail_event() -> Event {
+    Event::Attempt {
+        node: "t".into(),
+        outcome: TaskOutcome::Fail {
+            code: "DOWN".into(),
+            class: FailureClass::Transient,
+            retry_after: None,
+            message: None,
+        },
+        timer: None,
+    }
+}
+
+#[test]
+fn an_old_database_migrates_forward_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        let mut old = Store::open_at(&path, 1).unwrap();
+        assert_eq!(old.schema_version().unwrap(), 1);
+        old.deploy("p", MODEL, 0).unwrap();
+        let has_outbox: i64 = old
+            .conn()
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'outbox'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(has_outbox, 0);
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), schema::LATEST);
+    let deployments: i64 = store
+        .conn()
+        .query_row("SELECT COUNT(*) FROM deployments", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(deployments, 1);
+    let outbox: i64 = store
+        .conn()
+        .query_row("SELECT COUNT(*) FROM outbox", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(outbox, 0);
+}
+
+#[test]
+fn a_newer_database_is_refused_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    {
+        let s = Store::open(&path).unwrap();
+        s.conn().pragma_update(None, "user_version", 99).unwrap();
+    }
+    let err = Store::open(&path).err().expect("refused").to_string();
+    assert!(
+        err.contains("schema version 99, newer than this qflow supports"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_live_claim_of_another_owner_is_respected_and_apply_needs_the_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, graph, id) = setup(&dir);
+    // A live process on another host holds it.
+    store.claim(&id, "elsewhere:1", 1_000).unwrap();
+    let err = store.claim(&id, "me:2", 2_000).unwrap_err();
+    assert!(matches!(err, StoreError::Claimed { .. }), "{err}");
+    // Expired: taken over.
+    store.claim(&id, "me:2", 1_000 + CLAIM_TTL_MS + 1).unwrap();
+    let f = store.facts(&id).unwrap();
+    let facts = Facts {
+        instance_id: &id,
+        status: f.status,
+        started_ms: f.started_ms,
+        snapshot: &f.snapshot,
+        timers: &f.timers,
+    };
+    let t = decide::decide(&graph, &facts, &fail_event(), 0);
+    let wall = 1_000 + CLAIM_TTL_MS + 2;
+    // Not the owner: refused, nothing written.
+    assert!(store
+        .apply(&id, "elsewhere:1", f.version, &t, 0, wall)
+        .is_err());
+    assert_eq!(store.history(&id).unwrap().len(), 1);
+    // Stale version: refused.
+    assert!(matches!(
+        store.apply(&id, "me:2", f.version - 1, &t, 0, wall),
+        Err(StoreError::Conflict(_))
+    ));
+    // The owner with fresh facts: one transaction writes snapshot, timer, history.
+    store.apply(&id, "me:2", f.version, &t, 0, wall).unwrap();
+    let timers = store.timers(&id).unwrap();
+    assert_eq!(timers.len(), 1);
+    assert!(timers[0].armed);
+    assert_eq!(timers[0].due_ms, 60_000);
+    let f2 = store.facts(&id).unwrap();
+    assert_eq!(f2.snapshot.attempts("t"), 1);
+    assert_eq!(f2.version, f.version + 1);
+    // The same transition again (a replayed decision) conflicts on the version.
+    assert!(store.apply(&id, "me:2", f.version, &t, 0, wall).is_err());
+    assert_eq!(store.timers(&id).unwrap().len(), 1);
+}
+
+#[test]
+fn a_dead_local_owner_is_taken_over_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, _, id) = setup(&dir);
+    let me = local_owner();
+    let host = me.rsplit_once(':').unwrap().0;
+    // A pid above any pid_max: no live process has it.
+    let dead = format!("{host}:999999999");
+    store
+        .claim(&id, &dead, crate::runtime::clock::system_now_ms())
+        .unwrap();
+    store
+        .claim(&id, &me, crate::runtime::clock::system_now_ms())
+        .unwrap();
+}
+
+#[test]
+fn a_malformed_stored_counter_reads_as_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _, id) = setup(&dir);
+    store
+        .conn()
+        .execute(
+            "UPDATE instances SET snapshot = ?2 WHERE id = ?1",
+            rusqlite::params![
+                id,
+                br#"{"attempts.t":"garbage","frontier":[{"node":"t","state":"ready"}]}"#.to_vec()
+            ],
+        )
+        .unwrap();
+    let f = store.facts(&id).unwrap();
+    assert_eq!(f.snapshot.attempts("t"), 0);
+}

@@ -1,0 +1,158 @@
+//! The golden corpus of `qflow run`: for each sample and scenario, the
+//! decision lines (`tests/golden/run/<case>.jsonl`) and the sequence of
+//! persisted snapshot bytes (`tests/golden/snapshots/<case>.snap`, one
+//! snapshot per line, in transition order). Any byte change fails.
+//!
+//! After an intended change, re-bless with
+//! `QFLOW_BLESS=1 cargo test --test run_golden` and review the diff.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use qflow_engine::store::Store;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// (case, model, scenario)
+const CASES: &[(&str, &str, Option<&str>)] = &[
+    (
+        "dbg08-long-outage",
+        "dbg08-long-outage",
+        Some("dbg08-long-outage"),
+    ),
+    (
+        "dbg08-malformed-input",
+        "dbg08-malformed-input",
+        Some("dbg08-malformed-input"),
+    ),
+    (
+        "dbg08-transient-outage",
+        "dbg08-transient-outage",
+        Some("dbg08-transient-outage"),
+    ),
+    (
+        "dbg08-unknown-outcome",
+        "dbg08-unknown-outcome",
+        Some("dbg08-unknown-outcome"),
+    ),
+    (
+        "dbg08-terminal-delivery",
+        "dbg08-terminal-delivery",
+        Some("dbg08-terminal-delivery"),
+    ),
+    ("dbg08-no-scenario", "dbg08-long-outage", None),
+    ("run-order-small", "run-order", Some("run-order-small")),
+    ("run-order-large", "run-order", Some("run-order-large")),
+    (
+        "run-order-retry-small",
+        "run-order-retry",
+        Some("run-order-small"),
+    ),
+    (
+        "run-order-retry-flaky",
+        "run-order-retry",
+        Some("run-order-retry-flaky"),
+    ),
+    (
+        "run-boundaries-declined",
+        "run-boundaries",
+        Some("run-boundaries-declined"),
+    ),
+    (
+        "run-boundaries-escalate",
+        "run-boundaries",
+        Some("run-boundaries-escalate"),
+    ),
+    (
+        "run-boundaries-uncaught",
+        "run-boundaries",
+        Some("run-boundaries-uncaught"),
+    ),
+];
+
+/// Run a case; returns (stdout, snapshot lines).
+pub fn run_case(model: &str, scenario: Option<&str>) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_qflow"));
+    cmd.current_dir(repo())
+        .arg("run")
+        .arg(format!("samples/{model}.bpmn"))
+        .arg("--db")
+        .arg(&db)
+        .args(["--format", "json"]);
+    match scenario {
+        Some(s) => cmd
+            .arg("--scenario")
+            .arg(format!("samples/scenarios/{s}.json")),
+        None => cmd.arg("--no-scenario"),
+    };
+    let out = cmd.output().expect("qflow runs");
+    assert!(
+        out.status.success(),
+        "qflow run {model}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::open(&db).unwrap();
+    let instances = store.instances().unwrap();
+    assert_eq!(instances.len(), 1, "one instance per run");
+    let mut snaps = String::new();
+    for t in store.transitions(&instances[0].id).unwrap() {
+        snaps.push_str(std::str::from_utf8(&t.snapshot).expect("snapshots are UTF-8 JSON"));
+        snaps.push('\n');
+    }
+    (String::from_utf8(out.stdout).unwrap(), snaps)
+}
+
+fn check(path: &Path, actual: &str, failures: &mut Vec<String>) {
+    if std::env::var_os("QFLOW_BLESS").is_some() {
+        std::fs::write(path, actual).unwrap();
+        return;
+    }
+    match std::fs::read_to_string(path) {
+        Ok(expected) if expected == actual => {}
+        Ok(expected) => failures.push(format!(
+            "{} changed (QFLOW_BLESS=1 to accept)\n--- expected\n{expected}--- actual\n{actual}",
+            path.display()
+        )),
+        Err(_) => failures.push(format!(
+            "{} is missing (QFLOW_BLESS=1 to write it)\n{actual}",
+            path.display()
+        )),
+    }
+}
+
+#[test]
+fn decisions_and_snapshot_bytes_match_the_golden_corpus() {
+    let mut failures = Vec::new();
+    for (case, model, scenario) in CASES {
+        let (lines, snaps) = run_case(model, *scenario);
+        check(
+            &repo().join(format!("tests/golden/run/{case}.jsonl")),
+            &lines,
+            &mut failures,
+        );
+        check(
+            &repo().join(format!("tests/golden/snapshots/{case}.snap")),
+            &snaps,
+            &mut failures,
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn a_retry_policy_that_never_fires_writes_the_same_bytes_as_no_policy() {
+    let (_, plain) = run_case("run-order", Some("run-order-small"));
+    let (_, with_retry) = run_case("run-order-retry", Some("run-order-small"));
+    assert_eq!(plain, with_retry);
+    assert!(!plain.contains("attempts."), "{plain}");
+    // And the corpus file for the process without <q:retry> is that same text.
+    let golden =
+        std::fs::read_to_string(repo().join("tests/golden/snapshots/run-order-small.snap"));
+    if std::env::var_os("QFLOW_BLESS").is_none() {
+        assert_eq!(golden.unwrap(), plain);
+    }
+}
