@@ -8,6 +8,7 @@
 //! The faces (CLI, language server, console) only present what this crate decides.
 
 pub mod classify;
+pub mod console_api;
 pub mod diagnostic;
 pub mod duration;
 pub mod loader;

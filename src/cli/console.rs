@@ -1,9 +1,95 @@
+//! `qflow console`: the terminal inspector (the `qflow-tui` crate), on one
+//! local instance of a model or on an existing database.
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+use qflow_tui::engine_backend::EngineBackend;
+use qflow_tui::{script, ui, App};
 
-pub fn run(_args: Args) -> ExitCode {
-    eprintln!("qflow console: not available in this build yet");
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The model to run, one decision per key press. Omit it and give --db
+    /// to inspect the instances of an existing database (FAILED first).
+    pub model: Option<PathBuf>,
+    /// A scenario (JSON, DESIGN §5) scripting handlers, counterparts and deliveries.
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// The SQLite database (default: a temporary one). With MODEL, an
+    /// unfinished instance of the same model in it is resumed.
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Feed these keys without a terminal and print the last frame (scripts,
+    /// tests): every character is a key; <enter>, <esc>, <tab>, <space> name others.
+    #[arg(long, value_name = "KEYS")]
+    pub headless: Option<String>,
+    /// The frame size for --headless, as WIDTHxHEIGHT.
+    #[arg(long, value_name = "WxH", default_value = "100x30")]
+    pub size: String,
+}
+
+fn usage(message: &str) -> ExitCode {
+    eprintln!("qflow console: {message}");
     ExitCode::from(2)
+}
+
+pub fn run(args: Args) -> ExitCode {
+    let backend = match (&args.model, &args.db) {
+        (Some(model), db) => EngineBackend::start(model, args.scenario.as_deref(), db.as_deref()),
+        (None, Some(db)) => {
+            if args.scenario.is_some() {
+                return usage("--scenario needs a MODEL to run; --db alone inspects a database read-only");
+            }
+            EngineBackend::attach(db)
+        }
+        (None, None) => {
+            return usage("give a MODEL to run (qflow console samples/dbg08-charge.bpmn), or --db FILE to inspect a database")
+        }
+    };
+    let mut backend = match backend {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("qflow console: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut app = if args.model.is_some() {
+        App::new()
+    } else {
+        App::attached()
+    };
+    if let Some(r) = backend.opening() {
+        app.report = r;
+    }
+    match &args.headless {
+        Some(keys) => {
+            let Some((w, h)) = parse_size(&args.size) else {
+                return usage(&format!(
+                    "--size {}: write WIDTHxHEIGHT, e.g. 100x30",
+                    args.size
+                ));
+            };
+            let keys = match script::parse(keys) {
+                Ok(k) => k,
+                Err(e) => return usage(&e),
+            };
+            app.refresh(&mut backend);
+            script::feed(&mut app, &mut backend, &keys);
+            print!("{}", ui::render_text(&app, w, h));
+            ExitCode::SUCCESS
+        }
+        None => match qflow_tui::terminal::run(&mut backend, app) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("qflow console: terminal error: {e}");
+                ExitCode::from(1)
+            }
+        },
+    }
+}
+
+fn parse_size(s: &str) -> Option<(u16, u16)> {
+    let (w, h) = s.split_once(['x', 'X'])?;
+    let (w, h) = (w.trim().parse().ok()?, h.trim().parse().ok()?);
+    (w > 0 && h > 0).then_some((w, h))
 }

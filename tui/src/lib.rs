@@ -8,8 +8,11 @@
 
 pub mod app;
 pub mod backend;
+pub mod engine_backend;
+pub mod engine_view;
 pub mod fmt;
 pub mod keymap;
+pub mod script;
 pub mod terminal;
 pub mod ui;
 pub mod view;

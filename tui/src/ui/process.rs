@@ -68,7 +68,10 @@ fn node_line(n: &NodeView, id_w: usize, width: usize, now_ms: i64) -> Line<'stat
 pub fn state_text(s: &NodeState, now_ms: i64, short: bool) -> (String, Style) {
     match s {
         NodeState::Parked { eligible_at_ms } if short => (
-            format!("parked {}", fmt::span(eligible_at_ms - now_ms).replace(' ', "")),
+            format!(
+                "parked {}",
+                fmt::span(eligible_at_ms - now_ms).replace(' ', "")
+            ),
             Style::new().fg(Color::Yellow),
         ),
         NodeState::WaitingResponse if short => {

@@ -1,0 +1,512 @@
+//! The console's [`Backend`] over the engine: one local instance on the
+//! engine's [`LocalRun`] driver with a virtual clock, or an existing database
+//! attached read-only. Commands go to the driver (or, for a hand-picked
+//! attempt outcome, to [`console_api::attempt_now`]); views are built by
+//! reading the store back ([`crate::engine_view`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use qflow_engine::console_api::{self, NoAttempt};
+use qflow_engine::runtime::graph::Graph;
+use qflow_engine::runtime::scenario::{
+    ExternalEvent, FailureClass, Resolution as EngineResolution, TaskOutcome,
+};
+use qflow_engine::runtime::snapshot::{Snapshot, TokenState};
+use qflow_engine::runtime::{Clock, Decision, LocalRun, Scenario, VirtualClock};
+use qflow_engine::store::Store;
+use serde_json::Value;
+
+use crate::backend::{Backend, Command, FailClass, Report, Resolution};
+use crate::engine_view::{self, describe, Source};
+use crate::view::{sort_instances, InstanceRowView, InstanceStatus, View};
+
+/// Where the console's instance lives.
+pub enum EngineBackend {
+    Drive(Box<Drive>),
+    Attach(Box<Attach>),
+}
+
+/// One instance driven step by step.
+pub struct Drive {
+    run: LocalRun<VirtualClock>,
+    /// A second connection to the same database, for hand-picked attempts
+    /// (same claim owner: this process).
+    writer: Store,
+    label: String,
+    codes: Vec<String>,
+    /// A database made for this session, removed when it ends.
+    temp: Option<PathBuf>,
+    /// Said once, on the first frame.
+    pub opening: Report,
+}
+
+/// An existing database, inspected read-only.
+pub struct Attach {
+    store: Store,
+    label: String,
+    selected: Option<(String, Graph)>,
+}
+
+fn load_model(source: &str, shown: &str) -> Result<qflow_engine::model::Definitions, String> {
+    qflow_engine::load(source).map_err(|diags| {
+        let first: Vec<String> = diags
+            .iter()
+            .filter(|d| d.severity == qflow_engine::Severity::Error)
+            .take(3)
+            .map(|d| format!("  {} {}", d.code.as_str(), d.message))
+            .collect();
+        format!(
+            "{shown} does not load:\n{}\nrun `qflow check {shown}` for every verdict with its place",
+            first.join("\n")
+        )
+    })
+}
+
+impl EngineBackend {
+    /// Start (or, with a `db` holding an unfinished instance of the same
+    /// model, resume) one instance of `model` under `scenario`.
+    pub fn start(
+        model: &Path,
+        scenario: Option<&Path>,
+        db: Option<&Path>,
+    ) -> Result<EngineBackend, String> {
+        let shown = model.display().to_string();
+        let source =
+            std::fs::read_to_string(model).map_err(|e| format!("cannot read {shown}: {e}"))?;
+        let defs = load_model(&source, &shown)?;
+        let scenario = match scenario {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| format!("cannot read scenario {}: {e}", p.display()))?;
+                Scenario::parse(&text).map_err(|e| format!("scenario {}: {e}", p.display()))?
+            }
+            None => Scenario::default(),
+        };
+        let codes = scenario_codes(&scenario);
+        let (path, temp) = match db {
+            Some(p) => (p.to_path_buf(), None),
+            None => {
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.subsec_nanos());
+                let p = std::env::temp_dir()
+                    .join(format!("qflow-console-{}-{nanos}.db", std::process::id()));
+                (p.clone(), Some(p))
+            }
+        };
+        let store = Store::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut run = LocalRun::open(store, &source, &defs, scenario, VirtualClock::new(0))
+            .map_err(|e| format!("{shown}: {e}"))?;
+        run.take_start();
+        let writer = Store::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let opening = if run.resumed() {
+            Report::info(format!(
+                "resumed unfinished instance {} from {} · space steps",
+                run.instance_id(),
+                path.display()
+            ))
+        } else {
+            Report::info(format!(
+                "started {} · space steps to the next decision · ? shows every key",
+                run.instance_id()
+            ))
+        };
+        let label = match db {
+            Some(p) => format!("{shown} · {}", p.display()),
+            None => shown,
+        };
+        Ok(EngineBackend::Drive(Box::new(Drive {
+            run,
+            writer,
+            label,
+            codes,
+            temp,
+            opening,
+        })))
+    }
+
+    /// Attach to an existing database, read-only.
+    pub fn attach(db: &Path) -> Result<EngineBackend, String> {
+        if !db.exists() {
+            return Err(format!("{}: no such database file", db.display()));
+        }
+        let store = Store::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
+        Ok(EngineBackend::Attach(Box::new(Attach {
+            store,
+            label: db.display().to_string(),
+            selected: None,
+        })))
+    }
+
+    /// The store being shown (tests check it directly).
+    pub fn store(&self) -> &Store {
+        match self {
+            EngineBackend::Drive(d) => d.run.store(),
+            EngineBackend::Attach(a) => &a.store,
+        }
+    }
+
+    /// The driven instance's id.
+    pub fn instance_id(&self) -> Option<&str> {
+        match self {
+            EngineBackend::Drive(d) => Some(d.run.instance_id()),
+            EngineBackend::Attach(a) => a.selected.as_ref().map(|(id, _)| id.as_str()),
+        }
+    }
+
+    /// The first status-line message.
+    pub fn opening(&self) -> Option<Report> {
+        match self {
+            EngineBackend::Drive(d) => Some(d.opening.clone()),
+            EngineBackend::Attach(_) => None,
+        }
+    }
+}
+
+impl Drop for Drive {
+    fn drop(&mut self) {
+        let _ = self.run.release();
+        if let Some(p) = &self.temp {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
+            }
+        }
+    }
+}
+
+fn scenario_codes(s: &Scenario) -> Vec<String> {
+    let mut codes: Vec<String> = Vec::new();
+    for list in s.tasks.values() {
+        for o in list {
+            if let TaskOutcome::Fail { code, .. } = o {
+                if !codes.contains(code) {
+                    codes.push(code.clone());
+                }
+            }
+        }
+    }
+    codes
+}
+
+/// A decision in one line for the status line.
+fn summary(d: &Decision) -> String {
+    let at = crate::fmt::at(d.at_ms);
+    let parts: Vec<String> = d
+        .lines
+        .iter()
+        .map(|l| {
+            let kind = l.get("kind").and_then(Value::as_str).unwrap_or("?");
+            let node = l.get("node").and_then(Value::as_str).unwrap_or("");
+            let attempt = l
+                .get("attempt")
+                .and_then(Value::as_u64)
+                .map(|a| format!(" #{a}"))
+                .unwrap_or_default();
+            let code = l
+                .get("code")
+                .and_then(Value::as_str)
+                .map(|c| format!(" {c}"))
+                .unwrap_or_default();
+            format!("{kind} {node}{attempt}{code} {}", describe(l))
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    format!("{at} {}", parts.join(" · "))
+}
+
+fn tone_of(d: &Decision) -> Report {
+    let text = summary(d);
+    let failed = d
+        .lines
+        .iter()
+        .any(|l| matches!(l.get("kind").and_then(Value::as_str), Some("failed")));
+    let bad_attempt = d
+        .lines
+        .iter()
+        .any(|l| l.get("outcome").and_then(Value::as_str) == Some("failed"));
+    if failed {
+        Report::bad(text)
+    } else if bad_attempt {
+        Report::warn(text)
+    } else {
+        Report::good(text)
+    }
+}
+
+impl Drive {
+    fn instance(&self) -> String {
+        self.run.instance_id().to_string()
+    }
+
+    fn snapshot(&self) -> Result<Snapshot, String> {
+        self.run
+            .store()
+            .facts(self.run.instance_id())
+            .map(|f| f.snapshot)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Why a step decided nothing, in words that say what to do next.
+    fn idle_reason(&self) -> Result<Report, String> {
+        let row = self
+            .run
+            .store()
+            .instance(self.run.instance_id())
+            .map_err(|e| e.to_string())?
+            .ok_or("the instance is gone from the database")?;
+        let snap = Snapshot::decode(&row.snapshot).unwrap_or_default();
+        if row.status.is_terminal() {
+            let extra = snap
+                .get("failure")
+                .map(|f| {
+                    format!(
+                        " ({}, {})",
+                        f.get("code").and_then(Value::as_str).unwrap_or("?"),
+                        f.get("reason").and_then(Value::as_str).unwrap_or("?")
+                    )
+                })
+                .unwrap_or_default();
+            return Ok(Report::info(format!(
+                "nothing to decide: the instance is {}{extra}",
+                row.status.as_str().to_uppercase()
+            )));
+        }
+        if let Some(t) = snap
+            .frontier()
+            .iter()
+            .find(|t| t.state == TokenState::Reconcile)
+        {
+            return Ok(Report::warn(format!(
+                "{} waits for reconciliation: press R to resolve it",
+                t.node
+            )));
+        }
+        Ok(Report::info(
+            "nothing pending: the instance waits for something from outside",
+        ))
+    }
+
+    fn step(&mut self) -> Result<Report, String> {
+        match self.run.step().map_err(|e| e.to_string())? {
+            Some(d) => Ok(tone_of(&d)),
+            None => self.idle_reason(),
+        }
+    }
+
+    fn advance(&mut self, ms: i64) -> Result<Report, String> {
+        let start = self.run.started_ms();
+        let target = self.run.clock().now_ms().saturating_add(ms);
+        self.run
+            .stop_after(Duration::from_millis((target - start).max(0) as u64));
+        let mut n = 0usize;
+        let mut last = None;
+        let result = loop {
+            if n >= 10_000 {
+                break Ok(());
+            }
+            match self.run.step() {
+                Ok(Some(d)) => {
+                    n += 1;
+                    last = Some(d);
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e.to_string()),
+            }
+        };
+        self.run.stop_after(Duration::MAX);
+        result?;
+        self.run.clock().advance_to(target);
+        let mut msg = format!(
+            "advanced {} to {}: {n} decision{}",
+            crate::fmt::span(ms),
+            crate::fmt::at(target - start),
+            if n == 1 { "" } else { "s" }
+        );
+        if let Some(d) = &last {
+            msg.push_str(&format!(" · last: {}", summary(d)));
+        }
+        Ok(Report::info(msg))
+    }
+
+    fn attempt(&mut self, outcome: TaskOutcome, what: &str) -> Result<Report, String> {
+        let id = self.instance();
+        let r = console_api::attempt_now(
+            &mut self.writer,
+            self.run.graph(),
+            &id,
+            self.run.clock(),
+            outcome,
+        )
+        .map_err(|e| e.to_string())?;
+        match r {
+            Ok(d) => {
+                let mut rep = tone_of(&d);
+                rep.message = format!("{what}: {}", rep.message);
+                Ok(rep)
+            }
+            Err(NoAttempt::Terminal(s)) => Ok(Report::info(format!(
+                "nothing to {what}: the instance is {}",
+                s.to_uppercase()
+            ))),
+            Err(why) => Ok(Report::warn(format!("nothing to {what}: {why}"))),
+        }
+    }
+
+    fn resolve(&mut self, r: Resolution) -> Result<Report, String> {
+        let snap = self.snapshot()?;
+        let Some(t) = snap
+            .frontier()
+            .into_iter()
+            .find(|t| t.state == TokenState::Reconcile)
+        else {
+            return Ok(Report::warn("nothing waits for reconciliation"));
+        };
+        let resolution = match r {
+            Resolution::Succeeded => EngineResolution::Succeeded,
+            Resolution::Failed => EngineResolution::Failed,
+            Resolution::Retry => EngineResolution::Retry,
+        };
+        let d = self
+            .run
+            .deliver(ExternalEvent::Resolve {
+                node: t.node,
+                resolution,
+                variables: BTreeMap::new(),
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(tone_of(&d))
+    }
+
+    fn view(&self) -> Result<View, String> {
+        engine_view::build(&Source {
+            store: self.run.store(),
+            graph: self.run.graph(),
+            instance: self.run.instance_id(),
+            now_abs_ms: Some(self.run.clock().now_ms()),
+            label: &self.label,
+            read_only: false,
+        })
+    }
+}
+
+fn class_of(c: FailClass) -> FailureClass {
+    match c {
+        FailClass::Transient => FailureClass::Transient,
+        FailClass::Permanent => FailureClass::Permanent,
+        FailClass::RateLimited => FailureClass::RateLimited,
+        FailClass::UnknownOutcome => FailureClass::UnknownOutcome,
+    }
+}
+
+impl Backend for EngineBackend {
+    fn execute(&mut self, command: &Command) -> Result<Report, String> {
+        match self {
+            EngineBackend::Drive(d) => match command {
+                Command::Step => d.step(),
+                Command::Advance { ms } => d.advance(*ms),
+                Command::Fail {
+                    code,
+                    class,
+                    retry_after_ms,
+                } => d.attempt(
+                    TaskOutcome::Fail {
+                        code: code.clone(),
+                        class: class_of(*class),
+                        retry_after: retry_after_ms.map(|ms| Duration::from_millis(ms.max(0) as u64)),
+                        message: Some("failed by hand in the console".into()),
+                    },
+                    "fail",
+                ),
+                Command::Succeed => d.attempt(TaskOutcome::Ok(BTreeMap::new()), "succeed"),
+                Command::Respond { .. } | Command::Poison => Ok(Report::warn(
+                    "channel calls are not in this engine build yet: there is no request to answer or poison",
+                )),
+                Command::Resolve(r) => d.resolve(*r),
+                Command::Refresh => Ok(Report::info("re-read the store")),
+                Command::Open { .. } => Ok(Report::info("this console drives one instance")),
+            },
+            EngineBackend::Attach(a) => match command {
+                Command::Open { instance } => {
+                    let row = a
+                        .store
+                        .instance(instance)
+                        .map_err(|e| e.to_string())?
+                        .ok_or_else(|| format!("no instance {instance}"))?;
+                    let source = a
+                        .store
+                        .deployment_source(row.deployment_id)
+                        .map_err(|e| e.to_string())?
+                        .ok_or("the instance's deployment is missing from the database")?;
+                    let defs = load_model(&source, &format!("deployment {}", row.deployment_id))?;
+                    let graph = Graph::compile(&defs).map_err(|e| e.to_string())?;
+                    a.selected = Some((instance.clone(), graph));
+                    Ok(Report::info(format!("{instance}: read-only · esc back to the list")))
+                }
+                Command::Refresh => Ok(Report::info("re-read the store")),
+                _ => Ok(Report::warn("read-only: an attached database is inspected, not driven")),
+            },
+        }
+    }
+
+    fn view(&mut self) -> Result<Option<View>, String> {
+        match self {
+            EngineBackend::Drive(d) => d.view().map(Some),
+            EngineBackend::Attach(a) => match &a.selected {
+                None => Ok(None),
+                Some((id, graph)) => engine_view::build(&Source {
+                    store: &a.store,
+                    graph,
+                    instance: id,
+                    now_abs_ms: None,
+                    label: &a.label,
+                    read_only: true,
+                })
+                .map(Some),
+            },
+        }
+    }
+
+    fn instances(&mut self) -> Result<Vec<InstanceRowView>, String> {
+        let EngineBackend::Attach(a) = self else {
+            return Ok(Vec::new());
+        };
+        let rows = a.store.instances().map_err(|e| e.to_string())?;
+        let mut out: Vec<InstanceRowView> = rows
+            .into_iter()
+            .map(|r| {
+                let snap = Snapshot::decode(&r.snapshot).unwrap_or_default();
+                let f = snap.get("failure");
+                let text = |k: &str| {
+                    f.and_then(|f| f.get(k))
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                };
+                InstanceRowView {
+                    status: match r.status.as_str() {
+                        "failed" => InstanceStatus::Failed,
+                        "completed" => InstanceStatus::Completed,
+                        "waiting" => InstanceStatus::Waiting,
+                        _ => InstanceStatus::Running,
+                    },
+                    code: text("code"),
+                    reason: text("reason"),
+                    last_at_ms: r.updated_ms - r.started_ms,
+                    process: r.process_id,
+                    id: r.id,
+                }
+            })
+            .collect();
+        sort_instances(&mut out);
+        Ok(out)
+    }
+
+    fn failure_codes(&mut self) -> Vec<String> {
+        match self {
+            EngineBackend::Drive(d) => d.codes.clone(),
+            EngineBackend::Attach(_) => Vec::new(),
+        }
+    }
+}
