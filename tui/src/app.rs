@@ -175,12 +175,12 @@ impl App {
                     self.list = list;
                     self.list_selected = self.list_selected.min(self.list.len().saturating_sub(1));
                 }
-                Err(e) => self.report = Report::bad(e),
+                Err(e) => self.report = Report::bad(format!("error: {e}")),
             }
         }
         match backend.view() {
             Ok(v) => self.view = v,
-            Err(e) => self.report = Report::bad(e),
+            Err(e) => self.report = Report::bad(format!("error: {e}")),
         }
         if self.codes.is_empty() {
             self.codes = backend.failure_codes();
@@ -198,7 +198,7 @@ impl App {
     pub fn run(&mut self, backend: &mut dyn Backend, cmd: &Command) {
         match backend.execute(cmd) {
             Ok(r) => self.report = r,
-            Err(e) => self.report = Report::bad(e),
+            Err(e) => self.report = Report::bad(format!("error: {e}")),
         }
         let report = self.report.clone();
         self.refresh(backend);

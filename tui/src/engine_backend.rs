@@ -156,6 +156,14 @@ impl EngineBackend {
         }
     }
 
+    /// Name what is shown differently (tests show a repository-relative path).
+    pub fn set_label(&mut self, label: &str) {
+        match self {
+            EngineBackend::Drive(d) => d.label = label.to_string(),
+            EngineBackend::Attach(a) => a.label = label.to_string(),
+        }
+    }
+
     /// The first status-line message.
     pub fn opening(&self) -> Option<Report> {
         match self {

@@ -60,11 +60,12 @@ pub fn build(src: &Source) -> Result<View, String> {
 
     let mut nodes = Vec::new();
     let visited: BTreeSet<&str> = history.iter().filter_map(|h| h.node.as_deref()).collect();
-    let current = tokens
-        .iter()
-        .map(|t| t.node.clone())
-        .next()
-        .or_else(|| failure.as_ref().map(|f| f.node.clone()));
+    // The node the keys act on: where the instance failed, else its first token.
+    let current = failure
+        .as_ref()
+        .filter(|_| status == InstanceStatus::Failed)
+        .map(|f| f.node.clone())
+        .or_else(|| tokens.iter().map(|t| t.node.clone()).next());
     for id in flow_order(src.graph) {
         let Some(g) = src.graph.node(&id) else {
             continue;
@@ -75,7 +76,10 @@ pub fn build(src: &Source) -> Result<View, String> {
             .filter(|t| t.node == id)
             .map(|t| rel(t.due_ms))
             .min();
+        let failed_here =
+            status == InstanceStatus::Failed && failure.as_ref().is_some_and(|f| f.node == id);
         let state = match token.map(|t| t.state) {
+            _ if failed_here => NodeState::Failed,
             Some(TokenState::Ready) => NodeState::Active,
             Some(TokenState::Backoff) => NodeState::Parked {
                 eligible_at_ms: retry_due.unwrap_or(rel(now_abs)),

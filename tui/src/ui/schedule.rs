@@ -170,14 +170,22 @@ fn timeline(s: &ScheduleView, now_ms: i64, width: usize) -> (Line<'static>, Line
     } else {
         fmt::span(end)
     };
-    let end_at = width.saturating_sub(end_text.chars().count());
-    put(&mut label, end_at.max(2), &end_text);
     let now_at = pos(now_ms);
-    if now_at + 4 <= width {
-        put(&mut label, now_at, "▲now");
+    let (now_start, now_text) = if now_at + 4 <= width {
+        (now_at, "▲now")
     } else {
-        put(&mut label, now_at.saturating_sub(3), "now▲");
+        (now_at.saturating_sub(3), "now▲")
+    };
+    let end_len = end_text.chars().count();
+    let mut end_at = width.saturating_sub(end_len);
+    if now_start + 4 > end_at {
+        // Now sits at the axis end: the end's label goes left of now's.
+        end_at = now_start.saturating_sub(end_len + 1);
     }
+    if end_at >= 2 {
+        put(&mut label, end_at, &end_text);
+    }
+    put(&mut label, now_start, now_text);
     let labels: String = label.into_iter().collect();
     (axis, Line::styled(labels, Style::new().fg(Color::Cyan)))
 }

@@ -32,12 +32,22 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
             KeyFamily::Frontier => Style::new().fg(Color::Cyan),
             KeyFamily::Other => Style::new(),
         };
-        let value_w = width.saturating_sub(key_w + 1);
-        lines.push(Line::from(vec![
-            Span::styled(format!("{:<key_w$}", fmt::clip(&e.key, key_w)), style),
-            Span::raw(" "),
-            Span::raw(fmt::clip(&e.value, value_w)),
-        ]));
+        let value_w = width.saturating_sub(key_w + 1).max(1);
+        // Focused, the panel shows whole values (wrapped); else one line each.
+        let chunks: Vec<String> = if ctx.focused {
+            let chars: Vec<char> = e.value.chars().collect();
+            chars.chunks(value_w).map(|c| c.iter().collect()).collect()
+        } else {
+            vec![fmt::clip(&e.value, value_w)]
+        };
+        for (i, chunk) in chunks.into_iter().enumerate() {
+            let key = if i == 0 { fmt::clip(&e.key, key_w) } else { String::new() };
+            lines.push(Line::from(vec![
+                Span::styled(format!("{key:<key_w$}"), style),
+                Span::raw(" "),
+                Span::raw(chunk),
+            ]));
+        }
         if let Some(c) = &e.classification {
             lines.push(Line::from(vec![
                 Span::raw(" ".repeat(key_w.min(2))),

@@ -13,10 +13,13 @@ use crate::view::InstanceStatus;
 
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let bar = Style::new().bg(Color::Blue).fg(Color::White);
-    let mut spans = vec![Span::styled(
-        " qflow console ",
-        bar.add_modifier(Modifier::BOLD),
-    )];
+    // Narrow terminals keep the instance's status rather than the brand.
+    let brand = if area.width >= 80 {
+        " qflow console "
+    } else {
+        ""
+    };
+    let mut spans = vec![Span::styled(brand, bar.add_modifier(Modifier::BOLD))];
     match (&app.view, app.screen) {
         (Some(v), Screen::Instance) => {
             let st = match v.instance.status {

@@ -239,3 +239,54 @@ pub fn type_keys(app: &mut qflow_tui::App, backend: &mut dyn Backend, keys: &str
         app.handle(backend, key(c));
     }
 }
+
+/// The repository root (the workspace), from the tui crate.
+pub fn repo() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A console over the real engine: `model` and `scenario` relative to the
+/// repository (`samples/…`), on a temporary database.
+pub fn engine(
+    model: &str,
+    scenario: Option<&str>,
+) -> (qflow_tui::App, qflow_tui::engine_backend::EngineBackend) {
+    let root = repo();
+    let scenario = scenario.map(|s| root.join(s));
+    let mut backend = qflow_tui::engine_backend::EngineBackend::start(
+        &root.join(model),
+        scenario.as_deref(),
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{model}: {e}"));
+    backend.set_label(model);
+    let mut app = qflow_tui::App::new();
+    if let Some(r) = backend.opening() {
+        app.report = r;
+    }
+    app.refresh(&mut backend);
+    (app, backend)
+}
+
+/// Compare a frame with `tests/golden/<name>.txt`; `QFLOW_UPDATE_GOLDEN=1`
+/// rewrites it (then review the diff by eye).
+pub fn golden(name: &str, frame: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.txt"));
+    if std::env::var_os("QFLOW_UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, frame).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing golden frame {}: run with QFLOW_UPDATE_GOLDEN=1 and review it\n{frame}",
+            path.display()
+        )
+    });
+    assert!(
+        want == frame,
+        "golden frame {name} changed; review, then rerun with QFLOW_UPDATE_GOLDEN=1\n--- want\n{want}\n--- got\n{frame}"
+    );
+}

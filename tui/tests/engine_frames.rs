@@ -1,0 +1,94 @@
+//! Golden frames of the key moments, over the real engine and store: the
+//! DBG-08 charge with an always-failing scenario (first attempt, parked with
+//! its countdown, the re-drive, exhaustion), a transient outage that
+//! recovers, an unknown outcome waiting for reconciliation, the compact
+//! layout, the help overlay, and the instance list of an attached database.
+//! Frames are plain text in tests/golden/ (colours are checked separately).
+
+mod common;
+
+use common::{engine, golden, type_keys};
+use qflow_tui::ui::render_text;
+
+const DBG08: &str = "samples/dbg08-charge.bpmn";
+const ALWAYS_FAILING: &str = "samples/scenarios/dbg08-long-outage.json";
+
+#[test]
+fn dbg08_first_attempt_parks_with_a_countdown_then_redrives_and_exhausts() {
+    let (mut app, mut be) = engine(DBG08, Some(ALWAYS_FAILING));
+    golden("dbg08-0-ready", &render_text(&app, 100, 30));
+
+    type_keys(&mut app, &mut be, " ");
+    let f = render_text(&app, 100, 30);
+    assert!(f.contains("parked in 1m ×1"), "{f}");
+    golden("dbg08-1-first-attempt", &f);
+
+    // Advance 30 s: the countdown shows 30 s left; nothing ran.
+    type_keys(&mut app, &mut be, "t1");
+    let f = render_text(&app, 100, 30);
+    assert!(f.contains("parked in 30s ×1"), "{f}");
+    assert!(f.contains("now +30s"), "{f}");
+    golden("dbg08-2-parked-countdown", &f);
+
+    // The re-drive: the retry timer fires at +1m and attempt 2 runs.
+    type_keys(&mut app, &mut be, " ");
+    let f = render_text(&app, 100, 30);
+    assert!(f.contains("+1m attempt    charge #2 PROVIDER_DOWN"), "{f}");
+    golden("dbg08-3-redrive", &f);
+
+    for _ in 0..4 {
+        type_keys(&mut app, &mut be, " ");
+    }
+    let f = render_text(&app, 100, 30);
+    assert!(
+        f.contains("FAILED PROVIDER_DOWN · exhausted · 6 attempts"),
+        "{f}"
+    );
+    assert_eq!(
+        f.matches("✗ PROVIDER_DOWN transient").count(),
+        6,
+        "six attempts on the chart:\n{f}"
+    );
+    golden("dbg08-4-exhausted", &f);
+
+    // A step on a FAILED instance decides nothing, and says why.
+    type_keys(&mut app, &mut be, " ");
+    assert!(
+        app.report
+            .message
+            .contains("FAILED (PROVIDER_DOWN, exhausted)"),
+        "{}",
+        app.report.message
+    );
+    golden("dbg08-4-exhausted-60x15", &render_text(&app, 60, 15));
+}
+
+#[test]
+fn transient_outage_recovers_on_the_fourth_attempt() {
+    let (mut app, mut be) = engine(DBG08, Some("samples/scenarios/dbg08-transient-outage.json"));
+    type_keys(&mut app, &mut be, "     ");
+    let f = render_text(&app, 100, 30);
+    assert!(f.contains("COMPLETED"), "{f}");
+    assert!(f.contains("✓ succeeded"), "{f}");
+    golden("transient-outage-completed", &f);
+}
+
+#[test]
+fn unknown_outcome_waits_for_reconciliation_with_an_open_incident() {
+    let (mut app, mut be) = engine(
+        "samples/dbg08-unknown-outcome.bpmn",
+        Some("samples/scenarios/dbg08-unknown-outcome.json"),
+    );
+    type_keys(&mut app, &mut be, " ");
+    let f = render_text(&app, 100, 30);
+    golden("unknown-outcome-reconcile", &f);
+}
+
+#[test]
+fn help_overlay_and_fail_picker_over_the_engine() {
+    let (mut app, mut be) = engine(DBG08, Some(ALWAYS_FAILING));
+    type_keys(&mut app, &mut be, "?");
+    golden("help-overlay", &render_text(&app, 100, 30));
+    type_keys(&mut app, &mut be, "?f1");
+    golden("fail-class-picker", &render_text(&app, 100, 30));
+}

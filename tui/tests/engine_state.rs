@@ -1,0 +1,319 @@
+//! Key sequences fed to the App over the real engine backend; the checks
+//! read the store, not the screen: what the keys did is what was persisted.
+
+mod common;
+
+use common::{engine, type_keys};
+use qflow_engine::runtime::decide::Status;
+use qflow_engine::runtime::snapshot::Snapshot;
+use qflow_tui::engine_backend::EngineBackend;
+
+const DBG08: &str = "samples/dbg08-charge.bpmn";
+const ALWAYS_FAILING: &str = "samples/scenarios/dbg08-long-outage.json";
+
+fn attempts(be: &EngineBackend) -> Vec<(i64, u32, Option<String>)> {
+    let id = be.instance_id().unwrap().to_string();
+    be.store()
+        .history(&id)
+        .unwrap()
+        .into_iter()
+        .filter(|h| h.kind == "attempt")
+        .map(|h| (h.at_ms / 1000, h.attempt.unwrap_or(0), h.code))
+        .collect()
+}
+
+fn snapshot(be: &EngineBackend) -> (Status, Snapshot) {
+    let row = be
+        .store()
+        .instance(be.instance_id().unwrap())
+        .unwrap()
+        .unwrap();
+    (row.status, Snapshot::decode(&row.snapshot).unwrap())
+}
+
+#[test]
+fn space_steps_dbg08_to_exhaustion_on_the_documented_schedule() {
+    let (mut app, mut be) = engine(DBG08, Some(ALWAYS_FAILING));
+    type_keys(&mut app, &mut be, "      ");
+    let times: Vec<i64> = attempts(&be).iter().map(|a| a.0).collect();
+    assert_eq!(times, vec![0, 60, 360, 1860, 9360, 46860]);
+    let (status, snap) = snapshot(&be);
+    assert_eq!(status, Status::Failed);
+    assert_eq!(snap.attempts("charge"), 6);
+    let f = snap.get("failure").unwrap();
+    assert_eq!(f["code"], "PROVIDER_DOWN");
+    assert_eq!(f["reason"], "exhausted");
+    // A seventh space changes nothing in the store.
+    let before = be
+        .store()
+        .transitions(be.instance_id().unwrap())
+        .unwrap()
+        .len();
+    type_keys(&mut app, &mut be, " ");
+    assert_eq!(
+        be.store()
+            .transitions(be.instance_id().unwrap())
+            .unwrap()
+            .len(),
+        before
+    );
+}
+
+#[test]
+fn t_advances_time_and_decides_only_what_falls_due() {
+    let (mut app, mut be) = engine(DBG08, Some(ALWAYS_FAILING));
+    type_keys(&mut app, &mut be, " ");
+    // +30s: the retry at +1m is not due; nothing runs.
+    type_keys(&mut app, &mut be, "t1");
+    assert_eq!(attempts(&be).len(), 1);
+    assert_eq!(app.view.as_ref().unwrap().now_ms, 30_000);
+    // +5m more (now +5m30s): the retry at +1m fires at +1m exactly, the next (+6m) does not.
+    type_keys(&mut app, &mut be, "t2");
+    let a = attempts(&be);
+    assert_eq!(a.iter().map(|x| x.0).collect::<Vec<_>>(), vec![0, 60]);
+    assert_eq!(app.view.as_ref().unwrap().now_ms, 330_000);
+    // A custom ISO duration: PT30S reaches +6m exactly, where attempt 3 runs.
+    type_keys(&mut app, &mut be, "t5PT30S<");
+    app.handle(&mut be, common::key('\u{8}'));
+    type_keys(&mut app, &mut be, "\n");
+    assert_eq!(
+        attempts(&be).iter().map(|x| x.0).collect::<Vec<_>>(),
+        vec![0, 60, 360]
+    );
+}
+
+#[test]
+fn f_permanent_fails_at_once_with_the_picked_code() {
+    let (mut app, mut be) = engine(DBG08, None);
+    // custom code, permanent
+    type_keys(&mut app, &mut be, "f4INVALID_INPUT\n2");
+    let (status, snap) = snapshot(&be);
+    assert_eq!(status, Status::Failed);
+    let f = snap.get("failure").unwrap();
+    assert_eq!(f["code"], "INVALID_INPUT");
+    assert_eq!(f["reason"], "non-retryable");
+    assert_eq!(attempts(&be).len(), 1);
+    // f on a FAILED instance is refused, nothing persisted.
+    let n = be
+        .store()
+        .transitions(be.instance_id().unwrap())
+        .unwrap()
+        .len();
+    type_keys(&mut app, &mut be, "f11");
+    assert_eq!(
+        be.store()
+            .transitions(be.instance_id().unwrap())
+            .unwrap()
+            .len(),
+        n
+    );
+    assert!(
+        app.report.message.contains("FAILED"),
+        "{}",
+        app.report.message
+    );
+}
+
+#[test]
+fn f_transient_then_o_on_a_parked_task_skips_to_its_retry_and_succeeds() {
+    let (mut app, mut be) = engine(DBG08, None);
+    type_keys(&mut app, &mut be, "f11");
+    assert_eq!(snapshot(&be).1.attempts("charge"), 1);
+    // The task is parked until +1m: `o` runs that attempt (time skips to it).
+    type_keys(&mut app, &mut be, "o");
+    let a = attempts(&be);
+    assert_eq!(
+        a.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>(),
+        vec![(0, 1), (60, 2)]
+    );
+    type_keys(&mut app, &mut be, " ");
+    let (status, snap) = snapshot(&be);
+    assert_eq!(status, Status::Completed);
+    assert!(
+        snap.get("attempts.charge").is_none(),
+        "counters leave with the task"
+    );
+}
+
+#[test]
+fn rate_limited_uses_the_providers_retry_after() {
+    let (mut app, mut be) = engine(DBG08, None);
+    // code 1 (PROVIDER_DOWN… no scenario: common codes), rate-limited, 1h
+    type_keys(&mut app, &mut be, "f33");
+    type_keys(&mut app, &mut be, "3");
+    let id = be.instance_id().unwrap().to_string();
+    let timers = be.store().timers(&id).unwrap();
+    let armed: Vec<_> = timers.iter().filter(|t| t.armed).collect();
+    assert_eq!(armed.len(), 1);
+    assert_eq!(
+        armed[0].due_ms, 3_600_000,
+        "retry-after 1h (no maxDelay on DBG-08)"
+    );
+}
+
+#[test]
+fn unknown_outcome_then_capital_r_resolves_from_the_store() {
+    let (mut app, mut be) = engine(DBG08, None);
+    type_keys(&mut app, &mut be, "f14");
+    let (status, snap) = snapshot(&be);
+    assert_eq!(status, Status::Waiting);
+    assert!(snap.get("reconcile.charge").is_some());
+    let id = be.instance_id().unwrap().to_string();
+    assert!(be
+        .store()
+        .incidents(&id)
+        .unwrap()
+        .iter()
+        .any(|i| i.kind == "reconciliation" && i.closed_ms.is_none()));
+    // space does not retry blindly
+    type_keys(&mut app, &mut be, " ");
+    assert_eq!(attempts(&be).len(), 1);
+    assert!(
+        app.report.message.contains("press R"),
+        "{}",
+        app.report.message
+    );
+    type_keys(&mut app, &mut be, "R1");
+    assert_eq!(snapshot(&be).0, Status::Running);
+    type_keys(&mut app, &mut be, " ");
+    assert_eq!(snapshot(&be).0, Status::Completed);
+    assert!(be
+        .store()
+        .incidents(&id)
+        .unwrap()
+        .iter()
+        .all(|i| i.closed_ms.is_some()));
+}
+
+#[test]
+fn resolve_retry_runs_the_next_attempt_within_the_budget() {
+    let (mut app, mut be) = engine(DBG08, Some(ALWAYS_FAILING));
+    type_keys(&mut app, &mut be, "f14R3");
+    type_keys(&mut app, &mut be, " ");
+    let a = attempts(&be);
+    assert_eq!(a.len(), 2, "{a:?}");
+    assert_eq!(a[1].1, 2);
+}
+
+#[test]
+fn a_console_database_resumes_where_it_stopped_and_attaches_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("console.db");
+    let root = common::repo();
+    {
+        let mut be = EngineBackend::start(
+            &root.join(DBG08),
+            Some(&root.join(ALWAYS_FAILING)),
+            Some(&db),
+        )
+        .unwrap();
+        let mut app = qflow_tui::App::new();
+        app.refresh(&mut be);
+        type_keys(&mut app, &mut be, "   q");
+        assert!(app.quit);
+    }
+    {
+        let mut be = EngineBackend::start(
+            &root.join(DBG08),
+            Some(&root.join(ALWAYS_FAILING)),
+            Some(&db),
+        )
+        .unwrap();
+        assert!(be.opening().unwrap().message.contains("resumed"));
+        let mut app = qflow_tui::App::new();
+        app.refresh(&mut be);
+        assert_eq!(
+            app.view.as_ref().unwrap().now_ms,
+            360_000,
+            "time continues from the last decision"
+        );
+        type_keys(&mut app, &mut be, "   ");
+        assert_eq!(snapshot(&be).0, Status::Failed);
+    }
+    // A second instance, completed, so the list has an order to check.
+    {
+        let mut be = EngineBackend::start(&root.join(DBG08), None, Some(&db)).unwrap();
+        let mut app = qflow_tui::App::new();
+        app.refresh(&mut be);
+        type_keys(&mut app, &mut be, "   ");
+        assert_eq!(snapshot(&be).0, Status::Completed);
+    }
+    let mut be = EngineBackend::attach(&db).unwrap();
+    be.set_label("console.db");
+    let mut app = qflow_tui::App::attached();
+    app.refresh(&mut be);
+    let ids: Vec<(&str, qflow_tui::view::InstanceStatus)> =
+        app.list.iter().map(|r| (r.id.as_str(), r.status)).collect();
+    assert_eq!(
+        ids[0].1,
+        qflow_tui::view::InstanceStatus::Failed,
+        "FAILED first: {ids:?}"
+    );
+    assert_eq!(app.list[0].reason.as_deref(), Some("exhausted"));
+    let n = be.store().transitions(&app.list[0].id).unwrap().len();
+    type_keys(&mut app, &mut be, "\n");
+    let v = app.view.as_ref().unwrap();
+    assert!(v.read_only);
+    assert_eq!(v.schedule.as_ref().unwrap().done.len(), 6);
+    // Acting keys do nothing to an attached database.
+    type_keys(&mut app, &mut be, " fo");
+    assert_eq!(be.store().transitions(&app.list[0].id).unwrap().len(), n);
+    common::golden(
+        "attach-failed-instance",
+        &qflow_tui::ui::render_text(&app, 100, 30),
+    );
+    type_keys(&mut app, &mut be, "\x1b");
+    common::golden("attach-list", &qflow_tui::ui::render_text(&app, 80, 12));
+}
+
+#[test]
+fn every_sample_takes_every_key_without_error() {
+    let root = common::repo();
+    let mut samples: Vec<_> = std::fs::read_dir(root.join("samples"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "bpmn"))
+        .collect();
+    samples.sort();
+    assert!(samples.len() >= 5, "{samples:?}");
+    let mut ran = 0;
+    for s in samples {
+        let rel = s.strip_prefix(&root).unwrap().display().to_string();
+        let mut be = match EngineBackend::start(&s, None, None) {
+            Ok(be) => be,
+            Err(e) => {
+                // Channel calls (issue 4) are refused by the runtime for now,
+                // with a clear message; every other sample must run.
+                assert!(e.contains("channel calls are not executed"), "{rel}: {e}");
+                continue;
+            }
+        };
+        ran += 1;
+        let mut app = qflow_tui::App::new();
+        app.refresh(&mut be);
+        for keys in [
+            " ",
+            "t2",
+            "f11",
+            "o",
+            "r",
+            "p",
+            "R1",
+            "          ",
+            "\t\tjjj?",
+            "?",
+            "t4",
+        ] {
+            type_keys(&mut app, &mut be, keys);
+            assert!(
+                !app.report.message.starts_with("error:"),
+                "{rel} after {keys:?}: {}",
+                app.report.message
+            );
+            for (w, h) in [(100, 30), (60, 15), (20, 5)] {
+                qflow_tui::ui::render_text(&app, w, h);
+            }
+        }
+    }
+    assert!(ran >= 8, "only {ran} samples ran");
+}
