@@ -12,7 +12,7 @@ use crate::model::{
     TimeoutSpec,
 };
 use crate::span::Span;
-use crate::xml::{self, BPMN_NS, QFLOW_NS};
+use crate::xml::QFLOW_NS;
 
 /// A cursor sitting at the end of a word still touches it.
 fn touches(span: Span, offset: usize) -> bool {
@@ -46,33 +46,21 @@ pub struct IdAt {
     pub at: Occurrence,
 }
 
-/// `<incoming>`/`<outgoing>` texts of BPMN elements: (trimmed text, its span).
-/// The model does not keep them (the runtime derives flow from sourceRef and
-/// targetRef), so they are read from the source when navigation needs them.
-pub fn flow_text_references(source: &str) -> Vec<(String, Span)> {
-    let Ok(doc) = xml::parse(source) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for el in &doc.elements {
-        if !(el.is(BPMN_NS, "incoming") || el.is(BPMN_NS, "outgoing")) {
-            continue;
-        }
-        let Some(span) = el.text_span else { continue };
-        let raw = &source[span.start..span.end];
-        let lead = raw.len() - raw.trim_start().len();
-        let trimmed = raw.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        let start = span.start + lead;
-        out.push((trimmed.to_string(), Span::new(start, start + trimmed.len())));
-    }
-    out
+/// `<incoming>`/`<outgoing>` texts of flow nodes: (flow id, span of the text).
+/// The runtime derives flow from sourceRef/targetRef, but modellers write
+/// these beside every node, so navigation and rename must keep them in step.
+pub fn flow_text_references(defs: &Definitions) -> Vec<(String, Span)> {
+    defs.processes
+        .iter()
+        .flat_map(|p| p.nodes.iter())
+        .flat_map(|n| n.incoming_refs.iter().chain(n.outgoing_refs.iter()))
+        .filter(|a| !a.value.is_empty())
+        .map(|a| (a.value.clone(), a.span))
+        .collect()
 }
 
 /// Every occurrence of every id, in document order.
-fn all_occurrences(defs: &Definitions, source: &str) -> Vec<(String, Occurrence)> {
+fn all_occurrences(defs: &Definitions) -> Vec<(String, Occurrence)> {
     let mut out: Vec<(String, Occurrence)> = Vec::new();
     for d in &defs.ids {
         out.push((
@@ -92,7 +80,7 @@ fn all_occurrences(defs: &Definitions, source: &str) -> Vec<(String, Occurrence)
             },
         ));
     }
-    for (id, span) in flow_text_references(source) {
+    for (id, span) in flow_text_references(defs) {
         out.push((
             id,
             Occurrence {
@@ -106,8 +94,8 @@ fn all_occurrences(defs: &Definitions, source: &str) -> Vec<(String, Occurrence)
 }
 
 /// The id declared or referenced at `offset`, if the cursor is on one.
-pub fn id_at(defs: &Definitions, source: &str, offset: usize) -> Option<IdAt> {
-    all_occurrences(defs, source)
+pub fn id_at(defs: &Definitions, offset: usize) -> Option<IdAt> {
+    all_occurrences(defs)
         .into_iter()
         .find(|(id, o)| !id.is_empty() && touches(o.span, offset))
         .map(|(id, at)| IdAt { id, at })
@@ -115,8 +103,8 @@ pub fn id_at(defs: &Definitions, source: &str, offset: usize) -> Option<IdAt> {
 
 /// Every place `id` is written: its declarations first, then its uses in
 /// document order.
-pub fn occurrences(defs: &Definitions, source: &str, id: &str) -> Vec<Occurrence> {
-    let mut all: Vec<Occurrence> = all_occurrences(defs, source)
+pub fn occurrences(defs: &Definitions, id: &str) -> Vec<Occurrence> {
+    let mut all: Vec<Occurrence> = all_occurrences(defs)
         .into_iter()
         .filter(|(i, _)| i == id)
         .map(|(_, o)| o)
@@ -159,11 +147,10 @@ pub fn invalid_id(name: &str) -> Option<String> {
 /// id, or another element already has it (the rename would merge two elements).
 pub fn rename(
     defs: &Definitions,
-    source: &str,
     offset: usize,
     new_name: &str,
 ) -> Result<Option<Vec<Edit>>, String> {
-    let Some(at) = id_at(defs, source, offset) else {
+    let Some(at) = id_at(defs, offset) else {
         return Ok(None);
     };
     if let Some(why) = invalid_id(new_name) {
@@ -176,7 +163,7 @@ pub fn rename(
         ));
     }
     Ok(Some(
-        occurrences(defs, source, &at.id)
+        occurrences(defs, &at.id)
             .into_iter()
             .map(|o| Edit {
                 span: o.span,
@@ -648,6 +635,58 @@ pub fn reference_candidates<'a>(
     }
 }
 
+/// What one attempt of a channel call costs the outbox: its request is
+/// delivered again on the channel's own curve (`<q:channelConfig>`) until it
+/// is answered, poisoned or the attempt's `<q:timeout>` ends it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryLoad {
+    pub channel: String,
+    /// `maxDeliveries` (`None`: not configured, the outbox retries forever).
+    pub max_deliveries: Option<u64>,
+    pub interval: Option<std::time::Duration>,
+    /// The route-less timeout of one attempt, if written and valid.
+    pub timeout: Option<std::time::Duration>,
+    /// Deliveries of one attempt's request at most (`None`: no bound can be
+    /// derived: no ceiling and no interval or timeout to bound it).
+    pub per_attempt: Option<u64>,
+}
+
+/// The delivery load of one attempt of the channel call `node`.
+pub fn delivery_load(defs: &Definitions, node: &Node) -> Option<DeliveryLoad> {
+    let channel = node.channel_call()?;
+    let config = defs.channel_config(&channel.value);
+    let max_deliveries = config
+        .and_then(|c| c.max_deliveries.as_ref())
+        .and_then(|a| a.value.trim().parse::<u64>().ok())
+        .filter(|n| *n > 0);
+    let interval = config
+        .and_then(|c| c.delivery_interval.as_ref())
+        .and_then(|a| crate::duration::parse(a.value.trim()).ok())
+        .filter(|d| !d.is_zero());
+    let timeout = node
+        .timeouts
+        .first()
+        .and_then(|t| t.duration.as_ref())
+        .and_then(|a| crate::duration::parse(a.value.trim()).ok())
+        .filter(|d| !d.is_zero());
+    // Deliveries at 0, interval, 2×interval, … that start within the timeout.
+    let by_time = match (interval, timeout) {
+        (Some(i), Some(t)) => Some((t.as_nanos() / i.as_nanos()) as u64 + 1),
+        _ => None,
+    };
+    let per_attempt = match (max_deliveries, by_time) {
+        (Some(m), Some(t)) => Some(m.min(t)),
+        (a, b) => a.or(b),
+    };
+    Some(DeliveryLoad {
+        channel: channel.value.clone(),
+        max_deliveries,
+        interval,
+        timeout,
+        per_attempt,
+    })
+}
+
 /// Attributes whose value is an id of the document.
 pub fn is_reference_attribute(name: &str) -> bool {
     matches!(
@@ -681,9 +720,9 @@ mod tests {
     fn id_occurrences_include_flow_text_and_diagram() {
         let d = defs();
         let at = MODEL.find("targetRef=\"charge").unwrap() + "targetRef=\"".len() + 2;
-        let hit = id_at(&d, MODEL, at).unwrap();
+        let hit = id_at(&d, at).unwrap();
         assert_eq!(hit.id, "charge");
-        let occ = occurrences(&d, MODEL, "charge");
+        let occ = occurrences(&d, "charge");
         let usages: Vec<Usage> = occ.iter().map(|o| o.usage).collect();
         assert_eq!(
             usages,
@@ -693,7 +732,7 @@ mod tests {
                 Usage::Attribute(RefKind::BpmnElement)
             ]
         );
-        let f1: Vec<&str> = occurrences(&d, MODEL, "f1")
+        let f1: Vec<&str> = occurrences(&d, "f1")
             .iter()
             .map(|o| &MODEL[o.span.start..o.span.end])
             .collect();
@@ -704,15 +743,15 @@ mod tests {
     fn rename_refuses_invalid_and_taken_names() {
         let d = defs();
         let at = MODEL.find("id=\"f1\"").unwrap() + 4;
-        assert!(rename(&d, MODEL, at, "9lives")
+        assert!(rename(&d, at, "9lives")
             .unwrap_err()
             .contains("start with a letter"));
-        assert!(rename(&d, MODEL, at, "charge")
+        assert!(rename(&d, at, "charge")
             .unwrap_err()
             .contains("already exists"));
-        let edits = rename(&d, MODEL, at, "toCharge").unwrap().unwrap();
+        let edits = rename(&d, at, "toCharge").unwrap().unwrap();
         assert_eq!(edits.len(), 3);
-        assert_eq!(rename(&d, MODEL, 0, "x").unwrap(), None);
+        assert_eq!(rename(&d, 0, "x").unwrap(), None);
     }
 
     #[test]

@@ -1,1 +1,66 @@
-pub fn placeholder() {}
+//! The qflow language server: puts the engine's load-time verdicts, and what
+//! a model means when it runs, into the editor.
+//!
+//! Layout (after rust-analyzer and taplo): [`server`] receives LSP requests,
+//! [`store`] keeps open documents and their analyses by version, one module
+//! per feature computes an answer in engine terms (byte spans, plain structs),
+//! and [`convert`] is the only module that builds LSP values. The engine never
+//! sees a protocol type.
+
+pub mod code_action;
+pub mod completion;
+pub mod convert;
+pub mod harness;
+pub mod hover;
+pub mod navigation;
+pub mod server;
+pub mod store;
+pub mod symbols;
+pub mod transport;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use tower_lsp_server::{ClientSocket, LspService};
+
+pub use server::{Backend, Config};
+
+/// A language server service and its client socket, plus the flag that says
+/// whether the client asked for `shutdown` (the exit code depends on it).
+pub fn service(config: Config) -> (LspService<Backend>, ClientSocket, Arc<AtomicBool>) {
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let flag = shutdown.clone();
+    let (service, socket) = LspService::new(move |client| Backend::new(client, config, flag));
+    (service, socket, shutdown)
+}
+
+/// Serve LSP on stdin/stdout until `exit`. Returns the process exit code the
+/// specification asks for: 0 if `shutdown` came before `exit`, else 1.
+///
+/// The runtime is dropped without waiting for its blocking threads: tokio's
+/// stdin reader may still be blocked in `read`, and an editor that keeps the
+/// pipe open must not keep a stopped server alive.
+pub fn run_stdio() -> i32 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("qflow lsp: cannot start the async runtime: {e}");
+            return 2;
+        }
+    };
+    let shutdown = runtime.block_on(transport::serve(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        Config::default(),
+    ));
+    runtime.shutdown_background();
+    if shutdown {
+        0
+    } else {
+        1
+    }
+}

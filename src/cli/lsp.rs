@@ -1,9 +1,17 @@
+//! `qflow lsp`: the language server on stdio (the `qflow-lsp` crate does the work).
+
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Accepted and ignored: editors pass it, and stdio is the only transport.
+    #[arg(long)]
+    stdio: bool,
+}
 
-pub fn run(_args: Args) -> ExitCode {
-    eprintln!("qflow lsp: not available in this build yet");
-    ExitCode::from(2)
+/// Exit code 0 after `shutdown` then `exit`, 1 after an `exit` without
+/// `shutdown` (as the LSP specification asks), 2 if the server cannot start.
+pub fn run(args: Args) -> ExitCode {
+    let _ = args.stdio;
+    ExitCode::from(qflow_lsp::run_stdio().clamp(0, 255) as u8)
 }

@@ -1,0 +1,295 @@
+//! Completion: `q:` elements (as snippets) inside `extensionElements`, `q:`
+//! attributes on serviceTasks and on `q:` elements, values with a closed set
+//! (jitter modes, failure codes in `nonRetryableCodes`), and ids in reference
+//! attributes.
+//!
+//! What the author is typing is read lexically by the engine
+//! ([`navigate::cursor_context`]), since a document mid-edit is rarely
+//! well-formed; ids come from the latest model that did load.
+
+use qflow_engine::model::Definitions;
+use qflow_engine::navigate::{self, CursorContext, ValueKind, VocabAttribute};
+use qflow_engine::span::Span;
+
+use crate::store::Snapshot;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompletionKind {
+    Element,
+    Attribute,
+    Value,
+    Code,
+    Reference,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    pub label: String,
+    pub kind: CompletionKind,
+    pub detail: String,
+    pub documentation: String,
+    /// The text that replaces `replace`; a snippet when `snippet`.
+    pub insert: String,
+    pub snippet: bool,
+    pub replace: Span,
+    /// What the editor matches the typed prefix against (empty: the label).
+    pub filter: String,
+    /// Position in the list.
+    pub order: usize,
+}
+
+/// Completions at `offset` of the current text. `model` is the latest model
+/// that loaded (the current one when it does).
+pub fn complete(snap: &Snapshot, model: Option<&Definitions>, offset: usize) -> Vec<Completion> {
+    let text: &str = &snap.text;
+    let prefix = navigate::qflow_prefix(text);
+    let mut out = match navigate::cursor_context(text, offset) {
+        CursorContext::ElementName {
+            prefix: typed,
+            start,
+            parent,
+        } => elements(&prefix, &typed, Span::new(start, offset), parent.as_deref()),
+        CursorContext::AttributeName {
+            element,
+            prefix: typed,
+            start,
+            present,
+        } => attributes(
+            &prefix,
+            &element,
+            &typed,
+            Span::new(start, offset),
+            &present,
+        ),
+        CursorContext::AttributeValue {
+            element,
+            attribute,
+            value,
+            value_start,
+        } => values(
+            &prefix,
+            model,
+            &element,
+            &attribute,
+            &value,
+            value_start,
+            offset,
+        ),
+        CursorContext::Other => Vec::new(),
+    };
+    for (i, c) in out.iter_mut().enumerate() {
+        c.order = i;
+    }
+    out
+}
+
+fn local<'a>(qname: &'a str, q: &str) -> Option<&'a str> {
+    qname.strip_prefix(q)?.strip_prefix(':')
+}
+
+fn plain_local(qname: &str) -> &str {
+    qname.rsplit(':').next().unwrap_or(qname)
+}
+
+fn elements(q: &str, typed: &str, replace: Span, parent: Option<&str>) -> Vec<Completion> {
+    let in_extension = parent == Some("extensionElements");
+    let in_definitions = parent == Some("definitions");
+    if !(in_extension || in_definitions || typed.starts_with(&format!("{q}:"))) {
+        return Vec::new();
+    }
+    navigate::Q_ELEMENTS
+        .iter()
+        .filter(|e| !in_definitions || e.host == "definitions")
+        .map(|e| {
+            let body = match e.local {
+                "retry" => format!(
+                    "{q}:retry maxAttempts=\"${{1:6}}\" backoff=\"${{2:PT1M PT5M PT25M PT125M PT625M}}\" jitter=\"${{3|full,equal,none|}}\"/>"
+                ),
+                "timeout" => format!("{q}:timeout duration=\"${{1:PT30S}}\"/>"),
+                "channelConfig" => format!(
+                    "{q}:channelConfig channel=\"${{1:bank}}\" maxDeliveries=\"${{2:5}}\" deliveryInterval=\"${{3:PT2S}}\"/>"
+                ),
+                other => format!("{q}:{other}/>"),
+            };
+            Completion {
+                label: format!("{q}:{}", e.local),
+                kind: CompletionKind::Element,
+                detail: format!("qflow element, in extensionElements of {}", e.host),
+                documentation: e.doc.to_string(),
+                insert: body,
+                snippet: true,
+                replace,
+                filter: format!("{q}:{}", e.local),
+                order: 0,
+            }
+        })
+        .collect()
+}
+
+fn attribute_item(name: String, a: &VocabAttribute, replace: Span) -> Completion {
+    let value = match a.value {
+        ValueKind::OneOf(options) => format!("${{1|{}|}}", options.join(",")),
+        ValueKind::Duration => "${1:PT30S}".to_string(),
+        _ => "$1".to_string(),
+    };
+    Completion {
+        insert: format!("{name}=\"{value}\"$0"),
+        filter: name.clone(),
+        label: name,
+        kind: CompletionKind::Attribute,
+        detail: "qflow attribute".to_string(),
+        documentation: a.doc.to_string(),
+        snippet: true,
+        replace,
+        order: 0,
+    }
+}
+
+fn attributes(
+    q: &str,
+    element: &str,
+    typed: &str,
+    replace: Span,
+    present: &[String],
+) -> Vec<Completion> {
+    let _ = typed;
+    if let Some(l) = local(element, q) {
+        let Some(e) = navigate::Q_ELEMENTS.iter().find(|e| e.local == l) else {
+            return Vec::new();
+        };
+        return e
+            .attributes
+            .iter()
+            .filter(|a| !present.iter().any(|p| p == a.name))
+            .map(|a| attribute_item(a.name.to_string(), a, replace))
+            .collect();
+    }
+    if plain_local(element) == "serviceTask" {
+        return navigate::Q_TASK_ATTRIBUTES
+            .iter()
+            .map(|a| (format!("{q}:{}", a.name), a))
+            .filter(|(name, _)| !present.contains(name))
+            .map(|(name, a)| attribute_item(name, a, replace))
+            .collect();
+    }
+    Vec::new()
+}
+
+fn values(
+    q: &str,
+    model: Option<&Definitions>,
+    element: &str,
+    attribute: &str,
+    value: &str,
+    value_start: usize,
+    offset: usize,
+) -> Vec<Completion> {
+    // The word being typed (lists are whitespace separated).
+    let word_start = value
+        .rfind(char::is_whitespace)
+        .map(|i| i + value[i..].chars().next().map_or(1, char::len_utf8))
+        .unwrap_or(0);
+    let replace = Span::new(value_start + word_start, offset);
+    let item = |label: &str, kind, detail: &str| Completion {
+        label: label.to_string(),
+        kind,
+        detail: detail.to_string(),
+        documentation: String::new(),
+        insert: label.to_string(),
+        snippet: false,
+        replace,
+        filter: String::new(),
+        order: 0,
+    };
+    if let Some(l) = local(element, q) {
+        let spec = navigate::Q_ELEMENTS
+            .iter()
+            .find(|e| e.local == l)
+            .and_then(|e| e.attributes.iter().find(|a| a.name == attribute));
+        return match spec.map(|a| a.value) {
+            Some(ValueKind::OneOf(options)) => options
+                .iter()
+                .map(|o| item(o, CompletionKind::Value, "jitter mode"))
+                .collect(),
+            Some(ValueKind::FailureCodes) => {
+                // Codes already complete before the word being typed.
+                let written = &value[..word_start];
+                let mut out: Vec<Completion> = navigate::ENGINE_FAILURE_CODES
+                    .iter()
+                    .filter(|(c, _)| !written.split_whitespace().any(|w| w == *c))
+                    .map(|(c, doc)| Completion {
+                        documentation: doc.to_string(),
+                        ..item(c, CompletionKind::Code, "qflow failure code")
+                    })
+                    .collect();
+                // Codes the document already names: its BPMN errors' errorCodes.
+                for e in model.iter().flat_map(|d| d.errors.iter()) {
+                    if let Some(code) = &e.error_code {
+                        let code = code.value.trim();
+                        if !code.is_empty() && !out.iter().any(|c| c.label == code) {
+                            out.push(item(
+                                code,
+                                CompletionKind::Code,
+                                "errorCode of a BPMN error in this model",
+                            ));
+                        }
+                    }
+                }
+                out
+            }
+            Some(ValueKind::Name) if l == "channelConfig" && attribute == "channel" => {
+                channel_names(model)
+                    .iter()
+                    .map(|c| item(c, CompletionKind::Value, "channel used by a task"))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+    }
+    if attribute == format!("{q}:channel") {
+        return channel_names(model)
+            .iter()
+            .map(|c| item(c, CompletionKind::Value, "channel"))
+            .collect();
+    }
+    if navigate::is_reference_attribute(attribute) {
+        let Some(defs) = model else {
+            return Vec::new();
+        };
+        return navigate::reference_candidates(defs, attribute, value_start)
+            .into_iter()
+            .filter(|d| !d.id.value.is_empty())
+            .fold(Vec::<Completion>::new(), |mut acc, d| {
+                if !acc.iter().any(|c| c.label == d.id.value) {
+                    acc.push(item(
+                        &d.id.value,
+                        CompletionKind::Reference,
+                        &d.element.local,
+                    ));
+                }
+                acc
+            });
+    }
+    Vec::new()
+}
+
+/// Channels named in the model: configured ones and those tasks call.
+fn channel_names(model: Option<&Definitions>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let Some(defs) = model else { return out };
+    let configured = defs
+        .channel_configs
+        .iter()
+        .filter_map(|c| c.channel.as_ref());
+    let called = defs
+        .processes
+        .iter()
+        .flat_map(|p| p.nodes.iter())
+        .filter_map(|n| n.channel_call());
+    for a in configured.chain(called) {
+        if !a.value.is_empty() && !out.contains(&a.value) {
+            out.push(a.value.clone());
+        }
+    }
+    out
+}

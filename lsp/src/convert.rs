@@ -1,0 +1,209 @@
+//! The one place LSP types meet engine types.
+//!
+//! Handlers answer in byte offsets, [`Span`]s and plain structs; this module
+//! turns those into LSP values (UTF-16 ranges through the engine's
+//! [`LineIndex`], severities, code descriptions, edits) and back. Keeping the
+//! boundary here means the engine never sees the protocol and the protocol's
+//! position encoding is decided once.
+
+use std::collections::HashMap;
+
+use qflow_engine::diagnostic::{Diagnostic, Edit, Severity};
+use qflow_engine::span::{LineIndex, Span};
+use tower_lsp_server::ls_types as lsp;
+use tower_lsp_server::ls_types::Uri;
+
+use crate::code_action::QuickFix;
+use crate::completion::{Completion, CompletionKind};
+use crate::store::Snapshot;
+use crate::symbols::{Symbol, SymbolKind};
+
+/// The `source` of every diagnostic, so editors can filter qflow's verdicts.
+pub const SOURCE: &str = "qflow";
+
+pub fn offset(snap: &Snapshot, pos: lsp::Position) -> usize {
+    snap.index
+        .offset_utf16(&snap.text, pos.line as usize, pos.character as usize)
+}
+
+pub fn position(snap: &Snapshot, offset: usize) -> lsp::Position {
+    let p = snap.index.position(&snap.text, offset);
+    lsp::Position::new(p.line as u32, p.column_utf16 as u32)
+}
+
+pub fn range(snap: &Snapshot, span: Span) -> lsp::Range {
+    lsp::Range::new(position(snap, span.start), position(snap, span.end))
+}
+
+pub fn span(snap: &Snapshot, range: lsp::Range) -> Span {
+    span_in(&snap.text, &snap.index, range)
+}
+
+/// A range of `text` as bytes; an inverted range is read start-first.
+pub fn span_in(text: &str, index: &LineIndex, range: lsp::Range) -> Span {
+    let at = |p: lsp::Position| index.offset_utf16(text, p.line as usize, p.character as usize);
+    let (a, b) = (at(range.start), at(range.end));
+    Span::new(a.min(b), a.max(b))
+}
+
+pub fn severity(s: Severity) -> lsp::DiagnosticSeverity {
+    match s {
+        Severity::Error => lsp::DiagnosticSeverity::ERROR,
+        Severity::Warning => lsp::DiagnosticSeverity::WARNING,
+        Severity::Info => lsp::DiagnosticSeverity::INFORMATION,
+        Severity::Hint => lsp::DiagnosticSeverity::HINT,
+    }
+}
+
+/// One engine verdict as the editor shows it. The message carries the help
+/// line too, since LSP has no separate field for it and it is the fix in words.
+pub fn diagnostic(snap: &Snapshot, uri: &Uri, d: &Diagnostic) -> lsp::Diagnostic {
+    let mut message = d.message.clone();
+    if let Some(help) = &d.help {
+        message.push_str("\nhelp: ");
+        message.push_str(help);
+    }
+    let related: Vec<lsp::DiagnosticRelatedInformation> = d
+        .related
+        .iter()
+        .map(|l| lsp::DiagnosticRelatedInformation {
+            location: location(snap, uri, l.span),
+            message: l.message.clone(),
+        })
+        .collect();
+    lsp::Diagnostic {
+        range: range(snap, d.primary.span),
+        severity: Some(severity(d.severity)),
+        code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
+        code_description: d
+            .code
+            .doc_url()
+            .parse::<Uri>()
+            .ok()
+            .map(|href| lsp::CodeDescription { href }),
+        source: Some(SOURCE.to_string()),
+        message,
+        related_information: (!related.is_empty()).then_some(related),
+        tags: None,
+        data: None,
+    }
+}
+
+pub fn diagnostics(snap: &Snapshot, uri: &Uri) -> Vec<lsp::Diagnostic> {
+    snap.analysis
+        .iter()
+        .flat_map(|a| a.diagnostics.iter())
+        .map(|d| diagnostic(snap, uri, d))
+        .collect()
+}
+
+pub fn location(snap: &Snapshot, uri: &Uri, span: Span) -> lsp::Location {
+    lsp::Location::new(uri.clone(), range(snap, span))
+}
+
+pub fn text_edits(snap: &Snapshot, edits: &[Edit]) -> Vec<lsp::TextEdit> {
+    edits
+        .iter()
+        .map(|e| lsp::TextEdit::new(range(snap, e.span), e.new_text.clone()))
+        .collect()
+}
+
+pub fn workspace_edit(snap: &Snapshot, uri: &Uri, edits: &[Edit]) -> lsp::WorkspaceEdit {
+    let mut changes = HashMap::new();
+    changes.insert(uri.clone(), text_edits(snap, edits));
+    lsp::WorkspaceEdit::new(changes)
+}
+
+pub fn code_action(snap: &Snapshot, uri: &Uri, fix: &QuickFix) -> lsp::CodeActionOrCommand {
+    lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+        title: fix.title.clone(),
+        kind: Some(lsp::CodeActionKind::QUICKFIX),
+        diagnostics: Some(vec![diagnostic(snap, uri, &fix.diagnostic)]),
+        edit: Some(workspace_edit(snap, uri, &fix.edits)),
+        command: None,
+        is_preferred: Some(fix.preferred),
+        disabled: None,
+        data: None,
+    })
+}
+
+pub fn hover(snap: &Snapshot, markdown: String, span: Span) -> lsp::Hover {
+    lsp::Hover {
+        contents: lsp::HoverContents::Markup(lsp::MarkupContent {
+            kind: lsp::MarkupKind::Markdown,
+            value: markdown,
+        }),
+        range: Some(range(snap, span)),
+    }
+}
+
+fn symbol_kind(k: SymbolKind) -> lsp::SymbolKind {
+    match k {
+        SymbolKind::Process => lsp::SymbolKind::MODULE,
+        SymbolKind::Task => lsp::SymbolKind::FUNCTION,
+        SymbolKind::SubProcess => lsp::SymbolKind::NAMESPACE,
+        SymbolKind::Event => lsp::SymbolKind::EVENT,
+        SymbolKind::Gateway => lsp::SymbolKind::OPERATOR,
+        SymbolKind::Flow => lsp::SymbolKind::INTERFACE,
+        SymbolKind::Error => lsp::SymbolKind::CONSTANT,
+        SymbolKind::ChannelConfig => lsp::SymbolKind::PROPERTY,
+        SymbolKind::Other => lsp::SymbolKind::OBJECT,
+    }
+}
+
+#[allow(deprecated)] // `deprecated` is a required field of the struct.
+pub fn document_symbol(snap: &Snapshot, s: &Symbol) -> lsp::DocumentSymbol {
+    lsp::DocumentSymbol {
+        name: s.name.clone(),
+        detail: Some(s.detail.clone()).filter(|d| !d.is_empty()),
+        kind: symbol_kind(s.kind),
+        tags: None,
+        deprecated: None,
+        range: range(snap, s.span),
+        selection_range: range(snap, s.selection),
+        children: (!s.children.is_empty()).then(|| {
+            s.children
+                .iter()
+                .map(|c| document_symbol(snap, c))
+                .collect()
+        }),
+    }
+}
+
+fn completion_kind(k: CompletionKind) -> lsp::CompletionItemKind {
+    match k {
+        CompletionKind::Element => lsp::CompletionItemKind::CLASS,
+        CompletionKind::Attribute => lsp::CompletionItemKind::PROPERTY,
+        CompletionKind::Value => lsp::CompletionItemKind::ENUM_MEMBER,
+        CompletionKind::Code => lsp::CompletionItemKind::CONSTANT,
+        CompletionKind::Reference => lsp::CompletionItemKind::REFERENCE,
+    }
+}
+
+pub fn completion_item(snap: &Snapshot, c: &Completion) -> lsp::CompletionItem {
+    lsp::CompletionItem {
+        label: c.label.clone(),
+        kind: Some(completion_kind(c.kind)),
+        detail: Some(c.detail.clone()).filter(|d| !d.is_empty()),
+        documentation: Some(c.documentation.clone())
+            .filter(|d| !d.is_empty())
+            .map(|value| {
+                lsp::Documentation::MarkupContent(lsp::MarkupContent {
+                    kind: lsp::MarkupKind::Markdown,
+                    value,
+                })
+            }),
+        insert_text_format: Some(if c.snippet {
+            lsp::InsertTextFormat::SNIPPET
+        } else {
+            lsp::InsertTextFormat::PLAIN_TEXT
+        }),
+        text_edit: Some(lsp::CompletionTextEdit::Edit(lsp::TextEdit::new(
+            range(snap, c.replace),
+            c.insert.clone(),
+        ))),
+        filter_text: Some(c.filter.clone()).filter(|f| !f.is_empty()),
+        sort_text: Some(format!("{:04}", c.order)),
+        ..lsp::CompletionItem::default()
+    }
+}

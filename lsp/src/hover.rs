@@ -1,0 +1,303 @@
+//! Hover: what a piece of the model means when it runs.
+//!
+//! - `<q:retry>`: the full schedule (attempt, delay, time since the first
+//!   attempt, with and without jitter), the worst case, and the load it
+//!   implies (attempts per failing instance; for a channel call, deliveries
+//!   per attempt under the channel's curve).
+//! - a duration value: the duration in words; `<q:timeout>`: what it does.
+//! - a flow node: its kind, and the classifier's verdict on its process.
+//!
+//! The numbers come from the engine ([`RetryPolicy`], [`classify`],
+//! [`navigate::delivery_load`]); this module only lays them out.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use qflow_engine::classify::{classify, Classification};
+use qflow_engine::duration::{self, to_words};
+use qflow_engine::model::{Definitions, Node, NodeKind, Process, RetrySpec, TimeoutSpec};
+use qflow_engine::navigate;
+use qflow_engine::policy::{Jitter, RetryPolicy};
+use qflow_engine::span::Span;
+
+use crate::store::Snapshot;
+
+/// The instance count of the load projection: the incident of
+/// retries-multiply.txt (50,000 jobs failing together), over one day.
+const PROJECTION_INSTANCES: u64 = 50_000;
+const PROJECTION_WINDOW: Duration = Duration::from_secs(86_400);
+
+/// Markdown for the cursor's position, and the span it describes.
+pub fn hover(snap: &Snapshot, offset: usize) -> Option<(String, Span)> {
+    let defs = snap.definitions()?;
+    if let Some(d) = navigate::duration_at(defs, offset) {
+        return Some((duration_hover(&d), d.span));
+    }
+    if let Some((process, node, retry)) = navigate::retry_at(defs, offset) {
+        return Some((retry_hover(defs, process, node, retry), retry.name_span));
+    }
+    if let Some((_, node, timeout)) = navigate::timeout_at(defs, offset) {
+        return Some((timeout_hover(node, timeout), timeout.name_span));
+    }
+    let (process, node) = navigate::node_at(defs, offset)?;
+    Some((node_hover(process, node), node.name_span))
+}
+
+fn duration_hover(d: &navigate::DurationAt) -> String {
+    match duration::parse(&d.text) {
+        Ok(v) => format!("`{}` ({}) = **{}**", d.text, d.attribute, to_words(v)),
+        Err(e) => format!(
+            "`{}` ({}) is not a valid duration: {e}",
+            d.text, d.attribute
+        ),
+    }
+}
+
+fn timeout_hover(node: &Node, t: &TimeoutSpec) -> String {
+    let mut s = format!("**q:timeout** on `{}`\n\n", node.id());
+    match t.duration.as_ref().map(|a| duration::parse(a.value.trim())) {
+        Some(Ok(d)) => {
+            let _ = write!(
+                s,
+                "Each attempt waits at most **{}** for the counterpart's response; then the attempt fails with `q.timeout` (retried if the task has a `<q:retry>`, else a catchable error).",
+                to_words(d)
+            );
+        }
+        Some(Err(e)) => {
+            let _ = write!(s, "`duration` is not a valid duration: {e}");
+        }
+        None => s.push_str("No `duration`: write `duration=\"PT30S\"`."),
+    }
+    s
+}
+
+fn task_kind(node: &Node) -> String {
+    if let Some(t) = node.registered_task() {
+        return format!("registered task `{}`", t.value);
+    }
+    if let Some(c) = node.channel_call() {
+        let op = node
+            .task_attrs()
+            .and_then(|t| t.operation.as_ref())
+            .map(|o| format!(", operation `{}`", o.value))
+            .unwrap_or_default();
+        return format!("channel call on `{}`{op}", c.value);
+    }
+    match &node.kind {
+        NodeKind::ServiceTask(_) => {
+            "serviceTask with neither or both of q:task / q:channel (QF007)".to_string()
+        }
+        _ => node.element.clone(),
+    }
+}
+
+fn node_hover(process: &Process, node: &Node) -> String {
+    let mut s = format!("**{}** `{}`", node.element, node.id());
+    if let Some(name) = &node.name {
+        let _ = write!(s, " — {}", name.value);
+    }
+    s.push_str("\n\n");
+    if matches!(node.kind, NodeKind::ServiceTask(_)) {
+        let _ = writeln!(s, "Kind: {}.\n", task_kind(node));
+    }
+    let pid = process
+        .id
+        .as_ref()
+        .map(|a| a.value.as_str())
+        .unwrap_or("(no id)");
+    let class = classify(process);
+    match &class {
+        Classification::RunToCompletion => {
+            let _ = write!(
+                s,
+                "Process `{pid}` is **run-to-completion**: no wait state, an instance runs start to end in one step and needs no datasource."
+            );
+        }
+        Classification::Stateful(reasons) => {
+            let _ = writeln!(
+                s,
+                "Process `{pid}` is **stateful** (it needs a datasource):"
+            );
+            for r in reasons {
+                let mine = if r.node_id == node.id() {
+                    " ← this node"
+                } else {
+                    ""
+                };
+                let _ = writeln!(s, "- {}{mine}", r.detail);
+            }
+        }
+    }
+    s.trim_end().to_string()
+}
+
+fn words_or_dash(d: Duration) -> String {
+    if d.is_zero() {
+        "—".to_string()
+    } else {
+        to_words(d)
+    }
+}
+
+fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &RetrySpec) -> String {
+    let mut s = format!(
+        "**{}** on `{}` ({})\n\n",
+        spec.qname,
+        node.id(),
+        task_kind(node)
+    );
+    let policy = match RetryPolicy::from_spec(spec) {
+        Ok(p) => p,
+        Err(errors) => {
+            s.push_str("This policy does not load:\n");
+            for e in errors {
+                let _ = writeln!(s, "- {} {}", e.code, e.message);
+            }
+            return s.trim_end().to_string();
+        }
+    };
+    // Worst case first: it is the line an author must not misread.
+    let (attempts, elapsed) = policy.worst_case();
+    let worst = match (attempts, elapsed) {
+        (Some(1), _) => "1 attempt, no retries".to_string(),
+        (Some(n), Some(e)) => format!("{n} attempts over {}", to_words(e)),
+        (Some(n), None) => format!("{n} attempts"),
+        (None, Some(e)) => format!("attempts until {} after the first", to_words(e)),
+        (None, None) => "unbounded: attempts never stop".to_string(),
+    };
+    let _ = writeln!(s, "**Worst case:** {worst}.");
+    if policy.jitter != Jitter::None {
+        let _ = writeln!(
+            s,
+            "\nJitter `{}`: each delay is drawn per instance, node and attempt (deterministic); times below are nominal, with the earliest jittered start beside them.",
+            policy.jitter.as_str()
+        );
+    }
+    s.push_str("\n| attempt | delay | since first attempt | with jitter (earliest – latest) |\n|---:|---:|---:|---:|\n");
+    let schedule = policy.schedule();
+    for a in &schedule {
+        let jitter = if a.since_first_min == a.since_first_max {
+            to_words(a.since_first)
+        } else {
+            format!(
+                "{} – {}",
+                to_words(a.since_first_min),
+                to_words(a.since_first_max)
+            )
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} |",
+            a.attempt,
+            words_or_dash(a.delay),
+            to_words(a.since_first),
+            jitter
+        );
+    }
+    if !policy.schedule_is_complete() {
+        let _ = writeln!(
+            s,
+            "| … | | | |\n\nOnly the first {} attempts are listed.",
+            schedule.len()
+        );
+    } else if let Some(last) = schedule.last() {
+        let _ = writeln!(
+            s,
+            "\nThen terminal: the instance fails after attempt {}.",
+            last.attempt
+        );
+    }
+    if !policy.non_retryable_codes.is_empty() {
+        let codes: Vec<String> = policy
+            .non_retryable_codes
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "\nNon-retryable (terminal at once): {}.",
+            codes.join(", ")
+        );
+    }
+    s.push_str("\n**Load:** ");
+    match policy.attempts_per_failing_instance() {
+        Some(n) => {
+            let _ = write!(s, "{n} attempts per failing instance");
+        }
+        None => s.push_str("attempts per failing instance are unbounded"),
+    }
+    match policy.scheduled_attempts(PROJECTION_INSTANCES, PROJECTION_WINDOW) {
+        Some(total) => {
+            let _ = writeln!(
+                s,
+                "; {} instances failing together schedule up to {} attempts in their first day.",
+                group(PROJECTION_INSTANCES),
+                group(total)
+            );
+        }
+        None => s.push_str(".\n"),
+    }
+    if let Some(load) = navigate::delivery_load(defs, node) {
+        s.push('\n');
+        s.push_str(&delivery_text(
+            &load,
+            policy.attempts_per_failing_instance(),
+        ));
+    }
+    s.trim_end().to_string()
+}
+
+fn delivery_text(load: &navigate::DeliveryLoad, attempts: Option<u64>) -> String {
+    let curve = match (load.max_deliveries, load.interval) {
+        (Some(m), Some(i)) => format!("maxDeliveries {m}, every {}", to_words(i)),
+        (Some(m), None) => format!("maxDeliveries {m}"),
+        (None, Some(i)) => format!(
+            "every {}, no maxDeliveries (the outbox retries forever)",
+            to_words(i)
+        ),
+        (None, None) => "no q:channelConfig: the outbox retries one delivery forever".to_string(),
+    };
+    let mut s = format!("**Deliveries** on channel `{}` ({curve}): ", load.channel);
+    match load.per_attempt {
+        Some(n) => {
+            let _ = write!(s, "up to {n} deliveries per attempt");
+            if let Some(t) = load.timeout {
+                let _ = write!(s, " (within the {} timeout)", to_words(t));
+            }
+            if let Some(a) = attempts {
+                let _ = write!(
+                    s,
+                    ", up to {} per failing instance.",
+                    group(n.saturating_mul(a))
+                );
+            } else {
+                s.push('.');
+            }
+        }
+        None => s.push_str("deliveries per attempt are unbounded."),
+    }
+    s
+}
+
+/// `72000000` as `72,000,000`.
+fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(super::group(72_000_000), "72,000,000");
+        assert_eq!(super::group(300), "300");
+        assert_eq!(super::group(1_000), "1,000");
+    }
+}

@@ -1,0 +1,451 @@
+//! The language server: LSP requests in, handler answers out.
+//!
+//! Every engine call runs on the blocking pool through [`Shared::run`], so a
+//! panic inside one becomes an error response (the JoinError carries it) and
+//! never unwinds through the protocol loop. Diagnostics are published by one
+//! worker task per server, which always analyses the *latest* text and
+//! publishes a result only while its version is still current: a burst of
+//! edits never leaves a stale verdict, and no debounce delay is added.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+use qflow_engine::Analysis;
+use tokio::sync::mpsc;
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer};
+
+use crate::store::{Snapshot, Store};
+use crate::{code_action, completion, convert, hover, navigation, symbols};
+
+/// How the server analyses; tests swap the analyzer to prove robustness.
+#[derive(Clone, Copy)]
+pub struct Config {
+    /// Documents larger than this are kept but not analysed (a message says
+    /// so): an editor must stay responsive whatever is opened in it.
+    pub max_document_bytes: usize,
+    /// The engine's loader; always [`qflow_engine::analyze`] outside tests.
+    pub analyzer: fn(&str) -> Analysis,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_document_bytes: 64 * 1024 * 1024,
+            analyzer: qflow_engine::analyze,
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("max_document_bytes", &self.max_document_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    store: Store,
+    config: Config,
+    /// Documents whose diagnostics need publishing.
+    dirty: mpsc::UnboundedSender<Uri>,
+    /// Held from "is this version current?" to "sent": publishing and
+    /// clearing on close cannot interleave.
+    publish_lock: tokio::sync::Mutex<()>,
+}
+
+pub struct Backend {
+    client: Client,
+    shared: Arc<Shared>,
+    shutdown_requested: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend").finish_non_exhaustive()
+    }
+}
+
+/// The message of a panic payload, for the error response.
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+fn internal(what: &str, e: tokio::task::JoinError) -> Error {
+    let detail = if e.is_panic() {
+        panic_message(e.into_panic())
+    } else {
+        "the task was cancelled".to_string()
+    };
+    Error {
+        code: ErrorCode::InternalError,
+        message: format!("qflow: internal error in {what}: {detail}").into(),
+        data: None,
+    }
+}
+
+impl Shared {
+    /// The analysed current version of a document (`None`: not open).
+    async fn snapshot(&self, uri: &Uri) -> Result<Option<Arc<Snapshot>>> {
+        let Some((version, text, cached)) = self.store.current(uri) else {
+            return Ok(None);
+        };
+        if let Some(s) = cached {
+            return Ok(Some(s));
+        }
+        let config = self.config;
+        let snap = tokio::task::spawn_blocking(move || {
+            let index = qflow_engine::span::LineIndex::new(&text);
+            let analysis =
+                (text.len() <= config.max_document_bytes).then(|| (config.analyzer)(&text));
+            Snapshot {
+                version,
+                text,
+                index,
+                analysis,
+            }
+        })
+        .await
+        .map_err(|e| internal("the analysis", e))?;
+        let snap = Arc::new(snap);
+        self.store.cache(uri, &snap);
+        Ok(Some(snap))
+    }
+
+    /// Run a handler on the current snapshot, on the blocking pool.
+    async fn run<T, F>(&self, what: &str, uri: &Uri, f: F) -> Result<Option<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Snapshot) -> Option<T> + Send + 'static,
+    {
+        let Some(snap) = self.snapshot(uri).await? else {
+            return Ok(None);
+        };
+        tokio::task::spawn_blocking(move || f(&snap))
+            .await
+            .map_err(|e| internal(what, e))
+    }
+}
+
+/// Publishes diagnostics for dirty documents, latest version only.
+async fn diagnostics_worker(
+    client: Client,
+    shared: Weak<Shared>,
+    mut dirty: mpsc::UnboundedReceiver<Uri>,
+) {
+    while let Some(uri) = dirty.recv().await {
+        let mut batch = vec![uri];
+        while let Ok(more) = dirty.try_recv() {
+            if !batch.contains(&more) {
+                batch.push(more);
+            }
+        }
+        for uri in batch {
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            publish(&client, &shared, &uri).await;
+        }
+    }
+}
+
+async fn publish(client: &Client, shared: &Shared, uri: &Uri) {
+    let snap = match shared.snapshot(uri).await {
+        Ok(Some(snap)) => snap,
+        Ok(None) => return,
+        Err(e) => {
+            client.log_message(MessageType::ERROR, e.message).await;
+            return;
+        }
+    };
+    let _guard = shared.publish_lock.lock().await;
+    if !shared.store.claim_publish(uri, snap.version) {
+        return; // a newer version is queued, or this one was already published
+    }
+    if snap.analysis.is_none() {
+        client
+            .show_message(
+                MessageType::WARNING,
+                format!(
+                    "qflow: {} is {} bytes, over the language server's limit of {} bytes; it is not analysed (run `qflow check` on it)",
+                    uri.as_str(),
+                    snap.text.len(),
+                    shared.config.max_document_bytes
+                ),
+            )
+            .await;
+    }
+    let diagnostics = convert::diagnostics(&snap, uri);
+    client
+        .publish_diagnostics(uri.clone(), diagnostics, Some(snap.version))
+        .await;
+}
+
+impl Backend {
+    pub fn new(client: Client, config: Config, shutdown_requested: Arc<AtomicBool>) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            store: Store::default(),
+            config,
+            dirty: tx,
+            publish_lock: tokio::sync::Mutex::new(()),
+        });
+        tokio::spawn(diagnostics_worker(
+            client.clone(),
+            Arc::downgrade(&shared),
+            rx,
+        ));
+        Backend {
+            client,
+            shared,
+            shutdown_requested,
+        }
+    }
+
+    fn changed(&self, uri: Uri, version: i32, text: String) {
+        if self.shared.store.set(&uri, version, text) {
+            let _ = self.shared.dirty.send(uri);
+        }
+    }
+}
+
+fn capabilities() -> ServerCapabilities {
+    ServerCapabilities {
+        position_encoding: Some(PositionEncodingKind::UTF16),
+        text_document_sync: Some(TextDocumentSyncCapability::Options(
+            TextDocumentSyncOptions {
+                open_close: Some(true),
+                change: Some(TextDocumentSyncKind::INCREMENTAL),
+                ..TextDocumentSyncOptions::default()
+            },
+        )),
+        hover_provider: Some(HoverProviderCapability::Simple(true)),
+        completion_provider: Some(CompletionOptions {
+            trigger_characters: Some(vec!["<".into(), ":".into(), "\"".into(), " ".into()]),
+            ..CompletionOptions::default()
+        }),
+        code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+            code_action_kinds: Some(vec![CodeActionKind::QUICKFIX]),
+            ..CodeActionOptions::default()
+        })),
+        definition_provider: Some(OneOf::Left(true)),
+        references_provider: Some(OneOf::Left(true)),
+        rename_provider: Some(OneOf::Right(RenameOptions {
+            prepare_provider: Some(true),
+            work_done_progress_options: WorkDoneProgressOptions::default(),
+        })),
+        document_symbol_provider: Some(OneOf::Left(true)),
+        ..ServerCapabilities::default()
+    }
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, _: InitializeParams) -> Result<InitializeResult> {
+        Ok(InitializeResult {
+            capabilities: capabilities(),
+            server_info: Some(ServerInfo {
+                name: "qflow".to_string(),
+                version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            }),
+            offset_encoding: None,
+        })
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        self.shutdown_requested.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn did_open(&self, p: DidOpenTextDocumentParams) {
+        let d = p.text_document;
+        self.changed(d.uri, d.version, d.text);
+    }
+
+    async fn did_change(&self, p: DidChangeTextDocumentParams) {
+        let uri = p.text_document.uri;
+        let version = p.text_document.version;
+        let Some((current, text, snap)) = self.shared.store.current(&uri) else {
+            return;
+        };
+        if version <= current {
+            // Notifications are applied in arrival order; an older version
+            // here means the client resent one: keep the newer text.
+            return;
+        }
+        // The cached snapshot's line index is the current text's: reuse it
+        // for the first ranged edit (a 12 MB text need not be rescanned).
+        let mut index = snap.map(|s| s.index.clone());
+        let mut text = text.to_string();
+        for change in p.content_changes {
+            match change.range {
+                None => {
+                    text = change.text;
+                    index = None;
+                }
+                Some(range) => {
+                    let idx = index
+                        .take()
+                        .unwrap_or_else(|| qflow_engine::span::LineIndex::new(&text));
+                    let span = convert::span_in(&text, &idx, range);
+                    text.replace_range(span.start..span.end, &change.text);
+                }
+            }
+        }
+        self.changed(uri, version, text);
+    }
+
+    async fn did_close(&self, p: DidCloseTextDocumentParams) {
+        let uri = p.text_document.uri;
+        let _guard = self.shared.publish_lock.lock().await;
+        if self.shared.store.remove(&uri) {
+            self.client.publish_diagnostics(uri, Vec::new(), None).await;
+        }
+    }
+
+    async fn hover(&self, p: HoverParams) -> Result<Option<Hover>> {
+        let uri = p.text_document_position_params.text_document.uri;
+        let pos = p.text_document_position_params.position;
+        self.shared
+            .run("hover", &uri, move |snap| {
+                let (md, span) = hover::hover(snap, convert::offset(snap, pos))?;
+                Some(convert::hover(snap, md, span))
+            })
+            .await
+    }
+
+    async fn code_action(&self, p: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        let uri = p.text_document.uri;
+        let range = p.range;
+        let u = uri.clone();
+        self.shared
+            .run("code actions", &uri, move |snap| {
+                let fixes = code_action::quick_fixes(snap, convert::span(snap, range));
+                Some(
+                    fixes
+                        .iter()
+                        .map(|f| convert::code_action(snap, &u, f))
+                        .collect(),
+                )
+            })
+            .await
+    }
+
+    async fn goto_definition(
+        &self,
+        p: GotoDefinitionParams,
+    ) -> Result<Option<GotoDefinitionResponse>> {
+        let uri = p.text_document_position_params.text_document.uri;
+        let pos = p.text_document_position_params.position;
+        let u = uri.clone();
+        self.shared
+            .run("go to definition", &uri, move |snap| {
+                let span = navigation::definition(snap, convert::offset(snap, pos))?;
+                Some(GotoDefinitionResponse::Scalar(convert::location(
+                    snap, &u, span,
+                )))
+            })
+            .await
+    }
+
+    async fn references(&self, p: ReferenceParams) -> Result<Option<Vec<Location>>> {
+        let uri = p.text_document_position.text_document.uri;
+        let pos = p.text_document_position.position;
+        let include = p.context.include_declaration;
+        let u = uri.clone();
+        self.shared
+            .run("references", &uri, move |snap| {
+                let spans = navigation::references(snap, convert::offset(snap, pos), include);
+                Some(
+                    spans
+                        .into_iter()
+                        .map(|s| convert::location(snap, &u, s))
+                        .collect(),
+                )
+            })
+            .await
+    }
+
+    async fn prepare_rename(
+        &self,
+        p: TextDocumentPositionParams,
+    ) -> Result<Option<PrepareRenameResponse>> {
+        let uri = p.text_document.uri;
+        let pos = p.position;
+        self.shared
+            .run("prepare rename", &uri, move |snap| {
+                let (span, id) = navigation::prepare_rename(snap, convert::offset(snap, pos))?;
+                Some(PrepareRenameResponse::RangeWithPlaceholder {
+                    range: convert::range(snap, span),
+                    placeholder: id,
+                })
+            })
+            .await
+    }
+
+    async fn rename(&self, p: RenameParams) -> Result<Option<WorkspaceEdit>> {
+        let uri = p.text_document_position.text_document.uri;
+        let pos = p.text_document_position.position;
+        let new_name = p.new_name;
+        let u = uri.clone();
+        let outcome = self
+            .shared
+            .run("rename", &uri, move |snap| {
+                Some(
+                    navigation::rename(snap, convert::offset(snap, pos), &new_name)
+                        .map(|edits| edits.map(|e| convert::workspace_edit(snap, &u, &e))),
+                )
+            })
+            .await?;
+        match outcome {
+            None => Ok(None),
+            Some(Ok(edit)) => Ok(edit),
+            Some(Err(why)) => Err(Error::invalid_params(why)),
+        }
+    }
+
+    async fn document_symbol(
+        &self,
+        p: DocumentSymbolParams,
+    ) -> Result<Option<DocumentSymbolResponse>> {
+        let uri = p.text_document.uri;
+        self.shared
+            .run("document symbols", &uri, move |snap| {
+                let symbols = symbols::document_symbols(snap);
+                Some(DocumentSymbolResponse::Nested(
+                    symbols
+                        .iter()
+                        .map(|s| convert::document_symbol(snap, s))
+                        .collect(),
+                ))
+            })
+            .await
+    }
+
+    async fn completion(&self, p: CompletionParams) -> Result<Option<CompletionResponse>> {
+        let uri = p.text_document_position.text_document.uri;
+        let pos = p.text_document_position.position;
+        let last_good = self.shared.store.last_good(&uri);
+        self.shared
+            .run("completion", &uri, move |snap| {
+                let model = snap
+                    .definitions()
+                    .or_else(|| last_good.as_ref().and_then(|s| s.definitions()));
+                let items = completion::complete(snap, model, convert::offset(snap, pos));
+                Some(CompletionResponse::Array(
+                    items
+                        .iter()
+                        .map(|c| convert::completion_item(snap, c))
+                        .collect(),
+                ))
+            })
+            .await
+    }
+}

@@ -1,0 +1,123 @@
+//! The open documents, keyed by URI, each with its version and the analysis of
+//! exactly that version.
+//!
+//! The engine is pure and fast, but a 20,000-task model still takes tens of
+//! milliseconds: the analysis is cached per version so that hover, completion
+//! and the diagnostics worker share one run, and a version check (never a
+//! timer) decides whether a result is still current.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use qflow_engine::span::LineIndex;
+use qflow_engine::Analysis;
+use tower_lsp_server::ls_types::Uri;
+
+/// One analysed version of a document: everything a handler needs, immutable.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub version: i32,
+    pub text: Arc<str>,
+    pub index: LineIndex,
+    /// `None` when the document is over the size limit: it is kept, not analysed.
+    pub analysis: Option<Analysis>,
+}
+
+impl Snapshot {
+    pub fn definitions(&self) -> Option<&qflow_engine::model::Definitions> {
+        self.analysis.as_ref()?.definitions.as_ref()
+    }
+}
+
+#[derive(Debug)]
+pub struct Document {
+    pub version: i32,
+    pub text: Arc<str>,
+    /// The analysis of `version`, once computed.
+    pub snapshot: Option<Arc<Snapshot>>,
+    /// The version whose diagnostics were last published (to publish each once).
+    pub published: Option<i32>,
+    /// The latest snapshot whose text loaded as a model: completion offers its
+    /// ids while the current text is mid-edit and does not parse.
+    pub last_good: Option<Arc<Snapshot>>,
+}
+
+/// The document store. A plain mutex: every critical section is a map lookup
+/// or an `Arc` clone, never an analysis or an await.
+#[derive(Debug, Default)]
+pub struct Store {
+    docs: Mutex<HashMap<Uri, Document>>,
+}
+
+impl Store {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Uri, Document>> {
+        // A panic never happens while the lock is held (no engine call inside),
+        // but a poisoned map is still a valid map.
+        self.docs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Open or replace a document. Returns false (and changes nothing) when
+    /// `version` is older than the stored one: a reordered notification must
+    /// never roll the text back.
+    pub fn set(&self, uri: &Uri, version: i32, text: String) -> bool {
+        let mut docs = self.lock();
+        let mut last_good = None;
+        if let Some(doc) = docs.get_mut(uri) {
+            if version < doc.version {
+                return false;
+            }
+            last_good = doc.last_good.take();
+        }
+        docs.insert(
+            uri.clone(),
+            Document {
+                version,
+                text: Arc::from(text),
+                snapshot: None,
+                published: None,
+                last_good,
+            },
+        );
+        true
+    }
+
+    pub fn remove(&self, uri: &Uri) -> bool {
+        self.lock().remove(uri).is_some()
+    }
+
+    /// The current text and version, and the cached analysis if it is of that version.
+    pub fn current(&self, uri: &Uri) -> Option<(i32, Arc<str>, Option<Arc<Snapshot>>)> {
+        let docs = self.lock();
+        let doc = docs.get(uri)?;
+        Some((doc.version, doc.text.clone(), doc.snapshot.clone()))
+    }
+
+    pub fn last_good(&self, uri: &Uri) -> Option<Arc<Snapshot>> {
+        self.lock().get(uri).and_then(|d| d.last_good.clone())
+    }
+
+    /// Cache an analysis if the document is still at its version.
+    pub fn cache(&self, uri: &Uri, snapshot: &Arc<Snapshot>) {
+        if let Some(doc) = self.lock().get_mut(uri) {
+            if doc.version == snapshot.version && doc.snapshot.is_none() {
+                doc.snapshot = Some(snapshot.clone());
+                if snapshot.definitions().is_some() {
+                    doc.last_good = Some(snapshot.clone());
+                }
+            }
+        }
+    }
+
+    /// Record that `version` is about to be published; false if it is stale or
+    /// already published.
+    pub fn claim_publish(&self, uri: &Uri, version: i32) -> bool {
+        let mut docs = self.lock();
+        match docs.get_mut(uri) {
+            Some(doc) if doc.version == version && doc.published != Some(version) => {
+                doc.published = Some(version);
+                true
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,263 @@
+use qflow_lsp::harness::Harness;
+use serde_json::{json, Value};
+
+use crate::*;
+
+/// A QF004 on a line where emoji and accented letters precede the error.
+const UNICODE: &str = "<?xml version=\"1.0\"?>\n<bpmn:definitions xmlns:bpmn=\"http://www.omg.org/spec/BPMN/20100524/MODEL\" id=\"d\">\n  <bpmn:process id=\"p\">\n    <bpmn:startEvent id=\"start\"/>\n    <bpmn:endEvent id=\"end\"/>\n    <bpmn:sequenceFlow id=\"f\" name=\"Café 😀 naïve ünïcödé 🎉\" sourceRef=\"start\" targetRef=\"endd\"/>\n    <bpmn:sequenceFlow id=\"f\" sourceRef=\"start\" targetRef=\"end\"/>\n  </bpmn:process>\n</bpmn:definitions>\n";
+
+#[tokio::test]
+async fn utf16_ranges_after_emoji_and_accents() {
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, UNICODE).await;
+    let diags = h.diagnostics(URI, 1).await;
+    assert_eq!(codes(&diags), ["QF004", "QF003"]);
+    let qf004 = &diags[0];
+    // Counted by hand: `    <bpmn:sequenceFlow id="f" name="Café 😀 naïve ünïcödé 🎉" sourceRef="start" targetRef="`
+    // is 89 characters; 😀 and 🎉 take two UTF-16 units each: 91.
+    assert_eq!(
+        qf004["range"],
+        json!({ "start": { "line": 5, "character": 91 }, "end": { "line": 5, "character": 95 } })
+    );
+    assert_eq!(qf004["range"], range_of(UNICODE, "endd"));
+    assert_eq!(qf004["severity"], 1);
+    assert_eq!(qf004["source"], "qflow");
+    assert_eq!(qf004["code"], "QF004");
+    assert_eq!(
+        qf004["codeDescription"]["href"],
+        qflow_engine::Code::QF004.doc_url()
+    );
+    assert!(
+        qf004["message"]
+            .as_str()
+            .unwrap()
+            .contains("did you mean `end`?"),
+        "{qf004}"
+    );
+    // QF003 names the first declaration as related information.
+    let related = &diags[1]["relatedInformation"][0];
+    assert_eq!(related["location"]["uri"], URI);
+    let first = pos_at(UNICODE, "id=\"f\" name", 4);
+    assert_eq!(related["location"]["range"]["start"], first);
+    assert_eq!(
+        related["location"]["range"]["end"]["character"],
+        first["character"].as_u64().unwrap() + 1
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn crlf_documents_get_the_same_ranges_as_lf() {
+    let crlf = UNICODE.replace('\n', "\r\n");
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, UNICODE).await;
+    let lf = h.diagnostics(URI, 1).await;
+    let other = "file:///work/models/crlf.bpmn";
+    h.open(other, 1, &crlf).await;
+    let cr = h.diagnostics(other, 1).await;
+    let ranges = |d: &[Value]| d.iter().map(|d| d["range"].clone()).collect::<Vec<_>>();
+    assert_eq!(ranges(&lf), ranges(&cr));
+    assert_eq!(cr[0]["range"], range_of(&crlf, "endd"));
+    h.stop().await;
+}
+
+/// What `qflow check --format json` reports, as (code, severity, line, column
+/// in characters) — to compare with what the editor shows.
+fn check_verdicts(text: &str) -> Vec<(String, String, u64, u64)> {
+    let analysis = qflow_engine::analyze(text);
+    let index = qflow_engine::span::LineIndex::new(text);
+    analysis
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let j = d.to_json("model.bpmn", text, &index);
+            (
+                j["code"].as_str().unwrap().to_string(),
+                j["severity"].as_str().unwrap().to_string(),
+                j["line"].as_u64().unwrap(),
+                j["column"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn editor_verdicts(diags: &[Value]) -> Vec<(String, String, u64, u64)> {
+    diags
+        .iter()
+        .map(|d| {
+            let sev = match d["severity"].as_u64().unwrap() {
+                1 => "error",
+                2 => "warning",
+                3 => "info",
+                _ => "hint",
+            };
+            (
+                d["code"].as_str().unwrap().to_string(),
+                sev.to_string(),
+                d["range"]["start"]["line"].as_u64().unwrap() + 1,
+                d["range"]["start"]["character"].as_u64().unwrap() + 1,
+            )
+        })
+        .collect()
+}
+
+/// Every model the repository ships (samples/, including broken ones) and
+/// the test fixtures: the editor shows exactly `check`'s verdicts.
+#[tokio::test]
+async fn every_sample_shows_exactly_checks_verdicts() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for dir in ["samples", "samples/broken", "lsp/tests/fixtures"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.path().extension().is_some_and(|x| x == "bpmn") {
+                files.push(e.path());
+            }
+        }
+    }
+    files.sort();
+    assert!(!files.is_empty());
+    let mut h = Harness::initialized().await;
+    for (i, path) in files.iter().enumerate() {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        let uri = format!("file:///models/{i}.bpmn");
+        h.open(&uri, 1, &text).await;
+        let diags = h.diagnostics(&uri, 1).await;
+        // Severities, hints included, map one to one.
+        assert_eq!(
+            editor_verdicts(&diags),
+            check_verdicts(&text),
+            "{}",
+            path.display()
+        );
+        for d in &diags {
+            let code = d["code"].as_str().unwrap();
+            assert_eq!(
+                d["codeDescription"]["href"],
+                qflow_engine::Code::parse(code).unwrap().doc_url()
+            );
+        }
+    }
+    h.stop().await;
+}
+
+fn model_with_target(target: &str) -> String {
+    fixture("dbg08.bpmn").replace("targetRef=\"end\"", &format!("targetRef=\"{target}\""))
+}
+
+/// Ten edits sent without waiting: whatever the server publishes in between,
+/// each publication matches its own version's text, and the last one is the
+/// latest version's verdict. Nothing older arrives afterwards.
+#[tokio::test]
+async fn a_burst_of_edits_never_leaves_a_stale_verdict() {
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &model_with_target("end")).await;
+    assert_eq!(errors(&h.diagnostics(URI, 1).await), Vec::<String>::new());
+    let texts: Vec<String> = (2..=11)
+        .map(|v| model_with_target(if v % 2 == 0 { "nowhere" } else { "end" }))
+        .collect();
+    for (i, t) in texts.iter().enumerate() {
+        h.change(URI, i as i64 + 2, t).await;
+    }
+    // Version 11 (odd: valid) is the latest.
+    let mut seen = Vec::new();
+    loop {
+        let n = h.notification("textDocument/publishDiagnostics").await;
+        let v = n["params"]["version"].as_i64().unwrap();
+        let diags = n["params"]["diagnostics"].as_array().unwrap().clone();
+        let expected = if v % 2 == 0 {
+            vec!["QF004".to_string()]
+        } else {
+            vec![]
+        };
+        assert_eq!(
+            errors(&diags),
+            expected,
+            "version {v} published another version's verdict"
+        );
+        seen.push(v);
+        if v == 11 {
+            break;
+        }
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "published out of order: {seen:?}"
+    );
+    // Nothing stale after the latest: a request round-trip later, no publication is pending.
+    let r = h
+        .request(
+            "textDocument/documentSymbol",
+            json!({ "textDocument": text_document(URI) }),
+        )
+        .await;
+    assert!(r["result"].is_array());
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let r = h
+        .request(
+            "textDocument/documentSymbol",
+            json!({ "textDocument": text_document(URI) }),
+        )
+        .await;
+    assert!(r["result"].is_array());
+    assert!(
+        h.notifications
+            .iter()
+            .all(|n| n["method"] != "textDocument/publishDiagnostics"),
+        "a publication after the latest version: {:?}",
+        h.notifications
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn an_older_version_arriving_late_is_ignored() {
+    let mut h = Harness::initialized().await;
+    h.open(URI, 5, &model_with_target("end")).await;
+    h.diagnostics(URI, 5).await;
+    h.change(URI, 3, &model_with_target("nowhere")).await;
+    let r = h
+        .request(
+            "textDocument/hover",
+            at(URI, pos_at(&fixture("dbg08.bpmn"), "targetRef=\"end", 12)),
+        )
+        .await;
+    // The text is still version 5's: the hover sees `end`, a valid id.
+    assert!(r["result"].is_object() || r["result"].is_null());
+    let defs = h
+        .request(
+            "textDocument/definition",
+            at(URI, pos_at(&fixture("dbg08.bpmn"), "targetRef=\"end", 12)),
+        )
+        .await;
+    assert!(defs["result"].is_object(), "{defs}");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn closing_a_document_clears_its_diagnostics() {
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &model_with_target("nowhere")).await;
+    assert_eq!(errors(&h.diagnostics(URI, 1).await), ["QF004"]);
+    h.notify(
+        "textDocument/didClose",
+        json!({ "textDocument": text_document(URI) }),
+    )
+    .await;
+    let n = h.notification("textDocument/publishDiagnostics").await;
+    assert_eq!(n["params"]["uri"], URI);
+    assert_eq!(n["params"]["diagnostics"], json!([]));
+    // A closed document is not served.
+    let r = h
+        .request(
+            "textDocument/documentSymbol",
+            json!({ "textDocument": text_document(URI) }),
+        )
+        .await;
+    assert_eq!(r["result"], Value::Null);
+    h.stop().await;
+}

@@ -1,0 +1,91 @@
+use qflow_lsp::harness::Harness;
+
+use crate::*;
+
+async fn hover_text(h: &mut Harness, text: &str, needle: &str, delta: usize) -> String {
+    let r = h
+        .request("textDocument/hover", at(URI, pos_at(text, needle, delta)))
+        .await;
+    assert_eq!(r["result"]["contents"]["kind"], "markdown", "{r}");
+    r["result"]["contents"]["value"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn retry_hover_shows_the_dbg08_schedule_worst_case_and_load() {
+    let text = fixture("dbg08.bpmn");
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let md = hover_text(&mut h, &text, "<q:retry", 3).await;
+    assert!(
+        md.contains("**Worst case:** 6 attempts over 13 h 1 min."),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 6 | 10 h 25 min | 13 h 1 min | 13 h 1 min |"),
+        "{md}"
+    );
+    assert!(md.contains("6 attempts per failing instance"), "{md}");
+    insta::assert_snapshot!("retry_dbg08", md);
+    // The hover range is the element name.
+    let r = h
+        .request(
+            "textDocument/hover",
+            at(URI, pos_at(&text, "maxAttempts", 2)),
+        )
+        .await;
+    assert_eq!(r["result"]["range"], range_of(&text, "q:retry"));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn channel_call_retry_hover_shows_jitter_bounds_and_deliveries() {
+    let text = fixture("channel.bpmn");
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let md = hover_text(&mut h, &text, "<q:retry", 3).await;
+    assert!(md.contains("up to 5 deliveries per attempt"), "{md}");
+    insta::assert_snapshot!("retry_channel", md);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn durations_read_in_words() {
+    let text = fixture("dbg08.bpmn");
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let md = hover_text(&mut h, &text, "PT625M", 2).await;
+    assert_eq!(md, "`PT625M` (backoff) = **10 h 25 min**");
+    let r = h
+        .request("textDocument/hover", at(URI, pos_at(&text, "PT625M", 2)))
+        .await;
+    assert_eq!(r["result"]["range"], range_of(&text, "PT625M"));
+    let channel = fixture("channel.bpmn");
+    h.change(URI, 2, &channel).await;
+    let md = hover_text(&mut h, &channel, "PT30S", 1).await;
+    assert_eq!(md, "`PT30S` (duration) = **30 s**");
+    let md = hover_text(&mut h, &channel, "<q:timeout", 3).await;
+    assert!(md.contains("waits at most **30 s**"), "{md}");
+    let md = hover_text(&mut h, &channel, "deliveryInterval=\"PT2S", 19).await;
+    assert_eq!(md, "`PT2S` (deliveryInterval) = **2 s**");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn task_hover_gives_its_kind_and_the_classifier_verdict() {
+    let text = fixture("channel.bpmn");
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let md = hover_text(&mut h, &text, "<bpmn:serviceTask", 3).await;
+    insta::assert_snapshot!("task_channel_call", md);
+    let md = hover_text(&mut h, &text, "<bpmn:startEvent", 3).await;
+    assert!(md.contains("**stateful**"), "{md}");
+    // Nothing to say between elements.
+    let r = h
+        .request("textDocument/hover", at(URI, pos_at(&text, "<?xml", 2)))
+        .await;
+    assert_eq!(r["result"], serde_json::Value::Null);
+    h.stop().await;
+}

@@ -1,0 +1,178 @@
+use qflow_lsp::harness::{frame, Harness};
+use qflow_lsp::Config;
+use serde_json::{json, Value};
+
+use crate::*;
+
+/// The engine, except that it panics on texts containing `PANIC-HERE`.
+fn fragile(text: &str) -> qflow_engine::Analysis {
+    if text.contains("PANIC-HERE") {
+        panic!("engine bug triggered on purpose");
+    }
+    qflow_engine::analyze(text)
+}
+
+#[tokio::test]
+async fn a_panic_in_the_engine_is_an_error_response_not_a_dead_server() {
+    let mut h = Harness::initialized_with(Config {
+        analyzer: fragile,
+        ..Config::default()
+    })
+    .await;
+    let bad = fixture("dbg08.bpmn").replace("Charge card", "PANIC-HERE");
+    h.open(URI, 1, &bad).await;
+    let r = h
+        .request("textDocument/hover", at(URI, pos_at(&bad, "<q:retry", 2)))
+        .await;
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("engine bug triggered on purpose"),
+        "{r}"
+    );
+    // The diagnostics worker logs it and lives on.
+    let log = h.notification("window/logMessage").await;
+    assert!(
+        log["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("internal error"),
+        "{log}"
+    );
+    // The same server still serves: the next version analyses fine.
+    let good = fixture("dbg08.bpmn");
+    h.change(URI, 2, &good).await;
+    assert_eq!(errors(&h.diagnostics(URI, 2).await), Vec::<String>::new());
+    let r = h
+        .request("textDocument/hover", at(URI, pos_at(&good, "<q:retry", 2)))
+        .await;
+    assert!(r["result"]["contents"]["value"]
+        .as_str()
+        .unwrap()
+        .contains("13 h 1 min"));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn malformed_json_rpc_gets_an_error_and_the_server_goes_on() {
+    let mut h = Harness::initialized().await;
+    h.send_raw(&frame("{this is not json")).await;
+    let r = h.read().await;
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    assert_eq!(r["id"], Value::Null);
+    // Valid JSON, not a JSON-RPC message.
+    h.send_raw(&frame("[1, 2, 3]")).await;
+    let r = h.read().await;
+    assert!(
+        r["error"]["code"] == -32600 || r["error"]["code"] == -32700,
+        "{r}"
+    );
+    // Params of the wrong shape.
+    let r = h
+        .request("textDocument/hover", json!({ "textDocument": 42 }))
+        .await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let r = h
+        .request(
+            "textDocument/documentSymbol",
+            json!({ "textDocument": text_document(URI) }),
+        )
+        .await;
+    assert_eq!(r["result"], Value::Null, "not open: no symbols, no error");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_methods() {
+    let mut h = Harness::initialized().await;
+    let r = h.request("qflow/doesNotExist", json!({})).await;
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    // Unknown notifications (including $/ ones) are ignored.
+    h.notify("$/someClientThing", json!({ "x": 1 })).await;
+    h.notify("qflow/unknownNotification", json!(null)).await;
+    let r = h
+        .request(
+            "textDocument/documentSymbol",
+            json!({ "textDocument": text_document(URI) }),
+        )
+        .await;
+    assert!(r.get("error").is_none(), "{r}");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn untitled_documents_are_served_like_files() {
+    let uri = "untitled:Untitled-1";
+    let text = fixture("dbg08.bpmn").replace("targetRef=\"end\"", "targetRef=\"endd\"");
+    let mut h = Harness::initialized().await;
+    h.open(uri, 1, &text).await;
+    assert_eq!(errors(&h.diagnostics(uri, 1).await), ["QF004"]);
+    let r = h
+        .request("textDocument/hover", at(uri, pos_at(&text, "<q:retry", 2)))
+        .await;
+    assert!(r["result"]["contents"]["value"]
+        .as_str()
+        .unwrap()
+        .contains("13 h 1 min"));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn documents_over_the_limit_are_kept_but_not_analysed() {
+    let mut h = Harness::initialized_with(Config {
+        max_document_bytes: 1_000,
+        ..Config::default()
+    })
+    .await;
+    let text = fixture("dbg08.bpmn");
+    assert!(text.len() > 1_000);
+    h.open(URI, 1, &text).await;
+    let msg = h.notification("window/showMessage").await;
+    assert!(
+        msg["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not analysed"),
+        "{msg}"
+    );
+    assert_eq!(h.diagnostics(URI, 1).await, Vec::<Value>::new());
+    let r = h
+        .request("textDocument/hover", at(URI, pos_at(&text, "<q:retry", 2)))
+        .await;
+    assert_eq!(r["result"], Value::Null);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_large_generated_model_is_analysed() {
+    let text = qflow_engine::testgen::generate(2_000);
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let diags = h.diagnostics(URI, 1).await;
+    assert!(diags.iter().all(|d| d["severity"] != 1), "{diags:?}");
+    let r = h
+        .request(
+            "textDocument/documentSymbol",
+            json!({ "textDocument": text_document(URI) }),
+        )
+        .await;
+    assert!(r["result"][0]["children"].as_array().unwrap().len() > 4_000);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn requests_before_initialize_are_refused() {
+    let mut h = Harness::start(Config::default());
+    let r = h
+        .request(
+            "textDocument/documentSymbol",
+            json!({ "textDocument": text_document(URI) }),
+        )
+        .await;
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    let r = h.request("initialize", json!({ "capabilities": {} })).await;
+    assert!(r["result"]["capabilities"]["hoverProvider"] == true, "{r}");
+    insta::assert_json_snapshot!("capabilities", r["result"]);
+}
