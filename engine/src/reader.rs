@@ -183,11 +183,11 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
         in_vendor[i] = parent_vendor || parent_is_ext || !is_spec_ns;
 
         // q: vocabulary anywhere (extension content included: that is where it lives).
-        let host = el
-            .parent
-            .map(|p| doc.element(p).local.to_string())
-            .unwrap_or_default();
         if el.in_ns(QFLOW_NS) {
+            let host = el
+                .parent
+                .map(|p| doc.element(p).local.to_string())
+                .unwrap_or_default();
             let owner = match el.parent.map(|p| doc.element(p)) {
                 Some(p) if is_bpmn(p, "extensionElements") => p
                     .parent

@@ -1,10 +1,15 @@
 //! A namespace-resolved XML tree that remembers where everything came from.
 //!
-//! quick-xml does the tokenizing and namespace scoping; this module adds what a
-//! studio needs on top: a byte span for every element, attribute name and
-//! attribute value, and hard limits that make hostile input harmless. The tree
-//! is a flat arena (children are indices), so neither building nor dropping it
-//! recurses, whatever the nesting of the input.
+//! quick-xml does the tokenizing; this module adds what a studio needs on top:
+//! namespace resolution by URI, a byte span for every element, attribute name
+//! and attribute value, and hard limits that make hostile input harmless. The
+//! tree is a flat arena (children are sibling links), so neither building nor
+//! dropping it recurses, whatever the nesting of the input.
+//!
+//! Cost: the tree borrows everything it can from the source (names, texts,
+//! namespace URIs) and keeps attributes as raw tag text lexed on demand (see
+//! [`Attrs`]), so a 12 MB model parses in about the time of a bare quick-xml
+//! pass and with a tree smaller than three times the source (docs/performance.md).
 //!
 //! Security posture: a `<!DOCTYPE>` is refused outright. qflow never expands a
 //! user-defined entity and never reads an external one, so billion-laughs and
@@ -12,12 +17,16 @@
 //! the disk or network.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use quick_xml::events::Event;
-use quick_xml::name::{QName, ResolveResult};
-use quick_xml::NsReader;
+use quick_xml::Reader;
 
 use crate::span::Span;
+
+mod attrs;
+
+pub use attrs::{AttrIter, Attrs, XmlAttr};
 
 /// The BPMN 2.0 model namespace.
 pub const BPMN_NS: &str = "http://www.omg.org/spec/BPMN/20100524/MODEL";
@@ -25,35 +34,24 @@ pub const BPMN_NS: &str = "http://www.omg.org/spec/BPMN/20100524/MODEL";
 pub const QFLOW_NS: &str = "urn:qflow:bpmn:1";
 /// The XML namespace-declaration namespace (`xmlns`, `xmlns:p`).
 pub const XMLNS_NS: &str = "http://www.w3.org/2000/xmlns/";
+/// The namespace of the always-bound `xml:` prefix (`xml:lang`).
+pub const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
 
 /// Elements nested deeper than this are refused (BPMN files from real modellers
 /// stay well under 50 levels).
 pub const MAX_DEPTH: usize = 256;
+/// Attributes on one element beyond this are refused (real elements carry a
+/// dozen at most); keeps every per-tag check linear.
+pub const MAX_ATTRIBUTES: usize = 1024;
+/// Namespace declarations in scope at once beyond this are refused (a modeller
+/// declares ten or so on the root); keeps prefix lookup cheap.
+pub const MAX_NAMESPACES_IN_SCOPE: usize = 256;
 
 /// Index of an element in [`XmlDoc::elements`].
 pub type ElementId = usize;
 
-#[derive(Debug, Clone)]
-pub struct XmlAttr<'a> {
-    /// Resolved namespace URI; `None` for unprefixed attributes (which have no namespace).
-    pub ns: Option<Cow<'a, str>>,
-    pub local: &'a str,
-    /// The qualified name as written (`q:task`).
-    pub qname: &'a str,
-    /// The unescaped value.
-    pub value: Cow<'a, str>,
-    /// From the first byte of the name to the closing quote.
-    pub span: Span,
-    pub name_span: Span,
-    /// Inside the quotes.
-    pub value_span: Span,
-}
-
-impl XmlAttr<'_> {
-    pub fn is_namespace_declaration(&self) -> bool {
-        self.qname == "xmlns" || self.qname.starts_with("xmlns:")
-    }
-}
+/// "No element" in the sibling links.
+const NONE: u32 = u32::MAX;
 
 #[derive(Debug, Clone)]
 pub struct XmlElement<'a> {
@@ -61,8 +59,7 @@ pub struct XmlElement<'a> {
     pub local: &'a str,
     pub qname: &'a str,
     pub parent: Option<ElementId>,
-    pub children: Vec<ElementId>,
-    pub attrs: Vec<XmlAttr<'a>>,
+    pub attrs: Attrs<'a>,
     /// From `<` of the start tag to `>` of the end tag (or of the empty tag).
     pub span: Span,
     /// The start tag alone.
@@ -70,9 +67,11 @@ pub struct XmlElement<'a> {
     /// The qualified name inside the start tag.
     pub name_span: Span,
     /// Direct text and CDATA content, unescaped and concatenated.
-    pub text: String,
+    pub text: Cow<'a, str>,
     /// From the first to the last byte of direct text content, if any.
     pub text_span: Option<Span>,
+    first_child: u32,
+    next_sibling: u32,
 }
 
 impl<'a> XmlElement<'a> {
@@ -85,16 +84,17 @@ impl<'a> XmlElement<'a> {
     }
 
     /// An unprefixed attribute (BPMN's own attributes are unqualified).
-    pub fn attr(&self, local: &str) -> Option<&XmlAttr<'a>> {
-        self.attrs
-            .iter()
-            .find(|a| a.ns.is_none() && a.local == local && !a.is_namespace_declaration())
+    pub fn attr(&self, local: &str) -> Option<XmlAttr<'a>> {
+        self.attrs.find(|qname| qname == local, None)
     }
 
-    pub fn attr_ns(&self, ns: &str, local: &str) -> Option<&XmlAttr<'a>> {
+    pub fn attr_ns(&self, ns: &str, local: &str) -> Option<XmlAttr<'a>> {
         self.attrs
-            .iter()
-            .find(|a| a.local == local && a.ns.as_deref() == Some(ns))
+            .find(|qname| attrs::local_of(qname) == local, Some(ns))
+    }
+
+    pub fn has_children(&self) -> bool {
+        self.first_child != NONE
     }
 }
 
@@ -102,6 +102,7 @@ impl<'a> XmlElement<'a> {
 #[derive(Debug, Clone)]
 pub struct XmlDoc<'a> {
     pub source: &'a str,
+    /// Every element in document order (a parent comes before its children).
     pub elements: Vec<XmlElement<'a>>,
     pub root: ElementId,
     /// Every namespace URI declared anywhere in the document.
@@ -114,10 +115,16 @@ impl<'a> XmlDoc<'a> {
     }
 
     pub fn children(&self, id: ElementId) -> impl Iterator<Item = (ElementId, &XmlElement<'a>)> {
-        self.elements[id]
-            .children
-            .iter()
-            .map(move |&c| (c, &self.elements[c]))
+        let mut next = self.elements[id].first_child;
+        std::iter::from_fn(move || {
+            if next == NONE {
+                return None;
+            }
+            let id = next as usize;
+            let el = &self.elements[id];
+            next = el.next_sibling;
+            Some((id, el))
+        })
     }
 
     pub fn declares(&self, ns: &str) -> bool {
@@ -142,7 +149,6 @@ impl XmlError {
         }
     }
 }
-
 /// Check the raw bytes are text qflow can read, returning it as `&str`.
 ///
 /// qflow reads UTF-8 (and therefore ASCII). An `encoding="ISO-8859-1"`
@@ -186,9 +192,68 @@ pub fn decode(bytes: &[u8]) -> Result<&str, XmlError> {
     }
 }
 
+/// An element whose end tag has not been read yet.
+struct Open {
+    id: u32,
+    last_child: u32,
+    /// Namespace bindings to drop when it closes.
+    ns_mark: usize,
+}
+
+/// The namespace bindings in scope, and every URI declared so far (interned,
+/// so elements borrow one copy instead of allocating a URI each).
+#[derive(Default)]
+struct Namespaces<'a> {
+    uris: Vec<Cow<'a, str>>,
+    index: HashMap<Cow<'a, str>, u32>,
+    /// (prefix, URI index); prefix "" is the default namespace, `None` undeclares it.
+    bindings: Vec<(&'a str, Option<u32>)>,
+}
+
+impl<'a> Namespaces<'a> {
+    fn declare(&mut self, uri: Cow<'a, str>) -> Option<u32> {
+        if uri.is_empty() {
+            return None;
+        }
+        if let Some(&i) = self.index.get(uri.as_ref()) {
+            return Some(i);
+        }
+        let i = self.uris.len() as u32;
+        self.index.insert(uri.clone(), i);
+        self.uris.push(uri);
+        Some(i)
+    }
+
+    /// The URI bound to `prefix`: `Ok(None)` for no namespace, `Err` if undeclared.
+    fn resolve(&self, prefix: &str) -> Result<Option<Cow<'a, str>>, ()> {
+        match self.bindings.iter().rev().find(|(p, _)| *p == prefix) {
+            Some((_, Some(i))) => Ok(Some(self.uris[*i as usize].clone())),
+            Some((_, None)) => Ok(None),
+            None if prefix.is_empty() => Ok(None),
+            None if prefix == "xml" => Ok(Some(Cow::Borrowed(XML_NS))),
+            None => Err(()),
+        }
+    }
+}
+
+fn undeclared(prefix: &str, span: Span) -> XmlError {
+    XmlError::new(
+        span,
+        format!("namespace prefix `{prefix}` is not declared"),
+        format!("declare it with xmlns:{prefix}=\"…\" on this element or an ancestor"),
+    )
+}
+
 /// Parse a whole document into a spanned tree, or report the first fault.
 pub fn parse(source: &str) -> Result<XmlDoc<'_>, XmlError> {
-    let mut reader = NsReader::from_str(source);
+    if u32::try_from(source.len()).is_err() {
+        return Err(XmlError::new(
+            Span::at(0),
+            "the file is larger than 4 GiB",
+            "a BPMN model is a few megabytes at most; check this is the right file",
+        ));
+    }
+    let mut reader = Reader::from_str(source);
     {
         let cfg = reader.config_mut();
         cfg.trim_text(false);
@@ -196,27 +261,23 @@ pub fn parse(source: &str) -> Result<XmlDoc<'_>, XmlError> {
         cfg.check_end_names = true;
         cfg.check_comments = false;
     }
-    let mut elements: Vec<XmlElement<'_>> = Vec::new();
-    let mut stack: Vec<ElementId> = Vec::new();
+    // Every element starts with `<`: reserve once instead of growing ~20 times.
+    // Capacity beyond what is used is never touched, so it costs no memory.
+    let tags = count_byte(source.as_bytes(), b'<');
+    let mut elements: Vec<XmlElement<'_>> = Vec::with_capacity(tags);
+    let mut stack: Vec<Open> = Vec::new();
+    let mut names = Namespaces::default();
+    let mut raws: Vec<attrs::RawAttr> = Vec::new();
     let mut root: Option<ElementId> = None;
-    let mut declared: Vec<String> = Vec::new();
     // quick-xml skips a leading UTF-8 BOM without counting it in its positions.
     let base = if source.starts_with('\u{feff}') { 3 } else { 0 };
     let mut pos = base;
 
     loop {
-        let event = reader.read_resolved_event().map(|(resolved, event)| {
-            let ns: Option<Cow<'_, str>> = match resolved {
-                ResolveResult::Bound(ns) => Some(Cow::Owned(
-                    String::from_utf8_lossy(ns.as_ref()).into_owned(),
-                )),
-                _ => None,
-            };
-            (ns, event)
-        });
+        let event = reader.read_event();
         let end = base + reader.buffer_position() as usize;
-        let (ns, event) = match event {
-            Ok(ok) => ok,
+        let event = match event {
+            Ok(event) => event,
             Err(e) => {
                 let at = base + reader.error_position() as usize;
                 return Err(XmlError::new(
@@ -245,53 +306,80 @@ pub fn parse(source: &str) -> Result<XmlDoc<'_>, XmlError> {
                         "BPMN models are shallow; this file is probably generated or hostile",
                     ));
                 }
+                let id = elements.len();
+                if id >= NONE as usize {
+                    return Err(XmlError::new(
+                        Span::new(start, end),
+                        "too many elements in one document",
+                        "split the model",
+                    ));
+                }
                 let name_len = e.name().as_ref().len();
                 let qname: &str = &source[start + 1..start + 1 + name_len];
-                let local = qname.rsplit(':').next().unwrap_or(qname);
-                let name_span = Span::new(start + 1, start + 1 + qname.len());
-                let raw = &source[start + 1..];
-                let raw_len = e.len();
-                let attrs = lex_attributes(source, start + 1, &raw[..raw_len], &reader)?;
-                for a in &attrs {
-                    if a.is_namespace_declaration() && !declared.iter().any(|d| d == &a.value) {
-                        declared.push(a.value.to_string());
-                    }
-                }
-                let id = elements.len();
+                let name_span = Span::new(start + 1, start + 1 + name_len);
+                let tag_offset = start + 1 + name_len;
+                let tag = &source[tag_offset..start + 1 + e.len()];
+                let ns_mark = names.bindings.len();
+                let (prefixed, escaped) = read_start_tag(tag, tag_offset, &mut raws, &mut names)?;
+                let ns = match qname.rfind(':') {
+                    Some(colon) => names
+                        .resolve(&qname[..colon])
+                        .map_err(|()| undeclared(&qname[..colon], name_span))?,
+                    None => names.resolve("").unwrap_or(None),
+                };
+                let parent = stack.last().map(|o| o.id as usize);
                 elements.push(XmlElement {
                     ns,
-                    local,
+                    local: attrs::local_of(qname),
                     qname,
-                    parent: stack.last().copied(),
-                    children: Vec::new(),
-                    attrs,
+                    parent,
+                    attrs: Attrs::new(tag, tag_offset, prefixed, escaped),
                     span: Span::new(start, end),
                     start_tag: Span::new(start, end),
                     name_span,
-                    text: String::new(),
+                    text: Cow::Borrowed(""),
                     text_span: None,
+                    first_child: NONE,
+                    next_sibling: NONE,
                 });
-                if let Some(&parent) = stack.last() {
-                    elements[parent].children.push(id);
-                } else {
-                    root = Some(id);
+                match stack.last_mut() {
+                    Some(open) => {
+                        match open.last_child {
+                            NONE => elements[open.id as usize].first_child = id as u32,
+                            last => elements[last as usize].next_sibling = id as u32,
+                        }
+                        open.last_child = id as u32;
+                    }
+                    None => root = Some(id),
                 }
-                if !is_empty {
-                    stack.push(id);
+                if is_empty {
+                    names.bindings.truncate(ns_mark);
+                } else {
+                    stack.push(Open {
+                        id: id as u32,
+                        last_child: NONE,
+                        ns_mark,
+                    });
                 }
             }
             Event::End(_) => {
-                if let Some(id) = stack.pop() {
-                    elements[id].span.end = end;
+                if let Some(open) = stack.pop() {
+                    elements[open.id as usize].span.end = end;
+                    names.bindings.truncate(open.ns_mark);
                 }
             }
             Event::Text(ref t) => {
-                if let Some(&id) = stack.last() {
-                    let text = t.decode().map_err(|e| {
-                        XmlError::new(Span::new(start, end), format!("bad text: {e}"), "")
-                    })?;
-                    push_text(&mut elements[id], &text, Span::new(start, end));
-                } else if !t.iter().all(|b| b.is_ascii_whitespace()) {
+                // Entity references arrive as their own events, so the text is
+                // exactly the source bytes and can be borrowed.
+                let raw = &source[start..end];
+                debug_assert_eq!(t.as_ref(), raw.as_bytes());
+                if let Some(open) = stack.last() {
+                    push_text(
+                        &mut elements[open.id as usize],
+                        Cow::Borrowed(raw),
+                        Span::new(start, end),
+                    );
+                } else if !raw.bytes().all(|b| b.is_ascii_whitespace()) {
                     return Err(XmlError::new(
                         Span::new(start, end),
                         "text outside the root element",
@@ -300,19 +388,20 @@ pub fn parse(source: &str) -> Result<XmlDoc<'_>, XmlError> {
                 }
             }
             Event::CData(ref t) => {
-                if let Some(&id) = stack.last() {
-                    let text = String::from_utf8_lossy(t.as_ref()).into_owned();
+                if let Some(open) = stack.last() {
                     // The content sits between `<![CDATA[` and `]]>`.
                     let inner = Span::new(start + 9, end.saturating_sub(3).max(start + 9));
-                    push_text(&mut elements[id], &text, inner);
+                    let text = &source[inner.start..inner.end];
+                    debug_assert_eq!(t.as_ref(), text.as_bytes());
+                    push_text(&mut elements[open.id as usize], Cow::Borrowed(text), inner);
                 }
             }
             Event::GeneralRef(ref r) => {
-                let resolved: Option<String> = match r.resolve_char_ref() {
-                    Ok(Some(c)) => Some(c.to_string()),
+                let resolved: Option<Cow<'_, str>> = match r.resolve_char_ref() {
+                    Ok(Some(c)) => Some(Cow::Owned(c.to_string())),
                     Ok(None) => {
-                        let name = String::from_utf8_lossy(r.as_ref()).into_owned();
-                        quick_xml::escape::resolve_predefined_entity(&name).map(str::to_string)
+                        let name = String::from_utf8_lossy(r.as_ref());
+                        quick_xml::escape::resolve_predefined_entity(&name).map(Cow::Borrowed)
                     }
                     Err(_) => None,
                 };
@@ -326,8 +415,8 @@ pub fn parse(source: &str) -> Result<XmlDoc<'_>, XmlError> {
                         "qflow expands only XML's five predefined entities and character references; write the text itself",
                     ));
                 };
-                if let Some(&id) = stack.last() {
-                    push_text(&mut elements[id], &text, Span::new(start, end));
+                if let Some(open) = stack.last() {
+                    push_text(&mut elements[open.id as usize], text, Span::new(start, end));
                 }
             }
             Event::DocType(_) => {
@@ -341,8 +430,8 @@ pub fn parse(source: &str) -> Result<XmlDoc<'_>, XmlError> {
             Event::Eof => break,
         }
     }
-    if let Some(&open) = stack.last() {
-        let e = &elements[open];
+    if let Some(open) = stack.last() {
+        let e = &elements[open.id as usize];
         return Err(XmlError::new(
             e.name_span,
             format!("<{}> is never closed: the file ends first", e.qname),
@@ -360,145 +449,157 @@ pub fn parse(source: &str) -> Result<XmlDoc<'_>, XmlError> {
         source,
         elements,
         root,
-        declared_namespaces: declared,
+        declared_namespaces: names.uris.iter().map(|u| u.to_string()).collect(),
     })
 }
 
-fn push_text(el: &mut XmlElement<'_>, text: &str, span: Span) {
-    el.text.push_str(text);
-    el.text_span = Some(match el.text_span {
-        Some(s) => Span::new(s.start, span.end),
-        None => span,
-    });
+/// How often `needle` occurs: byte-wide counters in 255-byte chunks, which the
+/// compiler vectorizes well (a plain `filter().count()` widens every lane to 64 bits).
+fn count_byte(bytes: &[u8], needle: u8) -> usize {
+    bytes
+        .chunks(255)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .fold(0u8, |n, &b| n.wrapping_add(u8::from(b == needle))) as usize
+        })
+        .sum()
 }
 
-/// Lex the attributes of a start tag, keeping byte spans quick-xml does not expose.
+/// Append a chunk of direct text; the first chunk is borrowed, not copied.
+fn push_text<'a>(el: &mut XmlElement<'a>, text: Cow<'a, str>, span: Span) {
+    match el.text_span {
+        None => {
+            el.text = text;
+            el.text_span = Some(span);
+        }
+        Some(s) => {
+            el.text.to_mut().push_str(&text);
+            el.text_span = Some(Span::new(s.start, span.end));
+        }
+    }
+}
+
+/// Validate one start tag's attributes and bind its namespace declarations.
 ///
-/// `raw` is the tag's content between `<` and `>` (name first), which starts at
-/// `offset` in `source`.
-fn lex_attributes<'a>(
-    source: &'a str,
+/// `tag` is the text after the element name, starting at `offset` in the
+/// source. Returns the namespaces of the prefixed attributes, in order, and
+/// whether any value has an escape: all [`Attrs`] needs beyond the tag text to
+/// answer later.
+fn read_start_tag<'a>(
+    tag: &'a str,
     offset: usize,
-    raw: &'a str,
-    reader: &NsReader<&[u8]>,
-) -> Result<Vec<XmlAttr<'a>>, XmlError> {
-    let bytes = raw.as_bytes();
-    let mut i = bytes
-        .iter()
-        .position(|b| b.is_ascii_whitespace() || *b == b'/')
-        .unwrap_or(bytes.len());
-    let mut attrs: Vec<XmlAttr<'a>> = Vec::new();
-    let fault = |at: usize, msg: &str, help: &str| {
-        XmlError::new(Span::at(offset + at), msg.to_string(), help.to_string())
+    raws: &mut Vec<attrs::RawAttr>,
+    names: &mut Namespaces<'a>,
+) -> Result<(Vec<Cow<'a, str>>, bool), XmlError> {
+    let fault = |at: usize, msg: String, help: &str| {
+        XmlError::new(Span::at(offset + at), msg, help.to_string())
     };
-    loop {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i >= bytes.len() || bytes[i] == b'/' {
-            break;
-        }
-        let name_start = i;
-        while i < bytes.len() && !bytes[i].is_ascii_whitespace() && bytes[i] != b'=' {
-            i += 1;
-        }
-        let name_end = i;
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i >= bytes.len() || bytes[i] != b'=' {
+    raws.clear();
+    let mut i = 0;
+    let mut any_prefixed = false;
+    let mut escaped = false;
+    while let Some(raw) = attrs::next_raw(tag.as_bytes(), &mut i) {
+        let raw = raw.map_err(|e| fault(e.at, e.message.to_string(), e.help))?;
+        if raws.len() >= MAX_ATTRIBUTES {
             return Err(fault(
-                name_start,
-                "attribute without a value",
-                "write attributes as name=\"value\"",
+                raw.name.0,
+                format!("more than {MAX_ATTRIBUTES} attributes on one element"),
+                "BPMN elements carry a handful of attributes; this file is probably generated or hostile",
             ));
         }
-        i += 1;
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        let quote = match bytes.get(i) {
-            Some(q @ (b'"' | b'\'')) => *q,
-            _ => {
-                return Err(fault(
-                    i,
-                    "attribute value is not quoted",
-                    "quote attribute values: name=\"value\"",
-                ))
-            }
-        };
-        i += 1;
-        let value_start = i;
-        while i < bytes.len() && bytes[i] != quote {
-            i += 1;
-        }
-        if i >= bytes.len() {
+        let qname = &tag[raw.name.0..raw.name.1];
+        let raw_value = &tag[raw.value.0..raw.value.1];
+        if let Some(lt) = raw_value.find('<') {
             return Err(fault(
-                value_start,
-                "attribute value is never closed",
-                "add the closing quote",
-            ));
-        }
-        let value_end = i;
-        i += 1;
-        let qname = &raw[name_start..name_end];
-        let raw_value = &raw[value_start..value_end];
-        if raw_value.contains('<') {
-            return Err(fault(
-                value_start + raw_value.find('<').unwrap_or(0),
-                "`<` inside an attribute value",
+                raw.value.0 + lt,
+                "`<` inside an attribute value".to_string(),
                 "write &lt; instead",
             ));
         }
+        escaped |= raw_value.contains('&');
         let value = quick_xml::escape::unescape(raw_value).map_err(|e| {
             fault(
-                value_start,
-                &format!("bad escape in attribute value: {e}"),
+                raw.value.0,
+                format!("bad escape in attribute value: {e}"),
                 "qflow expands only XML's five predefined entities and character references",
             )
         })?;
-        if attrs.iter().any(|a| a.qname == qname) {
-            return Err(fault(
-                name_start,
-                &format!("attribute `{qname}` appears twice on one element"),
-                "remove one of them",
-            ));
-        }
-        let local = qname.rsplit(':').next().unwrap_or(qname);
-        let ns = if qname == "xmlns" || qname.starts_with("xmlns:") {
-            Some(Cow::Borrowed(XMLNS_NS))
-        } else if qname.contains(':') {
-            match reader.resolve_attribute(QName(qname.as_bytes())).0 {
-                ResolveResult::Bound(ns) => Some(Cow::Owned(
-                    String::from_utf8_lossy(ns.as_ref()).into_owned(),
-                )),
-                ResolveResult::Unknown(p) => {
-                    return Err(fault(
-                        name_start,
-                        &format!(
-                            "namespace prefix `{}` is not declared",
-                            String::from_utf8_lossy(&p)
-                        ),
-                        "declare it with xmlns:prefix=\"…\" on this element or an ancestor",
-                    ))
-                }
-                ResolveResult::Unbound => None,
+        if attrs::is_xmlns(qname) {
+            let prefix = qname.strip_prefix("xmlns:").unwrap_or("");
+            if !prefix.is_empty() && value.is_empty() {
+                return Err(fault(
+                    raw.value.0,
+                    format!("namespace prefix `{prefix}` is bound to an empty URI"),
+                    "only the default namespace can be undeclared (xmlns=\"\"); give the prefix a URI or remove it",
+                ));
             }
-        } else {
-            None
-        };
-        let _ = source;
-        attrs.push(XmlAttr {
-            ns,
-            local,
-            qname,
-            value,
-            span: Span::new(offset + name_start, offset + value_end + 1),
-            name_span: Span::new(offset + name_start, offset + name_end),
-            value_span: Span::new(offset + value_start, offset + value_end),
-        });
+            if names.bindings.len() >= MAX_NAMESPACES_IN_SCOPE {
+                return Err(fault(
+                    raw.name.0,
+                    format!("more than {MAX_NAMESPACES_IN_SCOPE} namespace declarations in scope"),
+                    "a model declares a few namespaces on its root; this file is probably generated or hostile",
+                ));
+            }
+            let uri = names.declare(value);
+            names.bindings.push((prefix, uri));
+        } else if qname.contains(':') {
+            any_prefixed = true;
+        }
+        raws.push(raw);
     }
-    Ok(attrs)
+    check_unique_names(tag, raws).map_err(|at| {
+        let name = &tag[raws[at].name.0..raws[at].name.1];
+        fault(
+            raws[at].name.0,
+            format!("attribute `{name}` appears twice on one element"),
+            "remove one of them",
+        )
+    })?;
+    let mut prefixed = Vec::new();
+    if any_prefixed {
+        for raw in raws.iter() {
+            let qname = &tag[raw.name.0..raw.name.1];
+            let Some(colon) = qname.find(':') else {
+                continue;
+            };
+            if attrs::is_xmlns(qname) {
+                continue;
+            }
+            let prefix = &qname[..colon];
+            let span = Span::new(offset + raw.name.0, offset + raw.name.1);
+            match names.resolve(prefix) {
+                Ok(Some(ns)) => prefixed.push(ns),
+                _ => return Err(undeclared(prefix, span)),
+            }
+        }
+    }
+    Ok((prefixed, escaped))
+}
+
+/// `Err(i)`: attribute `i` repeats an earlier name. Linear for the usual
+/// handful, sorted beyond that so a hostile tag cannot make it quadratic.
+fn check_unique_names(tag: &str, raws: &[attrs::RawAttr]) -> Result<(), usize> {
+    let name = |i: usize| &tag[raws[i].name.0..raws[i].name.1];
+    if raws.len() <= 16 {
+        for i in 1..raws.len() {
+            if (0..i).any(|j| name(j) == name(i)) {
+                return Err(i);
+            }
+        }
+        return Ok(());
+    }
+    let mut order: Vec<usize> = (0..raws.len()).collect();
+    order.sort_by(|&a, &b| name(a).cmp(name(b)).then(a.cmp(&b)));
+    match order
+        .windows(2)
+        .filter(|w| name(w[0]) == name(w[1]))
+        .map(|w| w[1])
+        .min()
+    {
+        Some(second) => Err(second),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

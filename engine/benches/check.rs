@@ -1,0 +1,82 @@
+//! `analyze` on generated modeller-like models, beside the cheapest honest XML
+//! pass over the same bytes (quick-xml's namespace reader visiting every event
+//! and attribute). The ratio of the two is the loader's overhead: the issue's
+//! target is at most 3x on the 20,000-task model.
+//!
+//! Run: `cargo bench -p qflow-engine --bench check`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use quick_xml::events::Event;
+use quick_xml::name::ResolveResult;
+use quick_xml::NsReader;
+
+/// Read every event, resolve the element's namespace, and resolve and unescape
+/// every attribute: the least work any namespace-aware BPMN loader must do.
+fn bare_quick_xml(source: &str) -> usize {
+    let mut reader = NsReader::from_str(source);
+    let mut seen = 0usize;
+    loop {
+        match reader.read_resolved_event() {
+            Ok((ns, Event::Start(e) | Event::Empty(e))) => {
+                if let ResolveResult::Bound(ns) = ns {
+                    seen += ns.as_ref().len();
+                }
+                for a in e.attributes() {
+                    let a = a.expect("well-formed attribute");
+                    let (ans, local) = reader.resolve_attribute(a.key);
+                    if let ResolveResult::Bound(ns) = ans {
+                        seen += ns.as_ref().len();
+                    }
+                    seen += local.as_ref().len();
+                    seen += a.unescape_value().expect("valid escapes").len();
+                }
+            }
+            Ok((_, Event::Text(t))) => seen += t.len(),
+            Ok((_, Event::Eof)) => break,
+            Ok(_) => {}
+            Err(e) => panic!("generated model is not well-formed: {e}"),
+        }
+    }
+    seen
+}
+
+fn bench(c: &mut Criterion) {
+    for tasks in [1_000usize, 20_000] {
+        let source = qflow_engine::testgen::generate(tasks);
+        let analysis = qflow_engine::analyze(&source);
+        assert!(
+            !analysis.has_errors(),
+            "the generated model must check clean"
+        );
+        let mut group = c.benchmark_group(format!("{tasks}_tasks"));
+        group.throughput(Throughput::Bytes(source.len() as u64));
+        if tasks >= 20_000 {
+            group.sample_size(10);
+            group.measurement_time(Duration::from_secs(10));
+        }
+        group.bench_function("bare_quick_xml", |b| {
+            b.iter(|| bare_quick_xml(black_box(&source)))
+        });
+        // The layers of `analyze`, so a regression can be placed: the spanned
+        // tree alone, then the tree plus the BPMN reader (the rest is rules).
+        group.bench_function("xml_parse", |b| {
+            b.iter(|| qflow_engine::xml::parse(black_box(&source)).map(|d| d.elements.len()))
+        });
+        group.bench_function("xml_parse_and_read", |b| {
+            b.iter(|| {
+                let doc = qflow_engine::xml::parse(black_box(&source)).expect("well-formed");
+                qflow_engine::reader::read(&doc).map(|d| d.ids.len())
+            })
+        });
+        group.bench_function("analyze", |b| {
+            b.iter(|| qflow_engine::analyze(black_box(&source)))
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
