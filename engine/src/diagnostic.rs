@@ -64,10 +64,11 @@ pub enum Code {
     QF033,
     QF040,
     QF041,
+    QF042,
 }
 
 impl Code {
-    pub const ALL: [Code; 23] = [
+    pub const ALL: [Code; 24] = [
         Code::QF001,
         Code::QF002,
         Code::QF003,
@@ -91,6 +92,7 @@ impl Code {
         Code::QF033,
         Code::QF040,
         Code::QF041,
+        Code::QF042,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -118,6 +120,7 @@ impl Code {
             Code::QF033 => "QF033",
             Code::QF040 => "QF040",
             Code::QF041 => "QF041",
+            Code::QF042 => "QF042",
         }
     }
 
@@ -156,6 +159,7 @@ impl Code {
             Code::QF033 => "retry with no jitter attribute",
             Code::QF040 => "the process is stateful",
             Code::QF041 => "element the qflow runtime does not execute",
+            Code::QF042 => "condition expression does not parse",
         }
     }
 

@@ -15,6 +15,7 @@
 //! | `channels` | QF014, QF020–QF022 |
 //! | `advice` | QF030, QF031, QF033 |
 //! | `stateful` | QF040 |
+//! | `conditions` | QF042 |
 //!
 //! QF001/QF002 come from the parser and the reader.
 
@@ -24,6 +25,7 @@ use crate::span::Span;
 
 mod advice;
 mod channels;
+mod conditions;
 mod document;
 pub mod edit;
 mod reachability;
@@ -50,6 +52,7 @@ pub fn check(defs: &Definitions, source: &str) -> Vec<Diagnostic> {
         channels::check(&ctx, p, &mut out);
         advice::check(&ctx, p, &mut out);
         stateful::check(p, &mut out);
+        conditions::check(p, &mut out);
     }
     tasks::channel_configs(&ctx, &mut out);
     stray_extensions(defs, &mut out);

@@ -1,0 +1,70 @@
+//! QF042: a sequence flow's condition that the runtime's condition language
+//! (`crate::runtime::condition`) cannot parse.
+//!
+//! Found at load time so the editor shows it at the exact character; found at
+//! run time it would be a gateway failing on the first instance that reaches it.
+
+use crate::diagnostic::{Code, Diagnostic};
+use crate::model::Process;
+use crate::runtime::condition;
+use crate::span::Span;
+
+pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
+    for f in &process.flows {
+        let Some(c) = &f.condition else { continue };
+        if c.value.trim().is_empty() {
+            continue;
+        }
+        let Err(e) = condition::parse(&c.value) else {
+            continue;
+        };
+        // The exact character when the text was written without entity
+        // references (`&gt;` makes the written text longer than the value).
+        let span = if c.span.len() == c.value.len() {
+            let at = c.span.start + e.offset.min(c.value.len());
+            Span::new(at, (at + 1).min(c.span.end.max(at)))
+        } else {
+            c.span
+        };
+        out.push(
+            Diagnostic::new(
+                Code::QF042,
+                span,
+                format!("condition of sequence flow `{}` does not parse: {}", f.id.value, e.message),
+            )
+            .label(e.message.clone())
+            .related(c.span, "the condition")
+            .help(
+                "conditions compare variables with literals: `amount > 100 && country == 'NL'`; \
+                 operators == != < <= > >=, &&, ||, !, parentheses (docs/run.md, \"Condition language\")",
+            ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_broken_condition_is_qf042_at_the_offending_character() {
+        let src = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="g"/>
+    <bpmn:exclusiveGateway id="g" default="f3"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="g" targetRef="e"><bpmn:conditionExpression>amount = 5</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="f3" sourceRef="g" targetRef="e"/>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>"#;
+        let a = crate::analyze(src);
+        let d: Vec<_> = a
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == crate::Code::QF042)
+            .collect();
+        assert_eq!(d.len(), 1, "{:?}", a.diagnostics);
+        assert_eq!(&src[d[0].primary.span.start..d[0].primary.span.end], "=");
+        assert!(d[0].message.contains("`f2`"));
+        assert!(crate::load(&src.replace("amount = 5", "amount == 5")).is_ok());
+    }
+}
