@@ -1,7 +1,10 @@
 //! `qflow check FILE…`: the loader's verdicts as miette reports or JSON.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use miette::{GraphicalReportHandler, GraphicalTheme};
 
 use qflow_engine::diagnostic::Report;
 use qflow_engine::span::LineIndex;
@@ -24,7 +27,24 @@ pub struct Args {
     pub format: Format,
 }
 
+/// The report renderer. Output is a contract (golden tests compare it), so
+/// nothing is left to miette's environment sniffing: colours and terminal
+/// hyperlinks only on a terminal without `NO_COLOR`; otherwise plain unicode,
+/// the documentation link printed as text, and a fixed width of 100 columns.
+fn report_handler() -> GraphicalReportHandler {
+    let fancy = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let theme = if fancy {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    GraphicalReportHandler::new_themed(theme)
+        .with_links(fancy)
+        .with_width(100)
+}
+
 pub fn run(args: Args) -> ExitCode {
+    let handler = report_handler();
     let mut json = Vec::new();
     let (mut errors, mut warnings, mut others, mut unreadable) = (0usize, 0usize, 0usize, 0usize);
     for path in &args.files {
@@ -48,8 +68,12 @@ pub fn run(args: Args) -> ExitCode {
             match args.format {
                 Format::Json => json.push(d.to_json(&shown, &text, &index)),
                 Format::Human => {
-                    let report = miette::Report::new(Report::new(d.clone(), &shown, &text));
-                    eprintln!("{report:?}");
+                    let report = Report::new(d.clone(), &shown, &text);
+                    let mut out = String::new();
+                    match handler.render_report(&mut out, &report) {
+                        Ok(()) => eprintln!("{out}"),
+                        Err(_) => eprintln!("{}: {}", d.code, d.message),
+                    }
                 }
             }
         }

@@ -15,6 +15,8 @@ pub fn check(ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
     for node in &process.nodes {
         if node.channel_call().is_some() {
             call(ctx, process, node, out);
+        } else if node.task_attrs().is_some_and(|t| t.channel.is_some()) {
+            // Both q:task and q:channel: QF007 comes first.
         } else {
             for t in &node.timeouts {
                 let what = match node.registered_task() {
