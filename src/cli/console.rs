@@ -78,6 +78,9 @@ pub fn run(args: Args) -> ExitCode {
             print!("{}", ui::render_text(&app, w, h));
             ExitCode::SUCCESS
         }
+        None if !std::io::IsTerminal::is_terminal(&std::io::stdout()) => usage(
+            "the console needs a terminal: run it in one, or script it with --headless KEYS (e.g. --headless '      ')",
+        ),
         None => match qflow_tui::terminal::run(&mut backend, app) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -1,0 +1,124 @@
+//! `qflow console` end to end through the binary, scripted with --headless:
+//! the DBG-08 sample stepped to exhaustion, a database resumed and then
+//! attached, and the usage errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+fn console(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .arg("console")
+        .args(args)
+        .output()
+        .expect("qflow runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn dbg08_always_failing_steps_to_the_failed_screen() {
+    let o = console(&[
+        "samples/dbg08-charge.bpmn",
+        "--scenario",
+        "samples/scenarios/dbg08-long-outage.json",
+        "--headless",
+        "      ",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("FAILED PROVIDER_DOWN · exhausted · 6 attempts"),
+        "{out}"
+    );
+    assert_eq!(out.matches("✗ PROVIDER_DOWN transient").count(), 6, "{out}");
+    assert_eq!(out.lines().count(), 30);
+}
+
+#[test]
+fn a_database_resumes_then_attaches_with_failed_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let db = db.to_str().unwrap();
+    let model = "samples/dbg08-charge.bpmn";
+    let sc = "samples/scenarios/dbg08-long-outage.json";
+    let o = console(&[model, "--scenario", sc, "--db", db, "--headless", "   "]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = console(&[model, "--scenario", sc, "--db", db, "--headless", ""]);
+    let (out, _) = text(&o);
+    assert!(out.contains("resumed unfinished instance dbg08-1"), "{out}");
+    assert!(out.contains("now +6m"), "{out}");
+    let o = console(&[model, "--scenario", sc, "--db", db, "--headless", "   "]);
+    assert!(
+        text(&o).0.contains("FAILED PROVIDER_DOWN"),
+        "{}",
+        text(&o).0
+    );
+    // A second, completed instance; the list still puts the FAILED one first.
+    let o = console(&[model, "--db", db, "--headless", "   "]);
+    assert!(text(&o).0.contains("COMPLETED"), "{}", text(&o).0);
+    let o = console(&["--db", db, "--headless", "", "--size", "80x10"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let failed = out.find("FAILED    dbg08-1").expect(&out);
+    let completed = out.find("COMPLETED dbg08-2").expect(&out);
+    assert!(failed < completed, "{out}");
+    assert!(out.contains("PROVIDER_DOWN (exhausted)"), "{out}");
+    // Opened read-only: acting keys change nothing.
+    let o = console(&["--db", db, "--headless", "<enter> "]);
+    let (out, _) = text(&o);
+    assert!(out.contains("read-only"), "{out}");
+}
+
+#[test]
+fn usage_and_input_errors_say_what_to_do() {
+    let o = console(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("give a MODEL to run"), "{}", text(&o).1);
+
+    let o = console(&["samples/dbg08-charge.bpmn"]);
+    assert_eq!(o.status.code(), Some(2), "no terminal, no --headless");
+    assert!(text(&o).1.contains("needs a terminal"), "{}", text(&o).1);
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"tasks": {"payments.charge": [{"fail": {"code": "X", "class": "sometimes"}}]}}"#,
+    )
+    .unwrap();
+    let o = console(&[
+        "samples/dbg08-charge.bpmn",
+        "--scenario",
+        bad.to_str().unwrap(),
+        "--headless",
+        "",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.contains("class"),
+        "the error names the field: {}",
+        text(&o).1
+    );
+
+    let o = console(&["--db", "/nonexistent/q.db"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.contains("no such database file"),
+        "{}",
+        text(&o).1
+    );
+
+    let o = console(&["samples/dbg08-charge.bpmn", "--headless", "<nope>"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("<nope>"), "{}", text(&o).1);
+}
