@@ -33,7 +33,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         dim(),
     ));
     lines.push(Line::styled(
-        "snapshot: attempts.* yellow · backoff.* marker magenta, with the failure that parked it",
+        "snapshot: attempts.* yellow · backoff.* marker magenta, └ the failure that parked it",
         dim(),
     ));
     if read_only {

@@ -41,7 +41,11 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
             vec![fmt::clip(&e.value, value_w)]
         };
         for (i, chunk) in chunks.into_iter().enumerate() {
-            let key = if i == 0 { fmt::clip(&e.key, key_w) } else { String::new() };
+            let key = if i == 0 {
+                fmt::clip(&e.key, key_w)
+            } else {
+                String::new()
+            };
             lines.push(Line::from(vec![
                 Span::styled(format!("{key:<key_w$}"), style),
                 Span::raw(" "),
@@ -50,8 +54,8 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
         }
         if let Some(c) = &e.classification {
             lines.push(Line::from(vec![
-                Span::raw(" ".repeat(key_w.min(2))),
-                Span::styled(format!("└ marker: {c}"), backoff_style()),
+                Span::raw(" ".repeat(key_w.min(1))),
+                Span::styled(format!("└ {c}"), backoff_style()),
             ]));
         }
     }
