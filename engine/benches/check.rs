@@ -68,7 +68,7 @@ fn bench(c: &mut Criterion) {
         group.bench_function("xml_parse_and_read", |b| {
             b.iter(|| {
                 let doc = qflow_engine::xml::parse(black_box(&source)).expect("well-formed");
-                qflow_engine::reader::read(&doc).map(|d| d.ids.len())
+                qflow_engine::reader::read(&doc).map_or(0, |d| d.ids.len())
             })
         });
         group.bench_function("analyze", |b| {
