@@ -5,6 +5,8 @@
 //! (`q.delivery.poisoned`); the loader guarantees every call a timeout, which
 //! is what lets the poison wake be best-effort (retry-machinery.txt).
 
+use std::collections::HashMap;
+
 use crate::diagnostic::{Code, Diagnostic};
 use crate::duration;
 use crate::model::{EventTrigger, Node, NodeKind, Process};
@@ -12,9 +14,22 @@ use crate::rules::edit::Ctx;
 use crate::rules::tasks::positive_duration;
 
 pub fn check(ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
+    // Timer boundaries by host id, built once (a model may have thousands of calls).
+    let mut timers: HashMap<&str, Vec<&Node>> = HashMap::new();
+    for b in &process.nodes {
+        if let NodeKind::BoundaryEvent {
+            attached_to: Some(host),
+            trigger: EventTrigger::Timer(_),
+            ..
+        } = &b.kind
+        {
+            timers.entry(host.value.as_str()).or_default().push(b);
+        }
+    }
     for node in &process.nodes {
         if node.channel_call().is_some() {
-            call(ctx, process, node, out);
+            let boundaries = timers.get(node.id()).cloned().unwrap_or_default();
+            call(ctx, process, node, &boundaries, out);
         } else if node.task_attrs().is_some_and(|t| t.channel.is_some()) {
             // Both q:task and q:channel: QF007 comes first.
         } else {
@@ -37,23 +52,13 @@ pub fn check(ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Timer boundaries attached to a node (any timer form).
-fn timer_boundaries<'a>(
-    process: &'a Process,
-    node: &'a Node,
-) -> impl Iterator<Item = &'a Node> + 'a {
-    process.boundaries(node.id()).filter(|b| {
-        matches!(
-            &b.kind,
-            NodeKind::BoundaryEvent {
-                trigger: EventTrigger::Timer(_),
-                ..
-            }
-        )
-    })
-}
-
-fn call(ctx: &Ctx<'_>, process: &Process, node: &Node, out: &mut Vec<Diagnostic>) {
+fn call(
+    ctx: &Ctx<'_>,
+    process: &Process,
+    node: &Node,
+    boundaries: &[&Node],
+    out: &mut Vec<Diagnostic>,
+) {
     let id = node.id();
     let q = ctx.q_prefix();
     for t in &node.timeouts {
@@ -70,7 +75,6 @@ fn call(ctx: &Ctx<'_>, process: &Process, node: &Node, out: &mut Vec<Diagnostic>
             ),
         }
     }
-    let boundaries: Vec<&Node> = timer_boundaries(process, node).collect();
     // QF020: no way for the wait to end without the counterpart.
     if node.timeouts.is_empty() && boundaries.is_empty() {
         out.push(

@@ -63,11 +63,18 @@ pub fn check(defs: &Definitions, source: &str) -> Vec<Diagnostic> {
 /// the process's extensionElements, say): QF010 / QF006, unless they are in a
 /// process qflow does not execute.
 fn stray_extensions(defs: &Definitions, out: &mut Vec<Diagnostic>) {
-    let on_nodes = |span: Span| {
-        defs.processes.iter().flat_map(|p| &p.nodes).any(|n| {
-            n.retries.iter().any(|r| r.span == span) || n.timeouts.iter().any(|t| t.span == span)
+    let placed: std::collections::HashSet<Span> = defs
+        .processes
+        .iter()
+        .flat_map(|p| &p.nodes)
+        .flat_map(|n| {
+            n.retries
+                .iter()
+                .map(|r| r.span)
+                .chain(n.timeouts.iter().map(|t| t.span))
         })
-    };
+        .collect();
+    let on_nodes = |span: Span| placed.contains(&span);
     let in_process = |span: Span| -> Option<&Process> {
         defs.processes
             .iter()

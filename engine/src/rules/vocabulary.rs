@@ -12,20 +12,21 @@ use crate::rules::edit::{end_tag_name, prefix_of, Ctx};
 use crate::span::Span;
 
 pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
-    let items = &ctx.defs.qflow_items;
-    let elements: Vec<&QflowItem> = items.iter().filter(|i| i.is_element).collect();
-    for item in items {
+    // Items are in document order and an element's own attributes follow it,
+    // so "is this attribute on a `q:` element" only needs the last element seen.
+    let mut last_element: Option<&QflowItem> = None;
+    for item in &ctx.defs.qflow_items {
         if item.is_element {
             element(ctx, item, out);
+            last_element = Some(item);
         } else {
             // `q:`-prefixed attributes on a `q:` element are judged with that element.
-            let on_q_element = elements.iter().any(|e| {
+            let on_q_element = last_element.is_some_and(|e| {
                 e.span.start < item.span.start
                     && item.span.end <= e.span.end
-                    && ctx
+                    && !ctx
                         .text(Span::new(e.span.start, item.span.start))
-                        .find('>')
-                        .is_none()
+                        .contains('>')
             });
             if !on_q_element {
                 task_attribute(ctx, item, out);
@@ -104,7 +105,6 @@ fn element(ctx: &Ctx<'_>, item: &QflowItem, out: &mut Vec<Diagnostic>) {
 }
 
 fn element_attribute(item: &QflowItem, a: &NamedAttr, known: &[&str], out: &mut Vec<Diagnostic>) {
-    let list = known_list(known.iter().copied(), "", "", "");
     if known.contains(&a.local.as_str()) {
         if a.in_qflow_ns {
             out.push(
@@ -129,6 +129,7 @@ fn element_attribute(item: &QflowItem, a: &NamedAttr, known: &[&str], out: &mut 
         }
         return;
     }
+    let list = known_list(known.iter().copied(), "", "", "");
     let mut d = Diagnostic::new(
         Code::QF006,
         a.name_span,
@@ -161,9 +162,7 @@ fn element_attribute(item: &QflowItem, a: &NamedAttr, known: &[&str], out: &mut 
 }
 
 fn task_attribute(ctx: &Ctx<'_>, item: &QflowItem, out: &mut Vec<Diagnostic>) {
-    let prefix = prefix_of(&item.qname);
     let names = Q_TASK_ATTRIBUTES.iter().map(|a| a.name);
-    let list = known_list(names.clone(), &prefix, "", "");
     if names.clone().any(|n| n == item.local) {
         if item.host != "serviceTask" {
             out.push(
@@ -182,6 +181,8 @@ fn task_attribute(ctx: &Ctx<'_>, item: &QflowItem, out: &mut Vec<Diagnostic>) {
         }
         return;
     }
+    let prefix = prefix_of(&item.qname);
+    let list = known_list(names.clone(), &prefix, "", "");
     let mut d = Diagnostic::new(
         Code::QF006,
         item.name_span,
