@@ -435,8 +435,17 @@ fn schedule(
             let d = h.detail_json();
             let outcome = match d.get("outcome").and_then(Value::as_str) {
                 Some("ok") => AttemptOutcome::Succeeded,
-                _ if d.get("then").and_then(Value::as_str) == Some("reconcile") && reconciling => {
-                    AttemptOutcome::Pending
+                _ if d.get("then").and_then(Value::as_str) == Some("reconcile") => {
+                    // Its outcome is what the operator's reconciliation said.
+                    match reconciled_as(history, &node, h.seq) {
+                        _ if reconciling => AttemptOutcome::Pending,
+                        Some("succeeded") => AttemptOutcome::Succeeded,
+                        Some(r) => AttemptOutcome::Failed {
+                            code: h.code.clone().unwrap_or_default(),
+                            class: format!("reconciled: {r}"),
+                        },
+                        None => AttemptOutcome::Pending,
+                    }
                 }
                 _ => AttemptOutcome::Failed {
                     code: h.code.clone().unwrap_or_default(),
@@ -493,4 +502,19 @@ fn schedule(
         first_at_ms: first_at,
         max_elapsed_ms: max_elapsed,
     })
+}
+
+/// How the reconciliation after history row `after` of `node` resolved it.
+fn reconciled_as<'a>(history: &'a [HistoryRow], node: &str, after: i64) -> Option<&'a str> {
+    history
+        .iter()
+        .find(|h| h.seq > after && h.kind == "reconciled" && h.node.as_deref() == Some(node))
+        .and_then(|h| {
+            let d = h.detail_json();
+            d.get("as").and_then(Value::as_str).and_then(|a| {
+                ["succeeded", "failed", "retry"]
+                    .into_iter()
+                    .find(|x| *x == a)
+            })
+        })
 }

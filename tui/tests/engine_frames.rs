@@ -81,7 +81,14 @@ fn unknown_outcome_waits_for_reconciliation_with_an_open_incident() {
     );
     type_keys(&mut app, &mut be, " ");
     let f = render_text(&app, 100, 30);
+    assert!(f.contains("? outcome pending"), "{f}");
     golden("unknown-outcome-reconcile", &f);
+    // R → succeeded: the attempt's outcome is what the operator said.
+    type_keys(&mut app, &mut be, "R1 ");
+    let f = render_text(&app, 100, 30);
+    assert!(f.contains("COMPLETED"), "{f}");
+    assert!(f.contains("#1 +0s     ✓ succeeded"), "{f}");
+    golden("unknown-outcome-reconciled", &f);
 }
 
 #[test]

@@ -167,8 +167,11 @@ fn timeline(s: &ScheduleView, now_ms: i64, width: usize) -> (Line<'static>, Line
             fmt::span(end),
             fmt::span(budget.unwrap_or(0))
         )
-    } else {
+    } else if last_attempt > 0 || now_ms > 0 {
         fmt::span(end)
+    } else {
+        // Everything happened at the origin: no axis end to name.
+        String::new()
     };
     let now_at = pos(now_ms);
     let (now_start, now_text) = if now_at + 4 <= width {
