@@ -291,3 +291,67 @@ fn help_documents_reconciliation() {
     assert!(text.contains("--resolve <NODE=AS>"), "{text}");
     assert!(text.contains("succeeded|failed|retry"), "{text}");
 }
+
+#[test]
+fn a_failed_instance_is_repaired_by_migration_and_its_burned_budget_travels() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(dir.path());
+    run_json("long-outage", &["--db", &db]);
+    let model = "samples/dbg08-repaired.bpmn";
+    let s = "samples/scenarios/dbg08-long-outage.json";
+    let args = [
+        "run",
+        model,
+        "--db",
+        &db,
+        "--scenario",
+        s,
+        "--format",
+        "json",
+    ];
+    let repaired = lines(&qflow(
+        &[
+            &args[..],
+            &["--migrate", "dbg08-1", "--map", "charge=chargeCard"],
+        ]
+        .concat(),
+    ));
+    assert_eq!(repaired[0]["kind"], "migrated");
+    assert_eq!(repaired[0]["node"], "chargeCard");
+    // Six burned, eight allowed: two more attempts, then exhausted again.
+    assert_eq!(attempts(&repaired), vec![(7, 46860), (8, 84360)]);
+    let last = repaired.last().unwrap();
+    assert_eq!(
+        (last["reason"].as_str(), last["attempts"].as_u64()),
+        (Some("exhausted"), Some(8))
+    );
+    // With the budget reset (and a provider that recovered), attempt 1 succeeds.
+    let ok = "samples/scenarios/dbg08-transient-outage.json";
+    let args = [
+        "run",
+        model,
+        "--db",
+        &db,
+        "--scenario",
+        ok,
+        "--format",
+        "json",
+    ];
+    let again = lines(&qflow(
+        &[
+            &args[..],
+            &[
+                "--migrate",
+                "dbg08-1",
+                "--map",
+                "charge=chargeCard",
+                "--reset-budget",
+            ],
+        ]
+        .concat(),
+    ));
+    assert_eq!(attempts(&again), vec![(1, 84360)]);
+    assert_eq!(again.last().unwrap()["status"], "completed");
+    let store = Store::open(Path::new(&db)).unwrap();
+    assert_eq!(store.instances().unwrap().len(), 1);
+}

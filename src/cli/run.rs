@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use qflow_engine::diagnostic::Report;
 use qflow_engine::runtime::clock::{Clock, SystemClock, VirtualClock};
-use qflow_engine::runtime::driver::{Decision, LocalRun};
+use qflow_engine::runtime::driver::{migrate_instance, Decision, LocalRun};
 use qflow_engine::runtime::scenario::{ExternalEvent, Resolution, Scenario};
 use qflow_engine::store::Store;
 use serde_json::Value;
@@ -66,6 +66,17 @@ pub struct Args {
     pub until: Option<String>,
     #[arg(long, value_enum, default_value = "virtual")]
     pub clock: ClockKind,
+    /// Before running, migrate this instance of --db (unfinished, or FAILED: the
+    /// repair) onto MODEL; its counters travel with their node. Then run it.
+    #[arg(long, value_name = "INSTANCE", requires = "db")]
+    pub migrate: Option<String>,
+    /// With --migrate: node OLD of the old deployment is NEW in MODEL.
+    #[arg(long = "map", value_name = "OLD=NEW", requires = "migrate")]
+    pub map: Vec<String>,
+    /// With --migrate: start the attempt counters over instead of carrying
+    /// the burned budget.
+    #[arg(long, requires = "migrate")]
+    pub reset_budget: bool,
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -111,10 +122,39 @@ pub fn run(args: Args) -> ExitCode {
         Some(p) => (p.clone(), false),
         None => (temp_db(), true),
     };
-    let store = match Store::open(&db) {
+    let mut store = match Store::open(&db) {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
+    if let Some(instance) = &args.migrate {
+        let mut mapping = std::collections::BTreeMap::new();
+        for m in &args.map {
+            match m.split_once('=') {
+                Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => {
+                    mapping.insert(a.trim().to_string(), b.trim().to_string());
+                }
+                _ => return fail(format!("--map `{m}`: write OLD=NEW (node ids)")),
+            }
+        }
+        match migrate_instance(
+            &mut store,
+            &text,
+            &defs,
+            instance,
+            &mapping,
+            args.reset_budget,
+        ) {
+            Ok(d) => {
+                for line in &d.lines {
+                    match args.format {
+                        Format::Json => println!("{}", json_line(line, &["at_s", "kind", "node"])),
+                        Format::Human => println!("{}", human_line(line)),
+                    }
+                }
+            }
+            Err(e) => return fail(format!("--migrate {instance}: {e}")),
+        }
+    }
     let opts = Opts {
         format: args.format,
         resolves,
@@ -385,6 +425,19 @@ fn human_line(v: &Value) -> String {
         ),
         "timer" => "timer due".to_string(),
         "pass" => "pass".to_string(),
+        "migrated" => format!(
+            "migrated to this model{}{}",
+            match v.get("mapping") {
+                Some(Value::Object(m)) if !m.is_empty() =>
+                    format!(", mapping {}", canonical(&Value::Object(m.clone()))),
+                _ => String::new(),
+            },
+            if v.get("reset_budget") == Some(&Value::Bool(true)) {
+                ", budget reset"
+            } else {
+                ", burned budget kept"
+            }
+        ),
         "wait" => match get("for") {
             "timer" => format!("waiting for its timer until {}", secs(v.get("until_s"))),
             other => format!("waiting for {other}"),

@@ -30,6 +30,8 @@ pub enum RunError {
     Store(#[from] StoreError),
     #[error("the model cannot run: {0}")]
     Graph(#[from] GraphError),
+    #[error(transparent)]
+    Migrate(crate::runtime::migrate::MigrateError),
 }
 
 /// One applied decision: its lines, as `qflow run --format json` prints them.
@@ -316,6 +318,47 @@ impl<C: Clock> LocalRun<C> {
     pub fn final_state(&self) -> Result<Value, RunError> {
         final_state(&self.store, &self.instance)
     }
+}
+
+/// Migrate an instance (unfinished, or FAILED: the repair) onto the model
+/// `source`, renaming node-scoped state by `mapping`; with `reset_budget` the
+/// attempt counters start over. One transaction under the claim; the time of
+/// the decision is the instance's last decision (virtual time does not move).
+/// A later [`LocalRun::open`] of the same source resumes the instance.
+pub fn migrate_instance(
+    store: &mut Store,
+    source: &str,
+    defs: &Definitions,
+    instance: &str,
+    mapping: &BTreeMap<String, String>,
+    reset_budget: bool,
+) -> Result<Decision, RunError> {
+    let graph = Graph::compile(defs)?;
+    let owner = local_owner();
+    store.claim(instance, &owner, system_now_ms())?;
+    let facts = store.facts(instance)?;
+    let at = store
+        .transitions(instance)?
+        .last()
+        .map_or(facts.started_ms, |t| t.at_ms);
+    let dep = store.deploy(&graph.process_id, source, at)?;
+    let f = Facts {
+        instance_id: instance,
+        status: facts.status,
+        started_ms: facts.started_ms,
+        snapshot: &facts.snapshot,
+        timers: &facts.timers,
+    };
+    let t = crate::runtime::migrate::migrate(&graph, &f, mapping, reset_budget, at)
+        .map_err(RunError::Migrate)?;
+    let seq = store.migrate_instance(instance, &owner, facts.version, &dep, &t, at)?;
+    store.release(instance, &owner)?;
+    Ok(Decision {
+        seq,
+        at_ms: at,
+        lines: t.history.iter().map(|e| e.detail.clone()).collect(),
+        status: t.status,
+    })
 }
 
 /// `{"status":"completed"}`, `{"status":"failed",…}` or `{"status":"waiting",…}`.

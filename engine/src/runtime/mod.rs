@@ -8,12 +8,14 @@
 //! - [`clock`]: virtual (time-skipping) and system clocks.
 //! - [`scenario`]: the scripted world of a local run (DESIGN §5).
 //! - [`driver`]: [`driver::LocalRun`], one decision per `step`.
+//! - [`migrate`]: moving an instance to a new deployment with a node mapping.
 
 pub mod clock;
 pub mod condition;
 pub mod decide;
 pub mod driver;
 pub mod graph;
+pub mod migrate;
 pub mod scenario;
 pub mod snapshot;
 

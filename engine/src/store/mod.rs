@@ -327,6 +327,47 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Move an instance to another deployment, applying the migration's
+    /// transition in the same transaction, under the claim.
+    pub fn migrate_instance(
+        &mut self,
+        instance: &str,
+        owner: &str,
+        expected_version: i64,
+        deployment: &Deployment,
+        t: &Transition,
+        at_ms: i64,
+    ) -> Result<i64, StoreError> {
+        let wall_now_ms = crate::runtime::clock::system_now_ms();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (held, until): (Option<String>, Option<i64>) = tx
+            .query_row(
+                "SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1",
+                params![instance],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+        if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
+            return Err(StoreError::Claimed {
+                instance: instance.into(),
+                owner: held.unwrap_or_else(|| "nobody".into()),
+                until_ms: until.unwrap_or(0),
+            });
+        }
+        let seq = write_transition(&tx, instance, expected_version, t, at_ms)?;
+        tx.execute(
+            "UPDATE instances SET deployment_id = ?2 WHERE id = ?1",
+            params![instance, deployment.id],
+        )?;
+        tx.commit()?;
+        Ok(seq)
+    }
+}
+
 /// What [`Store::facts`] reads.
 #[derive(Debug, Clone)]
 pub struct InstanceFacts {

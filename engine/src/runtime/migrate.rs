@@ -1,0 +1,230 @@
+//! Migration of an instance to a new deployment with a node mapping: how a
+//! FAILED instance is repaired (DESIGN §3). A pure decision like the others.
+//!
+//! - Tokens move to their mapped node (unmapped nodes keep their id, which
+//!   must exist in the new deployment).
+//! - Node-scoped snapshot keys (`attempts.<node>`, `first_attempt.<node>`,
+//!   `reconcile.<node>`, `backoff.<node>`) are renamed with their node: the
+//!   burned budget travels, unless the operator resets it.
+//! - Armed timers are re-armed on the mapped node at the same instant (a
+//!   backoff park keeps its eligible time).
+//! - A FAILED instance loses its `failure` record and the token where it
+//!   stopped becomes ready: the next step runs a fresh attempt under the new
+//!   deployment's policy.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use crate::runtime::decide::{Entry, Facts, NewTimer, Status, Transition};
+use crate::runtime::graph::Graph;
+use crate::runtime::snapshot::{Snapshot, TokenState, NODE_FAMILIES};
+
+/// Why a migration cannot be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot migrate: {0}")]
+pub struct MigrateError(pub String);
+
+/// Decide a migration of the instance described by `facts` onto `new_graph`.
+pub fn migrate(
+    new_graph: &Graph,
+    facts: &Facts<'_>,
+    mapping: &BTreeMap<String, String>,
+    reset_budget: bool,
+    now_ms: i64,
+) -> Result<Transition, MigrateError> {
+    if facts.status == Status::Completed {
+        return Err(MigrateError("the instance is completed".into()));
+    }
+    let map = |n: &str| mapping.get(n).cloned().unwrap_or_else(|| n.to_string());
+    let before = facts.snapshot;
+    let mut snap = Snapshot::new();
+    for (k, v) in before.entries() {
+        let renamed = NODE_FAMILIES.iter().find_map(|fam| {
+            k.strip_prefix(fam)
+                .and_then(|rest| rest.strip_prefix('.'))
+                .map(|node| format!("{fam}.{}", map(node)))
+        });
+        match renamed {
+            Some(key) => {
+                let budget = key.starts_with("attempts.") || key.starts_with("first_attempt.");
+                if !(reset_budget && budget) {
+                    snap.set(key, v.clone());
+                }
+            }
+            None if k == "frontier" || k == "failure" => {}
+            None => snap.set(k, v.clone()),
+        }
+    }
+    let failed_node = before
+        .get("failure")
+        .and_then(|f| f.get("node"))
+        .and_then(|n| n.as_str())
+        .map(str::to_string);
+    let mut tokens = Vec::new();
+    for mut t in before.frontier() {
+        let target = map(&t.node);
+        if new_graph.node(&target).is_none() {
+            return Err(MigrateError(format!(
+                "node `{}` has a token but `{target}` is not in the new deployment: map it (--map {}=NEW)",
+                t.node, t.node
+            )));
+        }
+        if facts.status == Status::Failed && failed_node.as_deref() == Some(t.node.as_str()) {
+            t.state = TokenState::Ready;
+            snap.remove(&format!("reconcile.{target}"));
+        }
+        t.node = target;
+        tokens.push(t);
+    }
+    snap.set_frontier(tokens);
+    let mut arm = Vec::new();
+    let mut resolve = Vec::new();
+    if facts.status != Status::Failed {
+        for t in facts.timers {
+            let node = map(&t.node);
+            if new_graph.node(&node).is_none() {
+                return Err(MigrateError(format!(
+                    "timer on `{}` but `{node}` is not in the new deployment",
+                    t.node
+                )));
+            }
+            resolve.push(t.id);
+            arm.push(NewTimer {
+                node,
+                purpose: t.purpose,
+                due_ms: t.due_ms,
+                attempt: t.attempt,
+            });
+        }
+    }
+    let t = snap.frontier();
+    let status = if t.is_empty() {
+        Status::Completed
+    } else if t.iter().any(|x| x.state == TokenState::Ready) {
+        Status::Running
+    } else {
+        Status::Waiting
+    };
+    let mut set = BTreeMap::new();
+    for (k, v) in snap.entries() {
+        if before.get(k) != Some(v) {
+            set.insert(k.to_string(), v.clone());
+        }
+    }
+    let removed = before
+        .keys()
+        .filter(|k| snap.get(k).is_none())
+        .map(str::to_string)
+        .collect();
+    let at_node = failed_node
+        .as_deref()
+        .map(map)
+        .or_else(|| snap.frontier().first().map(|t| t.node.clone()))
+        .unwrap_or_else(|| new_graph.process_id.clone());
+    let detail = json!({
+        "at_s": crate::runtime::decide::seconds(now_ms - facts.started_ms),
+        "kind": "migrated",
+        "node": at_node,
+        "mapping": mapping,
+        "reset_budget": reset_budget,
+        "repaired": facts.status == Status::Failed,
+    });
+    Ok(Transition {
+        snapshot: snap,
+        set,
+        removed,
+        status,
+        arm,
+        resolve,
+        history: vec![Entry {
+            kind: "migrated".into(),
+            node: Some(at_node),
+            attempt: None,
+            code: None,
+            timer_id: None,
+            event_index: None,
+            detail,
+        }],
+        open_incidents: Vec::new(),
+        close_incidents: failed_node.into_iter().collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::decide::{Purpose, TimerRow};
+    use crate::runtime::snapshot::Token;
+
+    const NEW: &str = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="a"/>
+    <bpmn:serviceTask id="a" q:task="x.a"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="a" targetRef="b"/>
+    <bpmn:serviceTask id="b" q:task="x.b"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="b" targetRef="e"/>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+    fn graph() -> Graph {
+        Graph::compile(&crate::load(NEW).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn swapped_nodes_swap_their_counters_tokens_and_timers() {
+        let mut s = Snapshot::new();
+        s.set("attempts.a", json!(2));
+        s.set("attempts.b", json!(5));
+        s.set_frontier(vec![Token {
+            node: "a".into(),
+            state: TokenState::Backoff,
+            via: None,
+        }]);
+        let timers = [TimerRow {
+            id: 7,
+            node: "a".into(),
+            purpose: Purpose::Retry,
+            due_ms: 90_000,
+            attempt: Some(3),
+        }];
+        let facts = Facts {
+            instance_id: "p-1",
+            status: Status::Waiting,
+            started_ms: 0,
+            snapshot: &s,
+            timers: &timers,
+        };
+        let mapping: BTreeMap<String, String> = [
+            ("a".to_string(), "b".to_string()),
+            ("b".to_string(), "a".to_string()),
+        ]
+        .into();
+        let t = migrate(&graph(), &facts, &mapping, false, 1_000).unwrap();
+        assert_eq!(t.snapshot.attempts("b"), 2);
+        assert_eq!(t.snapshot.attempts("a"), 5);
+        assert_eq!(t.snapshot.frontier()[0].node, "b");
+        assert_eq!(t.resolve, vec![7]);
+        assert_eq!((t.arm[0].node.as_str(), t.arm[0].due_ms), ("b", 90_000));
+        assert_eq!(t.status, Status::Waiting);
+        let reset = migrate(&graph(), &facts, &mapping, true, 1_000).unwrap();
+        assert_eq!(reset.snapshot.attempts("b"), 0);
+    }
+
+    #[test]
+    fn a_token_on_a_node_the_new_deployment_lacks_must_be_mapped() {
+        let mut s = Snapshot::new();
+        s.set_frontier(vec![Token::ready("gone")]);
+        let facts = Facts {
+            instance_id: "p-1",
+            status: Status::Running,
+            started_ms: 0,
+            snapshot: &s,
+            timers: &[],
+        };
+        let e = migrate(&graph(), &facts, &BTreeMap::new(), false, 0).unwrap_err();
+        assert!(e.0.contains("--map gone=NEW"), "{e}");
+    }
+}
