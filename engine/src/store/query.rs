@@ -158,6 +158,34 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Armed timers due at `now_ms` across all instances, earliest first: what
+    /// a poller serving many instances re-drives (each under its instance's
+    /// claim, so two pollers never act on the same timer twice).
+    pub fn due_timers(
+        &self,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, TimerRow)>, StoreError> {
+        let mut st = self.conn().prepare(
+            "SELECT instance_id, id, node, purpose, due_ms, attempt FROM timers
+             WHERE state = 'armed' AND due_ms <= ?1 ORDER BY due_ms, id LIMIT ?2",
+        )?;
+        let rows = st.query_map(params![now_ms, limit as i64], |r| {
+            let p: String = r.get(3)?;
+            Ok((
+                r.get(0)?,
+                TimerRow {
+                    id: r.get(1)?,
+                    node: r.get(2)?,
+                    purpose: Purpose::from_sql(&p),
+                    due_ms: r.get(4)?,
+                    attempt: r.get(5)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// The earliest armed timer of an instance.
     pub fn next_timer(&self, instance: &str) -> Result<Option<TimerRow>, StoreError> {
         Ok(armed_timers(self.conn(), instance)?.into_iter().next())

@@ -125,6 +125,8 @@ fn a_live_claim_of_another_owner_is_respected_and_apply_needs_the_claim() {
     store.apply(&id, "me:2", f.version, &t, 0, wall).unwrap();
     let timers = store.timers(&id).unwrap();
     assert_eq!(timers.len(), 1);
+    assert!(store.due_timers(59_999, 10).unwrap().is_empty());
+    assert_eq!(store.due_timers(60_000, 10).unwrap()[0].0, id);
     assert!(timers[0].armed);
     assert_eq!(timers[0].due_ms, 60_000);
     let f2 = store.facts(&id).unwrap();
