@@ -737,3 +737,30 @@ fn miwg_corpus_has_no_execution_diagnostics() {
     }
     assert!(n > 10);
 }
+
+#[test]
+fn qf040_on_a_large_model_lists_every_reason_by_kind_and_marks_a_few() {
+    let mut body = String::new();
+    let mut prev = "start".to_string();
+    for i in 0..25 {
+        body.push_str(&format!(
+            "    <bpmn:serviceTask id=\"t{i}\" q:task=\"x\"><bpmn:extensionElements><q:retry maxAttempts=\"2\" jitter=\"full\"/></bpmn:extensionElements></bpmn:serviceTask>\n    <bpmn:sequenceFlow id=\"f{i}\" sourceRef=\"{prev}\" targetRef=\"t{i}\"/>\n"
+        ));
+        prev = format!("t{i}");
+    }
+    body.push_str(&format!(
+        "    <bpmn:sequenceFlow id=\"last\" sourceRef=\"{prev}\" targetRef=\"end\"/>"
+    ));
+    let src = model(&body);
+    let d = one(&src, Code::QF040, "bpmn:process");
+    assert!(d.message.contains("25 wait states"), "{}", d.message);
+    let help = d.help.unwrap();
+    assert!(
+        help.contains("- 25 <q:retry> elements, on: `t0`, `t1`"),
+        "{help}"
+    );
+    for i in 0..25 {
+        assert!(help.contains(&format!("`t{i}`")), "t{i} missing: {help}");
+    }
+    assert_eq!(d.related.len(), 5);
+}

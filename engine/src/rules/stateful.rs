@@ -5,16 +5,55 @@
 //! structural classifier accounts for it rather than discovering it at
 //! runtime"). The classification itself is [`crate::classify`].
 
-use crate::classify::{classify, Classification};
+use crate::classify::{classify, Classification, Reason, ReasonKind};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::Process;
 use crate::rules::structure::process_name;
+
+/// How many reasons are marked in the source as related labels.
+pub const MARKED: usize = 5;
+
+/// Up to this many reasons get a line each; more are listed by kind.
+const ONE_PER_LINE: usize = 20;
+
+/// Every reason, one line per kind: `- 2000 retries: \`Task_10\`, \`Task_20\`, …`.
+fn grouped(reasons: &[Reason]) -> Vec<String> {
+    let mut kinds: Vec<ReasonKind> = reasons.iter().map(|r| r.kind).collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
+        .into_iter()
+        .map(|k| {
+            let ids: Vec<String> = reasons
+                .iter()
+                .filter(|r| r.kind == k)
+                .map(|r| format!("`{}`", r.node_id))
+                .collect();
+            let what = match (k, ids.len() == 1) {
+                (ReasonKind::ChannelCall, true) => "channel call",
+                (ReasonKind::ChannelCall, false) => "channel calls",
+                (ReasonKind::Timer, true) => "timer",
+                (ReasonKind::Timer, false) => "timers",
+                (ReasonKind::Retry, true) => "<q:retry>",
+                (ReasonKind::Retry, false) => "<q:retry> elements, on",
+            };
+            format!("- {} {what}: {}", ids.len(), ids.join(", "))
+        })
+        .collect()
+}
 
 pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
     let Classification::Stateful(reasons) = classify(process) else {
         return;
     };
-    let list: Vec<String> = reasons.iter().map(|r| format!("- {}", r.detail)).collect();
+    let list = if reasons.len() <= ONE_PER_LINE {
+        reasons
+            .iter()
+            .map(|r| format!("- {}", r.detail))
+            .collect::<Vec<_>>()
+    } else {
+        grouped(&reasons)
+    };
     let mut d = Diagnostic::new(
         Code::QF040,
         process.name_span,
@@ -30,7 +69,9 @@ pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
         "instances park durably at these wait states, so qflow must run this process with a store (SQLite by default):\n{}",
         list.join("\n")
     ));
-    for r in &reasons {
+    // Every reason is in the help; the source marks the first few, so a model
+    // with thousands of wait states still renders as one readable report.
+    for r in reasons.iter().take(MARKED) {
         d = d.related(r.span, format!("{} `{}`", r.kind.as_str(), r.node_id));
     }
     out.push(d);
