@@ -2,19 +2,33 @@
 //! restored on the way out whatever the way out is (quit, error, panic).
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{self, Event};
+use ratatui::DefaultTerminal;
 
 use crate::app::App;
 use crate::backend::Backend;
 use crate::ui;
 
+/// Whether the terminal is taken over (raw mode, alternate screen).
+static ENTERED: AtomicBool = AtomicBool::new(false);
+
+/// Give the terminal back, once: the panic hook and the guard both call it,
+/// and leaving the alternate screen twice would move the cursor back over
+/// the panic message.
+fn restore_once() {
+    if ENTERED.swap(false, Ordering::SeqCst) {
+        ratatui::restore();
+    }
+}
+
 /// Restores the terminal when dropped: covers `?` early returns and unwinding.
-struct Restore;
+pub struct Restore;
 
 impl Drop for Restore {
     fn drop(&mut self) {
-        ratatui::restore();
+        restore_once();
     }
 }
 
@@ -23,16 +37,27 @@ impl Drop for Restore {
 fn install_panic_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        ratatui::restore();
+        restore_once();
         previous(info);
     }));
 }
 
+/// Take the terminal over: panic hook, raw mode, alternate screen. Keep the
+/// [`Restore`] alive for as long as the terminal is in use.
+pub fn enter() -> io::Result<(DefaultTerminal, Restore)> {
+    install_panic_hook();
+    ENTERED.store(true, Ordering::SeqCst);
+    let guard = Restore;
+    // Not ratatui::try_init: it installs a second hook of its own.
+    crossterm::terminal::enable_raw_mode()?;
+    crossterm::execute!(io::stdout(), crossterm::terminal::EnterAlternateScreen)?;
+    let terminal = ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(io::stdout()))?;
+    Ok((terminal, guard))
+}
+
 /// Run the console until the user quits.
 pub fn run(backend: &mut dyn Backend, mut app: App) -> io::Result<()> {
-    install_panic_hook();
-    let mut terminal = ratatui::try_init()?;
-    let _restore = Restore;
+    let (mut terminal, _restore) = enter()?;
     app.refresh(backend);
     while !app.quit {
         terminal.draw(|f| ui::draw(f, &app))?;
