@@ -245,3 +245,17 @@ fn attach_mode_lists_failed_first_and_opens_the_selection() {
     type_keys(&mut app, &mut tape, "\x1b");
     assert_eq!(app.screen, Screen::List);
 }
+
+#[test]
+fn the_readme_documents_every_key_of_the_keymap() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    for b in qflow_tui::keymap::KEYMAP {
+        assert!(
+            readme.contains(&format!("`{}`", b.key_label)),
+            "README.md misses the key {:?} ({})",
+            b.key_label,
+            b.help
+        );
+    }
+}
