@@ -3,7 +3,7 @@
 //! 10-hour one are both visible), with virtual now and the `maxElapsed` budget.
 
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::Frame;
 
@@ -28,10 +28,7 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
         return;
     };
     let mut lines: Vec<Line> = Vec::new();
-    lines.push(Line::from(vec![
-        Span::styled(s.node.clone(), Style::new().add_modifier(Modifier::BOLD)),
-        Span::styled(format!(" · {}", s.policy), dim()),
-    ]));
+    lines.push(Line::styled(s.policy.clone(), dim()));
     if let Some(fail) = v
         .instance
         .failure
@@ -39,10 +36,7 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
         .filter(|_| v.instance.status == InstanceStatus::Failed)
     {
         lines.push(Line::styled(
-            format!(
-                "FAILED {} · {} · {} attempts",
-                fail.code, fail.reason, fail.attempts
-            ),
+            format!("FAILED {} · {}", fail.code, fail.reason),
             failed_style(),
         ));
     }
@@ -77,8 +71,8 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     lines.push(Line::styled(budget(s, v.now_ms), dim()));
     let used = s.done.len();
     let title = match s.max_attempts {
-        Some(m) => format!("{used}/{m} attempts"),
-        None => format!("{used} attempts"),
+        Some(m) => format!("{} · {used}/{m} attempts", s.node),
+        None => format!("{} · {used} attempts", s.node),
     };
     lines_panel(
         f,
