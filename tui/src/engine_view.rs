@@ -113,7 +113,6 @@ pub fn build(src: &Source) -> Result<View, String> {
             });
         nodes.push(NodeView {
             current: current.as_deref() == Some(id.as_str()),
-            name: None,
             kind: kind_of(&g.kind),
             state,
             attempts,

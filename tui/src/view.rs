@@ -132,7 +132,6 @@ pub enum NodeState {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeView {
     pub id: String,
-    pub name: Option<String>,
     pub kind: NodeKindView,
     pub state: NodeState,
     /// Failed attempts burned (`attempts.<node>`), when present.
