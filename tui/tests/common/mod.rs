@@ -41,7 +41,6 @@ pub fn rich_view() -> View {
                 },
                 attempts: Some(2),
                 current: true,
-                ..Default::default()
             },
             NodeView {
                 id: "authorize".into(),
