@@ -8,6 +8,7 @@ use std::time::Duration;
 use qflow_engine::diagnostic::Report;
 use qflow_engine::runtime::clock::{Clock, SystemClock, VirtualClock};
 use qflow_engine::runtime::driver::{migrate_instance, Decision, LocalRun};
+use qflow_engine::runtime::replica::Replica;
 use qflow_engine::runtime::scenario::{ExternalEvent, Resolution, Scenario};
 use qflow_engine::store::Store;
 use serde_json::Value;
@@ -77,6 +78,14 @@ pub struct Args {
     /// the burned budget.
     #[arg(long, requires = "migrate")]
     pub reset_budget: bool,
+    /// Serve every unfinished instance in --db as one replica among several
+    /// processes sharing the file (claims arbitrate): poll ready instances and
+    /// due timers, decide, until nothing is left. Virtual time per instance.
+    #[arg(long, requires = "db", conflicts_with_all = ["migrate", "resolve", "until"])]
+    pub replica: bool,
+    /// Append one line per handler run (`instance node attempt timer`) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub effects_log: Option<PathBuf>,
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -155,7 +164,11 @@ pub fn run(args: Args) -> ExitCode {
             Err(e) => return fail(format!("--migrate {instance}: {e}")),
         }
     }
+    if args.replica {
+        return serve_replica(store, &text, &defs, scenario, &args);
+    }
     let opts = Opts {
+        effects_log: args.effects_log.clone(),
         format: args.format,
         resolves,
         until,
@@ -178,10 +191,65 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 struct Opts {
+    effects_log: Option<PathBuf>,
     format: Format,
     resolves: Vec<ExternalEvent>,
     until: Option<Duration>,
     db_shown: Option<String>,
+}
+
+fn serve_replica(
+    mut store: Store,
+    source: &str,
+    defs: &qflow_engine::model::Definitions,
+    scenario: Scenario,
+    args: &Args,
+) -> ExitCode {
+    let graph = match qflow_engine::runtime::graph::Graph::compile(defs) {
+        Ok(g) => g,
+        Err(e) => return fail(format!("the model cannot run: {e}")),
+    };
+    if let Err(e) = store.deploy(&graph.process_id, source, 0) {
+        return fail(e);
+    }
+    let mut replica = Replica::new(store, scenario, qflow_engine::store::local_owner());
+    if let Some(p) = &args.effects_log {
+        replica.log_effects(p.clone());
+    }
+    let format = args.format;
+    let served = replica.serve(|instance, d| {
+        for line in &d.lines {
+            let mut line = line.clone();
+            line["instance"] = Value::String(instance.to_string());
+            match format {
+                Format::Json => println!(
+                    "{}",
+                    json_line(&line, &["at_s", "kind", "node", "attempt", "code"])
+                ),
+                Format::Human => println!("{}  [{instance}]", human_line(&line)),
+            }
+        }
+    });
+    match served {
+        Ok(stats) => {
+            let summary = serde_json::json!({
+                "status": "served",
+                "decisions": stats.decisions,
+                "claimed_elsewhere": stats.claimed_elsewhere,
+                "stale": stats.stale,
+                "nothing_to_do": stats.nothing_to_do,
+            });
+            match format {
+                Format::Json => println!("{}", json_line(&summary, &["status"])),
+                Format::Human => println!(
+                    "SERVED     {} decision(s); {} claim(s) held by another replica, {} stale decision(s) refused",
+                    stats.decisions, stats.claimed_elsewhere, stats.stale
+                ),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
 }
 
 fn load_scenario(args: &Args) -> Result<Scenario, ExitCode> {
@@ -247,6 +315,9 @@ fn drive<C: Clock>(
     };
     if let Some(u) = opts.until {
         run.stop_after(u);
+    }
+    if let Some(p) = &opts.effects_log {
+        run.log_effects(p);
     }
     if run.resumed() {
         let db = opts.db_shown.as_deref().unwrap_or("the database");

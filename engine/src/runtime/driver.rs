@@ -22,7 +22,7 @@ use crate::runtime::decide::{self, Event, Facts, Purpose, Status};
 use crate::runtime::graph::{Graph, GraphError, Kind};
 use crate::runtime::scenario::{ExternalEvent, Scenario};
 use crate::runtime::snapshot::TokenState;
-use crate::store::{local_owner, Store, StoreError};
+use crate::store::{local_owner, InstanceFacts, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -32,6 +32,8 @@ pub enum RunError {
     Graph(#[from] GraphError),
     #[error(transparent)]
     Migrate(crate::runtime::migrate::MigrateError),
+    #[error("effects log: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// One applied decision: its lines, as `qflow run --format json` prints them.
@@ -57,9 +59,10 @@ pub struct LocalRun<C: Clock> {
     /// Virtual time (since the start) past which the run stops deciding.
     until_ms: Option<i64>,
     first: Option<Decision>,
+    effects: Option<std::path::PathBuf>,
 }
 
-enum Next {
+pub(crate) enum Next {
     Event(Event),
     Idle,
 }
@@ -107,6 +110,7 @@ impl<C: Clock> LocalRun<C> {
             resumed: !created,
             until_ms: None,
             first,
+            effects: None,
         })
     }
 
@@ -184,7 +188,7 @@ impl<C: Clock> LocalRun<C> {
 
     fn decide_and_apply(
         &mut self,
-        facts: &crate::store::InstanceFacts,
+        facts: &InstanceFacts,
         ev: &Event,
     ) -> Result<Decision, RunError> {
         let now = self.clock.now_ms();
@@ -212,9 +216,57 @@ impl<C: Clock> LocalRun<C> {
         })
     }
 
+    fn ctx(&self) -> Ctx<'_, C> {
+        Ctx {
+            store: &self.store,
+            graph: &self.graph,
+            scenario: &self.scenario,
+            clock: &self.clock,
+            instance: &self.instance,
+            started_ms: self.started_ms,
+            until_ms: self.until_ms,
+            effects: self.effects.as_deref(),
+        }
+    }
+
+    fn next_event(&self, facts: &InstanceFacts) -> Result<Next, RunError> {
+        self.ctx().next_event(facts)
+    }
+
+    /// Append one line per handler run to this file (`instance node attempt
+    /// timer`): the effects a real handler would have had, to compare with
+    /// the attempts the history recorded.
+    pub fn log_effects(&mut self, path: &std::path::Path) {
+        self.effects = Some(path.to_path_buf());
+    }
+
+    /// When the next timer of the instance is due (for a system-clock poller).
+    pub fn next_due_ms(&self) -> Result<Option<i64>, RunError> {
+        Ok(self.store.next_timer(&self.instance)?.map(|t| t.due_ms))
+    }
+
+    /// The instance's state as the last line of `qflow run` (DESIGN §5).
+    pub fn final_state(&self) -> Result<Value, RunError> {
+        final_state(&self.store, &self.instance)
+    }
+}
+
+/// What choosing the next event of one instance reads.
+pub(crate) struct Ctx<'a, C: Clock> {
+    pub store: &'a Store,
+    pub graph: &'a Graph,
+    pub scenario: &'a Scenario,
+    pub clock: &'a C,
+    pub instance: &'a str,
+    pub started_ms: i64,
+    pub until_ms: Option<i64>,
+    pub effects: Option<&'a std::path::Path>,
+}
+
+impl<C: Clock> Ctx<'_, C> {
     /// Scenario events not yet delivered, with their due time (`None`: idle).
     fn pending_event(&self) -> Result<Option<(usize, Option<i64>)>, RunError> {
-        let done = self.store.delivered_events(&self.instance)?;
+        let done = self.store.delivered_events(self.instance)?;
         Ok(self
             .scenario
             .events
@@ -229,7 +281,21 @@ impl<C: Clock> LocalRun<C> {
             Some(Kind::Task { task, .. }) => task.clone(),
             _ => String::new(),
         };
-        let runs = self.store.handler_runs(&self.instance, &task)?;
+        let runs = self.store.handler_runs(self.instance, &task)?;
+        if let Some(path) = self.effects {
+            use std::io::Write;
+            let line = format!(
+                "{} {node} {} {}\n",
+                self.instance,
+                runs + 1,
+                timer.unwrap_or(0)
+            );
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?;
+            f.write_all(line.as_bytes())?;
+        }
         Ok(Event::Attempt {
             node: node.to_string(),
             outcome: self.scenario.task_outcome(&task, runs),
@@ -237,7 +303,7 @@ impl<C: Clock> LocalRun<C> {
         })
     }
 
-    fn next_event(&self, facts: &crate::store::InstanceFacts) -> Result<Next, RunError> {
+    pub(crate) fn next_event(&self, facts: &InstanceFacts) -> Result<Next, RunError> {
         let pending = self.pending_event()?;
         if facts.status.is_terminal() {
             // Late events still arrive, and are recorded as having no effect.
@@ -307,16 +373,6 @@ impl<C: Clock> LocalRun<C> {
             return false;
         }
         due <= self.clock.now_ms() || self.clock.skip_to(due)
-    }
-
-    /// When the next timer of the instance is due (for a system-clock poller).
-    pub fn next_due_ms(&self) -> Result<Option<i64>, RunError> {
-        Ok(self.store.next_timer(&self.instance)?.map(|t| t.due_ms))
-    }
-
-    /// The instance's state as the last line of `qflow run` (DESIGN §5).
-    pub fn final_state(&self) -> Result<Value, RunError> {
-        final_state(&self.store, &self.instance)
     }
 }
 

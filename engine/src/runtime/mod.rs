@@ -8,6 +8,7 @@
 //! - [`clock`]: virtual (time-skipping) and system clocks.
 //! - [`scenario`]: the scripted world of a local run (DESIGN §5).
 //! - [`driver`]: [`driver::LocalRun`], one decision per `step`.
+//! - [`replica`]: several processes serving one database, the claim arbitrating.
 //! - [`migrate`]: moving an instance to a new deployment with a node mapping.
 
 pub mod clock;
@@ -16,6 +17,7 @@ pub mod decide;
 pub mod driver;
 pub mod graph;
 pub mod migrate;
+pub mod replica;
 pub mod scenario;
 pub mod snapshot;
 

@@ -205,18 +205,46 @@ impl Store {
         if let Some(id) = existing {
             return Ok((id, false));
         }
-        let n: i64 = tx.query_row("SELECT COUNT(*) FROM instances", [], |r| r.get(0))?;
-        let id = format!("{}-{}", deployment.process_id, n + 1);
-        tx.execute(
-            "INSERT INTO instances(id, deployment_id, status, snapshot, version, started_ms, updated_ms)
-             VALUES (?1, ?2, 'running', ?3, 0, ?4, ?4)",
-            params![id, deployment.id, Snapshot::new().encode(), started_ms],
-        )?;
-        write_transition(&tx, &id, 0, start, started_ms)?;
+        let id = insert_instance(&tx, deployment, start, started_ms)?;
         tx.commit()?;
         Ok((id, true))
     }
 
+    /// Start one more instance of a deployment, whatever else runs: what a
+    /// server does for every request (local runs use [`Store::create_instance`]).
+    pub fn start_instance(
+        &mut self,
+        deployment: &Deployment,
+        start: &Transition,
+        started_ms: i64,
+    ) -> Result<String, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let id = insert_instance(&tx, deployment, start, started_ms)?;
+        tx.commit()?;
+        Ok(id)
+    }
+}
+
+fn insert_instance(
+    tx: &rusqlite::Transaction<'_>,
+    deployment: &Deployment,
+    start: &Transition,
+    started_ms: i64,
+) -> Result<String, StoreError> {
+    let n: i64 = tx.query_row("SELECT COUNT(*) FROM instances", [], |r| r.get(0))?;
+    let id = format!("{}-{}", deployment.process_id, n + 1);
+    tx.execute(
+            "INSERT INTO instances(id, deployment_id, status, snapshot, version, started_ms, updated_ms)
+             VALUES (?1, ?2, 'running', ?3, 0, ?4, ?4)",
+            params![id, deployment.id, Snapshot::new().encode(), started_ms],
+        )?;
+    write_transition(tx, &id, 0, start, started_ms)?;
+    Ok(id)
+}
+
+impl Store {
     /// Take (or renew) the claim on an instance. A claim held by someone else
     /// is respected until it expires, unless its owner is a dead process on
     /// this host.
