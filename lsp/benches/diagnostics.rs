@@ -1,18 +1,29 @@
-//! didChange → publishDiagnostics through the whole server (framing, JSON,
-//! store, analysis, conversion), against `analyze` alone on the same text:
-//! the language server's overhead over `qflow check` should stay under 5 ms.
+//! didChange → publishDiagnostics through the whole server (framing, guard,
+//! JSON, store, analysis, conversion), against `analyze` alone on the same
+//! text: the language server's overhead over `qflow check` should stay under
+//! 5 ms.
 //!
 //! Models come from `qflow_engine::testgen` (modeller-shaped, ~600 bytes per
-//! task). Each iteration changes the text (a counter in a comment), so every
-//! measurement is a fresh analysis, never a cache hit.
+//! task). Each iteration is one keystroke (an incremental change inserting a
+//! character into the process documentation), so every measurement is a
+//! fresh analysis of a new version, never a cache hit.
 
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{criterion_group, BenchmarkId, Criterion};
 use qflow_lsp::harness::Harness;
+use serde_json::json;
 
-fn variant(base: &str, i: u64) -> String {
-    format!("{base}<!-- edit {i} -->\n")
+const ANCHOR: &str = "A generated chain";
+
+/// The text after `n` keystrokes.
+fn typed(base: &str, n: usize) -> String {
+    let at = base.find(ANCHOR).expect("testgen writes a documentation");
+    let mut s = String::with_capacity(base.len() + n);
+    s.push_str(&base[..at]);
+    s.extend(std::iter::repeat_n('x', n));
+    s.push_str(&base[at..]);
+    s
 }
 
 fn bench(c: &mut Criterion) {
@@ -26,13 +37,16 @@ fn bench(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(20));
     for tasks in [1_000usize, 20_000] {
         let base = qflow_engine::testgen::generate(tasks);
+        let anchor = base.find(ANCHOR).unwrap();
+        let line = base[..anchor].matches('\n').count();
+        let column = anchor - base[..anchor].rfind('\n').map_or(0, |i| i + 1);
         group.bench_with_input(BenchmarkId::new("analyze", tasks), &base, |b, base| {
-            let mut i = 0;
+            let mut n = 0;
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    i += 1;
-                    let text = variant(base, i);
+                    n += 1;
+                    let text = typed(base, n);
                     let start = Instant::now();
                     let a = qflow_engine::analyze(&text);
                     total += start.elapsed();
@@ -54,14 +68,15 @@ fn bench(c: &mut Criterion) {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     version += 1;
-                    let text = variant(base, version as u64);
-                    // The client's own serialisation is not the server's cost.
-                    let body = serde_json::json!({
+                    let body = json!({
                         "jsonrpc": "2.0",
                         "method": "textDocument/didChange",
                         "params": {
                             "textDocument": { "uri": uri, "version": version },
-                            "contentChanges": [ { "text": text } ]
+                            "contentChanges": [ {
+                                "range": { "start": { "line": line, "character": column }, "end": { "line": line, "character": column } },
+                                "text": "x"
+                            } ]
                         }
                     })
                     .to_string();
@@ -83,5 +98,76 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
+/// Criterion runs the two measurements minutes apart, on a machine others
+/// share; this pairs them: each round times `analyze` on a text and then the
+/// server on the keystroke that produces the same text, and the report is the
+/// median of each and of the per-round difference (the server's overhead).
+fn paired(rt: &tokio::runtime::Runtime, tasks: usize, rounds: usize) {
+    let base = qflow_engine::testgen::generate(tasks);
+    let anchor = base.find(ANCHOR).unwrap();
+    let line = base[..anchor].matches('\n').count();
+    let column = anchor - base[..anchor].rfind('\n').map_or(0, |i| i + 1);
+    let uri = format!("file:///bench/paired-{tasks}.bpmn");
+    let mut h = rt.block_on(async {
+        let mut h = Harness::initialized().await;
+        h.open(&uri, 0, &base).await;
+        h.diagnostics(&uri, 0).await;
+        h
+    });
+    let (mut check, mut lsp, mut overhead) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 1..=rounds {
+        let text = typed(&base, round);
+        let start = Instant::now();
+        let a = qflow_engine::analyze(&text);
+        let c = start.elapsed();
+        drop(a);
+        let body = json!({
+            "jsonrpc": "2.0",
+            "method": "textDocument/didChange",
+            "params": {
+                "textDocument": { "uri": uri, "version": round },
+                "contentChanges": [ {
+                    "range": { "start": { "line": line, "character": column }, "end": { "line": line, "character": column } },
+                    "text": "x"
+                } ]
+            }
+        })
+        .to_string();
+        let framed = qflow_lsp::harness::frame(&body);
+        let l = rt.block_on(async {
+            let start = Instant::now();
+            h.send_raw(&framed).await;
+            h.diagnostics(&uri, round as i64).await;
+            start.elapsed()
+        });
+        check.push(c.as_secs_f64() * 1e3);
+        lsp.push(l.as_secs_f64() * 1e3);
+        overhead.push((l.as_secs_f64() - c.as_secs_f64()) * 1e3);
+    }
+    rt.block_on(h.stop());
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "paired, {tasks} tasks ({} bytes), {rounds} rounds: analyze {:.1} ms, didChange→publishDiagnostics {:.1} ms, overhead (median of differences) {:+.1} ms",
+        base.len(),
+        median(&mut check),
+        median(&mut lsp),
+        median(&mut overhead)
+    );
+}
+
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    paired(&rt, 1_000, 40);
+    paired(&rt, 20_000, 15);
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

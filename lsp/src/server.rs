@@ -102,21 +102,24 @@ impl Shared {
             return Ok(Some(s));
         }
         let config = self.config;
-        let snap = tokio::task::spawn_blocking(move || {
-            let index = qflow_engine::span::LineIndex::new(&text);
-            let analysis =
-                (text.len() <= config.max_document_bytes).then(|| (config.analyzer)(&text));
-            Snapshot {
-                version,
-                text,
-                index,
-                analysis,
-            }
-        })
-        .await
-        .map_err(|e| internal("the analysis", e))?;
+        // The line index and the analysis are independent scans of the text:
+        // run them side by side.
+        let t = text.clone();
+        let index = tokio::task::spawn_blocking(move || qflow_engine::span::LineIndex::new(&t));
+        let t = text.clone();
+        let analysis = tokio::task::spawn_blocking(move || {
+            (t.len() <= config.max_document_bytes).then(|| (config.analyzer)(&t))
+        });
+        let analysis = analysis.await.map_err(|e| internal("the analysis", e))?;
+        let index = index.await.map_err(|e| internal("the line index", e))?;
+        let snap = Snapshot {
+            version,
+            text,
+            index,
+            analysis,
+        };
         let snap = Arc::new(snap);
-        self.store.cache(uri, &snap);
+        self.store.cache(uri, &snap).drop_later();
         Ok(Some(snap))
     }
 
@@ -170,7 +173,7 @@ async fn publish(client: &Client, shared: &Shared, uri: &Uri) {
     if !shared.store.claim_publish(uri, snap.version) {
         return; // a newer version is queued, or this one was already published
     }
-    if snap.analysis.is_none() {
+    if snap.analysis.is_none() && shared.store.claim_large_warning(uri) {
         client
             .show_message(
                 MessageType::WARNING,
@@ -211,8 +214,9 @@ impl Backend {
     }
 
     fn changed(&self, uri: Uri, version: i32, text: String) {
-        if self.shared.store.set(&uri, version, text) {
+        if let Some(retired) = self.shared.store.set(&uri, version, text) {
             let _ = self.shared.dirty.send(uri);
+            retired.drop_later();
         }
     }
 }

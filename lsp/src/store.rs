@@ -40,6 +40,23 @@ pub struct Document {
     /// The latest snapshot whose text loaded as a model: completion offers its
     /// ids while the current text is mid-edit and does not parse.
     pub last_good: Option<Arc<Snapshot>>,
+    /// Whether the author was told this document is too large to analyse
+    /// (once per document, not once per keystroke).
+    pub warned_large: bool,
+}
+
+/// Memory a store update released: drop it with [`Retired::drop_later`].
+#[derive(Debug)]
+#[must_use]
+pub struct Retired(Option<Box<Document>>, Option<Arc<Snapshot>>);
+
+impl Retired {
+    /// Free on the blocking pool, not on the thread that publishes.
+    pub fn drop_later(self) {
+        if self.0.is_some() || self.1.is_some() {
+            tokio::task::spawn_blocking(move || drop(self));
+        }
+    }
 }
 
 /// The document store. A plain mutex: every critical section is a map lookup
@@ -56,19 +73,23 @@ impl Store {
         self.docs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Open or replace a document. Returns false (and changes nothing) when
+    /// Open or replace a document. Returns `None` (and changes nothing) when
     /// `version` is older than the stored one: a reordered notification must
-    /// never roll the text back.
-    pub fn set(&self, uri: &Uri, version: i32, text: String) -> bool {
+    /// never roll the text back. Otherwise returns what it replaced, for the
+    /// caller to drop off the async threads: freeing the model of a 20,000-task
+    /// document takes milliseconds that the next analysis should not wait for.
+    pub fn set(&self, uri: &Uri, version: i32, text: String) -> Option<Retired> {
         let mut docs = self.lock();
         let mut last_good = None;
+        let mut warned_large = false;
         if let Some(doc) = docs.get_mut(uri) {
             if version < doc.version {
-                return false;
+                return None;
             }
             last_good = doc.last_good.take();
+            warned_large = doc.warned_large;
         }
-        docs.insert(
+        let old = docs.insert(
             uri.clone(),
             Document {
                 version,
@@ -76,9 +97,10 @@ impl Store {
                 snapshot: None,
                 published: None,
                 last_good,
+                warned_large,
             },
         );
-        true
+        Some(Retired(old.map(Box::new), None))
     }
 
     pub fn remove(&self, uri: &Uri) -> bool {
@@ -96,15 +118,29 @@ impl Store {
         self.lock().get(uri).and_then(|d| d.last_good.clone())
     }
 
-    /// Cache an analysis if the document is still at its version.
-    pub fn cache(&self, uri: &Uri, snapshot: &Arc<Snapshot>) {
+    /// Cache an analysis if the document is still at its version. Returns the
+    /// snapshot it displaced (see [`Store::set`] on dropping it).
+    pub fn cache(&self, uri: &Uri, snapshot: &Arc<Snapshot>) -> Retired {
+        let mut displaced = None;
         if let Some(doc) = self.lock().get_mut(uri) {
             if doc.version == snapshot.version && doc.snapshot.is_none() {
                 doc.snapshot = Some(snapshot.clone());
                 if snapshot.definitions().is_some() {
-                    doc.last_good = Some(snapshot.clone());
+                    displaced = doc.last_good.replace(snapshot.clone());
                 }
             }
+        }
+        Retired(None, displaced)
+    }
+
+    /// True the first time it is asked for a document: whether to warn now.
+    pub fn claim_large_warning(&self, uri: &Uri) -> bool {
+        match self.lock().get_mut(uri) {
+            Some(doc) if !doc.warned_large => {
+                doc.warned_large = true;
+                true
+            }
+            _ => false,
         }
     }
 

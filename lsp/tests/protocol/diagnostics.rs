@@ -261,3 +261,53 @@ async fn closing_a_document_clears_its_diagnostics() {
     assert_eq!(r["result"], Value::Null);
     h.stop().await;
 }
+
+/// Error, warning, information and hint arrive as LSP severities 1 to 4.
+#[tokio::test]
+async fn severities_map_one_to_one_hints_included() {
+    let text = fixture("dbg08.bpmn")
+        // QF033 (hint): a retry with no jitter attribute.
+        .replace(" jitter=\"none\"", "")
+        // QF032 (warning): a node nothing leads to.
+        .replace(
+            "    <bpmn:endEvent id=\"end\"",
+            "    <bpmn:endEvent id=\"orphan\"/>\n    <bpmn:endEvent id=\"end\"",
+        );
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let diags = h.diagnostics(URI, 1).await;
+    let by_code = |code: &str| {
+        diags
+            .iter()
+            .find(|d| d["code"] == code)
+            .unwrap_or_else(|| panic!("{code} missing: {diags:?}"))["severity"]
+            .clone()
+    };
+    assert_eq!(by_code("QF032"), 2);
+    assert_eq!(by_code("QF040"), 3);
+    assert_eq!(by_code("QF033"), 4);
+    h.stop().await;
+}
+
+/// QF022 points at the retry and names the routed boundary as related information.
+#[tokio::test]
+async fn qf022_relates_the_routed_boundary() {
+    let text = fixture("channel.bpmn")
+        .replace("        <q:timeout duration=\"PT30S\"/>\n", "")
+        .replace(
+            "    <bpmn:exclusiveGateway",
+            "    <bpmn:boundaryEvent id=\"late\" attachedToRef=\"authorize\"><bpmn:timerEventDefinition><bpmn:timeDuration>PT30S</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>\n    <bpmn:sequenceFlow id=\"late-flow\" sourceRef=\"late\" targetRef=\"declined\"/>\n    <bpmn:exclusiveGateway",
+        );
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let diags = h.diagnostics(URI, 1).await;
+    let qf022 = diags.iter().find(|d| d["code"] == "QF022").expect("QF022");
+    assert_eq!(qf022["range"]["start"]["line"], pos_at(&text, "<q:retry", 0)["line"]);
+    let related = qf022["relatedInformation"].as_array().expect("related information");
+    let boundary_line = pos_at(&text, "<bpmn:boundaryEvent id=\"late\"", 0)["line"].clone();
+    assert!(
+        related.iter().any(|r| r["location"]["range"]["start"]["line"] == boundary_line && r["location"]["uri"] == URI),
+        "{related:?}"
+    );
+    h.stop().await;
+}

@@ -142,6 +142,10 @@ async fn documents_over_the_limit_are_kept_but_not_analysed() {
         .request("textDocument/hover", at(URI, pos_at(&text, "<q:retry", 2)))
         .await;
     assert_eq!(r["result"], Value::Null);
+    // Told once per document, not once per keystroke.
+    h.change(URI, 2, &format!("{text} ")).await;
+    assert_eq!(h.diagnostics(URI, 2).await, Vec::<Value>::new());
+    assert!(h.notifications.iter().all(|n| n["method"] != "window/showMessage"));
     h.stop().await;
 }
 
