@@ -29,21 +29,9 @@ pub enum ClockKind {
     System,
 }
 
-/// Run one local instance of a model.
-///
-/// Without --scenario, a scenario beside the model at `<dir>/scenarios/<stem>.json`
-/// is used when it exists (say --no-scenario to run without one: tasks succeed).
-/// With --db pointing at a database that holds an unfinished instance of the same
-/// model (same source hash), that instance is resumed, not a second one started.
-///
-/// An attempt with an unknown outcome waits for reconciliation; resolve it with
-/// `qflow run MODEL --db FILE --resolve NODE=succeeded|failed|retry`, or with a
-/// scenario event {"resolve": NODE, "as": …}.
-///
-/// Exit status: 0 when the run ends (completed, failed or waiting), 1 when the
-/// model has load errors, 2 for unreadable files, bad scenarios and store errors.
+/// Run one local instance of a model (see docs/run.md for every format).
 #[derive(Debug, clap::Args)]
-#[command(verbatim_doc_comment)]
+#[command(after_long_help = AFTER_HELP)]
 pub struct Args {
     /// The BPMN model to run.
     pub model: PathBuf,
@@ -58,7 +46,8 @@ pub struct Args {
     pub db: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
-    /// Reconcile an unknown outcome before running: NODE=succeeded|failed|retry.
+    /// Reconcile an unknown outcome of NODE: succeeded (the effect happened), failed
+    /// (it did not; fail the instance) or retry (it did not; run the next attempt now).
     #[arg(long, value_name = "NODE=AS")]
     pub resolve: Vec<String>,
     /// Stop after this much virtual time since the instance started (ISO-8601,
@@ -87,6 +76,21 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub effects_log: Option<PathBuf>,
 }
+
+const AFTER_HELP: &str = "\
+Scenario: without --scenario, a scenario beside the model at <dir>/scenarios/<stem>.json
+is used when it exists; --no-scenario runs without one (every task succeeds).
+
+Resume: with --db pointing at a database that holds an unfinished instance of the same
+model (same source hash), that instance is resumed, not a second one started.
+
+Unknown outcomes: an attempt whose effect may have happened is never retried blindly;
+the node waits for reconciliation:
+  qflow run MODEL --db FILE --resolve NODE=succeeded|failed|retry
+(or a scenario event {\"resolve\": NODE, \"as\": ...}).
+
+Exit status: 0 when the run ends (completed, failed or waiting), 1 when the model has
+load errors, 2 for unreadable files, bad scenarios or arguments, and store errors.";
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");
