@@ -65,9 +65,24 @@ fn golden_path(sample: &str, ext: &str) -> PathBuf {
         .join(format!("{name}.{ext}"))
 }
 
+/// The samples whose reports this test was written for: the broken sample of
+/// every code and the four reference models. A sample added elsewhere without
+/// a golden file yet is reported on stderr, not failed, so adding a sample
+/// never breaks the build before someone blesses it.
+fn required(sample: &str) -> bool {
+    sample.starts_with("samples/broken/")
+        || [
+            "samples/dbg08-charge.bpmn",
+            "samples/bank-authorize.bpmn",
+            "samples/approval-gateway.bpmn",
+            "samples/error-boundary.bpmn",
+        ]
+        .contains(&sample)
+}
+
 /// Compare with the golden file, or write it under `QFLOW_BLESS=1`. Returns a
 /// description of the mismatch, if any.
-fn compare(path: &Path, actual: &str) -> Option<String> {
+fn compare(sample: &str, path: &Path, actual: &str) -> Option<String> {
     if std::env::var_os("QFLOW_BLESS").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, actual).unwrap();
@@ -75,6 +90,13 @@ fn compare(path: &Path, actual: &str) -> Option<String> {
     }
     let expected = match std::fs::read_to_string(path) {
         Ok(s) => s,
+        Err(_) if !required(sample) => {
+            eprintln!(
+                "note: {sample} has no golden report yet ({}); run QFLOW_BLESS=1 cargo test --test check_golden",
+                path.display()
+            );
+            return None;
+        }
         Err(_) => {
             return Some(format!(
                 "{}: no golden file (run QFLOW_BLESS=1 cargo test --test check_golden)",
@@ -106,13 +128,14 @@ fn every_sample_matches_its_golden_report_and_json() {
         let (code, stdout, stderr) = check(&[&sample]);
         assert!(stdout.is_empty(), "{sample}: human output goes to stderr");
         let human = format!("exit: {code}\n{stderr}");
-        failures.extend(compare(&golden_path(&sample, "txt"), &human));
+        failures.extend(compare(&sample, &golden_path(&sample, "txt"), &human));
 
         let (jcode, json, _) = check(&["--format", "json", &sample]);
         assert_eq!(code, jcode, "{sample}: both formats agree on the exit code");
         let parsed: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
         assert!(parsed.is_array());
         failures.extend(compare(
+            &sample,
             &golden_path(&sample, "json"),
             &format!("exit: {jcode}\n{json}"),
         ));

@@ -217,6 +217,10 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
                     .collect(),
             });
         }
+        // One pass over the attributes (they are lexed on demand): q: names,
+        // then, for BPMN content, ids, references and drawings.
+        let vendor = in_vendor[i];
+        let is_di = el.in_ns(BPMNDI_NS);
         for a in &el.attrs {
             if a.ns.as_deref() == Some(QFLOW_NS) {
                 defs.qflow_items.push(QflowItem {
@@ -230,21 +234,7 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
                     attributes: Vec::new(),
                 });
             }
-        }
-
-        if in_vendor[i] {
-            continue;
-        }
-        if el.in_ns(BPMNDI_NS) {
-            if let Some(a) = el.attr("bpmnElement") {
-                defs.diagram_elements.push(DiagramElement {
-                    bpmn_element: a.value.to_string(),
-                    span: el.span,
-                });
-            }
-        }
-        for a in &el.attrs {
-            if a.ns.is_some() {
+            if vendor || a.ns.is_some() {
                 continue;
             }
             if a.local == "id" {
@@ -257,6 +247,12 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
                     },
                 });
             } else if let Some(kind) = reference_kind(a.local) {
+                if is_di && kind == RefKind::BpmnElement {
+                    defs.diagram_elements.push(DiagramElement {
+                        bpmn_element: a.value.to_string(),
+                        span: el.span,
+                    });
+                }
                 // `default` is a reference only on gateways and activities.
                 if kind == RefKind::Default
                     && !(el.local.ends_with("Gateway") || is_activity(el.local))
