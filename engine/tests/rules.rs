@@ -764,3 +764,31 @@ fn qf040_on_a_large_model_lists_every_reason_by_kind_and_marks_a_few() {
     }
     assert_eq!(d.related.len(), 5);
 }
+
+#[test]
+fn qf032_scopes_links_and_compensation() {
+    let src = format!(
+        r#"<bpmn:definitions xmlns:bpmn="{BPMN}">
+  <bpmn:process id="p">
+    <bpmn:startEvent id="start"/>
+    <bpmn:subProcess id="sub">
+      <bpmn:startEvent id="sub-start"/>
+      <bpmn:task id="inner"/>
+      <bpmn:task id="inner-orphan"/>
+      <bpmn:sequenceFlow id="s1" sourceRef="sub-start" targetRef="inner"/>
+    </bpmn:subProcess>
+    <bpmn:intermediateCatchEvent id="landing"><bpmn:linkEventDefinition name="L"/></bpmn:intermediateCatchEvent>
+    <bpmn:task id="after-landing"/>
+    <bpmn:task id="undo" isForCompensation="true"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="sub"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="landing" targetRef="after-landing"/>
+  </bpmn:process>
+  <bpmn:process id="no-start">
+    <bpmn:task id="implicit"/>
+  </bpmn:process>
+</bpmn:definitions>"#
+    );
+    let found = of(&src, Code::QF032);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].message.contains("`inner-orphan`"));
+}

@@ -42,10 +42,16 @@ fn duplicate_ids(defs: &Definitions, out: &mut Vec<Diagnostic>) {
 fn dangling_references(defs: &Definitions, out: &mut Vec<Diagnostic>) {
     let declared: std::collections::HashSet<&str> =
         defs.ids.iter().map(|d| d.id.value.as_str()).collect();
-    let candidates: Vec<&str> = declared.iter().copied().collect();
+    // Built only once a reference dangles (almost never, on a large model).
+    let mut candidates: Vec<&str> = Vec::new();
     for r in defs.references.iter().filter(|r| r.kind.is_checked()) {
         if declared.contains(r.target.value.as_str()) {
             continue;
+        }
+        if candidates.is_empty() {
+            candidates = defs.ids.iter().map(|d| d.id.value.as_str()).collect();
+            candidates.sort_unstable();
+            candidates.dedup();
         }
         let mut d = Diagnostic::new(
             Code::QF004,

@@ -13,18 +13,95 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::model::{Node, NodeKind, Process};
 
 pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
+    let nodes = &process.nodes;
     let skipped = skipped_nodes(process);
-    let mut scopes: Vec<Option<usize>> = vec![None];
-    scopes.extend(
-        process
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(i, n)| matches!(n.kind, NodeKind::SubProcess { .. }) && !skipped[*i])
-            .map(|(i, _)| Some(i)),
-    );
-    for scope in scopes {
-        check_scope(process, scope, &skipped, out);
+    // Scopes are judged only when they have a start event (`None` is the process).
+    let judged: std::collections::HashSet<Option<usize>> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, n)| !skipped[*i] && matches!(n.kind, NodeKind::StartEvent { .. }))
+        .map(|(_, n)| n.scope)
+        .collect();
+    if judged.is_empty() {
+        return;
+    }
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if !skipped[i] {
+            index.entry(n.id()).or_insert(i);
+        }
+    }
+    // Successors within a scope: sequence flows, and a host's boundary events.
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for f in &process.flows {
+        let (Some(s), Some(t)) = (&f.source, &f.target) else {
+            continue;
+        };
+        if let (Some(&s), Some(&t)) = (index.get(s.value.as_str()), index.get(t.value.as_str())) {
+            if nodes[s].scope == nodes[t].scope {
+                succ[s].push(t);
+            }
+        }
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        if let NodeKind::BoundaryEvent {
+            attached_to: Some(host),
+            ..
+        } = &n.kind
+        {
+            if let Some(&h) = index.get(host.value.as_str()) {
+                if !skipped[i] && nodes[h].scope == n.scope {
+                    succ[h].push(i);
+                }
+            }
+        }
+    }
+    let mut reached = vec![false; nodes.len()];
+    let mut stack: Vec<usize> = (0..nodes.len())
+        .filter(|&i| {
+            !skipped[i]
+                && judged.contains(&nodes[i].scope)
+                && (matches!(nodes[i].kind, NodeKind::StartEvent { .. })
+                    || is_link_catch(&nodes[i]))
+        })
+        .collect();
+    while let Some(i) = stack.pop() {
+        if std::mem::replace(&mut reached[i], true) {
+            continue;
+        }
+        for &next in &succ[i] {
+            if !reached[next] {
+                stack.push(next);
+            }
+        }
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        if reached[i] || skipped[i] || !judged.contains(&n.scope) {
+            continue;
+        }
+        // A boundary on an unreachable host is covered by the host's warning.
+        if let NodeKind::BoundaryEvent {
+            attached_to: Some(host),
+            ..
+        } = &n.kind
+        {
+            if index.get(host.value.as_str()).is_some_and(|&h| !reached[h]) {
+                continue;
+            }
+        }
+        out.push(
+            Diagnostic::new(
+                Code::QF032,
+                n.name_span,
+                format!(
+                    "<{}> `{}` can never be reached from a start event",
+                    n.element,
+                    n.id()
+                ),
+            )
+            .label("unreachable")
+            .help("connect it with a sequence flow from a node that is reached, or remove it (and its drawing)"),
+        );
     }
 }
 
@@ -61,96 +138,4 @@ fn is_link_catch(n: &Node) -> bool {
         && n.event_definitions
             .iter()
             .any(|e| e.local == "linkEventDefinition")
-}
-
-fn check_scope(
-    process: &Process,
-    scope: Option<usize>,
-    skipped: &[bool],
-    out: &mut Vec<Diagnostic>,
-) {
-    let members: Vec<usize> = (0..process.nodes.len())
-        .filter(|&i| process.nodes[i].scope == scope && !skipped[i])
-        .collect();
-    let starts: Vec<usize> = members
-        .iter()
-        .copied()
-        .filter(|&i| matches!(process.nodes[i].kind, NodeKind::StartEvent { .. }))
-        .collect();
-    if starts.is_empty() {
-        return;
-    }
-    let mut index: HashMap<&str, usize> = HashMap::new();
-    for &i in &members {
-        index.entry(process.nodes[i].id()).or_insert(i);
-    }
-    let mut succ: HashMap<usize, Vec<usize>> = HashMap::new();
-    for f in process.flows.iter().filter(|f| f.scope == scope) {
-        let (Some(s), Some(t)) = (&f.source, &f.target) else {
-            continue;
-        };
-        if let (Some(&s), Some(&t)) = (index.get(s.value.as_str()), index.get(t.value.as_str())) {
-            succ.entry(s).or_default().push(t);
-        }
-    }
-    let mut boundaries: HashMap<usize, Vec<usize>> = HashMap::new();
-    for &i in &members {
-        if let NodeKind::BoundaryEvent {
-            attached_to: Some(host),
-            ..
-        } = &process.nodes[i].kind
-        {
-            if let Some(&h) = index.get(host.value.as_str()) {
-                boundaries.entry(h).or_default().push(i);
-            }
-        }
-    }
-    let mut reached = vec![false; process.nodes.len()];
-    let mut stack: Vec<usize> = starts;
-    stack.extend(
-        members
-            .iter()
-            .copied()
-            .filter(|&i| is_link_catch(&process.nodes[i])),
-    );
-    while let Some(i) = stack.pop() {
-        if std::mem::replace(&mut reached[i], true) {
-            continue;
-        }
-        for next in succ
-            .get(&i)
-            .into_iter()
-            .flatten()
-            .chain(boundaries.get(&i).into_iter().flatten())
-        {
-            if !reached[*next] {
-                stack.push(*next);
-            }
-        }
-    }
-    for &i in &members {
-        if reached[i] {
-            continue;
-        }
-        let n = &process.nodes[i];
-        // A boundary on an unreachable host is covered by the host's warning.
-        if let NodeKind::BoundaryEvent {
-            attached_to: Some(host),
-            ..
-        } = &n.kind
-        {
-            if index.get(host.value.as_str()).is_some_and(|&h| !reached[h]) {
-                continue;
-            }
-        }
-        out.push(
-            Diagnostic::new(
-                Code::QF032,
-                n.name_span,
-                format!("<{}> `{}` can never be reached from a start event", n.element, n.id()),
-            )
-            .label("unreachable")
-            .help("connect it with a sequence flow from a node that is reached, or remove it (and its drawing)"),
-        );
-    }
 }
