@@ -276,7 +276,7 @@ impl LanguageServer for Backend {
     async fn did_change(&self, p: DidChangeTextDocumentParams) {
         let uri = p.text_document.uri;
         let version = p.text_document.version;
-        let Some((current, text, snap)) = self.shared.store.current(&uri) else {
+        let Some((current, base, snap)) = self.shared.store.current(&uri) else {
             return;
         };
         if version <= current {
@@ -284,25 +284,33 @@ impl LanguageServer for Backend {
             // here means the client resent one: keep the newer text.
             return;
         }
-        // The cached snapshot's line index is the current text's: reuse it
-        // for the first ranged edit (a 12 MB text need not be rescanned).
-        let mut index = snap.map(|s| s.index.clone());
-        let mut text = text.to_string();
+        // The cached snapshot's line index is the current text's: use it for
+        // the first ranged edit (a 12 MB text need not be rescanned), and
+        // build each new text in one allocation (one copy, not three).
+        let mut cached_index = snap;
+        let mut text: Option<String> = None;
         for change in p.content_changes {
-            match change.range {
+            let Some(range) = change.range else {
+                text = Some(change.text);
+                cached_index = None;
+                continue;
+            };
+            let current: &str = text.as_deref().unwrap_or(&base);
+            let span = match &cached_index {
+                Some(s) => convert::span_in(current, &s.index, range),
                 None => {
-                    text = change.text;
-                    index = None;
+                    convert::span_in(current, &qflow_engine::span::LineIndex::new(current), range)
                 }
-                Some(range) => {
-                    let idx = index
-                        .take()
-                        .unwrap_or_else(|| qflow_engine::span::LineIndex::new(&text));
-                    let span = convert::span_in(&text, &idx, range);
-                    text.replace_range(span.start..span.end, &change.text);
-                }
-            }
+            };
+            cached_index = None;
+            let mut next = String::with_capacity(current.len() - span.len() + change.text.len());
+            next.push_str(&current[..span.start]);
+            next.push_str(&change.text);
+            next.push_str(&current[span.end..]);
+            text = Some(next);
         }
+        // No change at all still moves the version on (the verdict is re-sent for it).
+        let text = text.unwrap_or_else(|| base.to_string());
         self.changed(uri, version, text);
     }
 

@@ -17,7 +17,7 @@ use tower_lsp_server::ls_types::Uri;
 #[derive(Debug)]
 pub struct Snapshot {
     pub version: i32,
-    pub text: Arc<str>,
+    pub text: Arc<String>,
     pub index: LineIndex,
     /// `None` when the document is over the size limit: it is kept, not analysed.
     pub analysis: Option<Analysis>,
@@ -32,7 +32,7 @@ impl Snapshot {
 #[derive(Debug)]
 pub struct Document {
     pub version: i32,
-    pub text: Arc<str>,
+    pub text: Arc<String>,
     /// The analysis of `version`, once computed.
     pub snapshot: Option<Arc<Snapshot>>,
     /// The version whose diagnostics were last published (to publish each once).
@@ -93,7 +93,7 @@ impl Store {
             uri.clone(),
             Document {
                 version,
-                text: Arc::from(text),
+                text: Arc::new(text),
                 snapshot: None,
                 published: None,
                 last_good,
@@ -108,7 +108,7 @@ impl Store {
     }
 
     /// The current text and version, and the cached analysis if it is of that version.
-    pub fn current(&self, uri: &Uri) -> Option<(i32, Arc<str>, Option<Arc<Snapshot>>)> {
+    pub fn current(&self, uri: &Uri) -> Option<(i32, Arc<String>, Option<Arc<Snapshot>>)> {
         let docs = self.lock();
         let doc = docs.get(uri)?;
         Some((doc.version, doc.text.clone(), doc.snapshot.clone()))
