@@ -145,3 +145,63 @@ pub fn classify(process: &Process) -> Classification {
         Classification::Stateful(reasons)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn process(body: &str) -> Process {
+        let src = format!(
+            r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1">
+  <bpmn:process id="p" isExecutable="true"><bpmn:startEvent id="s"/>{body}</bpmn:process>
+</bpmn:definitions>"#
+        );
+        let analysis = crate::analyze(&src);
+        analysis.definitions.unwrap().processes.remove(0)
+    }
+
+    #[test]
+    fn registered_tasks_and_gateways_run_to_completion() {
+        let p = process(
+            r#"<bpmn:serviceTask id="t" q:task="x"/><bpmn:exclusiveGateway id="g"/><bpmn:parallelGateway id="j"/>"#,
+        );
+        assert_eq!(classify(&p), Classification::RunToCompletion);
+        assert_eq!(classify(&p).as_str(), "run-to-completion");
+        assert!(classify(&p).reasons().is_empty());
+    }
+
+    #[test]
+    fn every_wait_state_is_a_reason_in_document_order() {
+        let p = process(
+            r#"<bpmn:serviceTask id="call" q:channel="bank" q:operation="authorize">
+                 <bpmn:extensionElements><q:timeout duration="PT30S"/><q:retry maxAttempts="2"/></bpmn:extensionElements>
+               </bpmn:serviceTask>
+               <bpmn:boundaryEvent id="slow" attachedToRef="call">
+                 <bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition>
+               </bpmn:boundaryEvent>
+               <bpmn:serviceTask id="charge" q:task="payments.charge">
+                 <bpmn:extensionElements><q:retry maxAttempts="3"/></bpmn:extensionElements>
+               </bpmn:serviceTask>"#,
+        );
+        let c = classify(&p);
+        assert!(c.is_stateful());
+        let got: Vec<(ReasonKind, &str)> = c
+            .reasons()
+            .iter()
+            .map(|r| (r.kind, r.node_id.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (ReasonKind::ChannelCall, "call"),
+                (ReasonKind::Retry, "call"),
+                (ReasonKind::Timer, "slow"),
+                (ReasonKind::Retry, "charge"),
+            ]
+        );
+        assert!(c.reasons()[0].detail.contains("q:operation=\"authorize\""));
+        assert!(c.reasons()[2]
+            .detail
+            .contains("timer boundary `slow` on `call`"));
+    }
+}
