@@ -70,6 +70,42 @@ const CASES: &[(&str, &str, Option<&str>)] = &[
         "run-boundaries",
         Some("run-boundaries-uncaught"),
     ),
+    ("call-answered", "bank-authorize", Some("call-answered")),
+    (
+        "call-silent-then-answer",
+        "bank-authorize",
+        Some("call-silent-then-answer"),
+    ),
+    (
+        "call-silent-forever",
+        "bank-authorize",
+        Some("call-silent-forever"),
+    ),
+    (
+        "call-delivery-poisoned",
+        "bank-authorize",
+        Some("call-delivery-poisoned"),
+    ),
+    (
+        "call-late-answer",
+        "bank-authorize",
+        Some("call-late-answer"),
+    ),
+    (
+        "call-bank-strict",
+        "call-bank-strict",
+        Some("call-bank-strict"),
+    ),
+    (
+        "call-bank-no-policy",
+        "call-bank-no-policy",
+        Some("call-bank-no-policy"),
+    ),
+    (
+        "call-no-policy-answered",
+        "call-bank-no-policy",
+        Some("call-answered"),
+    ),
 ];
 
 /// Run a case; returns (stdout, snapshot lines).
@@ -155,4 +191,12 @@ fn a_retry_policy_that_never_fires_writes_the_same_bytes_as_no_policy() {
     if std::env::var_os("QFLOW_BLESS").is_none() {
         assert_eq!(golden.unwrap(), plain);
     }
+}
+
+#[test]
+fn a_call_that_never_backs_off_writes_the_same_bytes_with_or_without_a_policy() {
+    let (_, with_policy) = run_case("bank-authorize", Some("call-answered"));
+    let (_, without) = run_case("call-bank-no-policy", Some("call-answered"));
+    assert_eq!(with_policy, without);
+    assert!(!with_policy.contains("backoff.") && !with_policy.contains("attempts."));
 }

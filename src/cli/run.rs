@@ -448,6 +448,74 @@ fn human_line(v: &Value) -> String {
     let node = get("node");
     let detail = match kind {
         "start" => "instance started".to_string(),
+        "attempt" if v.get("channel").is_some() => {
+            let n = v.get("attempt").and_then(Value::as_u64).unwrap_or(0);
+            format!(
+                "{}request {n} to {}{}, key {}; timeout at {}",
+                if v.get("redrive").is_some() {
+                    "re-drive: "
+                } else {
+                    ""
+                },
+                get("channel"),
+                v.get("operation")
+                    .and_then(Value::as_str)
+                    .map(|o| format!(".{o}"))
+                    .unwrap_or_default(),
+                get("idempotencyKey"),
+                secs(v.get("timeout_at_s"))
+            )
+        }
+        "delivery" => {
+            let n = v.get("deliveries").and_then(Value::as_u64).unwrap_or(0);
+            match get("outcome") {
+                "delivered" if v.get("silent").is_some() => {
+                    format!(
+                        "delivered {} (delivery {n}); the counterpart stays silent",
+                        get("idempotencyKey")
+                    )
+                }
+                "delivered" => format!(
+                    "delivered {} (delivery {n}); it answers at {}",
+                    get("idempotencyKey"),
+                    secs(v.get("respond_at_s"))
+                ),
+                _ if v.get("poisoned").is_some() => format!(
+                    "delivery {n} of {} failed ({}): POISONED",
+                    get("idempotencyKey"),
+                    get("error")
+                ),
+                _ => format!(
+                    "delivery {n} of {} failed ({}); next delivery at {}",
+                    get("idempotencyKey"),
+                    get("error"),
+                    secs(v.get("next_delivery_at_s"))
+                ),
+            }
+        }
+        "response" => match get("verdict") {
+            "accepted" => format!("response to {} accepted", get("idempotencyKey")),
+            verdict => format!(
+                "response to {} refused ({verdict}): {}",
+                get("idempotencyKey"),
+                get("reason")
+            ),
+        },
+        "call-failed" => {
+            let n = v.get("attempt").and_then(Value::as_u64).unwrap_or(0);
+            let mut s = format!("attempt {n} failed: {}", get("code"));
+            match get("then") {
+                "backoff" => s.push_str(&format!(
+                    "; parked, attempt {} eligible at {} (after {})",
+                    v.get("next_attempt").and_then(Value::as_u64).unwrap_or(0),
+                    secs(v.get("next_at_s")),
+                    words(v.get("delay_s").and_then(Value::as_f64).unwrap_or(0.0))
+                )),
+                "boundary" => s.push_str("; caught by an error boundary"),
+                _ => s.push_str("; no further attempt"),
+            }
+            s
+        }
         "attempt" => {
             let n = v.get("attempt").and_then(Value::as_u64).unwrap_or(0);
             let mut s = format!("attempt {n} of {}: ", get("task"));

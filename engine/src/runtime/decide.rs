@@ -14,7 +14,11 @@ use serde_json::{json, Map, Value};
 
 use crate::policy::{Next, StopReason};
 use crate::runtime::graph::{GNode, Graph, Kind};
-use crate::runtime::scenario::{ExternalEvent, FailureClass, Resolution, TaskOutcome};
+use crate::runtime::scenario::{
+    ChannelOutcome, DeliveryOutcome, ExternalEvent, FailureClass, Resolution, TaskOutcome,
+};
+
+mod call;
 use crate::runtime::snapshot::{Snapshot, Token, TokenState};
 
 /// An instance's lifecycle status (a column of the instance row).
@@ -63,6 +67,8 @@ pub enum Purpose {
     Timer,
     /// A timer boundary of a task (the timer row's node is the boundary).
     Boundary,
+    /// A channel call's route-less `<q:timeout>`: when due, the attempt failed.
+    Timeout,
 }
 
 impl Purpose {
@@ -71,13 +77,19 @@ impl Purpose {
             Purpose::Retry => "retry",
             Purpose::Timer => "timer",
             Purpose::Boundary => "boundary",
+            Purpose::Timeout => "timeout",
         }
     }
 
     pub fn parse(s: &str) -> Option<Purpose> {
-        [Purpose::Retry, Purpose::Timer, Purpose::Boundary]
-            .into_iter()
-            .find(|x| x.as_str() == s)
+        [
+            Purpose::Retry,
+            Purpose::Timer,
+            Purpose::Boundary,
+            Purpose::Timeout,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
     }
 }
 
@@ -126,6 +138,24 @@ pub enum Event {
     },
     /// A non-retry timer came due.
     TimerDue { timer: i64 },
+    /// A counterpart's response, matched to this node by its correlation.
+    Response {
+        node: String,
+        /// The idempotency key of the request it answers.
+        request: String,
+        body: Value,
+    },
+    /// The outbox gave up on a request of this node: a prompt to look, never
+    /// a fact. `poisoned` is what the re-read under the claim found: a
+    /// poisoned row for exactly this instance and node.
+    PoisonWake { node: String, poisoned: bool },
+    /// The dispatcher tried to deliver one outbox row; for a delivered
+    /// request, what the counterpart will do with it.
+    Delivery {
+        row: OutboxRow,
+        outcome: DeliveryOutcome,
+        counterpart: Option<ChannelOutcome>,
+    },
     /// Something from outside: a late delivery, a reconciliation.
     External {
         event: ExternalEvent,
@@ -156,6 +186,61 @@ pub struct NewIncident {
     pub message: String,
 }
 
+/// An outbox row, as a delivery decision sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxRow {
+    pub id: i64,
+    pub node: String,
+    pub channel: String,
+    pub attempt: u32,
+    pub deliveries: u32,
+    pub idempotency_key: String,
+}
+
+/// A request to put in the outbox (state pending, due now).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRequest {
+    pub node: String,
+    pub channel: String,
+    pub operation: Option<String>,
+    pub attempt: u32,
+    pub idempotency_key: String,
+    /// The request body: the instance's variables at emission.
+    pub payload: Value,
+}
+
+/// What a delivery decision does to its outbox row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutboxChange {
+    Delivered {
+        id: i64,
+        deliveries: u32,
+    },
+    Retry {
+        id: i64,
+        deliveries: u32,
+        next_ms: i64,
+    },
+    Poisoned {
+        id: i64,
+        deliveries: u32,
+    },
+}
+
+/// A decision's effects on the outbox and the correlations (channel calls).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallEffects {
+    pub emit: Vec<NewRequest>,
+    /// Nodes whose undelivered rows (pending and poisoned) are withdrawn:
+    /// the dead attempt's, at a backoff park or the fatal path.
+    pub withdraw: Vec<String>,
+    pub outbox: Vec<OutboxChange>,
+    /// Nodes whose correlation must exist (created on first emission).
+    pub correlate: Vec<String>,
+    /// Nodes whose correlation is retired (the call is over).
+    pub retire: Vec<String>,
+}
+
 /// The outcome of one decision, applied by the store in one transaction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transition {
@@ -172,6 +257,7 @@ pub struct Transition {
     pub open_incidents: Vec<NewIncident>,
     /// Close the open incidents of these nodes.
     pub close_incidents: Vec<String>,
+    pub calls: CallEffects,
 }
 
 /// The instance's first snapshot and decision: variables and a token on each
@@ -205,7 +291,7 @@ pub fn start(graph: &Graph, variables: &BTreeMap<String, Value>, started_ms: i64
 /// Decide one event.
 pub fn decide(graph: &Graph, facts: &Facts<'_>, event: &Event, now_ms: i64) -> Transition {
     let mut w = Work::new(facts.snapshot.clone(), facts.started_ms, now_ms);
-    if facts.status.is_terminal() {
+    if facts.status.is_terminal() && !matches!(event, Event::Response { .. }) {
         ignore(
             &mut w,
             event,
@@ -222,6 +308,19 @@ pub fn decide(graph: &Graph, facts: &Facts<'_>, event: &Event, now_ms: i64) -> T
             timer,
         } => attempt(graph, facts, &mut w, node, outcome, *timer),
         Event::TimerDue { timer } => timer_due(graph, facts, &mut w, *timer),
+        Event::Response {
+            node,
+            request,
+            body,
+        } => call::response(graph, facts, &mut w, node, request, body),
+        Event::PoisonWake { node, poisoned } => {
+            call::poison_wake(graph, facts, &mut w, node, *poisoned, event)
+        }
+        Event::Delivery {
+            row,
+            outcome,
+            counterpart,
+        } => call::delivery(graph, &mut w, row, outcome, counterpart.as_ref()),
         Event::External { event: ext, index } => external(graph, facts, &mut w, ext, *index, event),
     }
     w.finish(facts.timers)
@@ -239,6 +338,7 @@ struct Work {
     history: Vec<Entry>,
     open_incidents: Vec<NewIncident>,
     close_incidents: Vec<String>,
+    calls: CallEffects,
 }
 
 /// Seconds as a JSON number: an integer when whole.
@@ -263,6 +363,7 @@ impl Work {
             history: Vec::new(),
             open_incidents: Vec::new(),
             close_incidents: Vec::new(),
+            calls: CallEffects::default(),
         }
     }
 
@@ -365,6 +466,7 @@ impl Work {
             history: self.history,
             open_incidents: self.open_incidents,
             close_incidents: self.close_incidents,
+            calls: self.calls,
         }
     }
 }
@@ -384,6 +486,9 @@ fn ignore(w: &mut Work, event: &Event, reason: &str) {
         Event::Advance { node } => ("advance", Some(node.as_str())),
         Event::Attempt { node, .. } => ("attempt", Some(node.as_str())),
         Event::TimerDue { .. } => ("timer", None),
+        Event::Response { node, .. } => ("response", Some(node.as_str())),
+        Event::PoisonWake { node, .. } => ("poison-wake", Some(node.as_str())),
+        Event::Delivery { row, .. } => ("delivery", Some(row.node.as_str())),
         Event::External { event, .. } => (
             match event {
                 ExternalEvent::Redeliver { .. } => "redeliver",
@@ -584,6 +689,10 @@ fn advance(graph: &Graph, facts: &Facts<'_>, w: &mut Work, id: &str) {
             let until = w.rel(due);
             w.entry("wait", Some(id), json!({"for": "timer", "until_s": until}));
         }
+        Kind::Task { call: Some(_), .. } => {
+            w.set_state(id, TokenState::Ready, TokenState::Timer);
+            call::emit(facts, w, node, false);
+        }
         Kind::Task { .. } => ignore(
             w,
             &Event::Advance { node: id.into() },
@@ -674,10 +783,15 @@ fn attempt(
         task,
         policy,
         error_boundaries,
+        call: None,
         ..
     } = &node.kind
     else {
-        return ignore(w, &ev, "not a registered task");
+        return ignore(
+            w,
+            &ev,
+            "not a registered task (a channel call's attempts are request emissions)",
+        );
     };
     // Which wait this attempt consumes: the first attempt a ready token, a
     // re-drive exactly the armed retry timer of this node.
@@ -840,6 +954,10 @@ fn timer_due(graph: &Graph, facts: &Facts<'_>, w: &mut Work, id: i64) {
         return ignore(w, &ev, "the timer's node is not in the deployment");
     };
     match (&node.kind, t.purpose) {
+        (Kind::Task { call: Some(_), .. }, Purpose::Timeout | Purpose::Retry) => {
+            w.resolve.push(id);
+            call::timer(graph, facts, w, node, t.purpose, &ev);
+        }
         (Kind::Timer { .. }, Purpose::Timer) => {
             w.resolve.push(id);
             if !w.take(&node.id, TokenState::Timer) {

@@ -18,9 +18,9 @@ use serde_json::{json, Value};
 
 use crate::model::Definitions;
 use crate::runtime::clock::{system_now_ms, Clock};
-use crate::runtime::decide::{self, Event, Facts, Purpose, Status};
+use crate::runtime::decide::{self, Event, Facts, OutboxRow, Purpose, Status};
 use crate::runtime::graph::{Graph, GraphError, Kind};
-use crate::runtime::scenario::{ExternalEvent, Scenario};
+use crate::runtime::scenario::{DeliveryOutcome, ExternalEvent, Scenario};
 use crate::runtime::snapshot::TokenState;
 use crate::store::{local_owner, InstanceFacts, Store, StoreError};
 
@@ -60,6 +60,16 @@ pub struct LocalRun<C: Clock> {
     until_ms: Option<i64>,
     first: Option<Decision>,
     effects: Option<std::path::PathBuf>,
+    /// Best-effort in-process poison wakes (lost on a crash: the timeout
+    /// boundary recovers the same condition).
+    wakes: Vec<String>,
+}
+
+enum Cand {
+    Delivery(OutboxRow),
+    Timer(crate::runtime::decide::TimerRow),
+    Response(String, String, Value),
+    Scenario(usize),
 }
 
 pub(crate) enum Next {
@@ -111,6 +121,7 @@ impl<C: Clock> LocalRun<C> {
             until_ms: None,
             first,
             effects: None,
+            wakes: Vec::new(),
         })
     }
 
@@ -167,10 +178,27 @@ impl<C: Clock> LocalRun<C> {
         self.store
             .claim(&self.instance, &self.owner, system_now_ms())?;
         let facts = self.store.facts(&self.instance)?;
-        match self.next_event(&facts)? {
-            Next::Idle => Ok(None),
-            Next::Event(ev) => Ok(Some(self.decide_and_apply(&facts, &ev)?)),
+        // A poison wake is a prompt: re-read the outbox under the claim and
+        // let the decision act only on what is there.
+        if let Some(node) = self.wakes.pop() {
+            if !facts.status.is_terminal() {
+                let poisoned = self.store.has_poisoned_request(&self.instance, &node)?;
+                let ev = Event::PoisonWake { node, poisoned };
+                return Ok(Some(self.decide_and_apply(&facts, &ev)?));
+            }
         }
+        let d = match self.next_event(&facts)? {
+            Next::Idle => return Ok(None),
+            Next::Event(ev) => self.decide_and_apply(&facts, &ev)?,
+        };
+        for line in &d.lines {
+            if line["kind"] == "delivery" && line["poisoned"] == true {
+                if let Some(n) = line["node"].as_str() {
+                    self.wakes.push(n.to_string());
+                }
+            }
+        }
+        Ok(Some(d))
     }
 
     /// Step until nothing more can be decided, reporting each decision.
@@ -306,7 +334,20 @@ impl<C: Clock> Ctx<'_, C> {
     pub(crate) fn next_event(&self, facts: &InstanceFacts) -> Result<Next, RunError> {
         let pending = self.pending_event()?;
         if facts.status.is_terminal() {
-            // Late events still arrive, and are recorded as having no effect.
+            // Late events still arrive, and are recorded as having no effect;
+            // a late response gets the honest verdict.
+            if let Some((due, node, request, body)) = self.pending_response()? {
+                if pending.is_none_or(|(_, at)| at.is_some_and(|a| due <= a)) {
+                    if !self.reach(due) {
+                        return Ok(Next::Idle);
+                    }
+                    return Ok(Next::Event(Event::Response {
+                        node,
+                        request,
+                        body,
+                    }));
+                }
+            }
             return Ok(match pending {
                 Some((i, at)) => {
                     if let Some(at) = at {
@@ -328,10 +369,7 @@ impl<C: Clock> Ctx<'_, C> {
             .into_iter()
             .find(|t| t.state == TokenState::Ready)
         {
-            let is_task = matches!(
-                self.graph.node(&t.node).map(|n| &n.kind),
-                Some(Kind::Task { .. })
-            );
+            let is_task = self.is_registered_task(&t.node);
             return Ok(Next::Event(if is_task {
                 self.attempt(&t.node, None)?
             } else {
@@ -339,32 +377,126 @@ impl<C: Clock> Ctx<'_, C> {
             }));
         }
         let now = self.clock.now_ms();
-        let timer = facts.timers.first();
-        let event_due = pending.map(|(i, at)| (i, at.unwrap_or(now)));
-        let take_event = match (timer, event_due) {
-            (None, None) => return Ok(Next::Idle),
-            (None, Some(_)) => true,
-            (Some(_), None) => false,
-            (Some(t), Some((_, at))) => at < t.due_ms,
-        };
-        if take_event {
-            let (i, at) = event_due.expect("checked");
-            if !self.reach(at) {
-                return Ok(Next::Idle);
+        // The earliest of: a due delivery, a timer, a counterpart's response,
+        // a scenario event (ties in that order).
+        let mut best: Option<(i64, u8, Cand)> = None;
+        let mut offer = |due: i64, rank: u8, c: Cand| {
+            if best.as_ref().is_none_or(|(d, r, _)| (due, rank) < (*d, *r)) {
+                best = Some((due, rank, c));
             }
-            return Ok(Next::Event(Event::External {
-                event: self.scenario.events[i].event.clone(),
-                index: Some(i),
-            }));
+        };
+        if let Some((row, next)) = self
+            .store
+            .pending_requests(self.instance)?
+            .into_iter()
+            .next()
+        {
+            offer(next, 0, Cand::Delivery(row));
         }
-        let t = timer.expect("checked");
-        if !self.reach(t.due_ms) {
+        if let Some(t) = facts.timers.first() {
+            offer(t.due_ms, 1, Cand::Timer(t.clone()));
+        }
+        if let Some((due, node, key, body)) = self.pending_response()? {
+            offer(due, 2, Cand::Response(node, key, body));
+        }
+        if let Some((i, at)) = pending {
+            offer(at.unwrap_or(now), 3, Cand::Scenario(i));
+        }
+        let Some((due, _, cand)) = best else {
+            return Ok(Next::Idle);
+        };
+        if !self.reach(due) {
             return Ok(Next::Idle);
         }
-        Ok(Next::Event(match t.purpose {
-            Purpose::Retry => self.attempt(&t.node, Some(t.id))?,
-            _ => Event::TimerDue { timer: t.id },
+        Ok(Next::Event(match cand {
+            Cand::Delivery(row) => self.delivery(row)?,
+            Cand::Timer(t) if t.purpose == Purpose::Retry && self.is_registered_task(&t.node) => {
+                self.attempt(&t.node, Some(t.id))?
+            }
+            Cand::Timer(t) => Event::TimerDue { timer: t.id },
+            Cand::Response(node, request, body) => Event::Response {
+                node,
+                request,
+                body,
+            },
+            Cand::Scenario(i) => Event::External {
+                event: self.scenario.events[i].event.clone(),
+                index: Some(i),
+            },
         }))
+    }
+
+    fn is_registered_task(&self, node: &str) -> bool {
+        matches!(
+            self.graph.node(node).map(|n| &n.kind),
+            Some(Kind::Task { call: None, .. })
+        )
+    }
+
+    /// The dispatcher's next delivery of a request, with the scenario's
+    /// outcome for it (`deliveries.<channel>`, one entry per delivery) and, if
+    /// it gets through, the counterpart's (`channels.<channel>`, one entry per
+    /// delivered request); both counted from the durable history.
+    fn delivery(&self, row: OutboxRow) -> Result<Event, RunError> {
+        let lines = self.lines("delivery")?;
+        let on_channel = |v: &&Value| v["channel"] == row.channel.as_str();
+        let tried = lines.iter().filter(on_channel).count();
+        let delivered = lines
+            .iter()
+            .filter(on_channel)
+            .filter(|v| v["outcome"] == "delivered")
+            .count();
+        let outcome = self.scenario.delivery_outcome(&row.channel, tried);
+        let counterpart = (outcome == DeliveryOutcome::Ok)
+            .then(|| self.scenario.channel_outcome(&row.channel, delivered));
+        Ok(Event::Delivery {
+            row,
+            outcome,
+            counterpart,
+        })
+    }
+
+    /// Decision lines of one kind, parsed.
+    fn lines(&self, kind: &str) -> Result<Vec<Value>, RunError> {
+        Ok(self
+            .store
+            .history(self.instance)?
+            .into_iter()
+            .filter(|h| h.kind == kind)
+            .map(|h| h.detail_json())
+            .collect())
+    }
+
+    /// The earliest counterpart response scheduled by a delivery and not yet
+    /// delivered to the instance: (due, node, request key, body).
+    fn pending_response(&self) -> Result<Option<(i64, String, String, Value)>, RunError> {
+        let history = self.store.history(self.instance)?;
+        let answered: std::collections::BTreeSet<String> = history
+            .iter()
+            .filter(|h| h.kind == "response")
+            .filter_map(|h| {
+                h.detail_json()["idempotencyKey"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .collect();
+        let mut best: Option<(i64, String, String, Value)> = None;
+        for h in history.iter().filter(|h| h.kind == "delivery") {
+            let d = h.detail_json();
+            let (Some(at), Some(key)) = (d["respond_at_s"].as_f64(), d["idempotencyKey"].as_str())
+            else {
+                continue;
+            };
+            if answered.contains(key) {
+                continue;
+            }
+            let due = self.started_ms + (at * 1000.0).round() as i64;
+            if best.as_ref().is_none_or(|b| due < b.0) {
+                let node = h.node.clone().unwrap_or_default();
+                best = Some((due, node, key.to_string(), d["response"].clone()));
+            }
+        }
+        Ok(best)
     }
 
     /// Whether time is (or may be moved) at `due`, within `stop_after`.
@@ -463,7 +595,11 @@ pub fn final_state(store: &Store, instance: &str) -> Result<Value, RunError> {
                 json!({"status": "waiting", "for": "reconciliation", "node": t.node, "code": code,
                        "resolve": format!("--resolve {}=succeeded|failed|retry", t.node), "instance": instance})
             } else if let Some(t) = facts.timers.first() {
-                json!({"status": "waiting", "for": t.purpose.as_str(), "node": t.node,
+                let what = match t.purpose {
+                    Purpose::Timeout => "response",
+                    p => p.as_str(),
+                };
+                json!({"status": "waiting", "for": what, "node": t.node,
                        "due_s": decide::seconds(t.due_ms - facts.started_ms), "instance": instance})
             } else {
                 let at: BTreeMap<&str, &str> = tokens

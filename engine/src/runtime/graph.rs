@@ -33,7 +33,8 @@ pub enum Kind {
         default: Option<String>,
     },
     Parallel,
-    /// A registered task (`q:task`).
+    /// A service task: a registered task (`q:task`, `call` is `None`), or a
+    /// channel call (`q:channel`, `task` is `channel` or `channel.operation`).
     Task {
         task: String,
         policy: Option<RetryPolicy>,
@@ -41,6 +42,8 @@ pub enum Kind {
         error_boundaries: Vec<(String, Option<String>)>,
         /// Timer boundaries attached to it (their ids).
         timer_boundaries: Vec<String>,
+        /// A channel call's request, timeout and outbox curve.
+        call: Option<Box<Call>>,
     },
     /// An intermediate timer catch event.
     Timer {
@@ -54,6 +57,20 @@ pub enum Kind {
     ErrorBoundary {
         attached_to: String,
     },
+}
+
+/// What a channel call needs beyond a task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub channel: String,
+    pub operation: Option<String>,
+    /// The route-less `<q:timeout>`: when it fires, the attempt failed (`q.timeout`).
+    pub timeout: Duration,
+    /// `<q:channelConfig maxDeliveries>`: the ceiling that poisons a request;
+    /// `None`: the outbox retries one delivery forever.
+    pub max_deliveries: Option<u32>,
+    /// `<q:channelConfig deliveryInterval>` (default one second).
+    pub delivery_interval: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -174,17 +191,20 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
             },
             NodeKind::ParallelGateway => Kind::Parallel,
             NodeKind::ServiceTask(_) => {
-                if n.channel_call().is_some() {
-                    return Err(gerr(
-                        &id,
-                        "channel calls are not executed by this build yet",
-                    ));
-                }
-                let task = n
-                    .registered_task()
-                    .ok_or_else(|| gerr(&id, "serviceTask without q:task"))?
-                    .value
-                    .clone();
+                let call = match n.channel_call() {
+                    Some(channel) => Some(Box::new(call_spec(defs, n, &id, &channel.value)?)),
+                    None => None,
+                };
+                let task = match (&call, n.registered_task()) {
+                    (Some(c), _) => match &c.operation {
+                        Some(op) => format!("{}.{op}", c.channel),
+                        None => c.channel.clone(),
+                    },
+                    (None, Some(t)) => t.value.clone(),
+                    (None, None) => {
+                        return Err(gerr(&id, "serviceTask without q:task or q:channel"))
+                    }
+                };
                 let policy = match n.retries.first() {
                     None => None,
                     Some(spec) => Some(RetryPolicy::from_spec(spec).map_err(|e| {
@@ -220,6 +240,7 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
                     policy,
                     error_boundaries,
                     timer_boundaries,
+                    call,
                 }
             }
             NodeKind::BoundaryEvent {
@@ -234,11 +255,8 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
                 let host = p
                     .node(&attached_to)
                     .ok_or_else(|| gerr(&id, "attachedToRef names no node"))?;
-                if host.registered_task().is_none() {
-                    return Err(gerr(
-                        &id,
-                        "boundary events run only on registered tasks in this build",
-                    ));
+                if host.registered_task().is_none() && host.channel_call().is_none() {
+                    return Err(gerr(&id, "boundary events run only on service tasks"));
                 }
                 match trigger {
                     EventTrigger::Error { .. } => Kind::ErrorBoundary { attached_to },
@@ -326,6 +344,60 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
         process_id,
         start,
         nodes,
+    })
+}
+
+fn call_spec(
+    defs: &Definitions,
+    n: &crate::model::Node,
+    id: &str,
+    channel: &str,
+) -> Result<Call, GraphError> {
+    let timeout = n
+        .timeouts
+        .first()
+        .and_then(|t| t.duration.as_ref())
+        .ok_or_else(|| gerr(id, "channel call without <q:timeout duration=\"…\"/>"))?;
+    let timeout = crate::duration::parse(&timeout.value)
+        .map_err(|e| gerr(id, format!("<q:timeout> `{}`: {e}", timeout.value)))?;
+    let cfg = defs.channel_config(channel);
+    let max_deliveries = match cfg.and_then(|c| c.max_deliveries.as_ref()) {
+        Some(a) => Some(
+            a.value
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|m| *m > 0)
+                .ok_or_else(|| {
+                    gerr(
+                        id,
+                        format!(
+                            "maxDeliveries `{}` of channel {channel} is not a positive integer",
+                            a.value
+                        ),
+                    )
+                })?,
+        ),
+        None => None,
+    };
+    let delivery_interval = match cfg.and_then(|c| c.delivery_interval.as_ref()) {
+        Some(a) => crate::duration::parse(&a.value).map_err(|e| {
+            gerr(
+                id,
+                format!("deliveryInterval `{}` of channel {channel}: {e}", a.value),
+            )
+        })?,
+        None => Duration::from_secs(1),
+    };
+    Ok(Call {
+        channel: channel.to_string(),
+        operation: n
+            .task_attrs()
+            .and_then(|t| t.operation.as_ref())
+            .map(|o| o.value.clone()),
+        timeout,
+        max_deliveries,
+        delivery_interval,
     })
 }
 

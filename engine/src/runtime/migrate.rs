@@ -148,6 +148,7 @@ pub fn migrate(
         }],
         open_incidents: Vec::new(),
         close_incidents: failed_node.into_iter().collect(),
+        calls: Default::default(),
     })
 }
 

@@ -158,6 +158,27 @@ impl Scenario {
         }
     }
 
+    /// The `n`-th delivery (0-based) of a request on a channel: success
+    /// without a list.
+    pub fn delivery_outcome(&self, channel: &str, n: usize) -> DeliveryOutcome {
+        match self.deliveries.get(channel) {
+            Some(list) if !list.is_empty() => list[n.min(list.len() - 1)].clone(),
+            _ => DeliveryOutcome::Ok,
+        }
+    }
+
+    /// What the counterpart does with the `n`-th request delivered on a
+    /// channel: without a list, it answers `{}` at once.
+    pub fn channel_outcome(&self, channel: &str, n: usize) -> ChannelOutcome {
+        match self.channels.get(channel) {
+            Some(list) if !list.is_empty() => list[n.min(list.len() - 1)].clone(),
+            _ => ChannelOutcome::Respond {
+                body: Value::Object(Map::new()),
+                after: None,
+            },
+        }
+    }
+
     pub fn parse(text: &str) -> Result<Scenario, ScenarioError> {
         let v: Value = serde_json::from_str(text).map_err(|e| ScenarioError {
             path: String::new(),

@@ -11,7 +11,7 @@ use std::path::Path;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use sha2::{Digest, Sha256};
 
-use crate::runtime::decide::{Purpose, Status, TimerRow, Transition};
+use crate::runtime::decide::{OutboxChange, Purpose, Status, TimerRow, Transition};
 use crate::runtime::snapshot::{canonical_string, Snapshot};
 
 pub mod query;
@@ -461,6 +461,56 @@ fn write_transition(
                 e.event_index.map(|i| i as i64),
                 canonical_string(&e.detail)
             ],
+        )?;
+    }
+    // The dead attempt's undelivered requests (pending and poisoned) are
+    // withdrawn at its backoff park: the one exception to "the outbox never
+    // deletes an undelivered row". A superseded request delivered late would
+    // race the re-drive's fresh emission into a double submit, and one
+    // poisoning late would fail the live attempt and burn a budget slot it
+    // never spent. Nothing is forgotten: the failure lives on in the marker,
+    // the attempt counter, the history, and the poison's incident.
+    for node in &t.calls.withdraw {
+        tx.execute(
+            "DELETE FROM outbox WHERE instance_id = ?1 AND node = ?2 AND state IN ('pending','poisoned')",
+            params![instance, node],
+        )?;
+    }
+    for r in &t.calls.emit {
+        tx.execute(
+            "INSERT INTO outbox(instance_id, node, channel, operation, attempt, idempotency_key, payload, state, deliveries, next_ms, created_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?8, ?8)",
+            params![instance, r.node, r.channel, r.operation, r.attempt, r.idempotency_key, canonical_string(&r.payload), at_ms],
+        )?;
+    }
+    for c in &t.calls.outbox {
+        let (id, state, deliveries, next) = match c {
+            OutboxChange::Delivered { id, deliveries } => (id, "delivered", deliveries, at_ms),
+            OutboxChange::Retry {
+                id,
+                deliveries,
+                next_ms,
+            } => (id, "pending", deliveries, *next_ms),
+            OutboxChange::Poisoned { id, deliveries } => (id, "poisoned", deliveries, at_ms),
+        };
+        let n = tx.execute(
+            "UPDATE outbox SET state = ?3, deliveries = ?4, next_ms = ?5 WHERE id = ?1 AND instance_id = ?2 AND state = 'pending'",
+            params![id, instance, state, deliveries, next],
+        )?;
+        if n != 1 {
+            return Err(StoreError::Conflict(instance.into()));
+        }
+    }
+    for node in &t.calls.correlate {
+        tx.execute(
+            "INSERT OR IGNORE INTO correlations(key, instance_id, node, created_ms) VALUES (?1, ?2, ?3, ?4)",
+            params![format!("{instance}/{node}"), instance, node, at_ms],
+        )?;
+    }
+    for node in &t.calls.retire {
+        tx.execute(
+            "DELETE FROM correlations WHERE key = ?1",
+            params![format!("{instance}/{node}")],
         )?;
     }
     for node in &t.close_incidents {

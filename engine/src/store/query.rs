@@ -5,7 +5,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
 use super::{Store, StoreError};
-use crate::runtime::decide::{Purpose, Status, TimerRow};
+use crate::runtime::decide::{OutboxRow, Purpose, Status, TimerRow};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceRow {
@@ -184,6 +184,69 @@ impl Store {
             ))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Pending outbox rows of an instance with their next delivery time,
+    /// earliest first (what the dispatcher delivers).
+    pub fn pending_requests(&self, instance: &str) -> Result<Vec<(OutboxRow, i64)>, StoreError> {
+        let mut st = self.conn().prepare(
+            "SELECT id, node, channel, attempt, deliveries, idempotency_key, next_ms FROM outbox
+             WHERE instance_id = ?1 AND state = 'pending' ORDER BY next_ms, id",
+        )?;
+        let rows = st.query_map(params![instance], |r| {
+            Ok((
+                OutboxRow {
+                    id: r.get(0)?,
+                    node: r.get(1)?,
+                    channel: r.get(2)?,
+                    attempt: r.get(3)?,
+                    deliveries: r.get(4)?,
+                    idempotency_key: r.get(5)?,
+                },
+                r.get(6)?,
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Whether the outbox holds a poisoned request for exactly this instance
+    /// and node (what a poison wake re-reads under the claim).
+    pub fn has_poisoned_request(&self, instance: &str, node: &str) -> Result<bool, StoreError> {
+        let n: i64 = self.conn().query_row(
+            "SELECT COUNT(*) FROM outbox WHERE instance_id = ?1 AND node = ?2 AND state = 'poisoned'",
+            params![instance, node],
+            |r| r.get(0),
+        )?;
+        Ok(n > 0)
+    }
+
+    /// The instance and node a correlation key names (`instance/node`), if live.
+    pub fn correlation(&self, key: &str) -> Result<Option<(String, String)>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT instance_id, node FROM correlations WHERE key = ?1",
+                params![key],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
+
+    /// Decision lines of an instance of one kind whose detail field `field`
+    /// equals `value` (counts of deliveries per channel, for the scenario).
+    pub fn count_lines(
+        &self,
+        instance: &str,
+        kind: &str,
+        field: &str,
+        value: &str,
+    ) -> Result<usize, StoreError> {
+        let n: i64 = self.conn().query_row(
+            "SELECT COUNT(*) FROM history WHERE instance_id = ?1 AND kind = ?2 AND json_extract(detail, '$.' || ?3) = ?4",
+            params![instance, kind, field, value],
+            |r| r.get(0),
+        )?;
+        Ok(n as usize)
     }
 
     /// The earliest armed timer of an instance.

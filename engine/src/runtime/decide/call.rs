@@ -1,0 +1,333 @@
+//! Decisions on channel-call nodes (DESIGN §3's table), each from durable
+//! facts under the instance claim.
+//!
+//! A call node's token waits in state `timer` whether its attempt is live or
+//! dead: through the frontier and the counter the two look the same. The
+//! backoff-window marker `backoff.<node>` (set by the backoff park, carrying
+//! the failure's code, removed by the re-drive) is what tells them apart:
+//!
+//! | event | marked (backoff window) | unmarked (live attempt) |
+//! |---|---|---|
+//! | response | refused: "that attempt is gone, a retry is pending" | resume the flow |
+//! | retry timer due | re-drive: fresh request, key, timeout | stale residue: ignore |
+//! | timeout due | stale residue: ignore | attempt failed (`q.timeout`) |
+//! | poison wake | nothing | poisoned row for this node? attempt failed (`q.delivery.poisoned`) |
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    fatal, ignore, leave, ms, task_timers, Event, Facts, NewRequest, NewTimer, OutboxChange,
+    OutboxRow, Purpose, Work,
+};
+use crate::policy::Next;
+use crate::runtime::graph::{Call, GNode, Graph, Kind};
+use crate::runtime::scenario::{ChannelOutcome, DeliveryOutcome};
+use crate::runtime::snapshot::TokenState;
+
+pub const TIMEOUT: &str = "q.timeout";
+pub const POISONED: &str = "q.delivery.poisoned";
+
+fn call_of(node: &GNode) -> Option<&Call> {
+    match &node.kind {
+        Kind::Task { call: Some(c), .. } => Some(c.as_ref()),
+        _ => None,
+    }
+}
+
+fn marker_key(node: &str) -> String {
+    format!("backoff.{node}")
+}
+
+fn marked(w: &Work, node: &str) -> bool {
+    w.snap.get(&marker_key(node)).is_some()
+}
+
+fn waiting(w: &Work, node: &str) -> bool {
+    w.tokens()
+        .iter()
+        .any(|t| t.node == node && t.state == TokenState::Timer)
+}
+
+/// Emit attempt `attempts + 1`: a request in the outbox with a fresh
+/// idempotency key, the correlation (created once, kept across attempts), a
+/// fresh timeout window. The token waits in state `timer`.
+pub(super) fn emit(facts: &Facts<'_>, w: &mut Work, node: &GNode, redrive: bool) {
+    let Some(call) = call_of(node) else { return };
+    let id = node.id.as_str();
+    let n = w.snap.attempts(id).saturating_add(1);
+    let key = format!("{}/{id}/{n}", facts.instance_id);
+    let due = w.now_ms + ms(call.timeout);
+    let payload = Value::Object(w.snap.variables().into_iter().collect::<Map<_, _>>());
+    w.calls.emit.push(NewRequest {
+        node: id.to_string(),
+        channel: call.channel.clone(),
+        operation: call.operation.clone(),
+        attempt: n,
+        idempotency_key: key.clone(),
+        payload,
+    });
+    w.calls.correlate.push(id.to_string());
+    w.arm.push(NewTimer {
+        node: id.to_string(),
+        purpose: Purpose::Timeout,
+        due_ms: due,
+        attempt: Some(n),
+    });
+    let timeout_at = w.rel(due);
+    let mut line = json!({"attempt": n, "channel": call.channel, "idempotencyKey": key, "timeout_at_s": timeout_at});
+    if let Some(op) = &call.operation {
+        line["operation"] = json!(op);
+    }
+    if redrive {
+        // Resolved and re-parked in one step: a new incarnation of the wait.
+        line["redrive"] = json!(true);
+        line["incarnation"] = json!(n);
+    }
+    w.entry("attempt", Some(id), line);
+}
+
+/// A timeout or retry timer of a call node came due (already resolved).
+pub(super) fn timer(
+    graph: &Graph,
+    facts: &Facts<'_>,
+    w: &mut Work,
+    node: &GNode,
+    purpose: Purpose,
+    ev: &Event,
+) {
+    let id = node.id.as_str();
+    match (purpose, marked(w, id)) {
+        (Purpose::Retry, true) if waiting(w, id) => {
+            w.snap.remove(&marker_key(id));
+            emit(facts, w, node, true);
+        }
+        (Purpose::Timeout, false) if waiting(w, id) => failed(graph, facts, w, node, TIMEOUT),
+        (Purpose::Retry, _) => ignore(
+            w,
+            ev,
+            "stale residue: the attempt is live, no retry is pending",
+        ),
+        _ => ignore(w, ev, "stale residue: the attempt it timed is gone"),
+    }
+}
+
+/// The attempt of a call failed with one of its two failure codes.
+fn failed(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, code: &str) {
+    let id = node.id.as_str();
+    let Kind::Task {
+        policy,
+        error_boundaries,
+        call: Some(call),
+        ..
+    } = &node.kind
+    else {
+        return;
+    };
+    let n = w.snap.attempts(id).saturating_add(1);
+    // The attempt started when its timeout window opened.
+    let timeout = facts
+        .timers
+        .iter()
+        .find(|t| t.node == id && t.purpose == Purpose::Timeout);
+    let emitted = timeout.map_or(w.now_ms, |t| t.due_ms - ms(call.timeout));
+    if let Some(t) = timeout {
+        w.resolve.push(t.id);
+    }
+    // The dead attempt's undelivered requests are withdrawn (see the store).
+    w.calls.withdraw.push(id.to_string());
+    let idx = w.history.len();
+    w.entry("call-failed", Some(id), json!({"attempt": n, "code": code}));
+    let Some(policy) = policy else {
+        // Without a policy: the catchable error it always was.
+        let caught = error_boundaries
+            .iter()
+            .find(|(_, c)| c.as_deref() == Some(code))
+            .or_else(|| error_boundaries.iter().find(|(_, c)| c.is_none()));
+        match caught {
+            Some((b, _)) => {
+                w.take(id, TokenState::Timer);
+                w.snap.clear_node(id);
+                w.resolve.extend(task_timers(graph, facts.timers, id));
+                w.calls.retire.push(id.to_string());
+                w.close_incidents.push(id.to_string());
+                let bnode = graph.node(b).expect("compiled boundary");
+                let to = leave(graph, w, bnode);
+                w.history[idx].detail["then"] = json!("boundary");
+                w.entry(
+                    "boundary",
+                    Some(b),
+                    json!({"from": id, "code": code, "to": to}),
+                );
+            }
+            None => {
+                w.history[idx].detail["then"] = json!("failed");
+                fatal(w, id, code, "uncaught-error", Some(n), None);
+            }
+        }
+        return;
+    };
+    let first = w.snap.first_attempt_ms(id).unwrap_or(emitted);
+    w.snap.set(format!("attempts.{id}"), json!(n));
+    w.snap.set(format!("first_attempt.{id}"), json!(first));
+    let elapsed = std::time::Duration::from_millis((w.now_ms - first).max(0) as u64);
+    match policy.next_after_failure(n, code, None, elapsed, facts.instance_id, id) {
+        Next::Retry { attempt, delay } => {
+            let due = w.now_ms + ms(delay);
+            w.snap
+                .set(marker_key(id), json!({"code": code, "attempt": n}));
+            w.arm.push(NewTimer {
+                node: id.to_string(),
+                purpose: Purpose::Retry,
+                due_ms: due,
+                attempt: Some(attempt),
+            });
+            let d = &mut w.history[idx].detail;
+            d["then"] = json!("backoff");
+            d["next_attempt"] = json!(attempt);
+            d["delay_s"] = super::seconds(ms(delay));
+            w.history[idx].detail["next_at_s"] = w.rel(due);
+        }
+        Next::Stop(reason) => {
+            w.history[idx].detail["then"] = json!("failed");
+            fatal(w, id, code, reason.as_str(), Some(n), None);
+        }
+    }
+}
+
+/// A counterpart's response reached this node through its correlation. The
+/// verdict is the line's `verdict`: accepted, retry-pending, failed, no-wait.
+pub(super) fn response(
+    graph: &Graph,
+    facts: &Facts<'_>,
+    w: &mut Work,
+    id: &str,
+    request: &str,
+    body: &Value,
+) {
+    let verdict = |w: &mut Work, v: &str, reason: &str| {
+        w.entry(
+            "response",
+            Some(id),
+            json!({"verdict": v, "reason": reason, "idempotencyKey": request}),
+        );
+    };
+    if facts.status.is_terminal() {
+        w.status = Some(facts.status);
+        let v = facts.status.as_str();
+        return verdict(w, v, &format!("the instance is {v}: no effect"));
+    }
+    let Some(node) = graph.node(id).filter(|n| call_of(n).is_some()) else {
+        return verdict(w, "no-wait", "no channel call of that id");
+    };
+    if !waiting(w, id) {
+        return verdict(w, "no-wait", "the node is not waiting for a response");
+    }
+    if marked(w, id) {
+        return verdict(
+            w,
+            "retry-pending",
+            "that attempt is gone, a retry is pending (the correlation stays live)",
+        );
+    }
+    if let Value::Object(m) = body {
+        for (k, v) in m {
+            w.snap.set_variable(k, v.clone());
+        }
+    }
+    w.take(id, TokenState::Timer);
+    w.snap.clear_node(id);
+    w.resolve.extend(task_timers(graph, facts.timers, id));
+    w.calls.retire.push(id.to_string());
+    w.close_incidents.push(id.to_string());
+    let idx = w.history.len();
+    w.entry(
+        "response",
+        Some(id),
+        json!({"verdict": "accepted", "body": body, "idempotencyKey": request}),
+    );
+    let to = leave(graph, w, node);
+    w.history[idx].detail["to"] = json!(to);
+}
+
+/// The best-effort prompt after a poisoning: act only on what the re-read
+/// under the claim found.
+pub(super) fn poison_wake(
+    graph: &Graph,
+    facts: &Facts<'_>,
+    w: &mut Work,
+    id: &str,
+    poisoned: bool,
+    ev: &Event,
+) {
+    let Some(node) = graph.node(id).filter(|n| call_of(n).is_some()) else {
+        return ignore(w, ev, "no channel call of that id");
+    };
+    if marked(w, id) {
+        return ignore(w, ev, "the node is in a backoff window: nothing to do");
+    }
+    if !waiting(w, id) || !poisoned {
+        return ignore(w, ev, "no poisoned request of this node: nothing to do");
+    }
+    failed(graph, facts, w, node, POISONED);
+}
+
+/// One delivery attempt of one outbox row, by the dispatcher.
+pub(super) fn delivery(
+    graph: &Graph,
+    w: &mut Work,
+    row: &OutboxRow,
+    outcome: &DeliveryOutcome,
+    counterpart: Option<&ChannelOutcome>,
+) {
+    let deliveries = row.deliveries.saturating_add(1);
+    let mut line = json!({"attempt": row.attempt, "channel": row.channel,
+                          "idempotencyKey": row.idempotency_key, "deliveries": deliveries});
+    match outcome {
+        DeliveryOutcome::Ok => {
+            w.calls.outbox.push(OutboxChange::Delivered {
+                id: row.id,
+                deliveries,
+            });
+            line["outcome"] = json!("delivered");
+            match counterpart {
+                Some(ChannelOutcome::Respond { body, after }) => {
+                    let at = w.now_ms + after.map_or(0, ms);
+                    line["respond_at_s"] = w.rel(at);
+                    line["response"] = body.clone();
+                }
+                _ => line["silent"] = json!(true),
+            }
+        }
+        DeliveryOutcome::Fail(error) => {
+            line["outcome"] = json!("failed");
+            line["error"] = json!(error);
+            let call = graph.node(&row.node).and_then(call_of);
+            let ceiling = call.and_then(|c| c.max_deliveries);
+            if ceiling.is_some_and(|m| deliveries >= m) {
+                w.calls.outbox.push(OutboxChange::Poisoned {
+                    id: row.id,
+                    deliveries,
+                });
+                line["poisoned"] = json!(true);
+                w.open_incidents.push(super::NewIncident {
+                    node: row.node.clone(),
+                    kind: "poisoned".into(),
+                    message: format!(
+                        "request {} to {} poisoned after {deliveries} deliveries: {error}",
+                        row.idempotency_key, row.channel
+                    ),
+                });
+            } else {
+                let interval = call.map_or(1000, |c| ms(c.delivery_interval));
+                let next = w.now_ms + interval;
+                w.calls.outbox.push(OutboxChange::Retry {
+                    id: row.id,
+                    deliveries,
+                    next_ms: next,
+                });
+                line["next_delivery_at_s"] = w.rel(next);
+            }
+        }
+    }
+    w.entry("delivery", Some(&row.node), line);
+}
