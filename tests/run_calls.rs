@@ -1,0 +1,436 @@
+//! The channel-call decision table (DESIGN §3), one test per row, on the pure
+//! decisions: each takes durable facts and one event, and returns the
+//! transition the store would apply under the claim. Then the same rules end
+//! to end through `qflow run` and the store (outbox withdrawal, correlations).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use qflow_engine::runtime::decide::{self, Event, Facts, Purpose, Status, TimerRow, Transition};
+use qflow_engine::runtime::graph::Graph;
+use qflow_engine::runtime::snapshot::Snapshot;
+use qflow_engine::store::Store;
+use serde_json::{json, Value};
+
+const MODEL: &str = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+  <q:channelConfig channel="bank" maxDeliveries="2" deliveryInterval="PT2S"/>
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="auth"/>
+    <bpmn:serviceTask id="auth" q:channel="bank" q:operation="authorize">
+      <bpmn:extensionElements>
+        <q:timeout duration="PT30S"/>
+        <q:retry maxAttempts="3" backoff="PT1M" jitter="none"/>
+      </bpmn:extensionElements>
+    </bpmn:serviceTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="auth" targetRef="e"/>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+/// An instance's durable facts, advanced by applying transitions the way the
+/// store does (timers get ids in arming order).
+struct Sim {
+    graph: Graph,
+    snapshot: Snapshot,
+    status: Status,
+    timers: Vec<TimerRow>,
+    next_id: i64,
+}
+
+impl Sim {
+    fn new() -> Sim {
+        let graph = Graph::compile(&qflow_engine::load(MODEL).unwrap()).unwrap();
+        let start = decide::start(&graph, &BTreeMap::new(), 0);
+        let mut sim = Sim {
+            graph,
+            snapshot: Snapshot::new(),
+            status: Status::Running,
+            timers: Vec::new(),
+            next_id: 1,
+        };
+        sim.apply(&start);
+        sim
+    }
+
+    fn decide(&self, event: Event, now_ms: i64) -> Transition {
+        let facts = Facts {
+            instance_id: "p-1",
+            status: self.status,
+            started_ms: 0,
+            snapshot: &self.snapshot,
+            timers: &self.timers,
+        };
+        decide::decide(&self.graph, &facts, &event, now_ms)
+    }
+
+    fn apply(&mut self, t: &Transition) {
+        self.snapshot = t.snapshot.clone();
+        self.status = t.status;
+        self.timers.retain(|x| !t.resolve.contains(&x.id));
+        for a in &t.arm {
+            self.timers.push(TimerRow {
+                id: self.next_id,
+                node: a.node.clone(),
+                purpose: a.purpose,
+                due_ms: a.due_ms,
+                attempt: a.attempt,
+            });
+            self.next_id += 1;
+        }
+        self.timers.sort_by_key(|x| (x.due_ms, x.id));
+    }
+
+    fn step(&mut self, event: Event, now_ms: i64) -> Transition {
+        let t = self.decide(event, now_ms);
+        self.apply(&t);
+        t
+    }
+
+    fn timer(&self, purpose: Purpose) -> i64 {
+        self.timers
+            .iter()
+            .find(|t| t.purpose == purpose)
+            .expect("armed")
+            .id
+    }
+
+    /// Emitted attempt 1: a live attempt (unmarked).
+    fn live() -> Sim {
+        let mut sim = Sim::new();
+        let t = sim.step(
+            Event::Advance {
+                node: "auth".into(),
+            },
+            0,
+        );
+        assert_eq!(t.calls.emit[0].idempotency_key, "p-1/auth/1");
+        sim
+    }
+
+    /// Attempt 1 timed out: in the backoff window (marked).
+    fn marked() -> Sim {
+        let mut sim = Sim::live();
+        let timeout = sim.timer(Purpose::Timeout);
+        sim.step(Event::TimerDue { timer: timeout }, 30_000);
+        assert!(sim.snapshot.get("backoff.auth").is_some());
+        sim
+    }
+}
+
+fn response(request: &str) -> Event {
+    Event::Response {
+        node: "auth".into(),
+        request: request.into(),
+        body: json!({"approved": true}),
+    }
+}
+
+fn only_line(t: &Transition) -> &Value {
+    assert_eq!(t.history.len(), 1, "{:?}", t.history);
+    &t.history[0].detail
+}
+
+fn no_effect(t: &Transition) {
+    assert!(
+        t.set.is_empty() && t.removed.is_empty(),
+        "snapshot changed: {:?} {:?}",
+        t.set,
+        t.removed
+    );
+    assert!(t.arm.is_empty() && t.calls.emit.is_empty() && t.calls.withdraw.is_empty());
+}
+
+#[test]
+fn response_to_a_marked_node_is_refused_retry_pending_and_the_correlation_stays_live() {
+    let sim = Sim::marked();
+    let t = sim.decide(response("p-1/auth/1"), 32_000);
+    let l = only_line(&t);
+    assert_eq!(
+        (l["kind"].as_str(), l["verdict"].as_str()),
+        (Some("response"), Some("retry-pending"))
+    );
+    assert!(l["reason"]
+        .as_str()
+        .unwrap()
+        .contains("that attempt is gone, a retry is pending"));
+    no_effect(&t);
+    assert!(t.calls.retire.is_empty());
+    assert!(t.resolve.is_empty(), "the retry timer stays armed");
+}
+
+#[test]
+fn response_to_an_unmarked_node_resumes_the_flow() {
+    let sim = Sim::live();
+    let t = sim.decide(response("p-1/auth/1"), 5_000);
+    assert_eq!(t.history[0].detail["verdict"], "accepted");
+    assert_eq!(t.snapshot.variable("approved"), Some(&json!(true)));
+    assert_eq!(t.resolve, vec![sim.timer(Purpose::Timeout)]);
+    assert_eq!(t.calls.retire, vec!["auth".to_string()]);
+    assert_eq!(t.snapshot.frontier()[0].node, "e");
+}
+
+#[test]
+fn retry_timer_on_a_marked_node_redrives_with_a_fresh_key_and_timeout() {
+    let sim = Sim::marked();
+    let retry = sim.timer(Purpose::Retry);
+    assert_eq!(
+        sim.timers.iter().find(|t| t.id == retry).unwrap().due_ms,
+        90_000
+    );
+    let t = sim.decide(Event::TimerDue { timer: retry }, 90_000);
+    let l = only_line(&t);
+    assert_eq!(
+        (l["kind"].as_str(), l["attempt"].as_u64()),
+        (Some("attempt"), Some(2))
+    );
+    assert_eq!(l["redrive"], true);
+    assert_eq!(l["incarnation"], 2);
+    assert_eq!(t.calls.emit[0].idempotency_key, "p-1/auth/2");
+    assert!(
+        t.snapshot.get("backoff.auth").is_none(),
+        "the marker leaves with the re-drive"
+    );
+    assert_eq!(t.arm.len(), 1);
+    assert_eq!(
+        (t.arm[0].purpose, t.arm[0].due_ms),
+        (Purpose::Timeout, 120_000)
+    );
+    assert_eq!(t.resolve, vec![retry]);
+}
+
+#[test]
+fn retry_timer_on_an_unmarked_node_is_stale_residue() {
+    let mut sim = Sim::live();
+    // A retry timer row left behind, as after a race: the node is live.
+    sim.timers.push(TimerRow {
+        id: 99,
+        node: "auth".into(),
+        purpose: Purpose::Retry,
+        due_ms: 10_000,
+        attempt: Some(2),
+    });
+    let t = sim.decide(Event::TimerDue { timer: 99 }, 10_000);
+    assert_eq!(only_line(&t)["kind"], "ignored");
+    assert!(only_line(&t)["reason"]
+        .as_str()
+        .unwrap()
+        .contains("stale residue"));
+    no_effect(&t);
+    assert_eq!(t.resolve, vec![99]);
+}
+
+#[test]
+fn timeout_on_a_marked_node_is_stale_residue() {
+    let mut sim = Sim::marked();
+    sim.timers.push(TimerRow {
+        id: 98,
+        node: "auth".into(),
+        purpose: Purpose::Timeout,
+        due_ms: 31_000,
+        attempt: Some(1),
+    });
+    let t = sim.decide(Event::TimerDue { timer: 98 }, 31_000);
+    assert_eq!(only_line(&t)["kind"], "ignored");
+    no_effect(&t);
+    assert_eq!(t.snapshot.attempts("auth"), 1, "no budget consumed");
+}
+
+#[test]
+fn timeout_on_an_unmarked_node_fails_the_attempt_with_q_timeout() {
+    let sim = Sim::live();
+    let timeout = sim.timer(Purpose::Timeout);
+    let t = sim.decide(Event::TimerDue { timer: timeout }, 30_000);
+    let l = &t.history[0].detail;
+    assert_eq!(
+        (l["kind"].as_str(), l["code"].as_str(), l["then"].as_str()),
+        (Some("call-failed"), Some("q.timeout"), Some("backoff"))
+    );
+    // The backoff park, in one transition: counter +1, marker with the
+    // classification, dead attempt withdrawn, timeout resolved, retry armed.
+    assert_eq!(t.snapshot.attempts("auth"), 1);
+    assert_eq!(
+        t.snapshot.get("backoff.auth"),
+        Some(&json!({"attempt": 1, "code": "q.timeout"}))
+    );
+    assert_eq!(t.calls.withdraw, vec!["auth".to_string()]);
+    assert_eq!(t.resolve, vec![timeout]);
+    assert_eq!(
+        (t.arm[0].purpose, t.arm[0].due_ms),
+        (Purpose::Retry, 90_000)
+    );
+    assert!(t.calls.retire.is_empty(), "the correlation stays live");
+}
+
+#[test]
+fn poison_wake_on_a_marked_node_does_nothing() {
+    let sim = Sim::marked();
+    let t = sim.decide(
+        Event::PoisonWake {
+            node: "auth".into(),
+            poisoned: true,
+        },
+        33_000,
+    );
+    assert_eq!(only_line(&t)["kind"], "ignored");
+    no_effect(&t);
+}
+
+#[test]
+fn poison_wake_on_an_unmarked_node_fails_the_attempt_only_on_a_poisoned_row() {
+    let sim = Sim::live();
+    let spurious = sim.decide(
+        Event::PoisonWake {
+            node: "auth".into(),
+            poisoned: false,
+        },
+        2_000,
+    );
+    assert_eq!(only_line(&spurious)["kind"], "ignored");
+    no_effect(&spurious);
+    let t = sim.decide(
+        Event::PoisonWake {
+            node: "auth".into(),
+            poisoned: true,
+        },
+        2_000,
+    );
+    assert_eq!(t.history[0].detail["code"], "q.delivery.poisoned");
+    assert_eq!(
+        t.snapshot.get("backoff.auth").unwrap()["code"],
+        "q.delivery.poisoned"
+    );
+    assert_eq!(
+        t.resolve,
+        vec![sim.timer(Purpose::Timeout)],
+        "the live timeout is resolved"
+    );
+}
+
+#[test]
+fn exhaustion_on_q_timeout_takes_the_one_fatal_path_and_a_late_response_hears_failed() {
+    let mut sim = Sim::marked();
+    for (attempt, at) in [(2u64, 90_000), (3, 180_000)] {
+        let retry = sim.timer(Purpose::Retry);
+        let t = sim.step(Event::TimerDue { timer: retry }, at);
+        assert_eq!(t.history[0].detail["attempt"], attempt);
+        let timeout = sim.timer(Purpose::Timeout);
+        sim.step(Event::TimerDue { timer: timeout }, at + 30_000);
+    }
+    assert_eq!(sim.status, Status::Failed);
+    let f = sim.snapshot.get("failure").unwrap();
+    assert_eq!(
+        (
+            f["code"].as_str(),
+            f["reason"].as_str(),
+            f["attempts"].as_u64()
+        ),
+        (Some("q.timeout"), Some("exhausted"), Some(3))
+    );
+    assert!(sim.timers.is_empty());
+    let t = sim.decide(response("p-1/auth/3"), 300_000);
+    assert_eq!(only_line(&t)["verdict"], "failed");
+    no_effect(&t);
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(model: &str, scenario: &str, db: &Path) -> Vec<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .args([
+            "run",
+            model,
+            "--scenario",
+            scenario,
+            "--format",
+            "json",
+            "--db",
+        ])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_poisoned_request_is_withdrawn_at_the_park_and_the_retry_gets_a_fresh_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let lines = run(
+        "samples/bank-authorize.bpmn",
+        "samples/scenarios/call-delivery-poisoned.json",
+        &db,
+    );
+    let keys: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["kind"] == "attempt")
+        .map(|l| l["idempotencyKey"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            "bank-authorize-1/authorize/1",
+            "bank-authorize-1/authorize/2"
+        ]
+    );
+    let store = Store::open(&db).unwrap();
+    let rows = qflow_engine::console_api::outbox(&store, "bank-authorize-1").unwrap();
+    // Attempt 1's poisoned row was withdrawn; attempt 2's was delivered.
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (
+            rows[0].attempt,
+            rows[0].state.as_str(),
+            rows[0].idempotency_key.as_str()
+        ),
+        (2, "delivered", "bank-authorize-1/authorize/2")
+    );
+    assert!(store
+        .incidents("bank-authorize-1")
+        .unwrap()
+        .iter()
+        .any(|i| i.kind == "poisoned"));
+    // The call is over: its correlation is retired.
+    assert_eq!(
+        store.correlation("bank-authorize-1/authorize").unwrap(),
+        None
+    );
+}
+
+#[test]
+fn the_correlation_stays_live_through_the_backoff_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .args([
+            "run",
+            "samples/bank-authorize.bpmn",
+            "--scenario",
+            "samples/scenarios/call-late-answer.json",
+        ])
+        .args(["--until", "PT33S", "--format", "json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(r#""verdict":"retry-pending""#), "{text}");
+    let store = Store::open(&db).unwrap();
+    assert_eq!(
+        store.correlation("bank-authorize-1/authorize").unwrap(),
+        Some(("bank-authorize-1".to_string(), "authorize".to_string()))
+    );
+}
