@@ -138,3 +138,85 @@ fn replicas_racing_on_one_database_take_exactly_one_decision_per_event() {
         "the replicas did not share the work: {per_replica:?}"
     );
 }
+
+#[test]
+fn replicas_arbitrate_late_responses_against_due_timers_on_channel_calls() {
+    const CALLS: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("calls.db");
+    let model = repo().join("samples/bank-authorize.bpmn");
+    let scenario_path = repo().join("samples/scenarios/call-late-answer.json");
+    let source = std::fs::read_to_string(&model).unwrap();
+    let scenario = Scenario::parse(&std::fs::read_to_string(&scenario_path).unwrap()).unwrap();
+    {
+        let defs = qflow_engine::load(&source).unwrap();
+        let graph = Graph::compile(&defs).unwrap();
+        let mut store = Store::open(&db).unwrap();
+        let dep = store.deploy(&graph.process_id, &source, 0).unwrap();
+        for _ in 0..CALLS {
+            let start = decide::start(&graph, &scenario.variables, 0);
+            store.start_instance(&dep, &start, 0).unwrap();
+        }
+    }
+    let children: Vec<_> = (0..REPLICAS)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_qflow"))
+                .arg("run")
+                .arg(&model)
+                .arg("--scenario")
+                .arg(&scenario_path)
+                .arg("--db")
+                .arg(&db)
+                .arg("--replica")
+                .args(["--format", "json"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut races = 0;
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(last["stale"], 0);
+        races +=
+            last["claimed_elsewhere"].as_u64().unwrap() + last["nothing_to_do"].as_u64().unwrap();
+    }
+    let store = Store::open(&db).unwrap();
+    for i in store.instances().unwrap() {
+        assert_eq!(i.status.as_str(), "completed", "{}", i.id);
+        let lines: Vec<Value> = store
+            .history(&i.id)
+            .unwrap()
+            .iter()
+            .map(|h| h.detail_json())
+            .collect();
+        let kinds = |k: &str| lines.iter().filter(|l| l["kind"] == k).count();
+        let verdicts: Vec<&str> = lines
+            .iter()
+            .filter(|l| l["kind"] == "response")
+            .map(|l| l["verdict"].as_str().unwrap())
+            .collect();
+        // The late answer to attempt 1 was refused exactly once, the answer
+        // to attempt 2 accepted exactly once; two emissions, two keys.
+        assert_eq!(verdicts, vec!["retry-pending", "accepted"], "{}", i.id);
+        assert_eq!(kinds("attempt"), 2, "{}", i.id);
+        assert_eq!(kinds("call-failed"), 1, "{}", i.id);
+        let keys: BTreeSet<&str> = lines
+            .iter()
+            .filter(|l| l["kind"] == "attempt")
+            .map(|l| l["idempotencyKey"].as_str().unwrap())
+            .collect();
+        assert_eq!(keys.len(), 2);
+    }
+    eprintln!(
+        "replicas on channel calls: {REPLICAS} processes, {CALLS} instances, {races} lost races"
+    );
+}
