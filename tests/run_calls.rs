@@ -434,3 +434,61 @@ fn the_correlation_stays_live_through_the_backoff_window() {
         Some(("bank-authorize-1".to_string(), "authorize".to_string()))
     );
 }
+
+#[test]
+fn a_response_by_correlation_returns_its_verdict_to_the_caller() {
+    use qflow_engine::runtime::driver::{respond, Verdict};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    // Attempt 1 timed out at 30 s; the instance waits in its backoff window.
+    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .args([
+            "run",
+            "samples/bank-authorize.bpmn",
+            "--scenario",
+            "samples/scenarios/call-silent-forever.json",
+        ])
+        .args(["--until", "PT31S", "--format", "json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut store = Store::open(&db).unwrap();
+    let key = "bank-authorize-1/authorize";
+    let (v, _) = respond(
+        &mut store,
+        key,
+        "bank-authorize-1/authorize/1",
+        json!({"approved": true}),
+        31_000,
+    )
+    .unwrap();
+    assert_eq!(v, Verdict::RetryPending);
+    let (v, d) = respond(&mut store, "nobody/authorize", "x", json!({}), 31_000).unwrap();
+    assert_eq!((v, d), (Verdict::NoSuchInstance, None));
+    // After the re-drive the same correlation serves the new attempt.
+    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .args([
+            "run",
+            "samples/bank-authorize.bpmn",
+            "--scenario",
+            "samples/scenarios/call-silent-forever.json",
+        ])
+        .args(["--until", "PT45S", "--format", "json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(r#""redrive":true"#));
+    let (v, d) = respond(
+        &mut store,
+        key,
+        "bank-authorize-1/authorize/2",
+        json!({"approved": true}),
+        45_000,
+    )
+    .unwrap();
+    assert_eq!(v, Verdict::Accepted);
+    assert_eq!(d.unwrap().lines[0]["verdict"], "accepted");
+}

@@ -508,6 +508,99 @@ impl<C: Clock> Ctx<'_, C> {
     }
 }
 
+/// What a counterpart hears back when its response is delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The node was waiting on a live attempt: the flow resumed.
+    Accepted,
+    /// The node is in a backoff window: "that attempt is gone, a retry is
+    /// pending". The correlation stays live for the retry's response.
+    RetryPending,
+    /// The instance is FAILED (the honest answer, not a 404).
+    Failed,
+    /// The instance completed, or the node is not waiting for a response.
+    NotWaiting(String),
+    /// No live correlation has that key.
+    NoSuchInstance,
+}
+
+/// Deliver a counterpart's response by correlation key (`instance/node`):
+/// decided under the instance claim from durable facts and applied in one
+/// transaction; the verdict says what happened. `request` is the idempotency
+/// key of the request it answers.
+pub fn respond(
+    store: &mut Store,
+    correlation: &str,
+    request: &str,
+    body: serde_json::Value,
+    now_ms: i64,
+) -> Result<(Verdict, Option<Decision>), RunError> {
+    let Some((instance, node)) = store.correlation(correlation)? else {
+        return Ok((Verdict::NoSuchInstance, None));
+    };
+    let row = store
+        .instance(&instance)?
+        .ok_or_else(|| StoreError::NoInstance(instance.clone()))?;
+    let source = store
+        .deployment_source(row.deployment_id)?
+        .unwrap_or_default();
+    let defs = crate::load(&source).map_err(|d| {
+        RunError::Graph(GraphError {
+            node: "deployment".into(),
+            message: format!(
+                "the pinned source no longer loads ({} diagnostics)",
+                d.len()
+            ),
+        })
+    })?;
+    let graph = Graph::compile(&defs)?;
+    let owner = local_owner();
+    store.claim(&instance, &owner, system_now_ms())?;
+    let facts = store.facts(&instance)?;
+    let f = Facts {
+        instance_id: &instance,
+        status: facts.status,
+        started_ms: facts.started_ms,
+        snapshot: &facts.snapshot,
+        timers: &facts.timers,
+    };
+    let ev = Event::Response {
+        node,
+        request: request.to_string(),
+        body,
+    };
+    let t = decide::decide(&graph, &f, &ev, now_ms);
+    let seq = store.apply(
+        &instance,
+        &owner,
+        facts.version,
+        &t,
+        now_ms,
+        system_now_ms(),
+    )?;
+    store.release(&instance, &owner)?;
+    let line = t
+        .history
+        .first()
+        .map(|e| e.detail.clone())
+        .unwrap_or_default();
+    let verdict = match line["verdict"].as_str() {
+        Some("accepted") => Verdict::Accepted,
+        Some("retry-pending") => Verdict::RetryPending,
+        Some("failed") => Verdict::Failed,
+        other => Verdict::NotWaiting(other.unwrap_or("ignored").to_string()),
+    };
+    Ok((
+        verdict,
+        Some(Decision {
+            seq,
+            at_ms: now_ms,
+            lines: t.history.iter().map(|e| e.detail.clone()).collect(),
+            status: t.status,
+        }),
+    ))
+}
+
 /// Migrate an instance (unfinished, or FAILED: the repair) onto the model
 /// `source`, renaming node-scoped state by `mapping`; with `reset_budget` the
 /// attempt counters start over. One transaction under the claim; the time of
