@@ -1,0 +1,76 @@
+//! The headline figure in one line: `analyze` against the bare quick-xml pass
+//! on the generated 20,000-task model, as the best of N alternating runs.
+//!
+//! criterion (`--bench check`) gives the full statistics; on a shared, loaded
+//! machine its means wander, while the best of many alternating runs of each
+//! side stays close to the unloaded figure, so the ratio stays honest.
+//!
+//! Run: `cargo bench -p qflow-engine --bench ratio` (optionally `-- TASKS RUNS`).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+mod common;
+
+fn best(runs: usize, mut f: impl FnMut()) -> (Duration, Duration) {
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    (times[0], times[times.len() / 2])
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let tasks = args.first().copied().unwrap_or(20_000);
+    let runs = args.get(1).copied().unwrap_or(15);
+    let source = qflow_engine::testgen::generate(tasks);
+    assert!(!qflow_engine::analyze(&source).has_errors());
+    let (mut bare_best, mut analyze_best) = (Duration::MAX, Duration::MAX);
+    let (mut bare_median, mut analyze_median) = (Duration::ZERO, Duration::ZERO);
+    let (mut parse_best, mut read_best) = (Duration::MAX, Duration::MAX);
+    // Alternate in rounds so both sides see the same machine load.
+    for _ in 0..3 {
+        let (b, bm) = best(runs, || {
+            black_box(common::bare_quick_xml(black_box(&source)));
+        });
+        let (a, am) = best(runs, || {
+            black_box(qflow_engine::analyze(black_box(&source)));
+        });
+        let (p, _) = best(runs, || {
+            black_box(qflow_engine::xml::parse(black_box(&source)).map(|d| d.elements.len())).ok();
+        });
+        let (r, _) = best(runs, || {
+            let doc = qflow_engine::xml::parse(black_box(&source)).expect("well-formed");
+            black_box(qflow_engine::reader::read(&doc).map_or(0, |d| d.ids.len()));
+        });
+        parse_best = parse_best.min(p);
+        read_best = read_best.min(r);
+        bare_best = bare_best.min(b);
+        analyze_best = analyze_best.min(a);
+        (bare_median, analyze_median) = (bm, am);
+    }
+    println!(
+        "{tasks} tasks, {} bytes: bare quick-xml {:.1} ms, analyze {:.1} ms (best of {}), ratio {:.2}x; last-round medians {:.1} / {:.1} ms",
+        source.len(),
+        bare_best.as_secs_f64() * 1e3,
+        analyze_best.as_secs_f64() * 1e3,
+        runs * 3,
+        analyze_best.as_secs_f64() / bare_best.as_secs_f64(),
+        bare_median.as_secs_f64() * 1e3,
+        analyze_median.as_secs_f64() * 1e3,
+    );
+    println!(
+        "  layers (best): xml::parse {:.1} ms, + reader::read {:.1} ms, + rules {:.1} ms",
+        parse_best.as_secs_f64() * 1e3,
+        (read_best.as_secs_f64() - parse_best.as_secs_f64()) * 1e3,
+        (analyze_best.as_secs_f64() - read_best.as_secs_f64()) * 1e3,
+    );
+}
