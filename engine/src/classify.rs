@@ -29,6 +29,7 @@ pub enum ReasonKind {
 }
 
 impl ReasonKind {
+    /// A short name for labels (`channel call`, `timer`, `retry`).
     pub fn as_str(self) -> &'static str {
         match self {
             ReasonKind::ChannelCall => "channel call",
@@ -66,10 +67,12 @@ pub enum Classification {
 }
 
 impl Classification {
+    /// Whether the process needs a datasource.
     pub fn is_stateful(&self) -> bool {
         matches!(self, Classification::Stateful(_))
     }
 
+    /// Every wait state (empty when run-to-completion).
     pub fn reasons(&self) -> &[Reason] {
         match self {
             Classification::RunToCompletion => &[],
@@ -77,6 +80,7 @@ impl Classification {
         }
     }
 
+    /// The class as faces print it: `run-to-completion` or `stateful`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Classification::RunToCompletion => "run-to-completion",

@@ -76,6 +76,7 @@ pub enum Jitter {
 }
 
 impl Jitter {
+    /// The attribute value that selects this mode (`jitter="full"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Jitter::None => "none",

@@ -16,6 +16,7 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
+    /// A context over a model and the exact text it was read from.
     pub fn new(defs: &'a Definitions, source: &'a str) -> Self {
         Ctx { defs, source }
     }
@@ -200,6 +201,7 @@ pub fn prefix_of(qname: &str) -> String {
     }
 }
 
+/// An insertion at one offset (an empty span replaced by `text`).
 pub fn insert(at: usize, text: String) -> Edit {
     Edit {
         span: Span::at(at),
