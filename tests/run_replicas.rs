@@ -220,3 +220,81 @@ fn replicas_arbitrate_late_responses_against_due_timers_on_channel_calls() {
         "replicas on channel calls: {REPLICAS} processes, {CALLS} instances, {races} lost races"
     );
 }
+
+#[test]
+fn a_poison_wake_races_the_timeout_and_exactly_one_fails_the_attempt() {
+    const CALLS: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("poison.db");
+    let model = repo().join("samples/bank-authorize.bpmn");
+    let scenario_path = repo().join("samples/scenarios/call-delivery-poisoned.json");
+    let source = std::fs::read_to_string(&model).unwrap();
+    let scenario = Scenario::parse(&std::fs::read_to_string(&scenario_path).unwrap()).unwrap();
+    {
+        let defs = qflow_engine::load(&source).unwrap();
+        let graph = Graph::compile(&defs).unwrap();
+        let mut store = Store::open(&db).unwrap();
+        let dep = store.deploy(&graph.process_id, &source, 0).unwrap();
+        for _ in 0..CALLS {
+            let start = decide::start(&graph, &scenario.variables, 0);
+            store.start_instance(&dep, &start, 0).unwrap();
+        }
+    }
+    let children: Vec<_> = (0..REPLICAS)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_qflow"))
+                .arg("run")
+                .arg(&model)
+                .arg("--scenario")
+                .arg(&scenario_path)
+                .arg("--db")
+                .arg(&db)
+                .arg("--replica")
+                .args(["--format", "json"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let store = Store::open(&db).unwrap();
+    let mut won: BTreeMap<String, usize> = BTreeMap::new();
+    for i in store.instances().unwrap() {
+        assert_eq!(i.status.as_str(), "completed", "{}", i.id);
+        let lines: Vec<Value> = store
+            .history(&i.id)
+            .unwrap()
+            .iter()
+            .map(|h| h.detail_json())
+            .collect();
+        let failed: Vec<&str> = lines
+            .iter()
+            .filter(|l| l["kind"] == "call-failed")
+            .map(|l| l["code"].as_str().unwrap())
+            .collect();
+        // The wake (a prompt) and the timeout (the guarantee) race for the
+        // poisoned attempt: exactly one of them fails it, never both.
+        assert_eq!(failed.len(), 1, "{}: {failed:?}", i.id);
+        assert!(["q.delivery.poisoned", "q.timeout"].contains(&failed[0]));
+        *won.entry(failed[0].to_string()).or_default() += 1;
+        assert_eq!(
+            lines.iter().filter(|l| l["kind"] == "attempt").count(),
+            2,
+            "{}",
+            i.id
+        );
+        assert_eq!(
+            lines.iter().filter(|l| l["verdict"] == "accepted").count(),
+            1
+        );
+    }
+    eprintln!("poison wake vs timeout over {CALLS} instances: {won:?}");
+}

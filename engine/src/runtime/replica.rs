@@ -43,6 +43,9 @@ pub struct Replica {
     graphs: BTreeMap<i64, Graph>,
     effects: Option<PathBuf>,
     rng: u64,
+    /// In-process poison wakes (instance, node): best effort, lost with the
+    /// process; the timeout recovers the same condition.
+    wakes: Vec<(String, String)>,
 }
 
 enum Poll {
@@ -62,6 +65,7 @@ impl Replica {
             graphs: BTreeMap::new(),
             effects: None,
             rng: rng | 1,
+            wakes: Vec::new(),
         }
     }
 
@@ -154,11 +158,17 @@ impl Replica {
     }
 
     fn poll(&mut self, stats: &mut ReplicaStats) -> Result<Poll, RunError> {
-        let candidates = self.candidates()?;
-        if candidates.is_empty() {
-            return Ok(Poll::Done);
-        }
-        let instance = candidates[self.next_rand(candidates.len())].clone();
+        let wake = self.wakes.pop();
+        let instance = match &wake {
+            Some((instance, _)) => instance.clone(),
+            None => {
+                let candidates = self.candidates()?;
+                if candidates.is_empty() {
+                    return Ok(Poll::Done);
+                }
+                candidates[self.next_rand(candidates.len())].clone()
+            }
+        };
         match self.store.claim(&instance, &self.owner, system_now_ms()) {
             Ok(()) => {}
             Err(StoreError::Claimed { .. }) => {
@@ -167,14 +177,24 @@ impl Replica {
             }
             Err(e) => return Err(e.into()),
         }
-        let result = self.decide_claimed(&instance, stats);
+        let result = self.decide_claimed(&instance, wake.map(|w| w.1), stats);
         self.store.release(&instance, &self.owner)?;
+        if let Ok(Poll::Decided((i, d))) = &result {
+            for line in &d.lines {
+                if line["kind"] == "delivery" && line["poisoned"] == true {
+                    if let Some(n) = line["node"].as_str() {
+                        self.wakes.push((i.clone(), n.to_string()));
+                    }
+                }
+            }
+        }
         result
     }
 
     fn decide_claimed(
         &mut self,
         instance: &str,
+        wake: Option<String>,
         stats: &mut ReplicaStats,
     ) -> Result<Poll, RunError> {
         let row = self
@@ -204,12 +224,19 @@ impl Replica {
             until_ms: None,
             effects: self.effects.as_deref(),
         };
-        let ev = match ctx.next_event(&facts)? {
-            Next::Idle => {
-                stats.nothing_to_do += 1;
-                return Ok(Poll::Raced);
+        let ev = match wake {
+            // A prompt: re-read the outbox under the claim.
+            Some(node) => {
+                let poisoned = self.store.has_poisoned_request(instance, &node)?;
+                crate::runtime::decide::Event::PoisonWake { node, poisoned }
             }
-            Next::Event(ev) => ev,
+            None => match ctx.next_event(&facts)? {
+                Next::Idle => {
+                    stats.nothing_to_do += 1;
+                    return Ok(Poll::Raced);
+                }
+                Next::Event(ev) => ev,
+            },
         };
         let now = clock.now_ms();
         let f = Facts {
