@@ -609,7 +609,7 @@ fn human_line(v: &Value) -> String {
         _ => String::new(),
     };
     format!(
-        "{:>10}  {:<10} {:<18} {detail}{to}",
+        "{:>10}  {:<11} {:<18} {detail}{to}",
         secs(v.get("at_s")),
         kind,
         node
