@@ -492,3 +492,45 @@ fn a_response_by_correlation_returns_its_verdict_to_the_caller() {
     assert_eq!(v, Verdict::Accepted);
     assert_eq!(d.unwrap().lines[0]["verdict"], "accepted");
 }
+
+#[test]
+fn a_lost_poison_wake_is_recovered_by_the_timeout() {
+    use qflow_engine::runtime::driver::LocalRun;
+    use qflow_engine::runtime::scenario::Scenario;
+    use qflow_engine::runtime::VirtualClock;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn")).unwrap();
+    let defs = qflow_engine::load(&source).unwrap();
+    let scenario_text =
+        std::fs::read_to_string(repo().join("samples/scenarios/call-delivery-poisoned.json"))
+            .unwrap();
+    let open = || {
+        let store = Store::open(&db).unwrap();
+        let scenario = Scenario::parse(&scenario_text).unwrap();
+        LocalRun::open(store, &source, &defs, scenario, VirtualClock::new(0)).unwrap()
+    };
+    {
+        let mut run = open();
+        // Step until the request is poisoned, then "crash": the in-process
+        // wake dies with the process.
+        loop {
+            let d = run.step().unwrap().expect("runs until the poisoning");
+            if d.lines.iter().any(|l| l["poisoned"] == true) {
+                break;
+            }
+        }
+    }
+    let mut run = open();
+    assert!(run.resumed());
+    let mut lines = Vec::new();
+    run.run(|d| lines.extend(d.lines.iter().cloned())).unwrap();
+    let failed: Vec<(&str, f64)> = lines
+        .iter()
+        .filter(|l| l["kind"] == "call-failed")
+        .map(|l| (l["code"].as_str().unwrap(), l["at_s"].as_f64().unwrap()))
+        .collect();
+    // Nothing told the task; the timeout the loader guarantees did.
+    assert_eq!(failed, vec![("q.timeout", 30.0)]);
+    assert_eq!(run.final_state().unwrap()["status"], "completed");
+}
