@@ -12,7 +12,7 @@ use rusqlite::params;
 use crate::runtime::clock::{system_now_ms, Clock};
 use crate::runtime::decide::{self, Event, Facts, Purpose};
 use crate::runtime::graph::{Graph, Kind};
-use crate::runtime::scenario::TaskOutcome;
+use crate::runtime::scenario::{DeliveryOutcome, TaskOutcome};
 use crate::runtime::snapshot::TokenState;
 use crate::runtime::{Decision, RunError};
 use crate::store::{local_owner, Store, StoreError};
@@ -26,6 +26,13 @@ pub enum NoAttempt {
     NotAnAttempt(String),
     /// Nothing is pending that would run a task.
     Nothing,
+    /// The node is a channel call: its attempts are request emissions, and
+    /// fail only by timeout or a poisoned delivery.
+    IsCall(String),
+    /// No channel call has a request to answer or deliver.
+    NoCall,
+    /// The channel retries one delivery forever: nothing ever poisons.
+    NoCeiling(String),
 }
 
 impl std::fmt::Display for NoAttempt {
@@ -37,6 +44,15 @@ impl std::fmt::Display for NoAttempt {
                 "the next decision is at {n}, not an attempt: step first (space)"
             ),
             NoAttempt::Nothing => f.write_str("no task is waiting to run an attempt"),
+            NoAttempt::IsCall(n) => write!(
+                f,
+                "{n} is a channel call: its attempt fails only by q.timeout (t lets it fire) or a poisoned delivery (p); r answers it"
+            ),
+            NoAttempt::NoCall => f.write_str("no channel call has a request out"),
+            NoAttempt::NoCeiling(c) => write!(
+                f,
+                "channel {c} has no maxDeliveries: the outbox retries one delivery forever, so nothing poisons"
+            ),
         }
     }
 }
@@ -58,24 +74,30 @@ pub fn attempt_now<C: Clock>(
     if facts.status.is_terminal() {
         return Ok(Err(NoAttempt::Terminal(facts.status.as_str().into())));
     }
-    let is_task = |node: &str| matches!(graph.node(node).map(|n| &n.kind), Some(Kind::Task { .. }));
-    let ready = facts
-        .snapshot
-        .frontier()
-        .into_iter()
-        .find(|t| t.state == TokenState::Ready);
-    let (node, timer) = match ready {
-        Some(t) if is_task(&t.node) => (t.node, None),
-        Some(t) => return Ok(Err(NoAttempt::NotAnAttempt(t.node))),
-        None => match facts.timers.first() {
-            Some(t) if t.purpose == Purpose::Retry => {
-                if !clock.skip_to(t.due_ms) {
-                    return Ok(Err(NoAttempt::Nothing));
-                }
-                (t.node.clone(), Some(t.id))
+    let kind = |node: &str| graph.node(node).map(|n| &n.kind);
+    let is_task = |node: &str| matches!(kind(node), Some(Kind::Task { call: None, .. }));
+    let is_call = |node: &str| matches!(kind(node), Some(Kind::Task { call: Some(_), .. }));
+    let tokens = facts.snapshot.frontier();
+    let ready = tokens
+        .iter()
+        .find(|t| t.state == TokenState::Ready && is_task(&t.node))
+        .or_else(|| tokens.iter().find(|t| t.state == TokenState::Ready));
+    let retry = facts
+        .timers
+        .first()
+        .filter(|t| t.purpose == Purpose::Retry && is_task(&t.node));
+    let call = tokens.iter().find(|t| is_call(&t.node));
+    let (node, timer) = match (ready, retry, call) {
+        (Some(t), _, _) if is_task(&t.node) => (t.node.clone(), None),
+        (None, Some(t), _) => {
+            if !clock.skip_to(t.due_ms) {
+                return Ok(Err(NoAttempt::Nothing));
             }
-            _ => return Ok(Err(NoAttempt::Nothing)),
-        },
+            (t.node.clone(), Some(t.id))
+        }
+        (_, _, Some(c)) => return Ok(Err(NoAttempt::IsCall(c.node.clone()))),
+        (Some(t), _, None) => return Ok(Err(NoAttempt::NotAnAttempt(t.node.clone()))),
+        (None, None, None) => return Ok(Err(NoAttempt::Nothing)),
     };
     let now = clock.now_ms();
     let f = Facts {
@@ -98,6 +120,149 @@ pub fn attempt_now<C: Clock>(
         lines: t.history.iter().map(|e| e.detail.clone()).collect(),
         status: t.status,
     }))
+}
+
+/// Claim, read the facts, decide one event at the clock's now, apply.
+fn decide_now<C: Clock>(
+    store: &mut Store,
+    graph: &Graph,
+    instance: &str,
+    clock: &C,
+    event: &Event,
+) -> Result<Decision, RunError> {
+    let owner = local_owner();
+    store.claim(instance, &owner, system_now_ms())?;
+    let facts = store.facts(instance)?;
+    let now = clock.now_ms();
+    let f = Facts {
+        instance_id: instance,
+        status: facts.status,
+        started_ms: facts.started_ms,
+        snapshot: &facts.snapshot,
+        timers: &facts.timers,
+    };
+    let t = decide::decide(graph, &f, event, now);
+    let seq = store.apply(instance, &owner, facts.version, &t, now, system_now_ms())?;
+    Ok(Decision {
+        seq,
+        at_ms: now,
+        lines: t.history.iter().map(|e| e.detail.clone()).collect(),
+        status: t.status,
+    })
+}
+
+/// The channel call the console's `r` and `p` act on: the call node holding
+/// a token, else the last call node that emitted a request.
+fn call_node(store: &Store, graph: &Graph, instance: &str) -> Result<Option<String>, RunError> {
+    let is_call = |node: &str| {
+        matches!(
+            graph.node(node).map(|n| &n.kind),
+            Some(Kind::Task { call: Some(_), .. })
+        )
+    };
+    let facts = store.facts(instance)?;
+    if let Some(t) = facts
+        .snapshot
+        .frontier()
+        .into_iter()
+        .find(|t| is_call(&t.node))
+    {
+        return Ok(Some(t.node));
+    }
+    Ok(store
+        .history(instance)?
+        .into_iter()
+        .rev()
+        .filter(|h| h.kind == "attempt")
+        .filter_map(|h| h.node)
+        .find(|n| is_call(n)))
+}
+
+/// Deliver a counterpart response now to the call's attempt `attempt` (its
+/// request's idempotency key, read from the history), or the latest one.
+/// The verdict is the engine's: accepted, retry-pending, failed, no-wait.
+pub fn respond_now<C: Clock>(
+    store: &mut Store,
+    graph: &Graph,
+    instance: &str,
+    clock: &C,
+    attempt: Option<u32>,
+    body: serde_json::Value,
+) -> Result<Result<Decision, NoAttempt>, RunError> {
+    let Some(node) = call_node(store, graph, instance)? else {
+        return Ok(Err(NoAttempt::NoCall));
+    };
+    let requests: Vec<(u32, String)> = store
+        .history(instance)?
+        .into_iter()
+        .filter(|h| h.kind == "attempt" && h.node.as_deref() == Some(node.as_str()))
+        .filter_map(|h| {
+            let key = h.detail_json()["idempotencyKey"].as_str()?.to_string();
+            Some((h.attempt.unwrap_or(0), key))
+        })
+        .collect();
+    let chosen = match attempt {
+        Some(n) => requests.iter().rev().find(|(a, _)| *a == n),
+        None => requests.last(),
+    };
+    let Some((_, request)) = chosen else {
+        return Ok(Err(NoAttempt::NoCall));
+    };
+    let event = Event::Response {
+        node,
+        request: request.clone(),
+        body,
+    };
+    Ok(Ok(decide_now(store, graph, instance, clock, &event)?))
+}
+
+/// Poison the pending request: its deliveries fail, on the channel's own
+/// curve (time skips to each retry), until the outbox's ceiling poisons it;
+/// then the poison wake, which re-reads the outbox under the claim. Every
+/// failed delivery is a decision in the history, as the dispatcher's are.
+pub fn poison_now<C: Clock>(
+    store: &mut Store,
+    graph: &Graph,
+    instance: &str,
+    clock: &C,
+) -> Result<Result<Vec<Decision>, NoAttempt>, RunError> {
+    let Some((row, _)) = store.pending_requests(instance)?.into_iter().next() else {
+        return Ok(Err(NoAttempt::NoCall));
+    };
+    let ceiling = match graph.node(&row.node).map(|n| &n.kind) {
+        Some(Kind::Task { call: Some(c), .. }) => c.max_deliveries,
+        _ => None,
+    };
+    let Some(ceiling) = ceiling else {
+        return Ok(Err(NoAttempt::NoCeiling(row.channel)));
+    };
+    let mut out = Vec::new();
+    for _ in 0..ceiling {
+        let Some((current, next)) = store
+            .pending_requests(instance)?
+            .into_iter()
+            .find(|(r, _)| r.id == row.id)
+        else {
+            break;
+        };
+        if !clock.skip_to(next) {
+            break;
+        }
+        let event = Event::Delivery {
+            row: current,
+            outcome: DeliveryOutcome::Fail("poisoned by hand in the console".into()),
+            counterpart: None,
+        };
+        out.push(decide_now(store, graph, instance, clock, &event)?);
+    }
+    if store.has_poisoned_request(instance, &row.node)? {
+        let event = Event::PoisonWake {
+            node: row.node.clone(),
+            poisoned: true,
+        };
+        out.push(decide_now(store, graph, instance, clock, &event)?);
+    }
+    Ok(Ok(out))
 }
 
 /// One outbox row, as the console's outbox panel shows it.

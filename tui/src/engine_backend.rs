@@ -18,7 +18,7 @@ use qflow_engine::runtime::{Clock, Decision, LocalRun, Scenario, VirtualClock};
 use qflow_engine::store::Store;
 use serde_json::Value;
 
-use crate::backend::{Backend, Command, FailClass, Report, Resolution};
+use crate::backend::{Backend, Command, FailClass, Report, Resolution, ResponseTarget};
 use crate::engine_view::{self, describe, Source};
 use crate::view::{sort_instances, InstanceRowView, InstanceStatus, View};
 
@@ -363,6 +363,63 @@ impl Drive {
         }
     }
 
+    fn respond(&mut self, target: &ResponseTarget, body: &str) -> Result<Report, String> {
+        let body: Value = serde_json::from_str(body).map_err(|e| format!("response body: {e}"))?;
+        let attempt = match target {
+            ResponseTarget::Live => None,
+            ResponseTarget::Attempt(n) => Some(*n),
+        };
+        let id = self.instance();
+        let r = console_api::respond_now(
+            &mut self.writer,
+            self.run.graph(),
+            &id,
+            self.run.clock(),
+            attempt,
+            body,
+        )
+        .map_err(|e| e.to_string())?;
+        match r {
+            Ok(d) => {
+                let verdict = d
+                    .lines
+                    .iter()
+                    .find_map(|l| l.get("verdict").and_then(Value::as_str).map(str::to_string))
+                    .unwrap_or_default();
+                let mut rep = tone_of(&d);
+                if verdict != "accepted" {
+                    rep.tone = crate::backend::Tone::Warn;
+                }
+                rep.message = format!("respond: {}", rep.message);
+                Ok(rep)
+            }
+            Err(why) => Ok(Report::warn(format!("nothing to answer: {why}"))),
+        }
+    }
+
+    fn poison(&mut self) -> Result<Report, String> {
+        let id = self.instance();
+        let r = console_api::poison_now(&mut self.writer, self.run.graph(), &id, self.run.clock())
+            .map_err(|e| e.to_string())?;
+        match r {
+            Ok(ds) if ds.is_empty() => Ok(Report::warn("nothing was delivered")),
+            Ok(ds) => {
+                let last = ds.last().expect("checked");
+                let mut rep = tone_of(last);
+                rep.message = format!(
+                    "poison: {} failed deliver{} · {}",
+                    ds.iter()
+                        .filter(|d| d.lines.iter().any(|l| l["kind"] == "delivery"))
+                        .count(),
+                    if ds.len() == 1 { "y" } else { "ies" },
+                    summary(last)
+                );
+                Ok(rep)
+            }
+            Err(why) => Ok(Report::warn(format!("nothing to poison: {why}"))),
+        }
+    }
+
     fn resolve(&mut self, r: Resolution) -> Result<Report, String> {
         let snap = self.snapshot()?;
         let Some(t) = snap
@@ -423,15 +480,15 @@ impl Backend for EngineBackend {
                     TaskOutcome::Fail {
                         code: code.clone(),
                         class: class_of(*class),
-                        retry_after: retry_after_ms.map(|ms| Duration::from_millis(ms.max(0) as u64)),
+                        retry_after: retry_after_ms
+                            .map(|ms| Duration::from_millis(ms.max(0) as u64)),
                         message: Some("failed by hand in the console".into()),
                     },
                     "fail",
                 ),
                 Command::Succeed => d.attempt(TaskOutcome::Ok(BTreeMap::new()), "succeed"),
-                Command::Respond { .. } | Command::Poison => Ok(Report::warn(
-                    "channel calls are not in this engine build yet: there is no request to answer or poison",
-                )),
+                Command::Respond { target, body } => d.respond(target, body),
+                Command::Poison => d.poison(),
                 Command::Resolve(r) => d.resolve(*r),
                 Command::Refresh => Ok(Report::info("re-read the store")),
                 Command::Open { .. } => Ok(Report::info("this console drives one instance")),
@@ -451,10 +508,14 @@ impl Backend for EngineBackend {
                     let defs = load_model(&source, &format!("deployment {}", row.deployment_id))?;
                     let graph = Graph::compile(&defs).map_err(|e| e.to_string())?;
                     a.selected = Some((instance.clone(), graph));
-                    Ok(Report::info(format!("{instance}: read-only · esc back to the list")))
+                    Ok(Report::info(format!(
+                        "{instance}: read-only · esc back to the list"
+                    )))
                 }
                 Command::Refresh => Ok(Report::info("re-read the store")),
-                _ => Ok(Report::warn("read-only: an attached database is inspected, not driven")),
+                _ => Ok(Report::warn(
+                    "read-only: an attached database is inspected, not driven",
+                )),
             },
         }
     }

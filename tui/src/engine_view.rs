@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use qflow_engine::console_api;
-use qflow_engine::runtime::decide::Status;
+use qflow_engine::runtime::decide::{Purpose, Status};
 use qflow_engine::runtime::driver::final_state;
 use qflow_engine::runtime::graph::{Graph, Kind};
 use qflow_engine::runtime::snapshot::{canonical_string, Snapshot, TokenState};
@@ -71,11 +71,16 @@ pub fn build(src: &Source) -> Result<View, String> {
             continue;
         };
         let token = tokens.iter().find(|t| t.node == id);
-        let retry_due = armed
-            .iter()
-            .filter(|t| t.node == id)
-            .map(|t| rel(t.due_ms))
-            .min();
+        let due_of = |purpose: Option<Purpose>| {
+            armed
+                .iter()
+                .filter(|t| t.node == id && purpose.is_none_or(|p| t.purpose == p))
+                .map(|t| rel(t.due_ms))
+                .min()
+        };
+        let retry_due = due_of(None);
+        let is_call = matches!(g.kind, Kind::Task { call: Some(_), .. });
+        let marked = snap.get(&format!("backoff.{id}")).is_some();
         let failed_here =
             status == InstanceStatus::Failed && failure.as_ref().is_some_and(|f| f.node == id);
         // Token states the console does not know yet (channel calls are
@@ -88,12 +93,22 @@ pub fn build(src: &Source) -> Result<View, String> {
                 eligible_at_ms: retry_due.unwrap_or(rel(now_abs)),
             },
             Some(TokenState::Reconcile) => NodeState::WaitingReconciliation,
+            // A call's token waits in `timer` whether its attempt is live or
+            // dead: the backoff-window marker tells them apart.
+            Some(TokenState::Timer) if is_call && marked => NodeState::Parked {
+                eligible_at_ms: due_of(Some(Purpose::Retry)).unwrap_or(rel(now_abs)),
+            },
+            Some(TokenState::Timer) if is_call => NodeState::WaitingResponse {
+                timeout_at_ms: due_of(Some(Purpose::Timeout)),
+            },
             Some(TokenState::Timer) => NodeState::Timer {
                 due_at_ms: retry_due.unwrap_or(rel(now_abs)),
             },
             Some(TokenState::Joined) => NodeState::Joined,
             Some(other) if other.as_str().contains("respon") || other.as_str().contains("call") => {
-                NodeState::WaitingResponse
+                NodeState::WaitingResponse {
+                    timeout_at_ms: due_of(Some(Purpose::Timeout)),
+                }
             }
             Some(other) if other.as_str().contains("backoff") => NodeState::Parked {
                 eligible_at_ms: retry_due.unwrap_or(rel(now_abs)),
@@ -125,11 +140,13 @@ pub fn build(src: &Source) -> Result<View, String> {
         .map(|(k, v)| {
             let family = KeyFamily::of(k);
             let classification = (family == KeyFamily::Backoff).then(|| {
-                let class = v.get("class").and_then(Value::as_str).unwrap_or("?");
-                match v.get("code").and_then(Value::as_str) {
-                    Some(code) => format!("{code} ({class})"),
-                    None => class.to_string(),
+                // The marker carries the failure that parked the call.
+                let code = v.get("code").and_then(Value::as_str).unwrap_or("?");
+                let mut text = code.to_string();
+                if let Some(c) = v.get("class").and_then(Value::as_str) {
+                    text.push_str(&format!(" ({c})"));
                 }
+                text
             });
             SnapshotEntry {
                 key: k.to_string(),
@@ -215,9 +232,11 @@ pub fn build(src: &Source) -> Result<View, String> {
         rel(now_abs),
         retry_next(&armed, start),
     );
-    // The engine's graph has no channel-call kind yet (issue 4): no call to
-    // answer or poison until it does.
-    let channel_calls = false;
+    let channel_calls = src
+        .graph
+        .nodes
+        .values()
+        .any(|n| matches!(n.kind, Kind::Task { call: Some(_), .. }));
     Ok(View {
         source: src.label.to_string(),
         instance: InstanceView {
@@ -241,11 +260,17 @@ pub fn build(src: &Source) -> Result<View, String> {
     })
 }
 
-fn retry_next(armed: &[&qflow_engine::store::TimerInfo], start: i64) -> Vec<(String, i64)> {
+/// When each node's next attempt can start, from its armed timers: a retry
+/// timer is that time; a live call's timeout is the earliest its attempt can
+/// fail (the next attempt comes a backoff delay after it).
+fn retry_next(
+    armed: &[&qflow_engine::store::TimerInfo],
+    start: i64,
+) -> Vec<(String, Purpose, i64)> {
     armed
         .iter()
-        .filter(|t| t.purpose == qflow_engine::runtime::decide::Purpose::Retry)
-        .map(|t| (t.node.clone(), t.due_ms - start))
+        .filter(|t| matches!(t.purpose, Purpose::Retry | Purpose::Timeout))
+        .map(|t| (t.node.clone(), t.purpose, t.due_ms - start))
         .collect()
 }
 
@@ -264,6 +289,7 @@ fn kind_of(k: &Kind) -> NodeKindView {
         Kind::End => NodeKindView::End,
         Kind::ErrorEnd { .. } => NodeKindView::ErrorEnd,
         Kind::Exclusive { .. } | Kind::Parallel => NodeKindView::Gateway,
+        Kind::Task { call: Some(_), .. } => NodeKindView::Call,
         Kind::Task { .. } => NodeKindView::Task,
         Kind::Timer { .. } => NodeKindView::Timer,
         Kind::TimerBoundary { .. } | Kind::ErrorBoundary { .. } => NodeKindView::Boundary,
@@ -343,7 +369,15 @@ pub fn describe(line: &Value) -> String {
     };
     let mut parts: Vec<String> = Vec::new();
     match m.get("kind").and_then(Value::as_str) {
-        Some("attempt") => {
+        Some("attempt") | Some("call-failed") => {
+            // A call's attempt is a request emission: say where it went.
+            if let Some(ch) = s("channel") {
+                if m.get("redrive") == Some(&Value::Bool(true)) {
+                    parts.push("re-drive:".into());
+                }
+                parts.push(format!("request to {ch}"));
+                parts.extend(secs("timeout_at_s").map(|t| format!("timeout {t}")));
+            }
             parts.extend(s("outcome").map(str::to_string));
             parts.extend(s("class").map(str::to_string));
             match s("then") {
@@ -355,6 +389,25 @@ pub fn describe(line: &Value) -> String {
                 Some(other) => parts.push(format!("→ {other}")),
                 None => {}
             }
+        }
+        Some("delivery") => {
+            parts.extend(s("outcome").map(str::to_string));
+            if let Some(n) = m.get("deliveries").and_then(Value::as_u64) {
+                parts.push(format!("×{n}"));
+            }
+            if m.get("poisoned") == Some(&Value::Bool(true)) {
+                parts.push("POISONED".into());
+            }
+            parts.extend(secs("next_delivery_at_s").map(|t| format!("next {t}")));
+            parts.extend(secs("respond_at_s").map(|t| format!("answer {t}")));
+            if m.get("silent") == Some(&Value::Bool(true)) {
+                parts.push("counterpart silent".into());
+            }
+        }
+        Some("response") => {
+            parts.extend(s("verdict").map(str::to_string));
+            parts.extend(s("idempotencyKey").map(|k| format!("to {k}")));
+            parts.extend(s("reason").map(|r| format!("· {r}")));
         }
         Some("failed") => {
             parts.extend(s("reason").map(str::to_string));
@@ -393,7 +446,7 @@ fn schedule(
     current: Option<&str>,
     start: i64,
     now: i64,
-    retry_due: Vec<(String, i64)>,
+    retry_due: Vec<(String, Purpose, i64)>,
 ) -> Option<ScheduleView> {
     let has_policy = |id: &str| {
         matches!(
@@ -436,11 +489,19 @@ fn schedule(
         .frontier()
         .iter()
         .any(|t| t.node == node && t.state == TokenState::Reconcile);
-    let done: Vec<AttemptMark> = attempts[from..]
+    let is_call = matches!(
+        graph.node(&node).map(|n| &n.kind),
+        Some(Kind::Task { call: Some(_), .. })
+    );
+    let mine = &attempts[from..];
+    let done: Vec<AttemptMark> = mine
         .iter()
-        .map(|h| {
+        .enumerate()
+        .map(|(i, h)| {
             let d = h.detail_json();
+            let until = mine.get(i + 1).map_or(i64::MAX, |next| next.seq);
             let outcome = match d.get("outcome").and_then(Value::as_str) {
+                _ if is_call => call_outcome(history, &node, h, until),
                 Some("ok") => AttemptOutcome::Succeeded,
                 _ if d.get("then").and_then(Value::as_str) == Some("reconcile") => {
                     // Its outcome is what the operator's reconciliation said.
@@ -485,10 +546,22 @@ fn schedule(
     let mut planned = Vec::new();
     if !finished {
         let last = done.last().map_or(0, |a| a.n);
-        let next_due = retry_due.iter().find(|(n, _)| *n == node).map(|(_, d)| *d);
-        let (mut n, mut at) = match next_due {
-            Some(d) => (last + 1, d),
-            None => (last + 1, now),
+        let due = |p: Purpose| {
+            retry_due
+                .iter()
+                .find(|(n, purpose, _)| *n == node && *purpose == p)
+                .map(|(_, _, d)| *d)
+        };
+        let live = done
+            .last()
+            .is_some_and(|a| a.outcome == AttemptOutcome::Pending);
+        let (mut n, mut at) = match (due(Purpose::Retry), due(Purpose::Timeout)) {
+            (Some(d), _) => (last + 1, d),
+            (None, Some(t)) if live => (
+                last + 1,
+                t + policy.delay_before(last + 1).as_millis() as i64,
+            ),
+            _ => (last + 1, now),
         };
         let origin = first_at.unwrap_or(at);
         while policy.max_attempts.is_none_or(|m| n <= m) && planned.len() < 12 {
@@ -524,4 +597,28 @@ fn reconciled_as<'a>(history: &'a [HistoryRow], node: &str, after: i64) -> Optio
                     .find(|x| *x == a)
             })
         })
+}
+
+/// How a channel call's attempt (a request emission, history row `h`) ended:
+/// its `call-failed` row, else an accepted response before the next emission
+/// (`until`), else it is still live.
+fn call_outcome(history: &[HistoryRow], node: &str, h: &HistoryRow, until: i64) -> AttemptOutcome {
+    let later = history
+        .iter()
+        .filter(|r| r.seq > h.seq && r.seq < until && r.node.as_deref() == Some(node));
+    for r in later {
+        match r.kind.as_str() {
+            "call-failed" if r.attempt == h.attempt => {
+                return AttemptOutcome::Failed {
+                    code: r.code.clone().unwrap_or_default(),
+                    class: String::new(),
+                }
+            }
+            "response" if r.detail_json()["verdict"] == "accepted" => {
+                return AttemptOutcome::Succeeded
+            }
+            _ => {}
+        }
+    }
+    AttemptOutcome::Pending
 }

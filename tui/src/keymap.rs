@@ -94,7 +94,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[KeyCode::Char('p')],
         key_label: "p",
         short: "poison",
-        help: "poison the pending request delivery (the outbox gives up on it)",
+        help: "poison the pending request: its deliveries fail until maxDeliveries",
         acts: true,
         footer: true,
     },

@@ -117,8 +117,9 @@ pub enum NodeState {
     Parked { eligible_at_ms: i64 },
     /// Waiting on an intermediate or boundary timer.
     Timer { due_at_ms: i64 },
-    /// A channel call waiting on its counterpart's response.
-    WaitingResponse,
+    /// A channel call waiting on its counterpart's response, until its
+    /// route-less timeout fires.
+    WaitingResponse { timeout_at_ms: Option<i64> },
     /// An unknown outcome waiting for an operator's reconciliation.
     WaitingReconciliation,
     /// Arrived at a parallel join, waiting for the other branches.

@@ -33,7 +33,7 @@ fn dbg08_first_attempt_parks_with_a_countdown_then_redrives_and_exhausts() {
     // The re-drive: the retry timer fires at +1m and attempt 2 runs.
     type_keys(&mut app, &mut be, " ");
     let f = render_text(&app, 100, 30);
-    assert!(f.contains("+1m attempt    charge #2 PROVIDER_DOWN"), "{f}");
+    assert!(f.contains("+1m attempt     charge #2 PROVIDER_DOWN"), "{f}");
     golden("dbg08-3-redrive", &f);
 
     for _ in 0..4 {

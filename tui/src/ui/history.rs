@@ -26,7 +26,7 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
             };
             let mut spans = vec![
                 Span::styled(format!("{:>9} ", fmt::at(h.at_ms)), dim()),
-                Span::styled(format!("{:<10}", h.kind), kind_style),
+                Span::styled(format!("{:<11}", h.kind), kind_style),
                 Span::raw(format!(" {}", h.node.as_deref().unwrap_or("-"))),
             ];
             if let Some(a) = h.attempt {

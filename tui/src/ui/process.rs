@@ -74,9 +74,13 @@ pub fn state_text(s: &NodeState, now_ms: i64, short: bool) -> (String, Style) {
             ),
             Style::new().fg(Color::Yellow),
         ),
-        NodeState::WaitingResponse if short => {
-            ("awaits reply".into(), Style::new().fg(Color::Blue))
-        }
+        NodeState::WaitingResponse { timeout_at_ms } if short => (
+            match timeout_at_ms {
+                Some(t) => format!("reply in {}", fmt::span(t - now_ms).replace(' ', "")),
+                None => "awaits reply".into(),
+            },
+            Style::new().fg(Color::Blue),
+        ),
         NodeState::WaitingReconciliation if short => {
             ("reconcile".into(), Style::new().fg(Color::Magenta))
         }
@@ -90,7 +94,13 @@ pub fn state_text(s: &NodeState, now_ms: i64, short: bool) -> (String, Style) {
             format!("timer {}", fmt::until(*due_at_ms, now_ms)),
             Style::new().fg(Color::Blue),
         ),
-        NodeState::WaitingResponse => ("awaits response".into(), Style::new().fg(Color::Blue)),
+        NodeState::WaitingResponse { timeout_at_ms } => (
+            match timeout_at_ms {
+                Some(t) => format!("awaits reply, timeout {}", fmt::until(*t, now_ms)),
+                None => "awaits reply".into(),
+            },
+            Style::new().fg(Color::Blue),
+        ),
         NodeState::WaitingReconciliation => {
             ("awaits reconcile".into(), Style::new().fg(Color::Magenta))
         }

@@ -45,9 +45,11 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     lines.push(labels);
     for a in &s.done {
         let (mark, text, style) = match &a.outcome {
-            AttemptOutcome::Failed { code, class } => {
-                ("✗", format!("{code} {class}"), failed_style())
-            }
+            AttemptOutcome::Failed { code, class } => (
+                "✗",
+                format!("{code} {class}").trim_end().to_string(),
+                failed_style(),
+            ),
             AttemptOutcome::Succeeded => ("✓", "succeeded".to_string(), ok_style()),
             AttemptOutcome::Pending => (
                 "?",
