@@ -14,8 +14,8 @@
 //!   with the first failure; `maxElapsed` is measured from it.
 //! - `reconcile.<node>`: the unknown outcome a node waits to have reconciled.
 //! - `failure`: the fatal path's record (code, reason, node, attempts).
-//! - reserved for channel calls (issue 4): `backoff.<node>`, the backoff-window
-//!   marker.
+//! - `backoff.<node>`: a channel call's backoff-window marker (the code and
+//!   attempt of the failure that parked it); absent unless in a backoff window.
 //!
 //! Node-scoped families end in `.<node>` so a migration with a node mapping
 //! renames them with [`Snapshot::rename_node`].
@@ -41,7 +41,10 @@ pub enum TokenState {
     /// A task whose last attempt had an unknown outcome, waiting for an
     /// operator (or the scenario) to reconcile it.
     Reconcile,
-    /// An intermediate timer event waiting on its timer.
+    /// Waiting on an armed timer of its node: an intermediate timer event,
+    /// or a channel call (live: its timeout; in a backoff window: its retry
+    /// timer). A call's live and dead attempts look the same here on
+    /// purpose; the `backoff.<node>` marker tells them apart.
     Timer,
     /// Arrived at a parallel join, waiting for the other branches.
     Joined,

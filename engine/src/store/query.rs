@@ -232,23 +232,6 @@ impl Store {
             .optional()?)
     }
 
-    /// Decision lines of an instance of one kind whose detail field `field`
-    /// equals `value` (counts of deliveries per channel, for the scenario).
-    pub fn count_lines(
-        &self,
-        instance: &str,
-        kind: &str,
-        field: &str,
-        value: &str,
-    ) -> Result<usize, StoreError> {
-        let n: i64 = self.conn().query_row(
-            "SELECT COUNT(*) FROM history WHERE instance_id = ?1 AND kind = ?2 AND json_extract(detail, '$.' || ?3) = ?4",
-            params![instance, kind, field, value],
-            |r| r.get(0),
-        )?;
-        Ok(n as usize)
-    }
-
     /// The earliest armed timer of an instance.
     pub fn next_timer(&self, instance: &str) -> Result<Option<TimerRow>, StoreError> {
         Ok(armed_timers(self.conn(), instance)?.into_iter().next())
