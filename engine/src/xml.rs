@@ -66,7 +66,10 @@ pub struct XmlElement<'a> {
     pub start_tag: Span,
     /// The qualified name inside the start tag.
     pub name_span: Span,
-    /// Direct text and CDATA content, unescaped and concatenated.
+    /// Direct text and CDATA content, unescaped and concatenated, without the
+    /// whitespace-only chunks that come before the first real text (so it is
+    /// empty for element-only content; `text.trim()` is always the trimmed
+    /// concatenation of every chunk).
     pub text: Cow<'a, str>,
     /// From the first to the last byte of direct text content, if any.
     pub text_span: Option<Span>,
@@ -466,17 +469,19 @@ fn count_byte(bytes: &[u8], needle: u8) -> usize {
         .sum()
 }
 
-/// Append a chunk of direct text; the first chunk is borrowed, not copied.
+/// Append a chunk of direct text. Whitespace-only chunks before the first real
+/// text are dropped: in element-only content (most of a BPMN file) they are
+/// indentation, and keeping them would allocate a string per container. The
+/// first real chunk is borrowed, not copied.
 fn push_text<'a>(el: &mut XmlElement<'a>, text: Cow<'a, str>, span: Span) {
-    match el.text_span {
-        None => {
-            el.text = text;
-            el.text_span = Some(span);
-        }
-        Some(s) => {
-            el.text.to_mut().push_str(&text);
-            el.text_span = Some(Span::new(s.start, span.end));
-        }
+    el.text_span = Some(match el.text_span {
+        None => span,
+        Some(s) => Span::new(s.start, span.end),
+    });
+    if !el.text.is_empty() {
+        el.text.to_mut().push_str(&text);
+    } else if !text.trim().is_empty() {
+        el.text = text;
     }
 }
 
@@ -656,5 +661,97 @@ mod tests {
     fn unclosed_root() {
         let err = parse("<a><b/>").unwrap_err();
         assert!(err.message.contains("never closed"), "{err:?}");
+    }
+
+    #[test]
+    fn indentation_is_not_text_but_real_text_is_exact() {
+        let src = "<a>\n  <b/>\n  <c/>\n</a>";
+        let doc = parse(src).unwrap();
+        let a = doc.element(doc.root);
+        assert_eq!(a.text, "");
+        assert!(matches!(a.text, Cow::Borrowed(_)), "no allocation");
+        let span = a.text_span.unwrap();
+        assert_eq!(&src[span.start..span.end], "\n  <b/>\n  <c/>\n");
+        let src = "<a>  <b/>x &amp; <c/> y  </a>";
+        let doc = parse(src).unwrap();
+        assert_eq!(doc.element(doc.root).text, "x &  y  ");
+        let doc = parse("<d>  PT5M </d>").unwrap();
+        assert_eq!(doc.element(doc.root).text, "  PT5M ");
+    }
+
+    #[test]
+    fn children_keep_document_order() {
+        let doc = parse("<a><b/><c><d/></c><e/></a>").unwrap();
+        let names: Vec<&str> = doc.children(doc.root).map(|(_, e)| e.local).collect();
+        assert_eq!(names, ["b", "c", "e"]);
+        let (c, _) = doc.children(doc.root).nth(1).unwrap();
+        assert_eq!(
+            doc.children(c).map(|(_, e)| e.local).collect::<Vec<_>>(),
+            ["d"]
+        );
+        assert_eq!(doc.element(c).parent, Some(doc.root));
+        assert!(!doc.element(doc.elements.len() - 1).has_children());
+    }
+
+    #[test]
+    fn attributes_are_lexed_on_demand_with_namespaces_and_spans() {
+        let src = r#"<a q:x="1" xmlns:q="urn:qflow:bpmn:1" b='two' xml:lang="de" xmlns="urn:d"><q:c/><e xmlns=""/></a>"#;
+        let doc = parse(src).unwrap();
+        let a = doc.element(doc.root);
+        let all: Vec<(Option<String>, &str, String)> = a
+            .attrs
+            .iter()
+            .map(|x| {
+                (
+                    x.ns.as_deref().map(str::to_string),
+                    x.local,
+                    x.value.to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            all,
+            [
+                (Some(QFLOW_NS.to_string()), "x", "1".to_string()),
+                (Some(XMLNS_NS.to_string()), "q", QFLOW_NS.to_string()),
+                (None, "b", "two".to_string()),
+                (Some(XML_NS.to_string()), "lang", "de".to_string()),
+                (Some(XMLNS_NS.to_string()), "xmlns", "urn:d".to_string()),
+            ]
+        );
+        assert_eq!(a.attrs.len(), 5);
+        let x = a.attr_ns(QFLOW_NS, "x").unwrap();
+        assert_eq!(&src[x.span.start..x.span.end], "q:x=\"1\"");
+        let b = a.attr("b").unwrap();
+        assert_eq!(&src[b.value_span.start..b.value_span.end], "two");
+        assert!(a.attr("x").is_none(), "q:x is not the unprefixed x");
+        assert!(a.attr("xmlns").is_none(), "declarations are not attributes");
+        assert_eq!(a.ns.as_deref(), Some("urn:d"));
+        let kids: Vec<_> = doc.children(doc.root).map(|(_, e)| e).collect();
+        assert!(kids[0].is(QFLOW_NS, "c"));
+        assert_eq!(kids[1].ns, None, "xmlns=\"\" undeclares the default");
+        assert_eq!(doc.declared_namespaces, [QFLOW_NS, "urn:d"]);
+    }
+
+    #[test]
+    fn escaped_values_and_uris_are_unescaped() {
+        let src = r#"<a xmlns:v="urn:a&amp;b" v:k="x &lt; y"/>"#;
+        let doc = parse(src).unwrap();
+        let a = doc.element(doc.root);
+        let k = a.attr_ns("urn:a&b", "k").unwrap();
+        assert_eq!(k.value, "x < y");
+        assert_eq!(&src[k.value_span.start..k.value_span.end], "x &lt; y");
+    }
+
+    #[test]
+    fn namespace_faults_are_refused() {
+        let err = parse(r#"<a xmlns:p=""/>"#).unwrap_err();
+        assert!(err.message.contains("empty URI"), "{err:?}");
+        let err = parse("<p:a/>").unwrap_err();
+        assert!(
+            err.message.contains("prefix `p` is not declared"),
+            "{err:?}"
+        );
+        assert_eq!(err.span, Span::new(1, 4));
     }
 }
