@@ -19,7 +19,8 @@ use qflow_engine::store::Store;
 use serde_json::Value;
 
 use crate::backend::{Backend, Command, FailClass, Report, Resolution, ResponseTarget};
-use crate::engine_view::{self, describe, Source};
+use crate::engine_describe::describe;
+use crate::engine_view::{self, Source};
 use crate::view::{sort_instances, InstanceRowView, InstanceStatus, View};
 
 /// Where the console's instance lives.

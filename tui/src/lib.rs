@@ -9,6 +9,8 @@
 pub mod app;
 pub mod backend;
 pub mod engine_backend;
+mod engine_describe;
+mod engine_schedule;
 pub mod engine_view;
 pub mod fmt;
 pub mod keymap;

@@ -1,0 +1,352 @@
+//! The prompts behind `t`, `f`, `r` and `R`: numbered choices, a text field
+//! for a custom value, and the stages that lead from a key to a command.
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::App;
+use crate::backend::{Command, FailClass, Report, Resolution, ResponseTarget};
+
+/// One line of a picker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    pub label: String,
+    pub hint: String,
+}
+
+impl Choice {
+    fn new(label: impl Into<String>, hint: impl Into<String>) -> Choice {
+        Choice {
+            label: label.into(),
+            hint: hint.into(),
+        }
+    }
+}
+
+/// What a prompt is collecting; a completed stage either yields a command or
+/// opens the next stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stage {
+    Advance,
+    FailCode,
+    FailClass { code: String },
+    RetryAfter { code: String },
+    RespondTarget,
+    RespondBody { target: ResponseTarget },
+    Resolve,
+}
+
+/// A small modal: a list of choices, the last of which may open a text field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub stage: Stage,
+    pub title: String,
+    pub choices: Vec<Choice>,
+    pub selected: usize,
+    /// The last choice asks for text instead of being a value.
+    pub custom: bool,
+    /// `Some` while typing.
+    pub input: Option<String>,
+    pub input_label: String,
+    /// Why the typed text was refused.
+    pub error: Option<String>,
+}
+
+const TIME_CHOICES: [(&str, i64); 4] = [
+    ("30s", 30_000),
+    ("5m", 300_000),
+    ("1h", 3_600_000),
+    ("1d", 86_400_000),
+];
+
+const COMMON_CODES: [&str; 3] = ["PROVIDER_DOWN", "INVALID_INPUT", "RATE_LIMITED"];
+
+impl App {
+    pub(super) fn open(&mut self, stage: Stage) {
+        let (title, choices, custom, input_label): (String, Vec<Choice>, bool, &str) = match &stage
+        {
+            Stage::Advance => (
+                "Advance virtual time by".into(),
+                TIME_CHOICES
+                    .iter()
+                    .map(|(l, _)| Choice::new(*l, ""))
+                    .chain([Choice::new("custom…", "an ISO-8601 duration")])
+                    .collect(),
+                true,
+                "ISO duration (e.g. PT90S, PT2H, P1D)",
+            ),
+            Stage::FailCode => {
+                let mut codes: Vec<String> = self.codes.clone();
+                for c in COMMON_CODES {
+                    if !codes.iter().any(|x| x == c) {
+                        codes.push(c.to_string());
+                    }
+                }
+                (
+                    "Fail the next attempt with code".into(),
+                    codes
+                        .into_iter()
+                        .map(|c| Choice::new(c, ""))
+                        .chain([Choice::new("custom…", "type a code")])
+                        .collect(),
+                    true,
+                    "failure code",
+                )
+            }
+            Stage::FailClass { code } => (
+                format!("Classify {code} as"),
+                FailClass::ALL
+                    .iter()
+                    .map(|c| Choice::new(c.as_str(), c.meaning()))
+                    .collect(),
+                false,
+                "",
+            ),
+            Stage::RetryAfter { code } => (
+                format!("{code}: the provider says retry after"),
+                TIME_CHOICES
+                    .iter()
+                    .take(3)
+                    .map(|(l, _)| Choice::new(*l, "capped by maxDelay"))
+                    .chain([Choice::new("custom…", "an ISO-8601 duration")])
+                    .collect(),
+                true,
+                "ISO duration (e.g. PT10M)",
+            ),
+            Stage::RespondTarget => {
+                let mut choices = vec![Choice::new(
+                    "the live attempt",
+                    "resumes the flow if it is waiting",
+                )];
+                for n in self.superseded_attempts() {
+                    choices.push(Choice::new(
+                        format!("superseded attempt {n}"),
+                        "expect the honest refusal",
+                    ));
+                }
+                ("Deliver a response to".into(), choices, false, "")
+            }
+            Stage::RespondBody { .. } => ("Response body".into(), Vec::new(), true, "JSON body"),
+            Stage::Resolve => (
+                "Resolve the reconciliation as".into(),
+                Resolution::ALL
+                    .iter()
+                    .map(|r| Choice::new(r.as_str(), r.meaning()))
+                    .collect(),
+                false,
+                "",
+            ),
+        };
+        let input = match stage {
+            Stage::RespondBody { .. } => Some("{}".to_string()),
+            _ => None,
+        };
+        self.prompt = Some(Prompt {
+            stage,
+            title,
+            choices,
+            selected: 0,
+            custom,
+            input,
+            input_label: input_label.to_string(),
+            error: None,
+        });
+    }
+
+    /// Attempts of the schedule's node before the latest one.
+    fn superseded_attempts(&self) -> Vec<u32> {
+        let Some(s) = self.view.as_ref().and_then(|v| v.schedule.as_ref()) else {
+            return Vec::new();
+        };
+        let last = s.done.iter().map(|a| a.n).max().unwrap_or(0);
+        s.done.iter().map(|a| a.n).filter(|n| *n < last).collect()
+    }
+
+    pub(super) fn prompt_key(&mut self, key: KeyEvent) -> Option<Command> {
+        let ctrl_c =
+            key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c');
+        if ctrl_c {
+            self.quit = true;
+            return None;
+        }
+        let p = self.prompt.as_mut()?;
+        if let Some(text) = p.input.as_mut() {
+            match key.code {
+                KeyCode::Esc => {
+                    if p.choices.is_empty() {
+                        self.prompt = None;
+                    } else {
+                        p.input = None;
+                        p.error = None;
+                    }
+                }
+                KeyCode::Backspace => {
+                    text.pop();
+                }
+                KeyCode::Enter => {
+                    let text = text.trim().to_string();
+                    return self.complete(Value::Text(text));
+                }
+                KeyCode::Char(c) => text.push(c),
+                _ => {}
+            }
+            return None;
+        }
+        let n = p.choices.len();
+        match key.code {
+            KeyCode::Esc | KeyCode::Char('q') => {
+                self.prompt = None;
+                self.report = Report::info("cancelled");
+            }
+            KeyCode::Up | KeyCode::Char('k') => p.selected = p.selected.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab if p.selected + 1 < n => {
+                p.selected += 1;
+            }
+            KeyCode::Char(c @ '1'..='9') => {
+                let i = c as usize - '1' as usize;
+                if i < n {
+                    p.selected = i;
+                    return self.pick();
+                }
+            }
+            KeyCode::Enter | KeyCode::Char(' ') => return self.pick(),
+            _ => {}
+        }
+        None
+    }
+
+    fn pick(&mut self) -> Option<Command> {
+        let p = self.prompt.as_mut()?;
+        if p.custom && p.selected + 1 == p.choices.len() {
+            p.input = Some(String::new());
+            return None;
+        }
+        let i = p.selected;
+        self.complete(Value::Index(i))
+    }
+
+    fn complete(&mut self, value: Value) -> Option<Command> {
+        let p = self.prompt.as_mut()?;
+        let stage = p.stage.clone();
+        let label = match &value {
+            Value::Index(i) => p
+                .choices
+                .get(*i)
+                .map(|c| c.label.clone())
+                .unwrap_or_default(),
+            Value::Text(t) => t.clone(),
+        };
+        let time = |value: &Value| -> Result<i64, String> {
+            match value {
+                Value::Index(i) => Ok(TIME_CHOICES[(*i).min(TIME_CHOICES.len() - 1)].1),
+                Value::Text(t) => parse_duration_ms(t),
+            }
+        };
+        match stage {
+            Stage::Advance => match time(&value) {
+                Ok(ms) => {
+                    self.prompt = None;
+                    Some(Command::Advance { ms })
+                }
+                Err(e) => {
+                    p.error = Some(e);
+                    None
+                }
+            },
+            Stage::FailCode => {
+                if label.is_empty() || label.chars().any(char::is_whitespace) {
+                    p.error = Some("a code is one word, e.g. PROVIDER_DOWN".into());
+                    return None;
+                }
+                self.open(Stage::FailClass { code: label });
+                None
+            }
+            Stage::FailClass { code } => {
+                let class = match value {
+                    Value::Index(i) => FailClass::ALL[i.min(3)],
+                    Value::Text(_) => return None,
+                };
+                if class == FailClass::RateLimited {
+                    self.open(Stage::RetryAfter { code });
+                    return None;
+                }
+                self.prompt = None;
+                Some(Command::Fail {
+                    code,
+                    class,
+                    retry_after_ms: None,
+                })
+            }
+            Stage::RetryAfter { code } => match time(&value) {
+                Ok(ms) => {
+                    self.prompt = None;
+                    Some(Command::Fail {
+                        code,
+                        class: FailClass::RateLimited,
+                        retry_after_ms: Some(ms),
+                    })
+                }
+                Err(e) => {
+                    p.error = Some(e);
+                    None
+                }
+            },
+            Stage::RespondTarget => {
+                let target = match value {
+                    Value::Index(0) => ResponseTarget::Live,
+                    Value::Index(i) => {
+                        let n = self.superseded_attempts().get(i - 1).copied().unwrap_or(1);
+                        ResponseTarget::Attempt(n)
+                    }
+                    Value::Text(_) => return None,
+                };
+                self.open(Stage::RespondBody { target });
+                None
+            }
+            Stage::RespondBody { target } => {
+                if let Err(e) = serde_json_check(&label) {
+                    p.error = Some(e);
+                    return None;
+                }
+                self.prompt = None;
+                Some(Command::Respond {
+                    target,
+                    body: label,
+                })
+            }
+            Stage::Resolve => {
+                let r = match value {
+                    Value::Index(i) => Resolution::ALL[i.min(2)],
+                    Value::Text(_) => return None,
+                };
+                self.prompt = None;
+                Some(Command::Resolve(r))
+            }
+        }
+    }
+}
+
+enum Value {
+    Index(usize),
+    Text(String),
+}
+
+/// An ISO-8601 duration typed at a prompt, in milliseconds; the engine's
+/// parser, so the console accepts exactly what a model may write.
+pub fn parse_duration_ms(text: &str) -> Result<i64, String> {
+    let d: Duration = qflow_engine::duration::parse(text).map_err(|e| e.message)?;
+    if d.is_zero() {
+        return Err("zero does not move time: try PT30S".into());
+    }
+    Ok(d.as_millis().min(i64::MAX as u128) as i64)
+}
+
+/// A response body must be a JSON object (it becomes the task's variables).
+fn serde_json_check(text: &str) -> Result<(), String> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(_)) => Ok(()),
+        Ok(_) => Err("a response body is a JSON object, e.g. {\"approved\": true}".into()),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
