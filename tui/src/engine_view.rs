@@ -197,7 +197,7 @@ pub fn build(src: &Source) -> Result<View, String> {
         .into_iter()
         .map(|c| {
             let state = if snap.get(&format!("backoff.{}", c.node)).is_some() {
-                "in backoff window"
+                "in backoff"
             } else {
                 "live"
             };

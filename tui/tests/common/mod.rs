@@ -126,7 +126,7 @@ pub fn rich_view() -> View {
         correlations: vec![CorrelationView {
             key: "corr-charge-1-authorize".into(),
             node: "authorize".into(),
-            state: "in backoff window".into(),
+            state: "in backoff".into(),
         }],
         incidents: vec![],
         history: vec![
