@@ -302,12 +302,64 @@ async fn qf022_relates_the_routed_boundary() {
     h.open(URI, 1, &text).await;
     let diags = h.diagnostics(URI, 1).await;
     let qf022 = diags.iter().find(|d| d["code"] == "QF022").expect("QF022");
-    assert_eq!(qf022["range"]["start"]["line"], pos_at(&text, "<q:retry", 0)["line"]);
-    let related = qf022["relatedInformation"].as_array().expect("related information");
+    assert_eq!(
+        qf022["range"]["start"]["line"],
+        pos_at(&text, "<q:retry", 0)["line"]
+    );
+    let related = qf022["relatedInformation"]
+        .as_array()
+        .expect("related information");
     let boundary_line = pos_at(&text, "<bpmn:boundaryEvent id=\"late\"", 0)["line"].clone();
     assert!(
-        related.iter().any(|r| r["location"]["range"]["start"]["line"] == boundary_line && r["location"]["uri"] == URI),
+        related
+            .iter()
+            .any(|r| r["location"]["range"]["start"]["line"] == boundary_line
+                && r["location"]["uri"] == URI),
         "{related:?}"
+    );
+    h.stop().await;
+}
+
+/// Incremental changes in UTF-16 positions, several in one notification (each
+/// relative to the text the previous one produced), after emoji and accents.
+#[tokio::test]
+async fn incremental_changes_apply_in_utf16_and_in_order() {
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, UNICODE).await;
+    assert_eq!(errors(&h.diagnostics(URI, 1).await), ["QF004", "QF003"]);
+    // Delete one `d` of `endd` (after 😀 and 🎉), then rename the second `f` to `g`.
+    let endd = range_of(UNICODE, "endd");
+    let d = serde_json::json!({
+        "start": { "line": endd["start"]["line"], "character": endd["start"]["character"].as_u64().unwrap() + 3 },
+        "end": endd["end"],
+    });
+    let second_f = UNICODE.rfind("id=\"f\"").unwrap() + 4;
+    // Line 6 is after line 5's edit; it is unchanged by it, so its position holds.
+    let (line, col) = lsp_pos(UNICODE, second_f);
+    let f = serde_json::json!({ "start": { "line": line, "character": col }, "end": { "line": line, "character": col + 1 } });
+    h.notify(
+        "textDocument/didChange",
+        serde_json::json!({ "textDocument": { "uri": URI, "version": 2 }, "contentChanges": [
+            { "range": d, "text": "" },
+            { "range": f, "text": "g" }
+        ] }),
+    )
+    .await;
+    assert_eq!(errors(&h.diagnostics(URI, 2).await), Vec::<String>::new());
+    // The server's text is exactly the edited one: a symbol's selection sits where expected.
+    let expected =
+        UNICODE
+            .replacen("endd", "end", 1)
+            .replacen("id=\"f\" sourceRef", "id=\"g\" sourceRef", 1);
+    let r = h
+        .request(
+            "textDocument/definition",
+            at(URI, pos_at(&expected, "targetRef=\"end", 11)),
+        )
+        .await;
+    assert_eq!(
+        r["result"]["range"]["start"],
+        pos_at(&expected, "id=\"end\"", 4)
     );
     h.stop().await;
 }

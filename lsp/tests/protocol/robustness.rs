@@ -145,7 +145,10 @@ async fn documents_over_the_limit_are_kept_but_not_analysed() {
     // Told once per document, not once per keystroke.
     h.change(URI, 2, &format!("{text} ")).await;
     assert_eq!(h.diagnostics(URI, 2).await, Vec::<Value>::new());
-    assert!(h.notifications.iter().all(|n| n["method"] != "window/showMessage"));
+    assert!(h
+        .notifications
+        .iter()
+        .all(|n| n["method"] != "window/showMessage"));
     h.stop().await;
 }
 
