@@ -89,11 +89,17 @@ impl EngineBackend {
         let (path, temp) = match db {
             Some(p) => (p.to_path_buf(), None),
             None => {
+                // Unique per process and per session within it.
+                static SESSIONS: std::sync::atomic::AtomicU64 =
+                    std::sync::atomic::AtomicU64::new(0);
+                let n = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let nanos = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.subsec_nanos());
-                let p = std::env::temp_dir()
-                    .join(format!("qflow-console-{}-{nanos}.db", std::process::id()));
+                let p = std::env::temp_dir().join(format!(
+                    "qflow-console-{}-{n}-{nanos}.db",
+                    std::process::id()
+                ));
                 (p.clone(), Some(p))
             }
         };
