@@ -281,6 +281,9 @@ fn is_activity(local: &str) -> bool {
 
 fn read_process(doc: &XmlDoc<'_>, process_id: ElementId) -> Process {
     let el = doc.element(process_id);
+    // Reserve once (nodes and flows are at most the children, sub-processes
+    // aside): growing a Vec of large nodes by doubling copies it every time.
+    let children = doc.children(process_id).count();
     let mut process = Process {
         id: plain_attr(el, "id"),
         name: plain_attr(el, "name"),
@@ -289,8 +292,8 @@ fn read_process(doc: &XmlDoc<'_>, process_id: ElementId) -> Process {
             .is_some_and(|a| a.value.trim() == "true"),
         span: el.span,
         name_span: el.name_span,
-        nodes: Vec::new(),
-        flows: Vec::new(),
+        nodes: Vec::with_capacity(children),
+        flows: Vec::with_capacity(children),
     };
     read_container(doc, process_id, None, &mut process);
     process
