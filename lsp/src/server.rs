@@ -95,32 +95,34 @@ fn internal(what: &str, e: tokio::task::JoinError) -> Error {
 impl Shared {
     /// The analysed current version of a document (`None`: not open).
     async fn snapshot(&self, uri: &Uri) -> Result<Option<Arc<Snapshot>>> {
-        let Some((version, text, cached)) = self.store.current(uri) else {
+        let Some((version, text, cell)) = self.store.current(uri) else {
             return Ok(None);
         };
-        if let Some(s) = cached {
-            return Ok(Some(s));
-        }
-        let config = self.config;
-        // The line index and the analysis are independent scans of the text:
-        // run them side by side.
-        let t = text.clone();
-        let index = tokio::task::spawn_blocking(move || qflow_engine::span::LineIndex::new(&t));
-        let t = text.clone();
-        let analysis = tokio::task::spawn_blocking(move || {
-            (t.len() <= config.max_document_bytes).then(|| (config.analyzer)(&t))
-        });
-        let analysis = analysis.await.map_err(|e| internal("the analysis", e))?;
-        let index = index.await.map_err(|e| internal("the line index", e))?;
-        let snap = Snapshot {
-            version,
-            text,
-            index,
-            analysis,
-        };
-        let snap = Arc::new(snap);
-        self.store.cache(uri, &snap).drop_later();
-        Ok(Some(snap))
+        let snap = cell
+            .get_or_try_init(|| async {
+                let config = self.config;
+                // The line index and the analysis are independent scans of
+                // the text: run them side by side.
+                let t = text.clone();
+                let index =
+                    tokio::task::spawn_blocking(move || qflow_engine::span::LineIndex::new(&t));
+                let t = text.clone();
+                let analysis = tokio::task::spawn_blocking(move || {
+                    (t.len() <= config.max_document_bytes).then(|| (config.analyzer)(&t))
+                });
+                let analysis = analysis.await.map_err(|e| internal("the analysis", e))?;
+                let index = index.await.map_err(|e| internal("the line index", e))?;
+                let snap = Arc::new(Snapshot {
+                    version,
+                    text,
+                    index,
+                    analysis,
+                });
+                self.store.remember(uri, &snap).drop_later();
+                Ok::<_, Error>(snap)
+            })
+            .await?;
+        Ok(Some(snap.clone()))
     }
 
     /// Run a handler on the current snapshot, on the blocking pool.
@@ -287,7 +289,7 @@ impl LanguageServer for Backend {
         // The cached snapshot's line index is the current text's: use it for
         // the first ranged edit (a 12 MB text need not be rescanned), and
         // build each new text in one allocation (one copy, not three).
-        let mut cached_index = snap;
+        let mut cached_index = snap.get().cloned();
         let mut text: Option<String> = None;
         for change in p.content_changes {
             let Some(range) = change.range else {

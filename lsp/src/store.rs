@@ -13,6 +13,9 @@ use qflow_engine::span::LineIndex;
 use qflow_engine::Analysis;
 use tower_lsp_server::ls_types::Uri;
 
+/// The once-computed analysis of one version.
+pub type SnapshotCell = tokio::sync::OnceCell<Arc<Snapshot>>;
+
 /// One analysed version of a document: everything a handler needs, immutable.
 #[derive(Debug)]
 pub struct Snapshot {
@@ -33,8 +36,10 @@ impl Snapshot {
 pub struct Document {
     pub version: i32,
     pub text: Arc<String>,
-    /// The analysis of `version`, once computed.
-    pub snapshot: Option<Arc<Snapshot>>,
+    /// The analysis of `version`, computed once however many handlers ask
+    /// for it at the same time (a hover during a keystroke's analysis waits
+    /// for that analysis instead of running a second one).
+    pub snapshot: Arc<SnapshotCell>,
     /// The version whose diagnostics were last published (to publish each once).
     pub published: Option<i32>,
     /// The latest snapshot whose text loaded as a model: completion offers its
@@ -94,7 +99,7 @@ impl Store {
             Document {
                 version,
                 text: Arc::new(text),
-                snapshot: None,
+                snapshot: Arc::new(SnapshotCell::new()),
                 published: None,
                 last_good,
                 warned_large,
@@ -107,8 +112,8 @@ impl Store {
         self.lock().remove(uri).is_some()
     }
 
-    /// The current text and version, and the cached analysis if it is of that version.
-    pub fn current(&self, uri: &Uri) -> Option<(i32, Arc<String>, Option<Arc<Snapshot>>)> {
+    /// The current version, its text and the cell of its analysis.
+    pub fn current(&self, uri: &Uri) -> Option<(i32, Arc<String>, Arc<SnapshotCell>)> {
         let docs = self.lock();
         let doc = docs.get(uri)?;
         Some((doc.version, doc.text.clone(), doc.snapshot.clone()))
@@ -118,14 +123,14 @@ impl Store {
         self.lock().get(uri).and_then(|d| d.last_good.clone())
     }
 
-    /// Cache an analysis if the document is still at its version. Returns the
-    /// snapshot it displaced (see [`Store::set`] on dropping it).
-    pub fn cache(&self, uri: &Uri, snapshot: &Arc<Snapshot>) -> Retired {
+    /// Remember a freshly computed analysis as the latest that loaded, if it
+    /// did and the document is still at its version. Returns the snapshot it
+    /// displaced (see [`Store::set`] on dropping it).
+    pub fn remember(&self, uri: &Uri, snapshot: &Arc<Snapshot>) -> Retired {
         let mut displaced = None;
-        if let Some(doc) = self.lock().get_mut(uri) {
-            if doc.version == snapshot.version && doc.snapshot.is_none() {
-                doc.snapshot = Some(snapshot.clone());
-                if snapshot.definitions().is_some() {
+        if snapshot.definitions().is_some() {
+            if let Some(doc) = self.lock().get_mut(uri) {
+                if doc.version == snapshot.version {
                     displaced = doc.last_good.replace(snapshot.clone());
                 }
             }

@@ -183,3 +183,41 @@ async fn requests_before_initialize_are_refused() {
     assert!(r["result"]["capabilities"]["hoverProvider"] == true, "{r}");
     insta::assert_json_snapshot!("capabilities", r["result"]);
 }
+
+static ANALYSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn counting(text: &str) -> qflow_engine::Analysis {
+    ANALYSES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    qflow_engine::analyze(text)
+}
+
+/// Requests that arrive while a version is being analysed wait for that
+/// analysis instead of starting their own: one analysis per version.
+#[tokio::test]
+async fn concurrent_requests_share_one_analysis_per_version() {
+    let mut h = Harness::initialized_with(Config {
+        analyzer: counting,
+        ..Config::default()
+    })
+    .await;
+    let text = fixture("dbg08.bpmn");
+    h.open(URI, 1, &text).await;
+    let ids = [100, 101, 102];
+    h.send(&json!({ "jsonrpc": "2.0", "id": ids[0], "method": "textDocument/hover", "params": at(URI, pos_at(&text, "<q:retry", 2)) })).await;
+    h.send(&json!({ "jsonrpc": "2.0", "id": ids[1], "method": "textDocument/documentSymbol", "params": { "textDocument": text_document(URI) } })).await;
+    h.send(&json!({ "jsonrpc": "2.0", "id": ids[2], "method": "textDocument/definition", "params": at(URI, pos_at(&text, "targetRef=\"charge", 12)) })).await;
+    let mut answered = Vec::new();
+    while answered.len() < ids.len() {
+        let m = h.read().await;
+        if m.get("method").is_some() {
+            h.notifications.push_back(m);
+        } else {
+            assert!(m.get("result").is_some(), "{m}");
+            answered.push(m["id"].as_i64().unwrap());
+        }
+    }
+    h.diagnostics(URI, 1).await;
+    assert_eq!(ANALYSES.load(std::sync::atomic::Ordering::SeqCst), 1);
+    h.stop().await;
+}
