@@ -79,6 +79,8 @@ pub struct App {
     pub focus: Panel,
     scroll: [u16; 8],
     pub help: bool,
+    /// How far the help overlay is scrolled.
+    pub help_scroll: u16,
     pub prompt: Option<Prompt>,
     pub report: Report,
     pub quit: bool,
@@ -98,6 +100,7 @@ impl App {
             focus: Panel::Process,
             scroll: [0; 8],
             help: false,
+            help_scroll: 0,
             prompt: None,
             report: Report::info("space steps to the next decision · ? shows every key"),
             quit: false,
@@ -176,10 +179,16 @@ impl App {
         }
         let action = keymap::lookup(key)?;
         if self.help {
-            if matches!(action, Action::Help | Action::Back) {
-                self.help = false;
-            } else if action == Action::Quit {
-                self.quit = true;
+            match action {
+                Action::Help | Action::Back => {
+                    self.help = false;
+                    self.help_scroll = 0;
+                }
+                Action::Quit => self.quit = true,
+                // A small terminal shows part of the overlay: j/k scroll it.
+                Action::ScrollDown => self.help_scroll = self.help_scroll.saturating_add(1),
+                Action::ScrollUp => self.help_scroll = self.help_scroll.saturating_sub(1),
+                _ => {}
             }
             return None;
         }

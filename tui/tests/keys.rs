@@ -259,3 +259,18 @@ fn the_readme_documents_every_key_of_the_keymap() {
         );
     }
 }
+
+#[test]
+fn the_help_overlay_scrolls_on_a_small_terminal() {
+    let (mut app, mut tape) = started();
+    type_keys(&mut app, &mut tape, "?");
+    let top = ui::render_text(&app, 60, 15);
+    assert!(top.contains("take the next decision"), "{top}");
+    type_keys(&mut app, &mut tape, "jjjjjjjjjjjj");
+    let down = ui::render_text(&app, 60, 15);
+    assert!(down.contains("quit and restore the terminal"), "{down}");
+    assert!(tape.commands.is_empty());
+    type_keys(&mut app, &mut tape, "\x1b");
+    assert!(!app.help);
+    assert_eq!(app.help_scroll, 0);
+}

@@ -42,15 +42,17 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             dim(),
         ));
     }
-    let r = centered(area, 92, lines.len() as u16 + 2);
+    let total = lines.len() as u16;
+    let r = centered(area, 92, total + 2);
     let block = Block::bordered()
         .border_type(BorderType::Double)
         .border_style(Style::new().fg(Color::Cyan))
-        .title(" keys · ? or esc closes ");
+        .title(" keys · j/k scroll · ? or esc closes ");
     f.render_widget(Clear, r);
     f.render_widget(
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
+            .scroll((app.help_scroll.min(total.saturating_sub(1)), 0))
             .block(block),
         r,
     );
