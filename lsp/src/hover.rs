@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use qflow_engine::classify::{classify, Classification};
 use qflow_engine::duration::{self, to_words};
-use qflow_engine::model::{Definitions, Node, NodeKind, Process, RetrySpec, TimeoutSpec};
+use qflow_engine::model::{
+    ChannelConfig, Definitions, Node, NodeKind, Process, RetrySpec, TimeoutSpec,
+};
 use qflow_engine::navigate;
 use qflow_engine::policy::{Jitter, RetryPolicy};
 use qflow_engine::span::Span;
@@ -38,6 +40,13 @@ pub fn hover(snap: &Snapshot, offset: usize) -> Option<(String, Span)> {
     }
     if let Some((_, node, timeout)) = navigate::timeout_at(defs, offset) {
         return Some((timeout_hover(node, timeout), timeout.name_span));
+    }
+    if let Some(config) = defs
+        .channel_configs
+        .iter()
+        .find(|c| c.span.contains(offset))
+    {
+        return Some((channel_config_hover(config), config.name_span));
     }
     let (process, node) = navigate::node_at(defs, offset)?;
     Some((node_hover(process, node), node.name_span))
@@ -71,6 +80,37 @@ fn timeout_hover(node: &Node, t: &TimeoutSpec) -> String {
     s
 }
 
+fn channel_config_hover(c: &ChannelConfig) -> String {
+    let channel = c.channel.as_ref().map(|a| a.value.as_str()).unwrap_or("?");
+    let max = c
+        .max_deliveries
+        .as_ref()
+        .and_then(|a| a.value.trim().parse::<u64>().ok());
+    let interval = c
+        .delivery_interval
+        .as_ref()
+        .and_then(|a| duration::parse(a.value.trim()).ok());
+    let mut s = format!(
+        "**q:channelConfig** for channel `{channel}`: the outbox's own delivery curve.\n\n"
+    );
+    match (max, interval) {
+        (Some(m), Some(i)) => {
+            let last = i.saturating_mul(m.saturating_sub(1) as u32);
+            let _ = write!(
+                s,
+                "Each request is delivered at most {m} times, {} apart: if the last delivery (at {}) fails, the request is poisoned and the call's attempt fails with `q.delivery.poisoned`.",
+                to_words(i),
+                to_words(last)
+            );
+        }
+        (Some(m), None) => {
+            let _ = write!(s, "Each request is delivered at most {m} times, then poisoned (`q.delivery.poisoned`).");
+        }
+        (None, _) => s.push_str("No `maxDeliveries`: the outbox retries one delivery forever; only the call's `<q:timeout>` ends an attempt."),
+    }
+    s
+}
+
 fn task_kind(node: &Node) -> String {
     if let Some(t) = node.registered_task() {
         return format!("registered task `{}`", t.value);
@@ -99,6 +139,21 @@ fn node_hover(process: &Process, node: &Node) -> String {
     s.push_str("\n\n");
     if matches!(node.kind, NodeKind::ServiceTask(_)) {
         let _ = writeln!(s, "Kind: {}.\n", task_kind(node));
+        for r in &node.retries {
+            if let Ok(p) = RetryPolicy::from_spec(r) {
+                let _ = writeln!(
+                    s,
+                    "Retry: {} (hover `<{}>` for the schedule).\n",
+                    p.summary(),
+                    r.qname
+                );
+            }
+        }
+        for t in &node.timeouts {
+            if let Some(Ok(d)) = t.duration.as_ref().map(|a| duration::parse(a.value.trim())) {
+                let _ = writeln!(s, "Timeout: {} per attempt.\n", to_words(d));
+            }
+        }
     }
     let pid = process
         .id

@@ -80,6 +80,9 @@ async fn task_hover_gives_its_kind_and_the_classifier_verdict() {
     h.open(URI, 1, &text).await;
     let md = hover_text(&mut h, &text, "<bpmn:serviceTask", 3).await;
     insta::assert_snapshot!("task_channel_call", md);
+    let md = hover_text(&mut h, &text, "<q:channelConfig", 3).await;
+    assert!(md.contains("at most 5 times, 2 s apart"), "{md}");
+    assert!(md.contains("(at 8 s)"), "{md}");
     let md = hover_text(&mut h, &text, "<bpmn:startEvent", 3).await;
     assert!(md.contains("**stateful**"), "{md}");
     // Nothing to say between elements.
