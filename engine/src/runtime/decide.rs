@@ -573,7 +573,6 @@ fn advance(graph: &Graph, facts: &Facts<'_>, w: &mut Work, id: &str) {
             "no ready token there",
         );
     };
-    let _ = facts;
     match &node.kind {
         Kind::Start => {
             w.take(id, TokenState::Ready);
