@@ -200,3 +200,38 @@ fn a_call_that_never_backs_off_writes_the_same_bytes_with_or_without_a_policy() 
     assert_eq!(with_policy, without);
     assert!(!with_policy.contains("backoff.") && !with_policy.contains("attempts."));
 }
+
+#[test]
+fn every_json_line_follows_the_design_contract() {
+    for (case, _, _) in CASES {
+        let path = repo().join(format!("tests/golden/run/{case}.jsonl"));
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue; // reported missing by the corpus test
+        };
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{case}: {l}: {e}")))
+            .collect();
+        let (last, decisions) = lines.split_last().expect("at least the final state");
+        assert!(
+            ["completed", "failed", "waiting"].contains(&last["status"].as_str().unwrap_or("")),
+            "{case}: {last}"
+        );
+        if last["status"] == "failed" {
+            for k in ["code", "reason", "attempts"] {
+                assert!(last.get(k).is_some(), "{case}: final state without {k}");
+            }
+        }
+        for l in decisions {
+            for k in ["at_s", "kind", "node"] {
+                assert!(l.get(k).is_some(), "{case}: line without {k}: {l}");
+            }
+            if l["kind"] == "attempt" {
+                assert!(l["attempt"].as_u64().is_some_and(|n| n >= 1), "{case}: {l}");
+                if l.get("channel").is_some() {
+                    assert!(l["idempotencyKey"].is_string(), "{case}: {l}");
+                }
+            }
+        }
+    }
+}
