@@ -25,7 +25,7 @@ pub struct Config {
     /// Documents larger than this are kept but not analysed (a message says
     /// so): an editor must stay responsive whatever is opened in it.
     pub max_document_bytes: usize,
-    /// The engine's loader; always [`qflow_engine::analyze`] outside tests.
+    /// The engine's loader; always [`check_analysis`] outside tests.
     pub analyzer: fn(&str) -> Analysis,
 }
 
@@ -33,9 +33,16 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             max_document_bytes: 64 * 1024 * 1024,
-            analyzer: qflow_engine::analyze,
+            analyzer: check_analysis,
         }
     }
+}
+
+/// Exactly what `qflow check` runs on a file's bytes (decoding checks
+/// included: an empty buffer or a NUL byte get check's QF001), so the editor
+/// and the terminal never disagree.
+pub fn check_analysis(text: &str) -> Analysis {
+    qflow_engine::analyze_bytes(text.as_bytes()).1
 }
 
 impl std::fmt::Debug for Config {
