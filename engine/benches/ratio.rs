@@ -25,12 +25,13 @@ fn best(runs: usize, mut f: impl FnMut()) -> (Duration, Duration) {
 }
 
 fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let tasks = args.first().copied().unwrap_or(20_000);
-    let runs = args.get(1).copied().unwrap_or(15);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let numbers: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    // `cargo test --all-targets` runs this too (without `--bench`): a smoke run.
+    let benching = args.iter().any(|a| a == "--bench");
+    let (default_tasks, default_runs) = if benching { (20_000, 15) } else { (100, 1) };
+    let tasks = numbers.first().copied().unwrap_or(default_tasks);
+    let runs = numbers.get(1).copied().unwrap_or(default_runs);
     let source = qflow_engine::testgen::generate(tasks);
     assert!(!qflow_engine::analyze(&source).has_errors());
     let (mut bare_best, mut analyze_best) = (Duration::MAX, Duration::MAX);
