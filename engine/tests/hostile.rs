@@ -393,3 +393,43 @@ fn cdata_condition_is_read_with_its_exact_span() {
         );
     }
 }
+
+#[test]
+fn namespace_declaration_floods_are_bounded() {
+    // 300 declarations on one element: over the limit of 256 in scope.
+    let decls: String = (0..300)
+        .map(|i| format!(" xmlns:p{i}=\"urn:p{i}\""))
+        .collect();
+    let src = definitions(&format!("<bpmn:process{decls}/>"));
+    let d = only_qf001(&analyze(&src)).clone();
+    assert!(
+        d.message.contains("more than 256 namespace declarations"),
+        "{}",
+        d.message
+    );
+    // 200,000 siblings each declaring a fresh namespace: fine, and linear.
+    let body: String = (0..200_000)
+        .map(|i| format!("<v:x xmlns:v=\"urn:v{i}\"/>"))
+        .collect();
+    let src = definitions(&format!(
+        "<bpmn:extensionElements>{body}</bpmn:extensionElements>"
+    ));
+    let analysis = analyze(&src);
+    assert!(!analysis.has_errors(), "{:#?}", analysis.diagnostics);
+}
+
+#[test]
+fn entity_reference_floods_are_linear() {
+    let text = "&amp;&#x41;&lt;".repeat(300_000);
+    let src = definitions(&format!(
+        "<bpmn:process id=\"p\" name=\"{text}\"><bpmn:documentation>{text}</bpmn:documentation></bpmn:process>"
+    ));
+    let analysis = analyze(&src);
+    assert!(!analysis.has_errors(), "{:#?}", analysis.diagnostics);
+    let name = analysis.definitions.unwrap().processes[0]
+        .name
+        .clone()
+        .unwrap();
+    assert_eq!(name.value.len(), 3 * 300_000);
+    assert!(name.value.starts_with("&A<&A<"));
+}
