@@ -1,7 +1,7 @@
 //! didChange → publishDiagnostics through the whole server (framing, guard,
-//! JSON, store, analysis, conversion), against `analyze` alone on the same
-//! text: the language server's overhead over `qflow check` should stay under
-//! 5 ms.
+//! JSON, store, analysis, conversion), against what `qflow check` runs on the
+//! same text (`analyze_bytes`): the language server's overhead over `check`
+//! should stay under 5 ms.
 //!
 //! Models come from `qflow_engine::testgen` (modeller-shaped, ~600 bytes per
 //! task). Each iteration is one keystroke (an incremental change inserting a
@@ -48,7 +48,7 @@ fn bench(c: &mut Criterion) {
                     n += 1;
                     let text = typed(base, n);
                     let start = Instant::now();
-                    let a = qflow_engine::analyze(&text);
+                    let (_, a) = qflow_engine::analyze_bytes(text.as_bytes());
                     total += start.elapsed();
                     assert!(!a.has_errors());
                 }
@@ -118,7 +118,7 @@ fn paired(rt: &tokio::runtime::Runtime, tasks: usize, rounds: usize) {
     for round in 1..=rounds {
         let text = typed(&base, round);
         let start = Instant::now();
-        let a = qflow_engine::analyze(&text);
+        let (_, a) = qflow_engine::analyze_bytes(text.as_bytes());
         let c = start.elapsed();
         drop(a);
         let body = json!({

@@ -16,7 +16,7 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
-use crate::store::{Snapshot, Store};
+use crate::store::{Graveyard, Snapshot, Store};
 use crate::{code_action, completion, convert, hover, navigation, symbols};
 
 /// How the server analyses; tests swap the analyzer to prove robustness.
@@ -61,6 +61,7 @@ struct Shared {
     /// Held from "is this version current?" to "sent": publishing and
     /// clearing on close cannot interleave.
     publish_lock: tokio::sync::Mutex<()>,
+    graveyard: Graveyard,
 }
 
 pub struct Backend {
@@ -125,7 +126,7 @@ impl Shared {
                     index,
                     analysis,
                 });
-                self.store.remember(uri, &snap).drop_later();
+                self.graveyard.bury(self.store.remember(uri, &snap));
                 Ok::<_, Error>(snap)
             })
             .await?;
@@ -165,6 +166,8 @@ async fn diagnostics_worker(
                 return;
             };
             publish(&client, &shared, &uri).await;
+            // The verdict is out: now free what the edits retired.
+            shared.graveyard.free();
         }
     }
 }
@@ -209,6 +212,7 @@ impl Backend {
             config,
             dirty: tx,
             publish_lock: tokio::sync::Mutex::new(()),
+            graveyard: Graveyard::default(),
         });
         tokio::spawn(diagnostics_worker(
             client.clone(),
@@ -225,7 +229,7 @@ impl Backend {
     fn changed(&self, uri: Uri, version: i32, text: String) {
         if let Some(retired) = self.shared.store.set(&uri, version, text) {
             let _ = self.shared.dirty.send(uri);
-            retired.drop_later();
+            self.shared.graveyard.bury(retired);
         }
     }
 }

@@ -50,16 +50,35 @@ pub struct Document {
     pub warned_large: bool,
 }
 
-/// Memory a store update released: drop it with [`Retired::drop_later`].
+/// Memory a store update released. Freeing the model of a 20,000-task
+/// document costs milliseconds of CPU, so it is buried in a [`Graveyard`]
+/// and freed after the next publication, not while the next analysis runs.
 #[derive(Debug)]
 #[must_use]
 pub struct Retired(Option<Box<Document>>, Option<Arc<Snapshot>>);
 
 impl Retired {
-    /// Free on the blocking pool, not on the thread that publishes.
-    pub fn drop_later(self) {
-        if self.0.is_some() || self.1.is_some() {
-            tokio::task::spawn_blocking(move || drop(self));
+    fn is_empty(&self) -> bool {
+        self.0.is_none() && self.1.is_none()
+    }
+}
+
+/// Retired memory waiting to be freed off the critical path.
+#[derive(Debug, Default)]
+pub struct Graveyard(Mutex<Vec<Retired>>);
+
+impl Graveyard {
+    pub fn bury(&self, r: Retired) {
+        if !r.is_empty() {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+        }
+    }
+
+    /// Free everything buried so far, on the blocking pool.
+    pub fn free(&self) {
+        let dead = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        if !dead.is_empty() {
+            tokio::task::spawn_blocking(move || drop(dead));
         }
     }
 }
@@ -81,8 +100,7 @@ impl Store {
     /// Open or replace a document. Returns `None` (and changes nothing) when
     /// `version` is older than the stored one: a reordered notification must
     /// never roll the text back. Otherwise returns what it replaced, for the
-    /// caller to drop off the async threads: freeing the model of a 20,000-task
-    /// document takes milliseconds that the next analysis should not wait for.
+    /// caller to bury (see [`Retired`]).
     pub fn set(&self, uri: &Uri, version: i32, text: String) -> Option<Retired> {
         let mut docs = self.lock();
         let mut last_good = None;
@@ -125,7 +143,7 @@ impl Store {
 
     /// Remember a freshly computed analysis as the latest that loaded, if it
     /// did and the document is still at its version. Returns the snapshot it
-    /// displaced (see [`Store::set`] on dropping it).
+    /// displaced, to bury.
     pub fn remember(&self, uri: &Uri, snapshot: &Arc<Snapshot>) -> Retired {
         let mut displaced = None;
         if snapshot.definitions().is_some() {
