@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::Instant;
 
 use qflow_engine::store::Store;
 use serde_json::Value;
@@ -47,17 +46,10 @@ fn attempts(ls: &[Value]) -> Vec<(u64, u64)> {
 }
 
 #[test]
-fn long_outage_runs_six_attempts_to_exhaustion_in_well_under_a_second() {
-    // The best of three runs: other tests share the machine's cores.
-    let mut real = std::time::Duration::MAX;
-    let mut ls = Vec::new();
-    for _ in 0..3 {
-        let t = Instant::now();
-        ls = run_json("long-outage", &[]);
-        real = real.min(t.elapsed());
-    }
-    eprintln!("long outage: 13 h 1 min of virtual time in {real:?} of real time");
-    assert!(real.as_secs_f64() < 1.0, "took {real:?}");
+fn long_outage_runs_six_attempts_to_exhaustion_without_setup() {
+    // How fast it runs is measured by `cargo bench -p qflow-engine --bench run`
+    // (docs/performance.md), never asserted here: tests do not time.
+    let ls = run_json("long-outage", &[]);
     assert_eq!(
         attempts(&ls),
         vec![(1, 0), (2, 60), (3, 360), (4, 1860), (5, 9360), (6, 46860)]
