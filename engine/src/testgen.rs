@@ -3,8 +3,8 @@
 //! Performance figures only mean something on input shaped like real files:
 //! namespaced bpmn/bpmndi/dc/di elements, names and documentation, a diagram
 //! section about as large as the process itself, and qflow extensions on the
-//! tasks. [`generate`] writes such a model at any size (about 600 bytes per
-//! task: 20,000 tasks make roughly 12 MB), so the CLI bench, the language
+//! tasks. [`generate`] writes such a model at any size (about 650 bytes per
+//! task: 20,000 tasks make 12.9 MB), so the CLI bench, the language
 //! server bench and the memory tests all measure the same thing.
 
 use std::fmt::Write;
