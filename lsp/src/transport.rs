@@ -20,11 +20,24 @@ use tower_lsp_server::Server;
 
 use crate::Config;
 
+/// The largest frame the guard reads into memory (a document that large is
+/// not one an editor can edit anyway; the server's own limit is lower).
+pub const MAX_FRAME: usize = 256 * 1024 * 1024;
+
 /// Frame one JSON-RPC message body.
 pub fn frame(body: &[u8]) -> Vec<u8> {
     let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
     out.extend_from_slice(body);
     out
+}
+
+/// A frame the guard does not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// Headers that make no sense: the body, if any, cannot be located.
+    Header(String),
+    /// A length over [`MAX_FRAME`]: never allocated, skipped as it streams.
+    TooLarge(usize),
 }
 
 /// Read one frame's body. `Ok(None)`: end of input; `Ok(Some(Err))`: a frame
@@ -60,8 +73,11 @@ pub async fn read_frame<R: AsyncBufRead + Unpin>(
         }
     }
     match length {
-        None => Ok(Some(Err("a frame without Content-Length".to_string()))),
-        Some(Err(e)) => Ok(Some(Err(e))),
+        None => Ok(Some(Err(Refused::Header(
+            "a frame without Content-Length".to_string(),
+        )))),
+        Some(Err(e)) => Ok(Some(Err(Refused::Header(e)))),
+        Some(Ok(n)) if n > MAX_FRAME => Ok(Some(Err(Refused::TooLarge(n)))),
         Some(Ok(n)) => {
             let mut body = vec![0; n];
             r.read_exact(&mut body).await?;
@@ -116,9 +132,24 @@ where
                     let _ = out.send(error);
                 }
             },
-            Ok(Some(Err(why))) => {
+            Ok(Some(Err(refused))) => {
+                let why = match &refused {
+                    Refused::Header(why) => why.clone(),
+                    Refused::TooLarge(n) => {
+                        format!("a frame of {n} bytes, over the limit of {MAX_FRAME} bytes")
+                    }
+                };
                 let response = json!({ "jsonrpc": "2.0", "error": { "code": -32700, "message": format!("Parse error: {why}") }, "id": null });
                 let _ = out.send(frame(response.to_string().as_bytes()));
+                if let Refused::TooLarge(n) = refused {
+                    let mut rest = (&mut input).take(n as u64);
+                    if tokio::io::copy(&mut rest, &mut tokio::io::sink())
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
             }
             Ok(None) | Err(_) => return, // end of input: the server sees EOF too
         }

@@ -69,6 +69,10 @@ async fn malformed_json_rpc_gets_an_error_and_the_server_goes_on() {
         r["error"]["code"] == -32600 || r["error"]["code"] == -32700,
         "{r}"
     );
+    // A frame without Content-Length.
+    h.send_raw(b"Content-Type: application/json\r\n\r\n").await;
+    let r = h.read().await;
+    assert_eq!(r["error"]["code"], -32700, "{r}");
     // Params of the wrong shape.
     let r = h
         .request("textDocument/hover", json!({ "textDocument": 42 }))
@@ -220,4 +224,25 @@ async fn concurrent_requests_share_one_analysis_per_version() {
     h.diagnostics(URI, 1).await;
     assert_eq!(ANALYSES.load(std::sync::atomic::Ordering::SeqCst), 1);
     h.stop().await;
+}
+
+/// A header claiming an absurd length is answered at once, never allocated;
+/// the bytes that follow are that frame's and are skipped as they stream.
+#[tokio::test]
+async fn an_absurd_content_length_is_refused_without_allocating_it() {
+    let mut h = Harness::initialized().await;
+    let header = format!(
+        "Content-Length: {}\r\n\r\n",
+        qflow_lsp::transport::MAX_FRAME + 1
+    );
+    h.send_raw(header.as_bytes()).await;
+    let r = h.read().await;
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("over the limit"),
+        "{r}"
+    );
 }
