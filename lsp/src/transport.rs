@@ -44,7 +44,7 @@ pub enum Refused {
 /// whose headers make no sense (its body, if any, cannot be located).
 pub async fn read_frame<R: AsyncBufRead + Unpin>(
     r: &mut R,
-) -> std::io::Result<Option<Result<Vec<u8>, String>>> {
+) -> std::io::Result<Option<Result<Vec<u8>, Refused>>> {
     let mut length: Option<Result<usize, String>> = None;
     let mut any = false;
     loop {
