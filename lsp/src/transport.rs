@@ -156,36 +156,61 @@ where
     }
 }
 
-async fn forward_output<R: AsyncRead + Unpin>(from_server: R, out: mpsc::UnboundedSender<Vec<u8>>) {
+/// Copy the server's frames to the output, with the guard's error responses
+/// between whole frames. One task, so a published verdict takes one hop.
+async fn pump_output<R, O>(
+    from_server: R,
+    mut refusals: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut output: O,
+) where
+    R: AsyncRead + Unpin,
+    O: AsyncWrite + Unpin,
+{
     let mut from_server = BufReader::with_capacity(1 << 16, from_server);
-    while let Ok(Some(Ok(body))) = read_frame(&mut from_server).await {
-        if out.send(frame(&body)).is_err() {
-            return;
+    let mut refusals_open = true;
+    loop {
+        tokio::select! {
+            refusal = refusals.recv(), if refusals_open => match refusal {
+                Some(bytes) => {
+                    if output.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                    let _ = output.flush().await;
+                }
+                None => refusals_open = false,
+            },
+            // `fill_buf` consumes nothing, so losing this race loses no bytes.
+            more = async { from_server.fill_buf().await.map(|b| !b.is_empty()) } => {
+                if !matches!(more, Ok(true)) {
+                    break; // the server closed its output: it has exited
+                }
+                match read_frame(&mut from_server).await {
+                    Ok(Some(Ok(body))) => {
+                        if output.write_all(&frame(&body)).await.is_err() {
+                            return;
+                        }
+                        let _ = output.flush().await;
+                    }
+                    _ => break,
+                }
+            }
         }
     }
+    let _ = output.shutdown().await;
 }
 
 /// Serve LSP on `input`/`output` until `exit` or end of input. Returns whether
 /// the client sent `shutdown` first (the process exit code depends on it).
-pub async fn serve<I, O>(input: I, mut output: O, config: Config) -> bool
+pub async fn serve<I, O>(input: I, output: O, config: Config) -> bool
 where
     I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin + Send + 'static,
 {
     let (server_in, guard_in) = tokio::io::duplex(1 << 16);
     let (server_out, guard_out) = tokio::io::duplex(1 << 16);
-    let (frames_tx, mut frames_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let input_task = tokio::spawn(filter_input(input, guard_in, frames_tx.clone()));
-    let output_reader = tokio::spawn(forward_output(guard_out, frames_tx));
-    let writer = tokio::spawn(async move {
-        while let Some(bytes) = frames_rx.recv().await {
-            if output.write_all(&bytes).await.is_err() {
-                return;
-            }
-            let _ = output.flush().await;
-        }
-        let _ = output.shutdown().await;
-    });
+    let (refusals_tx, refusals_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let input_task = tokio::spawn(filter_input(input, guard_in, refusals_tx));
+    let output_task = tokio::spawn(pump_output(guard_out, refusals_rx, output));
     let (service, socket, shutdown) = crate::service(config);
     Server::new(server_in, server_out, socket)
         .serve(service)
@@ -194,7 +219,6 @@ where
     // the server wrote and close the output.
     input_task.abort();
     let _ = input_task.await;
-    let _ = output_reader.await;
-    let _ = writer.await;
+    let _ = output_task.await;
     shutdown.load(Ordering::SeqCst)
 }
