@@ -156,7 +156,9 @@ fn qflow_lsp_over_stdio() {
         "{hover}"
     );
     // A malformed frame does not end the session.
-    lsp.stdin.write_all(b"Content-Length: 5\r\n\r\n{oops").unwrap();
+    lsp.stdin
+        .write_all(b"Content-Length: 5\r\n\r\n{oops")
+        .unwrap();
     lsp.stdin.flush().unwrap();
     let parse_error = lsp.wait(|m| m.get("error").is_some());
     assert_eq!(parse_error["error"]["code"], -32700);
