@@ -334,6 +334,60 @@ fn exhaustion_on_q_timeout_takes_the_one_fatal_path_and_a_late_response_hears_fa
     no_effect(&t);
 }
 
+/// Attempt 1 timed out and the retry timer re-drove: attempt 2 is live.
+fn redriven() -> Sim {
+    let mut sim = Sim::marked();
+    let retry = sim.timer(Purpose::Retry);
+    let t = sim.step(Event::TimerDue { timer: retry }, 90_000);
+    assert_eq!(t.calls.emit[0].idempotency_key, "p-1/auth/2");
+    sim
+}
+
+#[test]
+fn response_naming_a_superseded_attempt_after_the_redrive_is_refused_and_the_flow_untouched() {
+    let sim = redriven();
+    let t = sim.decide(response("p-1/auth/1"), 95_000);
+    let l = only_line(&t);
+    assert_eq!(
+        (l["verdict"].as_str(), l["live_attempt"].as_u64()),
+        (Some("superseded"), Some(2))
+    );
+    assert_eq!(
+        l["reason"],
+        "that attempt was replaced by attempt 2 (the correlation stays live)"
+    );
+    no_effect(&t);
+    assert!(t.calls.retire.is_empty(), "the correlation stays live");
+    assert!(t.resolve.is_empty(), "attempt 2's timeout stays armed");
+    assert_eq!(t.snapshot.variable("approved"), None);
+    // The live attempt's own answer is then accepted.
+    let t = sim.decide(response("p-1/auth/2"), 96_000);
+    assert_eq!(only_line_of(&t, "response")["verdict"], "accepted");
+}
+
+#[test]
+fn response_naming_no_request_of_the_call_is_refused_as_unknown_request() {
+    let sim = redriven();
+    let t = sim.decide(response("p-1/auth/7"), 95_000);
+    assert_eq!(only_line(&t)["verdict"], "unknown-request");
+    no_effect(&t);
+}
+
+#[test]
+fn response_without_a_key_is_matched_by_correlation_alone() {
+    let sim = redriven();
+    let t = sim.decide(response(""), 95_000);
+    assert_eq!(only_line_of(&t, "response")["verdict"], "accepted");
+    assert_eq!(t.snapshot.variable("approved"), Some(&json!(true)));
+}
+
+fn only_line_of<'a>(t: &'a Transition, kind: &str) -> &'a Value {
+    let mut of = t.history.iter().filter(|h| h.detail["kind"] == kind);
+    let l = of.next().expect("a line of that kind");
+    assert!(of.next().is_none());
+    &l.detail
+}
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -481,6 +535,18 @@ fn a_response_by_correlation_returns_its_verdict_to_the_caller() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains(r#""redrive":true"#));
+    // A late answer to attempt 1 after the re-drive is superseded, not taken
+    // for attempt 2's.
+    let (v, d) = respond(
+        &mut store,
+        key,
+        "bank-authorize-1/authorize/1",
+        json!({"approved": false}),
+        44_000,
+    )
+    .unwrap();
+    assert_eq!(v, Verdict::Superseded { live: 2 });
+    assert_eq!(d.unwrap().status, Status::Waiting);
     let (v, d) = respond(
         &mut store,
         key,

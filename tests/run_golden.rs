@@ -92,6 +92,11 @@ const CASES: &[(&str, &str, Option<&str>)] = &[
         Some("call-late-answer"),
     ),
     (
+        "call-late-answer-superseded",
+        "bank-authorize",
+        Some("call-late-answer-superseded"),
+    ),
+    (
         "call-bank-strict",
         "call-bank-strict",
         Some("call-bank-strict"),

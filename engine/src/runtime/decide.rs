@@ -18,7 +18,7 @@ use crate::runtime::scenario::{
     ChannelOutcome, DeliveryOutcome, ExternalEvent, FailureClass, Resolution, TaskOutcome,
 };
 
-mod call;
+pub mod call;
 use crate::runtime::snapshot::{Snapshot, Token, TokenState};
 
 /// An instance's lifecycle status (a column of the instance row).

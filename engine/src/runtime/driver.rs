@@ -516,6 +516,12 @@ pub enum Verdict {
     /// The node is in a backoff window: "that attempt is gone, a retry is
     /// pending". The correlation stays live for the retry's response.
     RetryPending,
+    /// The response names an earlier attempt's request, which a re-drive
+    /// replaced by attempt `live`: refused, the flow untouched, the
+    /// correlation live for the live attempt's answer.
+    Superseded { live: u32 },
+    /// The response names a request no attempt of the call was sent with.
+    UnknownRequest,
     /// The instance is FAILED (the honest answer, not a 404).
     Failed,
     /// The instance completed, or the node is not waiting for a response.
@@ -527,7 +533,8 @@ pub enum Verdict {
 /// Deliver a counterpart's response by correlation key (`instance/node`):
 /// decided under the instance claim from durable facts and applied in one
 /// transaction; the verdict says what happened. `request` is the idempotency
-/// key of the request it answers.
+/// key of the request it answers, or empty when the counterpart sent none
+/// (then the correlation alone decides, as in DESIGN §3's table).
 pub fn respond(
     store: &mut Store,
     correlation: &str,
@@ -587,6 +594,10 @@ pub fn respond(
     let verdict = match line["verdict"].as_str() {
         Some("accepted") => Verdict::Accepted,
         Some("retry-pending") => Verdict::RetryPending,
+        Some("superseded") => Verdict::Superseded {
+            live: live_attempt(&line),
+        },
+        Some("unknown-request") => Verdict::UnknownRequest,
         Some("failed") => Verdict::Failed,
         other => Verdict::NotWaiting(other.unwrap_or("ignored").to_string()),
     };
@@ -599,6 +610,11 @@ pub fn respond(
             status: t.status,
         }),
     ))
+}
+
+/// The live attempt a superseded verdict names (from its reason line).
+fn live_attempt(line: &Value) -> u32 {
+    line["live_attempt"].as_u64().unwrap_or(0) as u32
 }
 
 /// Migrate an instance (unfinished, or FAILED: the repair) onto the model

@@ -12,6 +12,9 @@
 //! | retry timer due | re-drive: fresh request, key, timeout | stale residue: ignore |
 //! | timeout due | stale residue: ignore | attempt failed (`q.timeout`) |
 //! | poison wake | nothing | poisoned row for this node? attempt failed (`q.delivery.poisoned`) |
+//!
+//! Beyond the table ([`names`]): a response naming an earlier attempt's
+//! idempotency key is refused as superseded on an unmarked node too.
 
 use serde_json::{json, Map, Value};
 
@@ -55,7 +58,7 @@ pub(super) fn emit(facts: &Facts<'_>, w: &mut Work, node: &GNode, redrive: bool)
     let Some(call) = call_of(node) else { return };
     let id = node.id.as_str();
     let n = w.snap.attempts(id).saturating_add(1);
-    let key = format!("{}/{id}/{n}", facts.instance_id);
+    let key = request_key(facts.instance_id, id, n);
     let due = w.now_ms + ms(call.timeout);
     let payload = Value::Object(w.snap.variables().into_iter().collect::<Map<_, _>>());
     w.calls.emit.push(NewRequest {
@@ -195,7 +198,8 @@ fn failed(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, code: &s
 }
 
 /// A counterpart's response reached this node through its correlation. The
-/// verdict is the line's `verdict`: accepted, retry-pending, failed, no-wait.
+/// verdict is the line's `verdict`: accepted, retry-pending, superseded,
+/// unknown-request, failed, no-wait.
 pub(super) fn response(
     graph: &Graph,
     facts: &Facts<'_>,
@@ -209,6 +213,13 @@ pub(super) fn response(
             "response",
             Some(id),
             json!({"verdict": v, "reason": reason, "idempotencyKey": request}),
+        );
+    };
+    let refuse = |w: &mut Work, v: &str, reason: &str, live: u32| {
+        w.entry(
+            "response",
+            Some(id),
+            json!({"verdict": v, "reason": reason, "idempotencyKey": request, "live_attempt": live}),
         );
     };
     if facts.status.is_terminal() {
@@ -229,6 +240,29 @@ pub(super) fn response(
             "that attempt is gone, a retry is pending (the correlation stays live)",
         );
     }
+    match names(facts.instance_id, id, w.snap.attempts(id), request) {
+        Named::Live => {}
+        Named::Superseded { live } => {
+            return refuse(
+                w,
+                "superseded",
+                &format!(
+                    "that attempt was replaced by attempt {live} (the correlation stays live)"
+                ),
+                live,
+            );
+        }
+        Named::Unknown { live } => {
+            return refuse(
+                w,
+                "unknown-request",
+                &format!(
+                    "no attempt of this call was sent with that idempotency key; the live attempt is {live} (the correlation stays live)"
+                ),
+                live,
+            );
+        }
+    }
     if let Value::Object(m) = body {
         for (k, v) in m {
             w.snap.set_variable(k, v.clone());
@@ -247,6 +281,46 @@ pub(super) fn response(
     );
     let to = leave(graph, w, node);
     w.history[idx].detail["to"] = json!(to);
+}
+
+/// The idempotency key of attempt `n` of a call: new for every attempt, so a
+/// counterpart that deduplicates sees a retry as the new request it is.
+pub fn request_key(instance: &str, node: &str, n: u32) -> String {
+    format!("{instance}/{node}/{n}")
+}
+
+/// Which attempt a response on an unmarked (live) call node answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named {
+    /// The live attempt's key, or no key at all (DESIGN §3's table: matched
+    /// by correlation alone).
+    Live,
+    /// The key of an earlier attempt, which a re-drive replaced by `live`.
+    Superseded { live: u32 },
+    /// A key no attempt of this call was sent with.
+    Unknown { live: u32 },
+}
+
+/// Beyond the table: a response that names its request is held to it. The
+/// correlation is per node and outlives attempts, so without this a late
+/// answer to attempt 1 arriving after the re-drive would resume the flow as
+/// if it answered attempt 2 — the double-submit the fresh idempotency key
+/// exists to prevent (the counterpart handled two requests; the flow must
+/// take the answer to the one that is live). An empty key names nothing.
+pub fn names(instance: &str, node: &str, burned: u32, request: &str) -> Named {
+    let live = burned.saturating_add(1);
+    if request.is_empty() || request == request_key(instance, node, live) {
+        return Named::Live;
+    }
+    let earlier = request
+        .strip_prefix(&format!("{instance}/{node}/"))
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n >= 1 && n < live);
+    if earlier {
+        Named::Superseded { live }
+    } else {
+        Named::Unknown { live }
+    }
 }
 
 /// The best-effort prompt after a poisoning: act only on what the re-read
@@ -330,4 +404,31 @@ pub(super) fn delivery(
         }
     }
     w.entry("delivery", Some(&row.node), line);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{names, request_key, Named};
+
+    #[test]
+    fn a_response_names_the_live_attempt_an_earlier_one_or_nothing_known() {
+        let live = request_key("p-1", "auth", 3);
+        assert_eq!(live, "p-1/auth/3");
+        assert_eq!(names("p-1", "auth", 2, &live), Named::Live);
+        assert_eq!(
+            names("p-1", "auth", 2, ""),
+            Named::Live,
+            "no key: the table"
+        );
+        for dead in ["p-1/auth/1", "p-1/auth/2"] {
+            assert_eq!(names("p-1", "auth", 2, dead), Named::Superseded { live: 3 });
+        }
+        for unknown in ["p-1/auth/4", "p-1/auth/0", "p-2/auth/1", "p-1/other/1", "x"] {
+            assert_eq!(
+                names("p-1", "auth", 2, unknown),
+                Named::Unknown { live: 3 },
+                "{unknown}"
+            );
+        }
+    }
 }
