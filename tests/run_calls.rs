@@ -143,7 +143,7 @@ fn no_effect(t: &Transition) {
 }
 
 #[test]
-fn response_to_a_marked_node_is_refused_retry_pending_and_the_correlation_stays_live() {
+fn response_to_marked_node_is_refused_and_correlation_stays_live() {
     let sim = Sim::marked();
     let t = sim.decide(response("p-1/auth/1"), 32_000);
     let l = only_line(&t);
@@ -161,7 +161,7 @@ fn response_to_a_marked_node_is_refused_retry_pending_and_the_correlation_stays_
 }
 
 #[test]
-fn response_to_an_unmarked_node_resumes_the_flow() {
+fn response_to_live_attempt_resumes_flow() {
     let sim = Sim::live();
     let t = sim.decide(response("p-1/auth/1"), 5_000);
     assert_eq!(t.history[0].detail["verdict"], "accepted");
@@ -172,7 +172,7 @@ fn response_to_an_unmarked_node_resumes_the_flow() {
 }
 
 #[test]
-fn retry_timer_on_a_marked_node_redrives_with_a_fresh_key_and_timeout() {
+fn retry_timer_on_marked_node_redrives_with_fresh_key_and_timeout() {
     let sim = Sim::marked();
     let retry = sim.timer(Purpose::Retry);
     assert_eq!(
@@ -201,7 +201,7 @@ fn retry_timer_on_a_marked_node_redrives_with_a_fresh_key_and_timeout() {
 }
 
 #[test]
-fn retry_timer_on_an_unmarked_node_is_stale_residue() {
+fn retry_timer_on_live_attempt_is_stale_residue() {
     let mut sim = Sim::live();
     // A retry timer row left behind, as after a race: the node is live.
     sim.timers.push(TimerRow {
@@ -222,7 +222,7 @@ fn retry_timer_on_an_unmarked_node_is_stale_residue() {
 }
 
 #[test]
-fn timeout_on_a_marked_node_is_stale_residue() {
+fn timeout_on_marked_node_is_stale_residue() {
     let mut sim = Sim::marked();
     sim.timers.push(TimerRow {
         id: 98,
@@ -238,7 +238,7 @@ fn timeout_on_a_marked_node_is_stale_residue() {
 }
 
 #[test]
-fn timeout_on_an_unmarked_node_fails_the_attempt_with_q_timeout() {
+fn timeout_on_live_attempt_fails_with_q_timeout() {
     let sim = Sim::live();
     let timeout = sim.timer(Purpose::Timeout);
     let t = sim.decide(Event::TimerDue { timer: timeout }, 30_000);
@@ -264,7 +264,7 @@ fn timeout_on_an_unmarked_node_fails_the_attempt_with_q_timeout() {
 }
 
 #[test]
-fn poison_wake_on_a_marked_node_does_nothing() {
+fn poison_wake_on_marked_node_does_nothing() {
     let sim = Sim::marked();
     let t = sim.decide(
         Event::PoisonWake {
@@ -278,7 +278,7 @@ fn poison_wake_on_a_marked_node_does_nothing() {
 }
 
 #[test]
-fn poison_wake_on_an_unmarked_node_fails_the_attempt_only_on_a_poisoned_row() {
+fn poison_wake_without_poisoned_row_does_nothing() {
     let sim = Sim::live();
     let spurious = sim.decide(
         Event::PoisonWake {
@@ -289,6 +289,12 @@ fn poison_wake_on_an_unmarked_node_fails_the_attempt_only_on_a_poisoned_row() {
     );
     assert_eq!(only_line(&spurious)["kind"], "ignored");
     no_effect(&spurious);
+    assert!(spurious.resolve.is_empty(), "the live timeout stays armed");
+}
+
+#[test]
+fn poison_wake_on_live_attempt_with_poisoned_row_fails_with_q_delivery_poisoned() {
+    let sim = Sim::live();
     let t = sim.decide(
         Event::PoisonWake {
             node: "auth".into(),
@@ -296,11 +302,13 @@ fn poison_wake_on_an_unmarked_node_fails_the_attempt_only_on_a_poisoned_row() {
         },
         2_000,
     );
+    assert_eq!(t.history[0].detail["kind"], "call-failed");
     assert_eq!(t.history[0].detail["code"], "q.delivery.poisoned");
     assert_eq!(
         t.snapshot.get("backoff.auth").unwrap()["code"],
         "q.delivery.poisoned"
     );
+    assert_eq!(t.snapshot.attempts("auth"), 1);
     assert_eq!(
         t.resolve,
         vec![sim.timer(Purpose::Timeout)],
@@ -599,4 +607,168 @@ fn a_lost_poison_wake_is_recovered_by_the_timeout() {
     // Nothing told the task; the timeout the loader guarantees did.
     assert_eq!(failed, vec![("q.timeout", 30.0)]);
     assert_eq!(run.final_state().unwrap()["status"], "completed");
+}
+
+fn local_run(
+    source: &str,
+    scenario: &str,
+    db: &Path,
+) -> qflow_engine::runtime::LocalRun<qflow_engine::runtime::VirtualClock> {
+    use qflow_engine::runtime::{LocalRun, Scenario, VirtualClock};
+    let defs = qflow_engine::load(source).unwrap();
+    let store = Store::open(db).unwrap();
+    let scenario = Scenario::parse(scenario).unwrap();
+    LocalRun::open(store, source, &defs, scenario, VirtualClock::new(0)).unwrap()
+}
+
+/// Step until a decision has a `call-failed` line; returns that decision.
+fn step_to_park(
+    run: &mut qflow_engine::runtime::LocalRun<qflow_engine::runtime::VirtualClock>,
+) -> qflow_engine::runtime::Decision {
+    loop {
+        let d = run.step().unwrap().expect("runs until the attempt fails");
+        if d.lines.iter().any(|l| l["kind"] == "call-failed") {
+            return d;
+        }
+    }
+}
+
+/// What the backoff park of `bank-authorize-1`'s attempt 1 left in the
+/// store, all from the one transition `park`.
+fn assert_one_transaction_park(store: &Store, park: &qflow_engine::runtime::Decision, code: &str) {
+    let id = "bank-authorize-1";
+    let facts = store.facts(id).unwrap();
+    // Counter +1 and the marker with the failure's classification.
+    assert_eq!(facts.snapshot.attempts("authorize"), 1);
+    assert_eq!(
+        facts.snapshot.get("backoff.authorize"),
+        Some(&json!({"attempt": 1, "code": code}))
+    );
+    // The dead attempt's outbox rows are gone (whatever state they were in).
+    let rows = qflow_engine::console_api::outbox(store, id).unwrap();
+    assert!(rows.iter().all(|r| r.attempt != 1), "{rows:?}");
+    // Timeout resolved and retry armed by this very transition.
+    let timers = store.timers(id).unwrap();
+    let timeout = timers
+        .iter()
+        .find(|t| t.purpose == Purpose::Timeout)
+        .expect("the timeout row is kept, resolved");
+    assert_eq!(
+        (timeout.armed, timeout.resolved_seq),
+        (false, Some(park.seq))
+    );
+    let retry: Vec<_> = timers.iter().filter(|t| t.armed).collect();
+    assert_eq!(retry.len(), 1, "{timers:?}");
+    assert_eq!(
+        (retry[0].purpose, retry[0].armed_seq, retry[0].attempt),
+        (Purpose::Retry, park.seq, Some(2))
+    );
+    // The correlation stays live for the retry's response.
+    assert_eq!(
+        store.correlation("bank-authorize-1/authorize").unwrap(),
+        Some((id.to_string(), "authorize".to_string()))
+    );
+    assert_eq!(
+        store.transitions(id).unwrap().last().unwrap().seq,
+        park.seq,
+        "the park is the latest transition"
+    );
+}
+
+#[test]
+fn backoff_park_is_one_transaction_withdrawing_the_dead_attempts_pending_and_poisoned_rows() {
+    let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn")).unwrap();
+    // A poisoned row: the outbox gave up on attempt 1; the wake parks.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let scenario =
+        std::fs::read_to_string(repo().join("samples/scenarios/call-delivery-poisoned.json"))
+            .unwrap();
+    let mut run = local_run(&source, &scenario, &db);
+    let park = step_to_park(&mut run);
+    assert_eq!(park.lines[0]["code"], "q.delivery.poisoned");
+    assert_one_transaction_park(run.store(), &park, "q.delivery.poisoned");
+    drop(run);
+    // A pending row: without a delivery ceiling the outbox retries attempt
+    // 1's request forever; the timeout parks while it is still pending.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let unbounded = source.replace(r#" maxDeliveries="5""#, "");
+    assert_ne!(unbounded, source, "the sample sets a ceiling");
+    let scenario = r#"{"deliveries": {"bank": [{"fail": "connection refused"}]}}"#;
+    let mut run = local_run(&unbounded, scenario, &db);
+    let park = step_to_park(&mut run);
+    assert_eq!(park.lines[0]["code"], "q.timeout");
+    assert_one_transaction_park(run.store(), &park, "q.timeout");
+}
+
+#[test]
+fn redrive_is_a_new_incarnation_in_history_not_an_update() {
+    let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn")).unwrap();
+    let scenario =
+        std::fs::read_to_string(repo().join("samples/scenarios/call-silent-then-answer.json"))
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let mut run = local_run(&source, &scenario, &db);
+    run.run(|_| {}).unwrap();
+    let history = run.store().history("bank-authorize-1").unwrap();
+    let attempts: Vec<_> = history.iter().filter(|h| h.kind == "attempt").collect();
+    assert_eq!(attempts.len(), 2, "{history:?}");
+    let (first, second) = (attempts[0].detail_json(), attempts[1].detail_json());
+    // The dead incarnation's record is untouched; the new one is its own row,
+    // its own transition, with its own key.
+    assert_eq!(first.get("redrive"), None);
+    assert_eq!(first["idempotencyKey"], "bank-authorize-1/authorize/1");
+    assert_eq!(
+        (second["redrive"].as_bool(), second["incarnation"].as_u64()),
+        (Some(true), Some(2))
+    );
+    assert_eq!(second["idempotencyKey"], "bank-authorize-1/authorize/2");
+    assert!(attempts[1].transition_seq > attempts[0].transition_seq);
+    assert!(attempts[1].seq > attempts[0].seq);
+}
+
+#[test]
+fn response_to_failed_instance_is_answered_failed() {
+    use qflow_engine::runtime::driver::{respond, Verdict};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let lines = run(
+        "samples/bank-authorize.bpmn",
+        "samples/scenarios/call-silent-forever.json",
+        &db,
+    );
+    assert_eq!(lines.last().unwrap()["status"], "failed");
+    let mut store = Store::open(&db).unwrap();
+    // FAILED keeps its correlation so the counterpart hears the truth.
+    let (v, d) = respond(
+        &mut store,
+        "bank-authorize-1/authorize",
+        "bank-authorize-1/authorize/4",
+        json!({"approved": true}),
+        10_000_000,
+    )
+    .unwrap();
+    assert_eq!(v, Verdict::Failed);
+    let d = d.unwrap();
+    assert_eq!(d.status, Status::Failed);
+    assert_eq!(d.lines[0]["verdict"], "failed");
+}
+
+#[test]
+fn response_to_unknown_correlation_is_answered_no_such_instance() {
+    use qflow_engine::runtime::driver::{respond, Verdict};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let mut store = Store::open(&db).unwrap();
+    let (v, d) = respond(
+        &mut store,
+        "nobody-1/authorize",
+        "nobody-1/authorize/1",
+        json!({}),
+        0,
+    )
+    .unwrap();
+    assert_eq!((v, d), (Verdict::NoSuchInstance, None));
 }
