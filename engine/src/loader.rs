@@ -28,9 +28,28 @@ impl Analysis {
     }
 }
 
+/// The diagram's coordinate leaves (`dc:Bounds`, `di:waypoint`, `dc:Font`):
+/// attributes that are neither ids nor references, so the reader never looks
+/// at them. Anything else on them (an `id`, a vendor attribute) keeps them.
+pub const DRAWING_LEAVES: xml::ParseOptions<'static> = xml::ParseOptions {
+    skip_leaves_in: &[reader::DC_NS, reader::DI_NS],
+    leaf_attributes: &[
+        "x",
+        "y",
+        "width",
+        "height",
+        "name",
+        "size",
+        "isBold",
+        "isItalic",
+        "isUnderline",
+        "isStrikeThrough",
+    ],
+};
+
 /// Analyze a document given as text (the editor's buffer, or decoded bytes).
 pub fn analyze(source: &str) -> Analysis {
-    let doc = match xml::parse(source) {
+    let doc = match xml::parse_with(source, DRAWING_LEAVES) {
         Ok(doc) => doc,
         Err(e) => return xml_fault(e),
     };
