@@ -53,7 +53,10 @@ pub fn analyze(source: &str) -> Analysis {
         Ok(doc) => doc,
         Err(e) => return xml_fault(e),
     };
-    let definitions = match reader::read(&doc) {
+    let read = reader::read(&doc);
+    // The rules need only the model and the source: free the tree first.
+    drop(doc);
+    let definitions = match read {
         Ok(defs) => defs,
         Err(d) => {
             return Analysis {
