@@ -75,6 +75,10 @@ pub struct Args {
     /// Append one line per handler run (`instance node attempt timer`) to FILE.
     #[arg(long, value_name = "FILE")]
     pub effects_log: Option<PathBuf>,
+    /// With --replica: append one line per lost race (`instance version why`)
+    /// to FILE, to count the events the replicas contended for.
+    #[arg(long, value_name = "FILE", requires = "replica")]
+    pub races_log: Option<PathBuf>,
 }
 
 const AFTER_HELP: &str = "\
@@ -219,6 +223,11 @@ fn serve_replica(
     let mut replica = Replica::new(store, scenario, qflow_engine::store::local_owner());
     if let Some(p) = &args.effects_log {
         replica.log_effects(p.clone());
+    }
+    if let Some(p) = &args.races_log {
+        if let Err(e) = replica.log_races(p) {
+            return fail(format!("--races-log {}: {e}", p.display()));
+        }
     }
     let format = args.format;
     let served = replica.serve(|instance, d| {

@@ -42,6 +42,7 @@ pub struct Replica {
     owner: String,
     graphs: BTreeMap<i64, Graph>,
     effects: Option<PathBuf>,
+    races: Option<std::fs::File>,
     rng: u64,
     /// In-process poison wakes (instance, node): best effort, lost with the
     /// process; the timeout recovers the same condition.
@@ -64,6 +65,7 @@ impl Replica {
             owner,
             graphs: BTreeMap::new(),
             effects: None,
+            races: None,
             rng: rng | 1,
             wakes: Vec::new(),
         }
@@ -72,6 +74,34 @@ impl Replica {
     /// One line per handler run, as [`crate::runtime::LocalRun::log_effects`].
     pub fn log_effects(&mut self, path: PathBuf) {
         self.effects = Some(path);
+    }
+
+    /// Append one line per lost race (`instance version why`) to this file:
+    /// the event (an instance at a version) this replica tried to decide and
+    /// another party decided or held. The distinct `instance version` pairs
+    /// over every party's log are the contended events of a run.
+    pub fn log_races(&mut self, path: &std::path::Path) -> std::io::Result<()> {
+        self.races = Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?,
+        );
+        Ok(())
+    }
+
+    /// Record a lost race on `instance` (best effort: the log is for tests).
+    fn lost(&mut self, instance: &str, why: &str) {
+        let Some(f) = self.races.as_mut() else { return };
+        let version = self
+            .store
+            .instance(instance)
+            .ok()
+            .flatten()
+            .map_or(-1, |r| r.version);
+        use std::io::Write;
+        // One write per line: O_APPEND keeps lines from several processes whole.
+        let _ = f.write_all(format!("{instance} {version} {why}\n").as_bytes());
     }
 
     pub fn store(&self) -> &Store {
@@ -173,11 +203,19 @@ impl Replica {
             Ok(()) => {}
             Err(StoreError::Claimed { .. }) => {
                 stats.claimed_elsewhere += 1;
+                self.lost(&instance, "claimed");
+                if let Some(w) = wake {
+                    // The wake is still owed its look once the claim is free.
+                    self.wakes.push(w);
+                }
                 return Ok(Poll::Raced);
             }
             Err(e) => return Err(e.into()),
         }
         let result = self.decide_claimed(&instance, wake.map(|w| w.1), stats);
+        if let Ok(Poll::Raced) = &result {
+            self.lost(&instance, "gone");
+        }
         self.store.release(&instance, &self.owner)?;
         if let Ok(Poll::Decided((i, d))) = &result {
             for line in &d.lines {

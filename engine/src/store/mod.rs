@@ -254,6 +254,12 @@ impl Store {
         owner: &str,
         wall_now_ms: i64,
     ) -> Result<(), StoreError> {
+        // A claim visibly held by a live owner is refused from a plain read,
+        // without the write lock: losers polling a hot instance must not
+        // queue on the lock ahead of the holder's own transition.
+        if let Some(err) = self.held_elsewhere(instance, owner, wall_now_ms)? {
+            return Err(err);
+        }
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -282,6 +288,34 @@ impl Store {
         )?;
         tx.commit()?;
         Ok(())
+    }
+
+    /// The refusal for a claim someone else holds, read outside a
+    /// transaction (the claim itself re-checks under the write lock).
+    fn held_elsewhere(
+        &self,
+        instance: &str,
+        owner: &str,
+        wall_now_ms: i64,
+    ) -> Result<Option<StoreError>, StoreError> {
+        let row: Option<(Option<String>, Option<i64>)> = self
+            .conn
+            .query_row(
+                "SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1",
+                params![instance],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        Ok(match row {
+            Some((Some(h), Some(u))) if h != owner && u > wall_now_ms && !owner_is_dead(&h) => {
+                Some(StoreError::Claimed {
+                    instance: instance.into(),
+                    owner: h,
+                    until_ms: u,
+                })
+            }
+            _ => None,
+        })
     }
 
     /// Give the claim up (end of a run).
