@@ -772,3 +772,132 @@ fn response_to_unknown_correlation_is_answered_no_such_instance() {
     .unwrap();
     assert_eq!((v, d), (Verdict::NoSuchInstance, None));
 }
+
+#[test]
+fn migration_moves_a_waiting_calls_outbox_rows_and_correlation_with_its_node() {
+    use qflow_engine::runtime::driver::{migrate_instance, respond, Verdict};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    // Attempt 1 is out and delivered; the bank has not answered yet.
+    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .args([
+            "run",
+            "samples/bank-authorize.bpmn",
+            "--scenario",
+            "samples/scenarios/call-silent-forever.json",
+        ])
+        .args(["--until", "PT5S", "--format", "json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn")).unwrap();
+    let mut renamed = source.clone();
+    for attr in ["id", "sourceRef", "targetRef", "bpmnElement"] {
+        renamed = renamed.replace(
+            &format!(r#"{attr}="authorize""#),
+            &format!(r#"{attr}="authorize-v2""#),
+        );
+    }
+    let defs = qflow_engine::load(&renamed).unwrap();
+    let mut store = Store::open(&db).unwrap();
+    let mapping = BTreeMap::from([("authorize".to_string(), "authorize-v2".to_string())]);
+    let d = migrate_instance(
+        &mut store,
+        &renamed,
+        &defs,
+        "bank-authorize-1",
+        &mapping,
+        false,
+    )
+    .unwrap();
+    assert_eq!(d.lines[0]["kind"], "migrated");
+    // The correlation and the request moved with the node; the request keeps
+    // the key it was sent with.
+    assert_eq!(
+        store.correlation("bank-authorize-1/authorize").unwrap(),
+        None
+    );
+    assert_eq!(
+        store.correlation("bank-authorize-1/authorize-v2").unwrap(),
+        Some(("bank-authorize-1".to_string(), "authorize-v2".to_string()))
+    );
+    let rows = qflow_engine::console_api::outbox(&store, "bank-authorize-1").unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].node.as_str(), rows[0].idempotency_key.as_str()),
+        ("authorize-v2", "bank-authorize-1/authorize/1")
+    );
+    // The bank's answer to the request it got is the live attempt's.
+    let (v, d) = respond(
+        &mut store,
+        "bank-authorize-1/authorize-v2",
+        "bank-authorize-1/authorize/1",
+        json!({"approved": true}),
+        6_000,
+    )
+    .unwrap();
+    assert_eq!(v, Verdict::Accepted, "{:?}", d.map(|d| d.lines));
+}
+
+#[test]
+fn repair_with_a_reset_budget_gives_the_restarted_attempts_keys_never_sent_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let first = run(
+        "samples/bank-authorize.bpmn",
+        "samples/scenarios/call-silent-forever.json",
+        &db,
+    );
+    assert_eq!(first.last().unwrap()["attempts"], 4);
+    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .args([
+            "run",
+            "samples/bank-authorize.bpmn",
+            "--scenario",
+            "samples/scenarios/call-silent-forever.json",
+            "--migrate",
+            "bank-authorize-1",
+            "--reset-budget",
+            "--format",
+            "json",
+            "--db",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The budget restarts at attempt 1; the keys continue at 5, so the bank
+    // (deduplicating by key) sees four new requests, not four it handled.
+    let attempts: Vec<(u64, &str)> = lines
+        .iter()
+        .filter(|l| l["kind"] == "attempt")
+        .map(|l| {
+            (
+                l["attempt"].as_u64().unwrap(),
+                l["idempotencyKey"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        vec![
+            (1, "bank-authorize-1/authorize/5"),
+            (2, "bank-authorize-1/authorize/6"),
+            (3, "bank-authorize-1/authorize/7"),
+            (4, "bank-authorize-1/authorize/8"),
+        ]
+    );
+    assert_eq!(lines.last().unwrap()["status"], "failed");
+}

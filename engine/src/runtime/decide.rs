@@ -239,6 +239,10 @@ pub struct CallEffects {
     pub correlate: Vec<String>,
     /// Nodes whose correlation is retired (the call is over).
     pub retire: Vec<String>,
+    /// A migration's node mapping `(old, new)`: the instance's outbox rows
+    /// and correlation move with their node, so the live attempt's response
+    /// and a pending delivery still find it under its new name.
+    pub rename: Vec<(String, String)>,
 }
 
 /// The outcome of one decision, applied by the store in one transaction.

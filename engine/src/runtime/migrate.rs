@@ -5,9 +5,14 @@
 //!   must exist in the new deployment).
 //! - Node-scoped snapshot keys (`attempts.<node>`, `first_attempt.<node>`,
 //!   `reconcile.<node>`, `backoff.<node>`) are renamed with their node: the
-//!   burned budget travels, unless the operator resets it.
+//!   burned budget travels, unless the operator resets it; a reset records
+//!   `keys_used.<node>` so the restarted attempts still get idempotency keys
+//!   never sent before.
 //! - Armed timers are re-armed on the mapped node at the same instant (a
 //!   backoff park keeps its eligible time).
+//! - A call node's outbox rows and correlation move with it (the store
+//!   applies `calls.rename`); requests keep the idempotency key they were
+//!   sent with.
 //! - A FAILED instance loses its `failure` record and the token where it
 //!   stopped becomes ready: the next step runs a fresh attempt under the new
 //!   deployment's policy.
@@ -48,7 +53,25 @@ pub fn migrate(
         match renamed {
             Some(key) => {
                 let budget = key.starts_with("attempts.") || key.starts_with("first_attempt.");
-                if !(reset_budget && budget) {
+                if reset_budget && key.starts_with("attempts.") {
+                    // The counter restarts, the idempotency keys must not:
+                    // remember how many this node has used.
+                    let node = &key["attempts.".len()..];
+                    let used = format!("keys_used.{node}");
+                    let before_used = before
+                        .get(&format!("keys_used.{}", &k["attempts.".len()..]))
+                        .and_then(serde_json::Value::as_u64)
+                        .unwrap_or(0);
+                    let n = v.as_u64().unwrap_or(0);
+                    if before_used + n > 0 {
+                        snap.set(used, json!(before_used + n));
+                    }
+                }
+                // (`attempts.*` sorts before `keys_used.*`: a count the reset
+                // already carried forward is not overwritten.)
+                let carried = key.starts_with("keys_used.") && snap.get(&key).is_some();
+                let dropped = reset_budget && budget;
+                if !(dropped || carried) {
                     snap.set(key, v.clone());
                 }
             }
@@ -148,7 +171,14 @@ pub fn migrate(
         }],
         open_incidents: Vec::new(),
         close_incidents: failed_node.into_iter().collect(),
-        calls: Default::default(),
+        calls: crate::runtime::decide::CallEffects {
+            rename: mapping
+                .iter()
+                .filter(|(old, new)| old != new)
+                .map(|(old, new)| (old.clone(), new.clone()))
+                .collect(),
+            ..Default::default()
+        },
     })
 }
 

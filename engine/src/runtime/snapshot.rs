@@ -29,7 +29,13 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 /// Families whose keys end in `.<node>` (renamed by a node mapping).
-pub const NODE_FAMILIES: [&str; 4] = ["attempts", "first_attempt", "reconcile", "backoff"];
+pub const NODE_FAMILIES: [&str; 5] = [
+    "attempts",
+    "first_attempt",
+    "reconcile",
+    "backoff",
+    "keys_used",
+];
 
 /// Where a token stands on its node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

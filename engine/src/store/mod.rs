@@ -497,6 +497,31 @@ fn write_transition(
             ],
         )?;
     }
+    // A migration renames call nodes: their outbox rows and correlations go
+    // with them. Two passes through a name no node id can have (ids are XML
+    // names, never containing a space), so a swap `a=b, b=a` cannot collide.
+    for pass in 0..2 {
+        for (old, new) in &t.calls.rename {
+            let (from, to) = if pass == 0 {
+                (old.clone(), format!("migrating {new}"))
+            } else {
+                (format!("migrating {new}"), new.clone())
+            };
+            tx.execute(
+                "UPDATE outbox SET node = ?3 WHERE instance_id = ?1 AND node = ?2",
+                params![instance, from, to],
+            )?;
+            tx.execute(
+                "UPDATE correlations SET key = ?3, node = ?4 WHERE key = ?2 AND instance_id = ?1",
+                params![
+                    instance,
+                    format!("{instance}/{from}"),
+                    format!("{instance}/{to}"),
+                    to
+                ],
+            )?;
+        }
+    }
     // The dead attempt's undelivered requests (pending and poisoned) are
     // withdrawn at its backoff park: the one exception to "the outbox never
     // deletes an undelivered row". A superseded request delivered late would

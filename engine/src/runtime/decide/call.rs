@@ -45,6 +45,16 @@ fn marked(w: &Work, node: &str) -> bool {
     w.snap.get(&marker_key(node)).is_some()
 }
 
+/// Idempotency keys a call node used before a migration reset its budget
+/// (`keys_used.<node>`, absent otherwise): key numbers continue past them, so
+/// a repaired instance's attempt 1 is still a request never sent before.
+fn keys_used(w: &Work, node: &str) -> u32 {
+    w.snap
+        .get(&format!("keys_used.{node}"))
+        .and_then(Value::as_u64)
+        .map_or(0, |n| n.min(u64::from(u32::MAX)) as u32)
+}
+
 fn waiting(w: &Work, node: &str) -> bool {
     w.tokens()
         .iter()
@@ -58,7 +68,7 @@ pub(super) fn emit(facts: &Facts<'_>, w: &mut Work, node: &GNode, redrive: bool)
     let Some(call) = call_of(node) else { return };
     let id = node.id.as_str();
     let n = w.snap.attempts(id).saturating_add(1);
-    let key = request_key(facts.instance_id, id, n);
+    let key = request_key(facts.instance_id, id, keys_used(w, id).saturating_add(n));
     let due = w.now_ms + ms(call.timeout);
     let payload = Value::Object(w.snap.variables().into_iter().collect::<Map<_, _>>());
     w.calls.emit.push(NewRequest {
@@ -240,9 +250,16 @@ pub(super) fn response(
             "that attempt is gone, a retry is pending (the correlation stays live)",
         );
     }
-    match names(facts.instance_id, id, w.snap.attempts(id), request) {
+    let burned = w.snap.attempts(id);
+    let live = burned.saturating_add(1);
+    match names(
+        facts.instance_id,
+        id,
+        keys_used(w, id).saturating_add(burned),
+        request,
+    ) {
         Named::Live => {}
-        Named::Superseded { live } => {
+        Named::Superseded { .. } => {
             return refuse(
                 w,
                 "superseded",
@@ -252,7 +269,7 @@ pub(super) fn response(
                 live,
             );
         }
-        Named::Unknown { live } => {
+        Named::Unknown { .. } => {
             return refuse(
                 w,
                 "unknown-request",
@@ -312,14 +329,19 @@ pub fn names(instance: &str, node: &str, burned: u32, request: &str) -> Named {
     if request.is_empty() || request == request_key(instance, node, live) {
         return Named::Live;
     }
-    let earlier = request
-        .strip_prefix(&format!("{instance}/{node}/"))
-        .and_then(|n| n.parse::<u32>().ok())
-        .is_some_and(|n| n >= 1 && n < live);
-    if earlier {
-        Named::Superseded { live }
-    } else {
-        Named::Unknown { live }
+    // The node segment is the node's name when the request was sent: a
+    // migration may have renamed the node since (the correlation, which
+    // routed the response here, moved with it), so only the instance and the
+    // attempt number are compared.
+    let attempt = request
+        .strip_prefix(&format!("{instance}/"))
+        .and_then(|rest| rest.rsplit_once('/'))
+        .filter(|(sent_as, _)| !sent_as.is_empty() && !sent_as.contains('/'))
+        .and_then(|(_, n)| n.parse::<u32>().ok());
+    match attempt {
+        Some(n) if n == live => Named::Live,
+        Some(n) if n >= 1 && n < live => Named::Superseded { live },
+        _ => Named::Unknown { live },
     }
 }
 
@@ -423,7 +445,20 @@ mod tests {
         for dead in ["p-1/auth/1", "p-1/auth/2"] {
             assert_eq!(names("p-1", "auth", 2, dead), Named::Superseded { live: 3 });
         }
-        for unknown in ["p-1/auth/4", "p-1/auth/0", "p-2/auth/1", "p-1/other/1", "x"] {
+        // Sent before a migration renamed the node `old` to `auth`.
+        assert_eq!(names("p-1", "auth", 2, "p-1/old/3"), Named::Live);
+        assert_eq!(
+            names("p-1", "auth", 2, "p-1/old/1"),
+            Named::Superseded { live: 3 }
+        );
+        for unknown in [
+            "p-1/auth/4",
+            "p-1/auth/0",
+            "p-2/auth/1",
+            "p-1/auth/x",
+            "p-1/3",
+            "x",
+        ] {
             assert_eq!(
                 names("p-1", "auth", 2, unknown),
                 Named::Unknown { live: 3 },
