@@ -82,7 +82,7 @@ fn q_attr(el: &XmlElement<'_>, local: &str) -> Option<Attr> {
 /// An element's text content as an [`Attr`], trimmed, with the span of the
 /// trimmed text in the source.
 fn text_attr(doc: &XmlDoc<'_>, el: &XmlElement<'_>) -> Option<Attr> {
-    let span = el.text_span?;
+    let span = el.text_span()?;
     let raw = &doc.source[span.start..span.end];
     let lead = raw.len() - raw.trim_start().len();
     let trail = raw.len() - raw.trim_end().len();
@@ -115,7 +115,7 @@ pub fn read(doc: &XmlDoc<'_>) -> Result<Definitions, Diagnostic> {
         };
         return Err(Diagnostic::new(
             Code::QF002,
-            root.name_span,
+            root.name_span(),
             format!("not a BPMN 2.0 document: the root element is {found}"),
         )
         .label("expected <definitions> of the BPMN 2.0 model namespace")
@@ -125,7 +125,7 @@ pub fn read(doc: &XmlDoc<'_>) -> Result<Definitions, Diagnostic> {
     }
     let mut defs = Definitions {
         span: root.span,
-        name_span: root.name_span,
+        name_span: root.name_span(),
         declares_qflow: doc.declares(QFLOW_NS),
         ..Definitions::default()
     };
@@ -162,7 +162,7 @@ fn read_channel_config(el: &XmlElement<'_>) -> ChannelConfig {
         max_deliveries: plain_attr(el, "maxDeliveries"),
         delivery_interval: plain_attr(el, "deliveryInterval"),
         span: el.span,
-        name_span: el.name_span,
+        name_span: el.name_span(),
     }
 }
 
@@ -171,9 +171,9 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
     // in_vendor[i]: element i is inside extension content (not BPMN).
     let mut in_vendor = vec![false; doc.elements.len()];
     for (i, el) in doc.elements.iter().enumerate() {
-        let parent_vendor = el.parent.map(|p| in_vendor[p]).unwrap_or(false);
+        let parent_vendor = el.parent().map(|p| in_vendor[p]).unwrap_or(false);
         let parent_is_ext = el
-            .parent
+            .parent()
             .map(|p| is_bpmn(doc.element(p), "extensionElements"))
             .unwrap_or(false);
         let is_spec_ns = matches!(
@@ -185,12 +185,12 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
         // q: vocabulary anywhere (extension content included: that is where it lives).
         if el.in_ns(QFLOW_NS) {
             let host = el
-                .parent
+                .parent()
                 .map(|p| doc.element(p).local.to_string())
                 .unwrap_or_default();
-            let owner = match el.parent.map(|p| doc.element(p)) {
+            let owner = match el.parent().map(|p| doc.element(p)) {
                 Some(p) if is_bpmn(p, "extensionElements") => p
-                    .parent
+                    .parent()
                     .map(|g| doc.element(g).local.to_string())
                     .unwrap_or_default(),
                 _ => host.clone(),
@@ -199,7 +199,7 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
                 is_element: true,
                 local: el.local.to_string(),
                 qname: el.qname.to_string(),
-                name_span: el.name_span,
+                name_span: el.name_span(),
                 span: el.span,
                 host,
                 owner,
@@ -243,7 +243,7 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
                     element: ElementRef {
                         local: el.local.to_string(),
                         span: el.span,
-                        name_span: el.name_span,
+                        name_span: el.name_span(),
                     },
                 });
             } else if let Some(kind) = reference_kind(a.local) {
@@ -291,7 +291,7 @@ fn read_process(doc: &XmlDoc<'_>, process_id: ElementId) -> Process {
             .attr("isExecutable")
             .is_some_and(|a| a.value.trim() == "true"),
         span: el.span,
-        name_span: el.name_span,
+        name_span: el.name_span(),
         nodes: Vec::with_capacity(children),
         flows: Vec::with_capacity(children),
     };
@@ -345,8 +345,8 @@ fn read_container(
 fn missing_attr(el: &XmlElement<'_>) -> Attr {
     Attr {
         value: String::new(),
-        span: el.name_span,
-        full_span: el.name_span,
+        span: el.name_span(),
+        full_span: el.name_span(),
     }
 }
 
@@ -391,7 +391,7 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
             event_definitions.push(ElementRef {
                 local: c.local.to_string(),
                 span: c.span,
-                name_span: c.name_span,
+                name_span: c.name_span(),
             });
         } else if c.local == "incoming" || c.local == "outgoing" {
             if let Some(t) = text_attr(doc, c) {
@@ -414,7 +414,7 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
             if q.is(QFLOW_NS, "retry") {
                 retries.push(RetrySpec {
                     span: q.span,
-                    name_span: q.name_span,
+                    name_span: q.name_span(),
                     qname: q.qname.to_string(),
                     max_attempts: plain_attr(q, "maxAttempts"),
                     backoff: plain_attr(q, "backoff"),
@@ -428,7 +428,7 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
             } else if q.is(QFLOW_NS, "timeout") {
                 timeouts.push(TimeoutSpec {
                     span: q.span,
-                    name_span: q.name_span,
+                    name_span: q.name_span(),
                     qname: q.qname.to_string(),
                     duration: plain_attr(q, "duration"),
                 });
@@ -441,7 +441,7 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
         element: el.local.to_string(),
         kind,
         span: el.span,
-        name_span: el.name_span,
+        name_span: el.name_span(),
         scope,
         retries,
         timeouts,
@@ -460,8 +460,8 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
 fn element_spans(el: &XmlElement<'_>) -> ElementSpans {
     ElementSpans {
         span: el.span,
-        start_tag: el.start_tag,
-        self_closing: el.span.end == el.start_tag.end,
+        start_tag: el.start_tag(),
+        self_closing: el.span.end == el.start_tag().end,
     }
 }
 

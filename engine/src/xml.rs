@@ -53,26 +53,28 @@ pub type ElementId = usize;
 /// "No element" in the sibling links.
 const NONE: u32 = u32::MAX;
 
+/// One element of the tree. Only what cannot be derived is stored, in 32-bit
+/// offsets (the parser refuses sources over 4 GiB): a 12 MB model has ~130,000
+/// elements, so every 8 bytes here is a megabyte of `qflow check`'s peak.
 #[derive(Debug, Clone)]
 pub struct XmlElement<'a> {
     pub ns: Option<Cow<'a, str>>,
     pub local: &'a str,
     pub qname: &'a str,
-    pub parent: Option<ElementId>,
     pub attrs: Attrs<'a>,
     /// From `<` of the start tag to `>` of the end tag (or of the empty tag).
     pub span: Span,
-    /// The start tag alone.
-    pub start_tag: Span,
-    /// The qualified name inside the start tag.
-    pub name_span: Span,
     /// Direct text and CDATA content, unescaped and concatenated, without the
     /// whitespace-only chunks that come before the first real text (so it is
     /// empty for element-only content; `text.trim()` is always the trimmed
     /// concatenation of every chunk).
     pub text: Cow<'a, str>,
-    /// From the first to the last byte of direct text content, if any.
-    pub text_span: Option<Span>,
+    /// See [`XmlElement::text_span`]; `NONE` for no text.
+    text_start: u32,
+    text_end: u32,
+    /// See [`XmlElement::start_tag`].
+    start_tag_end: u32,
+    parent: u32,
     first_child: u32,
     next_sibling: u32,
 }
@@ -98,6 +100,27 @@ impl<'a> XmlElement<'a> {
 
     pub fn has_children(&self) -> bool {
         self.first_child != NONE
+    }
+
+    pub fn parent(&self) -> Option<ElementId> {
+        (self.parent != NONE).then_some(self.parent as usize)
+    }
+
+    /// The start tag alone.
+    pub fn start_tag(&self) -> Span {
+        Span::new(self.span.start, self.start_tag_end as usize)
+    }
+
+    /// The qualified name inside the start tag (right after its `<`).
+    pub fn name_span(&self) -> Span {
+        let start = self.span.start + 1;
+        Span::new(start, start + self.qname.len())
+    }
+
+    /// From the first to the last byte of direct text content, if any.
+    pub fn text_span(&self) -> Option<Span> {
+        (self.text_start != NONE)
+            .then(|| Span::new(self.text_start as usize, self.text_end as usize))
     }
 }
 
@@ -358,18 +381,17 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
                     names.bindings.truncate(ns_mark);
                     continue;
                 }
-                let parent = stack.last().map(|o| o.id as usize);
                 elements.push(XmlElement {
                     ns,
                     local: attrs::local_of(qname),
                     qname,
-                    parent,
                     attrs: Attrs::new(tag, tag_offset, prefixed, escaped),
                     span: Span::new(start, end),
-                    start_tag: Span::new(start, end),
-                    name_span,
                     text: Cow::Borrowed(""),
-                    text_span: None,
+                    text_start: NONE,
+                    text_end: NONE,
+                    start_tag_end: end as u32,
+                    parent: stack.last().map_or(NONE, |o| o.id),
                     first_child: NONE,
                     next_sibling: NONE,
                 });
@@ -464,7 +486,7 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
     if let Some(open) = stack.last() {
         let e = &elements[open.id as usize];
         return Err(XmlError::new(
-            e.name_span,
+            e.name_span(),
             format!("<{}> is never closed: the file ends first", e.qname),
             format!("add </{}> (or check the file was not truncated)", e.qname),
         ));
@@ -515,10 +537,10 @@ fn count_byte(bytes: &[u8], needle: u8) -> usize {
 /// indentation, and keeping them would allocate a string per container. The
 /// first real chunk is borrowed, not copied.
 fn push_text<'a>(el: &mut XmlElement<'a>, text: Cow<'a, str>, span: Span) {
-    el.text_span = Some(match el.text_span {
-        None => span,
-        Some(s) => Span::new(s.start, span.end),
-    });
+    if el.text_start == NONE {
+        el.text_start = span.start as u32;
+    }
+    el.text_end = span.end as u32;
     if !el.text.is_empty() {
         el.text.to_mut().push_str(&text);
     } else if !text.trim().is_empty() {
@@ -711,7 +733,7 @@ mod tests {
         let a = doc.element(doc.root);
         assert_eq!(a.text, "");
         assert!(matches!(a.text, Cow::Borrowed(_)), "no allocation");
-        let span = a.text_span.unwrap();
+        let span = a.text_span().unwrap();
         assert_eq!(&src[span.start..span.end], "\n  <b/>\n  <c/>\n");
         let src = "<a>  <b/>x &amp; <c/> y  </a>";
         let doc = parse(src).unwrap();
@@ -730,7 +752,7 @@ mod tests {
             doc.children(c).map(|(_, e)| e.local).collect::<Vec<_>>(),
             ["d"]
         );
-        assert_eq!(doc.element(c).parent, Some(doc.root));
+        assert_eq!(doc.element(c).parent(), Some(doc.root));
         assert!(!doc.element(doc.elements.len() - 1).has_children());
     }
 

@@ -30,7 +30,15 @@ fn assert_same_verdicts(name: &str, src: &str) -> (usize, usize) {
         doc.elements
             .iter()
             .filter(|e| !is_leaf_like(e))
-            .map(|e| (e.span, e.start_tag, e.name_span, e.text_span))
+            .map(|e| {
+                (
+                    e.span,
+                    e.start_tag(),
+                    e.name_span(),
+                    e.text_span(),
+                    e.parent().is_some(),
+                )
+            })
             .collect()
     };
     assert_eq!(spans(&full), spans(&trimmed), "{name}: spans differ");
