@@ -7,7 +7,14 @@
 //! retry policies) happens in the rules and in [`crate::policy`]; the runtime
 //! only ever sees a model the loader accepted.
 
+use std::borrow::Cow;
+
 use crate::span::Span;
+
+/// An element or attribute name. BPMN's and qflow's own names borrow a static
+/// copy (see `reader`), so the ~200,000 names of a large model allocate nothing;
+/// any other name is owned.
+pub type Name = Cow<'static, str>;
 
 /// An attribute as written: its value and where it sits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +29,7 @@ pub struct Attr {
 /// Any element qflow keeps a reference to: its kind (local name), id and spans.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElementRef {
-    pub local: String,
+    pub local: Name,
     pub span: Span,
     pub name_span: Span,
 }
@@ -83,18 +90,18 @@ pub struct IdDecl {
 pub struct QflowItem {
     pub is_element: bool,
     /// Local name (`retry`, `task`, …).
-    pub local: String,
+    pub local: Name,
     /// The qualified name as written (`x:retry`): fixes keep the author's prefix.
-    pub qname: String,
+    pub qname: Name,
     pub name_span: Span,
     /// The whole element or attribute.
     pub span: Span,
     /// The local name of the element it sits on (attributes) or in (elements).
-    pub host: String,
+    pub host: Name,
     /// The element it belongs to: like `host`, but looking through
     /// `extensionElements` (a `<q:retry>` in a sequenceFlow's extensionElements
     /// has owner `sequenceFlow`).
-    pub owner: String,
+    pub owner: Name,
     /// Elements only: every attribute written on it (`maxAttempts`, …, and any
     /// prefixed ones), so QF006 can check a `q:` element's own vocabulary.
     pub attributes: Vec<NamedAttr>,
@@ -239,7 +246,7 @@ pub struct Node {
     pub id: Attr,
     pub name: Option<Attr>,
     /// The element's local name (`serviceTask`, `boundaryEvent`, …).
-    pub element: String,
+    pub element: Name,
     pub kind: NodeKind,
     pub span: Span,
     pub name_span: Span,
@@ -250,7 +257,7 @@ pub struct Node {
     /// `isForCompensation="true"`: entered by compensation, not by flow.
     pub for_compensation: bool,
     /// The element's qualified name as written (`bpmn:serviceTask`).
-    pub qname: String,
+    pub qname: Name,
     /// The element's start tag and whether it is self-closing (for fixes).
     pub tag: ElementSpans,
     /// Its `bpmn:extensionElements`, if it has one (fixes insert into it).

@@ -63,6 +63,97 @@ fn reference_kind(attr: &str) -> Option<RefKind> {
     })
 }
 
+/// Names the model keeps by the ten thousand (the kind of every id, every
+/// node, every `q:` item): borrowed from here instead of allocated.
+macro_rules! static_names {
+    ($($n:literal),* $(,)?) => {
+        fn known_name(s: &str) -> Option<&'static str> {
+            match s {
+                $($n => Some($n),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+static_names!(
+    "startEvent",
+    "endEvent",
+    "intermediateCatchEvent",
+    "intermediateThrowEvent",
+    "boundaryEvent",
+    "task",
+    "serviceTask",
+    "userTask",
+    "manualTask",
+    "scriptTask",
+    "businessRuleTask",
+    "sendTask",
+    "receiveTask",
+    "callActivity",
+    "subProcess",
+    "transaction",
+    "exclusiveGateway",
+    "parallelGateway",
+    "inclusiveGateway",
+    "eventBasedGateway",
+    "sequenceFlow",
+    "process",
+    "definitions",
+    "error",
+    "message",
+    "signal",
+    "escalation",
+    "extensionElements",
+    "timerEventDefinition",
+    "errorEventDefinition",
+    "messageEventDefinition",
+    "signalEventDefinition",
+    "BPMNDiagram",
+    "BPMNPlane",
+    "BPMNShape",
+    "BPMNEdge",
+    "BPMNLabel",
+    "collaboration",
+    "participant",
+    "messageFlow",
+    "laneSet",
+    "lane",
+    "dataObject",
+    "dataObjectReference",
+    "textAnnotation",
+    "association",
+    "retry",
+    "timeout",
+    "channel",
+    "operation",
+    "channelConfig",
+    "bpmn:startEvent",
+    "bpmn:endEvent",
+    "bpmn:serviceTask",
+    "bpmn:task",
+    "bpmn:userTask",
+    "bpmn:exclusiveGateway",
+    "bpmn:parallelGateway",
+    "bpmn:boundaryEvent",
+    "bpmn:intermediateCatchEvent",
+    "bpmn:subProcess",
+    "q:task",
+    "q:retry",
+    "q:timeout",
+    "q:channel",
+    "q:operation",
+    "q:channelConfig",
+);
+
+/// A name for the model: static when it is one of BPMN's or qflow's own.
+fn name(s: &str) -> Name {
+    match known_name(s) {
+        Some(known) => Name::Borrowed(known),
+        None => Name::Owned(s.to_string()),
+    }
+}
+
 fn attr(a: XmlAttr<'_>) -> Attr {
     Attr {
         value: a.value.to_string(),
@@ -186,19 +277,19 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
         if el.in_ns(QFLOW_NS) {
             let host = el
                 .parent()
-                .map(|p| doc.element(p).local.to_string())
+                .map(|p| name(doc.element(p).local))
                 .unwrap_or_default();
             let owner = match el.parent().map(|p| doc.element(p)) {
                 Some(p) if is_bpmn(p, "extensionElements") => p
                     .parent()
-                    .map(|g| doc.element(g).local.to_string())
+                    .map(|g| name(doc.element(g).local))
                     .unwrap_or_default(),
                 _ => host.clone(),
             };
             defs.qflow_items.push(QflowItem {
                 is_element: true,
-                local: el.local.to_string(),
-                qname: el.qname.to_string(),
+                local: name(el.local),
+                qname: name(el.qname),
                 name_span: el.name_span(),
                 span: el.span,
                 host,
@@ -225,12 +316,12 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
             if a.ns.as_deref() == Some(QFLOW_NS) {
                 defs.qflow_items.push(QflowItem {
                     is_element: false,
-                    local: a.local.to_string(),
-                    qname: a.qname.to_string(),
+                    local: name(a.local),
+                    qname: name(a.qname),
                     name_span: a.name_span,
                     span: a.span,
-                    host: el.local.to_string(),
-                    owner: el.local.to_string(),
+                    host: name(el.local),
+                    owner: name(el.local),
                     attributes: Vec::new(),
                 });
             }
@@ -241,7 +332,7 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
                 defs.ids.push(IdDecl {
                     id: attr(a),
                     element: ElementRef {
-                        local: el.local.to_string(),
+                        local: name(el.local),
                         span: el.span,
                         name_span: el.name_span(),
                     },
@@ -389,7 +480,7 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
     for (_, c) in doc.children(id).filter(|(_, c)| c.in_ns(BPMN_NS)) {
         if c.local.ends_with("EventDefinition") {
             event_definitions.push(ElementRef {
-                local: c.local.to_string(),
+                local: name(c.local),
                 span: c.span,
                 name_span: c.name_span(),
             });
@@ -438,7 +529,7 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
     Node {
         id: plain_attr(el, "id").unwrap_or_else(|| missing_attr(el)),
         name: plain_attr(el, "name"),
-        element: el.local.to_string(),
+        element: name(el.local),
         kind,
         span: el.span,
         name_span: el.name_span(),
@@ -448,7 +539,7 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
         for_compensation: el
             .attr("isForCompensation")
             .is_some_and(|a| a.value.trim() == "true"),
-        qname: el.qname.to_string(),
+        qname: name(el.qname),
         tag: element_spans(el),
         extension_elements,
         event_definitions,

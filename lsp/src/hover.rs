@@ -127,7 +127,7 @@ fn task_kind(node: &Node) -> String {
         NodeKind::ServiceTask(_) => {
             "serviceTask with neither or both of q:task / q:channel (QF007)".to_string()
         }
-        _ => node.element.clone(),
+        _ => node.element.to_string(),
     }
 }
 

@@ -155,7 +155,7 @@ fn unsupported(node: &Node, out: &mut Vec<Diagnostic>) {
 fn event_definition(node: &Node, what: &str, trigger: &EventTrigger, out: &mut Vec<Diagnostic>) {
     let id = node.id();
     let (span, kind) = match (trigger, node.event_definitions.as_slice()) {
-        (_, [one]) => (one.name_span, one.local.clone()),
+        (_, [one]) => (one.name_span, one.local.to_string()),
         (_, [_, second, ..]) => (second.name_span, "several event definitions".to_string()),
         (EventTrigger::Other(k), []) => (node.name_span, k.clone()),
         _ => (node.name_span, "this trigger".to_string()),
