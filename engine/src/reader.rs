@@ -475,8 +475,10 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
     let mut timeouts = Vec::new();
     let mut extension_elements = None;
     let mut event_definitions = Vec::new();
-    let mut incoming_refs = Vec::new();
-    let mut outgoing_refs = Vec::new();
+    // Most nodes have one incoming and one outgoing flow: a first push into an
+    // empty Vec reserves four (224 B of `Attr`s), 7 MB over a 20,000-task model.
+    let mut incoming_refs = Vec::with_capacity(1);
+    let mut outgoing_refs = Vec::with_capacity(1);
     for (_, c) in doc.children(id).filter(|(_, c)| c.in_ns(BPMN_NS)) {
         if c.local.ends_with("EventDefinition") {
             event_definitions.push(ElementRef {
