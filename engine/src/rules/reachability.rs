@@ -7,7 +7,7 @@
 //! implicitly), event sub-processes, compensation handlers and link catch
 //! events are entered by other means and are not judged.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::{Node, NodeKind, Process};
@@ -25,7 +25,8 @@ pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
     if judged.is_empty() {
         return;
     }
-    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut index: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(nodes.len(), Default::default());
     for (i, n) in nodes.iter().enumerate() {
         if !skipped[i] {
             index.entry(n.id()).or_insert(i);
