@@ -15,8 +15,8 @@
 //! The tests assert the invariants, never a number of races or a duration.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 
 use qflow_engine::runtime::decide;
 use qflow_engine::runtime::graph::Graph;
@@ -33,7 +33,7 @@ fn repo() -> PathBuf {
 
 /// The contended events of a run: distinct `instance version` pairs some
 /// party tried to decide and lost (another party decided or held the claim).
-fn contended(races: &std::path::Path) -> BTreeSet<(String, i64)> {
+fn contended(races: &Path) -> BTreeSet<(String, i64)> {
     let text = std::fs::read_to_string(races).unwrap_or_default();
     text.lines()
         .map(|l| {
@@ -57,6 +57,77 @@ fn assert_one_chain(store: &Store, instance: &str) {
     assert_eq!(versions, expected, "{instance}");
 }
 
+/// Deploys `source` into a fresh database at `db` and starts `count`
+/// instances with the scenario's variables; returns their ids.
+fn seed(db: &Path, source: &str, scenario: &Scenario, count: usize) -> Vec<String> {
+    let defs = qflow_engine::load(source).unwrap();
+    let graph = Graph::compile(&defs).unwrap();
+    let mut store = Store::open(db).unwrap();
+    let dep = store.deploy(&graph.process_id, source, 0).unwrap();
+    (0..count)
+        .map(|_| {
+            let start = decide::start(&graph, &scenario.variables, 0);
+            store.start_instance(&dep, &start, 0).unwrap()
+        })
+        .collect()
+}
+
+/// One `qflow run --replica` serving `db`, logging its lost races to
+/// `races_log` and printing JSON lines; the caller picks stdio and spawns.
+fn replica(model: &Path, scenario: &Path, db: &Path, races_log: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_qflow"));
+    cmd.arg("run")
+        .arg(model)
+        .arg("--scenario")
+        .arg(scenario)
+        .arg("--db")
+        .arg(db)
+        .arg("--replica")
+        .arg("--races-log")
+        .arg(races_log)
+        .args(["--format", "json"]);
+    cmd
+}
+
+/// Spawns `REPLICAS` replicas (see [`replica`]) with piped output.
+fn spawn_replicas(make: impl Fn() -> Command) -> Vec<Child> {
+    (0..REPLICAS)
+        .map(|_| {
+            make()
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Waits for a replica, asserts it succeeded and returns its stdout.
+fn wait_ok(child: Child) -> String {
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The last JSON line a replica printed: its summary.
+fn last_line(text: &str) -> Value {
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+/// An instance's history as JSON detail lines.
+fn detail_lines(store: &Store, instance: &str) -> Vec<Value> {
+    store
+        .history(instance)
+        .unwrap()
+        .iter()
+        .map(|h| h.detail_json())
+        .collect()
+}
+
 #[test]
 fn replicas_racing_on_one_database_take_exactly_one_decision_per_event() {
     let dir = tempfile::tempdir().unwrap();
@@ -67,49 +138,17 @@ fn replicas_racing_on_one_database_take_exactly_one_decision_per_event() {
     let scenario_path = repo().join("samples/scenarios/dbg08-long-outage.json");
     let source = std::fs::read_to_string(&model).unwrap();
     let scenario = Scenario::parse(&std::fs::read_to_string(&scenario_path).unwrap()).unwrap();
-    {
-        let defs = qflow_engine::load(&source).unwrap();
-        let graph = Graph::compile(&defs).unwrap();
-        let mut store = Store::open(&db).unwrap();
-        let dep = store.deploy(&graph.process_id, &source, 0).unwrap();
-        for _ in 0..INSTANCES {
-            let start = decide::start(&graph, &scenario.variables, 0);
-            store.start_instance(&dep, &start, 0).unwrap();
-        }
-    }
-    let children: Vec<_> = (0..REPLICAS)
-        .map(|_| {
-            Command::new(env!("CARGO_BIN_EXE_qflow"))
-                .arg("run")
-                .arg(&model)
-                .arg("--scenario")
-                .arg(&scenario_path)
-                .arg("--db")
-                .arg(&db)
-                .arg("--replica")
-                .arg("--races-log")
-                .arg(&races_log)
-                .arg("--effects-log")
-                .arg(&effects)
-                .args(["--format", "json"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    seed(&db, &source, &scenario, INSTANCES);
+    let children = spawn_replicas(|| {
+        let mut cmd = replica(&model, &scenario_path, &db, &races_log);
+        cmd.arg("--effects-log").arg(&effects);
+        cmd
+    });
     let mut decisions = 0u64;
     let mut races = 0u64;
     let mut per_replica = Vec::new();
     for c in children {
-        let out = c.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8(out.stdout).unwrap();
-        let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        let last = last_line(&wait_ok(c));
         assert_eq!(last["status"], "served");
         let d = last["decisions"].as_u64().unwrap();
         decisions += d;
@@ -189,45 +228,11 @@ fn replicas_arbitrate_late_responses_against_due_timers_on_channel_calls() {
     let scenario_path = repo().join("samples/scenarios/call-late-answer.json");
     let source = std::fs::read_to_string(&model).unwrap();
     let scenario = Scenario::parse(&std::fs::read_to_string(&scenario_path).unwrap()).unwrap();
-    {
-        let defs = qflow_engine::load(&source).unwrap();
-        let graph = Graph::compile(&defs).unwrap();
-        let mut store = Store::open(&db).unwrap();
-        let dep = store.deploy(&graph.process_id, &source, 0).unwrap();
-        for _ in 0..CALLS {
-            let start = decide::start(&graph, &scenario.variables, 0);
-            store.start_instance(&dep, &start, 0).unwrap();
-        }
-    }
-    let children: Vec<_> = (0..REPLICAS)
-        .map(|_| {
-            Command::new(env!("CARGO_BIN_EXE_qflow"))
-                .arg("run")
-                .arg(&model)
-                .arg("--scenario")
-                .arg(&scenario_path)
-                .arg("--db")
-                .arg(&db)
-                .arg("--replica")
-                .arg("--races-log")
-                .arg(&races_log)
-                .args(["--format", "json"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    seed(&db, &source, &scenario, CALLS);
+    let children = spawn_replicas(|| replica(&model, &scenario_path, &db, &races_log));
     let mut races = 0;
     for c in children {
-        let out = c.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8(out.stdout).unwrap();
-        let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        let last = last_line(&wait_ok(c));
         assert_eq!(last["stale"], 0);
         races +=
             last["claimed_elsewhere"].as_u64().unwrap() + last["nothing_to_do"].as_u64().unwrap();
@@ -236,12 +241,7 @@ fn replicas_arbitrate_late_responses_against_due_timers_on_channel_calls() {
     for i in store.instances().unwrap() {
         assert_one_chain(&store, &i.id);
         assert_eq!(i.status.as_str(), "completed", "{}", i.id);
-        let lines: Vec<Value> = store
-            .history(&i.id)
-            .unwrap()
-            .iter()
-            .map(|h| h.detail_json())
-            .collect();
+        let lines = detail_lines(&store, &i.id);
         let kinds = |k: &str| lines.iter().filter(|l| l["kind"] == k).count();
         let verdicts: Vec<&str> = lines
             .iter()
@@ -276,54 +276,17 @@ fn a_poison_wake_races_the_timeout_and_exactly_one_fails_the_attempt() {
     let scenario_path = repo().join("samples/scenarios/call-delivery-poisoned.json");
     let source = std::fs::read_to_string(&model).unwrap();
     let scenario = Scenario::parse(&std::fs::read_to_string(&scenario_path).unwrap()).unwrap();
-    {
-        let defs = qflow_engine::load(&source).unwrap();
-        let graph = Graph::compile(&defs).unwrap();
-        let mut store = Store::open(&db).unwrap();
-        let dep = store.deploy(&graph.process_id, &source, 0).unwrap();
-        for _ in 0..CALLS {
-            let start = decide::start(&graph, &scenario.variables, 0);
-            store.start_instance(&dep, &start, 0).unwrap();
-        }
-    }
-    let children: Vec<_> = (0..REPLICAS)
-        .map(|_| {
-            Command::new(env!("CARGO_BIN_EXE_qflow"))
-                .arg("run")
-                .arg(&model)
-                .arg("--scenario")
-                .arg(&scenario_path)
-                .arg("--db")
-                .arg(&db)
-                .arg("--replica")
-                .arg("--races-log")
-                .arg(&races_log)
-                .args(["--format", "json"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    seed(&db, &source, &scenario, CALLS);
+    let children = spawn_replicas(|| replica(&model, &scenario_path, &db, &races_log));
     for c in children {
-        let out = c.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        wait_ok(c);
     }
     let store = Store::open(&db).unwrap();
     let mut won: BTreeMap<String, usize> = BTreeMap::new();
     for i in store.instances().unwrap() {
         assert_one_chain(&store, &i.id);
         assert_eq!(i.status.as_str(), "completed", "{}", i.id);
-        let lines: Vec<Value> = store
-            .history(&i.id)
-            .unwrap()
-            .iter()
-            .map(|h| h.detail_json())
-            .collect();
+        let lines = detail_lines(&store, &i.id);
         let failed: Vec<&str> = lines
             .iter()
             .filter(|l| l["kind"] == "call-failed")
@@ -378,17 +341,7 @@ fn a_poison_wake_races_a_counterpart_response_across_processes() {
         "channels": {"bank": [{"silent": true}]}}"#;
     std::fs::write(&scenario_path, scenario_text).unwrap();
     let scenario = Scenario::parse(scenario_text).unwrap();
-    let mut ids = Vec::new();
-    {
-        let defs = qflow_engine::load(&source).unwrap();
-        let graph = Graph::compile(&defs).unwrap();
-        let mut store = Store::open(&db).unwrap();
-        let dep = store.deploy(&graph.process_id, &source, 0).unwrap();
-        for _ in 0..CALLS {
-            let start = decide::start(&graph, &scenario.variables, 0);
-            ids.push(store.start_instance(&dep, &start, 0).unwrap());
-        }
-    }
+    let ids = seed(&db, &source, &scenario, CALLS);
     // Each replica's lines go to a file: this process is busy answering and
     // must not leave a replica blocked on a full pipe.
     let outputs: Vec<PathBuf> = (0..REPLICAS)
@@ -397,17 +350,7 @@ fn a_poison_wake_races_a_counterpart_response_across_processes() {
     let mut children: Vec<_> = outputs
         .iter()
         .map(|out| {
-            Command::new(env!("CARGO_BIN_EXE_qflow"))
-                .arg("run")
-                .arg(&model)
-                .arg("--scenario")
-                .arg(&scenario_path)
-                .arg("--db")
-                .arg(&db)
-                .arg("--replica")
-                .arg("--races-log")
-                .arg(&races_log)
-                .args(["--format", "json"])
+            replica(&model, &scenario_path, &db, &races_log)
                 .stdout(std::fs::File::create(out).unwrap())
                 .stderr(Stdio::null())
                 .spawn()
@@ -472,8 +415,7 @@ fn a_poison_wake_races_a_counterpart_response_across_processes() {
     let mut decisions = 0;
     for (mut c, out) in children.into_iter().zip(&outputs) {
         assert!(c.wait().unwrap().success());
-        let text = std::fs::read_to_string(out).unwrap();
-        let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        let last = last_line(&std::fs::read_to_string(out).unwrap());
         assert_eq!(last["stale"], 0);
         decisions += last["decisions"].as_u64().unwrap();
     }
@@ -482,12 +424,7 @@ fn a_poison_wake_races_a_counterpart_response_across_processes() {
     for id in &ids {
         assert_one_chain(&store, id);
         transitions += store.transitions(id).unwrap().len() as u64 - 1;
-        let lines: Vec<Value> = store
-            .history(id)
-            .unwrap()
-            .iter()
-            .map(|h| h.detail_json())
-            .collect();
+        let lines = detail_lines(&store, id);
         fn of<'a>(lines: &'a [Value], k: &'a str) -> impl Iterator<Item = &'a Value> {
             lines.iter().filter(move |l| l["kind"] == k)
         }
