@@ -5,13 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use qflow_engine::runtime::decide::{self, Event, Facts, Purpose, Status, TimerRow, Transition};
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::snapshot::Snapshot;
 use qflow_engine::store::Store;
 use serde_json::{json, Value};
+use tempfile::TempDir;
 
 const MODEL: &str = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
   <q:channelConfig channel="bank" maxDeliveries="2" deliveryInterval="PT2S"/>
@@ -400,21 +401,20 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn run(model: &str, scenario: &str, db: &Path) -> Vec<Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+/// `qflow run <args> --format json --db <db>` from the repo root.
+fn qflow_run(args: &[&str], db: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qflow"))
         .current_dir(repo())
-        .args([
-            "run",
-            model,
-            "--scenario",
-            scenario,
-            "--format",
-            "json",
-            "--db",
-        ])
+        .arg("run")
+        .args(args)
+        .args(["--format", "json", "--db"])
         .arg(db)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// The JSON lines of a run that must have succeeded.
+fn json_lines(out: Output) -> Vec<Value> {
     assert!(
         out.status.success(),
         "{}",
@@ -427,10 +427,35 @@ fn run(model: &str, scenario: &str, db: &Path) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn a_poisoned_request_is_withdrawn_at_the_park_and_the_retry_gets_a_fresh_key() {
+fn run(model: &str, scenario: &str, db: &Path) -> Vec<Value> {
+    json_lines(qflow_run(&[model, "--scenario", scenario], db))
+}
+
+/// The bank sample under `scenario`, stopped at virtual time `until`.
+fn run_bank_until(scenario: &str, until: &str, db: &Path) -> Output {
+    qflow_run(
+        &[
+            "samples/bank-authorize.bpmn",
+            "--scenario",
+            scenario,
+            "--until",
+            until,
+        ],
+        db,
+    )
+}
+
+/// A fresh database path in its own temporary directory (kept alive by
+/// the returned guard).
+fn temp_db() -> (TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("q.db");
+    (dir, db)
+}
+
+#[test]
+fn a_poisoned_request_is_withdrawn_at_the_park_and_the_retry_gets_a_fresh_key() {
+    let (_dir, db) = temp_db();
     let lines = run(
         "samples/bank-authorize.bpmn",
         "samples/scenarios/call-delivery-poisoned.json",
@@ -474,20 +499,8 @@ fn a_poisoned_request_is_withdrawn_at_the_park_and_the_retry_gets_a_fresh_key() 
 
 #[test]
 fn the_correlation_stays_live_through_the_backoff_window() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
-    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
-        .current_dir(repo())
-        .args([
-            "run",
-            "samples/bank-authorize.bpmn",
-            "--scenario",
-            "samples/scenarios/call-late-answer.json",
-        ])
-        .args(["--until", "PT33S", "--format", "json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
+    let (_dir, db) = temp_db();
+    let out = run_bank_until("samples/scenarios/call-late-answer.json", "PT33S", &db);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains(r#""verdict":"retry-pending""#), "{text}");
     let store = Store::open(&db).unwrap();
@@ -500,21 +513,9 @@ fn the_correlation_stays_live_through_the_backoff_window() {
 #[test]
 fn a_response_by_correlation_returns_its_verdict_to_the_caller() {
     use qflow_engine::runtime::driver::{respond, Verdict};
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
+    let (_dir, db) = temp_db();
     // Attempt 1 timed out at 30 s; the instance waits in its backoff window.
-    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
-        .current_dir(repo())
-        .args([
-            "run",
-            "samples/bank-authorize.bpmn",
-            "--scenario",
-            "samples/scenarios/call-silent-forever.json",
-        ])
-        .args(["--until", "PT31S", "--format", "json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
+    let out = run_bank_until("samples/scenarios/call-silent-forever.json", "PT31S", &db);
     assert!(out.status.success());
     let mut store = Store::open(&db).unwrap();
     let key = "bank-authorize-1/authorize";
@@ -530,18 +531,7 @@ fn a_response_by_correlation_returns_its_verdict_to_the_caller() {
     let (v, d) = respond(&mut store, "nobody/authorize", "x", json!({}), 31_000).unwrap();
     assert_eq!((v, d), (Verdict::NoSuchInstance, None));
     // After the re-drive the same correlation serves the new attempt.
-    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
-        .current_dir(repo())
-        .args([
-            "run",
-            "samples/bank-authorize.bpmn",
-            "--scenario",
-            "samples/scenarios/call-silent-forever.json",
-        ])
-        .args(["--until", "PT45S", "--format", "json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
+    let out = run_bank_until("samples/scenarios/call-silent-forever.json", "PT45S", &db);
     assert!(String::from_utf8_lossy(&out.stdout).contains(r#""redrive":true"#));
     // A late answer to attempt 1 after the re-drive is superseded, not taken
     // for attempt 2's.
@@ -572,8 +562,7 @@ fn a_lost_poison_wake_is_recovered_by_the_timeout() {
     use qflow_engine::runtime::driver::LocalRun;
     use qflow_engine::runtime::scenario::Scenario;
     use qflow_engine::runtime::VirtualClock;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
+    let (_dir, db) = temp_db();
     let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn")).unwrap();
     let defs = qflow_engine::load(&source).unwrap();
     let scenario_text =
@@ -679,8 +668,7 @@ fn assert_one_transaction_park(store: &Store, park: &qflow_engine::runtime::Deci
 fn backoff_park_is_one_transaction_withdrawing_the_dead_attempts_pending_and_poisoned_rows() {
     let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn")).unwrap();
     // A poisoned row: the outbox gave up on attempt 1; the wake parks.
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
+    let (_dir, db) = temp_db();
     let scenario =
         std::fs::read_to_string(repo().join("samples/scenarios/call-delivery-poisoned.json"))
             .unwrap();
@@ -691,8 +679,7 @@ fn backoff_park_is_one_transaction_withdrawing_the_dead_attempts_pending_and_poi
     drop(run);
     // A pending row: without a delivery ceiling the outbox retries attempt
     // 1's request forever; the timeout parks while it is still pending.
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
+    let (_dir, db) = temp_db();
     let unbounded = source.replace(r#" maxDeliveries="5""#, "");
     assert_ne!(unbounded, source, "the sample sets a ceiling");
     let scenario = r#"{"deliveries": {"bank": [{"fail": "connection refused"}]}}"#;
@@ -708,8 +695,7 @@ fn redrive_is_a_new_incarnation_in_history_not_an_update() {
     let scenario =
         std::fs::read_to_string(repo().join("samples/scenarios/call-silent-then-answer.json"))
             .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
+    let (_dir, db) = temp_db();
     let mut run = local_run(&source, &scenario, &db);
     run.run(|_| {}).unwrap();
     let history = run.store().history("bank-authorize-1").unwrap();
@@ -732,8 +718,7 @@ fn redrive_is_a_new_incarnation_in_history_not_an_update() {
 #[test]
 fn response_to_failed_instance_is_answered_failed() {
     use qflow_engine::runtime::driver::{respond, Verdict};
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
+    let (_dir, db) = temp_db();
     let lines = run(
         "samples/bank-authorize.bpmn",
         "samples/scenarios/call-silent-forever.json",
@@ -759,8 +744,7 @@ fn response_to_failed_instance_is_answered_failed() {
 #[test]
 fn response_to_unknown_correlation_is_answered_no_such_instance() {
     use qflow_engine::runtime::driver::{respond, Verdict};
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
+    let (_dir, db) = temp_db();
     let mut store = Store::open(&db).unwrap();
     let (v, d) = respond(
         &mut store,
@@ -776,21 +760,9 @@ fn response_to_unknown_correlation_is_answered_no_such_instance() {
 #[test]
 fn migration_moves_a_waiting_calls_outbox_rows_and_correlation_with_its_node() {
     use qflow_engine::runtime::driver::{migrate_instance, respond, Verdict};
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
+    let (_dir, db) = temp_db();
     // Attempt 1 is out and delivered; the bank has not answered yet.
-    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
-        .current_dir(repo())
-        .args([
-            "run",
-            "samples/bank-authorize.bpmn",
-            "--scenario",
-            "samples/scenarios/call-silent-forever.json",
-        ])
-        .args(["--until", "PT5S", "--format", "json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
+    let out = run_bank_until("samples/scenarios/call-silent-forever.json", "PT5S", &db);
     assert!(out.status.success());
     let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn")).unwrap();
     let mut renamed = source.clone();
@@ -843,41 +815,24 @@ fn migration_moves_a_waiting_calls_outbox_rows_and_correlation_with_its_node() {
 
 #[test]
 fn repair_with_a_reset_budget_gives_the_restarted_attempts_keys_never_sent_before() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
+    let (_dir, db) = temp_db();
     let first = run(
         "samples/bank-authorize.bpmn",
         "samples/scenarios/call-silent-forever.json",
         &db,
     );
     assert_eq!(first.last().unwrap()["attempts"], 4);
-    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
-        .current_dir(repo())
-        .args([
-            "run",
+    let lines = json_lines(qflow_run(
+        &[
             "samples/bank-authorize.bpmn",
             "--scenario",
             "samples/scenarios/call-silent-forever.json",
             "--migrate",
             "bank-authorize-1",
             "--reset-budget",
-            "--format",
-            "json",
-            "--db",
-        ])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+        ],
+        &db,
+    ));
     // The budget restarts at attempt 1; the keys continue at 5, so the bank
     // (deduplicating by key) sees four new requests, not four it handled.
     let attempts: Vec<(u64, &str)> = lines
