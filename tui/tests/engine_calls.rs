@@ -5,32 +5,18 @@
 
 mod common;
 
-use common::{engine, golden, type_keys};
+use common::{engine, golden, history_of, snapshot, type_keys};
 use qflow_engine::runtime::decide::Status;
-use qflow_engine::runtime::snapshot::Snapshot;
 use qflow_tui::engine_backend::EngineBackend;
 use qflow_tui::ui::render_text;
 
 const BANK: &str = "samples/bank-authorize.bpmn";
 
 fn lines(be: &EngineBackend, kind: &str) -> Vec<serde_json::Value> {
-    let id = be.instance_id().unwrap().to_string();
-    be.store()
-        .history(&id)
-        .unwrap()
+    history_of(be, kind)
         .into_iter()
-        .filter(|h| h.kind == kind)
         .map(|h| h.detail_json())
         .collect()
-}
-
-fn snapshot(be: &EngineBackend) -> (Status, Snapshot) {
-    let row = be
-        .store()
-        .instance(be.instance_id().unwrap())
-        .unwrap()
-        .unwrap();
-    (row.status, Snapshot::decode(&row.snapshot).unwrap())
 }
 
 #[test]

@@ -3,32 +3,18 @@
 
 mod common;
 
-use common::{engine, type_keys};
+use common::{engine, history_of, snapshot, type_keys};
 use qflow_engine::runtime::decide::Status;
-use qflow_engine::runtime::snapshot::Snapshot;
 use qflow_tui::engine_backend::EngineBackend;
 
 const DBG08: &str = "samples/dbg08-charge.bpmn";
 const ALWAYS_FAILING: &str = "samples/scenarios/dbg08-long-outage.json";
 
 fn attempts(be: &EngineBackend) -> Vec<(i64, u32, Option<String>)> {
-    let id = be.instance_id().unwrap().to_string();
-    be.store()
-        .history(&id)
-        .unwrap()
+    history_of(be, "attempt")
         .into_iter()
-        .filter(|h| h.kind == "attempt")
         .map(|h| (h.at_ms / 1000, h.attempt.unwrap_or(0), h.code))
         .collect()
-}
-
-fn snapshot(be: &EngineBackend) -> (Status, Snapshot) {
-    let row = be
-        .store()
-        .instance(be.instance_id().unwrap())
-        .unwrap()
-        .unwrap();
-    (row.status, Snapshot::decode(&row.snapshot).unwrap())
 }
 
 #[test]

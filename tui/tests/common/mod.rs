@@ -289,3 +289,36 @@ pub fn golden(name: &str, frame: &str) {
         "golden frame {name} changed; review, then rerun with QFLOW_UPDATE_GOLDEN=1\n--- want\n{want}\n--- got\n{frame}"
     );
 }
+
+/// The console instance's history rows of one `kind`, oldest first, as
+/// persisted in the store.
+pub fn history_of(
+    be: &qflow_tui::engine_backend::EngineBackend,
+    kind: &str,
+) -> Vec<qflow_engine::store::HistoryRow> {
+    let id = be.instance_id().unwrap().to_string();
+    be.store()
+        .history(&id)
+        .unwrap()
+        .into_iter()
+        .filter(|h| h.kind == kind)
+        .collect()
+}
+
+/// The console instance's status and decoded snapshot, as persisted.
+pub fn snapshot(
+    be: &qflow_tui::engine_backend::EngineBackend,
+) -> (
+    qflow_engine::runtime::decide::Status,
+    qflow_engine::runtime::snapshot::Snapshot,
+) {
+    let row = be
+        .store()
+        .instance(be.instance_id().unwrap())
+        .unwrap()
+        .unwrap();
+    (
+        row.status,
+        qflow_engine::runtime::snapshot::Snapshot::decode(&row.snapshot).unwrap(),
+    )
+}
