@@ -285,32 +285,47 @@ pub struct CorrelationRow {
 
 /// The outbox rows of an instance, oldest first (read-only).
 pub fn outbox(store: &Store, instance: &str) -> Result<Vec<OutboxRow>, StoreError> {
-    let mut st = store.conn().prepare(
+    instance_rows(
+        store,
         "SELECT node, channel, attempt, state, deliveries, idempotency_key FROM outbox WHERE instance_id = ?1 ORDER BY id",
-    )?;
-    let rows = st.query_map(params![instance], |r| {
-        Ok(OutboxRow {
-            node: r.get(0)?,
-            channel: r.get(1)?,
-            attempt: r.get(2)?,
-            state: r.get(3)?,
-            deliveries: r.get(4)?,
-            idempotency_key: r.get(5)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        instance,
+        |r| {
+            Ok(OutboxRow {
+                node: r.get(0)?,
+                channel: r.get(1)?,
+                attempt: r.get(2)?,
+                state: r.get(3)?,
+                deliveries: r.get(4)?,
+                idempotency_key: r.get(5)?,
+            })
+        },
+    )
 }
 
 /// The correlations of an instance (read-only).
 pub fn correlations(store: &Store, instance: &str) -> Result<Vec<CorrelationRow>, StoreError> {
-    let mut st = store.conn().prepare(
+    instance_rows(
+        store,
         "SELECT key, node FROM correlations WHERE instance_id = ?1 ORDER BY created_ms, key",
-    )?;
-    let rows = st.query_map(params![instance], |r| {
-        Ok(CorrelationRow {
-            key: r.get(0)?,
-            node: r.get(1)?,
-        })
-    })?;
+        instance,
+        |r| {
+            Ok(CorrelationRow {
+                key: r.get(0)?,
+                node: r.get(1)?,
+            })
+        },
+    )
+}
+
+/// One read-only query keyed by instance id (`?1`), each row mapped by `map`:
+/// the outbox and correlation readers differ only in their SQL and row type.
+fn instance_rows<T>(
+    store: &Store,
+    sql: &str,
+    instance: &str,
+    map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>, StoreError> {
+    let mut st = store.conn().prepare(sql)?;
+    let rows = st.query_map(params![instance], map)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
