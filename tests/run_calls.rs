@@ -856,3 +856,28 @@ fn repair_with_a_reset_budget_gives_the_restarted_attempts_keys_never_sent_befor
     );
     assert_eq!(lines.last().unwrap()["status"], "failed");
 }
+
+#[test]
+fn a_call_entered_again_through_a_loop_sends_never_sent_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = run(
+        "samples/call-loop-until-approved.bpmn",
+        "samples/scenarios/call-loop-until-approved.json",
+        &dir.path().join("run.db"),
+    );
+    let keys: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["kind"] == "attempt")
+        .map(|l| l["idempotencyKey"].as_str().unwrap())
+        .collect();
+    // Entry 1 is answered "declined"; entry 2 times out once and is re-driven.
+    assert_eq!(
+        keys,
+        [
+            "ask-until-approved-1/authorize/1",
+            "ask-until-approved-1/authorize/2",
+            "ask-until-approved-1/authorize/3",
+        ]
+    );
+    assert_eq!(lines.last().unwrap()["status"], "completed");
+}

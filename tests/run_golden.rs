@@ -111,6 +111,11 @@ const CASES: &[(&str, &str, Option<&str>)] = &[
         "call-bank-no-policy",
         Some("call-answered"),
     ),
+    (
+        "call-loop-until-approved",
+        "call-loop-until-approved",
+        Some("call-loop-until-approved"),
+    ),
 ];
 
 /// Run a case; returns (stdout, snapshot lines).

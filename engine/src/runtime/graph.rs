@@ -113,6 +113,42 @@ fn gerr(node: &str, message: impl Into<String>) -> GraphError {
 }
 
 impl Graph {
+    /// Whether a token leaving `id` can arrive at it again (through its
+    /// outgoing flows or its boundary events): such a node is entered more
+    /// than once per instance, so what it emitted on an earlier entry (a call's
+    /// idempotency keys) must not be reused on the next.
+    pub fn can_reenter(&self, id: &str) -> bool {
+        let successors = |n: &GNode| -> Vec<String> {
+            let mut next: Vec<String> = n.outgoing.iter().map(|o| o.target.clone()).collect();
+            if let Kind::Task {
+                error_boundaries,
+                timer_boundaries,
+                ..
+            } = &n.kind
+            {
+                next.extend(error_boundaries.iter().map(|(b, _)| b.clone()));
+                next.extend(timer_boundaries.iter().cloned());
+            }
+            next
+        };
+        let Some(start) = self.nodes.get(id) else {
+            return false;
+        };
+        let mut stack = successors(start);
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(n) = stack.pop() {
+            if n == id {
+                return true;
+            }
+            if seen.insert(n.clone()) {
+                if let Some(node) = self.nodes.get(&n) {
+                    stack.extend(successors(node));
+                }
+            }
+        }
+        false
+    }
+
     pub fn node(&self, id: &str) -> Option<&GNode> {
         self.nodes.get(id)
     }

@@ -55,6 +55,23 @@ fn keys_used(w: &Work, node: &str) -> u32 {
         .map_or(0, |n| n.min(u64::from(u32::MAX)) as u32)
 }
 
+/// The flow leaves a call node (answered, or its failure caught by a
+/// boundary): its node-scoped keys go. A node the flow can enter again keeps
+/// one: how many idempotency keys it has used (the live attempt's included),
+/// so the next entry's requests get never-sent keys — the outbox refuses a
+/// reused key, and a counterpart deduplicating on it would answer "already
+/// handled" for a request it never saw. Nodes outside loops write nothing
+/// new, so their snapshots stay byte-identical.
+fn leave_call_node(graph: &Graph, w: &mut Work, id: &str) {
+    let used = keys_used(w, id)
+        .saturating_add(w.snap.attempts(id))
+        .saturating_add(1);
+    w.snap.clear_node(id);
+    if graph.can_reenter(id) {
+        w.snap.set(format!("keys_used.{id}"), json!(used));
+    }
+}
+
 fn waiting(w: &Work, node: &str) -> bool {
     w.tokens()
         .iter()
@@ -159,7 +176,7 @@ fn failed(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, code: &s
         match caught {
             Some((b, _)) => {
                 w.take(id, TokenState::Timer);
-                w.snap.clear_node(id);
+                leave_call_node(graph, w, id);
                 w.resolve.extend(task_timers(graph, facts.timers, id));
                 w.calls.retire.push(id.to_string());
                 w.close_incidents.push(id.to_string());
@@ -286,7 +303,7 @@ pub(super) fn response(
         }
     }
     w.take(id, TokenState::Timer);
-    w.snap.clear_node(id);
+    leave_call_node(graph, w, id);
     w.resolve.extend(task_timers(graph, facts.timers, id));
     w.calls.retire.push(id.to_string());
     w.close_incidents.push(id.to_string());
