@@ -881,3 +881,35 @@ fn a_call_entered_again_through_a_loop_sends_never_sent_keys() {
     );
     assert_eq!(lines.last().unwrap()["status"], "completed");
 }
+
+#[test]
+fn a_loop_that_never_waits_stops_as_a_livelock_with_the_instance_kept() {
+    // The gateway always routes back and the counterpart answers at once:
+    // virtual time never moves.
+    let dir = tempfile::tempdir().unwrap();
+    let model = std::fs::read_to_string(repo().join("samples/call-loop-until-approved.bpmn"))
+        .unwrap()
+        .replace(
+            "approved == false",
+            "approved == false || approved != false",
+        );
+    let path = dir.path().join("livelock.bpmn");
+    std::fs::write(&path, model).unwrap();
+    let db = dir.path().join("run.db");
+    let out = qflow_run(&[path.to_str().unwrap(), "--no-scenario"], &db);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("decisions at virtual time +0s without time moving")
+            && stderr.contains("`authorize`"),
+        "{stderr}"
+    );
+    // Every decision taken was committed: the instance is still there, running.
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.iter().filter(|l| l["kind"] == "attempt").count() > 100);
+    assert!(db.exists());
+}

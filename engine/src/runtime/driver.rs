@@ -34,7 +34,23 @@ pub enum RunError {
     Migrate(crate::runtime::migrate::MigrateError),
     #[error("effects log: {0}")]
     Io(#[from] std::io::Error),
+    #[error(
+        "instance {instance} took {decisions} decisions at virtual time +{at_s}s without time moving (last at `{node}`): \
+         a loop that never waits? Give the loop an exit the world can reach, or a wait (a timer, a call) inside it; \
+         the instance is kept as it is in the store"
+    )]
+    Livelock {
+        instance: String,
+        decisions: u32,
+        at_s: i64,
+        node: String,
+    },
 }
+
+/// How many decisions one instance may take at one virtual instant before the
+/// run stops as a livelock: a loop with no wait inside it never lets time
+/// move, and would otherwise spin the run (and the console) forever.
+pub const MAX_DECISIONS_PER_INSTANT: u32 = 1_000;
 
 /// One applied decision: its lines, as `qflow run --format json` prints them.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +79,8 @@ pub struct LocalRun<C: Clock> {
     /// Best-effort in-process poison wakes (lost on a crash: the timeout
     /// boundary recovers the same condition).
     wakes: Vec<String>,
+    /// The virtual instant of the last decision and how many were taken at it.
+    instant: (i64, u32),
 }
 
 enum Cand {
@@ -122,6 +140,7 @@ impl<C: Clock> LocalRun<C> {
             first,
             effects: None,
             wakes: Vec::new(),
+            instant: (i64::MIN, 0),
         })
     }
 
@@ -191,6 +210,24 @@ impl<C: Clock> LocalRun<C> {
             Next::Idle => return Ok(None),
             Next::Event(ev) => self.decide_and_apply(&facts, &ev)?,
         };
+        self.instant = match self.instant {
+            (at, n) if at == d.at_ms => (at, n + 1),
+            _ => (d.at_ms, 1),
+        };
+        if self.instant.1 > MAX_DECISIONS_PER_INSTANT {
+            let node = d
+                .lines
+                .iter()
+                .find_map(|l| l["node"].as_str())
+                .unwrap_or("?")
+                .to_string();
+            return Err(RunError::Livelock {
+                instance: self.instance.clone(),
+                decisions: self.instant.1 - 1,
+                at_s: (d.at_ms - self.started_ms) / 1000,
+                node,
+            });
+        }
         for line in &d.lines {
             if line["kind"] == "delivery" && line["poisoned"] == true {
                 if let Some(n) = line["node"].as_str() {
