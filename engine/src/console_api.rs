@@ -10,7 +10,7 @@
 use rusqlite::params;
 
 use crate::runtime::clock::{system_now_ms, Clock};
-use crate::runtime::decide::{self, Event, Facts, Purpose};
+use crate::runtime::decide::{self, Event, Purpose};
 use crate::runtime::graph::{Graph, Kind};
 use crate::runtime::scenario::{DeliveryOutcome, TaskOutcome};
 use crate::runtime::snapshot::TokenState;
@@ -100,13 +100,7 @@ pub fn attempt_now<C: Clock>(
         (None, None, None) => return Ok(Err(NoAttempt::Nothing)),
     };
     let now = clock.now_ms();
-    let f = Facts {
-        instance_id: instance,
-        status: facts.status,
-        started_ms: facts.started_ms,
-        snapshot: &facts.snapshot,
-        timers: &facts.timers,
-    };
+    let f = facts.as_facts(instance);
     let event = Event::Attempt {
         node,
         outcome,
@@ -134,13 +128,7 @@ fn decide_now<C: Clock>(
     store.claim(instance, &owner, system_now_ms())?;
     let facts = store.facts(instance)?;
     let now = clock.now_ms();
-    let f = Facts {
-        instance_id: instance,
-        status: facts.status,
-        started_ms: facts.started_ms,
-        snapshot: &facts.snapshot,
-        timers: &facts.timers,
-    };
+    let f = facts.as_facts(instance);
     let t = decide::decide(graph, &f, event, now);
     let seq = store.apply(instance, &owner, facts.version, &t, now, system_now_ms())?;
     Ok(Decision {

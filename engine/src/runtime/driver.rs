@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::model::Definitions;
 use crate::runtime::clock::{system_now_ms, Clock};
-use crate::runtime::decide::{self, Event, Facts, OutboxRow, Purpose, Status};
+use crate::runtime::decide::{self, Event, OutboxRow, Purpose, Status};
 use crate::runtime::graph::{Graph, GraphError, Kind};
 use crate::runtime::scenario::{DeliveryOutcome, ExternalEvent, Scenario};
 use crate::runtime::snapshot::TokenState;
@@ -257,13 +257,7 @@ impl<C: Clock> LocalRun<C> {
         ev: &Event,
     ) -> Result<Decision, RunError> {
         let now = self.clock.now_ms();
-        let f = Facts {
-            instance_id: &self.instance,
-            status: facts.status,
-            started_ms: facts.started_ms,
-            snapshot: &facts.snapshot,
-            timers: &facts.timers,
-        };
+        let f = facts.as_facts(&self.instance);
         let t = decide::decide(&self.graph, &f, ev, now);
         let seq = self.store.apply(
             &self.instance,
@@ -601,13 +595,7 @@ pub fn respond(
     let owner = local_owner();
     store.claim(&instance, &owner, system_now_ms())?;
     let facts = store.facts(&instance)?;
-    let f = Facts {
-        instance_id: &instance,
-        status: facts.status,
-        started_ms: facts.started_ms,
-        snapshot: &facts.snapshot,
-        timers: &facts.timers,
-    };
+    let f = facts.as_facts(&instance);
     let ev = Event::Response {
         node,
         request: request.to_string(),
@@ -676,13 +664,7 @@ pub fn migrate_instance(
         .last()
         .map_or(facts.started_ms, |t| t.at_ms);
     let dep = store.deploy(&graph.process_id, source, at)?;
-    let f = Facts {
-        instance_id: instance,
-        status: facts.status,
-        started_ms: facts.started_ms,
-        snapshot: &facts.snapshot,
-        timers: &facts.timers,
-    };
+    let f = facts.as_facts(instance);
     let t = crate::runtime::migrate::migrate(&graph, &f, mapping, reset_budget, at)
         .map_err(RunError::Migrate)?;
     let seq = store.migrate_instance(instance, &owner, facts.version, &dep, &t, at)?;

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use rusqlite::params;
 
 use crate::runtime::clock::{system_now_ms, Clock, VirtualClock};
-use crate::runtime::decide::{self, Facts};
+use crate::runtime::decide;
 use crate::runtime::driver::{Ctx, Decision, Next, RunError};
 use crate::runtime::graph::Graph;
 use crate::runtime::scenario::Scenario;
@@ -277,13 +277,7 @@ impl Replica {
             },
         };
         let now = clock.now_ms();
-        let f = Facts {
-            instance_id: instance,
-            status: facts.status,
-            started_ms: facts.started_ms,
-            snapshot: &facts.snapshot,
-            timers: &facts.timers,
-        };
+        let f = facts.as_facts(instance);
         let t = decide::decide(graph, &f, &ev, now);
         match self.store.apply(
             instance,

@@ -440,6 +440,20 @@ pub struct InstanceFacts {
     pub timers: Vec<TimerRow>,
 }
 
+impl InstanceFacts {
+    /// The durable facts a decision is a pure function of, borrowed from what
+    /// the store read (every caller of `decide` and `migrate` starts here).
+    pub fn as_facts<'a>(&'a self, instance_id: &'a str) -> crate::runtime::decide::Facts<'a> {
+        crate::runtime::decide::Facts {
+            instance_id,
+            status: self.status,
+            started_ms: self.started_ms,
+            snapshot: &self.snapshot,
+            timers: &self.timers,
+        }
+    }
+}
+
 /// Write one transition inside an open transaction; returns its seq.
 fn write_transition(
     tx: &rusqlite::Transaction<'_>,
