@@ -10,6 +10,7 @@
 pub mod classify;
 pub mod console_api;
 pub mod diagnostic;
+pub mod dialect;
 pub mod duration;
 pub mod loader;
 pub mod model;

@@ -7,8 +7,9 @@
 //! ([`navigate::cursor_context`]), since a document mid-edit is rarely
 //! well-formed; ids come from the latest model that did load.
 
+use qflow_engine::dialect::{self, ValueKind, VocabAttribute};
 use qflow_engine::model::Definitions;
-use qflow_engine::navigate::{self, CursorContext, ValueKind, VocabAttribute};
+use qflow_engine::navigate::{self, CursorContext};
 use qflow_engine::span::Span;
 
 use crate::store::Snapshot;
@@ -97,7 +98,7 @@ fn elements(q: &str, typed: &str, replace: Span, parent: Option<&str>) -> Vec<Co
     if !(in_extension || in_definitions || typed.starts_with(&format!("{q}:"))) {
         return Vec::new();
     }
-    navigate::Q_ELEMENTS
+    dialect::Q_ELEMENTS
         .iter()
         .filter(|e| !in_definitions || e.host == "definitions")
         .map(|e| {
@@ -154,7 +155,7 @@ fn attributes(
 ) -> Vec<Completion> {
     let _ = typed;
     if let Some(l) = local(element, q) {
-        let Some(e) = navigate::Q_ELEMENTS.iter().find(|e| e.local == l) else {
+        let Some(e) = dialect::Q_ELEMENTS.iter().find(|e| e.local == l) else {
             return Vec::new();
         };
         return e
@@ -165,7 +166,7 @@ fn attributes(
             .collect();
     }
     if plain_local(element) == "serviceTask" {
-        return navigate::Q_TASK_ATTRIBUTES
+        return dialect::Q_TASK_ATTRIBUTES
             .iter()
             .map(|a| (format!("{q}:{}", a.name), a))
             .filter(|(name, _)| !present.contains(name))
@@ -202,7 +203,7 @@ fn values(
         order: 0,
     };
     if let Some(l) = local(element, q) {
-        let spec = navigate::Q_ELEMENTS
+        let spec = dialect::Q_ELEMENTS
             .iter()
             .find(|e| e.local == l)
             .and_then(|e| e.attributes.iter().find(|a| a.name == attribute));
@@ -214,7 +215,7 @@ fn values(
             Some(ValueKind::FailureCodes) => {
                 // Codes already complete before the word being typed.
                 let written = &value[..word_start];
-                let mut out: Vec<Completion> = navigate::ENGINE_FAILURE_CODES
+                let mut out: Vec<Completion> = dialect::ENGINE_FAILURE_CODES
                     .iter()
                     .filter(|(c, _)| !written.split_whitespace().any(|w| w == *c))
                     .map(|(c, doc)| Completion {

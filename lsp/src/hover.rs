@@ -8,7 +8,7 @@
 //! - a flow node: its kind, and the classifier's verdict on its process.
 //!
 //! The numbers come from the engine ([`RetryPolicy`], [`classify`],
-//! [`navigate::delivery_load`]); this module only lays them out.
+//! [`policy::delivery_load`]); this module only lays them out.
 
 use std::fmt::Write;
 use std::time::Duration;
@@ -19,7 +19,7 @@ use qflow_engine::model::{
     ChannelConfig, Definitions, Node, NodeKind, Process, RetrySpec, TimeoutSpec,
 };
 use qflow_engine::navigate;
-use qflow_engine::policy::{Jitter, RetryPolicy};
+use qflow_engine::policy::{self, Jitter, RetryPolicy};
 use qflow_engine::span::Span;
 
 use crate::store::Snapshot;
@@ -292,7 +292,7 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
         }
         None => s.push_str(".\n"),
     }
-    if let Some(load) = navigate::delivery_load(defs, node) {
+    if let Some(load) = policy::delivery_load(defs, node) {
         s.push('\n');
         s.push_str(&delivery_text(
             &load,
@@ -302,7 +302,7 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
     s.trim_end().to_string()
 }
 
-fn delivery_text(load: &navigate::DeliveryLoad, attempts: Option<u64>) -> String {
+fn delivery_text(load: &policy::DeliveryLoad, attempts: Option<u64>) -> String {
     let curve = match (load.max_deliveries, load.interval) {
         (Some(m), Some(i)) => format!("maxDeliveries {m}, every {}", to_words(i)),
         (Some(m), None) => format!("maxDeliveries {m}"),

@@ -2,12 +2,12 @@
 //!
 //! A misspelt `q:` name is silently meaningless to every other tool, so qflow
 //! refuses it and offers the closest known name (keeping the author's prefix).
-//! The vocabulary is the one completion offers ([`crate::navigate`]), so the
+//! The vocabulary is the one completion offers ([`crate::dialect`]), so the
 //! editor never suggests what the loader refuses.
 
 use crate::diagnostic::{Code, Diagnostic, Edit};
+use crate::dialect::{Q_ELEMENTS, Q_TASK_ATTRIBUTES};
 use crate::model::{NamedAttr, QflowItem};
-use crate::navigate::{Q_ELEMENTS, Q_TASK_ATTRIBUTES};
 use crate::rules::edit::{end_tag_name, prefix_of, Ctx};
 use crate::span::Span;
 

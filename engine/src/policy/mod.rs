@@ -1,0 +1,127 @@
+//! Retry and delivery policies: what a `<q:retry>` and a `<q:channelConfig>`
+//! mean, as numbers.
+//!
+//! The loader's rules turn a written [`RetrySpec`] into a [`RetryPolicy`] with
+//! [`RetryPolicy::from_spec`] and report every [`SpecError`] as a diagnostic; the
+//! runtime, the language server's hover and the console only ever see policies
+//! of models the loader accepted, and they all compute delays here, so an
+//! editor's schedule and the engine's behaviour cannot drift apart.
+//!
+//! # Semantics (also in `docs/retry-policy.md`)
+//!
+//! - **Attempts.** `maxAttempts` counts every attempt *including the first*:
+//!   `maxAttempts="6"` is one attempt and five retries. Attempt numbers are
+//!   1-based.
+//! - **List form.** `backoff="PT1M PT5M PT25M"` lists the delays before attempt
+//!   2, 3, 4, …; past the end of the list the last entry repeats.
+//! - **Curve form.** `initial="PT1M" factor="5"`: the delay before attempt `n`
+//!   (n ≥ 2) is `initial × factor^(n−2)`. `factor` defaults to 2 (Temporal's
+//!   backoff coefficient) and must be at least 1.
+//! - **No backoff.** A `<q:retry>` without `backoff` or `initial` retries at
+//!   once (every delay is zero). The rules refuse that on channel calls (QF014).
+//! - **maxDelay** caps every delay, in both forms, and a rate-limited failure's
+//!   provider-given retry-after.
+//! - **maxElapsed** is measured from the start of the first attempt: an attempt
+//!   whose scheduled time would be later than `first attempt + maxElapsed` is
+//!   not made, and the task fails with reason `expired`.
+//! - **Jitter** (`none` by default) is deterministic: seeded from (instance id,
+//!   node id, attempt) with a stable hash ([`jitter_unit`]), so a rerun of the
+//!   same instance waits the same times. `full` draws uniformly in `[0, d]`,
+//!   `equal` in `[d/2, d]`. Jitter only ever shortens a delay.
+//! - **nonRetryableCodes**: a failure with one of these codes ends the task at
+//!   once (reason `non-retryable`), budget or not.
+//!
+//! Times in [`RetryPolicy::schedule`] are measured between attempt *starts* and
+//! treat attempts as failing instantly: the schedule is the policy's own
+//! timetable, independent of how long a handler or counterpart takes.
+//!
+//! One module per seam:
+//!
+//! - [`spec`]: the text of a `<q:retry>` into a [`RetryPolicy`], or the
+//!   [`SpecError`]s the rules report.
+//! - [`schedule`]: delays, the timetable, the worst case, the load projection
+//!   and the decision after a failed attempt (budget, expiry).
+//! - [`jitter`]: the deterministic per-(instance, node, attempt) draw.
+//! - [`channel`]: the outbox's delivery curve of a channel (`<q:channelConfig>`).
+
+use std::time::Duration;
+
+pub mod channel;
+pub mod jitter;
+pub mod schedule;
+pub mod spec;
+
+pub use channel::{delivery_load, DeliveryLoad, CHANNEL_FAILURE_CODES};
+pub use jitter::{jitter_unit, Jitter};
+pub use schedule::{Next, PlannedAttempt, StopReason, SCHEDULE_LIMIT};
+pub use spec::{list_entries, SpecError};
+
+/// The factor of the curve form when `factor` is not written.
+pub const DEFAULT_FACTOR: f64 = 2.0;
+/// How the delay between attempts grows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Backoff {
+    /// Delays before attempt 2, 3, …; the last repeats. Empty: no `backoff`
+    /// attribute, every retry is immediate.
+    List(Vec<Duration>),
+    /// `initial × factor^(n−2)` before attempt `n`.
+    Curve { initial: Duration, factor: f64 },
+}
+
+/// A validated `<q:retry>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Every attempt including the first; `None`: not limited by count.
+    pub max_attempts: Option<u32>,
+    pub backoff: Backoff,
+    /// Caps every delay (and a provider's retry-after).
+    pub max_delay: Option<Duration>,
+    /// Retry expiry, measured from the start of the first attempt.
+    pub max_elapsed: Option<Duration>,
+    pub jitter: Jitter,
+    /// Failure codes that end the task at once.
+    pub non_retryable_codes: Vec<String>,
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Policies the tests of every seam share.
+    use super::RetryPolicy;
+    use crate::model::{Attr, RetrySpec};
+    use crate::span::Span;
+
+    pub fn attr(v: &str) -> Option<Attr> {
+        Some(Attr {
+            value: v.to_string(),
+            span: Span::new(0, v.len()),
+            full_span: Span::new(0, v.len()),
+        })
+    }
+
+    pub fn dbg08_list() -> RetryPolicy {
+        RetryPolicy::from_spec(&RetrySpec {
+            max_attempts: attr("6"),
+            backoff: attr("PT1M PT5M PT25M PT125M PT625M"),
+            jitter: attr("none"),
+            ..RetrySpec::default()
+        })
+        .unwrap()
+    }
+
+    pub fn dbg08_curve() -> RetryPolicy {
+        RetryPolicy::from_spec(&RetrySpec {
+            max_attempts: attr("6"),
+            initial: attr("PT1M"),
+            factor: attr("5"),
+            ..RetrySpec::default()
+        })
+        .unwrap()
+    }
+
+    pub fn starts(p: &RetryPolicy) -> Vec<u64> {
+        p.schedule()
+            .iter()
+            .map(|a| a.since_first.as_secs())
+            .collect()
+    }
+}

@@ -1,0 +1,528 @@
+//! What a policy does over time: the delay before each attempt, the
+//! timetable of an instance that keeps failing, the worst case, the load a
+//! failing population schedules, and the decision after a failed attempt
+//! (non-retryable code, spent budget, expiry).
+//!
+//! Times in [`RetryPolicy::schedule`] are measured between attempt *starts* and
+//! treat attempts as failing instantly: the schedule is the policy's own
+//! timetable, independent of how long a handler or counterpart takes.
+
+use std::time::Duration;
+
+use super::{Backoff, Jitter, RetryPolicy};
+use crate::duration;
+
+/// How long a schedule listing gets when the policy itself does not end it.
+pub const SCHEDULE_LIMIT: usize = 100;
+/// Delays saturate here (about 100 years) so that arithmetic on absurd curves
+/// stays defined; no real schedule gets near it.
+const SATURATED: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Bound on the work any schedule computation does, whatever the policy.
+const MAX_STEPS: u64 = 1_000_000;
+
+/// One row of a policy's timetable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlannedAttempt {
+    /// 1-based.
+    pub attempt: u32,
+    /// Wait before this attempt (zero for the first), unjittered and capped.
+    pub delay: Duration,
+    /// When it starts, after the first attempt's start, unjittered.
+    pub since_first: Duration,
+    /// The earliest it can start with this policy's jitter.
+    pub since_first_min: Duration,
+    /// The latest it can start (jitter only shortens: equals `since_first`).
+    pub since_first_max: Duration,
+}
+
+/// Why a failed task gets no further attempt; the `reason` of a FAILED instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// `maxAttempts` spent.
+    Exhausted,
+    /// The next attempt would start after `first attempt + maxElapsed`.
+    Expired,
+    /// The failure's code is in `nonRetryableCodes`.
+    NonRetryable,
+}
+
+impl StopReason {
+    /// The reason as `qflow run --format json` prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Exhausted => "exhausted",
+            StopReason::Expired => "expired",
+            StopReason::NonRetryable => "non-retryable",
+        }
+    }
+}
+
+/// What the policy says after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Park, and start attempt `attempt` after `delay`.
+    Retry { attempt: u32, delay: Duration },
+    /// No further attempt: the task fails for this reason.
+    Stop(StopReason),
+}
+
+impl RetryPolicy {
+    /// The wait before attempt `attempt` (1-based; zero for the first),
+    /// unjittered, capped by `maxDelay`.
+    pub fn delay_before(&self, attempt: u32) -> Duration {
+        if attempt <= 1 {
+            return Duration::ZERO;
+        }
+        let raw = match &self.backoff {
+            Backoff::List(list) => match list.last() {
+                None => Duration::ZERO,
+                Some(last) => *list.get(attempt as usize - 2).unwrap_or(last),
+            },
+            Backoff::Curve { initial, factor } => curve(*initial, *factor, attempt - 2),
+        };
+        match self.max_delay {
+            Some(cap) => raw.min(cap),
+            None => raw,
+        }
+    }
+
+    /// The policy's timetable for an instance whose every attempt fails: each
+    /// attempt it makes, up to `maxAttempts` or the last one that starts within
+    /// `maxElapsed` (nominal, unjittered times). When neither bounds it (or the
+    /// bound is far away) the list stops at [`SCHEDULE_LIMIT`] entries;
+    /// [`RetryPolicy::schedule_is_complete`] says whether that happened.
+    pub fn schedule(&self) -> Vec<PlannedAttempt> {
+        self.schedule_and_completeness().0
+    }
+
+    /// Whether [`RetryPolicy::schedule`] lists every attempt the policy can make.
+    pub fn schedule_is_complete(&self) -> bool {
+        self.schedule_and_completeness().1
+    }
+
+    fn schedule_and_completeness(&self) -> (Vec<PlannedAttempt>, bool) {
+        let mut out: Vec<PlannedAttempt> = Vec::new();
+        let (mut t, mut t_min) = (Duration::ZERO, Duration::ZERO);
+        let mut attempt: u32 = 1;
+        loop {
+            if self.max_attempts.is_some_and(|m| attempt > m) {
+                return (out, true);
+            }
+            let delay = self.delay_before(attempt);
+            let next = t.saturating_add(delay);
+            if self.max_elapsed.is_some_and(|e| next > e) {
+                return (out, true);
+            }
+            if out.len() >= SCHEDULE_LIMIT {
+                return (out, false);
+            }
+            t = next;
+            t_min = t_min.saturating_add(self.jitter_bounds(attempt).0);
+            out.push(PlannedAttempt {
+                attempt,
+                delay,
+                since_first: t,
+                since_first_min: t_min,
+                since_first_max: t,
+            });
+            if attempt == u32::MAX {
+                return (out, true);
+            }
+            attempt += 1;
+        }
+    }
+
+    /// The most this policy can cost one task that never succeeds: the number
+    /// of attempts (`None`: no bound) and the latest start of its last attempt
+    /// after the first (`None`: no bound). With jitter, attempts are counted at
+    /// the shortest delays and the time is an upper bound.
+    ///
+    /// DBG-08 (`maxAttempts="6" backoff="PT1M PT5M PT25M PT125M PT625M"`) gives
+    /// `(Some(6), Some(13 h 1 min))`.
+    pub fn worst_case(&self) -> (Option<u64>, Option<Duration>) {
+        let attempts = self.walk(None, true).count;
+        let elapsed = if self.jitter == Jitter::None {
+            self.walk(None, false).last
+        } else {
+            let by_count = if self.max_attempts.is_some() {
+                RetryPolicy {
+                    max_elapsed: None,
+                    ..self.clone()
+                }
+                .walk(None, false)
+                .last
+            } else {
+                None
+            };
+            match (by_count, self.max_elapsed) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        };
+        (attempts, elapsed)
+    }
+
+    /// Attempts one always-failing instance makes over the policy's whole life,
+    /// at nominal delays (`None`: it never stops).
+    pub fn attempts_per_failing_instance(&self) -> Option<u64> {
+        self.walk(None, false).count
+    }
+
+    /// The load projection of retries-multiply.txt: attempts scheduled within
+    /// `window` (from each first attempt) by `instances` instances that all keep
+    /// failing, at nominal delays. An upper bound, not a measurement: it is what
+    /// the policy *schedules*, if capacity could run it. `None`: unbounded
+    /// (immediate retries with no attempt limit).
+    ///
+    /// The old DBG-08 loop (an unbounded `backoff="PT1M"`) over 1,440 minutes
+    /// for 50,000 jobs: 72,000,000.
+    pub fn scheduled_attempts(&self, instances: u64, window: Duration) -> Option<u64> {
+        let per = self.walk(Some(window), false).count?;
+        Some(per.saturating_mul(instances))
+    }
+
+    /// Whether a failure code ends the task at once.
+    pub fn is_non_retryable(&self, code: &str) -> bool {
+        self.non_retryable_codes.iter().any(|c| c == code)
+    }
+
+    /// The wait after a rate-limited failure: the provider's retry-after, capped
+    /// by `maxDelay` (a provider must not own unlimited use of our capacity).
+    pub fn rate_limited_delay(&self, retry_after: Duration) -> Duration {
+        match self.max_delay {
+            Some(cap) => retry_after.min(cap),
+            None => retry_after,
+        }
+    }
+
+    /// The decision after attempt `failed_attempt` failed with `code`,
+    /// `elapsed_since_first` after the first attempt started: retry (with the
+    /// jittered delay, or the capped `retry_after` of a rate-limited failure),
+    /// or stop and why. Checks, in order: non-retryable code, spent budget,
+    /// expiry of the next attempt's scheduled time.
+    pub fn next_after_failure(
+        &self,
+        failed_attempt: u32,
+        code: &str,
+        retry_after: Option<Duration>,
+        elapsed_since_first: Duration,
+        instance_id: &str,
+        node_id: &str,
+    ) -> Next {
+        if self.is_non_retryable(code) {
+            return Next::Stop(StopReason::NonRetryable);
+        }
+        let attempt = failed_attempt.saturating_add(1);
+        if self.max_attempts.is_some_and(|m| failed_attempt >= m) || failed_attempt == u32::MAX {
+            return Next::Stop(StopReason::Exhausted);
+        }
+        let delay = match retry_after {
+            Some(after) => self.rate_limited_delay(after),
+            None => self.delay_with_jitter(attempt, instance_id, node_id),
+        };
+        if self
+            .max_elapsed
+            .is_some_and(|e| elapsed_since_first.saturating_add(delay) > e)
+        {
+            return Next::Stop(StopReason::Expired);
+        }
+        Next::Retry { attempt, delay }
+    }
+
+    /// One line for hovers and reports: `6 attempts over at most 13 h 1 min`.
+    pub fn summary(&self) -> String {
+        let (attempts, elapsed) = self.worst_case();
+        match (attempts, elapsed) {
+            (Some(1), _) => "1 attempt, no retries".to_string(),
+            (Some(n), Some(e)) => format!("{n} attempts over at most {}", duration::to_words(e)),
+            (Some(n), None) => format!("{n} attempts"),
+            (None, Some(e)) => format!("attempts until {} after the first", duration::to_words(e)),
+            (None, None) => "unbounded: attempts never stop".to_string(),
+        }
+    }
+
+    /// Whether every delay from `attempt` on equals `delay_before(attempt)`.
+    fn stable_from(&self, attempt: u32, low: bool) -> bool {
+        if low && self.jitter == Jitter::Full {
+            return true;
+        }
+        let d = self.delay_before(attempt);
+        match &self.backoff {
+            Backoff::List(list) => attempt as usize > list.len(),
+            Backoff::Curve { factor, .. } => {
+                *factor == 1.0 || self.max_delay.is_some_and(|m| d >= m) || d >= SATURATED
+            }
+        }
+    }
+
+    /// Count the attempts of an always-failing task and the start time of the
+    /// last, bounded by `maxAttempts`, `maxElapsed` (inclusive) and `window`
+    /// (exclusive); `low`: at the shortest jittered delays. Constant tails are
+    /// computed, not iterated, so policies with millions of attempts are cheap.
+    fn walk(&self, window: Option<Duration>, low: bool) -> Walk {
+        // Exclusive end: an attempt at time t is made iff t < end.
+        let elapsed_end = self.max_elapsed.map(|e| e + Duration::from_nanos(1));
+        let end = match (window, elapsed_end) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if end == Some(Duration::ZERO) {
+            return Walk {
+                count: Some(0),
+                last: None,
+            };
+        }
+        let cap: u64 = self.max_attempts.map(u64::from).unwrap_or(u64::MAX);
+        let mut t = Duration::ZERO;
+        let mut count: u64 = 1;
+        let mut attempt: u32 = 2;
+        let mut steps = 0u64;
+        loop {
+            if count >= cap {
+                return Walk {
+                    count: Some(count),
+                    last: Some(t),
+                };
+            }
+            let d = if low {
+                self.jitter_bounds(attempt).0
+            } else {
+                self.delay_before(attempt)
+            };
+            steps += 1;
+            if self.stable_from(attempt, low) || steps >= MAX_STEPS || attempt == u32::MAX {
+                let remaining = cap - count;
+                let fit = match end {
+                    None => None,
+                    Some(_) if d.is_zero() => None,
+                    Some(end) => {
+                        let room = end.saturating_sub(t).as_nanos().saturating_sub(1);
+                        Some((room / d.as_nanos()) as u64)
+                    }
+                };
+                let more = match fit {
+                    Some(f) => f.min(remaining),
+                    None if cap == u64::MAX => {
+                        return Walk {
+                            count: None,
+                            last: if d.is_zero() && end.is_none() {
+                                None
+                            } else {
+                                end.map(|e| e.saturating_sub(Duration::from_nanos(1)))
+                            },
+                        }
+                    }
+                    None => remaining,
+                };
+                let last = t.saturating_add(mul(d, more));
+                return Walk {
+                    count: Some(count + more),
+                    last: Some(last),
+                };
+            }
+            let next = t.saturating_add(d);
+            if end.is_some_and(|e| next >= e) {
+                return Walk {
+                    count: Some(count),
+                    last: Some(t),
+                };
+            }
+            t = next;
+            count += 1;
+            attempt += 1;
+        }
+    }
+}
+
+struct Walk {
+    count: Option<u64>,
+    last: Option<Duration>,
+}
+
+fn mul(d: Duration, n: u64) -> Duration {
+    let nanos = d.as_nanos().saturating_mul(n as u128);
+    from_nanos_saturating(nanos)
+}
+
+pub(super) fn from_nanos_saturating(nanos: u128) -> Duration {
+    let cap = SATURATED.as_nanos();
+    let n = nanos.min(cap);
+    Duration::new((n / 1_000_000_000) as u64, (n % 1_000_000_000) as u32)
+}
+
+/// `initial × factor^k`, rounded to the nanosecond, saturating.
+fn curve(initial: Duration, factor: f64, k: u32) -> Duration {
+    let exp = i32::try_from(k).unwrap_or(i32::MAX);
+    let nanos = initial.as_nanos() as f64 * factor.powi(exp);
+    if !nanos.is_finite() || nanos >= SATURATED.as_nanos() as f64 {
+        return SATURATED;
+    }
+    from_nanos_saturating(nanos.round() as u128)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RetrySpec;
+    use crate::policy::testing::{attr, dbg08_curve, dbg08_list, starts};
+
+    #[test]
+    fn dbg08_list_and_curve_give_the_same_schedule() {
+        for p in [dbg08_list(), dbg08_curve()] {
+            assert_eq!(starts(&p), vec![0, 60, 360, 1860, 9360, 46860]);
+            let delays: Vec<u64> = p.schedule().iter().map(|a| a.delay.as_secs()).collect();
+            assert_eq!(delays, vec![0, 60, 300, 1500, 7500, 37500]);
+            assert!(p.schedule_is_complete());
+            let (attempts, elapsed) = p.worst_case();
+            assert_eq!(attempts, Some(6));
+            assert_eq!(crate::duration::to_words(elapsed.unwrap()), "13 h 1 min");
+            assert_eq!(p.summary(), "6 attempts over at most 13 h 1 min");
+            assert_eq!(p.attempts_per_failing_instance(), Some(6));
+        }
+    }
+
+    #[test]
+    fn the_old_unbounded_loop_projects_72_million_attempts_a_day() {
+        let old = RetryPolicy::from_spec(&RetrySpec {
+            backoff: attr("PT1M"),
+            ..RetrySpec::default()
+        })
+        .unwrap();
+        assert_eq!(old.attempts_per_failing_instance(), None);
+        assert_eq!(old.worst_case(), (None, None));
+        assert_eq!(
+            old.scheduled_attempts(50_000, Duration::from_secs(1_440 * 60)),
+            Some(72_000_000)
+        );
+        assert_eq!(old.schedule().len(), SCHEDULE_LIMIT);
+        assert!(!old.schedule_is_complete());
+        // DBG-08's finite schedule over the same day: 6 attempts each.
+        assert_eq!(
+            dbg08_list().scheduled_attempts(50_000, Duration::from_secs(86_400)),
+            Some(300_000)
+        );
+    }
+
+    #[test]
+    fn list_repeats_last_and_max_delay_caps() {
+        let p = RetryPolicy::from_spec(&RetrySpec {
+            max_attempts: attr("5"),
+            backoff: attr("PT10S PT1M"),
+            max_delay: attr("PT30S"),
+            ..RetrySpec::default()
+        })
+        .unwrap();
+        let d: Vec<u64> = (1..=5).map(|n| p.delay_before(n).as_secs()).collect();
+        assert_eq!(d, vec![0, 10, 30, 30, 30]);
+        let c = RetryPolicy::from_spec(&RetrySpec {
+            max_attempts: attr("10"),
+            initial: attr("PT1S"),
+            max_delay: attr("PT1M"),
+            ..RetrySpec::default()
+        })
+        .unwrap();
+        let d: Vec<u64> = (2..=9).map(|n| c.delay_before(n).as_secs()).collect();
+        assert_eq!(d, vec![1, 2, 4, 8, 16, 32, 60, 60]);
+    }
+
+    #[test]
+    fn no_backoff_means_immediate_retries() {
+        let p = RetryPolicy::from_spec(&RetrySpec {
+            max_attempts: attr("3"),
+            ..RetrySpec::default()
+        })
+        .unwrap();
+        assert_eq!(p.backoff, Backoff::List(Vec::new()));
+        assert_eq!(starts(&p), vec![0, 0, 0]);
+        // Zero delays bounded only by time never stop counting.
+        let q = RetryPolicy::from_spec(&RetrySpec {
+            max_elapsed: attr("PT1H"),
+            ..RetrySpec::default()
+        })
+        .unwrap();
+        assert_eq!(q.attempts_per_failing_instance(), None);
+    }
+
+    #[test]
+    fn max_elapsed_expires_the_attempt_past_it() {
+        let p = RetryPolicy::from_spec(&RetrySpec {
+            backoff: attr("PT1M PT5M PT25M PT125M PT625M"),
+            max_elapsed: attr("PT1H"),
+            ..RetrySpec::default()
+        })
+        .unwrap();
+        assert_eq!(starts(&p), vec![0, 60, 360, 1860]);
+        assert_eq!(p.worst_case(), (Some(4), Some(Duration::from_secs(1860))));
+        // Exactly at the limit is still made.
+        let q = RetryPolicy::from_spec(&RetrySpec {
+            backoff: attr("PT30M"),
+            max_elapsed: attr("PT1H"),
+            ..RetrySpec::default()
+        })
+        .unwrap();
+        assert_eq!(starts(&q), vec![0, 1800, 3600]);
+        assert_eq!(q.attempts_per_failing_instance(), Some(3));
+        assert_eq!(
+            q.next_after_failure(3, "X", None, Duration::from_secs(3600), "i", "n"),
+            Next::Stop(StopReason::Expired)
+        );
+        assert_eq!(
+            q.next_after_failure(2, "X", None, Duration::from_secs(1800), "i", "n"),
+            Next::Retry {
+                attempt: 3,
+                delay: Duration::from_secs(1800)
+            }
+        );
+    }
+
+    #[test]
+    fn long_constant_tails_are_computed_not_iterated() {
+        let p = RetryPolicy::from_spec(&RetrySpec {
+            max_attempts: attr("4000000000"),
+            backoff: attr("PT1S"),
+            ..RetrySpec::default()
+        })
+        .unwrap();
+        assert_eq!(p.worst_case().0, Some(4_000_000_000));
+        let q = RetryPolicy::from_spec(&RetrySpec {
+            initial: attr("PT0.001S"),
+            factor: attr("1.0000000001"),
+            max_elapsed: attr("P3650D"),
+            ..RetrySpec::default()
+        })
+        .unwrap();
+        assert!(q.attempts_per_failing_instance().is_some());
+    }
+
+    #[test]
+    fn decisions_in_order_non_retryable_then_budget_then_expiry() {
+        let p = RetryPolicy::from_spec(&RetrySpec {
+            max_attempts: attr("3"),
+            backoff: attr("PT1M"),
+            max_delay: attr("PT5M"),
+            non_retryable_codes: attr("INVALID_INPUT q.timeout"),
+            ..RetrySpec::default()
+        })
+        .unwrap();
+        assert!(p.is_non_retryable("q.timeout"));
+        assert!(!p.is_non_retryable("q.delivery.poisoned"));
+        let z = Duration::ZERO;
+        assert_eq!(
+            p.next_after_failure(1, "INVALID_INPUT", None, z, "i", "n"),
+            Next::Stop(StopReason::NonRetryable)
+        );
+        assert_eq!(
+            p.next_after_failure(3, "DOWN", None, z, "i", "n"),
+            Next::Stop(StopReason::Exhausted)
+        );
+        assert_eq!(
+            p.next_after_failure(1, "RATE", Some(Duration::from_secs(600)), z, "i", "n"),
+            Next::Retry {
+                attempt: 2,
+                delay: Duration::from_secs(300)
+            }
+        );
+        assert_eq!(StopReason::NonRetryable.as_str(), "non-retryable");
+    }
+}
