@@ -1,4 +1,4 @@
-//! The channel-call decision table (DESIGN §3), one test per row, on the pure
+//! The channel-call decision table (docs/runtime.md), one test per row, on the pure
 //! decisions: each takes durable facts and one event, and returns the
 //! transition the store would apply under the claim. Then the same rules end
 //! to end through `qflow run` and the store (outbox withdrawal, correlations).

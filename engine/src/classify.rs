@@ -1,9 +1,9 @@
 //! The structural classifier: does a process need a datasource?
 //!
 //! A process is *run-to-completion* unless it has a wait state; then it is
-//! *stateful* and needs durable storage. The wait states (DESIGN §2, and
-//! retry-machinery.txt: "a `<q:retry>` task makes its process stateful: the
-//! park needs persistence"):
+//! *stateful* and needs durable storage. The wait states (docs/rules.md,
+//! QF040; a `<q:retry>` makes its process stateful because a backoff park
+//! needs persistence):
 //!
 //! - a channel call (it waits for a correlated response),
 //! - a timer (intermediate catch event, timer boundary, or timer start),

@@ -133,7 +133,7 @@ impl Code {
         }
     }
 
-    /// The rule in one line, as in DESIGN.md's table.
+    /// The rule in one line, as in docs/rules.md.
     pub fn title(self) -> &'static str {
         match self {
             Code::QF001 => "XML not well-formed",

@@ -70,14 +70,14 @@ const CHANNEL_CONFIG_ATTRS: &[VocabAttribute] = &[
     },
 ];
 
-/// The `q:` elements of the dialect (DESIGN.md §1).
+/// The `q:` elements of the dialect (docs/dialect.md).
 pub const Q_ELEMENTS: &[VocabElement] = &[
     VocabElement { local: "retry", host: "task", doc: "The task's retry policy: how many attempts, how far apart, which failures end it at once.", attributes: RETRY_ATTRS },
     VocabElement { local: "timeout", host: "task", doc: "The route-less timeout of a channel call: it fails the attempt with `q.timeout`.", attributes: TIMEOUT_ATTRS },
     VocabElement { local: "channelConfig", host: "definitions", doc: "The outbox's own per-delivery curve for one channel.", attributes: CHANNEL_CONFIG_ATTRS },
 ];
 
-/// The `q:` attributes on a `serviceTask` (DESIGN.md §1).
+/// The `q:` attributes on a `serviceTask` (docs/dialect.md).
 pub const Q_TASK_ATTRIBUTES: &[VocabAttribute] = &[
     VocabAttribute { name: "task", doc: "A registered task: an in-process handler registered under this name runs it.", value: ValueKind::Name },
     VocabAttribute { name: "channel", doc: "A channel call: a request goes out through the outbox and the task waits for the correlated response.", value: ValueKind::Name },

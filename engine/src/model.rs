@@ -62,7 +62,7 @@ impl RefKind {
         }
     }
 
-    /// QF004 checks exactly the references DESIGN.md lists.
+    /// QF004 checks exactly these references (docs/diagnostics/QF004.md).
     pub fn is_checked(self) -> bool {
         !matches!(self, RefKind::BpmnElement | RefKind::Other)
     }

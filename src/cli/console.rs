@@ -12,7 +12,7 @@ pub struct Args {
     /// The model to run, one decision per key press. Omit it and give --db
     /// to inspect the instances of an existing database (FAILED first).
     pub model: Option<PathBuf>,
-    /// A scenario (JSON, DESIGN §5) scripting handlers, counterparts and deliveries.
+    /// A scenario (JSON, docs/run.md) scripting handlers, counterparts and deliveries.
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
     /// The SQLite database (default: a temporary one). With MODEL, an

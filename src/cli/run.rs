@@ -17,7 +17,7 @@ use serde_json::Value;
 pub enum Format {
     /// One aligned line per decision, then the final state.
     Human,
-    /// One JSON object per line (DESIGN §5); the last line is the final state.
+    /// One JSON object per line (docs/run.md); the last line is the final state.
     Json,
 }
 

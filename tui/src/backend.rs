@@ -6,7 +6,7 @@
 
 use crate::view::{InstanceRowView, View};
 
-/// How a failed attempt is classified (DESIGN §3).
+/// How a failed attempt is classified (docs/runtime.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailClass {
     Transient,

@@ -268,7 +268,7 @@ fn every_sample_takes_every_key_without_error() {
         let mut be = match EngineBackend::start(&s, None, None) {
             Ok(be) => be,
             Err(e) => {
-                // Channel calls (issue 4) are refused by the runtime for now,
+                // Channel calls are refused by the runtime for now,
                 // with a clear message; every other sample must run.
                 assert!(e.contains("channel calls are not executed"), "{rel}: {e}");
                 continue;

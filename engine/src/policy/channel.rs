@@ -4,7 +4,7 @@
 
 use crate::model::{Definitions, Node};
 
-/// The failure codes qflow itself raises on channel calls (DESIGN §3).
+/// The failure codes qflow itself raises on channel calls (docs/runtime.md).
 pub const CHANNEL_FAILURE_CODES: [&str; 2] = ["q.timeout", "q.delivery.poisoned"];
 
 /// The failure codes the engine itself raises on a channel call.

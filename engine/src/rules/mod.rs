@@ -1,4 +1,4 @@
-//! The load-time rules of DESIGN.md §2, one module per family.
+//! The load-time rules (docs/rules.md), one module per family.
 //!
 //! Scoping: the document rules (QF001–QF004, QF032) run on every BPMN file;
 //! the vocabulary rule (QF006) wherever `q:` names appear; the execution rules

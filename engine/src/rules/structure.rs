@@ -9,7 +9,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::model::{EventTrigger, Node, NodeKind, Process};
 use crate::rules::edit::Ctx;
 
-/// The executable set of DESIGN.md §1, for help texts.
+/// The executable set (docs/dialect.md), for help texts.
 pub const SUPPORTED: &str = "startEvent (none), endEvent (none or error), sequenceFlow (optionally conditional), exclusiveGateway, parallelGateway, serviceTask (q:task or q:channel), boundaryEvent (timer or error, interrupting), intermediateCatchEvent (timer), and error definitions";
 
 pub fn check(ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {

@@ -523,7 +523,7 @@ fn leave(graph: &Graph, w: &mut Work, node: &GNode) -> Vec<String> {
     targets
 }
 
-/// The one fatal path (DESIGN §3): a durable FAILED snapshot with the code,
+/// The one fatal path (docs/runtime.md): a durable FAILED snapshot with the code,
 /// the reason and the counters; every armed timer resolved. The frontier is
 /// kept as it stood (where the instance stopped, for inspection and repair).
 fn fatal(

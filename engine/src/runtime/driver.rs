@@ -304,7 +304,7 @@ impl<C: Clock> LocalRun<C> {
         Ok(self.store.next_timer(&self.instance)?.map(|t| t.due_ms))
     }
 
-    /// The instance's state as the last line of `qflow run` (DESIGN §5).
+    /// The instance's state as the last line of `qflow run` (docs/run.md).
     pub fn final_state(&self) -> Result<Value, RunError> {
         final_state(&self.store, &self.instance)
     }
@@ -565,7 +565,7 @@ pub enum Verdict {
 /// decided under the instance claim from durable facts and applied in one
 /// transaction; the verdict says what happened. `request` is the idempotency
 /// key of the request it answers, or empty when the counterpart sent none
-/// (then the correlation alone decides, as in DESIGN §3's table).
+/// (then the correlation alone decides, as in docs/runtime.md's table).
 pub fn respond(
     store: &mut Store,
     correlation: &str,

@@ -1,5 +1,5 @@
 //! Migration of an instance to a new deployment with a node mapping: how a
-//! FAILED instance is repaired (DESIGN §3). A pure decision like the others.
+//! FAILED instance is repaired (docs/runtime.md). A pure decision like the others.
 //!
 //! - Tokens move to their mapped node (unmapped nodes keep their id, which
 //!   must exist in the new deployment).

@@ -6,7 +6,7 @@
 //! - [`condition`]: the exclusive gateways' condition language.
 //! - [`decide`]: the functional core, facts + event + now → transition.
 //! - [`clock`]: virtual (time-skipping) and system clocks.
-//! - [`scenario`]: the scripted world of a local run (DESIGN §5).
+//! - [`scenario`]: the scripted world of a local run (docs/run.md).
 //! - [`driver`]: [`driver::LocalRun`], one decision per `step`.
 //! - [`replica`]: several processes serving one database, the claim arbitrating.
 //! - [`migrate`]: moving an instance to a new deployment with a node mapping.

@@ -1,10 +1,10 @@
-//! The scenario of a local run (DESIGN §5): the world around one instance.
+//! The scenario of a local run (docs/run.md): the world around one instance.
 //!
 //! Every list is consumed one entry per attempt (tasks), per request (channels)
 //! or per delivery (deliveries), and its last entry repeats. Without a scenario
 //! tasks succeed, counterparts answer `{}` at once, deliveries succeed.
 //!
-//! Beyond DESIGN §5, `events` scripts what arrives from outside after the
+//! Besides the scripted handlers and counterparts, `events` scripts what arrives from outside after the
 //! fact, in order: a late queue `redeliver` of a task, and the `resolve` of an
 //! unknown outcome (the operator's reconciliation). Each event is delivered at
 //! its `at` (virtual time since the instance started) or, without `at`, as
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-/// How a failed attempt is classified (DESIGN §3).
+/// How a failed attempt is classified (docs/runtime.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureClass {
     Transient,
@@ -66,7 +66,7 @@ pub enum TaskOutcome {
     BpmnError { code: String },
 }
 
-/// A counterpart's behaviour for one request (issue 4).
+/// A counterpart's behaviour for one request (docs/run.md, channel calls).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ChannelOutcome {
     Respond {
@@ -76,7 +76,7 @@ pub enum ChannelOutcome {
     Silent,
 }
 
-/// The outbox's luck with one delivery (issue 4).
+/// The outbox's luck with one delivery (docs/run.md, channel calls).
 #[derive(Debug, Clone, PartialEq)]
 pub enum DeliveryOutcome {
     Ok,
@@ -241,7 +241,7 @@ impl Scenario {
     }
 }
 
-/// A scenario that is not what DESIGN §5 describes, and the field at fault.
+/// A scenario that is not what docs/run.md describes, and the field at fault.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioError {
     /// A path such as `tasks."payments.charge"[1].fail.class` (empty: the document).

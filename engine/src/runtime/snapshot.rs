@@ -3,7 +3,7 @@
 //! Canonical means sorted keys at every depth, no whitespace, and numbers as
 //! serde_json writes them, so the same state is always the same bytes. That is
 //! what lets a golden corpus of snapshot bytes prove that a feature leaves
-//! processes which do not use it untouched (DESIGN §3).
+//! processes which do not use it untouched (docs/runtime.md).
 //!
 //! Key families (each documented in docs/run.md):
 //! - `var.<name>`: process variables.

@@ -6,7 +6,7 @@
 
 /// Migration `i` (0-based) takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
-    // 1: the runtime of registered tasks (issue 3).
+    // 1: the runtime of registered tasks.
     r#"
 CREATE TABLE deployments (
     id          INTEGER PRIMARY KEY,
@@ -69,13 +69,13 @@ CREATE TABLE incidents (
     id          INTEGER PRIMARY KEY,
     instance_id TEXT NOT NULL REFERENCES instances(id),
     node        TEXT NOT NULL,
-    kind        TEXT NOT NULL,          -- reconciliation | failed | (issue 4: poisoned)
+    kind        TEXT NOT NULL,          -- reconciliation | failed | poisoned
     message     TEXT NOT NULL,
     opened_ms   INTEGER NOT NULL,
     closed_ms   INTEGER
 );
 "#,
-    // 2: channel calls (issue 4): the outbox and correlations. Created now so
+    // 2: channel calls: the outbox and correlations. Created now so
     // a database written by this build migrates forward without a rebuild.
     r#"
 CREATE TABLE outbox (

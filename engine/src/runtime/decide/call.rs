@@ -1,4 +1,4 @@
-//! Decisions on channel-call nodes (DESIGN §3's table), each from durable
+//! Decisions on channel-call nodes (docs/runtime.md's table), each from durable
 //! facts under the instance claim.
 //!
 //! A call node's token waits in state `timer` whether its attempt is live or
@@ -326,7 +326,7 @@ pub fn request_key(instance: &str, node: &str, n: u32) -> String {
 /// Which attempt a response on an unmarked (live) call node answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Named {
-    /// The live attempt's key, or no key at all (DESIGN §3's table: matched
+    /// The live attempt's key, or no key at all (docs/runtime.md's table: matched
     /// by correlation alone).
     Live,
     /// The key of an earlier attempt, which a re-drive replaced by `live`.
