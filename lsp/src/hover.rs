@@ -19,7 +19,7 @@ use qflow_engine::model::{
     ChannelConfig, Definitions, Node, NodeKind, Process, RetrySpec, TimeoutSpec,
 };
 use qflow_engine::navigate;
-use qflow_engine::policy::{self, Jitter, RetryPolicy};
+use qflow_engine::policy::{self, ChannelPolicy, Jitter, RetryPolicy};
 use qflow_engine::span::Span;
 
 use crate::store::Snapshot;
@@ -82,31 +82,36 @@ fn timeout_hover(node: &Node, t: &TimeoutSpec) -> String {
 
 fn channel_config_hover(c: &ChannelConfig) -> String {
     let channel = c.channel.as_ref().map(|a| a.value.as_str()).unwrap_or("?");
-    let max = c
-        .max_deliveries
-        .as_ref()
-        .and_then(|a| a.value.trim().parse::<u64>().ok());
-    let interval = c
-        .delivery_interval
-        .as_ref()
-        .and_then(|a| duration::parse(a.value.trim()).ok());
     let mut s = format!(
         "**q:channelConfig** for channel `{channel}`: the outbox's own delivery curve.\n\n"
     );
-    match (max, interval) {
-        (Some(m), Some(i)) => {
-            let last = i.saturating_mul(m.saturating_sub(1) as u32);
+    let policy = match ChannelPolicy::from_config(c) {
+        Ok(p) => p,
+        Err(errors) => {
+            s.push_str("This configuration does not load:\n");
+            for e in errors {
+                let _ = writeln!(s, "- {} {}", e.code, e.message);
+            }
+            return s.trim_end().to_string();
+        }
+    };
+    let interval = to_words(policy.delivery_interval);
+    let default = if c.delivery_interval.is_none() {
+        " (the default)"
+    } else {
+        ""
+    };
+    match (policy.max_deliveries, policy.last_delivery()) {
+        (Some(m), Some(last)) => {
             let _ = write!(
                 s,
-                "Each request is delivered at most {m} times, {} apart: if the last delivery (at {}) fails, the request is poisoned and the call's attempt fails with `q.delivery.poisoned`.",
-                to_words(i),
+                "Each request is delivered at most {m} times, {interval}{default} apart: if the last delivery (at {}) fails, the request is poisoned and the call's attempt fails with `q.delivery.poisoned`.",
                 to_words(last)
             );
         }
-        (Some(m), None) => {
-            let _ = write!(s, "Each request is delivered at most {m} times, then poisoned (`q.delivery.poisoned`).");
+        _ => {
+            let _ = write!(s, "No `maxDeliveries`: the outbox retries one delivery forever, every {interval}{default}; only the call's `<q:timeout>` ends an attempt.");
         }
-        (None, _) => s.push_str("No `maxDeliveries`: the outbox retries one delivery forever; only the call's `<q:timeout>` ends an attempt."),
     }
     s
 }
@@ -303,14 +308,15 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
 }
 
 fn delivery_text(load: &policy::DeliveryLoad, attempts: Option<u64>) -> String {
-    let curve = match (load.max_deliveries, load.interval) {
-        (Some(m), Some(i)) => format!("maxDeliveries {m}, every {}", to_words(i)),
-        (Some(m), None) => format!("maxDeliveries {m}"),
-        (None, Some(i)) => format!(
-            "every {}, no maxDeliveries (the outbox retries forever)",
-            to_words(i)
-        ),
-        (None, None) => "no q:channelConfig: the outbox retries one delivery forever".to_string(),
+    let every = to_words(load.policy.delivery_interval);
+    let curve = match (load.configured, load.policy.max_deliveries) {
+        (false, _) => {
+            format!("no q:channelConfig: the outbox retries one delivery forever, every {every}")
+        }
+        (true, Some(m)) => format!("maxDeliveries {m}, every {every}"),
+        (true, None) => {
+            format!("every {every}, no maxDeliveries (the outbox retries forever)")
+        }
     };
     let mut s = format!("**Deliveries** on channel `{}` ({curve}): ", load.channel);
     match load.per_attempt {

@@ -51,9 +51,13 @@ pub mod jitter;
 pub mod schedule;
 pub mod spec;
 
-pub use channel::{delivery_load, DeliveryLoad, CHANNEL_FAILURE_CODES};
+pub use channel::{
+    delivery_load, ChannelPolicy, DeliveryLoad, CHANNEL_FAILURE_CODES, DEFAULT_DELIVERY_INTERVAL,
+};
 pub use jitter::{jitter_unit, Jitter};
-pub use schedule::{Next, PlannedAttempt, StopReason, SCHEDULE_LIMIT};
+pub use schedule::{
+    Next, NextAttempt, PlannedAttempt, StopReason, UpcomingAttempt, SCHEDULE_LIMIT,
+};
 pub use spec::{list_entries, SpecError};
 
 /// The factor of the curve form when `factor` is not written.

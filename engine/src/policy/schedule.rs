@@ -36,6 +36,29 @@ pub struct PlannedAttempt {
     pub since_first_max: Duration,
 }
 
+/// Where a node's next attempt stands, as an instance's durable facts say:
+/// the start of [`RetryPolicy::upcoming`]. Times are measured from the start
+/// of the node's first attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextAttempt {
+    /// Attempt `attempt` is eligible at `at`: an armed retry timer's due
+    /// time, or now for a token about to run it.
+    Due { attempt: u32, at: Duration },
+    /// Attempt `attempt` is in flight and, should it fail, fails at `fails_at`
+    /// at the latest (a channel call's timeout).
+    InFlight { attempt: u32, fails_at: Duration },
+}
+
+/// One attempt an instance's node still has ahead, if every attempt fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpcomingAttempt {
+    /// 1-based.
+    pub attempt: u32,
+    /// When it becomes eligible, after the first attempt's start, with this
+    /// instance's jitter.
+    pub since_first: Duration,
+}
+
 /// Why a failed task gets no further attempt; the `reason` of a FAILED instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
@@ -104,20 +127,20 @@ impl RetryPolicy {
     fn schedule_and_completeness(&self) -> (Vec<PlannedAttempt>, bool) {
         let mut out: Vec<PlannedAttempt> = Vec::new();
         let (mut t, mut t_min) = (Duration::ZERO, Duration::ZERO);
-        let mut attempt: u32 = 1;
+        // Attempt 1 is "the attempt after attempt 0", at no delay: the same
+        // step as every later one, so the timetable ends exactly where the
+        // runtime's decision stops.
+        let mut made: u32 = 0;
         loop {
-            if self.max_attempts.is_some_and(|m| attempt > m) {
+            let Next::Retry { attempt, delay } =
+                self.next_attempt(made, t, |a| self.delay_before(a))
+            else {
                 return (out, true);
-            }
-            let delay = self.delay_before(attempt);
-            let next = t.saturating_add(delay);
-            if self.max_elapsed.is_some_and(|e| next > e) {
-                return (out, true);
-            }
+            };
             if out.len() >= SCHEDULE_LIMIT {
                 return (out, false);
             }
-            t = next;
+            t = t.saturating_add(delay);
             t_min = t_min.saturating_add(self.jitter_bounds(attempt).0);
             out.push(PlannedAttempt {
                 attempt,
@@ -126,11 +149,54 @@ impl RetryPolicy {
                 since_first_min: t_min,
                 since_first_max: t,
             });
-            if attempt == u32::MAX {
-                return (out, true);
-            }
-            attempt += 1;
+            made = attempt;
         }
+    }
+
+    /// The attempts one instance's node still has ahead if every attempt
+    /// fails, each at the time it becomes eligible, jittered exactly as the
+    /// runtime will wait it (the draw for this instance, node and attempt).
+    /// Every step is the runtime's own decision after a failure
+    /// ([`RetryPolicy::next_after_failure`] without a non-retryable code or a
+    /// provider's retry-after), so the plan ends where the runtime would stop:
+    /// budget spent or `maxElapsed` passed. At most `limit` entries.
+    ///
+    /// This is what a view of a running instance shows as "still to come"; the
+    /// model-level timetable (nominal, for any instance) is
+    /// [`RetryPolicy::schedule`].
+    pub fn upcoming(
+        &self,
+        instance_id: &str,
+        node_id: &str,
+        next: NextAttempt,
+        limit: usize,
+    ) -> Vec<UpcomingAttempt> {
+        let mut out = Vec::new();
+        let (mut made, mut t) = match next {
+            NextAttempt::Due { attempt, at } => {
+                out.push(UpcomingAttempt {
+                    attempt,
+                    since_first: at,
+                });
+                (attempt, at)
+            }
+            NextAttempt::InFlight { attempt, fails_at } => (attempt, fails_at),
+        };
+        while out.len() < limit {
+            let step =
+                self.next_attempt(made, t, |a| self.delay_with_jitter(a, instance_id, node_id));
+            let Next::Retry { attempt, delay } = step else {
+                break;
+            };
+            t = t.saturating_add(delay);
+            made = attempt;
+            out.push(UpcomingAttempt {
+                attempt,
+                since_first: t,
+            });
+        }
+        out.truncate(limit);
+        out
     }
 
     /// The most this policy can cost one task that never succeeds: the number
@@ -213,14 +279,32 @@ impl RetryPolicy {
         if self.is_non_retryable(code) {
             return Next::Stop(StopReason::NonRetryable);
         }
-        let attempt = failed_attempt.saturating_add(1);
-        if self.max_attempts.is_some_and(|m| failed_attempt >= m) || failed_attempt == u32::MAX {
+        self.next_attempt(
+            failed_attempt,
+            elapsed_since_first,
+            |attempt| match retry_after {
+                Some(after) => self.rate_limited_delay(after),
+                None => self.delay_with_jitter(attempt, instance_id, node_id),
+            },
+        )
+    }
+
+    /// The one step every schedule takes, the runtime's included: after
+    /// attempt `made` (0: none yet), at `elapsed_since_first`, is there
+    /// another attempt, and after what delay (`delay_of` the attempt's
+    /// number)? Budget first, then expiry of that attempt's start; an attempt
+    /// starting exactly at `first + maxElapsed` is still made.
+    fn next_attempt(
+        &self,
+        made: u32,
+        elapsed_since_first: Duration,
+        delay_of: impl FnOnce(u32) -> Duration,
+    ) -> Next {
+        if self.max_attempts.is_some_and(|m| made >= m) || made == u32::MAX {
             return Next::Stop(StopReason::Exhausted);
         }
-        let delay = match retry_after {
-            Some(after) => self.rate_limited_delay(after),
-            None => self.delay_with_jitter(attempt, instance_id, node_id),
-        };
+        let attempt = made + 1;
+        let delay = delay_of(attempt);
         if self
             .max_elapsed
             .is_some_and(|e| elapsed_since_first.saturating_add(delay) > e)
@@ -524,5 +608,118 @@ mod tests {
             }
         );
         assert_eq!(StopReason::NonRetryable.as_str(), "non-retryable");
+    }
+
+    /// What the runtime itself decides, attempt after failed attempt, for one
+    /// instance's node whose every attempt fails at once.
+    fn runtime_walk(p: &RetryPolicy, instance: &str, node: &str) -> Vec<(u32, u64)> {
+        let mut out = vec![(1, 0)];
+        let (mut made, mut t) = (1, Duration::ZERO);
+        while let Next::Retry { attempt, delay } =
+            p.next_after_failure(made, "DOWN", None, t, instance, node)
+        {
+            t += delay;
+            made = attempt;
+            out.push((attempt, t.as_millis() as u64));
+        }
+        out
+    }
+
+    fn upcoming_ms(p: &RetryPolicy, next: NextAttempt, limit: usize) -> Vec<(u32, u64)> {
+        p.upcoming("inst-7", "charge", next, limit)
+            .iter()
+            .map(|u| (u.attempt, u.since_first.as_millis() as u64))
+            .collect()
+    }
+
+    #[test]
+    fn upcoming_attempts_are_the_runtimes_own_decisions_with_jitter() {
+        let start = NextAttempt::Due {
+            attempt: 1,
+            at: Duration::ZERO,
+        };
+        let mut policies = vec![dbg08_list(), dbg08_curve()];
+        for jitter in [Jitter::Full, Jitter::Equal] {
+            let mut p = dbg08_list();
+            p.jitter = jitter;
+            policies.push(p);
+        }
+        let mut expiring = dbg08_list();
+        expiring.max_attempts = None;
+        expiring.max_elapsed = Some(Duration::from_secs(3600));
+        expiring.jitter = Jitter::Full;
+        policies.push(expiring);
+        for p in &policies {
+            assert_eq!(
+                upcoming_ms(p, start, 100),
+                runtime_walk(p, "inst-7", "charge"),
+                "{p:?}"
+            );
+        }
+        // Unjittered, the plan is the model's timetable.
+        let nominal: Vec<(u32, u64)> = dbg08_list()
+            .schedule()
+            .iter()
+            .map(|a| (a.attempt, a.since_first.as_millis() as u64))
+            .collect();
+        assert_eq!(upcoming_ms(&dbg08_list(), start, 100), nominal);
+        // Jittered, it is not: each delay is this instance's draw.
+        let mut full = dbg08_list();
+        full.jitter = Jitter::Full;
+        let jittered = upcoming_ms(&full, start, 100);
+        assert_eq!(jittered.len(), 6);
+        assert_ne!(jittered, nominal);
+        assert!(jittered.iter().zip(&nominal).all(|(j, n)| j.1 <= n.1));
+    }
+
+    #[test]
+    fn upcoming_from_a_retry_timer_or_a_live_attempt() {
+        // A retry timer for attempt 3 due at 6 min: 3 at 6 min, then 4, 5, 6.
+        let due = NextAttempt::Due {
+            attempt: 3,
+            at: Duration::from_secs(360),
+        };
+        assert_eq!(
+            upcoming_ms(&dbg08_list(), due, 100),
+            vec![
+                (3, 360_000),
+                (4, 1_860_000),
+                (5, 9_360_000),
+                (6, 46_860_000)
+            ]
+        );
+        assert_eq!(upcoming_ms(&dbg08_list(), due, 2).len(), 2);
+        assert!(upcoming_ms(&dbg08_list(), due, 0).is_empty());
+        // Attempt 2 in flight, failing at 90 s at the latest (a timeout):
+        // attempt 3 comes 5 min after that.
+        let live = NextAttempt::InFlight {
+            attempt: 2,
+            fails_at: Duration::from_secs(90),
+        };
+        assert_eq!(upcoming_ms(&dbg08_list(), live, 100)[0], (3, 390_000));
+        // The last attempt in flight: nothing after it.
+        let last = NextAttempt::InFlight {
+            attempt: 6,
+            fails_at: Duration::from_secs(46_900),
+        };
+        assert!(upcoming_ms(&dbg08_list(), last, 100).is_empty());
+        // maxElapsed ends the plan where the runtime expires the task.
+        let mut p = dbg08_list();
+        p.max_elapsed = Some(Duration::from_secs(2000));
+        assert_eq!(
+            upcoming_ms(&p, due, 100),
+            vec![(3, 360_000), (4, 1_860_000)]
+        );
+        assert_eq!(
+            p.next_after_failure(
+                4,
+                "DOWN",
+                None,
+                Duration::from_secs(1860),
+                "inst-7",
+                "charge"
+            ),
+            Next::Stop(StopReason::Expired)
+        );
     }
 }

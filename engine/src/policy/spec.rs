@@ -10,7 +10,7 @@ use crate::duration;
 use crate::model::{Attr, RetrySpec};
 use crate::span::Span;
 
-/// Why a `<q:retry>` as written is not a policy. The rules turn each into a
+/// Why a `<q:retry>` or a `<q:channelConfig>` as written is not a policy. The rules turn each into a
 /// diagnostic with this code at this span.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpecError {

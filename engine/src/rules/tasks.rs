@@ -7,7 +7,7 @@
 use crate::diagnostic::{Code, Diagnostic};
 use crate::duration;
 use crate::model::{Attr, EventTrigger, Node, NodeKind, Process, RetrySpec};
-use crate::policy::{Backoff, RetryPolicy};
+use crate::policy::{Backoff, ChannelPolicy, RetryPolicy};
 use crate::rules::edit::{insert, Ctx};
 
 pub fn check(ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
@@ -229,29 +229,16 @@ fn policy(node: &Node, r: &RetrySpec, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// QF008 and QF013 on `<q:channelConfig>` (definitions level).
+/// QF008 and QF013 on `<q:channelConfig>` (definitions level): the faults
+/// [`ChannelPolicy::from_config`] finds, as diagnostics.
 pub fn channel_configs(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     for c in &ctx.defs.channel_configs {
-        let name = c
-            .channel
-            .as_ref()
-            .map_or_else(|| "(no channel)".to_string(), |a| format!("`{}`", a.value));
-        if let Some(i) = &c.delivery_interval {
-            positive_duration(i, &format!("deliveryInterval of channel {name}"), out);
-        }
-        if let Some(m) = &c.max_deliveries {
-            let ok = m.value.trim().parse::<u64>().is_ok_and(|n| n >= 1);
-            if !ok {
-                out.push(
-                    Diagnostic::new(
-                        Code::QF013,
-                        m.span,
-                        format!("maxDeliveries `{}` of channel {name} is not a positive integer", m.value.trim()),
-                    )
-                    .label("not a positive integer")
-                    .help("write how many deliveries of one request the outbox makes before it poisons the request, e.g. maxDeliveries=\"5\" (omit it to retry a delivery forever)"),
-                );
-            }
+        for e in ChannelPolicy::from_config(c).err().unwrap_or_default() {
+            out.push(
+                Diagnostic::new(e.code, e.span, e.message)
+                    .label(e.label)
+                    .help(e.help),
+            );
         }
     }
 }

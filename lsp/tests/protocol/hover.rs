@@ -92,3 +92,38 @@ async fn task_hover_gives_its_kind_and_the_classifier_verdict() {
     assert_eq!(r["result"], serde_json::Value::Null);
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_channel_without_config_is_hovered_with_the_runtimes_default_curve() {
+    // The outbox delivers an unconfigured channel's request every second,
+    // forever: within a 30 s timeout that is up to 31 deliveries per attempt.
+    let text = fixture("channel.bpmn").replace(
+        r#"<q:channelConfig channel="bank" maxDeliveries="5" deliveryInterval="PT2S"/>"#,
+        "",
+    );
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let md = hover_text(&mut h, &text, "<q:retry", 3).await;
+    assert!(
+        md.contains("(no q:channelConfig: the outbox retries one delivery forever, every 1 s): up to 31 deliveries per attempt (within the 30 s timeout)"),
+        "{md}"
+    );
+    // A config without deliveryInterval uses the same default.
+    let text = fixture("channel.bpmn").replace(r#" deliveryInterval="PT2S""#, "");
+    h.change(URI, 2, &text).await;
+    let md = hover_text(&mut h, &text, "<q:channelConfig", 3).await;
+    assert!(
+        md.contains("at most 5 times, 1 s (the default) apart"),
+        "{md}"
+    );
+    assert!(md.contains("(at 4 s)"), "{md}");
+    // One that does not load says why, with the loader's own code.
+    let text = fixture("channel.bpmn").replace(r#"maxDeliveries="5""#, r#"maxDeliveries="0""#);
+    h.change(URI, 3, &text).await;
+    let md = hover_text(&mut h, &text, "<q:channelConfig", 3).await;
+    assert!(
+        md.contains("- QF013 maxDeliveries `0` of channel `bank` is not a positive integer"),
+        "{md}"
+    );
+    h.stop().await;
+}
