@@ -103,7 +103,7 @@ fn usage_and_input_errors_say_what_to_do() {
         "--headless",
         "",
     ]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2), "a bad scenario is 2, as in run");
     assert!(
         text(&o).1.contains("class"),
         "the error names the field: {}",
@@ -111,7 +111,7 @@ fn usage_and_input_errors_say_what_to_do() {
     );
 
     let o = console(&["--db", "/nonexistent/q.db"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2), "a missing file is 2 everywhere");
     assert!(
         text(&o).1.contains("no such database file"),
         "{}",

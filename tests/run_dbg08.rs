@@ -73,7 +73,7 @@ fn human_output_shows_each_attempt_and_the_next_eligible_time() {
     let out = qflow(&["run", "samples/dbg08-long-outage.bpmn"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("attempt 2 of payments.charge: failed PROVIDER_DOWN (transient); parked, attempt 3 eligible at t+360s (after 5 min)"),
+        text.contains("attempt 2 of payments.charge: failed PROVIDER_DOWN (transient); parked, attempt 3 eligible at +6m (after 5 min)"),
         "{text}"
     );
     assert!(text.lines().last().unwrap().starts_with("FAILED"), "{text}");

@@ -12,8 +12,11 @@ use serde::Serialize;
 use crate::span::{LineIndex, Span};
 
 /// Where the per-code documentation pages live. The page for `QF022` is
-/// `{DOCS_BASE}QF022.md`, the file `docs/diagnostics/QF022.md` in this repository.
-pub const DOCS_BASE: &str = "https://github.com/qflow-studio/qflow/blob/main/docs/diagnostics/";
+/// `{DOCS_BASE}QF022.md`, the file `docs/diagnostics/QF022.md` in this
+/// repository. The address is the workspace's `repository` (Cargo.toml), the
+/// one place it is configured, so a link never points at an address the
+/// project does not own; `qflow explain QF022` prints the same page offline.
+pub const DOCS_BASE: &str = concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/docs/diagnostics/");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -65,10 +68,12 @@ pub enum Code {
     QF040,
     QF041,
     QF042,
+    QF043,
+    QF044,
 }
 
 impl Code {
-    pub const ALL: [Code; 24] = [
+    pub const ALL: [Code; 26] = [
         Code::QF001,
         Code::QF002,
         Code::QF003,
@@ -93,6 +98,8 @@ impl Code {
         Code::QF040,
         Code::QF041,
         Code::QF042,
+        Code::QF043,
+        Code::QF044,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -121,12 +128,16 @@ impl Code {
             Code::QF040 => "QF040",
             Code::QF041 => "QF041",
             Code::QF042 => "QF042",
+            Code::QF043 => "QF043",
+            Code::QF044 => "QF044",
         }
     }
 
     pub fn severity(self) -> Severity {
         match self {
-            Code::QF030 | Code::QF031 | Code::QF032 => Severity::Warning,
+            Code::QF030 | Code::QF031 | Code::QF032 | Code::QF043 | Code::QF044 => {
+                Severity::Warning
+            }
             Code::QF033 => Severity::Hint,
             Code::QF040 => Severity::Info,
             _ => Severity::Error,
@@ -160,7 +171,17 @@ impl Code {
             Code::QF040 => "the process is stateful",
             Code::QF041 => "element the qflow runtime does not execute",
             Code::QF042 => "condition expression does not parse",
+            Code::QF043 => "namespace close to qflow's but not urn:qflow:bpmn:1",
+            Code::QF044 => "qflow task attributes on a process that is not executable",
         }
+    }
+
+    /// Whether a verdict with this code keeps `qflow run` and the console from
+    /// running the model: every error, and the namespace slips (QF043, QF044)
+    /// that are only warnings to `check` (the document is valid BPMN) but mean
+    /// a run would execute something other than what the author wrote.
+    pub fn refuses_run(self) -> bool {
+        self.severity() == Severity::Error || matches!(self, Code::QF043 | Code::QF044)
     }
 
     pub fn doc_url(self) -> String {

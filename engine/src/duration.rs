@@ -305,6 +305,38 @@ pub fn to_words(d: Duration) -> String {
     out.join(" ")
 }
 
+/// A span of time in a table's compact form: `0s`, `45s`, `1m 30s`,
+/// `2h 36m`, `1d 2h` — the two largest non-zero units, sub-second remainders
+/// dropped. The console's panels and `qflow run`'s human lines both show time
+/// this way, so a time reads the same in both.
+pub fn compact_ms(ms: i64) -> String {
+    let neg = ms < 0;
+    let total = ms.unsigned_abs() / 1000;
+    let (d, h, m, s) = (
+        total / 86_400,
+        total / 3600 % 24,
+        total / 60 % 60,
+        total % 60,
+    );
+    let parts: Vec<String> = [(d, "d"), (h, "h"), (m, "m"), (s, "s")]
+        .into_iter()
+        .skip_while(|(v, _)| *v == 0)
+        .take(2)
+        .filter(|(v, _)| *v > 0)
+        .map(|(v, u)| format!("{v}{u}"))
+        .collect();
+    let text = if parts.is_empty() {
+        "0s".to_string()
+    } else {
+        parts.join(" ")
+    };
+    if neg {
+        format!("-{text}")
+    } else {
+        text
+    }
+}
+
 /// The canonical ISO-8601 text of a duration, in days and below (`PT13H1M`,
 /// `P2DT4H`, `PT0.5S`, `PT0S`), so that `parse(to_iso(d)) == d`. Used by quick
 /// fixes that write a duration into a model.

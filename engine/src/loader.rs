@@ -26,6 +26,12 @@ impl Analysis {
     pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
         self.diagnostics.iter().filter(|d| d.is_error())
     }
+
+    /// The verdicts that keep the model from running ([`Code::refuses_run`]):
+    /// every error, and the namespace slips `check` only warns about.
+    pub fn refusals(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics.iter().filter(|d| d.code.refuses_run())
+    }
 }
 
 /// The diagram's coordinate leaves (`dc:Bounds`, `di:waypoint`, `dc:Font`):
@@ -100,11 +106,12 @@ fn xml_fault(e: xml::XmlError) -> Analysis {
     }
 }
 
-/// Load a model for execution: the definitions, or every verdict if any is an error.
+/// Load a model for execution: the definitions, or every verdict if any
+/// refuses a run (an error, or a namespace slip: [`Code::refuses_run`]).
 pub fn load(source: &str) -> Result<Definitions, Vec<Diagnostic>> {
     let analysis = analyze(source);
     match analysis.definitions {
-        Some(defs) if !analysis.has_errors() => Ok(defs),
+        Some(defs) if analysis.refusals().next().is_none() => Ok(defs),
         _ => Err(analysis.diagnostics),
     }
 }

@@ -370,6 +370,18 @@ pub struct Definitions {
     /// Every bpmndi shape, edge and plane: which BPMN element it draws, and
     /// the whole element (fixes that remove a node remove its drawing too).
     pub diagram_elements: Vec<DiagramElement>,
+    /// Every namespace binding (`xmlns:q="…"`) whose URI is not one of BPMN's
+    /// own: the prefix as written and the URI, so a near miss of qflow's
+    /// namespace can be reported where it is bound.
+    pub namespace_bindings: Vec<NamespaceBinding>,
+}
+
+/// A namespace binding, `xmlns:prefix="uri"` (or `xmlns="uri"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceBinding {
+    /// `xmlns:q` or `xmlns`.
+    pub qname: String,
+    pub uri: Attr,
 }
 
 /// A `bpmndi:BPMNShape`/`BPMNEdge`/`BPMNPlane` and the id it draws.

@@ -325,6 +325,22 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
                     attributes: Vec::new(),
                 });
             }
+            if a.is_namespace_declaration()
+                && !matches!(
+                    a.value.as_ref(),
+                    BPMN_NS | BPMNDI_NS | DC_NS | DI_NS | QFLOW_NS
+                )
+            {
+                defs.namespace_bindings
+                    .push(crate::model::NamespaceBinding {
+                        qname: a.qname.to_string(),
+                        uri: Attr {
+                            value: a.value.to_string(),
+                            span: a.value_span,
+                            full_span: a.span,
+                        },
+                    });
+            }
             if vendor || a.ns.is_some() {
                 continue;
             }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use qflow_tui::engine_backend::EngineBackend;
+use qflow_tui::engine_backend::{EngineBackend, StartFailure};
 use qflow_tui::{script, ui, App};
 
 #[derive(Debug, clap::Args)]
@@ -34,13 +34,22 @@ fn usage(message: &str) -> ExitCode {
 }
 
 pub fn run(args: Args) -> ExitCode {
+    // Exit codes as in every subcommand: 1 the model is refused, 2 an
+    // unreadable file, a bad scenario, a database that cannot be opened.
     let backend = match (&args.model, &args.db) {
-        (Some(model), db) => EngineBackend::start(model, args.scenario.as_deref(), db.as_deref()),
+        (Some(model), db) => {
+            EngineBackend::start_checked(model, args.scenario.as_deref(), db.as_deref()).map_err(
+                |e| {
+                    let code = if e.failure == StartFailure::Refused { 1 } else { 2 };
+                    (e.message, code)
+                },
+            )
+        }
         (None, Some(db)) => {
             if args.scenario.is_some() {
                 return usage("--scenario needs a MODEL to run; --db alone inspects a database read-only");
             }
-            EngineBackend::attach(db)
+            EngineBackend::attach(db).map_err(|e| (e, 2))
         }
         (None, None) => {
             return usage("give a MODEL to run (qflow console samples/dbg08-charge.bpmn), or --db FILE to inspect a database")
@@ -48,9 +57,9 @@ pub fn run(args: Args) -> ExitCode {
     };
     let mut backend = match backend {
         Ok(b) => b,
-        Err(e) => {
+        Err((e, code)) => {
             eprintln!("qflow console: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(code);
         }
     };
     let mut app = if args.model.is_some() {

@@ -7,11 +7,14 @@ use std::time::Duration;
 
 use qflow_engine::diagnostic::Report;
 use qflow_engine::runtime::clock::{Clock, SystemClock, VirtualClock};
-use qflow_engine::runtime::driver::{migrate_instance, Decision, LocalRun};
+use qflow_engine::runtime::driver::{final_state, migrate_instance, Decision, LocalRun};
+use qflow_engine::runtime::graph::Graph;
+use qflow_engine::runtime::outcome::{unfinished_instance_of, Expectation};
 use qflow_engine::runtime::replica::Replica;
 use qflow_engine::runtime::scenario::{ExternalEvent, Resolution, Scenario};
+use qflow_engine::runtime::{scenario_check, Status};
 use qflow_engine::store::Store;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -48,8 +51,13 @@ pub struct Args {
     pub format: Format,
     /// Reconcile an unknown outcome of NODE: succeeded (the effect happened), failed
     /// (it did not; fail the instance) or retry (it did not; run the next attempt now).
-    #[arg(long, value_name = "NODE=AS")]
+    /// Needs --db holding the unfinished instance.
+    #[arg(long, value_name = "NODE=AS", requires = "db")]
     pub resolve: Vec<String>,
+    /// Exit 3 unless the run ends this way: completed, failed[:CODE] or
+    /// waiting[:WHAT] (WHAT: reconciliation, response, retry, timer, boundary, or a code).
+    #[arg(long, value_name = "OUTCOME")]
+    pub expect: Option<String>,
     /// Stop after this much virtual time since the instance started (ISO-8601,
     /// e.g. PT2H); the instance stays parked and a later --db run resumes it.
     #[arg(long, value_name = "DURATION")]
@@ -93,46 +101,80 @@ the node waits for reconciliation:
   qflow run MODEL --db FILE --resolve NODE=succeeded|failed|retry
 (or a scenario event {\"resolve\": NODE, \"as\": ...}).
 
-Exit status: 0 when the run ends (completed, failed or waiting), 1 when the model has
-load errors, 2 for unreadable files, bad scenarios or arguments, and store errors.";
+Exit status: 0 when the run ends (completed, failed or waiting; with --expect, as
+expected), 1 when the model is refused (load errors), 2 for unreadable files, bad
+scenarios or arguments, and store errors, 3 when the run ended otherwise than --expect.
+With --format json every error is also a JSON record on stdout.";
 
-fn fail(msg: impl std::fmt::Display) -> ExitCode {
+/// What went wrong before or while running, for the JSON record's `error`.
+#[derive(Debug, Clone, Copy)]
+enum Why {
+    Usage,
+    Unreadable,
+    Scenario,
+    Store,
+}
+
+impl Why {
+    fn as_str(self) -> &'static str {
+        match self {
+            Why::Usage => "usage",
+            Why::Unreadable => "unreadable",
+            Why::Scenario => "scenario",
+            Why::Store => "store",
+        }
+    }
+}
+
+/// Report an error that ends the run (exit 2): `error: …` on stderr, and with
+/// `--format json` a record `{"status":"error","error":…,"message":…}` on
+/// stdout, so a consumer of the JSON lines never meets an empty stdout.
+fn fail(format: Format, why: Why, msg: impl std::fmt::Display) -> ExitCode {
+    let msg = msg.to_string();
     eprintln!("error: {msg}");
+    if format == Format::Json {
+        let rec = json!({"status": "error", "error": why.as_str(), "message": msg});
+        println!("{}", json_line(&rec, &["status", "error", "message"]));
+    }
     ExitCode::from(2)
 }
 
 pub fn run(args: Args) -> ExitCode {
+    let format = args.format;
     let shown = args.model.display().to_string();
     let bytes = match std::fs::read(&args.model) {
         Ok(b) => b,
-        Err(e) => return fail(format!("cannot read {shown}: {e}")),
+        Err(e) => return fail(format, Why::Unreadable, format!("cannot read {shown}: {e}")),
     };
     let (text, analysis) = qflow_engine::analyze_bytes(&bytes);
-    if analysis.has_errors() || analysis.definitions.is_none() {
-        for d in analysis.diagnostics.iter().filter(|d| d.is_error()) {
-            let report = miette::Report::new(Report::new(d.clone(), &shown, &text));
-            eprintln!("{report:?}");
-        }
-        eprintln!("{shown}: the model has load errors; nothing was run");
-        return ExitCode::from(1);
+    let refusals: Vec<&qflow_engine::Diagnostic> = analysis.refusals().collect();
+    if !refusals.is_empty() || analysis.definitions.is_none() {
+        return refuse(format, &shown, &text, &refusals);
     }
     let defs = analysis.definitions.expect("checked above");
-    let scenario = match load_scenario(&args) {
+    // A model the runtime cannot execute is reported when the run opens it.
+    let graph = Graph::compile(&defs).ok();
+    let expect = match args.expect.as_deref().map(Expectation::parse) {
+        None => None,
+        Some(Ok(e)) => Some(e),
+        Some(Err(m)) => return fail(format, Why::Usage, format!("--expect {m}")),
+    };
+    let scenario = match load_scenario(&args, graph.as_ref()) {
         Ok(s) => s,
         Err(code) => return code,
     };
     let mut resolves = Vec::new();
     for r in &args.resolve {
-        match parse_resolve(r) {
+        match parse_resolve(r, graph.as_ref()) {
             Ok(e) => resolves.push(e),
-            Err(m) => return fail(m),
+            Err(m) => return fail(format, Why::Usage, m),
         }
     }
     let until = match &args.until {
         None => None,
         Some(u) => match qflow_engine::duration::parse(u) {
             Ok(d) => Some(d),
-            Err(e) => return fail(format!("--until `{u}`: {e}")),
+            Err(e) => return fail(format, Why::Usage, format!("--until `{u}`: {e}")),
         },
     };
     let (db, temporary) = match &args.db {
@@ -141,8 +183,12 @@ pub fn run(args: Args) -> ExitCode {
     };
     let mut store = match Store::open(&db) {
         Ok(s) => s,
-        Err(e) => return fail(e),
+        Err(e) => {
+            let why = qflow_engine::store::explain::open_error(&db, &e);
+            return fail(format, Why::Store, format!("--db {why}"));
+        }
     };
+    let columns = Columns::of(graph.as_ref());
     if let Some(instance) = &args.migrate {
         let mut mapping = std::collections::BTreeMap::new();
         for m in &args.map {
@@ -150,7 +196,13 @@ pub fn run(args: Args) -> ExitCode {
                 Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => {
                     mapping.insert(a.trim().to_string(), b.trim().to_string());
                 }
-                _ => return fail(format!("--map `{m}`: write OLD=NEW (node ids)")),
+                _ => {
+                    return fail(
+                        format,
+                        Why::Usage,
+                        format!("--map `{m}`: write OLD=NEW (node ids)"),
+                    )
+                }
             }
         }
         match migrate_instance(
@@ -163,21 +215,47 @@ pub fn run(args: Args) -> ExitCode {
         ) {
             Ok(d) => {
                 for line in &d.lines {
-                    match args.format {
+                    match format {
                         Format::Json => println!("{}", json_line(line, &["at_s", "kind", "node"])),
-                        Format::Human => println!("{}", human_line(line)),
+                        Format::Human => println!("{}", human_line(line, &columns)),
                     }
                 }
+                // Nothing left to run: report the migrated instance as it
+                // stands rather than letting the run start a new one.
+                if matches!(d.status, Status::Completed | Status::Failed) {
+                    return match final_state(&store, instance) {
+                        Ok(state) => finish(&state, format, expect.as_ref(), true),
+                        Err(e) => fail(format, Why::Store, e),
+                    };
+                }
             }
-            Err(e) => return fail(format!("--migrate {instance}: {e}")),
+            Err(e) => return fail(format, Why::Usage, format!("--migrate {instance}: {e}")),
+        }
+    }
+    if !args.resolve.is_empty() {
+        match unfinished_instance_of(&store, &text) {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                return fail(
+                    format,
+                    Why::Usage,
+                    format!(
+                        "--resolve: {} holds no unfinished instance of {shown}, so there is nothing to reconcile \
+                         (nothing was started). Run the model with this --db first; an instance \
+                         waiting for reconciliation is resumed and resolved",
+                        db.display()
+                    ),
+                )
+            }
+            Err(e) => return fail(format, Why::Store, e),
         }
     }
     if args.replica {
-        return serve_replica(store, &text, &defs, scenario, &args);
+        return serve_replica(store, &text, &defs, scenario, &args, &columns);
     }
     let opts = Opts {
         effects_log: args.effects_log.clone(),
-        format: args.format,
+        format,
         resolves,
         until,
         db_shown: if temporary {
@@ -185,6 +263,8 @@ pub fn run(args: Args) -> ExitCode {
         } else {
             Some(db.display().to_string())
         },
+        expect,
+        columns,
     };
     let code = match args.clock {
         ClockKind::Virtual => drive(store, &text, &defs, scenario, VirtualClock::new(0), &opts),
@@ -204,6 +284,62 @@ struct Opts {
     resolves: Vec<ExternalEvent>,
     until: Option<Duration>,
     db_shown: Option<String>,
+    expect: Option<Expectation>,
+    columns: Columns,
+}
+
+/// The model refused: every refusing verdict as a report on stderr (and, with
+/// `--format json`, one record carrying them on stdout); exit 1.
+fn refuse(
+    format: Format,
+    shown: &str,
+    text: &str,
+    refusals: &[&qflow_engine::Diagnostic],
+) -> ExitCode {
+    for d in refusals {
+        let report = miette::Report::new(Report::new((*d).clone(), shown, text));
+        eprintln!("{report:?}");
+    }
+    let message = format!("{shown}: the model is refused; nothing was run");
+    eprintln!("{message}");
+    if format == Format::Json {
+        let index = qflow_engine::span::LineIndex::new(text);
+        let diagnostics: Vec<Value> = refusals
+            .iter()
+            .map(|d| d.to_json(shown, text, &index))
+            .collect();
+        let rec = json!({"status": "error", "error": "model", "message": message, "diagnostics": diagnostics});
+        println!("{}", json_line(&rec, &["status", "error", "message"]));
+    }
+    ExitCode::from(1)
+}
+
+/// Print the final state and hold it to `--expect`: exit 3 when the run
+/// ended otherwise. `kept`: the instance stays in a database the user named.
+fn finish(state: &Value, format: Format, expect: Option<&Expectation>, kept: bool) -> ExitCode {
+    match format {
+        Format::Json => println!(
+            "{}",
+            json_line(state, &["status", "code", "reason", "attempts"])
+        ),
+        Format::Human => println!("{}", human_final(state, kept)),
+    }
+    if !kept
+        && state.get("status").and_then(Value::as_str) == Some("waiting")
+        && format == Format::Json
+    {
+        eprintln!("note: the instance was in a temporary database, now removed; re-run with --db FILE to keep it and resume it");
+    }
+    match expect {
+        Some(e) if !e.holds(state) => {
+            eprintln!(
+                "error: expected the run to end {e}, it ended {} (--expect; exit 3)",
+                Expectation::describe(state)
+            );
+            ExitCode::from(3)
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }
 
 fn serve_replica(
@@ -212,13 +348,15 @@ fn serve_replica(
     defs: &qflow_engine::model::Definitions,
     scenario: Scenario,
     args: &Args,
+    columns: &Columns,
 ) -> ExitCode {
-    let graph = match qflow_engine::runtime::graph::Graph::compile(defs) {
+    let format = args.format;
+    let graph = match Graph::compile(defs) {
         Ok(g) => g,
-        Err(e) => return fail(format!("the model cannot run: {e}")),
+        Err(e) => return fail(format, Why::Usage, format!("the model cannot run: {e}")),
     };
     if let Err(e) = store.deploy(&graph.process_id, source, 0) {
-        return fail(e);
+        return fail(format, Why::Store, e);
     }
     let mut replica = Replica::new(store, scenario, qflow_engine::store::local_owner());
     if let Some(p) = &args.effects_log {
@@ -226,10 +364,13 @@ fn serve_replica(
     }
     if let Some(p) = &args.races_log {
         if let Err(e) = replica.log_races(p) {
-            return fail(format!("--races-log {}: {e}", p.display()));
+            return fail(
+                format,
+                Why::Usage,
+                format!("--races-log {}: {e}", p.display()),
+            );
         }
     }
-    let format = args.format;
     let served = replica.serve(|instance, d| {
         for line in &d.lines {
             let mut line = line.clone();
@@ -239,7 +380,7 @@ fn serve_replica(
                     "{}",
                     json_line(&line, &["at_s", "kind", "node", "attempt", "code"])
                 ),
-                Format::Human => println!("{}  [{instance}]", human_line(&line)),
+                Format::Human => println!("{}  [{instance}]", human_line(&line, columns)),
             }
         }
     });
@@ -261,11 +402,14 @@ fn serve_replica(
             }
             ExitCode::SUCCESS
         }
-        Err(e) => fail(e),
+        Err(e) => fail(format, Why::Store, e),
     }
 }
 
-fn load_scenario(args: &Args) -> Result<Scenario, ExitCode> {
+/// The scenario the run uses, checked against the model: an entry keyed by a
+/// name the model never uses is refused (exit 2), every one named.
+fn load_scenario(args: &Args, graph: Option<&Graph>) -> Result<Scenario, ExitCode> {
+    let format = args.format;
     let path = match (&args.scenario, args.no_scenario) {
         (Some(p), _) => p.clone(),
         (None, true) => return Ok(Scenario::default()),
@@ -280,9 +424,46 @@ fn load_scenario(args: &Args) -> Result<Scenario, ExitCode> {
             None => return Ok(Scenario::default()),
         },
     };
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| fail(format!("cannot read scenario {}: {e}", path.display())))?;
-    Scenario::parse(&text).map_err(|e| fail(format!("scenario {}: {e}", path.display())))
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        fail(
+            format,
+            Why::Unreadable,
+            format!("cannot read scenario {}: {e}", path.display()),
+        )
+    })?;
+    let scenario = Scenario::parse(&text).map_err(|e| {
+        fail(
+            format,
+            Why::Scenario,
+            format!("scenario {}: {e}", path.display()),
+        )
+    })?;
+    let Some(graph) = graph else {
+        return Ok(scenario);
+    };
+    let misfits = scenario_check::check(&scenario, graph);
+    if misfits.is_empty() {
+        return Ok(scenario);
+    }
+    let shown = path.display();
+    for m in &misfits {
+        eprintln!("error: scenario {shown}: {m}");
+    }
+    eprintln!(
+        "{shown}: {} scenario entr{} the model would never use; nothing was run",
+        misfits.len(),
+        if misfits.len() == 1 { "y" } else { "ies" }
+    );
+    if format == Format::Json {
+        let errors: Vec<Value> = misfits
+            .iter()
+            .map(|m| json!({"field": m.path, "message": m.message}))
+            .collect();
+        let rec = json!({"status": "error", "error": "scenario",
+            "message": format!("scenario {shown}: entries the model would never use"), "errors": errors});
+        println!("{}", json_line(&rec, &["status", "error", "message"]));
+    }
+    Err(ExitCode::from(2))
 }
 
 /// `<dir>/scenarios/<stem>.json` beside a model.
@@ -293,13 +474,17 @@ fn companion(model: &Path) -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
-fn parse_resolve(s: &str) -> Result<ExternalEvent, String> {
+/// `NODE=AS`, with NODE a node of the model (`graph`, when it compiles).
+fn parse_resolve(s: &str, graph: Option<&Graph>) -> Result<ExternalEvent, String> {
     let (node, how) = s.split_once('=').ok_or_else(|| {
         format!("--resolve `{s}`: write NODE=succeeded, NODE=failed or NODE=retry")
     })?;
     let resolution = Resolution::parse(how.trim()).ok_or_else(|| {
         format!("--resolve `{s}`: `{how}` is not a resolution; use succeeded, failed or retry")
     })?;
+    if let Some(why) = graph.and_then(|g| scenario_check::unknown_node(g, node.trim())) {
+        return Err(format!("--resolve `{s}`: {why}"));
+    }
     Ok(ExternalEvent::Resolve {
         node: node.trim().to_string(),
         resolution,
@@ -322,9 +507,10 @@ fn drive<C: Clock>(
     clock: C,
     opts: &Opts,
 ) -> ExitCode {
+    let format = opts.format;
     let mut run = match LocalRun::open(store, source, defs, scenario, clock) {
         Ok(r) => r,
-        Err(e) => return fail(e),
+        Err(e) => return fail(format, Why::Store, e),
     };
     if let Some(u) = opts.until {
         run.stop_after(u);
@@ -351,7 +537,7 @@ fn drive<C: Clock>(
                     "{}",
                     json_line(line, &["at_s", "kind", "node", "attempt", "code"])
                 ),
-                Format::Human => println!("{}", human_line(line)),
+                Format::Human => println!("{}", human_line(line, &opts.columns)),
             }
         }
     };
@@ -363,19 +549,19 @@ fn drive<C: Clock>(
     let mut resolves = opts.resolves.iter();
     loop {
         if let Err(e) = run.run(&mut print) {
-            return fail(e);
+            return fail(format, Why::Store, e);
         }
         if let Some(ev) = resolves.next() {
             match run.deliver(ev.clone()) {
                 Ok(d) => print(&d),
-                Err(e) => return fail(e),
+                Err(e) => return fail(format, Why::Store, e),
             }
             continue;
         }
         // A system clock parks the poller (never a step) until the next due timer.
         let due = match run.next_due_ms() {
             Ok(d) => d,
-            Err(e) => return fail(e),
+            Err(e) => return fail(format, Why::Store, e),
         };
         let now = run.clock().now_ms();
         match due {
@@ -395,17 +581,13 @@ fn drive<C: Clock>(
     }
     let _ = run.release();
     match run.final_state() {
-        Ok(state) => {
-            match opts.format {
-                Format::Json => println!(
-                    "{}",
-                    json_line(&state, &["status", "code", "reason", "attempts"])
-                ),
-                Format::Human => println!("{}", human_final(&state)),
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(e),
+        Ok(state) => finish(
+            &state,
+            format,
+            opts.expect.as_ref(),
+            opts.db_shown.is_some(),
+        ),
+        Err(e) => fail(format, Why::Store, e),
     }
 }
 
@@ -432,18 +614,31 @@ fn canonical(v: &Value) -> String {
     qflow_engine::runtime::snapshot::canonical_string(v)
 }
 
+/// Virtual time since the instance started, as the console shows it (`+2h 36m`).
 fn secs(v: Option<&Value>) -> String {
     match v.and_then(Value::as_f64) {
-        Some(s) => format!("t+{}s", fmt_num(s)),
-        None => "t+?".into(),
+        Some(s) => format!(
+            "+{}",
+            qflow_engine::duration::compact_ms((s * 1000.0).round() as i64)
+        ),
+        None => "+?".into(),
     }
 }
 
-fn fmt_num(s: f64) -> String {
-    if s.fract() == 0.0 {
-        format!("{}", s as i64)
-    } else {
-        format!("{s}")
+/// Column widths of the human lines, from the model: the node column fits its
+/// longest node id, so lines stay aligned whatever the ids are.
+struct Columns {
+    node: usize,
+}
+
+impl Columns {
+    fn of(graph: Option<&Graph>) -> Columns {
+        let longest = graph
+            .map(|g| g.nodes.keys().map(|k| k.chars().count()).max().unwrap_or(0))
+            .unwrap_or(0);
+        Columns {
+            node: longest.max(4),
+        }
     }
 }
 
@@ -451,7 +646,7 @@ fn words(s: f64) -> String {
     qflow_engine::duration::to_words(Duration::from_secs_f64(s.max(0.0)))
 }
 
-fn human_line(v: &Value) -> String {
+fn human_line(v: &Value, columns: &Columns) -> String {
     let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
     let kind = get("kind");
     let node = get("node");
@@ -618,14 +813,17 @@ fn human_line(v: &Value) -> String {
         _ => String::new(),
     };
     format!(
-        "{:>10}  {:<11} {:<18} {detail}{to}",
+        "{:>9}  {:<11} {:<width$}  {detail}{to}",
         secs(v.get("at_s")),
         kind,
-        node
+        node,
+        width = columns.node
     )
 }
 
-fn human_final(v: &Value) -> String {
+/// The final line. `kept`: the instance is in a database the user named (it
+/// can be resumed); otherwise the temporary database is already gone.
+fn human_final(v: &Value, kept: bool) -> String {
     let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
     match get("status") {
         "completed" => format!("COMPLETED  instance {}", get("instance")),
@@ -638,18 +836,30 @@ fn human_final(v: &Value) -> String {
             v.get("attempts").and_then(Value::as_u64).unwrap_or(0)
         ),
         _ => match get("for") {
+            "reconciliation" if kept => format!(
+                "WAITING    instance {} at {}: reconciliation of {} (resolve with the same --db and --resolve {}=succeeded|failed|retry)",
+                get("instance"),
+                get("node"),
+                get("code"),
+                get("node")
+            ),
             "reconciliation" => format!(
-                "WAITING    instance {} at {}: reconciliation of {} (resume with --db FILE --resolve {}=succeeded|failed|retry)",
+                "WAITING    instance {} at {}: reconciliation of {} (the instance was in a temporary database, now removed: re-run with --db FILE to keep it, then --resolve {}=succeeded|failed|retry)",
                 get("instance"),
                 get("node"),
                 get("code"),
                 get("node")
             ),
             other => format!(
-                "WAITING    instance {} at {}: {other} due at {}",
+                "WAITING    instance {} at {}: {other} due at {}{}",
                 get("instance"),
                 get("node"),
-                secs(v.get("due_s"))
+                secs(v.get("due_s")),
+                if kept {
+                    " (a run with the same --db resumes it)"
+                } else {
+                    " (the instance was in a temporary database, now removed: re-run with --db FILE to keep it)"
+                }
             ),
         },
     }

@@ -52,17 +52,60 @@ pub struct Attach {
 
 fn load_model(source: &str, shown: &str) -> Result<qflow_engine::model::Definitions, String> {
     qflow_engine::load(source).map_err(|diags| {
+        let index = qflow_engine::span::LineIndex::new(source);
         let first: Vec<String> = diags
             .iter()
-            .filter(|d| d.severity == qflow_engine::Severity::Error)
+            .filter(|d| d.code.refuses_run())
             .take(3)
-            .map(|d| format!("  {} {}", d.code.as_str(), d.message))
+            .map(|d| {
+                let p = index.position(source, d.primary.span.start);
+                format!(
+                    "  {} {shown}:{}:{}: {}",
+                    d.code.as_str(),
+                    p.line + 1,
+                    p.column_chars + 1,
+                    d.message
+                )
+            })
             .collect();
         format!(
             "{shown} does not load:\n{}\nrun `qflow check {shown}` for every verdict with its place",
             first.join("\n")
         )
     })
+}
+
+/// Why a console session could not start, so the command line can exit
+/// with the code every subcommand uses for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartFailure {
+    /// The model or scenario file cannot be read (exit 2).
+    Unreadable,
+    /// The model is refused: load errors or a namespace slip (exit 1).
+    Refused,
+    /// The scenario is malformed or names what the model does not have (exit 2).
+    Scenario,
+    /// The database or the run could not be opened (exit 2).
+    Store,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartError {
+    pub failure: StartFailure,
+    pub message: String,
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn start_err(failure: StartFailure) -> impl Fn(String) -> StartError {
+    move |message| StartError {
+        failure: failure.clone(),
+        message,
+    }
 }
 
 impl EngineBackend {
@@ -73,15 +116,41 @@ impl EngineBackend {
         scenario: Option<&Path>,
         db: Option<&Path>,
     ) -> Result<EngineBackend, String> {
+        Self::start_checked(model, scenario, db).map_err(|e| e.message)
+    }
+
+    /// [`EngineBackend::start`], saying what kind of failure stopped it.
+    pub fn start_checked(
+        model: &Path,
+        scenario: Option<&Path>,
+        db: Option<&Path>,
+    ) -> Result<EngineBackend, StartError> {
         let shown = model.display().to_string();
-        let source =
-            std::fs::read_to_string(model).map_err(|e| format!("cannot read {shown}: {e}"))?;
-        let defs = load_model(&source, &shown)?;
+        let source = std::fs::read_to_string(model)
+            .map_err(|e| format!("cannot read {shown}: {e}"))
+            .map_err(start_err(StartFailure::Unreadable))?;
+        let defs = load_model(&source, &shown).map_err(start_err(StartFailure::Refused))?;
         let scenario = match scenario {
             Some(p) => {
                 let text = std::fs::read_to_string(p)
-                    .map_err(|e| format!("cannot read scenario {}: {e}", p.display()))?;
-                Scenario::parse(&text).map_err(|e| format!("scenario {}: {e}", p.display()))?
+                    .map_err(|e| format!("cannot read scenario {}: {e}", p.display()))
+                    .map_err(start_err(StartFailure::Unreadable))?;
+                let scenario = Scenario::parse(&text)
+                    .map_err(|e| format!("scenario {}: {e}", p.display()))
+                    .map_err(start_err(StartFailure::Scenario))?;
+                // The same check as `qflow run`: every entry names something
+                // the model has.
+                if let Ok(graph) = Graph::compile(&defs) {
+                    let misfits = qflow_engine::runtime::scenario_check::check(&scenario, &graph);
+                    if !misfits.is_empty() {
+                        let lines: Vec<String> = misfits
+                            .iter()
+                            .map(|m| format!("scenario {}: {m}", p.display()))
+                            .collect();
+                        return Err(start_err(StartFailure::Scenario)(lines.join("\n")));
+                    }
+                }
+                scenario
             }
             None => Scenario::default(),
         };
@@ -103,11 +172,19 @@ impl EngineBackend {
                 (p.clone(), Some(p))
             }
         };
-        let store = Store::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let open_err = |e: qflow_engine::store::StoreError| StartError {
+            failure: StartFailure::Store,
+            message: format!(
+                "--db {}",
+                qflow_engine::store::explain::open_error(&path, &e)
+            ),
+        };
+        let store = Store::open(&path).map_err(open_err)?;
         let mut run = LocalRun::open(store, &source, &defs, scenario, VirtualClock::new(0))
-            .map_err(|e| format!("{shown}: {e}"))?;
+            .map_err(|e| format!("{shown}: {e}"))
+            .map_err(start_err(StartFailure::Store))?;
         run.take_start();
-        let writer = Store::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let writer = Store::open(&path).map_err(open_err)?;
         let opening = if run.resumed() {
             Report::info(format!(
                 "resumed unfinished instance {} from {} · space steps",

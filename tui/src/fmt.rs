@@ -2,33 +2,10 @@
 //! the `13 h 1 min` of reports.
 
 /// A span of time: `0s`, `45s`, `1m`, `1m 30s`, `2h 36m`, `1d 2h`.
-/// Shows the two largest non-zero units; sub-second remainders are dropped.
+/// Shows the two largest non-zero units; sub-second remainders are dropped
+/// (the engine's [`qflow_engine::duration::compact_ms`], shared with `qflow run`).
 pub fn span(ms: i64) -> String {
-    let neg = ms < 0;
-    let total = ms.unsigned_abs() / 1000;
-    let (d, h, m, s) = (
-        total / 86_400,
-        total / 3600 % 24,
-        total / 60 % 60,
-        total % 60,
-    );
-    let parts: Vec<String> = [(d, "d"), (h, "h"), (m, "m"), (s, "s")]
-        .into_iter()
-        .skip_while(|(v, _)| *v == 0)
-        .take(2)
-        .filter(|(v, _)| *v > 0)
-        .map(|(v, u)| format!("{v}{u}"))
-        .collect();
-    let text = if parts.is_empty() {
-        "0s".to_string()
-    } else {
-        parts.join(" ")
-    };
-    if neg {
-        format!("-{text}")
-    } else {
-        text
-    }
+    qflow_engine::duration::compact_ms(ms)
 }
 
 /// A point on the virtual time axis, with the `+` that says "since start".

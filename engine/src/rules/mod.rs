@@ -16,6 +16,7 @@
 //! | `advice` | QF030, QF031, QF033 |
 //! | `stateful` | QF040 |
 //! | `conditions` | QF042 |
+//! | `namespace` | QF043, QF044 (every document: they find the models the execution rules would skip) |
 //!
 //! QF001/QF002 come from the parser and the reader.
 
@@ -28,6 +29,7 @@ mod channels;
 mod conditions;
 mod document;
 pub mod edit;
+pub mod namespace;
 mod reachability;
 mod stateful;
 pub mod structure;
@@ -41,6 +43,7 @@ pub fn check(defs: &Definitions, source: &str) -> Vec<Diagnostic> {
     for p in &defs.processes {
         reachability::check(p, &mut out);
     }
+    namespace::check(defs, source, &mut out);
     if !defs.declares_qflow {
         return out;
     }

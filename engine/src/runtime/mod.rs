@@ -7,9 +7,11 @@
 //! - [`decide`]: the functional core, facts + event + now → transition.
 //! - [`clock`]: virtual (time-skipping) and system clocks.
 //! - [`scenario`]: the scripted world of a local run (docs/run.md).
+//! - [`scenario_check`]: a scenario checked against the model it drives.
 //! - [`driver`]: [`driver::LocalRun`], one decision per `step`.
 //! - [`replica`]: several processes serving one database, the claim arbitrating.
 //! - [`migrate`]: moving an instance to a new deployment with a node mapping.
+//! - [`outcome`]: the expected end of a run (`--expect`), and what a reconciliation needs.
 
 pub mod clock;
 pub mod condition;
@@ -17,8 +19,10 @@ pub mod decide;
 pub mod driver;
 pub mod graph;
 pub mod migrate;
+pub mod outcome;
 pub mod replica;
 pub mod scenario;
+pub mod scenario_check;
 pub mod snapshot;
 
 pub use clock::{Clock, SystemClock, VirtualClock};

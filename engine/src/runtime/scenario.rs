@@ -268,7 +268,7 @@ fn err(path: &str, message: impl Into<String>) -> ScenarioError {
     }
 }
 
-fn key(name: &str) -> String {
+pub(crate) fn key(name: &str) -> String {
     if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         name.to_string()
     } else {

@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::runtime::decide::{OutboxChange, Purpose, Status, TimerRow, Transition};
 use crate::runtime::snapshot::{canonical_string, Snapshot};
 
+pub mod explain;
 pub mod query;
 pub mod schema;
 

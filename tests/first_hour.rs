@@ -1,0 +1,319 @@
+//! A newcomer's mistakes, end to end through the built binary: a scenario
+//! keyed by names the model does not have, a namespace slip, an outcome CI
+//! asserts, a reconciliation that names no node or no instance, a `--db` that
+//! cannot be opened. None of them may come out green.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn qflow(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .env("NO_COLOR", "1")
+        .args(args)
+        .output()
+        .expect("qflow runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Every stdout line parses as JSON; the parsed lines.
+fn json_lines(o: &Output) -> Vec<Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect()
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn a_scenario_keyed_by_the_node_id_is_refused_with_the_task_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = write(
+        &dir,
+        "s.json",
+        r#"{"tasks":{"charge":[{"fail":{"code":"DOWN","class":"permanent"}}]}}"#,
+    );
+    let o = qflow(&["run", "samples/dbg08-charge.bpmn", "--scenario", &s]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("field `tasks.charge`: `charge` is the id of the node whose q:task is `payments.charge` (did you mean `payments.charge`?)"), "{e}");
+    assert!(
+        e.contains("scenarios key `tasks` by the q:task name"),
+        "{e}"
+    );
+    assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
+    // The console refuses it the same way.
+    let o = qflow(&[
+        "console",
+        "samples/dbg08-charge.bpmn",
+        "--scenario",
+        &s,
+        "--headless",
+        " ",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("field `tasks.charge`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_misspelt_channel_and_an_event_on_a_missing_node_are_refused_with_a_did_you_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = write(
+        &dir,
+        "s.json",
+        r#"{"channels":{"bnak":[{"silent":true}]},"events":[{"redeliver":"authorise"}]}"#,
+    );
+    let o = qflow(&[
+        "run",
+        "samples/bank-authorize.bpmn",
+        "--scenario",
+        &s,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let rec = json_lines(&o);
+    assert_eq!(rec.len(), 1, "{rec:?}");
+    assert_eq!(rec[0]["status"], "error");
+    assert_eq!(rec[0]["error"], "scenario");
+    let errors = rec[0]["errors"].as_array().unwrap();
+    assert_eq!(errors[0]["field"], "channels.bnak");
+    assert!(errors[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("(did you mean `bank`?)"));
+    assert_eq!(errors[1]["field"], "events[0].redeliver");
+    assert!(errors[1]["message"]
+        .as_str()
+        .unwrap()
+        .contains("the model has no node `authorise` (did you mean `authorize`?)"));
+}
+
+#[test]
+fn a_namespace_slip_is_a_warning_to_check_and_refused_by_run_with_code_and_place() {
+    let model = "samples/broken/QF043-namespace-near-miss.bpmn";
+    let o = qflow(&["check", model]);
+    assert_eq!(code(&o), 0, "a warning: {}", stderr(&o));
+    assert!(stderr(&o).contains("QF043"));
+    let o = qflow(&["run", model]);
+    assert_eq!(code(&o), 1);
+    let e = stderr(&o);
+    assert!(e.contains("QF043"), "{e}");
+    assert!(e.contains("QF043-namespace-near-miss.bpmn:3:28"), "{e}");
+    let o = qflow(&["run", model, "--format", "json"]);
+    assert_eq!(code(&o), 1);
+    let rec = json_lines(&o);
+    assert_eq!(rec[0]["error"], "model");
+    assert_eq!(rec[0]["diagnostics"][0]["code"], "QF043");
+    assert_eq!(rec[0]["diagnostics"][0]["line"], 3);
+    let o = qflow(&["run", "samples/broken/QF044-not-executable.bpmn"]);
+    assert_eq!(code(&o), 1);
+    assert!(stderr(&o).contains("QF044"), "{}", stderr(&o));
+    let o = qflow(&[
+        "console",
+        "samples/broken/QF044-not-executable.bpmn",
+        "--headless",
+        " ",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("QF044 samples/broken/QF044-not-executable.bpmn:7:4"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn expect_passes_when_the_run_ends_as_said_and_exits_3_otherwise() {
+    let model = "samples/dbg08-long-outage.bpmn";
+    for (expect, want) in [
+        ("failed", 0),
+        ("failed:PROVIDER_DOWN", 0),
+        ("failed:OTHER", 3),
+        ("completed", 3),
+        ("waiting", 3),
+    ] {
+        let o = qflow(&["run", model, "--expect", expect, "--format", "json"]);
+        assert_eq!(code(&o), want, "--expect {expect}: {}", stderr(&o));
+        let last = json_lines(&o).pop().unwrap();
+        assert_eq!(last["status"], "failed", "the final state is still printed");
+        if want == 3 {
+            assert!(
+                stderr(&o).contains(&format!(
+                    "expected the run to end {expect}, it ended failed:PROVIDER_DOWN"
+                )),
+                "{}",
+                stderr(&o)
+            );
+        }
+    }
+    let o = qflow(&[
+        "run",
+        "samples/dbg08-unknown-outcome.bpmn",
+        "--expect",
+        "waiting:reconciliation",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = qflow(&["run", model, "--expect", "complete"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("did you mean `completed`?"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_missing_file_exits_2_in_every_subcommand_and_json_stays_json() {
+    for args in [
+        &["check", "no-such.bpmn"][..],
+        &["run", "no-such.bpmn"],
+        &["console", "no-such.bpmn", "--headless", " "],
+    ] {
+        let o = qflow(args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+    }
+    let o = qflow(&["run", "no-such.bpmn", "--format", "json"]);
+    let rec = json_lines(&o);
+    assert_eq!(rec.len(), 1);
+    assert_eq!(rec[0]["status"], "error");
+    assert_eq!(rec[0]["error"], "unreadable");
+    assert!(rec[0]["message"].as_str().unwrap().contains("no-such.bpmn"));
+    let o = qflow(&["check", "no-such.bpmn", "--format", "json"]);
+    assert!(
+        serde_json::from_str::<Value>(&stdout(&o)).is_ok(),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn resolve_on_a_node_that_does_not_exist_is_a_usage_error_with_a_did_you_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db").display().to_string();
+    let model = "samples/dbg08-unknown-outcome.bpmn";
+    assert_eq!(code(&qflow(&["run", model, "--db", &db])), 0);
+    let o = qflow(&["run", model, "--db", &db, "--resolve", "chrage=succeeded"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("the model has no node `chrage` (did you mean `charge`?)"),
+        "{}",
+        stderr(&o)
+    );
+    // Nothing was recorded: the instance still waits, and resolves.
+    let o = qflow(&[
+        "run",
+        model,
+        "--db",
+        &db,
+        "--resolve",
+        "charge=succeeded",
+        "--expect",
+        "completed",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stdout(&o).contains("ignored"), "{}", stdout(&o));
+}
+
+#[test]
+fn resolve_with_no_unfinished_instance_refuses_instead_of_starting_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db").display().to_string();
+    let model = "samples/dbg08-unknown-outcome.bpmn";
+    let o = qflow(&["run", model, "--db", &db, "--resolve", "charge=succeeded"]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("holds no unfinished instance"),
+        "{}",
+        stderr(&o)
+    );
+    let store = qflow_engine::store::Store::open(std::path::Path::new(&db)).unwrap();
+    assert!(store.instances().unwrap().is_empty(), "no instance started");
+    // Without --db there is nothing to resolve at all.
+    let o = qflow(&["run", model, "--resolve", "charge=succeeded"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--db"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_run_without_db_that_ends_waiting_says_to_rerun_with_db() {
+    let o = qflow(&["run", "samples/dbg08-unknown-outcome.bpmn"]);
+    assert_eq!(code(&o), 0);
+    let last = stdout(&o).lines().last().unwrap().to_string();
+    assert!(last.contains("re-run with --db FILE to keep it"), "{last}");
+}
+
+#[test]
+fn human_lines_show_console_times_aligned_at_any_length() {
+    let o = qflow(&["run", "samples/dbg08-long-outage.bpmn"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("  +2h 36m  attempt     charge  attempt 5 of payments.charge"),
+        "{text}"
+    );
+    assert!(
+        text.contains("eligible at +13h 1m (after 10 h 25 min)"),
+        "{text}"
+    );
+    // Every decision line puts its kind, node and detail at the same columns.
+    let decisions: Vec<&str> = text.lines().filter(|l| l.starts_with(' ')).collect();
+    assert!(decisions.len() >= 7, "{text}");
+    let columns = |l: &str| -> Vec<usize> {
+        // Past the right-aligned time: where each run of non-spaces after a gap
+        // of two or more spaces starts (kind, node, detail).
+        let b = l.as_bytes();
+        (10..b.len())
+            .filter(|&i| b[i] != b' ' && b[i - 1] == b' ' && b[i - 2] == b' ')
+            .take(3)
+            .collect()
+    };
+    let first = columns(decisions[0]);
+    assert_eq!(first.len(), 3, "{}", decisions[0]);
+    for l in &decisions {
+        assert_eq!(columns(l), first, "misaligned: {l}\n{text}");
+    }
+}
+
+#[test]
+fn db_errors_name_the_path_and_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-dir/run.db").display().to_string();
+    let o = qflow(&["run", "samples/dbg08-charge.bpmn", "--db", &missing]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains(&missing), "{}", stderr(&o));
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    let text = write(&dir, "notes.db", &"not a database, only words. ".repeat(40));
+    let o = qflow(&["run", "samples/dbg08-charge.bpmn", "--db", &text]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains(&format!("{text} is not a database")),
+        "{}",
+        stderr(&o)
+    );
+}
