@@ -59,3 +59,85 @@ fn every_page_is_for_a_known_code() {
         assert!(page.contains(code.as_str()), "{name} names its code");
     }
 }
+
+/// The project's docs stand alone: every relative link between them (and from
+/// the top-level pages) resolves to a file, and every `#anchor` to a heading.
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut pages: Vec<PathBuf> = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
+    for dir in ["docs", "docs/diagnostics"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
+            if e.path().extension().is_some_and(|x| x == "md") {
+                pages.push(e.path());
+            }
+        }
+    }
+    let slug = |heading: &str| -> String {
+        heading
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter_map(|c| match c {
+                ' ' => Some('-'),
+                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                _ => None,
+            })
+            .collect()
+    };
+    let anchors = |page: &PathBuf| -> Vec<String> {
+        std::fs::read_to_string(page)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.strip_prefix('#'))
+            .map(|h| slug(h.trim_start_matches('#')))
+            .collect()
+    };
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for (i, _) in text.match_indices("](") {
+            let rest = &text[i + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = &rest[..end];
+            if target.contains("://") || target.starts_with("mailto:") || target.contains(' ') {
+                continue;
+            }
+            let (file, anchor) = target.split_once('#').unwrap_or((target, ""));
+            let dest = if file.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(file)
+            };
+            let name = page.strip_prefix(&root).unwrap().display().to_string();
+            if !dest.exists() {
+                broken.push(format!("{name}: {target} (no such file)"));
+            } else if !anchor.is_empty() && !anchors(&dest).iter().any(|a| a == anchor) {
+                broken.push(format!("{name}: {target} (no such heading)"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// docs/rules.md names every load-time code with a link to its page and the
+/// title the engine gives it. (The modelling rules, QF100 upward, are listed
+/// in docs/diagnostics/README.md.)
+#[test]
+fn the_rules_page_lists_every_load_time_code() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/rules.md")).unwrap();
+    for code in Code::ALL {
+        if code.as_str()[2..].parse::<u32>().unwrap_or(0) >= 100 {
+            continue;
+        }
+        let link = format!(
+            "| [{code}](diagnostics/{code}.md) | {} |",
+            code.severity().as_str()
+        );
+        assert!(
+            page.contains(&link),
+            "docs/rules.md lacks the row `{link} … |`"
+        );
+    }
+}

@@ -1,4 +1,4 @@
-//! The DBG-08 shapes (retries-multiply.txt) as a user runs them:
+//! The DBG-08 shapes (docs/retry-policy.md) as a user runs them:
 //! `qflow run samples/dbg08-<shape>.bpmn`, checked line by line.
 
 use std::path::{Path, PathBuf};

@@ -24,8 +24,8 @@ use qflow_engine::span::Span;
 
 use crate::store::Snapshot;
 
-/// The instance count of the load projection: the incident of
-/// retries-multiply.txt (50,000 jobs failing together), over one day.
+/// The instance count of the load projection: the DBG-08 incident
+/// (docs/retry-policy.md: 50,000 jobs failing together), over one day.
 const PROJECTION_INSTANCES: u64 = 50_000;
 const PROJECTION_WINDOW: Duration = Duration::from_secs(86_400);
 

@@ -235,7 +235,7 @@ impl RetryPolicy {
         self.walk(None, false).count
     }
 
-    /// The load projection of retries-multiply.txt: attempts scheduled within
+    /// The load projection (docs/retry-policy.md): attempts scheduled within
     /// `window` (from each first attempt) by `instances` instances that all keep
     /// failing, at nominal delays. An upper bound, not a measurement: it is what
     /// the policy *schedules*, if capacity could run it. `None`: unbounded

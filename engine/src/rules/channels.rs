@@ -3,7 +3,7 @@
 //! A channel call waits for a counterpart. Its only failures are the
 //! route-less `<q:timeout>` firing (`q.timeout`) and a poisoned delivery
 //! (`q.delivery.poisoned`); the loader guarantees every call a timeout, which
-//! is what lets the poison wake be best-effort (retry-machinery.txt).
+//! is what lets the poison wake be best-effort (docs/runtime.md).
 
 use std::collections::HashMap;
 

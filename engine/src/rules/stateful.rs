@@ -1,9 +1,8 @@
 //! QF040 (info): the process's class, with every reason it is stateful.
 //!
 //! A stateful process needs a datasource; the author should learn that from
-//! the loader, not from the first deployment (retry-machinery.txt: "the
-//! structural classifier accounts for it rather than discovering it at
-//! runtime"). The classification itself is [`crate::classify`].
+//! the loader, not from the first deployment (docs/rules.md, the
+//! classifier). The classification itself is [`crate::classify`].
 
 use crate::classify::{classify, Classification, Reason, ReasonKind};
 use crate::diagnostic::{Code, Diagnostic};

@@ -1,7 +1,7 @@
 //! Task kinds and retry policies: QF007, QF008, QF010–QF013, QF015 (QF014 is
 //! in [`super::channels`]).
 //!
-//! A retry policy is a load policy (retries-multiply.txt): every one must be
+//! A retry policy is a load policy (docs/retry-policy.md): every one must be
 //! well-formed, bounded, and on a task that can actually fail and retry.
 
 use crate::diagnostic::{Code, Diagnostic};

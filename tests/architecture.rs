@@ -1,0 +1,368 @@
+//! The architecture's invariants (ARCHITECTURE.md, "Invariants"), checked by
+//! reading the sources: which layer may name which, and what the faces may
+//! not compute. Each check reads the code with comments removed (and, where a
+//! check is about names, string literals too), so prose about a layer never
+//! trips it and an `use` of one always does.
+//!
+//! A file listed in a check's `PENDING` still breaks that invariant while a
+//! refactor that removes the breach is in flight; the check tolerates exactly
+//! those files and fails on any other. The list only ever shrinks.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.rs` file under `dir` (relative to the repository), sorted.
+fn rust_files(dir: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root().join(dir), &mut out);
+    assert!(!out.is_empty(), "no Rust sources under {dir}");
+    out.sort();
+    out
+}
+
+fn rel(p: &Path) -> String {
+    p.strip_prefix(root())
+        .unwrap_or(p)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+/// A source file split into what the compiler reads.
+struct Source {
+    path: String,
+    /// The code without comments, string literals blanked to `""`.
+    code: String,
+    /// The code without comments, string literals kept.
+    with_strings: String,
+    /// The contents of every string literal.
+    strings: Vec<String>,
+}
+
+impl Source {
+    fn read(p: &Path) -> Source {
+        let text = std::fs::read_to_string(p).unwrap();
+        let (code, with_strings, strings) = lex(&text);
+        Source {
+            path: rel(p),
+            code,
+            with_strings,
+            strings,
+        }
+    }
+
+    /// Whether the code (no comments, no strings) names identifier `ident`.
+    fn names(&self, ident: &str) -> bool {
+        let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+        self.code.match_indices(ident).any(|(i, _)| {
+            let before = self.code[..i].chars().next_back();
+            let after = self.code[i + ident.len()..].chars().next();
+            !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+        })
+    }
+}
+
+/// Removes comments (line, block, nested) from Rust source; returns the code
+/// with string literals blanked, the code with them kept, and the literals.
+fn lex(src: &str) -> (String, String, Vec<String>) {
+    let chars: Vec<char> = src.chars().collect();
+    let (mut code, mut kept, mut strings) = (String::new(), String::new(), Vec::new());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < chars.len() {
+                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    i += 2;
+                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        // Raw strings: r"…", r#"…"#, br"…".
+        let raw_start = match (c, next) {
+            ('r', Some('"' | '#')) => Some(i + 1),
+            ('b', Some('r')) if matches!(chars.get(i + 2), Some('"' | '#')) => Some(i + 2),
+            _ => None,
+        };
+        let prev_ident = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
+        if let (Some(mut j), false) = (raw_start, prev_ident) {
+            let mut hashes = 0;
+            while chars.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if chars.get(j) == Some(&'"') {
+                let body_start = j + 1;
+                let mut k = body_start;
+                'scan: while k < chars.len() {
+                    if chars[k] == '"' && (0..hashes).all(|h| chars.get(k + 1 + h) == Some(&'#')) {
+                        break 'scan;
+                    }
+                    k += 1;
+                }
+                let body: String = chars[body_start..k.min(chars.len())].iter().collect();
+                code.push_str("\"\"");
+                kept.push('"');
+                kept.push_str(&body);
+                kept.push('"');
+                strings.push(body);
+                i = (k + 1 + hashes).min(chars.len());
+                continue;
+            }
+        }
+        if c == '"' {
+            let mut k = i + 1;
+            let mut body = String::new();
+            while k < chars.len() && chars[k] != '"' {
+                if chars[k] == '\\' {
+                    body.push(chars[k]);
+                    k += 1;
+                }
+                if let Some(&ch) = chars.get(k) {
+                    body.push(ch);
+                }
+                k += 1;
+            }
+            code.push_str("\"\"");
+            kept.push('"');
+            kept.push_str(&body);
+            kept.push('"');
+            strings.push(body);
+            i = k + 1;
+            continue;
+        }
+        if c == '\'' {
+            // A char literal ('x', '\n', '\''), or a lifetime ('a).
+            let end = if next == Some('\\') {
+                (i + 2..chars.len()).find(|&k| chars[k] == '\'' && k > i + 2)
+            } else if chars.get(i + 2) == Some(&'\'') {
+                Some(i + 2)
+            } else {
+                None
+            };
+            if let Some(end) = end {
+                code.push_str("' '");
+                kept.extend(&chars[i..=end]);
+                i = end + 1;
+                continue;
+            }
+        }
+        code.push(c);
+        kept.push(c);
+        i += 1;
+    }
+    (code, kept, strings)
+}
+
+fn sources(dirs: &[&str]) -> Vec<Source> {
+    dirs.iter()
+        .flat_map(|d| rust_files(d))
+        .map(|p| Source::read(&p))
+        .collect()
+}
+
+/// The faces: argument parsing and rendering, never rules.
+const FACES: &[&str] = &["src/cli", "lsp/src", "tui/src"];
+
+/// Fails listing every file that breaks an invariant and is not pending.
+fn check(invariant: &str, offenders: Vec<String>, pending: &[&str]) {
+    let new: Vec<&String> = offenders
+        .iter()
+        .filter(|o| !pending.iter().any(|p| o.starts_with(p)))
+        .collect();
+    assert!(
+        new.is_empty(),
+        "{invariant} (ARCHITECTURE.md, Invariants); broken by:\n  {}",
+        new.iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    );
+}
+
+#[test]
+#[ignore = "engine/src/store still imports runtime::decide, runtime::snapshot and runtime::clock; it holds once the durable vocabulary (engine/src/instance) lands"]
+fn the_store_is_below_the_runtime() {
+    let offenders = sources(&["engine/src/store"])
+        .into_iter()
+        .filter(|s| s.names("runtime"))
+        .map(|s| s.path)
+        .collect();
+    check(
+        "no module of engine/src/store names `runtime`",
+        offenders,
+        &[],
+    );
+}
+
+#[test]
+fn lsp_types_only_in_the_conversion_module_and_the_server_glue() {
+    // convert.rs converts; lib.rs builds the service, server.rs answers
+    // requests, transport.rs frames them, store.rs keys documents by URI.
+    const GLUE: &[&str] = &[
+        "lsp/src/convert.rs",
+        "lsp/src/lib.rs",
+        "lsp/src/server.rs",
+        "lsp/src/store.rs",
+        "lsp/src/transport.rs",
+    ];
+    let offenders = sources(&["engine/src", "lsp/src", "tui/src", "src"])
+        .into_iter()
+        .filter(|s| s.names("tower_lsp_server") || s.names("lsp_types") || s.names("ls_types"))
+        .filter(|s| !GLUE.contains(&s.path.as_str()))
+        .map(|s| s.path)
+        .collect();
+    check(
+        "LSP types appear only in lsp/src/convert.rs and the server glue",
+        offenders,
+        &[],
+    );
+}
+
+#[test]
+fn faces_do_not_compute_schedules() {
+    // The steps of a schedule. A face asks the engine for a whole one
+    // (`schedule`, `upcoming`, `worst_case`, `summary`), never steps it.
+    const STEPS: &[&str] = &[
+        "delay_before",
+        "delay_with_jitter",
+        "jitter_bounds",
+        "jitter_unit",
+        "next_after_failure",
+        "rate_limited_delay",
+    ];
+    let offenders = sources(FACES)
+        .into_iter()
+        .filter_map(|s| {
+            let used: Vec<&str> = STEPS.iter().copied().filter(|f| s.names(f)).collect();
+            (!used.is_empty()).then(|| format!("{} ({})", s.path, used.join(", ")))
+        })
+        .collect();
+    check(
+        "faces do not compute retry schedules",
+        offenders,
+        // The console's schedule panel, until it renders the engine's
+        // inspection model (planned with RetryPolicy::upcoming).
+        &["tui/src/engine_schedule.rs"],
+    );
+}
+
+#[test]
+fn faces_do_not_parse_channel_config() {
+    // Reading a `<q:channelConfig>` attribute's text starts with taking the
+    // model's optional attribute; the parsed ChannelPolicy has plain values.
+    let offenders = sources(FACES)
+        .into_iter()
+        .filter(|s| {
+            let code: String = s.code.split_whitespace().collect();
+            code.contains("max_deliveries.as_ref()") || code.contains("delivery_interval.as_ref()")
+        })
+        .map(|s| s.path)
+        .collect();
+    check(
+        "faces do not parse channel configuration (ChannelPolicy does)",
+        offenders,
+        &[],
+    );
+}
+
+#[test]
+fn faces_do_not_match_history_kind_strings() {
+    let offenders = sources(FACES)
+        .into_iter()
+        .filter(|s| {
+            let code: String = s.with_strings.split_whitespace().collect();
+            code.contains("kind==\"")
+                || code.contains("kind.as_str()")
+                || code.contains("[\"kind\"]")
+        })
+        .map(|s| s.path)
+        .collect();
+    check(
+        "faces do not match history `kind` strings",
+        offenders,
+        // The console's adapter and history panel, until they render the
+        // engine's typed history.
+        &[
+            "tui/src/engine_schedule.rs",
+            "tui/src/engine_backend.rs",
+            "tui/src/ui/history.rs",
+        ],
+    );
+}
+
+#[test]
+fn sql_only_in_the_store() {
+    const SQL: &[&str] = &[
+        "SELECT ", "INSERT ", "UPDATE ", "DELETE ", "CREATE ", "PRAGMA ", "BEGIN ",
+    ];
+    let offenders = sources(&["engine/src", "lsp/src", "tui/src", "src"])
+        .into_iter()
+        .filter(|s| !s.path.starts_with("engine/src/store/"))
+        .filter(|s| {
+            s.names("rusqlite")
+                || s.strings
+                    .iter()
+                    .any(|t| SQL.iter().any(|k| t.trim_start().starts_with(k)))
+        })
+        .map(|s| s.path)
+        .collect();
+    check(
+        "SQL and rusqlite only in engine/src/store",
+        offenders,
+        // Replica polling and the operator's reads, until they move into the
+        // store with the one decision shell.
+        &["engine/src/runtime/replica.rs", "engine/src/console_api.rs"],
+    );
+}
+
+#[test]
+fn the_checks_see_what_they_look_for() {
+    // The reader itself: comments and strings do not count as names, code does.
+    let (code, _, strings) = lex(
+        "use crate::runtime::x; // runtime\n/* runtime /* nested */ */ let s = \"runtime\"; let r = r#\"SELECT 1\"#; let c = '\"'; fn f<'a>() {}",
+    );
+    let s = Source {
+        path: "x.rs".into(),
+        with_strings: String::new(),
+        code,
+        strings,
+    };
+    assert!(s.names("runtime"));
+    assert_eq!(s.code.matches("runtime").count(), 1, "{}", s.code);
+    assert_eq!(s.strings, vec!["runtime", "SELECT 1"]);
+    assert!(!s.names("untime"));
+    assert!(s.code.contains("fn f<'a>()"), "{}", s.code);
+}
