@@ -128,9 +128,9 @@ fn response(request: &str) -> Event {
     }
 }
 
-fn only_line(t: &Transition) -> &Value {
+fn only_line(t: &Transition) -> Value {
     assert_eq!(t.history.len(), 1, "{:?}", t.history);
-    &t.history[0].detail
+    t.history[0].detail()
 }
 
 fn no_effect(t: &Transition) {
@@ -165,7 +165,7 @@ fn response_to_marked_node_is_refused_and_correlation_stays_live() {
 fn response_to_live_attempt_resumes_flow() {
     let sim = Sim::live();
     let t = sim.decide(response("p-1/auth/1"), 5_000);
-    assert_eq!(t.history[0].detail["verdict"], "accepted");
+    assert_eq!(t.history[0].detail()["verdict"], "accepted");
     assert_eq!(t.snapshot.variable("approved"), Some(&json!(true)));
     assert_eq!(t.resolve, vec![sim.timer(Purpose::Timeout)]);
     assert_eq!(t.calls.retire, vec!["auth".to_string()]);
@@ -243,7 +243,7 @@ fn timeout_on_live_attempt_fails_with_q_timeout() {
     let sim = Sim::live();
     let timeout = sim.timer(Purpose::Timeout);
     let t = sim.decide(Event::TimerDue { timer: timeout }, 30_000);
-    let l = &t.history[0].detail;
+    let l = &t.history[0].detail();
     assert_eq!(
         (l["kind"].as_str(), l["code"].as_str(), l["then"].as_str()),
         (Some("call-failed"), Some("q.timeout"), Some("backoff"))
@@ -303,8 +303,8 @@ fn poison_wake_on_live_attempt_with_poisoned_row_fails_with_q_delivery_poisoned(
         },
         2_000,
     );
-    assert_eq!(t.history[0].detail["kind"], "call-failed");
-    assert_eq!(t.history[0].detail["code"], "q.delivery.poisoned");
+    assert_eq!(t.history[0].detail()["kind"], "call-failed");
+    assert_eq!(t.history[0].detail()["code"], "q.delivery.poisoned");
     assert_eq!(
         t.snapshot.get("backoff.auth").unwrap()["code"],
         "q.delivery.poisoned"
@@ -323,7 +323,7 @@ fn exhaustion_on_q_timeout_takes_the_one_fatal_path_and_a_late_response_hears_fa
     for (attempt, at) in [(2u64, 90_000), (3, 180_000)] {
         let retry = sim.timer(Purpose::Retry);
         let t = sim.step(Event::TimerDue { timer: retry }, at);
-        assert_eq!(t.history[0].detail["attempt"], attempt);
+        assert_eq!(t.history[0].detail()["attempt"], attempt);
         let timeout = sim.timer(Purpose::Timeout);
         sim.step(Event::TimerDue { timer: timeout }, at + 30_000);
     }
@@ -390,11 +390,11 @@ fn response_without_a_key_is_matched_by_correlation_alone() {
     assert_eq!(t.snapshot.variable("approved"), Some(&json!(true)));
 }
 
-fn only_line_of<'a>(t: &'a Transition, kind: &str) -> &'a Value {
-    let mut of = t.history.iter().filter(|h| h.detail["kind"] == kind);
+fn only_line_of(t: &Transition, kind: &str) -> Value {
+    let mut of = t.history.iter().filter(|h| h.kind() == kind);
     let l = of.next().expect("a line of that kind");
     assert!(of.next().is_none());
-    &l.detail
+    l.detail()
 }
 
 fn repo() -> PathBuf {
@@ -474,7 +474,7 @@ fn a_poisoned_request_is_withdrawn_at_the_park_and_the_retry_gets_a_fresh_key() 
         ]
     );
     let store = Store::open(&db).unwrap();
-    let rows = qflow_engine::console_api::outbox(&store, "bank-authorize-1").unwrap();
+    let rows = store.outbox("bank-authorize-1").unwrap();
     // Attempt 1's poisoned row was withdrawn; attempt 2's was delivered.
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(
@@ -634,7 +634,7 @@ fn assert_one_transaction_park(store: &Store, park: &qflow_engine::runtime::Deci
         Some(&json!({"attempt": 1, "code": code}))
     );
     // The dead attempt's outbox rows are gone (whatever state they were in).
-    let rows = qflow_engine::console_api::outbox(store, id).unwrap();
+    let rows = store.outbox(id).unwrap();
     assert!(rows.iter().all(|r| r.attempt != 1), "{rows:?}");
     // Timeout resolved and retry armed by this very transition.
     let timers = store.timers(id).unwrap();
@@ -795,7 +795,7 @@ fn migration_moves_a_waiting_calls_outbox_rows_and_correlation_with_its_node() {
         store.correlation("bank-authorize-1/authorize-v2").unwrap(),
         Some(("bank-authorize-1".to_string(), "authorize-v2".to_string()))
     );
-    let rows = qflow_engine::console_api::outbox(&store, "bank-authorize-1").unwrap();
+    let rows = store.outbox("bank-authorize-1").unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(
         (rows[0].node.as_str(), rows[0].idempotency_key.as_str()),

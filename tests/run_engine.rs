@@ -233,6 +233,6 @@ fn decisions_are_pure_and_stale_events_are_recorded_without_effect() {
         timer: Some(42),
     };
     let t = decide::decide(&graph, &parked, &stale, 65_000);
-    assert_eq!(t.history[0].kind, "ignored");
+    assert_eq!(t.history[0].kind(), "ignored");
     assert!(t.set.is_empty() && t.removed.is_empty() && t.arm.is_empty());
 }

@@ -391,7 +391,7 @@ fn a_poison_wake_races_a_counterpart_response_across_processes() {
             if answered.contains_key(id) {
                 continue;
             }
-            let rows = qflow_engine::console_api::outbox(&store, id).unwrap();
+            let rows = store.outbox(id).unwrap();
             // Attempt 1 is out and undelivered (pending, or poisoned with
             // the wake owed): answer it now, racing the replicas.
             if rows

@@ -4,17 +4,24 @@
 //! - [`xml`], [`reader`], [`model`]: the spanned XML tree and the BPMN model.
 //! - [`rules`]: the load-time rules, one module per family.
 //! - [`diagnostic`], [`span`]: the one diagnostic type and its positions.
+//! - [`instance`]: the durable vocabulary (snapshot, history, rows), typed.
+//! - [`runtime`]: the decisions and the shell that makes them durable.
+//! - [`store`]: SQLite; depends on [`instance`], never on [`runtime`].
+//! - [`inspect`]: one instance as plain data, for every view to render.
+//! - [`operate`]: an operator's actions, decided through the runtime's shell.
 //!
 //! The faces (CLI, language server, console) only present what this crate decides.
 
 pub mod classify;
-pub mod console_api;
 pub mod diagnostic;
 pub mod dialect;
 pub mod duration;
+pub mod inspect;
+pub mod instance;
 pub mod loader;
 pub mod model;
 pub mod navigate;
+pub mod operate;
 pub mod policy;
 pub mod reader;
 pub mod rules;

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use qflow_engine::runtime::session::{scenario_beside, ScenarioChoice};
 use qflow_tui::engine_backend::{EngineBackend, StartFailure};
 use qflow_tui::{script, ui, App};
 
@@ -12,9 +13,14 @@ pub struct Args {
     /// The model to run, one decision per key press. Omit it and give --db
     /// to inspect the instances of an existing database (FAILED first).
     pub model: Option<PathBuf>,
-    /// A scenario (JSON, docs/run.md) scripting handlers, counterparts and deliveries.
+    /// A scenario (JSON, docs/run.md) scripting handlers, counterparts and
+    /// deliveries. Default: the scenario beside the model
+    /// (<dir>/scenarios/<stem>.json), as `qflow run` uses it.
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
+    /// Ignore a scenario beside the model: every task succeeds.
+    #[arg(long, conflicts_with = "scenario")]
+    pub no_scenario: bool,
     /// The SQLite database (default: a temporary one). With MODEL, an
     /// unfinished instance of the same model in it is resumed.
     #[arg(long, value_name = "FILE")]
@@ -38,15 +44,26 @@ pub fn run(args: Args) -> ExitCode {
     // unreadable file, a bad scenario, a database that cannot be opened.
     let backend = match (&args.model, &args.db) {
         (Some(model), db) => {
-            EngineBackend::start_checked(model, args.scenario.as_deref(), db.as_deref()).map_err(
-                |e| {
-                    let code = if e.failure == StartFailure::Refused { 1 } else { 2 };
-                    (e.message, code)
-                },
-            )
+            let choice = match (&args.scenario, args.no_scenario) {
+                (Some(p), _) => ScenarioChoice::File(p.clone()),
+                (None, true) => ScenarioChoice::None,
+                (None, false) => {
+                    if let Some(p) = scenario_beside(model) {
+                        eprintln!(
+                            "using scenario {} (beside the model; --no-scenario to run without)",
+                            p.display()
+                        );
+                    }
+                    ScenarioChoice::BesideModel
+                }
+            };
+            EngineBackend::open(model, &choice, db.as_deref()).map_err(|e| {
+                let code = if e.failure == StartFailure::Refused { 1 } else { 2 };
+                (e.message, code)
+            })
         }
         (None, Some(db)) => {
-            if args.scenario.is_some() {
+            if args.scenario.is_some() || args.no_scenario {
                 return usage("--scenario needs a MODEL to run; --db alone inspects a database read-only");
             }
             EngineBackend::attach(db).map_err(|e| (e, 2))

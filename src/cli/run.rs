@@ -1,17 +1,20 @@
 //! `qflow run MODEL`: one local instance on the embedded store, every decision
 //! printed as it is taken. The output formats are documented in docs/run.md.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use qflow_engine::diagnostic::Report;
 use qflow_engine::runtime::clock::{Clock, SystemClock, VirtualClock};
-use qflow_engine::runtime::driver::{final_state, migrate_instance, Decision, LocalRun};
+use qflow_engine::runtime::driver::{final_state, migrate_instance, Decision};
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::outcome::{unfinished_instance_of, Expectation};
 use qflow_engine::runtime::replica::Replica;
 use qflow_engine::runtime::scenario::{ExternalEvent, Resolution, Scenario};
+use qflow_engine::runtime::session::{
+    load_scenario as session_scenario, ScenarioChoice, Session, SessionDb, SessionError,
+};
 use qflow_engine::runtime::{scenario_check, Status};
 use qflow_engine::store::Store;
 use serde_json::{json, Value};
@@ -177,14 +180,11 @@ pub fn run(args: Args) -> ExitCode {
             Err(e) => return fail(format, Why::Usage, format!("--until `{u}`: {e}")),
         },
     };
-    let (db, temporary) = match &args.db {
-        Some(p) => (p.clone(), false),
-        None => (temp_db(), true),
-    };
-    let mut store = match Store::open(&db) {
+    let db = SessionDb::new(args.db.as_deref(), "run");
+    let mut store = match Store::open(db.path()) {
         Ok(s) => s,
         Err(e) => {
-            let why = qflow_engine::store::explain::open_error(&db, &e);
+            let why = qflow_engine::store::explain::open_error(db.path(), &e);
             return fail(format, Why::Store, format!("--db {why}"));
         }
     };
@@ -243,7 +243,7 @@ pub fn run(args: Args) -> ExitCode {
                         "--resolve: {} holds no unfinished instance of {shown}, so there is nothing to reconcile \
                          (nothing was started). Run the model with this --db first; an instance \
                          waiting for reconciliation is resumed and resolved",
-                        db.display()
+                        db.path().display()
                     ),
                 )
             }
@@ -258,24 +258,15 @@ pub fn run(args: Args) -> ExitCode {
         format,
         resolves,
         until,
-        db_shown: if temporary {
-            None
-        } else {
-            Some(db.display().to_string())
-        },
+        db_shown: (!db.is_temporary()).then(|| db.path().display().to_string()),
         expect,
         columns,
     };
-    let code = match args.clock {
-        ClockKind::Virtual => drive(store, &text, &defs, scenario, VirtualClock::new(0), &opts),
-        ClockKind::System => drive(store, &text, &defs, scenario, SystemClock, &opts),
-    };
-    if temporary {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-        }
+    drop(store);
+    match args.clock {
+        ClockKind::Virtual => drive(db, &text, &defs, scenario, VirtualClock::new(0), &opts),
+        ClockKind::System => drive(db, &text, &defs, scenario, SystemClock, &opts),
     }
-    code
 }
 
 struct Opts {
@@ -410,34 +401,28 @@ fn serve_replica(
 /// name the model never uses is refused (exit 2), every one named.
 fn load_scenario(args: &Args, graph: Option<&Graph>) -> Result<Scenario, ExitCode> {
     let format = args.format;
-    let path = match (&args.scenario, args.no_scenario) {
-        (Some(p), _) => p.clone(),
-        (None, true) => return Ok(Scenario::default()),
-        (None, false) => match companion(&args.model) {
-            Some(p) => {
-                eprintln!(
-                    "using scenario {} (beside the model; --no-scenario to run without)",
-                    p.display()
-                );
-                p
-            }
-            None => return Ok(Scenario::default()),
-        },
+    // Which scenario, read and parsed: the same session rule as the console's.
+    let choice = match (&args.scenario, args.no_scenario) {
+        (Some(p), _) => ScenarioChoice::File(p.clone()),
+        (None, true) => ScenarioChoice::None,
+        (None, false) => ScenarioChoice::BesideModel,
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        fail(
-            format,
-            Why::Unreadable,
-            format!("cannot read scenario {}: {e}", path.display()),
-        )
-    })?;
-    let scenario = Scenario::parse(&text).map_err(|e| {
-        fail(
-            format,
-            Why::Scenario,
-            format!("scenario {}: {e}", path.display()),
-        )
-    })?;
+    let (scenario, path) = match session_scenario(&args.model, &choice) {
+        Ok(found) => found,
+        Err(e @ SessionError::ScenarioUnreadable { .. }) => {
+            return Err(fail(format, Why::Unreadable, e))
+        }
+        Err(e) => return Err(fail(format, Why::Scenario, e)),
+    };
+    let Some(path) = path else {
+        return Ok(scenario);
+    };
+    if choice == ScenarioChoice::BesideModel {
+        eprintln!(
+            "using scenario {} (beside the model; --no-scenario to run without)",
+            path.display()
+        );
+    }
     let Some(graph) = graph else {
         return Ok(scenario);
     };
@@ -466,14 +451,6 @@ fn load_scenario(args: &Args, graph: Option<&Graph>) -> Result<Scenario, ExitCod
     Err(ExitCode::from(2))
 }
 
-/// `<dir>/scenarios/<stem>.json` beside a model.
-fn companion(model: &Path) -> Option<PathBuf> {
-    let stem = model.file_stem()?;
-    let dir = model.parent().unwrap_or(Path::new("."));
-    let p = dir.join("scenarios").join(stem).with_extension("json");
-    p.is_file().then_some(p)
-}
-
 /// `NODE=AS`, with NODE a node of the model (`graph`, when it compiles).
 fn parse_resolve(s: &str, graph: Option<&Graph>) -> Result<ExternalEvent, String> {
     let (node, how) = s.split_once('=').ok_or_else(|| {
@@ -492,15 +469,8 @@ fn parse_resolve(s: &str, graph: Option<&Graph>) -> Result<ExternalEvent, String
     })
 }
 
-fn temp_db() -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    std::env::temp_dir().join(format!("qflow-run-{}-{nanos}.db", std::process::id()))
-}
-
 fn drive<C: Clock>(
-    store: Store,
+    db: SessionDb,
     source: &str,
     defs: &qflow_engine::model::Definitions,
     scenario: Scenario,
@@ -508,10 +478,11 @@ fn drive<C: Clock>(
     opts: &Opts,
 ) -> ExitCode {
     let format = opts.format;
-    let mut run = match LocalRun::open(store, source, defs, scenario, clock) {
-        Ok(r) => r,
+    let mut session = match Session::open(db, source, defs, scenario, clock) {
+        Ok(s) => s,
         Err(e) => return fail(format, Why::Store, e),
     };
+    let run = &mut session.run;
     if let Some(u) = opts.until {
         run.stop_after(u);
     }

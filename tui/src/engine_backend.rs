@@ -1,20 +1,24 @@
-//! The console's [`Backend`] over the engine: one local instance on the
-//! engine's [`LocalRun`] driver with a virtual clock, or an existing database
-//! attached read-only. Commands go to the driver (or, for a hand-picked
-//! attempt outcome, to [`console_api::attempt_now`]); views are built by
-//! reading the store back ([`crate::engine_view`]).
+//! The console's [`Backend`] over the engine: one local instance opened as
+//! a [`Session`] (the same engine code `qflow run` opens it with) on a
+//! virtual clock, or an existing database attached read-only. Commands go to
+//! the driver (the operator's hand-picked outcomes to its `operate`
+//! actions); views are built by reading the store back
+//! ([`crate::engine_view`]).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use qflow_engine::console_api::{self, NoAttempt};
+use qflow_engine::operate::NoAttempt;
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::scenario::{
     ExternalEvent, FailureClass, Resolution as EngineResolution, TaskOutcome,
 };
+use qflow_engine::runtime::session::{
+    load_scenario, ScenarioChoice, Session, SessionDb, SessionError,
+};
 use qflow_engine::runtime::snapshot::{Snapshot, TokenState};
-use qflow_engine::runtime::{Clock, Decision, LocalRun, Scenario, VirtualClock};
+use qflow_engine::runtime::{Clock, Decision, Scenario, VirtualClock};
 use qflow_engine::store::Store;
 use serde_json::Value;
 
@@ -31,14 +35,9 @@ pub enum EngineBackend {
 
 /// One instance driven step by step.
 pub struct Drive {
-    run: LocalRun<VirtualClock>,
-    /// A second connection to the same database, for hand-picked attempts
-    /// (same claim owner: this process).
-    writer: Store,
+    session: Session<VirtualClock>,
     label: String,
     codes: Vec<String>,
-    /// A database made for this session, removed when it ends.
-    temp: Option<PathBuf>,
     /// Said once, on the first frame.
     pub opening: Report,
 }
@@ -110,7 +109,8 @@ fn start_err(failure: StartFailure) -> impl Fn(String) -> StartError {
 
 impl EngineBackend {
     /// Start (or, with a `db` holding an unfinished instance of the same
-    /// model, resume) one instance of `model` under `scenario`.
+    /// model, resume) one instance of `model` under `scenario` (`None`: no
+    /// scenario).
     pub fn start(
         model: &Path,
         scenario: Option<&Path>,
@@ -125,71 +125,74 @@ impl EngineBackend {
         scenario: Option<&Path>,
         db: Option<&Path>,
     ) -> Result<EngineBackend, StartError> {
+        let choice = match scenario {
+            Some(p) => ScenarioChoice::File(p.to_path_buf()),
+            None => ScenarioChoice::None,
+        };
+        EngineBackend::open(model, &choice, db)
+    }
+
+    /// Open a session on `model` as `qflow run` does: the scenario chosen
+    /// by `scenario` (a file, the one beside the model, or none), checked
+    /// against the model; the database `db` or a temporary one; an
+    /// unfinished instance resumed.
+    pub fn open(
+        model: &Path,
+        scenario: &ScenarioChoice,
+        db: Option<&Path>,
+    ) -> Result<EngineBackend, StartError> {
         let shown = model.display().to_string();
         let source = std::fs::read_to_string(model)
             .map_err(|e| format!("cannot read {shown}: {e}"))
             .map_err(start_err(StartFailure::Unreadable))?;
         let defs = load_model(&source, &shown).map_err(start_err(StartFailure::Refused))?;
-        let scenario = match scenario {
-            Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .map_err(|e| format!("cannot read scenario {}: {e}", p.display()))
-                    .map_err(start_err(StartFailure::Unreadable))?;
-                let scenario = Scenario::parse(&text)
-                    .map_err(|e| format!("scenario {}: {e}", p.display()))
-                    .map_err(start_err(StartFailure::Scenario))?;
-                // The same check as `qflow run`: every entry names something
-                // the model has.
-                if let Ok(graph) = Graph::compile(&defs) {
-                    let misfits = qflow_engine::runtime::scenario_check::check(&scenario, &graph);
-                    if !misfits.is_empty() {
-                        let lines: Vec<String> = misfits
-                            .iter()
-                            .map(|m| format!("scenario {}: {m}", p.display()))
-                            .collect();
-                        return Err(start_err(StartFailure::Scenario)(lines.join("\n")));
-                    }
+        let (scenario, file) = load_scenario(model, scenario).map_err(|e| StartError {
+            failure: match e {
+                SessionError::ScenarioUnreadable { .. } => StartFailure::Unreadable,
+                _ => StartFailure::Scenario,
+            },
+            message: e.to_string(),
+        })?;
+        if let Some(p) = &file {
+            // The same check as `qflow run`: every entry names something
+            // the model has.
+            if let Ok(graph) = Graph::compile(&defs) {
+                let misfits = qflow_engine::runtime::scenario_check::check(&scenario, &graph);
+                if !misfits.is_empty() {
+                    let lines: Vec<String> = misfits
+                        .iter()
+                        .map(|m| format!("scenario {}: {m}", p.display()))
+                        .collect();
+                    return Err(start_err(StartFailure::Scenario)(lines.join("\n")));
                 }
-                scenario
             }
-            None => Scenario::default(),
-        };
+        }
         let codes = scenario_codes(&scenario);
-        let (path, temp) = match db {
-            Some(p) => (p.to_path_buf(), None),
-            None => {
-                // Unique per process and per session within it.
-                static SESSIONS: std::sync::atomic::AtomicU64 =
-                    std::sync::atomic::AtomicU64::new(0);
-                let n = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let nanos = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.subsec_nanos());
-                let p = std::env::temp_dir().join(format!(
-                    "qflow-console-{}-{n}-{nanos}.db",
-                    std::process::id()
-                ));
-                (p.clone(), Some(p))
-            }
-        };
-        let open_err = |e: qflow_engine::store::StoreError| StartError {
-            failure: StartFailure::Store,
-            message: format!(
-                "--db {}",
-                qflow_engine::store::explain::open_error(&path, &e)
-            ),
-        };
-        let store = Store::open(&path).map_err(open_err)?;
-        let mut run = LocalRun::open(store, &source, &defs, scenario, VirtualClock::new(0))
-            .map_err(|e| format!("{shown}: {e}"))
-            .map_err(start_err(StartFailure::Store))?;
+        let mut session = Session::open(
+            SessionDb::new(db, "console"),
+            &source,
+            &defs,
+            scenario,
+            VirtualClock::new(0),
+        )
+        .map_err(|e| match e {
+            SessionError::Database { path, error } => StartError {
+                failure: StartFailure::Store,
+                message: format!(
+                    "--db {}",
+                    qflow_engine::store::explain::open_error(Path::new(&path), &error)
+                ),
+            },
+            SessionError::Run(e) => start_err(StartFailure::Store)(format!("{shown}: {e}")),
+            other => start_err(StartFailure::Store)(other.to_string()),
+        })?;
+        let run = &mut session.run;
         run.take_start();
-        let writer = Store::open(&path).map_err(open_err)?;
         let opening = if run.resumed() {
             Report::info(format!(
                 "resumed unfinished instance {} from {} · space steps",
                 run.instance_id(),
-                path.display()
+                session.db.path().display()
             ))
         } else {
             Report::info(format!(
@@ -202,11 +205,9 @@ impl EngineBackend {
             None => shown,
         };
         Ok(EngineBackend::Drive(Box::new(Drive {
-            run,
-            writer,
+            session,
             label,
             codes,
-            temp,
             opening,
         })))
     }
@@ -227,7 +228,7 @@ impl EngineBackend {
     /// The store being shown (tests check it directly).
     pub fn store(&self) -> &Store {
         match self {
-            EngineBackend::Drive(d) => d.run.store(),
+            EngineBackend::Drive(d) => d.session.run.store(),
             EngineBackend::Attach(a) => &a.store,
         }
     }
@@ -235,7 +236,7 @@ impl EngineBackend {
     /// The driven instance's id.
     pub fn instance_id(&self) -> Option<&str> {
         match self {
-            EngineBackend::Drive(d) => Some(d.run.instance_id()),
+            EngineBackend::Drive(d) => Some(d.session.run.instance_id()),
             EngineBackend::Attach(a) => a.selected.as_ref().map(|(id, _)| id.as_str()),
         }
     }
@@ -253,17 +254,6 @@ impl EngineBackend {
         match self {
             EngineBackend::Drive(d) => Some(d.opening.clone()),
             EngineBackend::Attach(_) => None,
-        }
-    }
-}
-
-impl Drop for Drive {
-    fn drop(&mut self) {
-        let _ = self.run.release();
-        if let Some(p) = &self.temp {
-            for suffix in ["", "-wal", "-shm"] {
-                let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
-            }
         }
     }
 }
@@ -329,14 +319,11 @@ fn tone_of(d: &Decision) -> Report {
 }
 
 impl Drive {
-    fn instance(&self) -> String {
-        self.run.instance_id().to_string()
-    }
-
     fn snapshot(&self) -> Result<Snapshot, String> {
-        self.run
+        self.session
+            .run
             .store()
-            .facts(self.run.instance_id())
+            .facts(self.session.run.instance_id())
             .map(|f| f.snapshot)
             .map_err(|e| e.to_string())
     }
@@ -344,9 +331,10 @@ impl Drive {
     /// Why a step decided nothing, in words that say what to do next.
     fn idle_reason(&self) -> Result<Report, String> {
         let row = self
+            .session
             .run
             .store()
-            .instance(self.run.instance_id())
+            .instance(self.session.run.instance_id())
             .map_err(|e| e.to_string())?
             .ok_or("the instance is gone from the database")?;
         let snap = Snapshot::decode(&row.snapshot).unwrap_or_default();
@@ -382,16 +370,17 @@ impl Drive {
     }
 
     fn step(&mut self) -> Result<Report, String> {
-        match self.run.step().map_err(|e| e.to_string())? {
+        match self.session.run.step().map_err(|e| e.to_string())? {
             Some(d) => Ok(tone_of(&d)),
             None => self.idle_reason(),
         }
     }
 
     fn advance(&mut self, ms: i64) -> Result<Report, String> {
-        let start = self.run.started_ms();
-        let target = self.run.clock().now_ms().saturating_add(ms);
-        self.run
+        let start = self.session.run.started_ms();
+        let target = self.session.run.clock().now_ms().saturating_add(ms);
+        self.session
+            .run
             .stop_after(Duration::from_millis((target - start).max(0) as u64));
         let mut n = 0usize;
         let mut last = None;
@@ -399,7 +388,7 @@ impl Drive {
             if n >= 10_000 {
                 break Ok(());
             }
-            match self.run.step() {
+            match self.session.run.step() {
                 Ok(Some(d)) => {
                     n += 1;
                     last = Some(d);
@@ -408,9 +397,9 @@ impl Drive {
                 Err(e) => break Err(e.to_string()),
             }
         };
-        self.run.stop_after(Duration::MAX);
+        self.session.run.stop_after(Duration::MAX);
         result?;
-        self.run.clock().advance_to(target);
+        self.session.run.clock().advance_to(target);
         let mut msg = format!(
             "advanced {} to {}: {n} decision{}",
             crate::fmt::span(ms),
@@ -424,15 +413,11 @@ impl Drive {
     }
 
     fn attempt(&mut self, outcome: TaskOutcome, what: &str) -> Result<Report, String> {
-        let id = self.instance();
-        let r = console_api::attempt_now(
-            &mut self.writer,
-            self.run.graph(),
-            &id,
-            self.run.clock(),
-            outcome,
-        )
-        .map_err(|e| e.to_string())?;
+        let r = self
+            .session
+            .run
+            .attempt_now(outcome)
+            .map_err(|e| e.to_string())?;
         match r {
             Ok(d) => {
                 let mut rep = tone_of(&d);
@@ -453,16 +438,11 @@ impl Drive {
             ResponseTarget::Live => None,
             ResponseTarget::Attempt(n) => Some(*n),
         };
-        let id = self.instance();
-        let r = console_api::respond_now(
-            &mut self.writer,
-            self.run.graph(),
-            &id,
-            self.run.clock(),
-            attempt,
-            body,
-        )
-        .map_err(|e| e.to_string())?;
+        let r = self
+            .session
+            .run
+            .respond_now(attempt, body)
+            .map_err(|e| e.to_string())?;
         match r {
             Ok(d) => {
                 let verdict = d
@@ -482,9 +462,7 @@ impl Drive {
     }
 
     fn poison(&mut self) -> Result<Report, String> {
-        let id = self.instance();
-        let r = console_api::poison_now(&mut self.writer, self.run.graph(), &id, self.run.clock())
-            .map_err(|e| e.to_string())?;
+        let r = self.session.run.poison_now().map_err(|e| e.to_string())?;
         match r {
             Ok(ds) if ds.is_empty() => Ok(Report::warn("nothing was delivered")),
             Ok(ds) => {
@@ -519,6 +497,7 @@ impl Drive {
             Resolution::Retry => EngineResolution::Retry,
         };
         let d = self
+            .session
             .run
             .deliver(ExternalEvent::Resolve {
                 node: t.node,
@@ -531,10 +510,10 @@ impl Drive {
 
     fn view(&self) -> Result<View, String> {
         engine_view::build(&Source {
-            store: self.run.store(),
-            graph: self.run.graph(),
-            instance: self.run.instance_id(),
-            now_abs_ms: Some(self.run.clock().now_ms()),
+            store: self.session.run.store(),
+            graph: self.session.run.graph(),
+            instance: self.session.run.instance_id(),
+            now_abs_ms: Some(self.session.run.clock().now_ms()),
             label: &self.label,
             read_only: false,
         })

@@ -5,7 +5,6 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use qflow_engine::console_api;
 use qflow_engine::runtime::decide::{Purpose, Status};
 use qflow_engine::runtime::driver::final_state;
 use qflow_engine::runtime::graph::{Graph, Kind};
@@ -180,7 +179,8 @@ pub fn build(src: &Source) -> Result<View, String> {
             open: i.closed_ms.is_none(),
         })
         .collect();
-    let outbox = console_api::outbox(store, src.instance)
+    let outbox = store
+        .outbox(src.instance)
         .map_err(err)?
         .into_iter()
         .map(|o| OutboxView {
@@ -192,7 +192,8 @@ pub fn build(src: &Source) -> Result<View, String> {
             idempotency_key: o.idempotency_key,
         })
         .collect();
-    let correlations = console_api::correlations(store, src.instance)
+    let correlations = store
+        .correlations(src.instance)
         .map_err(err)?
         .into_iter()
         .map(|c| {

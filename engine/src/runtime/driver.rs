@@ -1,4 +1,4 @@
-//! The local run loop: the imperative shell around [`decide`].
+//! The local run loop over the shell ([`crate::runtime::shell::take`]).
 //!
 //! One [`LocalRun::step`] takes exactly one decision: claim the instance, read
 //! its durable facts, pick the next event (a ready token, else the earliest of
@@ -14,15 +14,21 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use crate::inspect::Inspection;
+use crate::instance::history::{Delivered, HistoryEvent, Verdict as Said};
+use crate::instance::{Event, OutboxRow, Purpose, TimerRow};
 use crate::model::Definitions;
-use crate::runtime::clock::{system_now_ms, Clock};
-use crate::runtime::decide::{self, Event, OutboxRow, Purpose, Status};
+use crate::runtime::clock::Clock;
+use crate::runtime::decide;
 use crate::runtime::graph::{Graph, GraphError, Kind};
 use crate::runtime::scenario::{DeliveryOutcome, ExternalEvent, Scenario};
+use crate::runtime::shell::{self, deployed_graph, Choice, What};
 use crate::runtime::snapshot::TokenState;
 use crate::store::{local_owner, InstanceFacts, Store, StoreError};
+
+pub use crate::runtime::shell::Decision;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -52,16 +58,6 @@ pub enum RunError {
 /// move, and would otherwise spin the run (and the console) forever.
 pub const MAX_DECISIONS_PER_INSTANT: u32 = 1_000;
 
-/// One applied decision: its lines, as `qflow run --format json` prints them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
-    /// The transition's sequence number in the store.
-    pub seq: i64,
-    pub at_ms: i64,
-    pub lines: Vec<Value>,
-    pub status: Status,
-}
-
 /// A local run of one instance.
 pub struct LocalRun<C: Clock> {
     store: Store,
@@ -85,7 +81,7 @@ pub struct LocalRun<C: Clock> {
 
 enum Cand {
     Delivery(OutboxRow),
-    Timer(crate::runtime::decide::TimerRow),
+    Timer(TimerRow),
     Response(String, String, Value),
     Scenario(usize),
 }
@@ -121,12 +117,7 @@ impl<C: Clock> LocalRun<C> {
                 .map_or(row.started_ms, |t| t.at_ms);
             clock.observe(last);
         }
-        let first = created.then(|| Decision {
-            seq: 0,
-            at_ms: now,
-            lines: start.history.iter().map(|e| e.detail.clone()).collect(),
-            status: start.status,
-        });
+        let first = created.then(|| Decision::of(0, now, &start));
         Ok(LocalRun {
             store,
             graph,
@@ -181,10 +172,20 @@ impl<C: Clock> LocalRun<C> {
 
     /// Deliver an event from outside now (e.g. `--resolve`).
     pub fn deliver(&mut self, event: ExternalEvent) -> Result<Decision, RunError> {
-        self.store
-            .claim(&self.instance, &self.owner, system_now_ms())?;
-        let facts = self.store.facts(&self.instance)?;
-        self.decide_and_apply(&facts, &Event::External { event, index: None })
+        let clock = &self.clock;
+        let taken = shell::take(
+            &mut self.store,
+            &self.owner,
+            &self.instance,
+            |_, _| Ok(&self.graph),
+            |_, _, _| {
+                let ev = Event::External { event, index: None };
+                Ok(Some(Choice::event(ev, clock.now_ms())))
+            },
+        )?;
+        Ok(taken
+            .or_lost()?
+            .expect("an external event is always decided"))
     }
 
     /// Take one decision; `None` when nothing can be decided now (finished,
@@ -194,33 +195,59 @@ impl<C: Clock> LocalRun<C> {
         if let Some(d) = self.first.take() {
             return Ok(Some(d));
         }
-        self.store
-            .claim(&self.instance, &self.owner, system_now_ms())?;
-        let facts = self.store.facts(&self.instance)?;
-        // A poison wake is a prompt: re-read the outbox under the claim and
-        // let the decision act only on what is there.
-        if let Some(node) = self.wakes.pop() {
-            if !facts.status.is_terminal() {
-                let poisoned = self.store.has_poisoned_request(&self.instance, &node)?;
-                let ev = Event::PoisonWake { node, poisoned };
-                return Ok(Some(self.decide_and_apply(&facts, &ev)?));
-            }
-        }
-        let d = match self.next_event(&facts)? {
-            Next::Idle => return Ok(None),
-            Next::Event(ev) => self.decide_and_apply(&facts, &ev)?,
+        let wake = self.wakes.pop();
+        let mut woken = false;
+        let (scenario, clock, instance) = (&self.scenario, &self.clock, self.instance.as_str());
+        let (started_ms, until_ms, effects) =
+            (self.started_ms, self.until_ms, self.effects.as_deref());
+        let taken = shell::take(
+            &mut self.store,
+            &self.owner,
+            &self.instance,
+            |_, _| Ok(&self.graph),
+            |store, graph, facts| {
+                // A poison wake is a prompt: re-read the outbox under the
+                // claim and let the decision act only on what is there.
+                if let Some(node) = wake {
+                    if !facts.status.is_terminal() {
+                        woken = true;
+                        let poisoned = store.has_poisoned_request(instance, &node)?;
+                        let ev = Event::PoisonWake { node, poisoned };
+                        return Ok(Some(Choice::event(ev, clock.now_ms())));
+                    }
+                }
+                let ctx = Ctx {
+                    store,
+                    graph,
+                    scenario,
+                    clock,
+                    instance,
+                    started_ms,
+                    until_ms,
+                    effects,
+                };
+                Ok(match ctx.next_event(facts)? {
+                    Next::Idle => None,
+                    Next::Event(ev) => Some(Choice::event(ev, clock.now_ms())),
+                })
+            },
+        )?;
+        let Some(d) = taken.or_lost()? else {
+            return Ok(None);
         };
+        if woken {
+            return Ok(Some(d));
+        }
         self.instant = match self.instant {
             (at, n) if at == d.at_ms => (at, n + 1),
             _ => (d.at_ms, 1),
         };
         if self.instant.1 > MAX_DECISIONS_PER_INSTANT {
             let node = d
-                .lines
+                .events
                 .iter()
-                .find_map(|l| l["node"].as_str())
-                .unwrap_or("?")
-                .to_string();
+                .find_map(|l| l.node.clone())
+                .unwrap_or_else(|| "?".into());
             return Err(RunError::Livelock {
                 instance: self.instance.clone(),
                 decisions: self.instant.1 - 1,
@@ -228,14 +255,48 @@ impl<C: Clock> LocalRun<C> {
                 node,
             });
         }
-        for line in &d.lines {
-            if line["kind"] == "delivery" && line["poisoned"] == true {
-                if let Some(n) = line["node"].as_str() {
-                    self.wakes.push(n.to_string());
-                }
-            }
-        }
+        self.wakes
+            .extend(d.poisoned_nodes().map(str::to_string).collect::<Vec<_>>());
         Ok(Some(d))
+    }
+
+    /// Run the next attempt with an outcome an operator picked
+    /// ([`crate::operate::attempt_now`]).
+    pub fn attempt_now(
+        &mut self,
+        outcome: crate::instance::TaskOutcome,
+    ) -> Result<Result<Decision, crate::operate::NoAttempt>, RunError> {
+        crate::operate::attempt_now(
+            &mut self.store,
+            &self.graph,
+            &self.instance,
+            &self.clock,
+            outcome,
+        )
+    }
+
+    /// Answer the call's attempt `attempt` (or the latest) with `body`
+    /// ([`crate::operate::respond_now`]).
+    pub fn respond_now(
+        &mut self,
+        attempt: Option<u32>,
+        body: Value,
+    ) -> Result<Result<Decision, crate::operate::NoAttempt>, RunError> {
+        crate::operate::respond_now(
+            &mut self.store,
+            &self.graph,
+            &self.instance,
+            &self.clock,
+            attempt,
+            body,
+        )
+    }
+
+    /// Poison the pending request ([`crate::operate::poison_now`]).
+    pub fn poison_now(
+        &mut self,
+    ) -> Result<Result<Vec<Decision>, crate::operate::NoAttempt>, RunError> {
+        crate::operate::poison_now(&mut self.store, &self.graph, &self.instance, &self.clock)
     }
 
     /// Step until nothing more can be decided, reporting each decision.
@@ -249,47 +310,6 @@ impl<C: Clock> LocalRun<C> {
     /// Give the claim up; call when the run ends.
     pub fn release(&mut self) -> Result<(), RunError> {
         Ok(self.store.release(&self.instance, &self.owner)?)
-    }
-
-    fn decide_and_apply(
-        &mut self,
-        facts: &InstanceFacts,
-        ev: &Event,
-    ) -> Result<Decision, RunError> {
-        let now = self.clock.now_ms();
-        let f = facts.as_facts(&self.instance);
-        let t = decide::decide(&self.graph, &f, ev, now);
-        let seq = self.store.apply(
-            &self.instance,
-            &self.owner,
-            facts.version,
-            &t,
-            now,
-            system_now_ms(),
-        )?;
-        Ok(Decision {
-            seq,
-            at_ms: now,
-            lines: t.history.iter().map(|e| e.detail.clone()).collect(),
-            status: t.status,
-        })
-    }
-
-    fn ctx(&self) -> Ctx<'_, C> {
-        Ctx {
-            store: &self.store,
-            graph: &self.graph,
-            scenario: &self.scenario,
-            clock: &self.clock,
-            instance: &self.instance,
-            started_ms: self.started_ms,
-            until_ms: self.until_ms,
-            effects: self.effects.as_deref(),
-        }
-    }
-
-    fn next_event(&self, facts: &InstanceFacts) -> Result<Next, RunError> {
-        self.ctx().next_event(facts)
     }
 
     /// Append one line per handler run to this file (`instance node attempt
@@ -306,7 +326,12 @@ impl<C: Clock> LocalRun<C> {
 
     /// The instance's state as the last line of `qflow run` (docs/run.md).
     pub fn final_state(&self) -> Result<Value, RunError> {
-        final_state(&self.store, &self.instance)
+        Ok(self.inspect()?.final_line())
+    }
+
+    /// The instance as plain data, read back from the store.
+    pub fn inspect(&self) -> Result<Inspection, RunError> {
+        Ok(Inspection::read(&self.store, &self.graph, &self.instance)?)
     }
 }
 
@@ -469,14 +494,20 @@ impl<C: Clock> Ctx<'_, C> {
     /// it gets through, the counterpart's (`channels.<channel>`, one entry per
     /// delivered request); both counted from the durable history.
     fn delivery(&self, row: OutboxRow) -> Result<Event, RunError> {
-        let lines = self.lines("delivery")?;
-        let on_channel = |v: &&Value| v["channel"] == row.channel.as_str();
-        let tried = lines.iter().filter(on_channel).count();
-        let delivered = lines
-            .iter()
-            .filter(on_channel)
-            .filter(|v| v["outcome"] == "delivered")
-            .count();
+        let (mut tried, mut delivered) = (0, 0);
+        for h in self.store.history(self.instance)? {
+            if let Some(HistoryEvent::Delivery {
+                channel, outcome, ..
+            }) = h.line().map(|l| l.event)
+            {
+                if channel == row.channel {
+                    tried += 1;
+                    if outcome == Delivered::Delivered {
+                        delivered += 1;
+                    }
+                }
+            }
+        }
         let outcome = self.scenario.delivery_outcome(&row.channel, tried);
         let counterpart = (outcome == DeliveryOutcome::Ok)
             .then(|| self.scenario.channel_outcome(&row.channel, delivered));
@@ -487,44 +518,43 @@ impl<C: Clock> Ctx<'_, C> {
         })
     }
 
-    /// Decision lines of one kind, parsed.
-    fn lines(&self, kind: &str) -> Result<Vec<Value>, RunError> {
-        Ok(self
-            .store
-            .history(self.instance)?
-            .into_iter()
-            .filter(|h| h.kind == kind)
-            .map(|h| h.detail_json())
-            .collect())
-    }
-
     /// The earliest counterpart response scheduled by a delivery and not yet
     /// delivered to the instance: (due, node, request key, body).
     fn pending_response(&self) -> Result<Option<(i64, String, String, Value)>, RunError> {
-        let history = self.store.history(self.instance)?;
-        let answered: std::collections::BTreeSet<String> = history
+        let lines: Vec<_> = self
+            .store
+            .history(self.instance)?
             .iter()
-            .filter(|h| h.kind == "response")
-            .filter_map(|h| {
-                h.detail_json()["idempotencyKey"]
-                    .as_str()
-                    .map(str::to_string)
+            .filter_map(|h| h.line())
+            .collect();
+        let answered: std::collections::BTreeSet<&str> = lines
+            .iter()
+            .filter_map(|l| match &l.event {
+                HistoryEvent::Response {
+                    idempotency_key, ..
+                } => Some(idempotency_key.as_str()),
+                _ => None,
             })
             .collect();
         let mut best: Option<(i64, String, String, Value)> = None;
-        for h in history.iter().filter(|h| h.kind == "delivery") {
-            let d = h.detail_json();
-            let (Some(at), Some(key)) = (d["respond_at_s"].as_f64(), d["idempotencyKey"].as_str())
+        for l in &lines {
+            let HistoryEvent::Delivery {
+                respond_at_s: Some(at),
+                idempotency_key: key,
+                response,
+                ..
+            } = &l.event
             else {
                 continue;
             };
-            if answered.contains(key) {
+            if answered.contains(key.as_str()) {
                 continue;
             }
-            let due = self.started_ms + (at * 1000.0).round() as i64;
+            let due = self.started_ms + at.ms();
             if best.as_ref().is_none_or(|b| due < b.0) {
-                let node = h.node.clone().unwrap_or_default();
-                best = Some((due, node, key.to_string(), d["response"].clone()));
+                let node = l.node.clone().unwrap_or_default();
+                let body = response.clone().unwrap_or(Value::Null);
+                best = Some((due, node, key.clone(), body));
             }
         }
         Ok(best)
@@ -576,70 +606,39 @@ pub fn respond(
     let Some((instance, node)) = store.correlation(correlation)? else {
         return Ok((Verdict::NoSuchInstance, None));
     };
-    let row = store
-        .instance(&instance)?
-        .ok_or_else(|| StoreError::NoInstance(instance.clone()))?;
-    let source = store
-        .deployment_source(row.deployment_id)?
-        .unwrap_or_default();
-    let defs = crate::load(&source).map_err(|d| {
-        RunError::Graph(GraphError {
-            node: "deployment".into(),
-            message: format!(
-                "the pinned source no longer loads ({} diagnostics)",
-                d.len()
-            ),
-        })
-    })?;
-    let graph = Graph::compile(&defs)?;
     let owner = local_owner();
-    store.claim(&instance, &owner, system_now_ms())?;
-    let facts = store.facts(&instance)?;
-    let f = facts.as_facts(&instance);
     let ev = Event::Response {
         node,
         request: request.to_string(),
         body,
     };
-    let t = decide::decide(&graph, &f, &ev, now_ms);
-    let seq = store.apply(
-        &instance,
+    let taken = shell::take(
+        store,
         &owner,
-        facts.version,
-        &t,
-        now_ms,
-        system_now_ms(),
+        &instance,
+        |store, facts| deployed_graph(store, facts.deployment_id).map(Box::new),
+        |_, _, _| Ok(Some(Choice::event(ev, now_ms))),
     )?;
     store.release(&instance, &owner)?;
-    let line = t
-        .history
-        .first()
-        .map(|e| e.detail.clone())
-        .unwrap_or_default();
-    let verdict = match line["verdict"].as_str() {
-        Some("accepted") => Verdict::Accepted,
-        Some("retry-pending") => Verdict::RetryPending,
-        Some("superseded") => Verdict::Superseded {
-            live: live_attempt(&line),
+    let d = taken.or_lost()?.expect("a response is always decided");
+    let verdict = match d.events.first().map(|l| &l.event) {
+        Some(HistoryEvent::Response {
+            verdict,
+            live_attempt,
+            ..
+        }) => match verdict {
+            Said::Accepted => Verdict::Accepted,
+            Said::RetryPending => Verdict::RetryPending,
+            Said::Superseded => Verdict::Superseded {
+                live: live_attempt.unwrap_or(0),
+            },
+            Said::UnknownRequest => Verdict::UnknownRequest,
+            Said::Failed => Verdict::Failed,
+            other => Verdict::NotWaiting(other.as_str().to_string()),
         },
-        Some("unknown-request") => Verdict::UnknownRequest,
-        Some("failed") => Verdict::Failed,
-        other => Verdict::NotWaiting(other.unwrap_or("ignored").to_string()),
+        _ => Verdict::NotWaiting("ignored".into()),
     };
-    Ok((
-        verdict,
-        Some(Decision {
-            seq,
-            at_ms: now_ms,
-            lines: t.history.iter().map(|e| e.detail.clone()).collect(),
-            status: t.status,
-        }),
-    ))
-}
-
-/// The live attempt a superseded verdict names (from its reason line).
-fn live_attempt(line: &Value) -> u32 {
-    line["live_attempt"].as_u64().unwrap_or(0) as u32
+    Ok((verdict, Some(d)))
 }
 
 /// Migrate an instance (unfinished, or FAILED: the repair) onto the model
@@ -657,85 +656,47 @@ pub fn migrate_instance(
 ) -> Result<Decision, RunError> {
     let graph = Graph::compile(defs)?;
     let owner = local_owner();
-    store.claim(instance, &owner, system_now_ms())?;
-    let facts = store.facts(instance)?;
-    let at = store
-        .transitions(instance)?
-        .last()
-        .map_or(facts.started_ms, |t| t.at_ms);
-    let dep = store.deploy(&graph.process_id, source, at)?;
-    let f = facts.as_facts(instance);
-    let t = crate::runtime::migrate::migrate(&graph, &f, mapping, reset_budget, at)
-        .map_err(RunError::Migrate)?;
-    let seq = store.migrate_instance(instance, &owner, facts.version, &dep, &t, at)?;
+    let last = match store.last_decision_ms(instance)? {
+        Some(at) => at,
+        None => {
+            store
+                .instance(instance)?
+                .ok_or_else(|| StoreError::NoInstance(instance.into()))?
+                .started_ms
+        }
+    };
+    // Deploying is idempotent (by source hash), so it needs no claim.
+    let deployment = store.deploy(&graph.process_id, source, last)?;
+    let taken = shell::take(
+        store,
+        &owner,
+        instance,
+        |store, facts| deployed_graph(store, facts.deployment_id).map(Box::new),
+        |store, _, facts| {
+            let at = store
+                .last_decision_ms(instance)?
+                .unwrap_or(facts.started_ms);
+            Ok(Some(Choice {
+                what: What::Migrate {
+                    deployment,
+                    graph: Box::new(graph),
+                    mapping: mapping.clone(),
+                    reset_budget,
+                },
+                at_ms: at,
+            }))
+        },
+    )?;
     store.release(instance, &owner)?;
-    Ok(Decision {
-        seq,
-        at_ms: at,
-        lines: t.history.iter().map(|e| e.detail.clone()).collect(),
-        status: t.status,
-    })
+    Ok(taken.or_lost()?.expect("a migration is always decided"))
 }
 
-/// `{"status":"completed"}`, `{"status":"failed",…}` or `{"status":"waiting",…}`.
+/// The last line of `qflow run` for `instance`: what its inspection says
+/// ([`Inspection::final_line`]).
 pub fn final_state(store: &Store, instance: &str) -> Result<Value, RunError> {
-    let facts = store.facts(instance)?;
-    let s = &facts.snapshot;
-    Ok(match facts.status {
-        Status::Completed => json!({"status": "completed", "instance": instance}),
-        Status::Failed => {
-            let f = s.get("failure").cloned().unwrap_or(Value::Null);
-            let node = f
-                .get("node")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let attempts = f
-                .get("attempts")
-                .and_then(Value::as_u64)
-                .unwrap_or_else(|| {
-                    store
-                        .history(instance)
-                        .map(|h| {
-                            h.iter()
-                                .filter(|r| r.kind == "attempt" && r.node.as_deref() == Some(&node))
-                                .count() as u64
-                        })
-                        .unwrap_or(0)
-                });
-            json!({
-                "status": "failed",
-                "code": f.get("code").cloned().unwrap_or(Value::Null),
-                "reason": f.get("reason").cloned().unwrap_or(Value::Null),
-                "attempts": attempts,
-                "node": node,
-                "instance": instance,
-            })
-        }
-        Status::Running | Status::Waiting => {
-            let tokens = s.frontier();
-            if let Some(t) = tokens.iter().find(|t| t.state == TokenState::Reconcile) {
-                let code = s
-                    .get(&format!("reconcile.{}", t.node))
-                    .and_then(|v| v.get("code"))
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                json!({"status": "waiting", "for": "reconciliation", "node": t.node, "code": code,
-                       "resolve": format!("--resolve {}=succeeded|failed|retry", t.node), "instance": instance})
-            } else if let Some(t) = facts.timers.first() {
-                let what = match t.purpose {
-                    Purpose::Timeout => "response",
-                    p => p.as_str(),
-                };
-                json!({"status": "waiting", "for": what, "node": t.node,
-                       "due_s": decide::seconds(t.due_ms - facts.started_ms), "instance": instance})
-            } else {
-                let at: BTreeMap<&str, &str> = tokens
-                    .iter()
-                    .map(|t| (t.node.as_str(), t.state.as_str()))
-                    .collect();
-                json!({"status": "waiting", "for": "nothing it can be given locally", "tokens": at, "instance": instance})
-            }
-        }
-    })
+    let row = store
+        .instance(instance)?
+        .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+    let graph = deployed_graph(store, row.deployment_id)?;
+    Ok(Inspection::read(store, &graph, instance)?.final_line())
 }

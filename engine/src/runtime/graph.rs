@@ -83,6 +83,14 @@ pub struct GNode {
 }
 
 impl GNode {
+    /// A channel call's request, timeout and outbox curve (`None`: not a call).
+    pub fn call(&self) -> Option<&Call> {
+        match &self.kind {
+            Kind::Task { call: Some(c), .. } => Some(c),
+            _ => None,
+        }
+    }
+
     /// A parallel gateway with more than one incoming flow.
     pub fn is_join(&self) -> bool {
         matches!(self.kind, Kind::Parallel) && self.incoming.len() > 1

@@ -19,11 +19,10 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
-
-use crate::runtime::decide::{Entry, Facts, NewTimer, Status, Transition};
+use crate::instance::history::{Entry, HistoryEvent, Line, Secs};
+use crate::instance::snapshot::{Family, Snapshot, TokenState, FAILURE_KEY, FRONTIER_KEY};
+use crate::instance::{CallEffects, Facts, NewTimer, Status, Transition};
 use crate::runtime::graph::Graph;
-use crate::runtime::snapshot::{Snapshot, TokenState, NODE_FAMILIES};
 
 /// Why a migration cannot be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,45 +44,30 @@ pub fn migrate(
     let before = facts.snapshot;
     let mut snap = Snapshot::new();
     for (k, v) in before.entries() {
-        let renamed = NODE_FAMILIES.iter().find_map(|fam| {
-            k.strip_prefix(fam)
-                .and_then(|rest| rest.strip_prefix('.'))
-                .map(|node| format!("{fam}.{}", map(node)))
-        });
-        match renamed {
-            Some(key) => {
-                let budget = key.starts_with("attempts.") || key.starts_with("first_attempt.");
-                if reset_budget && key.starts_with("attempts.") {
+        match Family::split(k) {
+            Some((family, old)) => {
+                let node = map(old);
+                if reset_budget && family == Family::Attempts {
                     // The counter restarts, the idempotency keys must not:
                     // remember how many this node has used.
-                    let node = &key["attempts.".len()..];
-                    let used = format!("keys_used.{node}");
-                    let before_used = before
-                        .get(&format!("keys_used.{}", &k["attempts.".len()..]))
-                        .and_then(serde_json::Value::as_u64)
-                        .unwrap_or(0);
-                    let n = v.as_u64().unwrap_or(0);
-                    if before_used + n > 0 {
-                        snap.set(used, json!(before_used + n));
+                    let used = before.keys_used(old).saturating_add(before.attempts(old));
+                    if used > 0 {
+                        snap.set_keys_used(&node, used);
                     }
                 }
+                let budget = matches!(family, Family::Attempts | Family::FirstAttempt);
                 // (`attempts.*` sorts before `keys_used.*`: a count the reset
                 // already carried forward is not overwritten.)
-                let carried = key.starts_with("keys_used.") && snap.get(&key).is_some();
-                let dropped = reset_budget && budget;
-                if !(dropped || carried) {
-                    snap.set(key, v.clone());
+                let carried = family == Family::KeysUsed && snap.keys_used(&node) > 0;
+                if !(reset_budget && budget || carried) {
+                    snap.set(family.key(&node), v.clone());
                 }
             }
-            None if k == "frontier" || k == "failure" => {}
+            None if k == FRONTIER_KEY || k == FAILURE_KEY => {}
             None => snap.set(k, v.clone()),
         }
     }
-    let failed_node = before
-        .get("failure")
-        .and_then(|f| f.get("node"))
-        .and_then(|n| n.as_str())
-        .map(str::to_string);
+    let failed_node = before.failure().map(|f| f.node).filter(|n| !n.is_empty());
     let mut tokens = Vec::new();
     for mut t in before.frontier() {
         let target = map(&t.node);
@@ -95,7 +79,7 @@ pub fn migrate(
         }
         if facts.status == Status::Failed && failed_node.as_deref() == Some(t.node.as_str()) {
             t.state = TokenState::Ready;
-            snap.remove(&format!("reconcile.{target}"));
+            snap.clear_reconcile(&target);
         }
         t.node = target;
         tokens.push(t);
@@ -145,14 +129,15 @@ pub fn migrate(
         .map(map)
         .or_else(|| snap.frontier().first().map(|t| t.node.clone()))
         .unwrap_or_else(|| new_graph.process_id.clone());
-    let detail = json!({
-        "at_s": crate::runtime::decide::seconds(now_ms - facts.started_ms),
-        "kind": "migrated",
-        "node": at_node,
-        "mapping": mapping,
-        "reset_budget": reset_budget,
-        "repaired": facts.status == Status::Failed,
-    });
+    let line = Line {
+        at_s: Secs(now_ms - facts.started_ms),
+        node: Some(at_node),
+        event: HistoryEvent::Migrated {
+            mapping: mapping.clone(),
+            reset_budget,
+            repaired: facts.status == Status::Failed,
+        },
+    };
     Ok(Transition {
         snapshot: snap,
         set,
@@ -160,18 +145,10 @@ pub fn migrate(
         status,
         arm,
         resolve,
-        history: vec![Entry {
-            kind: "migrated".into(),
-            node: Some(at_node),
-            attempt: None,
-            code: None,
-            timer_id: None,
-            event_index: None,
-            detail,
-        }],
+        history: vec![Entry::new(line)],
         open_incidents: Vec::new(),
         close_incidents: failed_node.into_iter().collect(),
-        calls: crate::runtime::decide::CallEffects {
+        calls: CallEffects {
             rename: mapping
                 .iter()
                 .filter(|(old, new)| old != new)
@@ -185,8 +162,9 @@ pub fn migrate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::decide::{Purpose, TimerRow};
-    use crate::runtime::snapshot::Token;
+    use crate::instance::snapshot::Token;
+    use crate::instance::{Purpose, TimerRow};
+    use serde_json::json;
 
     const NEW: &str = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
   <bpmn:process id="p" isExecutable="true">

@@ -14,15 +14,15 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::rc::Rc;
 
-use rusqlite::params;
-
-use crate::runtime::clock::{system_now_ms, Clock, VirtualClock};
-use crate::runtime::decide;
+use crate::instance::Event;
+use crate::runtime::clock::{Clock, VirtualClock};
 use crate::runtime::driver::{Ctx, Decision, Next, RunError};
 use crate::runtime::graph::Graph;
 use crate::runtime::scenario::Scenario;
-use crate::store::{Store, StoreError};
+use crate::runtime::shell::{self, deployed_graph, Choice, Stage, Taken};
+use crate::store::Store;
 
 /// What one replica did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub struct Replica {
     store: Store,
     scenario: Scenario,
     owner: String,
-    graphs: BTreeMap<i64, Graph>,
+    graphs: BTreeMap<i64, Rc<Graph>>,
     effects: Option<PathBuf>,
     races: Option<std::fs::File>,
     rng: u64,
@@ -146,62 +146,88 @@ impl Replica {
         (self.rng % n as u64) as usize
     }
 
-    /// Candidate instances: those with a ready token, else those with the
-    /// earliest armed timers. Two at a time, one picked at random, so
-    /// replicas both race and spread.
-    fn candidates(&self) -> Result<Vec<String>, StoreError> {
-        let conn = self.store.conn();
-        let mut st = conn
-            .prepare("SELECT id FROM instances WHERE status = 'running' ORDER BY rowid LIMIT 2")?;
-        let ready: Vec<String> = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
-        if !ready.is_empty() {
-            return Ok(ready);
-        }
-        let mut st = conn.prepare(
-            "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
-             WHERE t.state = 'armed' AND i.status IN ('running','waiting') ORDER BY t.due_ms, t.id LIMIT 2",
-        )?;
-        let due: Vec<String> = st
-            .query_map(params![], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        Ok(due)
-    }
-
-    fn graph(&mut self, deployment: i64) -> Result<&Graph, RunError> {
-        if !self.graphs.contains_key(&deployment) {
-            let source = self
-                .store
-                .deployment_source(deployment)?
-                .unwrap_or_default();
-            let defs = crate::load(&source).map_err(|d| {
-                RunError::Graph(crate::runtime::graph::GraphError {
-                    node: "deployment".into(),
-                    message: format!(
-                        "the pinned source no longer loads ({} diagnostics)",
-                        d.len()
-                    ),
-                })
-            })?;
-            self.graphs.insert(deployment, Graph::compile(&defs)?);
-        }
-        Ok(&self.graphs[&deployment])
-    }
-
     fn poll(&mut self, stats: &mut ReplicaStats) -> Result<Poll, RunError> {
         let wake = self.wakes.pop();
         let instance = match &wake {
             Some((instance, _)) => instance.clone(),
             None => {
-                let candidates = self.candidates()?;
+                // Those with a ready token, else those with the earliest
+                // armed timers; two at a time, one picked at random, so
+                // replicas both race and spread.
+                let candidates = self.store.candidates(2)?;
                 if candidates.is_empty() {
                     return Ok(Poll::Done);
                 }
                 candidates[self.next_rand(candidates.len())].clone()
             }
         };
-        match self.store.claim(&instance, &self.owner, system_now_ms()) {
-            Ok(()) => {}
-            Err(StoreError::Claimed { .. }) => {
+        let woke = wake.as_ref().map(|w| w.1.clone());
+        let graphs = &mut self.graphs;
+        let (scenario, effects) = (&self.scenario, self.effects.as_deref());
+        let mut idle = false;
+        let taken = shell::take(
+            &mut self.store,
+            &self.owner,
+            &instance,
+            |store, facts| match graphs.get(&facts.deployment_id) {
+                Some(g) => Ok(g.clone()),
+                None => {
+                    let g = Rc::new(deployed_graph(store, facts.deployment_id)?);
+                    graphs.insert(facts.deployment_id, g.clone());
+                    Ok(g)
+                }
+            },
+            |store, graph, facts| {
+                if facts.status.is_terminal() {
+                    idle = true;
+                    return Ok(None);
+                }
+                // Time is virtual and per instance: the decision is taken
+                // at the instance's own clock, from its last decision.
+                let last = store
+                    .last_decision_ms(&instance)?
+                    .unwrap_or(facts.started_ms);
+                let clock = VirtualClock::new(last);
+                let ev = match woke {
+                    // A prompt: re-read the outbox under the claim.
+                    Some(node) => {
+                        let poisoned = store.has_poisoned_request(&instance, &node)?;
+                        Event::PoisonWake { node, poisoned }
+                    }
+                    None => {
+                        let ctx = Ctx {
+                            store,
+                            graph,
+                            scenario,
+                            clock: &clock,
+                            instance: &instance,
+                            started_ms: facts.started_ms,
+                            until_ms: None,
+                            effects,
+                        };
+                        match ctx.next_event(facts)? {
+                            Next::Idle => {
+                                idle = true;
+                                return Ok(None);
+                            }
+                            Next::Event(ev) => ev,
+                        }
+                    }
+                };
+                Ok(Some(Choice::event(ev, clock.now_ms())))
+            },
+        );
+        let result = match taken {
+            Ok(Taken::Decided(d)) => {
+                for n in d.poisoned_nodes() {
+                    self.wakes.push((instance.clone(), n.to_string()));
+                }
+                Ok(Poll::Decided((instance.clone(), d)))
+            }
+            Ok(Taken::Lost {
+                stage: Stage::Claim,
+                ..
+            }) => {
                 stats.claimed_elsewhere += 1;
                 self.lost(&instance, "claimed");
                 if let Some(w) = wake {
@@ -210,97 +236,25 @@ impl Replica {
                 }
                 return Ok(Poll::Raced);
             }
-            Err(e) => return Err(e.into()),
-        }
-        let result = self.decide_claimed(&instance, wake.map(|w| w.1), stats);
+            Ok(Taken::Lost {
+                stage: Stage::Apply,
+                ..
+            }) => {
+                stats.stale += 1;
+                Ok(Poll::Raced)
+            }
+            Ok(Taken::Idle) => {
+                if idle {
+                    stats.nothing_to_do += 1;
+                }
+                Ok(Poll::Raced)
+            }
+            Err(e) => Err(e),
+        };
         if let Ok(Poll::Raced) = &result {
             self.lost(&instance, "gone");
         }
         self.store.release(&instance, &self.owner)?;
-        if let Ok(Poll::Decided((i, d))) = &result {
-            for line in &d.lines {
-                if line["kind"] == "delivery" && line["poisoned"] == true {
-                    if let Some(n) = line["node"].as_str() {
-                        self.wakes.push((i.clone(), n.to_string()));
-                    }
-                }
-            }
-        }
         result
-    }
-
-    fn decide_claimed(
-        &mut self,
-        instance: &str,
-        wake: Option<String>,
-        stats: &mut ReplicaStats,
-    ) -> Result<Poll, RunError> {
-        let row = self
-            .store
-            .instance(instance)?
-            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-        let facts = self.store.facts(instance)?;
-        if facts.status.is_terminal() {
-            stats.nothing_to_do += 1;
-            return Ok(Poll::Raced);
-        }
-        self.graph(row.deployment_id)?;
-        let graph = &self.graphs[&row.deployment_id];
-        let last = self
-            .store
-            .transitions(instance)?
-            .last()
-            .map_or(facts.started_ms, |t| t.at_ms);
-        let clock = VirtualClock::new(last);
-        let ctx = Ctx {
-            store: &self.store,
-            graph,
-            scenario: &self.scenario,
-            clock: &clock,
-            instance,
-            started_ms: facts.started_ms,
-            until_ms: None,
-            effects: self.effects.as_deref(),
-        };
-        let ev = match wake {
-            // A prompt: re-read the outbox under the claim.
-            Some(node) => {
-                let poisoned = self.store.has_poisoned_request(instance, &node)?;
-                crate::runtime::decide::Event::PoisonWake { node, poisoned }
-            }
-            None => match ctx.next_event(&facts)? {
-                Next::Idle => {
-                    stats.nothing_to_do += 1;
-                    return Ok(Poll::Raced);
-                }
-                Next::Event(ev) => ev,
-            },
-        };
-        let now = clock.now_ms();
-        let f = facts.as_facts(instance);
-        let t = decide::decide(graph, &f, &ev, now);
-        match self.store.apply(
-            instance,
-            &self.owner,
-            facts.version,
-            &t,
-            now,
-            system_now_ms(),
-        ) {
-            Ok(seq) => Ok(Poll::Decided((
-                instance.to_string(),
-                Decision {
-                    seq,
-                    at_ms: now,
-                    lines: t.history.iter().map(|e| e.detail.clone()).collect(),
-                    status: t.status,
-                },
-            ))),
-            Err(StoreError::Conflict(_)) | Err(StoreError::Claimed { .. }) => {
-                stats.stale += 1;
-                Ok(Poll::Raced)
-            }
-            Err(e) => Err(e.into()),
-        }
     }
 }

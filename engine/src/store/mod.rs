@@ -4,21 +4,26 @@
 //! one transaction; `apply` checks the instance claim and the snapshot version
 //! the decision was computed from, so a transition decided on stale facts or by
 //! a process that lost its claim is refused, never half-applied. Everything in
-//! [`query`] is read-only and is what a console reads its panels from.
+//! [`query`] is read-only and is what an inspector reads its views from.
+//!
+//! The store speaks the durable vocabulary of [`crate::instance`] and nothing
+//! above it: it applies transitions, it never decides one.
 
 use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use sha2::{Digest, Sha256};
 
-use crate::runtime::decide::{OutboxChange, Purpose, Status, TimerRow, Transition};
-use crate::runtime::snapshot::{canonical_string, Snapshot};
+use crate::instance::snapshot::{canonical_string, Snapshot};
+use crate::instance::{Facts, OutboxChange, Purpose, Status, TimerRow, Transition};
 
 pub mod explain;
 pub mod query;
 pub mod schema;
 
-pub use query::{HistoryRow, IncidentRow, InstanceRow, TimerInfo, TransitionRow};
+pub use query::{
+    CorrelationRow, HistoryRow, IncidentRow, InstanceRow, OutboxEntry, TimerInfo, TransitionRow,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -328,8 +333,8 @@ impl Store {
         Ok(())
     }
 
-    /// The durable facts of one instance: status, version, start, snapshot,
-    /// armed timers.
+    /// The durable facts of one instance: deployment, status, version,
+    /// start, snapshot, armed timers.
     pub fn facts(&self, instance: &str) -> Result<InstanceFacts, StoreError> {
         let row = query::instance(&self.conn, instance)?
             .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
@@ -339,6 +344,7 @@ impl Store {
         })?;
         let timers = query::armed_timers(&self.conn, instance)?;
         Ok(InstanceFacts {
+            deployment_id: row.deployment_id,
             status: row.status,
             version: row.version,
             started_ms: row.started_ms,
@@ -393,6 +399,7 @@ impl Store {
 impl Store {
     /// Move an instance to another deployment, applying the migration's
     /// transition in the same transaction, under the claim.
+    #[allow(clippy::too_many_arguments)]
     pub fn migrate_instance(
         &mut self,
         instance: &str,
@@ -401,8 +408,8 @@ impl Store {
         deployment: &Deployment,
         t: &Transition,
         at_ms: i64,
+        wall_now_ms: i64,
     ) -> Result<i64, StoreError> {
-        let wall_now_ms = crate::runtime::clock::system_now_ms();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -434,6 +441,8 @@ impl Store {
 /// What [`Store::facts`] reads.
 #[derive(Debug, Clone)]
 pub struct InstanceFacts {
+    /// The deployment the instance runs on (a migration moves it).
+    pub deployment_id: i64,
     pub status: Status,
     pub version: i64,
     pub started_ms: i64,
@@ -444,8 +453,8 @@ pub struct InstanceFacts {
 impl InstanceFacts {
     /// The durable facts a decision is a pure function of, borrowed from what
     /// the store read (every caller of `decide` and `migrate` starts here).
-    pub fn as_facts<'a>(&'a self, instance_id: &'a str) -> crate::runtime::decide::Facts<'a> {
-        crate::runtime::decide::Facts {
+    pub fn as_facts<'a>(&'a self, instance_id: &'a str) -> Facts<'a> {
+        Facts {
             instance_id,
             status: self.status,
             started_ms: self.started_ms,
@@ -493,7 +502,7 @@ fn write_transition(
         )?;
     }
     for e in &t.history {
-        let task = e.detail.get("task").and_then(|v| v.as_str());
+        let event = &e.line.event;
         tx.execute(
             "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, code, task, timer_id, event_index, detail)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -501,14 +510,14 @@ fn write_transition(
                 seq,
                 instance,
                 at_ms,
-                e.kind,
-                e.node,
-                e.attempt,
-                e.code,
-                task,
+                event.kind(),
+                e.line.node,
+                event.attempt(),
+                event.code(),
+                event.task(),
                 e.timer_id,
                 e.event_index.map(|i| i as i64),
-                canonical_string(&e.detail)
+                e.line.to_canonical()
             ],
         )?;
     }

@@ -5,7 +5,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
 use super::{Store, StoreError};
-use crate::runtime::decide::{OutboxRow, Purpose, Status, TimerRow};
+use crate::instance::history::Line;
+use crate::instance::{OutboxRow, Purpose, Status, TimerRow};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceRow {
@@ -53,6 +54,32 @@ impl HistoryRow {
     pub fn detail_json(&self) -> Value {
         serde_json::from_str(&self.detail).unwrap_or(Value::Null)
     }
+
+    /// The typed line; `None` for a row this version cannot read (damaged,
+    /// or of a kind a newer version wrote).
+    pub fn line(&self) -> Option<Line> {
+        Line::parse(&self.detail)
+    }
+}
+
+/// One outbox row with its delivery state, as an inspector shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxEntry {
+    pub node: String,
+    pub channel: String,
+    pub attempt: u32,
+    /// `pending`, `delivered` or `poisoned`.
+    pub state: String,
+    pub deliveries: u32,
+    pub idempotency_key: String,
+}
+
+/// One live correlation: the key a counterpart's response names, and the
+/// call node it routes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorrelationRow {
+    pub key: String,
+    pub node: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -314,6 +341,85 @@ impl Store {
         Ok(rows
             .map(|r| r.map(|i| i as usize))
             .collect::<Result<_, _>>()?)
+    }
+
+    /// The outbox rows of an instance, oldest first.
+    pub fn outbox(&self, instance: &str) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.instance_rows(
+            "SELECT node, channel, attempt, state, deliveries, idempotency_key FROM outbox WHERE instance_id = ?1 ORDER BY id",
+            instance,
+            |r| {
+                Ok(OutboxEntry {
+                    node: r.get(0)?,
+                    channel: r.get(1)?,
+                    attempt: r.get(2)?,
+                    state: r.get(3)?,
+                    deliveries: r.get(4)?,
+                    idempotency_key: r.get(5)?,
+                })
+            },
+        )
+    }
+
+    /// The live correlations of an instance.
+    pub fn correlations(&self, instance: &str) -> Result<Vec<CorrelationRow>, StoreError> {
+        self.instance_rows(
+            "SELECT key, node FROM correlations WHERE instance_id = ?1 ORDER BY created_ms, key",
+            instance,
+            |r| {
+                Ok(CorrelationRow {
+                    key: r.get(0)?,
+                    node: r.get(1)?,
+                })
+            },
+        )
+    }
+
+    /// One read-only query keyed by instance id (`?1`), each row mapped by `map`.
+    fn instance_rows<T>(
+        &self,
+        sql: &str,
+        instance: &str,
+        map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut st = self.conn().prepare(sql)?;
+        let rows = st.query_map(params![instance], map)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Up to `limit` unfinished instances with work: those with a ready
+    /// token first (oldest first), else those with the earliest armed timers.
+    /// What a replica picks from.
+    pub fn candidates(&self, limit: usize) -> Result<Vec<String>, StoreError> {
+        let mut st = self
+            .conn()
+            .prepare("SELECT id FROM instances WHERE status = 'running' ORDER BY rowid LIMIT ?1")?;
+        let ready: Vec<String> = st
+            .query_map(params![limit as i64], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        if !ready.is_empty() {
+            return Ok(ready);
+        }
+        let mut st = self.conn().prepare(
+            "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
+             WHERE t.state = 'armed' AND i.status IN ('running','waiting') ORDER BY t.due_ms, t.id LIMIT ?1",
+        )?;
+        let due: Vec<String> = st
+            .query_map(params![limit as i64], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(due)
+    }
+
+    /// The time of the instance's last decision (its start if none).
+    pub fn last_decision_ms(&self, instance: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT at_ms FROM transitions WHERE instance_id = ?1 ORDER BY seq DESC LIMIT 1",
+                params![instance],
+                |r| r.get(0),
+            )
+            .optional()?)
     }
 
     /// The deployed source of an instance (pinned by hash).

@@ -6,7 +6,7 @@
 
 /// Migration `i` (0-based) takes the schema from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
-    // 1: the runtime of registered tasks.
+    // 1: registered tasks: deployments, instances, timers, history, incidents.
     r#"
 CREATE TABLE deployments (
     id          INTEGER PRIMARY KEY,

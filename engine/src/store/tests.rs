@@ -1,47 +1,85 @@
 //! The store's contract: migrations, claims, stale facts, one transaction.
+//! Transitions are built by hand: the store applies them, whoever decided.
 
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::runtime::decide::{self, Event, Facts};
-use crate::runtime::graph::Graph;
-use crate::runtime::scenario::{FailureClass, TaskOutcome};
+use crate::instance::history::{Entry, HistoryEvent, Line, Secs};
+use crate::instance::snapshot::{Token, TokenState};
+use crate::instance::{CallEffects, NewTimer};
 
-const MODEL: &str = r#"<?xml version="1.0"?>
-<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
-  <bpmn:process id="p" isExecutable="true">
-    <bpmn:startEvent id="s"/>
-    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t"/>
-    <bpmn:serviceTask id="t" q:task="x.y">
-      <bpmn:extensionElements><q:retry maxAttempts="3" backoff="PT1M" jitter="none"/></bpmn:extensionElements>
-    </bpmn:serviceTask>
-    <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="e"/>
-    <bpmn:endEvent id="e"/>
-  </bpmn:process>
-</bpmn:definitions>"#;
+const MODEL: &str = "<definitions/>";
 
-fn setup(dir: &tempfile::TempDir) -> (Store, Graph, String) {
-    let defs = crate::load(MODEL).expect("model loads");
-    let graph = Graph::compile(&defs).unwrap();
-    let mut store = Store::open(&dir.path().join("q.db")).unwrap();
-    let dep = store.deploy("p", MODEL, 0).unwrap();
-    let start = decide::start(&graph, &BTreeMap::new(), 0);
-    let (id, created) = store.create_instance(&dep, &start, 0).unwrap();
-    assert!(created);
-    (store, graph, id)
+/// A transition to `snapshot` with `status`, one history line, `arm` timers:
+/// built by hand, because the store's contract does not depend on how a
+/// decision was taken.
+fn transition(
+    snapshot: Snapshot,
+    status: Status,
+    event: HistoryEvent,
+    arm: Vec<NewTimer>,
+) -> Transition {
+    Transition {
+        snapshot,
+        set: BTreeMap::new(),
+        removed: Vec::new(),
+        status,
+        arm,
+        resolve: Vec::new(),
+        history: vec![Entry::new(Line {
+            at_s: Secs(0),
+            node: Some("t".into()),
+            event,
+        })],
+        open_incidents: Vec::new(),
+        close_incidents: Vec::new(),
+        calls: CallEffects::default(),
+    }
 }
 
-fn fail_event() -> Event {
-    Event::Attempt {
-        node: "t".into(),
-        outcome: TaskOutcome::Fail {
-            code: "DOWN".into(),
-            class: FailureClass::Transient,
-            retry_after: None,
-            message: None,
+fn setup(dir: &tempfile::TempDir) -> (Store, String) {
+    let mut store = Store::open(&dir.path().join("q.db")).unwrap();
+    let dep = store.deploy("p", MODEL, 0).unwrap();
+    let mut snap = Snapshot::new();
+    snap.set_frontier(vec![Token::ready("t")]);
+    let start = transition(
+        snap,
+        Status::Running,
+        HistoryEvent::Start {
+            variables: BTreeMap::new(),
         },
-        timer: None,
-    }
+        Vec::new(),
+    );
+    let (id, created) = store.create_instance(&dep, &start, 0).unwrap();
+    assert!(created);
+    (store, id)
+}
+
+/// The first attempt of `t` failed: counter, park, a retry timer at one minute.
+fn parked() -> Transition {
+    let mut snap = Snapshot::new();
+    snap.set_frontier(vec![Token {
+        node: "t".into(),
+        state: TokenState::Backoff,
+        via: None,
+    }]);
+    snap.set_attempts("t", 1);
+    snap.set_first_attempt_ms("t", 0);
+    transition(
+        snap,
+        Status::Waiting,
+        HistoryEvent::Failed {
+            code: "DOWN".into(),
+            reason: "a stand-in line".into(),
+            attempts: Some(1),
+        },
+        vec![NewTimer {
+            node: "t".into(),
+            purpose: Purpose::Retry,
+            due_ms: 60_000,
+            attempt: Some(2),
+        }],
+    )
 }
 
 #[test]
@@ -94,7 +132,7 @@ fn a_newer_database_is_refused_with_a_clear_error() {
 #[test]
 fn a_live_claim_of_another_owner_is_respected_and_apply_needs_the_claim() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, graph, id) = setup(&dir);
+    let (mut store, id) = setup(&dir);
     // A live process on another host holds it.
     store.claim(&id, "elsewhere:1", 1_000).unwrap();
     let err = store.claim(&id, "me:2", 2_000).unwrap_err();
@@ -102,14 +140,7 @@ fn a_live_claim_of_another_owner_is_respected_and_apply_needs_the_claim() {
     // Expired: taken over.
     store.claim(&id, "me:2", 1_000 + CLAIM_TTL_MS + 1).unwrap();
     let f = store.facts(&id).unwrap();
-    let facts = Facts {
-        instance_id: &id,
-        status: f.status,
-        started_ms: f.started_ms,
-        snapshot: &f.snapshot,
-        timers: &f.timers,
-    };
-    let t = decide::decide(&graph, &facts, &fail_event(), 0);
+    let t = parked();
     let wall = 1_000 + CLAIM_TTL_MS + 2;
     // Not the owner: refused, nothing written.
     assert!(store
@@ -140,23 +171,23 @@ fn a_live_claim_of_another_owner_is_respected_and_apply_needs_the_claim() {
 #[test]
 fn a_dead_local_owner_is_taken_over_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, _, id) = setup(&dir);
+    let (mut store, id) = setup(&dir);
     let me = local_owner();
     let host = me.rsplit_once(':').unwrap().0;
     // A pid above any pid_max: no live process has it.
     let dead = format!("{host}:999999999");
-    store
-        .claim(&id, &dead, crate::runtime::clock::system_now_ms())
-        .unwrap();
-    store
-        .claim(&id, &me, crate::runtime::clock::system_now_ms())
-        .unwrap();
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    store.claim(&id, &dead, wall).unwrap();
+    store.claim(&id, &me, wall).unwrap();
 }
 
 #[test]
 fn a_malformed_stored_counter_reads_as_zero() {
     let dir = tempfile::tempdir().unwrap();
-    let (store, _, id) = setup(&dir);
+    let (store, id) = setup(&dir);
     store
         .conn()
         .execute(

@@ -1,5 +1,5 @@
-//! Decisions on channel-call nodes (docs/runtime.md's table), each from durable
-//! facts under the instance claim.
+//! Decisions on channel-call nodes (docs/runtime.md's table), each from
+//! durable facts under the instance claim.
 //!
 //! A call node's token waits in state `timer` whether its attempt is live or
 //! dead: through the frontier and the counter the two look the same. The
@@ -16,19 +16,19 @@
 //! Beyond the table ([`names`]): a response naming an earlier attempt's
 //! idempotency key is refused as superseded on an unmarked node too.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::{
-    fatal, ignore, leave, ms, task_timers, Event, Facts, NewRequest, NewTimer, OutboxChange,
-    OutboxRow, Purpose, Work,
+use super::{catching, fatal, ignore, leave, ms, task_timers, Work};
+use crate::instance::codes::{POISONED, TIMEOUT};
+use crate::instance::event::{ChannelOutcome, DeliveryOutcome, Event};
+use crate::instance::history::{
+    Attempt, CallAttempt, Delivered, HistoryEvent, Park, Secs, Then, Verdict,
 };
+use crate::instance::rows::{Facts, OutboxRow, Purpose};
+use crate::instance::snapshot::TokenState;
+use crate::instance::{NewIncident, NewRequest, NewTimer, OutboxChange};
 use crate::policy::Next;
 use crate::runtime::graph::{Call, GNode, Graph, Kind};
-use crate::runtime::scenario::{ChannelOutcome, DeliveryOutcome};
-use crate::runtime::snapshot::TokenState;
-
-pub const TIMEOUT: &str = "q.timeout";
-pub const POISONED: &str = "q.delivery.poisoned";
 
 fn call_of(node: &GNode) -> Option<&Call> {
     match &node.kind {
@@ -37,22 +37,15 @@ fn call_of(node: &GNode) -> Option<&Call> {
     }
 }
 
-fn marker_key(node: &str) -> String {
-    format!("backoff.{node}")
-}
-
 fn marked(w: &Work, node: &str) -> bool {
-    w.snap.get(&marker_key(node)).is_some()
+    w.snap.in_backoff(node)
 }
 
-/// Idempotency keys a call node used before a migration reset its budget
+/// Idempotency keys a call node used before its counter restarted
 /// (`keys_used.<node>`, absent otherwise): key numbers continue past them, so
 /// a repaired instance's attempt 1 is still a request never sent before.
 fn keys_used(w: &Work, node: &str) -> u32 {
-    w.snap
-        .get(&format!("keys_used.{node}"))
-        .and_then(Value::as_u64)
-        .map_or(0, |n| n.min(u64::from(u32::MAX)) as u32)
+    w.snap.keys_used(node)
 }
 
 /// The flow leaves a call node (answered, or its failure caught by a
@@ -68,7 +61,7 @@ fn leave_call_node(graph: &Graph, w: &mut Work, id: &str) {
         .saturating_add(1);
     w.snap.clear_node(id);
     if graph.can_reenter(id) {
-        w.snap.set(format!("keys_used.{id}"), json!(used));
+        w.snap.set_keys_used(id, used);
     }
 }
 
@@ -103,17 +96,17 @@ pub(super) fn emit(facts: &Facts<'_>, w: &mut Work, node: &GNode, redrive: bool)
         due_ms: due,
         attempt: Some(n),
     });
-    let timeout_at = w.rel(due);
-    let mut line = json!({"attempt": n, "channel": call.channel, "idempotencyKey": key, "timeout_at_s": timeout_at});
-    if let Some(op) = &call.operation {
-        line["operation"] = json!(op);
-    }
-    if redrive {
+    let line = CallAttempt {
+        attempt: n,
+        channel: call.channel.clone(),
+        idempotency_key: key,
+        timeout_at_s: w.rel(due),
+        operation: call.operation.clone(),
         // Resolved and re-parked in one step: a new incarnation of the wait.
-        line["redrive"] = json!(true);
-        line["incarnation"] = json!(n);
-    }
-    w.entry("attempt", Some(id), line);
+        redrive: redrive.then_some(true),
+        incarnation: redrive.then_some(n),
+    };
+    w.entry(Some(id), HistoryEvent::Attempt(Attempt::Call(line)));
 }
 
 /// A timeout or retry timer of a call node came due (already resolved).
@@ -128,7 +121,7 @@ pub(super) fn timer(
     let id = node.id.as_str();
     match (purpose, marked(w, id)) {
         (Purpose::Retry, true) if waiting(w, id) => {
-            w.snap.remove(&marker_key(id));
+            w.snap.clear_backoff_marker(id);
             emit(facts, w, node, true);
         }
         (Purpose::Timeout, false) if waiting(w, id) => failed(graph, facts, w, node, TIMEOUT),
@@ -165,16 +158,17 @@ fn failed(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, code: &s
     }
     // The dead attempt's undelivered requests are withdrawn (see the store).
     w.calls.withdraw.push(id.to_string());
-    let idx = w.history.len();
-    w.entry("call-failed", Some(id), json!({"attempt": n, "code": code}));
+    let line = |then: Then, park: Option<Park>| HistoryEvent::CallFailed {
+        attempt: n,
+        code: code.to_string(),
+        then,
+        park,
+    };
     let Some(policy) = policy else {
         // Without a policy: the catchable error it always was.
-        let caught = error_boundaries
-            .iter()
-            .find(|(_, c)| c.as_deref() == Some(code))
-            .or_else(|| error_boundaries.iter().find(|(_, c)| c.is_none()));
-        match caught {
-            Some((b, _)) => {
+        match catching(error_boundaries, code) {
+            Some(b) => {
+                w.entry(Some(id), line(Then::Boundary, None));
                 w.take(id, TokenState::Timer);
                 leave_call_node(graph, w, id);
                 w.resolve.extend(task_timers(graph, facts.timers, id));
@@ -182,51 +176,54 @@ fn failed(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, code: &s
                 w.close_incidents.push(id.to_string());
                 let bnode = graph.node(b).expect("compiled boundary");
                 let to = leave(graph, w, bnode);
-                w.history[idx].detail["then"] = json!("boundary");
                 w.entry(
-                    "boundary",
                     Some(b),
-                    json!({"from": id, "code": code, "to": to}),
+                    HistoryEvent::Boundary {
+                        from: id.to_string(),
+                        code: Some(code.to_string()),
+                        timer: None,
+                        interrupting: None,
+                        to,
+                    },
                 );
             }
             None => {
-                w.history[idx].detail["then"] = json!("failed");
+                w.entry(Some(id), line(Then::Failed, None));
                 fatal(w, id, code, "uncaught-error", Some(n), None);
             }
         }
         return;
     };
     let first = w.snap.first_attempt_ms(id).unwrap_or(emitted);
-    w.snap.set(format!("attempts.{id}"), json!(n));
-    w.snap.set(format!("first_attempt.{id}"), json!(first));
+    w.snap.set_attempts(id, n);
+    w.snap.set_first_attempt_ms(id, first);
     let elapsed = std::time::Duration::from_millis((w.now_ms - first).max(0) as u64);
     match policy.next_after_failure(n, code, None, elapsed, facts.instance_id, id) {
         Next::Retry { attempt, delay } => {
             let due = w.now_ms + ms(delay);
-            w.snap
-                .set(marker_key(id), json!({"code": code, "attempt": n}));
+            w.snap.set_backoff_marker(id, code, n);
             w.arm.push(NewTimer {
                 node: id.to_string(),
                 purpose: Purpose::Retry,
                 due_ms: due,
                 attempt: Some(attempt),
             });
-            let d = &mut w.history[idx].detail;
-            d["then"] = json!("backoff");
-            d["next_attempt"] = json!(attempt);
-            d["delay_s"] = super::seconds(ms(delay));
-            w.history[idx].detail["next_at_s"] = w.rel(due);
+            let park = Park {
+                next_attempt: attempt,
+                next_at_s: w.rel(due),
+                delay_s: Secs(ms(delay)),
+            };
+            w.entry(Some(id), line(Then::Backoff, Some(park)));
         }
         Next::Stop(reason) => {
-            w.history[idx].detail["then"] = json!("failed");
+            w.entry(Some(id), line(Then::Failed, None));
             fatal(w, id, code, reason.as_str(), Some(n), None);
         }
     }
 }
 
 /// A counterpart's response reached this node through its correlation. The
-/// verdict is the line's `verdict`: accepted, retry-pending, superseded,
-/// unknown-request, failed, no-wait.
+/// line's [`Verdict`] says what it was decided to be.
 pub(super) fn response(
     graph: &Graph,
     facts: &Facts<'_>,
@@ -235,36 +232,46 @@ pub(super) fn response(
     request: &str,
     body: &Value,
 ) {
-    let verdict = |w: &mut Work, v: &str, reason: &str| {
+    let refuse = |w: &mut Work, verdict: Verdict, reason: &str, live: Option<u32>| {
         w.entry(
-            "response",
             Some(id),
-            json!({"verdict": v, "reason": reason, "idempotencyKey": request}),
-        );
-    };
-    let refuse = |w: &mut Work, v: &str, reason: &str, live: u32| {
-        w.entry(
-            "response",
-            Some(id),
-            json!({"verdict": v, "reason": reason, "idempotencyKey": request, "live_attempt": live}),
+            HistoryEvent::Response {
+                verdict,
+                idempotency_key: request.to_string(),
+                reason: Some(reason.to_string()),
+                live_attempt: live,
+                body: None,
+                to: None,
+            },
         );
     };
     if facts.status.is_terminal() {
         w.status = Some(facts.status);
         let v = facts.status.as_str();
-        return verdict(w, v, &format!("the instance is {v}: no effect"));
+        let verdict = if facts.status == crate::instance::Status::Failed {
+            Verdict::Failed
+        } else {
+            Verdict::Completed
+        };
+        return refuse(w, verdict, &format!("the instance is {v}: no effect"), None);
     }
     let Some(node) = graph.node(id).filter(|n| call_of(n).is_some()) else {
-        return verdict(w, "no-wait", "no channel call of that id");
+        return refuse(w, Verdict::NoWait, "no channel call of that id", None);
     };
     if !waiting(w, id) {
-        return verdict(w, "no-wait", "the node is not waiting for a response");
+        return refuse(
+            w,
+            Verdict::NoWait,
+            "the node is not waiting for a response",
+            None,
+        );
     }
     if marked(w, id) {
-        return verdict(
+        return refuse(
             w,
-            "retry-pending",
+            Verdict::RetryPending,
             "that attempt is gone, a retry is pending (the correlation stays live)",
+            None,
         );
     }
     let burned = w.snap.attempts(id);
@@ -279,21 +286,21 @@ pub(super) fn response(
         Named::Superseded { .. } => {
             return refuse(
                 w,
-                "superseded",
+                Verdict::Superseded,
                 &format!(
                     "that attempt was replaced by attempt {live} (the correlation stays live)"
                 ),
-                live,
+                Some(live),
             );
         }
         Named::Unknown { .. } => {
             return refuse(
                 w,
-                "unknown-request",
+                Verdict::UnknownRequest,
                 &format!(
                     "no attempt of this call was sent with that idempotency key; the live attempt is {live} (the correlation stays live)"
                 ),
-                live,
+                Some(live),
             );
         }
     }
@@ -307,14 +314,18 @@ pub(super) fn response(
     w.resolve.extend(task_timers(graph, facts.timers, id));
     w.calls.retire.push(id.to_string());
     w.close_incidents.push(id.to_string());
-    let idx = w.history.len();
-    w.entry(
-        "response",
-        Some(id),
-        json!({"verdict": "accepted", "body": body, "idempotencyKey": request}),
-    );
     let to = leave(graph, w, node);
-    w.history[idx].detail["to"] = json!(to);
+    w.entry(
+        Some(id),
+        HistoryEvent::Response {
+            verdict: Verdict::Accepted,
+            idempotency_key: request.to_string(),
+            reason: None,
+            live_attempt: None,
+            body: Some(body.clone()),
+            to: Some(to),
+        },
+    );
 }
 
 /// The idempotency key of attempt `n` of a call: new for every attempt, so a
@@ -326,8 +337,8 @@ pub fn request_key(instance: &str, node: &str, n: u32) -> String {
 /// Which attempt a response on an unmarked (live) call node answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Named {
-    /// The live attempt's key, or no key at all (docs/runtime.md's table: matched
-    /// by correlation alone).
+    /// The live attempt's key, or no key at all (matched by correlation
+    /// alone, as the table above says).
     Live,
     /// The key of an earlier attempt, which a re-drive replaced by `live`.
     Superseded { live: u32 },
@@ -393,27 +404,27 @@ pub(super) fn delivery(
     counterpart: Option<&ChannelOutcome>,
 ) {
     let deliveries = row.deliveries.saturating_add(1);
-    let mut line = json!({"attempt": row.attempt, "channel": row.channel,
-                          "idempotencyKey": row.idempotency_key, "deliveries": deliveries});
+    let mut line_outcome = Delivered::Delivered;
+    let (mut respond_at_s, mut response, mut silent) = (None, None, None);
+    let (mut line_error, mut poisoned, mut next_delivery_at_s) = (None, None, None);
     match outcome {
         DeliveryOutcome::Ok => {
             w.calls.outbox.push(OutboxChange::Delivered {
                 id: row.id,
                 deliveries,
             });
-            line["outcome"] = json!("delivered");
             match counterpart {
                 Some(ChannelOutcome::Respond { body, after }) => {
                     let at = w.now_ms + after.map_or(0, ms);
-                    line["respond_at_s"] = w.rel(at);
-                    line["response"] = body.clone();
+                    respond_at_s = Some(w.rel(at));
+                    response = Some(body.clone());
                 }
-                _ => line["silent"] = json!(true),
+                _ => silent = Some(true),
             }
         }
         DeliveryOutcome::Fail(error) => {
-            line["outcome"] = json!("failed");
-            line["error"] = json!(error);
+            line_outcome = Delivered::Failed;
+            line_error = Some(error.clone());
             let call = graph.node(&row.node).and_then(call_of);
             let ceiling = call.and_then(|c| c.max_deliveries);
             if ceiling.is_some_and(|m| deliveries >= m) {
@@ -421,8 +432,8 @@ pub(super) fn delivery(
                     id: row.id,
                     deliveries,
                 });
-                line["poisoned"] = json!(true);
-                w.open_incidents.push(super::NewIncident {
+                poisoned = Some(true);
+                w.open_incidents.push(NewIncident {
                     node: row.node.clone(),
                     kind: "poisoned".into(),
                     message: format!(
@@ -438,11 +449,24 @@ pub(super) fn delivery(
                     deliveries,
                     next_ms: next,
                 });
-                line["next_delivery_at_s"] = w.rel(next);
+                next_delivery_at_s = Some(w.rel(next));
             }
         }
     }
-    w.entry("delivery", Some(&row.node), line);
+    let line = HistoryEvent::Delivery {
+        attempt: row.attempt,
+        channel: row.channel.clone(),
+        idempotency_key: row.idempotency_key.clone(),
+        deliveries,
+        outcome: line_outcome,
+        respond_at_s,
+        response,
+        silent,
+        error: line_error,
+        poisoned,
+        next_delivery_at_s,
+    };
+    w.entry(Some(&row.node), line);
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //! what lets a golden corpus of snapshot bytes prove that a feature leaves
 //! processes which do not use it untouched (docs/runtime.md).
 //!
-//! Key families (each documented in docs/run.md):
+//! Key families (each documented in docs/run.md), each read and written only
+//! through its typed accessor here ([`Family`] names the node-scoped ones):
 //! - `var.<name>`: process variables.
 //! - `frontier`: the wait frontier, a sorted list of tokens.
 //! - `attempts.<node>`: failed attempts of a task with a policy (absent until
@@ -16,6 +17,8 @@
 //! - `failure`: the fatal path's record (code, reason, node, attempts).
 //! - `backoff.<node>`: a channel call's backoff-window marker (the code and
 //!   attempt of the failure that parked it); absent unless in a backoff window.
+//! - `keys_used.<node>`: how many idempotency keys a call node used before
+//!   its counter restarted (a loop re-entering it, a budget reset).
 //!
 //! Node-scoped families end in `.<node>` so a migration with a node mapping
 //! renames them with [`Snapshot::rename_node`].
@@ -28,14 +31,145 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-/// Families whose keys end in `.<node>` (renamed by a node mapping).
-pub const NODE_FAMILIES: [&str; 5] = [
-    "attempts",
-    "first_attempt",
-    "reconcile",
-    "backoff",
-    "keys_used",
-];
+/// The node-scoped key families: each key is `<family>.<node>`, so a
+/// migration with a node mapping renames them with [`Snapshot::rename_node`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Family {
+    /// `attempts.<node>`: failed attempts (absent until the first failure).
+    Attempts,
+    /// `first_attempt.<node>`: when the first attempt started (ms).
+    FirstAttempt,
+    /// `reconcile.<node>`: the unknown outcome the node waits to have reconciled.
+    Reconcile,
+    /// `backoff.<node>`: a channel call's backoff-window marker.
+    Backoff,
+    /// `keys_used.<node>`: idempotency keys used before the counter restarted.
+    KeysUsed,
+}
+
+impl Family {
+    pub const ALL: [Family; 5] = [
+        Family::Attempts,
+        Family::FirstAttempt,
+        Family::Reconcile,
+        Family::Backoff,
+        Family::KeysUsed,
+    ];
+
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Family::Attempts => "attempts",
+            Family::FirstAttempt => "first_attempt",
+            Family::Reconcile => "reconcile",
+            Family::Backoff => "backoff",
+            Family::KeysUsed => "keys_used",
+        }
+    }
+
+    /// The key of `node` in this family.
+    pub fn key(self, node: &str) -> String {
+        format!("{}.{node}", self.prefix())
+    }
+
+    /// Which family a key belongs to, and its node.
+    pub fn split(key: &str) -> Option<(Family, &str)> {
+        Family::ALL.into_iter().find_map(|f| {
+            key.strip_prefix(f.prefix())
+                .and_then(|rest| rest.strip_prefix('.'))
+                .map(|node| (f, node))
+        })
+    }
+}
+
+/// The key of the fatal path's record.
+pub const FAILURE_KEY: &str = "failure";
+/// The key of the wait frontier.
+pub const FRONTIER_KEY: &str = "frontier";
+
+/// A marker a node carries while it waits: the backoff window of a call
+/// (`backoff.<node>`) or an unknown outcome to reconcile (`reconcile.<node>`):
+/// the code and attempt of the failure that put it there. Read leniently:
+/// a damaged field reads as absent.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Marker {
+    pub code: Option<String>,
+    pub attempt: Option<u32>,
+    /// A failure classification, when the writer recorded one.
+    pub class: Option<String>,
+}
+
+impl Marker {
+    fn read(v: &Value) -> Marker {
+        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        Marker {
+            code: text("code"),
+            attempt: v
+                .get("attempt")
+                .and_then(Value::as_u64)
+                .map(|a| a.min(u64::from(u32::MAX)) as u32),
+            class: text("class"),
+        }
+    }
+
+    fn write(code: &str, attempt: u32) -> Value {
+        serde_json::json!({"code": code, "attempt": attempt})
+    }
+}
+
+/// The fatal path's record (`failure`): where and why the instance failed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Failure {
+    pub code: String,
+    pub reason: String,
+    pub node: String,
+    /// Attempts made, for a task or call that had attempts.
+    pub attempts: Option<u32>,
+    /// The last attempt's failure class and message, when it had one.
+    pub class: Option<String>,
+    pub message: Option<String>,
+}
+
+impl Failure {
+    fn read(v: &Value) -> Failure {
+        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        Failure {
+            code: text("code").unwrap_or_default(),
+            reason: text("reason").unwrap_or_default(),
+            node: text("node").unwrap_or_default(),
+            attempts: v
+                .get("attempts")
+                .and_then(Value::as_u64)
+                .map(|a| a.min(u64::from(u32::MAX)) as u32),
+            class: text("class"),
+            message: text("message"),
+        }
+    }
+
+    fn write(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("code".into(), Value::from(self.code.as_str()));
+        m.insert("reason".into(), Value::from(self.reason.as_str()));
+        m.insert("node".into(), Value::from(self.node.as_str()));
+        if let Some(a) = self.attempts {
+            m.insert("attempts".into(), Value::from(a));
+        }
+        if let Some(c) = &self.class {
+            m.insert("class".into(), Value::from(c.as_str()));
+            if let Some(msg) = &self.message {
+                m.insert("message".into(), Value::from(msg.as_str()));
+            }
+        }
+        Value::Object(m)
+    }
+}
+
+fn counter(v: Option<&Value>) -> u32 {
+    match v {
+        Some(Value::Number(n)) => n.as_u64().map_or(0, |n| n.min(u32::MAX as u64) as u32),
+        Some(Value::String(s)) => s.trim().parse().unwrap_or(0),
+        _ => 0,
+    }
+}
 
 /// Where a token stands on its node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -173,7 +307,7 @@ impl Snapshot {
 
     /// The wait frontier, sorted. Malformed entries are skipped.
     pub fn frontier(&self) -> Vec<Token> {
-        let mut tokens: Vec<Token> = match self.map.get("frontier") {
+        let mut tokens: Vec<Token> = match self.map.get(FRONTIER_KEY) {
             Some(Value::Array(a)) => a.iter().filter_map(Token::from_value).collect(),
             _ => Vec::new(),
         };
@@ -184,44 +318,113 @@ impl Snapshot {
     /// Replace the frontier; an empty frontier removes the key.
     pub fn set_frontier(&mut self, mut tokens: Vec<Token>) {
         if tokens.is_empty() {
-            self.map.remove("frontier");
+            self.map.remove(FRONTIER_KEY);
             return;
         }
         tokens.sort();
         self.map.insert(
-            "frontier".into(),
+            FRONTIER_KEY.into(),
             Value::Array(tokens.iter().map(Token::to_value).collect()),
         );
     }
 
     /// Failed attempts of `node`; absent or malformed reads as zero.
     pub fn attempts(&self, node: &str) -> u32 {
-        match self.map.get(&format!("attempts.{node}")) {
-            Some(Value::Number(n)) => n.as_u64().map_or(0, |n| n.min(u32::MAX as u64) as u32),
-            Some(Value::String(s)) => s.trim().parse().unwrap_or(0),
-            _ => 0,
-        }
+        counter(self.map.get(&Family::Attempts.key(node)))
+    }
+
+    /// Whether `node` has an attempt counter at all (absent until a failure).
+    pub fn has_attempts(&self, node: &str) -> bool {
+        self.map.contains_key(&Family::Attempts.key(node))
+    }
+
+    pub fn set_attempts(&mut self, node: &str, n: u32) {
+        self.map.insert(Family::Attempts.key(node), Value::from(n));
     }
 
     pub fn first_attempt_ms(&self, node: &str) -> Option<i64> {
         self.map
-            .get(&format!("first_attempt.{node}"))
+            .get(&Family::FirstAttempt.key(node))
             .and_then(Value::as_i64)
+    }
+
+    pub fn set_first_attempt_ms(&mut self, node: &str, ms: i64) {
+        self.map
+            .insert(Family::FirstAttempt.key(node), Value::from(ms));
+    }
+
+    /// The backoff-window marker of a call node, if it is in a backoff window.
+    pub fn backoff_marker(&self, node: &str) -> Option<Marker> {
+        self.map.get(&Family::Backoff.key(node)).map(Marker::read)
+    }
+
+    /// Whether a call node is in a backoff window (its live attempt is gone).
+    pub fn in_backoff(&self, node: &str) -> bool {
+        self.map.contains_key(&Family::Backoff.key(node))
+    }
+
+    pub fn set_backoff_marker(&mut self, node: &str, code: &str, attempt: u32) {
+        self.map
+            .insert(Family::Backoff.key(node), Marker::write(code, attempt));
+    }
+
+    pub fn clear_backoff_marker(&mut self, node: &str) {
+        self.map.remove(&Family::Backoff.key(node));
+    }
+
+    /// The unknown outcome `node` waits to have reconciled.
+    pub fn reconcile(&self, node: &str) -> Option<Marker> {
+        self.map.get(&Family::Reconcile.key(node)).map(Marker::read)
+    }
+
+    pub fn set_reconcile(&mut self, node: &str, code: &str, attempt: u32) {
+        self.map
+            .insert(Family::Reconcile.key(node), Marker::write(code, attempt));
+    }
+
+    pub fn clear_reconcile(&mut self, node: &str) {
+        self.map.remove(&Family::Reconcile.key(node));
+    }
+
+    /// Idempotency keys a call node used before its counter restarted;
+    /// absent or malformed reads as zero.
+    pub fn keys_used(&self, node: &str) -> u32 {
+        self.map
+            .get(&Family::KeysUsed.key(node))
+            .and_then(Value::as_u64)
+            .map_or(0, |n| n.min(u64::from(u32::MAX)) as u32)
+    }
+
+    pub fn set_keys_used(&mut self, node: &str, n: u32) {
+        self.map.insert(Family::KeysUsed.key(node), Value::from(n));
+    }
+
+    /// The fatal path's record, if the instance failed.
+    pub fn failure(&self) -> Option<Failure> {
+        self.map.get(FAILURE_KEY).map(Failure::read)
+    }
+
+    pub fn set_failure(&mut self, f: &Failure) {
+        self.map.insert(FAILURE_KEY.into(), f.write());
+    }
+
+    pub fn clear_failure(&mut self) {
+        self.map.remove(FAILURE_KEY);
     }
 
     /// Drop every node-scoped key of `node` (the task left it).
     pub fn clear_node(&mut self, node: &str) {
-        for fam in NODE_FAMILIES {
-            self.map.remove(&format!("{fam}.{node}"));
+        for fam in Family::ALL {
+            self.map.remove(&fam.key(node));
         }
     }
 
     /// Rename every node-scoped key of `from` to `to`: what a migration with a
     /// node mapping does, so a burned budget travels with its task.
     pub fn rename_node(&mut self, from: &str, to: &str) {
-        for fam in NODE_FAMILIES {
-            if let Some(v) = self.map.remove(&format!("{fam}.{from}")) {
-                self.map.insert(format!("{fam}.{to}"), v);
+        for fam in Family::ALL {
+            if let Some(v) = self.map.remove(&fam.key(from)) {
+                self.map.insert(fam.key(to), v);
             }
         }
         let tokens = self
@@ -234,7 +437,7 @@ impl Snapshot {
                 t
             })
             .collect();
-        if self.map.contains_key("frontier") {
+        if self.map.contains_key(FRONTIER_KEY) {
             self.set_frontier(tokens);
         }
     }

@@ -1,0 +1,293 @@
+//! The inspection model: one instance as plain data, read back from the
+//! store. Every view of an instance (the console's panels, `qflow run`'s
+//! final line, any later view over many instances) renders an
+//! [`Inspection`]; none computes what is in it.
+//!
+//! Built only from store reads (the instance row, its snapshot, timers,
+//! history, incidents, outbox and correlations) and the shape of its
+//! deployed model, so what it shows is what is persisted. It holds no
+//! database type: a store over another database fills the same model.
+//!
+//! Times are milliseconds since the instance started (the axis `qflow run`
+//! prints as `at_s`), except where a field says otherwise.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::instance::history::{HistoryEvent, Line};
+use crate::instance::snapshot::{canonical_string, Failure, Family, Snapshot, TokenState};
+use crate::instance::{Purpose, Status};
+use crate::runtime::graph::Graph;
+use crate::store::{CorrelationRow, IncidentRow, OutboxEntry, Store, StoreError, TimerInfo};
+
+mod nodes;
+mod schedule;
+
+pub use nodes::{flow_order, NodeInspection, NodeKind, NodeState};
+pub use schedule::{AttemptResult, PastAttempt, PlannedAttempt, SchedulePlan};
+
+/// One instance, as every view shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inspection {
+    pub id: String,
+    pub process: String,
+    pub deployment_id: i64,
+    pub status: Status,
+    /// Start and last decision, on the run's clock (absolute ms).
+    pub started_ms: i64,
+    pub updated_ms: i64,
+    /// The fatal path's record, when the instance failed (or once did).
+    pub failure: Option<Failure>,
+    /// What a running or waiting instance waits for.
+    pub waiting: Option<Waiting>,
+    /// Every node of the model, in flow order, with where it stands.
+    pub nodes: Vec<NodeInspection>,
+    /// The node an operator's actions act on: where the instance failed,
+    /// else its first token.
+    pub current: Option<String>,
+    /// Snapshot keys in canonical order.
+    pub snapshot: Vec<SnapshotKey>,
+    /// Armed timers, in arming order.
+    pub timers: Vec<TimerInfo>,
+    pub outbox: Vec<OutboxEntry>,
+    pub correlations: Vec<Correlation>,
+    pub incidents: Vec<IncidentRow>,
+    pub history: Vec<HistoryItem>,
+    /// For every node with a retry policy that has started: its attempts
+    /// so far and the eligible times still to come.
+    pub schedules: Vec<SchedulePlan>,
+    /// Whether the model has channel calls.
+    pub channel_calls: bool,
+}
+
+/// What a waiting instance waits for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Waiting {
+    /// An unknown outcome at `node`, for an operator's reconciliation.
+    Reconciliation { node: String, code: Option<String> },
+    /// Its earliest armed timer: a retry, a timer event, a boundary, or a
+    /// call's response (its timeout).
+    Timer {
+        node: String,
+        purpose: Purpose,
+        due_ms: i64,
+    },
+    /// Nothing a local run can give it: the tokens and where they stand.
+    Nothing {
+        tokens: BTreeMap<String, TokenState>,
+    },
+}
+
+/// One snapshot key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotKey {
+    pub key: String,
+    /// The value's canonical JSON text, as stored.
+    pub value: String,
+    /// The node-scoped family it belongs to, if any.
+    pub family: Option<Family>,
+    /// For a marker (`backoff.<node>`, `reconcile.<node>`): its code, and
+    /// class when recorded.
+    pub marker: Option<(String, Option<String>)>,
+}
+
+/// A live correlation and whether its call is in a backoff window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Correlation {
+    pub key: String,
+    pub node: String,
+    pub in_backoff: bool,
+}
+
+/// One history row: its columns and its typed line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryItem {
+    pub seq: i64,
+    pub at_ms: i64,
+    pub kind: String,
+    pub node: Option<String>,
+    pub attempt: Option<u32>,
+    pub code: Option<String>,
+    /// `None` for a row this version cannot read.
+    pub line: Option<Line>,
+}
+
+impl Inspection {
+    /// Read instance `id` from `store`; `graph` is its deployed model.
+    pub fn read(store: &Store, graph: &Graph, id: &str) -> Result<Inspection, StoreError> {
+        let row = store
+            .instance(id)?
+            .ok_or_else(|| StoreError::NoInstance(id.to_string()))?;
+        let start = row.started_ms;
+        // A snapshot that does not decode shows as empty, never hides the rest.
+        let snap = Snapshot::decode(&row.snapshot).unwrap_or_default();
+        let all_timers = store.timers(id)?;
+        let timers: Vec<TimerInfo> = all_timers.into_iter().filter(|t| t.armed).collect();
+        let history: Vec<HistoryItem> = store
+            .history(id)?
+            .into_iter()
+            .map(|h| HistoryItem {
+                line: h.line(),
+                seq: h.seq,
+                at_ms: h.at_ms - start,
+                kind: h.kind,
+                node: h.node,
+                attempt: h.attempt,
+                code: h.code,
+            })
+            .collect();
+        let failure = snap.failure();
+        let tokens = snap.frontier();
+        let current = failure
+            .as_ref()
+            .filter(|_| row.status == Status::Failed)
+            .map(|f| f.node.clone())
+            .or_else(|| tokens.first().map(|t| t.node.clone()));
+        let waiting = match row.status {
+            Status::Running | Status::Waiting => Some(waiting(&snap, &timers, start)),
+            _ => None,
+        };
+        let nodes = nodes::nodes(graph, &snap, row.status, &timers, &history, start);
+        let schedules = schedule::plans(graph, id, &snap, &nodes, &timers, &history, start);
+        let snapshot = snap
+            .entries()
+            .map(|(k, v)| {
+                let family = Family::split(k).map(|(f, _)| f);
+                let marker =
+                    matches!(family, Some(Family::Backoff | Family::Reconcile)).then(|| {
+                        let text = |f: &str| v.get(f).and_then(Value::as_str).map(str::to_string);
+                        (text("code").unwrap_or_else(|| "?".into()), text("class"))
+                    });
+                SnapshotKey {
+                    key: k.to_string(),
+                    value: canonical_string(v),
+                    family,
+                    marker,
+                }
+            })
+            .collect();
+        let correlations = store
+            .correlations(id)?
+            .into_iter()
+            .map(|CorrelationRow { key, node }| Correlation {
+                in_backoff: snap.in_backoff(&node),
+                key,
+                node,
+            })
+            .collect();
+        Ok(Inspection {
+            id: row.id.clone(),
+            process: row.process_id.clone(),
+            deployment_id: row.deployment_id,
+            status: row.status,
+            started_ms: start,
+            updated_ms: row.updated_ms,
+            failure,
+            waiting,
+            nodes,
+            current,
+            snapshot,
+            timers,
+            outbox: store.outbox(id)?,
+            correlations,
+            incidents: store.incidents(id)?,
+            history,
+            schedules,
+            channel_calls: graph.nodes.values().any(|n| n.call().is_some()),
+        })
+    }
+
+    /// The plan of `node`, if it has one.
+    pub fn schedule(&self, node: &str) -> Option<&SchedulePlan> {
+        self.schedules.iter().find(|s| s.node == node)
+    }
+
+    /// Attempts the failed node made: the record's count, else its
+    /// attempt lines in the history.
+    pub fn failed_attempts(&self) -> Option<u32> {
+        let f = self.failure.as_ref()?;
+        Some(f.attempts.unwrap_or_else(|| {
+            self.history
+                .iter()
+                .filter(|h| h.node.as_deref() == Some(f.node.as_str()))
+                .filter(|h| {
+                    matches!(
+                        h.line.as_ref().map(|l| &l.event),
+                        Some(HistoryEvent::Attempt(_))
+                    )
+                })
+                .count() as u32
+        }))
+    }
+
+    /// The last line of `qflow run`: `{"status":"completed",…}`,
+    /// `{"status":"failed",…}` or `{"status":"waiting",…}` (docs/run.md).
+    pub fn final_line(&self) -> Value {
+        let id = self.id.as_str();
+        match self.status {
+            Status::Completed => serde_json::json!({"status": "completed", "instance": id}),
+            Status::Failed => {
+                let f = self.failure.clone().unwrap_or_default();
+                serde_json::json!({
+                    "status": "failed",
+                    "code": f.code,
+                    "reason": f.reason,
+                    "attempts": self.failed_attempts().unwrap_or(0),
+                    "node": f.node,
+                    "instance": id,
+                })
+            }
+            Status::Running | Status::Waiting => match &self.waiting {
+                Some(Waiting::Reconciliation { node, code }) => serde_json::json!({
+                    "status": "waiting", "for": "reconciliation", "node": node, "code": code,
+                    "resolve": format!("--resolve {node}=succeeded|failed|retry"), "instance": id,
+                }),
+                Some(Waiting::Timer {
+                    node,
+                    purpose,
+                    due_ms,
+                }) => serde_json::json!({
+                    "status": "waiting", "for": waiting_for(*purpose), "node": node,
+                    "due_s": crate::instance::history::seconds(*due_ms), "instance": id,
+                }),
+                Some(Waiting::Nothing { tokens }) => {
+                    let at: BTreeMap<&str, &str> = tokens
+                        .iter()
+                        .map(|(n, s)| (n.as_str(), s.as_str()))
+                        .collect();
+                    serde_json::json!({"status": "waiting", "for": "nothing it can be given locally", "tokens": at, "instance": id})
+                }
+                None => serde_json::json!({"status": "waiting", "instance": id}),
+            },
+        }
+    }
+}
+
+/// What a timer's purpose means to a waiting instance, in the final line.
+pub fn waiting_for(p: Purpose) -> &'static str {
+    match p {
+        Purpose::Timeout => "response",
+        p => p.as_str(),
+    }
+}
+
+fn waiting(snap: &Snapshot, timers: &[TimerInfo], start: i64) -> Waiting {
+    let tokens = snap.frontier();
+    if let Some(t) = tokens.iter().find(|t| t.state == TokenState::Reconcile) {
+        return Waiting::Reconciliation {
+            node: t.node.clone(),
+            code: snap.reconcile(&t.node).and_then(|m| m.code),
+        };
+    }
+    if let Some(t) = timers.iter().min_by_key(|t| (t.due_ms, t.id)) {
+        return Waiting::Timer {
+            node: t.node.clone(),
+            purpose: t.purpose,
+            due_ms: t.due_ms - start,
+        };
+    }
+    Waiting::Nothing {
+        tokens: tokens.into_iter().map(|t| (t.node, t.state)).collect(),
+    }
+}

@@ -1,0 +1,57 @@
+//! The one table of failure codes the runtime itself raises. A handler's
+//! codes are its own; these are qflow's, and every place that names one
+//! (the decisions, the editor's completion and hover, the console, the
+//! docs) reads it from here.
+
+/// A channel call's route-less `<q:timeout>` fired before the response came.
+pub const TIMEOUT: &str = "q.timeout";
+/// The outbox gave up delivering a request (its channel's `maxDeliveries`).
+pub const POISONED: &str = "q.delivery.poisoned";
+/// An exclusive gateway found no condition that holds and has no default flow.
+pub const GATEWAY_NO_MATCH: &str = "q.gateway.no-match";
+/// An unknown outcome reconciled without the code that made it unknown.
+pub const UNKNOWN_OUTCOME: &str = "q.unknown-outcome";
+
+/// One runtime failure code and what it means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeCode {
+    pub code: &'static str,
+    pub meaning: &'static str,
+    /// Raised on a channel call's attempt (a `<q:retry>` on the call may
+    /// retry it, or name it in `nonRetryable`).
+    pub channel_call: bool,
+}
+
+/// Every failure code the runtime raises.
+pub const RUNTIME_CODES: [RuntimeCode; 4] = [
+    RuntimeCode {
+        code: TIMEOUT,
+        meaning: "the route-less <q:timeout> fired before the response came",
+        channel_call: true,
+    },
+    RuntimeCode {
+        code: POISONED,
+        meaning: "the outbox gave up delivering the request (its channel's maxDeliveries)",
+        channel_call: true,
+    },
+    RuntimeCode {
+        code: GATEWAY_NO_MATCH,
+        meaning: "no condition of the exclusive gateway holds and it has no default flow",
+        channel_call: false,
+    },
+    RuntimeCode {
+        code: UNKNOWN_OUTCOME,
+        meaning: "an unknown outcome was reconciled as failed without its own code",
+        channel_call: false,
+    },
+];
+
+/// The codes a channel call's attempt can fail with.
+pub fn channel_call_codes() -> impl Iterator<Item = &'static RuntimeCode> {
+    RUNTIME_CODES.iter().filter(|c| c.channel_call)
+}
+
+/// The entry for `code`, if the runtime raises it.
+pub fn runtime_code(code: &str) -> Option<&'static RuntimeCode> {
+    RUNTIME_CODES.iter().find(|c| c.code == code)
+}

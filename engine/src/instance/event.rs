@@ -1,0 +1,190 @@
+//! What happens to an instance: the events a decision takes in, and the
+//! outcomes of the effects around it (a handler's attempt, a delivery, a
+//! counterpart's answer, an operator's reconciliation).
+//!
+//! A scenario scripts these outcomes for a local run; a server would receive
+//! them from real handlers and counterparts. The decisions read them only
+//! through [`Event`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::rows::OutboxRow;
+
+/// How a failed attempt is classified: what the retry policy may do next
+/// (docs/runtime.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureClass {
+    Transient,
+    Permanent,
+    RateLimited,
+    UnknownOutcome,
+}
+
+impl FailureClass {
+    pub const ALL: [FailureClass; 4] = [
+        FailureClass::Transient,
+        FailureClass::Permanent,
+        FailureClass::RateLimited,
+        FailureClass::UnknownOutcome,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureClass::Transient => "transient",
+            FailureClass::Permanent => "permanent",
+            FailureClass::RateLimited => "rate-limited",
+            FailureClass::UnknownOutcome => "unknown-outcome",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<FailureClass> {
+        FailureClass::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// What a registered task's handler returns for one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskOutcome {
+    /// Success; the variables are merged into the instance's.
+    Ok(BTreeMap<String, Value>),
+    Fail {
+        code: String,
+        class: FailureClass,
+        /// The provider's retry-after (rate-limited only).
+        retry_after: Option<Duration>,
+        message: Option<String>,
+    },
+    /// A BPMN error: routes to a matching error boundary.
+    BpmnError { code: String },
+}
+
+/// A counterpart's behaviour for one request (docs/run.md, channel calls).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChannelOutcome {
+    Respond {
+        body: Value,
+        after: Option<Duration>,
+    },
+    Silent,
+}
+
+/// The outbox's luck with one delivery (docs/run.md, channel calls).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeliveryOutcome {
+    Ok,
+    Fail(String),
+}
+
+/// An operator's reconciliation of an unknown outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resolution {
+    /// The effect happened: the task completes.
+    Succeeded,
+    /// The effect did not happen and must not be retried: the fatal path.
+    Failed,
+    /// The effect did not happen and a retry is safe: the next attempt runs
+    /// now, within the policy's budget.
+    Retry,
+}
+
+impl Resolution {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resolution::Succeeded => "succeeded",
+            Resolution::Failed => "failed",
+            Resolution::Retry => "retry",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Resolution> {
+        [Resolution::Succeeded, Resolution::Failed, Resolution::Retry]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+    }
+}
+
+/// Something that arrives from outside, after the fact.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExternalEvent {
+    /// A late queue delivery asking to run the task at this node again.
+    Redeliver { node: String },
+    /// Reconcile the unknown outcome of this node.
+    Resolve {
+        node: String,
+        resolution: Resolution,
+        variables: BTreeMap<String, Value>,
+    },
+}
+
+impl ExternalEvent {
+    pub fn node(&self) -> &str {
+        match self {
+            ExternalEvent::Redeliver { node } | ExternalEvent::Resolve { node, .. } => node,
+        }
+    }
+}
+
+/// One thing that happens to an instance.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// Execute the ready token at a non-task node.
+    Advance { node: String },
+    /// A registered task's handler ran once; `timer` is the retry timer that
+    /// drove this attempt (`None` for the first attempt, or a reconciled retry).
+    Attempt {
+        node: String,
+        outcome: TaskOutcome,
+        timer: Option<i64>,
+    },
+    /// A non-retry timer came due.
+    TimerDue { timer: i64 },
+    /// A counterpart's response, matched to this node by its correlation.
+    Response {
+        node: String,
+        /// The idempotency key of the request it answers.
+        request: String,
+        body: Value,
+    },
+    /// The outbox gave up on a request of this node: a prompt to look, never
+    /// a fact. `poisoned` is what the re-read under the claim found: a
+    /// poisoned row for exactly this instance and node.
+    PoisonWake { node: String, poisoned: bool },
+    /// The dispatcher tried to deliver one outbox row; for a delivered
+    /// request, what the counterpart will do with it.
+    Delivery {
+        row: OutboxRow,
+        outcome: DeliveryOutcome,
+        counterpart: Option<ChannelOutcome>,
+    },
+    /// Something from outside: a late delivery, a reconciliation.
+    External {
+        event: ExternalEvent,
+        /// The scenario's `events` index, or `None` (e.g. `--resolve`).
+        index: Option<usize>,
+    },
+}
+
+impl Event {
+    /// The event's name in an `ignored` line, and the node it is about.
+    pub fn name_and_node(&self) -> (&'static str, Option<&str>) {
+        match self {
+            Event::Advance { node } => ("advance", Some(node)),
+            Event::Attempt { node, .. } => ("attempt", Some(node)),
+            Event::TimerDue { .. } => ("timer", None),
+            Event::Response { node, .. } => ("response", Some(node)),
+            Event::PoisonWake { node, .. } => ("poison-wake", Some(node)),
+            Event::Delivery { row, .. } => ("delivery", Some(&row.node)),
+            Event::External { event, .. } => (
+                match event {
+                    ExternalEvent::Redeliver { .. } => "redeliver",
+                    ExternalEvent::Resolve { .. } => "resolve",
+                },
+                Some(event.node()),
+            ),
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! What the store holds for an instance and reads back for a decision: its
+//! status, its armed timers, its outbox rows, and the facts a decision is a
+//! pure function of.
+
+use super::snapshot::Snapshot;
+
+/// An instance's lifecycle status (a column of the instance row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Has a token ready to execute.
+    Running,
+    /// Parked: every token waits on a timer, a join or a reconciliation.
+    Waiting,
+    Completed,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Waiting => "waiting",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        [
+            Status::Running,
+            Status::Waiting,
+            Status::Completed,
+            Status::Failed,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed)
+    }
+}
+
+/// What an armed timer is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// A backoff park: when due, the next attempt of the task runs.
+    Retry,
+    /// An intermediate timer catch event.
+    Timer,
+    /// A timer boundary of a task (the timer row's node is the boundary).
+    Boundary,
+    /// A channel call's route-less `<q:timeout>`: when due, the attempt failed.
+    Timeout,
+}
+
+impl Purpose {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Retry => "retry",
+            Purpose::Timer => "timer",
+            Purpose::Boundary => "boundary",
+            Purpose::Timeout => "timeout",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Purpose> {
+        [
+            Purpose::Retry,
+            Purpose::Timer,
+            Purpose::Boundary,
+            Purpose::Timeout,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
+    }
+}
+
+/// An armed timer row, as the decisions see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimerRow {
+    pub id: i64,
+    pub node: String,
+    pub purpose: Purpose,
+    pub due_ms: i64,
+    /// For a retry timer: the attempt it drives.
+    pub attempt: Option<u32>,
+}
+
+/// An outbox row, as a delivery decision sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxRow {
+    pub id: i64,
+    pub node: String,
+    pub channel: String,
+    pub attempt: u32,
+    pub deliveries: u32,
+    pub idempotency_key: String,
+}
+
+/// The durable facts a decision reads.
+#[derive(Debug, Clone)]
+pub struct Facts<'a> {
+    pub instance_id: &'a str,
+    pub status: Status,
+    pub started_ms: i64,
+    pub snapshot: &'a Snapshot,
+    /// The instance's armed timers.
+    pub timers: &'a [TimerRow],
+}

@@ -1,0 +1,169 @@
+//! A local session: how every face opens one instance of a model on this
+//! machine. `qflow run` and `qflow console` both go through here, so the
+//! same model, scenario and database give the same instance in both.
+//!
+//! - **The scenario**: the one given; else, unless the caller says "none",
+//!   the scenario beside the model (`<dir>/scenarios/<stem>.json`); else no
+//!   scenario (every task succeeds, counterparts answer `{}` at once).
+//! - **The database**: the one given (created if missing); else a temporary
+//!   database made for this session and removed when it ends.
+//! - **Resume**: a database holding an unfinished instance of the same model
+//!   (same source hash) resumes it instead of starting a second one, and
+//!   virtual time continues from its last decision ([`LocalRun::open`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::model::Definitions;
+use crate::runtime::clock::Clock;
+use crate::runtime::driver::{LocalRun, RunError};
+use crate::runtime::scenario::Scenario;
+use crate::store::{Store, StoreError};
+
+/// Which scenario a session runs under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScenarioChoice {
+    /// This file.
+    File(PathBuf),
+    /// The scenario beside the model, if there is one.
+    BesideModel,
+    /// None: every task succeeds.
+    None,
+}
+
+/// Why a session could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("cannot read scenario {path}: {message}")]
+    ScenarioUnreadable { path: String, message: String },
+    #[error("scenario {path}: {message}")]
+    ScenarioInvalid { path: String, message: String },
+    #[error("{path}: {error}")]
+    Database { path: String, error: StoreError },
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// `<dir>/scenarios/<stem>.json` beside a model, if that file exists.
+pub fn scenario_beside(model: &Path) -> Option<PathBuf> {
+    let stem = model.file_stem()?;
+    let dir = model.parent().unwrap_or(Path::new("."));
+    let p = dir.join("scenarios").join(stem).with_extension("json");
+    p.is_file().then_some(p)
+}
+
+/// The scenario a session runs under, and the file it came from (`None`:
+/// no scenario file).
+pub fn load_scenario(
+    model: &Path,
+    choice: &ScenarioChoice,
+) -> Result<(Scenario, Option<PathBuf>), SessionError> {
+    let path = match choice {
+        ScenarioChoice::File(p) => p.clone(),
+        ScenarioChoice::None => return Ok((Scenario::default(), None)),
+        ScenarioChoice::BesideModel => match scenario_beside(model) {
+            Some(p) => p,
+            None => return Ok((Scenario::default(), None)),
+        },
+    };
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(&path).map_err(|e| SessionError::ScenarioUnreadable {
+        path: shown.clone(),
+        message: e.to_string(),
+    })?;
+    let scenario = Scenario::parse(&text).map_err(|e| SessionError::ScenarioInvalid {
+        path: shown,
+        message: e.to_string(),
+    })?;
+    Ok((scenario, Some(path)))
+}
+
+/// A session's database file: the one given, or a temporary one removed
+/// (with its WAL files) when this value is dropped.
+#[derive(Debug)]
+pub struct SessionDb {
+    path: PathBuf,
+    temporary: bool,
+}
+
+impl SessionDb {
+    /// `given`, or a fresh temporary path (unique per process and session;
+    /// `face` names the face in the file name, for whoever finds one left by
+    /// a killed process).
+    pub fn new(given: Option<&Path>, face: &str) -> SessionDb {
+        match given {
+            Some(p) => SessionDb {
+                path: p.to_path_buf(),
+                temporary: false,
+            },
+            None => {
+                static SESSIONS: AtomicU64 = AtomicU64::new(0);
+                let n = SESSIONS.fetch_add(1, Ordering::Relaxed);
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.subsec_nanos());
+                let name = format!("qflow-{face}-{}-{n}-{nanos}.db", std::process::id());
+                SessionDb {
+                    path: std::env::temp_dir().join(name),
+                    temporary: true,
+                }
+            }
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the file is this session's own, removed when it ends.
+    pub fn is_temporary(&self) -> bool {
+        self.temporary
+    }
+
+    /// Open (or create) the store in this file.
+    pub fn open(&self) -> Result<Store, SessionError> {
+        Store::open(&self.path).map_err(|error| SessionError::Database {
+            path: self.path.display().to_string(),
+            error,
+        })
+    }
+}
+
+impl Drop for SessionDb {
+    fn drop(&mut self) {
+        if self.temporary {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", self.path.display()));
+            }
+        }
+    }
+}
+
+/// One local instance and the database it lives in. Field order matters:
+/// the run (and its connection) goes before the temporary file is removed.
+pub struct Session<C: Clock> {
+    pub run: LocalRun<C>,
+    pub db: SessionDb,
+}
+
+impl<C: Clock> Session<C> {
+    /// Open the store in `db` and start the model's instance there, or
+    /// resume the unfinished one.
+    pub fn open(
+        db: SessionDb,
+        source: &str,
+        defs: &Definitions,
+        scenario: Scenario,
+        clock: C,
+    ) -> Result<Session<C>, SessionError> {
+        let store = db.open()?;
+        let run = LocalRun::open(store, source, defs, scenario, clock)?;
+        Ok(Session { run, db })
+    }
+}
+
+impl<C: Clock> Drop for Session<C> {
+    fn drop(&mut self) {
+        let _ = self.run.release();
+    }
+}
