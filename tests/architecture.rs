@@ -213,7 +213,6 @@ fn check(invariant: &str, offenders: Vec<String>, pending: &[&str]) {
 }
 
 #[test]
-#[ignore = "engine/src/store still imports runtime::decide, runtime::snapshot and runtime::clock; it holds once the durable vocabulary (engine/src/instance) lands"]
 fn the_store_is_below_the_runtime() {
     let offenders = sources(&["engine/src/store"])
         .into_iter()
@@ -339,13 +338,7 @@ fn sql_only_in_the_store() {
         })
         .map(|s| s.path)
         .collect();
-    check(
-        "SQL and rusqlite only in engine/src/store",
-        offenders,
-        // Replica polling and the operator's reads, until they move into the
-        // store with the one decision shell.
-        &["engine/src/runtime/replica.rs", "engine/src/console_api.rs"],
-    );
+    check("SQL and rusqlite only in engine/src/store", offenders, &[]);
 }
 
 #[test]
