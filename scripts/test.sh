@@ -3,9 +3,10 @@
 # and, when Node.js is present, the VS Code extension: its tests (against the
 # built `qflow lsp`), then its packages, each opened and checked.
 #
-# The linux-x64 platform package needs a release build of qflow. It is built
-# when QFLOW_PLATFORM_PACKAGE=1 (CI sets it: see .ci/run), and skipped with a
-# message otherwise, so that a local run stays at the cost of a debug build.
+# The linux-x64 platform package needs a release build of qflow (about 6 min
+# of CPU on 2 cores). It is built when QFLOW_PLATFORM_PACKAGE=1 (CI sets it:
+# see .ci/run), and skipped with a message otherwise, so that a local run
+# costs only the debug build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,8 +23,12 @@ if ! command -v npm >/dev/null 2>&1; then
   echo "npm not found: skipping the VS Code extension's tests and packages (they need Node.js 20 with npm)" >&2
   exit 0
 fi
-# The server the extension's protocol test starts: target/debug/qflow.
-timed cargo build --locked --bin qflow
+# The server the extension's tests start is target/debug/qflow, which the
+# `cargo test` above has just built (the end-to-end tests run it too); a
+# separate `cargo build` would rebuild crates with other features for nothing.
+if [ ! -x target/debug/qflow ]; then
+  timed cargo build --locked --bin qflow
+fi
 cd vscode-extension
 timed npm ci --no-audit --no-fund
 timed npm test
