@@ -80,110 +80,152 @@ impl Source {
 /// Removes comments (line, block, nested) from Rust source; returns the code
 /// with string literals blanked, the code with them kept, and the literals.
 fn lex(src: &str) -> (String, String, Vec<String>) {
-    let chars: Vec<char> = src.chars().collect();
-    let (mut code, mut kept, mut strings) = (String::new(), String::new(), Vec::new());
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
+    let mut l = Lexer {
+        chars: src.chars().collect(),
+        i: 0,
+        code: String::new(),
+        kept: String::new(),
+        strings: Vec::new(),
+    };
+    while l.i < l.chars.len() {
+        let _ = l.comment() || l.raw_string() || l.string() || l.char_literal() || l.other();
+    }
+    (l.code, l.kept, l.strings)
+}
+
+struct Lexer {
+    chars: Vec<char>,
+    i: usize,
+    code: String,
+    kept: String,
+    strings: Vec<String>,
+}
+
+impl Lexer {
+    fn at(&self, k: usize) -> Option<char> {
+        self.chars.get(k).copied()
+    }
+
+    fn starts(&self, s: &str) -> bool {
+        s.chars()
+            .enumerate()
+            .all(|(n, c)| self.at(self.i + n) == Some(c))
+    }
+
+    /// `// …` to the end of the line, or `/* … */` (nested).
+    fn comment(&mut self) -> bool {
+        if self.starts("//") {
+            while self.at(self.i).is_some_and(|c| c != '\n') {
+                self.i += 1;
             }
-            continue;
+            return true;
         }
-        if c == '/' && next == Some('*') {
-            let mut depth = 0;
-            while i < chars.len() {
-                if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    i += 2;
-                } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    i += 1;
+        if !self.starts("/*") {
+            return false;
+        }
+        let mut depth = 0;
+        while self.i < self.chars.len() {
+            if self.starts("/*") {
+                depth += 1;
+                self.i += 2;
+            } else if self.starts("*/") {
+                depth -= 1;
+                self.i += 2;
+                if depth == 0 {
+                    break;
                 }
+            } else {
+                self.i += 1;
             }
-            continue;
         }
-        // Raw strings: r"…", r#"…"#, br"…".
-        let raw_start = match (c, next) {
-            ('r', Some('"' | '#')) => Some(i + 1),
-            ('b', Some('r')) if matches!(chars.get(i + 2), Some('"' | '#')) => Some(i + 2),
-            _ => None,
+        true
+    }
+
+    fn literal(&mut self, body: String, resume: usize) -> bool {
+        self.code.push_str("\"\"");
+        self.kept.push('"');
+        self.kept.push_str(&body);
+        self.kept.push('"');
+        self.strings.push(body);
+        self.i = resume.min(self.chars.len());
+        true
+    }
+
+    /// `r"…"`, `r#"…"#`, `br"…"` (not the tail of an identifier like `for`).
+    fn raw_string(&mut self) -> bool {
+        let prev_ident = self.i > 0
+            && self
+                .at(self.i - 1)
+                .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let start = if self.starts("br") {
+            self.i + 2
+        } else if self.starts("r") {
+            self.i + 1
+        } else {
+            return false;
         };
-        let prev_ident = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
-        if let (Some(mut j), false) = (raw_start, prev_ident) {
-            let mut hashes = 0;
-            while chars.get(j) == Some(&'#') {
-                hashes += 1;
-                j += 1;
-            }
-            if chars.get(j) == Some(&'"') {
-                let body_start = j + 1;
-                let mut k = body_start;
-                'scan: while k < chars.len() {
-                    if chars[k] == '"' && (0..hashes).all(|h| chars.get(k + 1 + h) == Some(&'#')) {
-                        break 'scan;
-                    }
-                    k += 1;
-                }
-                let body: String = chars[body_start..k.min(chars.len())].iter().collect();
-                code.push_str("\"\"");
-                kept.push('"');
-                kept.push_str(&body);
-                kept.push('"');
-                strings.push(body);
-                i = (k + 1 + hashes).min(chars.len());
-                continue;
-            }
+        if prev_ident || !matches!(self.at(start), Some('"' | '#')) {
+            return false;
         }
-        if c == '"' {
-            let mut k = i + 1;
-            let mut body = String::new();
-            while k < chars.len() && chars[k] != '"' {
-                if chars[k] == '\\' {
-                    body.push(chars[k]);
-                    k += 1;
-                }
-                if let Some(&ch) = chars.get(k) {
-                    body.push(ch);
-                }
+        let hashes = (start..).take_while(|&k| self.at(k) == Some('#')).count();
+        let open = start + hashes;
+        if self.at(open) != Some('"') {
+            return false;
+        }
+        let closes = |k: usize| {
+            self.at(k) == Some('"') && (0..hashes).all(|h| self.at(k + 1 + h) == Some('#'))
+        };
+        let end = (open + 1..self.chars.len())
+            .find(|&k| closes(k))
+            .unwrap_or(self.chars.len());
+        let body: String = self.chars[open + 1..end].iter().collect();
+        self.literal(body, end + 1 + hashes)
+    }
+
+    /// `"…"` with escapes (a byte string's `b` stays in the code, harmlessly).
+    fn string(&mut self) -> bool {
+        if self.at(self.i) != Some('"') {
+            return false;
+        }
+        let mut k = self.i + 1;
+        let mut body = String::new();
+        while let Some(c) = self.at(k).filter(|c| *c != '"') {
+            body.push(c);
+            if c == '\\' {
+                body.extend(self.at(k + 1));
                 k += 1;
             }
-            code.push_str("\"\"");
-            kept.push('"');
-            kept.push_str(&body);
-            kept.push('"');
-            strings.push(body);
-            i = k + 1;
-            continue;
+            k += 1;
         }
-        if c == '\'' {
-            // A char literal ('x', '\n', '\''), or a lifetime ('a).
-            let end = if next == Some('\\') {
-                (i + 2..chars.len()).find(|&k| chars[k] == '\'' && k > i + 2)
-            } else if chars.get(i + 2) == Some(&'\'') {
-                Some(i + 2)
-            } else {
-                None
-            };
-            if let Some(end) = end {
-                code.push_str("' '");
-                kept.extend(&chars[i..=end]);
-                i = end + 1;
-                continue;
-            }
-        }
-        code.push(c);
-        kept.push(c);
-        i += 1;
+        self.literal(body, k + 1)
     }
-    (code, kept, strings)
+
+    /// `'x'`, `'\n'`, `'\''`; a lifetime (`'a`) is code.
+    fn char_literal(&mut self) -> bool {
+        if self.at(self.i) != Some('\'') {
+            return false;
+        }
+        let end = if self.at(self.i + 1) == Some('\\') {
+            (self.i + 3..self.chars.len()).find(|&k| self.at(k) == Some('\''))
+        } else if self.at(self.i + 2) == Some('\'') {
+            Some(self.i + 2)
+        } else {
+            None
+        };
+        let Some(end) = end else { return false };
+        self.code.push_str("' '");
+        self.kept.extend(&self.chars[self.i..=end]);
+        self.i = end + 1;
+        true
+    }
+
+    fn other(&mut self) -> bool {
+        let c = self.chars[self.i];
+        self.code.push(c);
+        self.kept.push(c);
+        self.i += 1;
+        true
+    }
 }
 
 fn sources(dirs: &[&str]) -> Vec<Source> {
@@ -358,4 +400,10 @@ fn the_checks_see_what_they_look_for() {
     assert_eq!(s.strings, vec!["runtime", "SELECT 1"]);
     assert!(!s.names("untime"));
     assert!(s.code.contains("fn f<'a>()"), "{}", s.code);
+    // Escaped quotes stay inside their literal.
+    let (code, _, strings) =
+        lex(r#"let a = "x\"runtime"; let b = '\''; let c = br"y"; for_runtime"#);
+    assert!(!code.contains("runtime\""), "{code}");
+    assert_eq!(strings, vec![r#"x\"runtime"#, "y"]);
+    assert!(code.ends_with("for_runtime"), "{code}");
 }

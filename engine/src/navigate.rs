@@ -340,10 +340,16 @@ pub fn cursor_context(source: &str, offset: usize) -> CursorContext {
             parent: enclosing_element(&source[..lt]),
         };
     }
-    let element = tag[..name_end].to_string();
+    attribute_context(tag, lt + 1, tag[..name_end].to_string(), name_end)
+}
+
+/// Inside the start tag `tag` (which begins at `base`, right after `<`):
+/// walk its attributes from `from` (name, `=`, quoted value) to the cursor at
+/// the tag's end.
+fn attribute_context(tag: &str, base: usize, element: String, from: usize) -> CursorContext {
     // Walk the attributes: name, '=', quoted value.
     let bytes = tag.as_bytes();
-    let mut i = name_end;
+    let mut i = from;
     let mut present = Vec::new();
     loop {
         while i < bytes.len() && bytes[i].is_ascii_whitespace() {
@@ -353,7 +359,7 @@ pub fn cursor_context(source: &str, offset: usize) -> CursorContext {
             return CursorContext::AttributeName {
                 element,
                 prefix: String::new(),
-                start: lt + 1 + i,
+                start: base + i,
                 present,
             };
         }
@@ -373,7 +379,7 @@ pub fn cursor_context(source: &str, offset: usize) -> CursorContext {
             return CursorContext::AttributeName {
                 element,
                 prefix: name.to_string(),
-                start: lt + 1 + name_start,
+                start: base + name_start,
                 present,
             };
         }
@@ -407,7 +413,7 @@ pub fn cursor_context(source: &str, offset: usize) -> CursorContext {
                     element,
                     attribute: name.to_string(),
                     value: tag[value_start..].to_string(),
-                    value_start: lt + 1 + value_start,
+                    value_start: base + value_start,
                 };
             }
         }

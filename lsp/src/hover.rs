@@ -226,6 +226,25 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
         (None, None) => "unbounded: attempts never stop".to_string(),
     };
     let _ = writeln!(s, "**Worst case:** {worst}.");
+    schedule_table(&mut s, &policy);
+    if !policy.non_retryable_codes.is_empty() {
+        let codes: Vec<String> = policy
+            .non_retryable_codes
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "\nNon-retryable (terminal at once): {}.",
+            codes.join(", ")
+        );
+    }
+    load_text(&mut s, defs, node, &policy);
+    s.trim_end().to_string()
+}
+
+/// The policy's timetable: nominal times, and the jittered range beside them.
+fn schedule_table(s: &mut String, policy: &RetryPolicy) {
     if policy.jitter != Jitter::None {
         let _ = writeln!(
             s,
@@ -267,18 +286,10 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
             last.attempt
         );
     }
-    if !policy.non_retryable_codes.is_empty() {
-        let codes: Vec<String> = policy
-            .non_retryable_codes
-            .iter()
-            .map(|c| format!("`{c}`"))
-            .collect();
-        let _ = writeln!(
-            s,
-            "\nNon-retryable (terminal at once): {}.",
-            codes.join(", ")
-        );
-    }
+}
+
+/// What the policy costs a failing population, and a call's deliveries.
+fn load_text(s: &mut String, defs: &Definitions, node: &Node, policy: &RetryPolicy) {
     s.push_str("\n**Load:** ");
     match policy.attempts_per_failing_instance() {
         Some(n) => {
@@ -304,7 +315,6 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
             policy.attempts_per_failing_instance(),
         ));
     }
-    s.trim_end().to_string()
 }
 
 fn delivery_text(load: &policy::DeliveryLoad, attempts: Option<u64>) -> String {

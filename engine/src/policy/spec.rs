@@ -166,103 +166,113 @@ pub fn list_entries(a: &Attr) -> Vec<(&str, Span)> {
         .collect()
 }
 
+/// A malformed backoff (QF015) at `span`, with no related places.
+fn malformed(span: Span, message: String, label: &str, help: &str) -> SpecError {
+    SpecError {
+        code: Code::QF015,
+        span,
+        message,
+        label: label.into(),
+        help: help.into(),
+        related: Vec::new(),
+    }
+}
+
+/// The backoff in either form; `List(vec![])` when none is written.
 fn parse_backoff(spec: &RetrySpec, errs: &mut Vec<SpecError>) -> Option<Backoff> {
     let curve_attrs: Vec<(&str, &Attr)> = [("initial", &spec.initial), ("factor", &spec.factor)]
         .into_iter()
         .filter_map(|(n, a)| a.as_ref().map(|a| (n, a)))
         .collect();
-    if let (Some(list), Some((name, other))) = (&spec.backoff, curve_attrs.first()) {
-        errs.push(SpecError {
-            code: Code::QF015,
-            span: list.full_span,
-            message: format!("backoff mixes the list form (`backoff`) with the curve form (`{name}`)"),
-            label: "the list form".into(),
-            help: "keep one form: either backoff=\"PT1M PT5M …\" (a list) or initial=\"PT1M\" factor=\"5\" (a curve)".into(),
-            related: vec![(other.full_span, "the curve form".into())],
-        });
+    match (&spec.backoff, curve_attrs.first()) {
+        (Some(list), Some((name, other))) => {
+            let mut e = malformed(
+                list.full_span,
+                format!("backoff mixes the list form (`backoff`) with the curve form (`{name}`)"),
+                "the list form",
+                "keep one form: either backoff=\"PT1M PT5M …\" (a list) or initial=\"PT1M\" factor=\"5\" (a curve)",
+            );
+            e.related.push((other.full_span, "the curve form".into()));
+            errs.push(e);
+            None
+        }
+        (Some(list), None) => parse_list(list, errs),
+        (None, None) => Some(Backoff::List(Vec::new())),
+        (None, Some(_)) => parse_curve(spec, errs),
+    }
+}
+
+/// The list form: `backoff="PT1M PT5M PT25M"`, every entry a duration.
+fn parse_list(list: &Attr, errs: &mut Vec<SpecError>) -> Option<Backoff> {
+    let entries = list_entries(list);
+    if entries.is_empty() {
+        errs.push(malformed(
+            list.full_span,
+            "backoff is empty".into(),
+            "no delays listed",
+            "list the delays before attempt 2, 3, … (e.g. backoff=\"PT1M PT5M PT25M\"), or remove the attribute for immediate retries",
+        ));
         return None;
     }
-    if let Some(list) = &spec.backoff {
-        let entries = list_entries(list);
-        if entries.is_empty() {
-            errs.push(SpecError {
-                code: Code::QF015,
-                span: list.full_span,
-                message: "backoff is empty".into(),
-                label: "no delays listed".into(),
-                help: "list the delays before attempt 2, 3, … (e.g. backoff=\"PT1M PT5M PT25M\"), or remove the attribute for immediate retries".into(),
-                related: Vec::new(),
-            });
-            return None;
+    let mut delays = Vec::new();
+    let before = errs.len();
+    for (i, (w, span)) in entries.iter().enumerate() {
+        match duration::parse(w) {
+            Ok(d) => delays.push(d),
+            Err(e) => errs.push(invalid_duration(
+                *span,
+                &format!("backoff entry {}", i + 1),
+                w,
+                &e,
+            )),
         }
-        let mut delays = Vec::new();
-        let before = errs.len();
-        for (i, (w, span)) in entries.iter().enumerate() {
-            match duration::parse(w) {
-                Ok(d) => delays.push(d),
-                Err(e) => errs.push(invalid_duration(
-                    *span,
-                    &format!("backoff entry {}", i + 1),
-                    w,
-                    &e,
-                )),
-            }
-        }
-        return (errs.len() == before).then_some(Backoff::List(delays));
     }
-    if curve_attrs.is_empty() {
-        return Some(Backoff::List(Vec::new()));
-    }
+    (errs.len() == before).then_some(Backoff::List(delays))
+}
+
+/// The curve form: `initial` (required) and `factor` (default 2, at least 1).
+fn parse_curve(spec: &RetrySpec, errs: &mut Vec<SpecError>) -> Option<Backoff> {
     let Some(initial_attr) = &spec.initial else {
         let f = spec
             .factor
             .as_ref()
             .expect("curve attrs are initial or factor");
-        errs.push(SpecError {
-            code: Code::QF015,
-            span: f.full_span,
-            message: "factor without initial: the curve has no first delay".into(),
-            label: "needs initial".into(),
-            help: "add initial=\"PT1M\" (the delay before attempt 2), or use the list form backoff=\"…\"".into(),
-            related: Vec::new(),
-        });
+        errs.push(malformed(
+            f.full_span,
+            "factor without initial: the curve has no first delay".into(),
+            "needs initial",
+            "add initial=\"PT1M\" (the delay before attempt 2), or use the list form backoff=\"…\"",
+        ));
         return None;
     };
     let initial = positive_duration(initial_attr, "initial", errs);
     let factor = match &spec.factor {
         None => Some(DEFAULT_FACTOR),
-        Some(f) => {
-            match f.value.trim().parse::<f64>() {
-                Ok(x) if x.is_finite() && x >= 1.0 => Some(x),
-                Ok(x) if x.is_finite() => {
-                    errs.push(SpecError {
-                    code: Code::QF015,
-                    span: f.span,
-                    message: format!("factor {x} is below 1: each delay would be shorter than the one before"),
-                    label: "factor below 1".into(),
-                    help: "use a factor of at least 1 (1 keeps the delay constant; 2 doubles it)".into(),
-                    related: Vec::new(),
-                });
-                    None
-                }
-                _ => {
-                    errs.push(SpecError {
-                    code: Code::QF015,
-                    span: f.span,
-                    message: format!("factor `{}` is not a number", f.value.trim()),
-                    label: "not a number".into(),
-                    help: "write the growth factor as a number of at least 1, e.g. factor=\"2\" or factor=\"1.5\"".into(),
-                    related: Vec::new(),
-                });
-                    None
-                }
-            }
-        }
+        Some(f) => parse_factor(f, errs),
     };
     Some(Backoff::Curve {
         initial: initial?,
         factor: factor?,
     })
+}
+
+fn parse_factor(f: &Attr, errs: &mut Vec<SpecError>) -> Option<f64> {
+    match f.value.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 1.0 => return Some(x),
+        Ok(x) if x.is_finite() => errs.push(malformed(
+            f.span,
+            format!("factor {x} is below 1: each delay would be shorter than the one before"),
+            "factor below 1",
+            "use a factor of at least 1 (1 keeps the delay constant; 2 doubles it)",
+        )),
+        _ => errs.push(malformed(
+            f.span,
+            format!("factor `{}` is not a number", f.value.trim()),
+            "not a number",
+            "write the growth factor as a number of at least 1, e.g. factor=\"2\" or factor=\"1.5\"",
+        )),
+    }
+    None
 }
 
 #[cfg(test)]
