@@ -50,6 +50,7 @@ class Studio {
       setting: vscode.workspace.getConfiguration('qflow').get<string>('path'),
       extensionPath,
       workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
+      workspaceTrusted: vscode.workspace.isTrusted,
       envPath: process.env.PATH,
       home: os.homedir(),
     });
@@ -353,6 +354,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('qflow.openSettings', () => openSettings()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('qflow.path')) {
+        void s.restart();
+      }
+    }),
+    // Trusting the workspace may make its own build usable.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      if (s.currentState()?.kind === 'not-found') {
         void s.restart();
       }
     }),

@@ -24,6 +24,12 @@ export interface ResolveInput {
   extensionPath?: string;
   /** Open workspace folders, first first. */
   workspaceFolders?: readonly string[];
+  /**
+   * Whether the user trusts the workspace (default true). A build inside an
+   * untrusted workspace is never run: opening a repository must not execute
+   * a binary it ships.
+   */
+  workspaceTrusted?: boolean;
   /** The PATH to search (the extension host's). */
   envPath?: string;
   platform?: NodeJS.Platform;
@@ -115,7 +121,8 @@ export function resolveServer(input: ResolveInput): Resolution {
       return found;
     }
   }
-  for (const folder of folders) {
+  const trusted = input.workspaceTrusted ?? true;
+  for (const folder of trusted ? folders : []) {
     for (const profile of ['release', 'debug']) {
       const found = tryPath(join(folder, 'target', profile, exe), 'workspace');
       if (found) {
@@ -123,14 +130,18 @@ export function resolveServer(input: ResolveInput): Resolution {
       }
     }
   }
-  return { kind: 'missing', searched, message: missingMessage(folders.length > 0) };
+  return { kind: 'missing', searched, message: missingMessage(folders.length > 0, trusted) };
 }
 
-function missingMessage(hasWorkspace: boolean): string {
+function missingMessage(hasWorkspace: boolean, trusted: boolean): string {
+  const workspace = !hasWorkspace
+    ? ''
+    : trusted
+      ? ', no target/release or target/debug build in the workspace'
+      : '; builds inside this workspace are not run because it is not trusted';
   return (
-    'qflow: cannot find the qflow binary (not bundled with this extension, not on PATH' +
-    (hasWorkspace ? ', no target/release or target/debug build in the workspace' : '') +
-    '). Build it with `cargo build --release` in the qflow repository and set "qflow.path" to target/release/qflow, ' +
+    `qflow: cannot find the qflow binary (not bundled with this extension, not on PATH${workspace}). ` +
+    'Build it with `cargo build --release` in the qflow repository and set "qflow.path" to target/release/qflow, ' +
     'or install it with `cargo install --path .` so it is on PATH.'
   );
 }

@@ -16,6 +16,7 @@ const BUNDLE = path.join(EXTENSION, 'dist', 'extension.js');
 const manifest = JSON.parse(fs.readFileSync(path.join(EXTENSION, 'package.json'), 'utf8')) as {
   main: string;
   activationEvents: string[];
+  capabilities: { untrustedWorkspaces: { supported: string; restrictedConfigurations: string[] } };
   contributes: { commands: Array<{ command: string; title: string }>; configuration: { properties: { [k: string]: unknown } } };
 };
 
@@ -37,6 +38,8 @@ test('the manifest: the bundle is the entry point, .bpmn activates it, every com
     'qflow.showOutput',
   ]);
   assert.deepEqual(Object.keys(manifest.contributes.configuration.properties).sort(), ['qflow.path', 'qflow.trace.server']);
+  // A workspace may not pick the binary the extension executes unless the user trusts it.
+  assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations, ['qflow.path']);
 });
 
 test('activation registers every contributed command and starts `qflow lsp` from qflow.path', async () => {
@@ -85,6 +88,26 @@ test('a wrong qflow.path is named in the error, not skipped for another binary',
   assert.equal(rec.clients.length, 0);
   assert.match(rec.messages[0].text, /"qflow\.path" setting is "\/opt\/nowhere\/qflow"/);
   assert.deepEqual(rec.messages[0].buttons, ['Open Settings']);
+});
+
+test('an untrusted workspace does not run its own build; trusting it starts the server', async () => {
+  const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'qflow-ws-'));
+  fs.mkdirSync(path.join(ws, 'target', 'debug'), { recursive: true });
+  fs.writeFileSync(path.join(ws, 'target', 'debug', 'qflow'), '#!/bin/sh\n', { mode: 0o755 });
+  await withEmptyPath(async () => {
+    const { rec } = await activate(OUT, { workspaceFolders: [ws], trusted: false });
+    assert.equal(rec.clients.length, 0);
+    assert.match(rec.messages[0].text, /not trusted/);
+    rec.trustListeners[0]();
+    await new Promise((r) => setTimeout(r, 10));
+    // The stand-in's trust flag is fixed at activation, so the retry still finds nothing: what matters is that it retried.
+    assert.equal(rec.messages.length, 2);
+  });
+  await withEmptyPath(async () => {
+    const { rec } = await activate(OUT, { workspaceFolders: [ws], trusted: true });
+    assert.equal(rec.clients[0].serverOptions.run.command, path.join(ws, 'target', 'debug', 'qflow'));
+    assert.match(rec.status.tooltip, /a build in the workspace/);
+  });
 });
 
 test('a platform package runs its bundled binary, made executable if the zip lost the bit', async () => {

@@ -57,6 +57,15 @@ test('then a workspace build, release before debug, folder by folder', () => {
   });
 });
 
+test('the own build of an untrusted workspace is never run', () => {
+  assert.deepEqual(resolve({ workspaceTrusted: false, isExecutable: only(ON_PATH, RELEASE) }), { kind: 'found', binary: ON_PATH, source: 'path' });
+  const r = resolve({ workspaceTrusted: false, isExecutable: only(RELEASE, DEBUG) });
+  assert.equal(r.kind, 'missing');
+  assert.ok(r.kind === 'missing');
+  assert.equal(r.searched.includes(RELEASE), false);
+  assert.match(r.message, /builds inside this workspace are not run because it is not trusted/);
+});
+
 test('a qflow.path that names nothing is an error naming it, not a silent fallback', () => {
   const r = resolve({ setting: '/opt/nowhere/qflow' });
   assert.equal(r.kind, 'bad-setting');

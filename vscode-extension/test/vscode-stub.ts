@@ -66,6 +66,7 @@ export interface Record {
   problems: Map<string, Array<{ message: string; code: unknown; range: Range; severity: number; source?: string }>>;
   log: string[];
   configListeners: Array<(e: { affectsConfiguration(s: string): boolean }) => void>;
+  trustListeners: Array<() => void>;
   /** The open documents (push to open one). */
   documents: Array<{ uri: Uri; languageId: string; isDirty: boolean; save(): Promise<boolean> }>;
 }
@@ -96,6 +97,8 @@ export interface Options {
   files?: string[];
   /** Make LanguageClient.start() reject with this message. */
   startFails?: string;
+  /** Whether the workspace is trusted (default true). */
+  trusted?: boolean;
 }
 
 export function fakeVscode(opts: Options) {
@@ -111,6 +114,7 @@ export function fakeVscode(opts: Options) {
     problems: new Map(),
     log: [],
     configListeners: [],
+    trustListeners: [],
   };
   const clicks = [...(opts.clicks ?? [])];
   const message = (level: Message['level']) => (text: string, ...buttons: string[]) => {
@@ -159,6 +163,11 @@ export function fakeVscode(opts: Options) {
       workspaceFolders: folders.length > 0 ? folders : undefined,
       getWorkspaceFolder: (uri: Uri) => folders.find((f) => uri.fsPath.startsWith(f.uri.fsPath + path.sep)),
       textDocuments: docs,
+      isTrusted: opts.trusted ?? true,
+      onDidGrantWorkspaceTrust: (fn: () => void) => {
+        rec.trustListeners.push(fn);
+        return disposable;
+      },
       findFiles: async () => (opts.files ?? []).map((f) => Uri.file(f)),
       onDidChangeConfiguration: (fn: Record['configListeners'][number]) => {
         rec.configListeners.push(fn);
