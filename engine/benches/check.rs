@@ -5,6 +5,10 @@
 //!
 //! Run: `cargo bench -p qflow-engine --bench check`.
 
+#[path = "../src/testgen.rs"]
+#[allow(dead_code)]
+mod testgen;
+
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -15,7 +19,7 @@ use common::bare_quick_xml;
 
 fn bench(c: &mut Criterion) {
     for tasks in [1_000usize, 20_000] {
-        let source = qflow_engine::testgen::generate(tasks);
+        let source = testgen::generate(tasks);
         let analysis = qflow_engine::analyze(&source);
         assert!(
             !analysis.has_errors(),

@@ -7,6 +7,10 @@
 //!
 //! Run: `cargo bench -p qflow-engine --bench ratio` (optionally `-- TASKS RUNS`).
 
+#[path = "../src/testgen.rs"]
+#[allow(dead_code)]
+mod testgen;
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -32,7 +36,7 @@ fn main() {
     let (default_tasks, default_runs) = if benching { (20_000, 15) } else { (100, 1) };
     let tasks = numbers.first().copied().unwrap_or(default_tasks);
     let runs = numbers.get(1).copied().unwrap_or(default_runs);
-    let source = qflow_engine::testgen::generate(tasks);
+    let source = testgen::generate(tasks);
     assert!(!qflow_engine::analyze(&source).has_errors());
     let (mut bare_best, mut analyze_best) = (Duration::MAX, Duration::MAX);
     let (mut bare_median, mut analyze_median) = (Duration::ZERO, Duration::ZERO);

@@ -4,6 +4,10 @@
 //! Run: `cargo bench -p qflow-engine --bench write_model -- 20000 /tmp/qflow-20k.bpmn`.
 //! Under a plain `cargo bench` (no arguments) it writes nothing.
 
+#[path = "../src/testgen.rs"]
+#[allow(dead_code)]
+mod testgen;
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -17,7 +21,7 @@ fn main() {
         eprintln!("TASKS must be a number, got `{tasks}`");
         std::process::exit(2);
     };
-    let model = qflow_engine::testgen::generate(tasks);
+    let model = testgen::generate(tasks);
     if let Err(e) = std::fs::write(path, &model) {
         eprintln!("cannot write {path}: {e}");
         std::process::exit(2);

@@ -29,7 +29,12 @@ pub mod runtime;
 pub mod span;
 pub mod store;
 pub mod suggest;
+/// A model generator for tests and benchmarks (not part of the engine's API:
+/// other crates' tests enable it with the `testing` feature).
+#[cfg(any(test, feature = "testing"))]
 pub mod testgen;
+#[cfg(test)]
+mod testgen_tests;
 pub mod xml;
 
 pub use diagnostic::{Code, Diagnostic, Severity};

@@ -11,7 +11,11 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, BenchmarkId, Criterion};
-use qflow_lsp::harness::Harness;
+#[path = "../tests/protocol/harness.rs"]
+#[allow(dead_code)]
+mod harness;
+
+use harness::Harness;
 use serde_json::json;
 
 const ANCHOR: &str = "A generated chain";
@@ -80,7 +84,7 @@ fn bench(c: &mut Criterion) {
                         }
                     })
                     .to_string();
-                    let framed = qflow_lsp::harness::frame(&body);
+                    let framed = harness::frame(&body);
                     total += rt.block_on(async {
                         let start = Instant::now();
                         h.send_raw(&framed).await;
@@ -133,7 +137,7 @@ fn paired(rt: &tokio::runtime::Runtime, tasks: usize, rounds: usize) {
             }
         })
         .to_string();
-        let framed = qflow_lsp::harness::frame(&body);
+        let framed = harness::frame(&body);
         let l = rt.block_on(async {
             let start = Instant::now();
             h.send_raw(&framed).await;

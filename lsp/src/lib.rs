@@ -10,7 +10,6 @@
 pub mod code_action;
 pub mod completion;
 pub mod convert;
-pub mod harness;
 pub mod hover;
 pub mod navigation;
 pub mod server;

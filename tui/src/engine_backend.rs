@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use qflow_engine::instance::history::{
+    Attempt, AttemptOutcome, Delivered, HistoryEvent, TaskAttempt, Verdict,
+};
 use qflow_engine::operate::NoAttempt;
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::scenario::{
@@ -276,21 +279,17 @@ fn scenario_codes(s: &Scenario) -> Vec<String> {
 fn summary(d: &Decision) -> String {
     let at = crate::fmt::at(d.at_ms);
     let parts: Vec<String> = d
-        .lines
+        .events
         .iter()
         .map(|l| {
-            let kind = l.get("kind").and_then(Value::as_str).unwrap_or("?");
-            let node = l.get("node").and_then(Value::as_str).unwrap_or("");
+            let kind = l.event.kind();
+            let node = l.node.as_deref().unwrap_or("");
             let attempt = l
-                .get("attempt")
-                .and_then(Value::as_u64)
+                .event
+                .attempt()
                 .map(|a| format!(" #{a}"))
                 .unwrap_or_default();
-            let code = l
-                .get("code")
-                .and_then(Value::as_str)
-                .map(|c| format!(" {c}"))
-                .unwrap_or_default();
+            let code = l.event.code().map(|c| format!(" {c}")).unwrap_or_default();
             format!("{kind} {node}{attempt}{code} {}", describe(l))
                 .trim_end()
                 .to_string()
@@ -302,13 +301,21 @@ fn summary(d: &Decision) -> String {
 fn tone_of(d: &Decision) -> Report {
     let text = summary(d);
     let failed = d
-        .lines
+        .events
         .iter()
-        .any(|l| matches!(l.get("kind").and_then(Value::as_str), Some("failed")));
-    let bad_attempt = d
-        .lines
-        .iter()
-        .any(|l| l.get("outcome").and_then(Value::as_str) == Some("failed"));
+        .any(|l| matches!(l.event, HistoryEvent::Failed { .. }));
+    let bad_attempt = d.events.iter().any(|l| {
+        matches!(
+            &l.event,
+            HistoryEvent::Attempt(Attempt::Task(TaskAttempt {
+                outcome: AttemptOutcome::Failed,
+                ..
+            })) | HistoryEvent::Delivery {
+                outcome: Delivered::Failed,
+                ..
+            }
+        )
+    });
     if failed {
         Report::bad(text)
     } else if bad_attempt {
@@ -340,14 +347,8 @@ impl Drive {
         let snap = Snapshot::decode(&row.snapshot).unwrap_or_default();
         if row.status.is_terminal() {
             let extra = snap
-                .get("failure")
-                .map(|f| {
-                    format!(
-                        " ({}, {})",
-                        f.get("code").and_then(Value::as_str).unwrap_or("?"),
-                        f.get("reason").and_then(Value::as_str).unwrap_or("?")
-                    )
-                })
+                .failure()
+                .map(|f| format!(" ({}, {})", f.code, f.reason))
                 .unwrap_or_default();
             return Ok(Report::info(format!(
                 "nothing to decide: the instance is {}{extra}",
@@ -445,13 +446,17 @@ impl Drive {
             .map_err(|e| e.to_string())?;
         match r {
             Ok(d) => {
-                let verdict = d
-                    .lines
-                    .iter()
-                    .find_map(|l| l.get("verdict").and_then(Value::as_str).map(str::to_string))
-                    .unwrap_or_default();
+                let accepted = d.events.iter().any(|l| {
+                    matches!(
+                        l.event,
+                        HistoryEvent::Response {
+                            verdict: Verdict::Accepted,
+                            ..
+                        }
+                    )
+                });
                 let mut rep = tone_of(&d);
-                if verdict != "accepted" {
+                if !accepted {
                     rep.tone = crate::backend::Tone::Warn;
                 }
                 rep.message = format!("respond: {}", rep.message);
@@ -471,7 +476,11 @@ impl Drive {
                 rep.message = format!(
                     "poison: {} failed deliver{} · {}",
                     ds.iter()
-                        .filter(|d| d.lines.iter().any(|l| l["kind"] == "delivery"))
+                        .filter(|d| {
+                            d.events
+                                .iter()
+                                .any(|l| matches!(l.event, HistoryEvent::Delivery { .. }))
+                        })
                         .count(),
                     if ds.len() == 1 { "y" } else { "ies" },
                     summary(last)
@@ -610,12 +619,7 @@ impl Backend for EngineBackend {
             .into_iter()
             .map(|r| {
                 let snap = Snapshot::decode(&r.snapshot).unwrap_or_default();
-                let f = snap.get("failure");
-                let text = |k: &str| {
-                    f.and_then(|f| f.get(k))
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                };
+                let f = snap.failure();
                 InstanceRowView {
                     status: match r.status.as_str() {
                         "failed" => InstanceStatus::Failed,
@@ -623,8 +627,8 @@ impl Backend for EngineBackend {
                         "waiting" => InstanceStatus::Waiting,
                         _ => InstanceStatus::Running,
                     },
-                    code: text("code"),
-                    reason: text("reason"),
+                    code: f.as_ref().map(|f| f.code.clone()),
+                    reason: f.as_ref().map(|f| f.reason.clone()),
                     last_at_ms: r.updated_ms - r.started_ms,
                     process: r.process_id,
                     id: r.id,

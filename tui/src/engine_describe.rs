@@ -1,102 +1,135 @@
-//! Decision lines (the history's JSON details) in a few words, for the
+//! Decision lines (the history's typed lines) in a few words, for the
 //! history panel and the status line.
 
-use serde_json::Value;
+use qflow_engine::instance::history::{
+    Attempt, AttemptOutcome, Delivered, HistoryEvent, Line, Secs, Then, WaitFor,
+};
 
-/// What a waiting instance waits for, from the driver's final-state line.
-pub(crate) fn waiting_text(v: &Value) -> Option<String> {
-    if v.get("status").and_then(Value::as_str) != Some("waiting") {
-        return None;
-    }
-    let what = v.get("for").and_then(Value::as_str)?;
-    let node = v.get("node").and_then(Value::as_str);
-    let due = v
-        .get("due_s")
-        .and_then(Value::as_f64)
-        .map(|s| (s * 1000.0) as i64);
-    Some(match (node, due) {
-        (Some(n), Some(d)) => format!("{what} of {n} at {}", crate::fmt::at(d)),
-        (Some(n), None) => format!("{what} of {n}"),
-        _ => what.to_string(),
-    })
+fn at(s: Secs) -> String {
+    crate::fmt::at(s.ms())
 }
 
 /// A decision line in a few words, without the fields the history panel
 /// already shows in columns.
-pub fn describe(line: &Value) -> String {
-    let Some(m) = line.as_object() else {
-        return String::new();
-    };
-    let s = |k: &str| m.get(k).and_then(Value::as_str);
-    let secs = |k: &str| {
-        m.get(k)
-            .and_then(Value::as_f64)
-            .map(|x| crate::fmt::at((x * 1000.0) as i64))
-    };
+pub fn describe(line: &Line) -> String {
     let mut parts: Vec<String> = Vec::new();
-    match m.get("kind").and_then(Value::as_str) {
-        Some("attempt") | Some("call-failed") => {
+    let then =
+        |parts: &mut Vec<String>, then: Option<Then>, next: Option<(u32, Secs)>| match (then, next)
+        {
+            (Some(Then::Backoff), next) => {
+                let (n, t) = next.map_or((0, String::new()), |(n, t)| (n, at(t)));
+                parts.push(format!("→ #{n} at {t}"));
+            }
+            (Some(other), _) => parts.push(format!("→ {}", then_word(other))),
+            (None, _) => {}
+        };
+    match &line.event {
+        HistoryEvent::Attempt(Attempt::Call(c)) => {
             // A call's attempt is a request emission: say where it went.
-            if let Some(ch) = s("channel") {
-                if m.get("redrive") == Some(&Value::Bool(true)) {
-                    parts.push("re-drive:".into());
-                }
-                parts.push(format!("request to {ch}"));
-                parts.extend(secs("timeout_at_s").map(|t| format!("timeout {t}")));
+            if c.redrive == Some(true) {
+                parts.push("re-drive:".into());
             }
-            parts.extend(s("outcome").map(str::to_string));
-            parts.extend(s("class").map(str::to_string));
-            match s("then") {
-                Some("backoff") => parts.push(format!(
-                    "→ #{} at {}",
-                    m.get("next_attempt").and_then(Value::as_u64).unwrap_or(0),
-                    secs("next_at_s").unwrap_or_default()
-                )),
-                Some(other) => parts.push(format!("→ {other}")),
-                None => {}
-            }
+            parts.push(format!("request to {}", c.channel));
+            parts.push(format!("timeout {}", at(c.timeout_at_s)));
         }
-        Some("delivery") => {
-            parts.extend(s("outcome").map(str::to_string));
-            if let Some(n) = m.get("deliveries").and_then(Value::as_u64) {
-                parts.push(format!("×{n}"));
-            }
-            if m.get("poisoned") == Some(&Value::Bool(true)) {
+        HistoryEvent::Attempt(Attempt::Task(t)) => {
+            parts.push(outcome_word(t.outcome).to_string());
+            parts.extend(t.class.map(|c| c.as_str().to_string()));
+            then(
+                &mut parts,
+                t.then,
+                t.park.map(|p| (p.next_attempt, p.next_at_s)),
+            );
+        }
+        HistoryEvent::CallFailed { then: th, park, .. } => {
+            then(
+                &mut parts,
+                Some(*th),
+                park.map(|p| (p.next_attempt, p.next_at_s)),
+            );
+        }
+        HistoryEvent::Delivery {
+            outcome,
+            deliveries,
+            poisoned,
+            next_delivery_at_s,
+            respond_at_s,
+            silent,
+            ..
+        } => {
+            parts.push(
+                match outcome {
+                    Delivered::Delivered => "delivered",
+                    Delivered::Failed => "failed",
+                }
+                .to_string(),
+            );
+            parts.push(format!("×{deliveries}"));
+            if *poisoned == Some(true) {
                 parts.push("POISONED".into());
             }
-            parts.extend(secs("next_delivery_at_s").map(|t| format!("next {t}")));
-            parts.extend(secs("respond_at_s").map(|t| format!("answer {t}")));
-            if m.get("silent") == Some(&Value::Bool(true)) {
+            parts.extend(next_delivery_at_s.map(|t| format!("next {}", at(t))));
+            parts.extend(respond_at_s.map(|t| format!("answer {}", at(t))));
+            if *silent == Some(true) {
                 parts.push("counterpart silent".into());
             }
         }
-        Some("response") => {
-            parts.extend(s("verdict").map(str::to_string));
-            parts.extend(s("idempotencyKey").map(|k| format!("to {k}")));
-            parts.extend(s("reason").map(|r| format!("· {r}")));
+        HistoryEvent::Response {
+            verdict,
+            idempotency_key,
+            reason,
+            ..
+        } => {
+            parts.push(verdict.as_str().to_string());
+            parts.push(format!("to {idempotency_key}"));
+            parts.extend(reason.as_ref().map(|r| format!("· {r}")));
         }
-        Some("failed") => {
-            parts.extend(s("reason").map(str::to_string));
-            if let Some(a) = m.get("attempts").and_then(Value::as_u64) {
+        HistoryEvent::Failed {
+            reason, attempts, ..
+        } => {
+            parts.push(reason.clone());
+            if let Some(a) = attempts {
                 parts.push(format!("after {a} attempts"));
             }
         }
-        Some("ignored") => {
-            parts.extend(s("event").map(|e| format!("{e}:")));
-            parts.extend(s("reason").map(str::to_string));
+        HistoryEvent::Ignored { event, reason } => {
+            parts.push(format!("{event}:"));
+            parts.push(reason.clone());
         }
-        Some("wait") => {
-            parts.extend(s("for").map(|f| format!("for {f}")));
-            parts.extend(secs("until_s").map(|u| format!("until {u}")));
+        HistoryEvent::Wait { for_, until_s, .. } => {
+            parts.push(format!(
+                "for {}",
+                match for_ {
+                    WaitFor::Timer => "timer",
+                    WaitFor::Reconciliation => "reconciliation",
+                }
+            ));
+            parts.extend(until_s.map(|u| format!("until {}", at(u))));
         }
-        Some("reconciled") => parts.extend(s("as").map(|a| format!("as {a}"))),
+        HistoryEvent::Reconciled { as_, .. } => parts.push(format!("as {}", as_.as_str())),
         _ => {}
     }
-    if let Some(Value::Array(to)) = m.get("to") {
-        let to: Vec<&str> = to.iter().filter_map(Value::as_str).collect();
+    if let Some(to) = line.event.to() {
         if !to.is_empty() {
             parts.push(format!("→ {}", to.join(", ")));
         }
     }
     parts.join(" ")
+}
+
+fn outcome_word(o: AttemptOutcome) -> &'static str {
+    match o {
+        AttemptOutcome::Ok => "ok",
+        AttemptOutcome::BpmnError => "bpmn-error",
+        AttemptOutcome::Failed => "failed",
+    }
+}
+
+fn then_word(t: Then) -> &'static str {
+    match t {
+        Then::Backoff => "backoff",
+        Then::Reconcile => "reconcile",
+        Then::Failed => "failed",
+        Then::Boundary => "boundary",
+    }
 }

@@ -1,18 +1,15 @@
-//! The view model, read from the store: every panel's rows come from
-//! persisted rows (instance, snapshot bytes, timers, history, incidents,
-//! outbox, correlations), so what the console shows is what is persisted.
-//! The only thing taken from the model is its shape (flow order, policies).
+//! The view model, read from the store: the engine's [`Inspection`] of the
+//! instance (everything persisted: instance, snapshot, timers, history,
+//! incidents, outbox, correlations, node states) mapped onto the console's
+//! panels. This module computes nothing about the instance; it only says
+//! how the console shows what the inspection says.
 
-use std::collections::{BTreeSet, VecDeque};
-
-use qflow_engine::runtime::decide::{Purpose, Status};
-use qflow_engine::runtime::driver::final_state;
-use qflow_engine::runtime::graph::{Graph, Kind};
-use qflow_engine::runtime::snapshot::{canonical_string, Snapshot, TokenState};
+use qflow_engine::inspect::{self, Inspection, NodeKind, Waiting};
+use qflow_engine::instance::Status;
+use qflow_engine::runtime::graph::Graph;
 use qflow_engine::store::Store;
-use serde_json::Value;
 
-use crate::engine_describe::{describe, waiting_text};
+use crate::engine_describe::describe;
 use crate::engine_schedule::{retry_next, schedule};
 use crate::view::*;
 
@@ -34,294 +31,203 @@ fn err(e: impl std::fmt::Display) -> String {
 /// Build the view of one instance from the store.
 pub fn build(src: &Source) -> Result<View, String> {
     let store = src.store;
-    let row = store
-        .instance(src.instance)
-        .map_err(err)?
-        .ok_or_else(|| format!("no instance {} in the database", src.instance))?;
-    let start = row.started_ms;
-    let rel = |ms: i64| ms - start;
-    let snap = Snapshot::decode(&row.snapshot).unwrap_or_default();
-    let status = match row.status {
+    let i = Inspection::read(store, src.graph, src.instance).map_err(|e| match e {
+        qflow_engine::store::StoreError::NoInstance(id) => {
+            format!("no instance {id} in the database")
+        }
+        e => err(e),
+    })?;
+    let start = i.started_ms;
+    let now_abs = src.now_abs_ms.unwrap_or(i.updated_ms).max(i.updated_ms);
+    let status = match i.status {
         Status::Running => InstanceStatus::Running,
         Status::Waiting => InstanceStatus::Waiting,
         Status::Completed => InstanceStatus::Completed,
         Status::Failed => InstanceStatus::Failed,
     };
-    let failure = snap.get("failure").map(|f| FailureView {
-        node: str_of(f, "node"),
-        code: str_of(f, "code"),
-        reason: str_of(f, "reason"),
-        attempts: f.get("attempts").and_then(Value::as_u64).unwrap_or(0) as u32,
+    let failure = i.failure.as_ref().map(|f| FailureView {
+        node: f.node.clone(),
+        code: f.code.clone(),
+        reason: f.reason.clone(),
+        attempts: f.attempts.unwrap_or(0),
     });
-    let timers_all = store.timers(src.instance).map_err(err)?;
-    let armed: Vec<_> = timers_all.iter().filter(|t| t.armed).collect();
-    let history = store.history(src.instance).map_err(err)?;
-    let now_abs = src.now_abs_ms.unwrap_or(row.updated_ms).max(row.updated_ms);
-    let tokens = snap.frontier();
-
-    let mut nodes = Vec::new();
-    let visited: BTreeSet<&str> = history.iter().filter_map(|h| h.node.as_deref()).collect();
-    // The node the keys act on: where the instance failed, else its first token.
-    let current = failure
-        .as_ref()
-        .filter(|_| status == InstanceStatus::Failed)
-        .map(|f| f.node.clone())
-        .or_else(|| tokens.iter().map(|t| t.node.clone()).next());
-    for id in flow_order(src.graph) {
-        let Some(g) = src.graph.node(&id) else {
-            continue;
-        };
-        let token = tokens.iter().find(|t| t.node == id);
-        let due_of = |purpose: Option<Purpose>| {
-            armed
-                .iter()
-                .filter(|t| t.node == id && purpose.is_none_or(|p| t.purpose == p))
-                .map(|t| rel(t.due_ms))
-                .min()
-        };
-        let retry_due = due_of(None);
-        let is_call = matches!(g.kind, Kind::Task { call: Some(_), .. });
-        let marked = snap.get(&format!("backoff.{id}")).is_some();
-        let failed_here =
-            status == InstanceStatus::Failed && failure.as_ref().is_some_and(|f| f.node == id);
-        // Token states the console does not know yet (channel calls are
-        // coming) must not break the build: they read by name.
-        #[allow(unreachable_patterns)]
-        let state = match token.map(|t| t.state) {
-            _ if failed_here => NodeState::Failed,
-            Some(TokenState::Ready) => NodeState::Active,
-            Some(TokenState::Backoff) => NodeState::Parked {
-                eligible_at_ms: retry_due.unwrap_or(rel(now_abs)),
-            },
-            Some(TokenState::Reconcile) => NodeState::WaitingReconciliation,
-            // A call's token waits in `timer` whether its attempt is live or
-            // dead: the backoff-window marker tells them apart.
-            Some(TokenState::Timer) if is_call && marked => NodeState::Parked {
-                eligible_at_ms: due_of(Some(Purpose::Retry)).unwrap_or(rel(now_abs)),
-            },
-            Some(TokenState::Timer) if is_call => NodeState::WaitingResponse {
-                timeout_at_ms: due_of(Some(Purpose::Timeout)),
-            },
-            Some(TokenState::Timer) => NodeState::Timer {
-                due_at_ms: retry_due.unwrap_or(rel(now_abs)),
-            },
-            Some(TokenState::Joined) => NodeState::Joined,
-            Some(other) if other.as_str().contains("respon") || other.as_str().contains("call") => {
-                NodeState::WaitingResponse {
-                    timeout_at_ms: due_of(Some(Purpose::Timeout)),
-                }
-            }
-            Some(other) if other.as_str().contains("backoff") => NodeState::Parked {
-                eligible_at_ms: retry_due.unwrap_or(rel(now_abs)),
-            },
-            Some(_) => NodeState::Active,
-            None if visited.contains(id.as_str()) => NodeState::Completed,
-            None => NodeState::Idle,
-        };
-        let attempts = snap
-            .get(&format!("attempts.{id}"))
-            .map(|_| snap.attempts(&id))
-            .or_else(|| {
-                failure
-                    .as_ref()
-                    .filter(|f| f.node == id)
-                    .map(|f| f.attempts)
-            });
-        nodes.push(NodeView {
-            current: current.as_deref() == Some(id.as_str()),
-            kind: kind_of(&g.kind),
-            state,
-            attempts,
-            id,
-        });
-    }
-
-    let snapshot = snap
-        .entries()
-        .map(|(k, v)| {
-            let family = KeyFamily::of(k);
-            let classification = (family == KeyFamily::Backoff).then(|| {
-                // The marker carries the failure that parked the call.
-                let code = v.get("code").and_then(Value::as_str).unwrap_or("?");
-                let mut text = code.to_string();
-                if let Some(c) = v.get("class").and_then(Value::as_str) {
-                    text.push_str(&format!(" ({c})"));
-                }
-                text
-            });
+    let nodes: Vec<NodeView> = i
+        .nodes
+        .iter()
+        .map(|n| NodeView {
+            current: i.current.as_deref() == Some(n.id.as_str()),
+            kind: kind_of(n.kind),
+            state: state_of(&n.state),
+            attempts: n.attempts,
+            id: n.id.clone(),
+        })
+        .collect();
+    let snapshot = i
+        .snapshot
+        .iter()
+        .map(|k| {
+            let family = KeyFamily::of(&k.key);
+            // The marker carries the failure that parked the call.
+            let classification = (family == KeyFamily::Backoff)
+                .then_some(k.marker.as_ref())
+                .flatten()
+                .map(|(code, class)| match class {
+                    Some(c) => format!("{code} ({c})"),
+                    None => code.clone(),
+                });
             SnapshotEntry {
-                key: k.to_string(),
-                value: canonical_string(v),
+                key: k.key.clone(),
+                value: k.value.clone(),
                 family,
                 classification,
             }
         })
         .collect();
-
-    let timers = armed
+    let timers = i
+        .timers
         .iter()
         .map(|t| TimerView {
             kind: t.purpose.as_str().to_string(),
             node: t.node.clone(),
-            due_at_ms: rel(t.due_ms),
+            due_at_ms: t.due_ms - start,
             attempt: t.attempt,
         })
         .collect();
-    let incidents = store
-        .incidents(src.instance)
-        .map_err(err)?
-        .into_iter()
-        .map(|i| IncidentView {
-            node: i.node,
-            kind: i.kind,
-            message: i.message,
-            opened_at_ms: rel(i.opened_ms),
-            open: i.closed_ms.is_none(),
+    let incidents = i
+        .incidents
+        .iter()
+        .map(|x| IncidentView {
+            node: x.node.clone(),
+            kind: x.kind.clone(),
+            message: x.message.clone(),
+            opened_at_ms: x.opened_ms - start,
+            open: x.closed_ms.is_none(),
         })
         .collect();
-    let outbox = store
-        .outbox(src.instance)
-        .map_err(err)?
-        .into_iter()
+    let outbox = i
+        .outbox
+        .iter()
         .map(|o| OutboxView {
-            node: o.node,
-            channel: o.channel,
+            node: o.node.clone(),
+            channel: o.channel.clone(),
             attempt: o.attempt,
-            status: o.state,
+            status: o.state.clone(),
             deliveries: o.deliveries,
-            idempotency_key: o.idempotency_key,
+            idempotency_key: o.idempotency_key.clone(),
         })
         .collect();
-    let correlations = store
-        .correlations(src.instance)
-        .map_err(err)?
-        .into_iter()
-        .map(|c| {
-            let state = if snap.get(&format!("backoff.{}", c.node)).is_some() {
-                "in backoff"
-            } else {
-                "live"
-            };
-            CorrelationView {
-                key: c.key,
-                node: c.node,
-                state: state.into(),
-            }
+    let correlations = i
+        .correlations
+        .iter()
+        .map(|c| CorrelationView {
+            key: c.key.clone(),
+            node: c.node.clone(),
+            state: if c.in_backoff { "in backoff" } else { "live" }.into(),
         })
         .collect();
-    let history_view = history
+    let history = i
+        .history
         .iter()
         .map(|h| HistoryView {
             seq: h.seq,
-            at_ms: rel(h.at_ms),
+            at_ms: h.at_ms,
             kind: h.kind.clone(),
             node: h.node.clone(),
             attempt: h.attempt,
             code: h.code.clone(),
-            detail: describe(&h.detail_json()),
+            detail: h.line.as_ref().map(describe).unwrap_or_default(),
         })
         .collect();
-    let waiting_for = (status == InstanceStatus::Waiting)
-        .then(|| final_state(store, src.instance).ok())
-        .flatten()
-        .and_then(|v| waiting_text(&v));
+    let waiting_for = (i.status == Status::Waiting)
+        .then(|| i.waiting.as_ref().map(waiting_text))
+        .flatten();
+    // The schedule panel still reads its rows itself (see engine_schedule).
+    let rows = store.history(src.instance).map_err(err)?;
+    let all_timers = store.timers(src.instance).map_err(err)?;
+    let armed: Vec<_> = all_timers.iter().filter(|t| t.armed).collect();
+    let snap = qflow_engine::runtime::snapshot::Snapshot::decode(
+        &store
+            .instance(src.instance)
+            .map_err(err)?
+            .map(|r| r.snapshot)
+            .unwrap_or_default(),
+    )
+    .unwrap_or_default();
     let schedule = schedule(
         src.graph,
         &snap,
-        &history,
+        &rows,
         &nodes,
-        current.as_deref(),
+        i.current.as_deref(),
         start,
-        rel(now_abs),
+        now_abs - start,
         retry_next(&armed, start),
     );
-    let channel_calls = src
-        .graph
-        .nodes
-        .values()
-        .any(|n| matches!(n.kind, Kind::Task { call: Some(_), .. }));
     Ok(View {
         source: src.label.to_string(),
         instance: InstanceView {
-            id: row.id.clone(),
-            process: row.process_id.clone(),
+            id: i.id.clone(),
+            process: i.process.clone(),
             status,
             failure,
             waiting_for,
         },
-        now_ms: rel(now_abs),
+        now_ms: now_abs - start,
         nodes,
         snapshot,
         timers,
         outbox,
         correlations,
         incidents,
-        history: history_view,
+        history,
         schedule,
         read_only: src.read_only,
-        channel_calls,
+        channel_calls: i.channel_calls,
     })
 }
 
-fn str_of(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+/// What a waiting instance waits for, in words.
+fn waiting_text(w: &Waiting) -> String {
+    match w {
+        Waiting::Reconciliation { node, .. } => format!("reconciliation of {node}"),
+        Waiting::Timer {
+            node,
+            purpose,
+            due_ms,
+        } => format!(
+            "{} of {node} at {}",
+            inspect::waiting_for(*purpose),
+            crate::fmt::at(*due_ms)
+        ),
+        Waiting::Nothing { .. } => "nothing it can be given locally".to_string(),
+    }
 }
 
-fn kind_of(k: &Kind) -> NodeKindView {
-    // A node kind added to the engine later (a channel call) shows as a call.
-    #[allow(unreachable_patterns)]
+fn state_of(s: &inspect::NodeState) -> NodeState {
+    match *s {
+        inspect::NodeState::Idle => NodeState::Idle,
+        inspect::NodeState::Active => NodeState::Active,
+        inspect::NodeState::Parked { eligible_at_ms } => NodeState::Parked { eligible_at_ms },
+        inspect::NodeState::Timer { due_at_ms } => NodeState::Timer { due_at_ms },
+        inspect::NodeState::WaitingResponse { timeout_at_ms } => {
+            NodeState::WaitingResponse { timeout_at_ms }
+        }
+        inspect::NodeState::WaitingReconciliation => NodeState::WaitingReconciliation,
+        inspect::NodeState::Joined => NodeState::Joined,
+        inspect::NodeState::Failed => NodeState::Failed,
+        inspect::NodeState::Completed => NodeState::Completed,
+    }
+}
+
+fn kind_of(k: NodeKind) -> NodeKindView {
     match k {
-        Kind::Start => NodeKindView::Start,
-        Kind::End => NodeKindView::End,
-        Kind::ErrorEnd { .. } => NodeKindView::ErrorEnd,
-        Kind::Exclusive { .. } | Kind::Parallel => NodeKindView::Gateway,
-        Kind::Task { call: Some(_), .. } => NodeKindView::Call,
-        Kind::Task { .. } => NodeKindView::Task,
-        Kind::Timer { .. } => NodeKindView::Timer,
-        Kind::TimerBoundary { .. } | Kind::ErrorBoundary { .. } => NodeKindView::Boundary,
-        _ => NodeKindView::Call,
+        NodeKind::Start => NodeKindView::Start,
+        NodeKind::End => NodeKindView::End,
+        NodeKind::ErrorEnd => NodeKindView::ErrorEnd,
+        NodeKind::Gateway => NodeKindView::Gateway,
+        NodeKind::Task => NodeKindView::Task,
+        NodeKind::Call => NodeKindView::Call,
+        NodeKind::Timer => NodeKindView::Timer,
+        NodeKind::Boundary => NodeKindView::Boundary,
     }
-}
-
-/// Breadth-first from the start event, each task followed by its boundaries;
-/// nodes no flow reaches come last, by id.
-pub fn flow_order(graph: &Graph) -> Vec<String> {
-    let mut order: Vec<String> = Vec::new();
-    let mut seen: BTreeSet<String> = BTreeSet::new();
-    let mut queue: VecDeque<String> = VecDeque::from([graph.start.clone()]);
-    let boundaries = |task: &str| -> Vec<String> {
-        graph
-            .nodes
-            .values()
-            .filter(|n| match &n.kind {
-                Kind::TimerBoundary { attached_to, .. } | Kind::ErrorBoundary { attached_to } => {
-                    attached_to == task
-                }
-                _ => false,
-            })
-            .map(|n| n.id.clone())
-            .collect()
-    };
-    while let Some(id) = queue.pop_front() {
-        if !seen.insert(id.clone()) {
-            continue;
-        }
-        let Some(n) = graph.node(&id) else { continue };
-        order.push(id.clone());
-        for o in &n.outgoing {
-            queue.push_back(o.target.clone());
-        }
-        for b in boundaries(&id) {
-            queue.push_front(b);
-        }
-    }
-    for id in graph.nodes.keys() {
-        if !seen.contains(id) {
-            order.push(id.clone());
-        }
-    }
-    order
 }

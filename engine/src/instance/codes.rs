@@ -12,6 +12,17 @@ pub const GATEWAY_NO_MATCH: &str = "q.gateway.no-match";
 /// An unknown outcome reconciled without the code that made it unknown.
 pub const UNKNOWN_OUTCOME: &str = "q.unknown-outcome";
 
+const TIMEOUT_MEANING: &str = "the route-less <q:timeout> fired before the response came";
+const POISONED_MEANING: &str =
+    "the outbox gave up delivering the request (its channel's maxDeliveries)";
+
+/// The codes a channel call's attempt fails with.
+pub const CHANNEL_CALL_CODES: [&str; 2] = [TIMEOUT, POISONED];
+
+/// The same, with what each means (for completion and hover).
+pub const CHANNEL_CALL_MEANINGS: &[(&str, &str)] =
+    &[(TIMEOUT, TIMEOUT_MEANING), (POISONED, POISONED_MEANING)];
+
 /// One runtime failure code and what it means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RuntimeCode {
@@ -26,12 +37,12 @@ pub struct RuntimeCode {
 pub const RUNTIME_CODES: [RuntimeCode; 4] = [
     RuntimeCode {
         code: TIMEOUT,
-        meaning: "the route-less <q:timeout> fired before the response came",
+        meaning: TIMEOUT_MEANING,
         channel_call: true,
     },
     RuntimeCode {
         code: POISONED,
-        meaning: "the outbox gave up delivering the request (its channel's maxDeliveries)",
+        meaning: POISONED_MEANING,
         channel_call: true,
     },
     RuntimeCode {

@@ -11,20 +11,13 @@ use crate::diagnostic::Code;
 use crate::duration;
 use crate::model::{Attr, ChannelConfig, Definitions, Node};
 
-/// The failure codes qflow itself raises on channel calls (docs/runtime.md).
-pub const CHANNEL_FAILURE_CODES: [&str; 2] = ["q.timeout", "q.delivery.poisoned"];
+/// The failure codes qflow itself raises on channel calls (docs/runtime.md),
+/// from the runtime's one table of its codes.
+pub use crate::instance::codes::CHANNEL_CALL_CODES as CHANNEL_FAILURE_CODES;
 
-/// The failure codes the engine itself raises on a channel call.
-pub const ENGINE_FAILURE_CODES: &[(&str, &str)] = &[
-    (
-        "q.timeout",
-        "the route-less <q:timeout> fired before the response came",
-    ),
-    (
-        "q.delivery.poisoned",
-        "the outbox gave up delivering the request (its channel's maxDeliveries)",
-    ),
-];
+/// The failure codes the engine itself raises on a channel call, with what
+/// each means.
+pub use crate::instance::codes::CHANNEL_CALL_MEANINGS as ENGINE_FAILURE_CODES;
 
 /// The delay between deliveries of one request when `deliveryInterval` is not
 /// written.

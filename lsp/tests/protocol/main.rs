@@ -1,13 +1,14 @@
 //! The language server driven over the wire protocol, one module per feature.
 //!
 //! Every test talks to a real `tower_lsp_server::Server` through framed
-//! messages ([`qflow_lsp::harness::Harness`]); expectations are computed
+//! messages ([`harness::Harness`], which lives with the tests); expectations are computed
 //! independently (positions counted in the test, edits applied by the test)
 //! or pinned as insta snapshots where the output is the contract.
 
 mod code_actions;
 mod completion;
 mod diagnostics;
+pub mod harness;
 mod hover;
 mod navigation;
 mod robustness;

@@ -1,4 +1,4 @@
-use qflow_lsp::harness::Harness;
+use crate::harness::Harness;
 use serde_json::{json, Value};
 
 use crate::*;

@@ -1,4 +1,4 @@
-use qflow_lsp::harness::{frame, Harness};
+use crate::harness::{frame, Harness};
 use qflow_lsp::Config;
 use serde_json::{json, Value};
 

@@ -30,6 +30,9 @@ pub mod flow;
 pub mod task;
 pub mod timer;
 
+#[cfg(test)]
+mod table;
+
 pub use crate::instance::effects::{
     CallEffects, NewIncident, NewRequest, NewTimer, OutboxChange, Transition,
 };

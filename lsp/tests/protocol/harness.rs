@@ -15,7 +15,7 @@ use tokio::io::{
     AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf,
 };
 
-use crate::Config;
+use qflow_lsp::Config;
 
 /// How long any expected message may take before the test fails.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
@@ -31,7 +31,7 @@ pub struct Harness {
 
 /// Frame one JSON-RPC message.
 pub fn frame(body: &str) -> Vec<u8> {
-    crate::transport::frame(body.as_bytes())
+    qflow_lsp::transport::frame(body.as_bytes())
 }
 
 impl Harness {
@@ -39,7 +39,11 @@ impl Harness {
     pub fn start(config: Config) -> Harness {
         let (client_end, server_end) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server_end);
-        let server = tokio::spawn(crate::transport::serve(server_read, server_write, config));
+        let server = tokio::spawn(qflow_lsp::transport::serve(
+            server_read,
+            server_write,
+            config,
+        ));
         let (read, write) = tokio::io::split(client_end);
         Harness {
             writer: write,
