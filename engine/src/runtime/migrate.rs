@@ -15,12 +15,13 @@
 //!   sent with.
 //! - A FAILED instance loses its `failure` record and the token where it
 //!   stopped becomes ready: the next step runs a fresh attempt under the new
-//!   deployment's policy.
+//!   deployment's policy. A failure that consumed its token (a gateway with
+//!   no flow to take, an error end event) gets it back at that node.
 
 use std::collections::BTreeMap;
 
 use crate::instance::history::{Entry, HistoryEvent, Line, Secs};
-use crate::instance::snapshot::{Family, Snapshot, TokenState, FAILURE_KEY, FRONTIER_KEY};
+use crate::instance::snapshot::{Family, Snapshot, Token, TokenState, FAILURE_KEY, FRONTIER_KEY};
 use crate::instance::{CallEffects, Facts, NewTimer, Status, Transition};
 use crate::runtime::graph::Graph;
 
@@ -83,6 +84,25 @@ pub fn migrate(
         }
         t.node = target;
         tokens.push(t);
+    }
+    // A failure that consumed its token (an exclusive gateway with no flow
+    // to take, an error end event) left nothing at the node it stopped at:
+    // the repair puts the token back there, so the flow continues from
+    // where it stopped under the new deployment (never a completed instance
+    // that ran nothing, never a second instance).
+    if let Some(stopped) = failed_node
+        .as_deref()
+        .filter(|_| facts.status == Status::Failed)
+    {
+        let target = map(stopped);
+        if !tokens.iter().any(|t| t.node == target) {
+            if new_graph.node(&target).is_none() {
+                return Err(MigrateError(format!(
+                    "the instance failed at `{stopped}` but `{target}` is not in the new deployment: map it (--map {stopped}=NEW)"
+                )));
+            }
+            tokens.push(Token::ready(&target));
+        }
     }
     snap.set_frontier(tokens);
     let mut arm = Vec::new();
@@ -162,8 +182,7 @@ pub fn migrate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::instance::snapshot::Token;
-    use crate::instance::{Purpose, TimerRow};
+    use crate::instance::{Event, Purpose, TimerRow};
     use serde_json::json;
 
     const NEW: &str = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
@@ -235,5 +254,112 @@ mod tests {
         };
         let e = migrate(&graph(), &facts, &BTreeMap::new(), false, 0).unwrap_err();
         assert!(e.0.contains("--map gone=NEW"), "{e}");
+    }
+
+    const GATEWAY: &str = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="gw"/>
+    <bpmn:exclusiveGateway id="gw"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="gw" targetRef="e">
+      <bpmn:conditionExpression>${amount > 100}</bpmn:conditionExpression>
+    </bpmn:sequenceFlow>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+    /// Decide `events` from a fresh instance of `model`, applying each
+    /// transition; the facts at the end.
+    fn run(model: &str, events: &[&str]) -> (Graph, Snapshot, Status) {
+        let graph = Graph::compile(&crate::load(model).unwrap()).unwrap();
+        let t = crate::runtime::decide::start(&graph, &BTreeMap::new(), 0);
+        let (mut snap, mut status) = (t.snapshot, t.status);
+        for node in events {
+            let facts = Facts {
+                instance_id: "p-1",
+                status,
+                started_ms: 0,
+                snapshot: &snap,
+                timers: &[],
+            };
+            let ev = Event::Advance {
+                node: node.to_string(),
+            };
+            let t = crate::runtime::decide::decide(&graph, &facts, &ev, 0);
+            (snap, status) = (t.snapshot, t.status);
+        }
+        (graph, snap, status)
+    }
+
+    #[test]
+    fn a_gateway_that_found_no_flow_is_repaired_by_putting_its_token_back() {
+        let (_, snap, status) = run(GATEWAY, &["s", "gw"]);
+        assert_eq!(status, Status::Failed);
+        assert!(snap.frontier().is_empty(), "the failure consumed the token");
+        let fixed = GATEWAY.replace(
+            r#"<bpmn:exclusiveGateway id="gw"/>"#,
+            r#"<bpmn:exclusiveGateway id="gw" default="f3"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="gw" targetRef="e"/>"#,
+        );
+        let graph = Graph::compile(&crate::load(&fixed).unwrap()).unwrap();
+        let facts = Facts {
+            instance_id: "p-1",
+            status,
+            started_ms: 0,
+            snapshot: &snap,
+            timers: &[],
+        };
+        let t = migrate(&graph, &facts, &BTreeMap::new(), false, 0).unwrap();
+        assert_eq!(t.status, Status::Running, "not COMPLETED without running");
+        assert_eq!(t.snapshot.frontier(), vec![Token::ready("gw")]);
+        assert!(t.snapshot.failure().is_none());
+        // The flow continues from the gateway, now by its default flow.
+        let facts = Facts {
+            snapshot: &t.snapshot,
+            status: t.status,
+            ..facts
+        };
+        let ev = Event::Advance { node: "gw".into() };
+        let next = crate::runtime::decide::decide(&graph, &facts, &ev, 0);
+        assert_eq!(next.snapshot.frontier(), vec![Token::ready("e")]);
+    }
+
+    #[test]
+    fn an_error_end_is_repaired_by_putting_its_token_back_at_the_mapped_node() {
+        let model = GATEWAY.replace(
+            r#"<bpmn:endEvent id="e"/>"#,
+            r#"<bpmn:endEvent id="e"><bpmn:errorEventDefinition errorRef="Err"/></bpmn:endEvent>"#,
+        ).replace(
+            "<bpmn:process ",
+            r#"<bpmn:error id="Err" errorCode="DECLINED"/>
+  <bpmn:process "#,
+        );
+        let (_, snap, status) = run(
+            &model.replace("${amount > 100}", "${true}"),
+            &["s", "gw", "e"],
+        );
+        assert_eq!(status, Status::Failed);
+        assert_eq!(snap.failure().unwrap().node, "e");
+        let fixed = GATEWAY
+            .replace("${amount > 100}", "${true}")
+            .replace(r#"targetRef="e""#, r#"targetRef="done""#)
+            .replace(
+                r#"<bpmn:endEvent id="e"/>"#,
+                r#"<bpmn:endEvent id="done"/>"#,
+            );
+        let graph = Graph::compile(&crate::load(&fixed).unwrap()).unwrap();
+        let facts = Facts {
+            instance_id: "p-1",
+            status,
+            started_ms: 0,
+            snapshot: &snap,
+            timers: &[],
+        };
+        let unmapped = migrate(&graph, &facts, &BTreeMap::new(), false, 0).unwrap_err();
+        assert!(unmapped.0.contains("--map e=NEW"), "{unmapped}");
+        let mapping = BTreeMap::from([("e".to_string(), "done".to_string())]);
+        let t = migrate(&graph, &facts, &mapping, false, 0).unwrap();
+        assert_eq!(t.status, Status::Running);
+        assert_eq!(t.snapshot.frontier(), vec![Token::ready("done")]);
     }
 }
