@@ -1,13 +1,15 @@
 //! The schedule plan of every node with a retry policy: the attempts made
-//! (from the history) and the eligible times still to come, computed by the
-//! policy's own decision ([`RetryPolicy::next_after_failure`]) with this
-//! instance's jitter, so the plan is the schedule the runtime keeps if every
-//! attempt from here on fails.
+//! (from the history) and the eligible times still to come, planned by the
+//! policy ([`RetryPolicy::upcoming`], which steps the runtime's own decision
+//! after a failure) with this instance's jitter, so the plan is the schedule
+//! the runtime keeps if every attempt from here on fails.
+
+use std::time::Duration;
 
 use crate::instance::history::{Attempt, AttemptOutcome, HistoryEvent, Then, Verdict};
 use crate::instance::snapshot::{Snapshot, TokenState};
 use crate::instance::Purpose;
-use crate::policy::{Next, RetryPolicy};
+use crate::policy::{NextAttempt, RetryPolicy};
 use crate::runtime::graph::{Graph, Kind};
 use crate::store::TimerInfo;
 
@@ -136,24 +138,34 @@ fn plan(
         // The next attempt: parked on its retry timer; or after the live
         // call's timeout and the policy's delay; or now.
         let next = match (due(Purpose::Retry), due(Purpose::Timeout)) {
-            (Some(d), _) => Some((last + 1, d)),
-            (None, Some(t)) if live => {
-                let origin = first_at.unwrap_or(t);
-                after_failure(policy, instance, id, last, t, origin)
-            }
-            _ => Some((last + 1, now)),
+            (Some(d), _) => (last + 1, d, false),
+            (None, Some(t)) if live => (last, t, true),
+            _ => (last + 1, now, false),
         };
-        let origin = first_at.or(next.map(|(_, at)| at)).unwrap_or(now);
-        let mut next = next;
-        while let Some((n, at)) = next {
-            if planned.len() >= PLAN_LIMIT {
-                break;
+        let (n, at, in_flight) = next;
+        let origin = first_at.unwrap_or(at);
+        let since = |t: i64| Duration::from_millis((t - origin).max(0) as u64);
+        let next = if in_flight {
+            NextAttempt::InFlight {
+                attempt: n,
+                fails_at: since(at),
             }
-            planned.push(PlannedAttempt { n, at_ms: at });
-            // A call's attempt fails at its timeout; a task's at once.
-            let fails_at = at + timeout_ms.unwrap_or(0);
-            next = after_failure(policy, instance, id, n, fails_at, origin);
-        }
+        } else {
+            NextAttempt::Due {
+                attempt: n,
+                at: since(at),
+            }
+        };
+        // A call's attempt fails at its timeout; a task's at once.
+        let takes = Duration::from_millis(timeout_ms.unwrap_or(0).max(0) as u64);
+        planned = policy
+            .upcoming(instance, id, next, takes, PLAN_LIMIT)
+            .into_iter()
+            .map(|u| PlannedAttempt {
+                n: u.attempt,
+                at_ms: origin + ms(u.since_first),
+            })
+            .collect();
     }
     SchedulePlan {
         node: id.to_string(),
@@ -163,24 +175,6 @@ fn plan(
         planned,
         first_at_ms: first_at,
         max_elapsed_ms: policy.max_elapsed.map(ms),
-    }
-}
-
-/// The runtime's own decision after attempt `n` fails at `fails_at` (a
-/// retryable failure without a retry-after): the next attempt and when it is
-/// eligible, or `None` when the policy stops.
-fn after_failure(
-    policy: &RetryPolicy,
-    instance: &str,
-    node: &str,
-    n: u32,
-    fails_at: i64,
-    origin: i64,
-) -> Option<(u32, i64)> {
-    let elapsed = std::time::Duration::from_millis((fails_at - origin).max(0) as u64);
-    match policy.next_after_failure(n, "", None, elapsed, instance, node) {
-        Next::Retry { attempt, delay } => Some((attempt, fails_at + ms(delay))),
-        Next::Stop(_) => None,
     }
 }
 

@@ -159,7 +159,10 @@ impl RetryPolicy {
     /// Every step is the runtime's own decision after a failure
     /// ([`RetryPolicy::next_after_failure`] without a non-retryable code or a
     /// provider's retry-after), so the plan ends where the runtime would stop:
-    /// budget spent or `maxElapsed` passed. At most `limit` entries.
+    /// budget spent or `maxElapsed` passed. An attempt fails `attempt_takes`
+    /// after it starts (zero for a registered task; a channel call's timeout),
+    /// and delays count in whole milliseconds, as the runtime arms its timers.
+    /// At most `limit` entries.
     ///
     /// This is what a view of a running instance shows as "still to come"; the
     /// model-level timetable (nominal, for any instance) is
@@ -169,31 +172,34 @@ impl RetryPolicy {
         instance_id: &str,
         node_id: &str,
         next: NextAttempt,
+        attempt_takes: Duration,
         limit: usize,
     ) -> Vec<UpcomingAttempt> {
         let mut out = Vec::new();
-        let (mut made, mut t) = match next {
+        let (mut made, mut fails_at) = match next {
             NextAttempt::Due { attempt, at } => {
                 out.push(UpcomingAttempt {
                     attempt,
                     since_first: at,
                 });
-                (attempt, at)
+                (attempt, at.saturating_add(attempt_takes))
             }
             NextAttempt::InFlight { attempt, fails_at } => (attempt, fails_at),
         };
         while out.len() < limit {
-            let step =
-                self.next_attempt(made, t, |a| self.delay_with_jitter(a, instance_id, node_id));
+            let step = self.next_attempt(made, fails_at, |a| {
+                whole_ms(self.delay_with_jitter(a, instance_id, node_id))
+            });
             let Next::Retry { attempt, delay } = step else {
                 break;
             };
-            t = t.saturating_add(delay);
-            made = attempt;
+            let at = fails_at.saturating_add(delay);
             out.push(UpcomingAttempt {
                 attempt,
-                since_first: t,
+                since_first: at,
             });
+            made = attempt;
+            fails_at = at.saturating_add(attempt_takes);
         }
         out.truncate(limit);
         out
@@ -435,6 +441,11 @@ pub(super) fn from_nanos_saturating(nanos: u128) -> Duration {
     Duration::new((n / 1_000_000_000) as u64, (n % 1_000_000_000) as u32)
 }
 
+/// `d` truncated to whole milliseconds: the resolution of the runtime's timers.
+fn whole_ms(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// `initial × factor^k`, rounded to the nanosecond, saturating.
 fn curve(initial: Duration, factor: f64, k: u32) -> Duration {
     let exp = i32::try_from(k).unwrap_or(i32::MAX);
@@ -618,7 +629,8 @@ mod tests {
         while let Next::Retry { attempt, delay } =
             p.next_after_failure(made, "DOWN", None, t, instance, node)
         {
-            t += delay;
+            // The runtime arms the retry timer in whole milliseconds.
+            t += Duration::from_millis(delay.as_millis() as u64);
             made = attempt;
             out.push((attempt, t.as_millis() as u64));
         }
@@ -626,7 +638,7 @@ mod tests {
     }
 
     fn upcoming_ms(p: &RetryPolicy, next: NextAttempt, limit: usize) -> Vec<(u32, u64)> {
-        p.upcoming("inst-7", "charge", next, limit)
+        p.upcoming("inst-7", "charge", next, Duration::ZERO, limit)
             .iter()
             .map(|u| (u.attempt, u.since_first.as_millis() as u64))
             .collect()
@@ -697,6 +709,14 @@ mod tests {
             fails_at: Duration::from_secs(90),
         };
         assert_eq!(upcoming_ms(&dbg08_list(), live, 100)[0], (3, 390_000));
+        // A call whose attempts each fail at a 30 s timeout: the next one
+        // comes a delay after that failure.
+        let calls: Vec<(u32, u64)> = dbg08_list()
+            .upcoming("inst-7", "charge", due, Duration::from_secs(30), 3)
+            .iter()
+            .map(|u| (u.attempt, u.since_first.as_millis() as u64))
+            .collect();
+        assert_eq!(calls, vec![(3, 360_000), (4, 1_890_000), (5, 9_420_000)]);
         // The last attempt in flight: nothing after it.
         let last = NextAttempt::InFlight {
             attempt: 6,
