@@ -1,0 +1,90 @@
+//! Repair by migration through `qflow run`, for failures that consumed their
+//! token: the flow continues at the node it stopped at, on the same instance.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const GATEWAY: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="gw"/>
+    <bpmn:exclusiveGateway id="gw"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="gw" targetRef="e">
+      <bpmn:conditionExpression>${amount > 100}</bpmn:conditionExpression>
+    </bpmn:sequenceFlow>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+fn qflow(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("qflow runs")
+}
+
+/// The JSON lines a run printed on stdout.
+fn lines(o: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn a_gateway_failure_is_repaired_on_the_same_instance_never_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("gw.bpmn"), GATEWAY).unwrap();
+    let fixed = GATEWAY.replace(
+        r#"<bpmn:exclusiveGateway id="gw"/>"#,
+        r#"<bpmn:exclusiveGateway id="gw" default="f3"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="gw" targetRef="e"/>"#,
+    );
+    std::fs::write(dir.path().join("gw-fixed.bpmn"), fixed).unwrap();
+    let first = qflow(
+        dir.path(),
+        &["run", "gw.bpmn", "--db", "q.db", "--format", "json"],
+    );
+    let end = lines(&first).pop().expect("a final line");
+    assert_eq!(
+        (end["status"].as_str(), end["code"].as_str()),
+        (Some("failed"), Some("q.gateway.no-match")),
+        "{end}"
+    );
+    let repaired = qflow(
+        dir.path(),
+        &[
+            "run",
+            "gw-fixed.bpmn",
+            "--db",
+            "q.db",
+            "--migrate",
+            "p-1",
+            "--format",
+            "json",
+        ],
+    );
+    let out = lines(&repaired);
+    assert_eq!(out[0]["kind"], "migrated", "{out:?}");
+    assert!(
+        out.iter()
+            .any(|l| l["kind"] == "gateway" && l["default"] == true),
+        "the gateway decides again, by its new default flow: {out:?}"
+    );
+    let end = out.last().unwrap();
+    assert_eq!(
+        (end["status"].as_str(), end["instance"].as_str()),
+        (Some("completed"), Some("p-1")),
+        "{end}"
+    );
+    let store = qflow_engine::store::Store::open(&dir.path().join("q.db")).unwrap();
+    assert_eq!(
+        store.instances().unwrap().len(),
+        1,
+        "never a second instance"
+    );
+}
