@@ -183,6 +183,34 @@ fn hundred_thousand_deep_nesting() {
     assert_peak_below(&run, "100,000-deep nesting", 64);
 }
 
+/// A finding on a line longer than miette can pad to is printed plainly, not
+/// a panic.
+#[test]
+fn a_finding_far_along_one_line_is_reported_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = format!(
+        "<bpmn:definitions xmlns:bpmn=\"{BPMN}\" id=\"d\"><bpmn:process id=\"p\" name=\"{}\"><bpmn:startEvent id=\"s\"/><bpmn:task id=\"t\"/></bpmn:process></bpmn:definitions>",
+        "A".repeat(100_000)
+    );
+    let file = write(dir.path(), "one-line.bpmn", src.as_bytes());
+    let run = check(&file, &[]);
+    assert!(
+        !run.stderr.contains("panicked"),
+        "{}",
+        &run.stderr[..2000.min(run.stderr.len())]
+    );
+    assert!(
+        run.stderr.contains("QF111"),
+        "{}",
+        &run.stderr[..2000.min(run.stderr.len())]
+    );
+    assert!(
+        run.stderr.contains("one-line.bpmn:1:100"),
+        "{}",
+        &run.stderr[..2000.min(run.stderr.len())]
+    );
+}
+
 #[test]
 fn fifty_megabyte_attribute_loads() {
     let dir = tempfile::tempdir().unwrap();
@@ -192,6 +220,8 @@ fn fifty_megabyte_attribute_loads() {
     );
     let file = write(dir.path(), "big-attribute.bpmn", src.as_bytes());
     drop(src);
+    // Only loading is judged here: a configuration with no modelling rules.
+    write(dir.path(), ".bpmnlintrc", b"{}");
     let run = check(&file, &[]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stderr.contains("0 error(s)"), "{}", run.stderr);

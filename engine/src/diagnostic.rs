@@ -70,10 +70,38 @@ pub enum Code {
     QF042,
     QF043,
     QF044,
+    QF090,
+    QF091,
+    QF100,
+    QF101,
+    QF102,
+    QF103,
+    QF104,
+    QF105,
+    QF106,
+    QF107,
+    QF108,
+    QF109,
+    QF110,
+    QF111,
+    QF112,
+    QF113,
+    QF114,
+    QF115,
+    QF116,
+    QF117,
+    QF118,
+    QF119,
+    QF120,
+    QF121,
+    QF122,
+    QF123,
+    QF124,
+    QF125,
 }
 
 impl Code {
-    pub const ALL: [Code; 26] = [
+    pub const ALL: [Code; 54] = [
         Code::QF001,
         Code::QF002,
         Code::QF003,
@@ -100,6 +128,34 @@ impl Code {
         Code::QF042,
         Code::QF043,
         Code::QF044,
+        Code::QF090,
+        Code::QF091,
+        Code::QF100,
+        Code::QF101,
+        Code::QF102,
+        Code::QF103,
+        Code::QF104,
+        Code::QF105,
+        Code::QF106,
+        Code::QF107,
+        Code::QF108,
+        Code::QF109,
+        Code::QF110,
+        Code::QF111,
+        Code::QF112,
+        Code::QF113,
+        Code::QF114,
+        Code::QF115,
+        Code::QF116,
+        Code::QF117,
+        Code::QF118,
+        Code::QF119,
+        Code::QF120,
+        Code::QF121,
+        Code::QF122,
+        Code::QF123,
+        Code::QF124,
+        Code::QF125,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -130,12 +186,46 @@ impl Code {
             Code::QF042 => "QF042",
             Code::QF043 => "QF043",
             Code::QF044 => "QF044",
+            Code::QF090 => "QF090",
+            Code::QF091 => "QF091",
+            Code::QF100 => "QF100",
+            Code::QF101 => "QF101",
+            Code::QF102 => "QF102",
+            Code::QF103 => "QF103",
+            Code::QF104 => "QF104",
+            Code::QF105 => "QF105",
+            Code::QF106 => "QF106",
+            Code::QF107 => "QF107",
+            Code::QF108 => "QF108",
+            Code::QF109 => "QF109",
+            Code::QF110 => "QF110",
+            Code::QF111 => "QF111",
+            Code::QF112 => "QF112",
+            Code::QF113 => "QF113",
+            Code::QF114 => "QF114",
+            Code::QF115 => "QF115",
+            Code::QF116 => "QF116",
+            Code::QF117 => "QF117",
+            Code::QF118 => "QF118",
+            Code::QF119 => "QF119",
+            Code::QF120 => "QF120",
+            Code::QF121 => "QF121",
+            Code::QF122 => "QF122",
+            Code::QF123 => "QF123",
+            Code::QF124 => "QF124",
+            Code::QF125 => "QF125",
         }
     }
 
+    /// The default severity. A modelling rule (QF100 upward) has bpmnlint's
+    /// recommended severity here, which is what a plain BPMN document gets;
+    /// [`crate::config`] gives qflow documents their own defaults.
     pub fn severity(self) -> Severity {
         match self {
-            Code::QF030 | Code::QF031 | Code::QF032 | Code::QF043 | Code::QF044 => {
+            Code::QF030 | Code::QF031 | Code::QF032 | Code::QF043 | Code::QF044 | Code::QF091 => {
+                Severity::Warning
+            }
+            Code::QF105 | Code::QF106 | Code::QF118 | Code::QF123 | Code::QF124 | Code::QF125 => {
                 Severity::Warning
             }
             Code::QF033 => Severity::Hint,
@@ -173,7 +263,82 @@ impl Code {
             Code::QF042 => "condition expression does not parse",
             Code::QF043 => "namespace close to qflow's but not urn:qflow:bpmn:1",
             Code::QF044 => "qflow task attributes on a process that is not executable",
+            Code::QF090 => "configuration file cannot be read",
+            Code::QF091 => "configuration entry ignored",
+            Code::QF100 => "start, end or dead-end catch event in an ad-hoc sub-process",
+            Code::QF101 => {
+                "flow out of a conditional fork with neither a condition nor default status"
+            }
+            Code::QF102 => "process or sub-process without an end event",
+            Code::QF103 => "event-based gateway with fewer than two or conditional outgoing flows",
+            Code::QF104 => "event sub-process with a blank start event",
+            Code::QF105 => "activity or event joined by several incoming flows",
+            Code::QF106 => "message, signal, error or escalation unnamed, unused or named twice",
+            Code::QF107 => "element without a label",
+            Code::QF108 => "link event unnamed or without its counterpart",
+            Code::QF109 => "element missing from the diagram",
+            Code::QF110 => "complex gateway",
+            Code::QF111 => "flow node with neither incoming nor outgoing flows",
+            Code::QF112 => "duplicate sequence flow",
+            Code::QF113 => "gateway that both joins and forks",
+            Code::QF114 => "activity or event that splits implicitly",
+            Code::QF115 => "flow node that ends a path without an end event",
+            Code::QF116 => "flow node that starts a path without a start event",
+            Code::QF117 => "inclusive gateway",
+            Code::QF118 => "diagram elements overlap or leave their container",
+            Code::QF119 => "several blank start events in one scope",
+            Code::QF120 => "event with several event definitions",
+            Code::QF121 => "process or sub-process without a start event",
+            Code::QF122 => "sub-process start event with an event definition",
+            Code::QF123 => "gateway with one incoming and one outgoing flow",
+            Code::QF124 => "label on an unconditional sequence flow",
+            Code::QF125 => "terminate end event where a plain end event does the same",
         }
+    }
+
+    /// bpmnlint's name for a modelling rule (`fake-join`): accepted wherever a
+    /// code is (configuration files), and reported as the diagnostic's `rule`.
+    pub fn alias(self) -> Option<&'static str> {
+        Some(match self {
+            Code::QF100 => "ad-hoc-sub-process",
+            Code::QF101 => "conditional-flows",
+            Code::QF102 => "end-event-required",
+            Code::QF103 => "event-based-gateway",
+            Code::QF104 => "event-sub-process-typed-start-event",
+            Code::QF105 => "fake-join",
+            Code::QF106 => "global",
+            Code::QF107 => "label-required",
+            Code::QF108 => "link-event",
+            Code::QF109 => "no-bpmndi",
+            Code::QF110 => "no-complex-gateway",
+            Code::QF111 => "no-disconnected",
+            Code::QF112 => "no-duplicate-sequence-flows",
+            Code::QF113 => "no-gateway-join-fork",
+            Code::QF114 => "no-implicit-split",
+            Code::QF115 => "no-implicit-end",
+            Code::QF116 => "no-implicit-start",
+            Code::QF117 => "no-inclusive-gateway",
+            Code::QF118 => "no-overlapping-elements",
+            Code::QF119 => "single-blank-start-event",
+            Code::QF120 => "single-event-definition",
+            Code::QF121 => "start-event-required",
+            Code::QF122 => "sub-process-blank-start-event",
+            Code::QF123 => "superfluous-gateway",
+            Code::QF124 => "superfluous-label",
+            Code::QF125 => "superfluous-termination",
+            _ => return None,
+        })
+    }
+
+    /// One of bpmnlint's rules (QF100 upward): scoped and configured as a
+    /// modelling rule rather than a load-time rule.
+    pub fn is_modelling(self) -> bool {
+        self.alias().is_some()
+    }
+
+    /// The code of a bpmnlint rule name.
+    pub fn from_alias(alias: &str) -> Option<Code> {
+        Code::ALL.into_iter().find(|c| c.alias() == Some(alias))
     }
 
     /// Whether a verdict with this code keeps `qflow run` and the console from
@@ -243,6 +408,9 @@ pub struct Diagnostic {
     /// How to fix it, in words.
     pub help: Option<String>,
     pub fixes: Vec<Fix>,
+    /// The id of the BPMN element it is about (a process, a node, a flow,
+    /// a definition), when there is one: what other tools key findings on.
+    pub element: Option<String>,
 }
 
 impl Diagnostic {
@@ -257,7 +425,14 @@ impl Diagnostic {
             related: Vec::new(),
             help: None,
             fixes: Vec::new(),
+            element: None,
         }
+    }
+
+    /// The BPMN id this diagnostic is about.
+    pub fn element(mut self, id: impl Into<String>) -> Self {
+        self.element = Some(id.into());
+        self
     }
 
     pub fn label(mut self, label: impl Into<String>) -> Self {
@@ -287,7 +462,17 @@ impl Diagnostic {
         self.severity == Severity::Error
     }
 
-    /// The flat JSON shape of `qflow check --format json` (documented in the README).
+    /// Whether this verdict keeps `qflow run` and the console from running
+    /// the model: an error (at the severity it was given: a modelling rule's
+    /// depends on the document and the configuration), or a namespace slip
+    /// (QF043, QF044).
+    pub fn refuses_run(&self) -> bool {
+        self.is_error() || matches!(self.code, Code::QF043 | Code::QF044)
+    }
+
+    /// The flat JSON shape of `qflow check --format json` (documented in the
+    /// README): `element` is the BPMN id it is about (or null), `rule` the
+    /// bpmnlint name of a modelling rule (or null).
     pub fn to_json(&self, path: &str, source: &str, index: &LineIndex) -> serde_json::Value {
         let place = |span: Span| {
             let p = index.position(source, span.start);
@@ -316,6 +501,8 @@ impl Diagnostic {
             "label": self.primary.message,
             "help": self.help,
             "url": self.code.doc_url(),
+            "element": self.element,
+            "rule": self.code.alias(),
             "path": path,
             "line": line,
             "column": column,

@@ -13,6 +13,7 @@
 //! The faces (CLI, language server, console) only present what this crate decides.
 
 pub mod classify;
+pub mod config;
 pub mod diagnostic;
 pub mod dialect;
 pub mod duration;
@@ -38,4 +39,6 @@ mod testgen_tests;
 pub mod xml;
 
 pub use diagnostic::{Code, Diagnostic, Severity};
-pub use loader::{analyze, analyze_bytes, load, Analysis};
+pub use loader::{
+    analyze, analyze_bytes, analyze_bytes_with, analyze_with, load, load_with, Analysis,
+};

@@ -4,6 +4,7 @@
 //! server publishes them, and the runtime refuses to deploy a model with any
 //! error verdict.
 
+use crate::config::Settings;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::Definitions;
 use crate::{reader, rules, xml};
@@ -27,10 +28,10 @@ impl Analysis {
         self.diagnostics.iter().filter(|d| d.is_error())
     }
 
-    /// The verdicts that keep the model from running ([`Code::refuses_run`]):
+    /// The verdicts that keep the model from running ([`Diagnostic::refuses_run`]):
     /// every error, and the namespace slips `check` only warns about.
     pub fn refusals(&self) -> impl Iterator<Item = &Diagnostic> {
-        self.diagnostics.iter().filter(|d| d.code.refuses_run())
+        self.diagnostics.iter().filter(|d| d.refuses_run())
     }
 }
 
@@ -51,10 +52,17 @@ pub const DRAWING_LEAVES: xml::ParseOptions<'static> = xml::ParseOptions {
         "isUnderline",
         "isStrikeThrough",
     ],
+    keep_bounds_of: Some((reader::DC_NS, "Bounds")),
 };
 
-/// Analyze a document given as text (the editor's buffer, or decoded bytes).
+/// Analyze a document given as text (the editor's buffer, or decoded bytes),
+/// with the default rule settings.
 pub fn analyze(source: &str) -> Analysis {
+    analyze_with(source, &Settings::default())
+}
+
+/// [`analyze`] with the rule settings of a configuration (see [`crate::config`]).
+pub fn analyze_with(source: &str, settings: &Settings) -> Analysis {
     let doc = match xml::parse_with(source, DRAWING_LEAVES) {
         Ok(doc) => doc,
         Err(e) => return xml_fault(e),
@@ -71,7 +79,7 @@ pub fn analyze(source: &str) -> Analysis {
             }
         }
     };
-    let mut diagnostics = rules::check(&definitions, source);
+    let mut diagnostics = rules::check_with(&definitions, source, settings);
     diagnostics.sort_by_key(|d| (d.primary.span.start, d.code));
     Analysis {
         definitions: Some(definitions),
@@ -82,8 +90,19 @@ pub fn analyze(source: &str) -> Analysis {
 /// Analyze raw file bytes. Returns the decoded text beside the analysis so a
 /// face can render spans; undecodable bytes give a QF001 against an empty text.
 pub fn analyze_bytes(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Analysis) {
+    analyze_bytes_with(bytes, &Settings::default())
+}
+
+/// [`analyze_bytes`] with the rule settings of a configuration.
+pub fn analyze_bytes_with<'b>(
+    bytes: &'b [u8],
+    settings: &Settings,
+) -> (std::borrow::Cow<'b, str>, Analysis) {
     match xml::decode(bytes) {
-        Ok(text) => (std::borrow::Cow::Borrowed(text), analyze(text)),
+        Ok(text) => (
+            std::borrow::Cow::Borrowed(text),
+            analyze_with(text, settings),
+        ),
         Err(e) => {
             // Render what can be rendered: the valid prefix, lossily.
             let shown = String::from_utf8_lossy(bytes).into_owned();
@@ -107,9 +126,15 @@ fn xml_fault(e: xml::XmlError) -> Analysis {
 }
 
 /// Load a model for execution: the definitions, or every verdict if any
-/// refuses a run (an error, or a namespace slip: [`Code::refuses_run`]).
+/// refuses a run (an error, or a namespace slip: [`Diagnostic::refuses_run`]).
 pub fn load(source: &str) -> Result<Definitions, Vec<Diagnostic>> {
-    let analysis = analyze(source);
+    load_with(source, &Settings::default())
+}
+
+/// [`load`] with the rule settings of a configuration: a modelling rule a
+/// configuration turns off no longer refuses the model.
+pub fn load_with(source: &str, settings: &Settings) -> Result<Definitions, Vec<Diagnostic>> {
+    let analysis = analyze_with(source, settings);
     match analysis.definitions {
         Some(defs) if analysis.refusals().next().is_none() => Ok(defs),
         _ => Err(analysis.diagnostics),

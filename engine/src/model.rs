@@ -269,6 +269,9 @@ pub struct Node {
     pub incoming_refs: Vec<Attr>,
     /// `<bpmn:outgoing>` children, likewise.
     pub outgoing_refs: Vec<Attr>,
+    /// A start event with `isInterrupting="false"` (an event sub-process's
+    /// non-interrupting start).
+    pub non_interrupting: bool,
 }
 
 impl Node {
@@ -319,9 +322,29 @@ pub struct Process {
     pub name_span: Span,
     pub nodes: Vec<Node>,
     pub flows: Vec<Flow>,
+    /// `default="…"` on any node other than an exclusive gateway (whose
+    /// default is in its [`NodeKind`]): (node index, attribute). Few nodes
+    /// carry one, so it is kept beside the nodes rather than in each.
+    pub other_defaults: Vec<(u32, Attr)>,
+    /// Link events: (node index, the `name` of its linkEventDefinition).
+    pub links: Vec<(u32, Option<Attr>)>,
+    /// Lanes, at any depth of the lane sets.
+    pub lanes: Vec<Labelled>,
 }
 
 impl Process {
+    /// The `default` flow id of node `i`, whatever its kind.
+    pub fn default_of(&self, i: usize) -> Option<&Attr> {
+        match &self.nodes[i].kind {
+            NodeKind::ExclusiveGateway { default } => default.as_ref(),
+            _ => self
+                .other_defaults
+                .iter()
+                .find(|(n, _)| *n as usize == i)
+                .map(|(_, a)| a),
+        }
+    }
+
     pub fn node(&self, id: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.id.value == id)
     }
@@ -350,6 +373,47 @@ impl Process {
     }
 }
 
+/// An element that may carry a label: a participant, a lane, a global
+/// definition (message, signal, error, escalation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Labelled {
+    /// Its local name (`participant`, `lane`, `message`, …).
+    pub local: Name,
+    pub id: Option<Attr>,
+    pub name: Option<Attr>,
+    pub name_span: Span,
+    /// A participant's `processRef` (the process its pool draws).
+    pub process_ref: Option<Attr>,
+}
+
+impl Labelled {
+    pub fn id(&self) -> &str {
+        self.id.as_ref().map_or("", |a| a.value.as_str())
+    }
+
+    /// The trimmed name, empty when there is none.
+    pub fn label(&self) -> &str {
+        self.name.as_ref().map_or("", |a| a.value.trim())
+    }
+}
+
+/// A shape's rectangle in the diagram: which [`DiagramElement`] it belongs
+/// to and its four numbers (the loader keeps no tree element for them).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShapeBounds {
+    /// Index into [`Definitions::diagram_elements`].
+    pub diagram: u32,
+    /// `isExpanded="true"` on the shape (an expanded sub-process or pool).
+    pub expanded: bool,
+    pub x: f32,
+    pub y: f32,
+    pub width: f32,
+    pub height: f32,
+}
+
+// The parser keeps only finite numbers, so equality is reflexive.
+impl Eq for ShapeBounds {}
+
 /// A whole `definitions` document.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Definitions {
@@ -374,6 +438,12 @@ pub struct Definitions {
     /// own: the prefix as written and the URI, so a near miss of qflow's
     /// namespace can be reported where it is bound.
     pub namespace_bindings: Vec<NamespaceBinding>,
+    /// The bounds of every `bpmndi:BPMNShape` that has them, in document order.
+    pub shape_bounds: Vec<ShapeBounds>,
+    /// Top-level `message`, `signal`, `error` and `escalation` definitions.
+    pub globals: Vec<Labelled>,
+    /// Every `participant` of every collaboration.
+    pub participants: Vec<Labelled>,
 }
 
 /// A namespace binding, `xmlns:prefix="uri"` (or `xmlns="uri"`).

@@ -223,6 +223,18 @@ pub fn read(doc: &XmlDoc<'_>) -> Result<Definitions, Diagnostic> {
     index_ids_refs_and_qflow(doc, &mut defs);
 
     for (child_id, child) in doc.children(doc.root) {
+        if child.in_ns(BPMN_NS)
+            && matches!(child.local, "message" | "signal" | "error" | "escalation")
+        {
+            defs.globals.push(labelled(child));
+        }
+        if is_bpmn(child, "collaboration") {
+            for (_, c) in doc.children(child_id) {
+                if is_bpmn(c, "participant") {
+                    defs.participants.push(labelled(c));
+                }
+            }
+        }
         if is_bpmn(child, "process") {
             defs.processes.push(read_process(doc, child_id));
         } else if is_bpmn(child, "error") {
@@ -247,6 +259,31 @@ pub fn read(doc: &XmlDoc<'_>) -> Result<Definitions, Diagnostic> {
     Ok(defs)
 }
 
+fn labelled(el: &XmlElement<'_>) -> Labelled {
+    Labelled {
+        local: name(el.local),
+        id: plain_attr(el, "id"),
+        name: plain_attr(el, "name"),
+        name_span: el.name_span(),
+        process_ref: plain_attr(el, "processRef"),
+    }
+}
+
+/// Lanes of a lane set, and of every child lane set below them.
+fn read_lanes(doc: &XmlDoc<'_>, lane_set: ElementId, out: &mut Vec<Labelled>) {
+    for (lane_id, lane) in doc.children(lane_set) {
+        if !is_bpmn(lane, "lane") {
+            continue;
+        }
+        out.push(labelled(lane));
+        for (child_set, c) in doc.children(lane_id) {
+            if is_bpmn(c, "childLaneSet") {
+                read_lanes(doc, child_set, out);
+            }
+        }
+    }
+}
+
 fn read_channel_config(el: &XmlElement<'_>) -> ChannelConfig {
     ChannelConfig {
         channel: plain_attr(el, "channel"),
@@ -261,6 +298,8 @@ fn read_channel_config(el: &XmlElement<'_>) -> ChannelConfig {
 fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
     // in_vendor[i]: element i is inside extension content (not BPMN).
     let mut in_vendor = vec![false; doc.elements.len()];
+    // (tree element, diagram element) of every shape, to attach its bounds.
+    let mut shapes: Vec<(u32, u32, bool)> = Vec::new();
     for (i, el) in doc.elements.iter().enumerate() {
         let parent_vendor = el.parent().map(|p| in_vendor[p]).unwrap_or(false);
         let parent_is_ext = el
@@ -355,6 +394,12 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
                 });
             } else if let Some(kind) = reference_kind(a.local) {
                 if is_di && kind == RefKind::BpmnElement {
+                    if el.local == "BPMNShape" {
+                        let expanded = el
+                            .attr("isExpanded")
+                            .is_some_and(|a| a.value.trim() == "true");
+                        shapes.push((i as u32, defs.diagram_elements.len() as u32, expanded));
+                    }
                     defs.diagram_elements.push(DiagramElement {
                         bpmn_element: a.value.to_string(),
                         span: el.span,
@@ -376,6 +421,60 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
             }
         }
     }
+    attach_bounds(doc, &shapes, defs);
+}
+
+/// Pair each shape with the bounds leaf the parser kept for it (a label's
+/// bounds sit in the label, not the shape, and are not kept).
+fn attach_bounds(doc: &XmlDoc<'_>, shapes: &[(u32, u32, bool)], defs: &mut Definitions) {
+    defs.shape_bounds.reserve(shapes.len());
+    let mut taken = vec![false; shapes.len()];
+    for b in &doc.leaf_bounds {
+        // `shapes` is in tree order, so sorted by element.
+        let Ok(k) = shapes.binary_search_by_key(&b.parent, |s| s.0) else {
+            continue;
+        };
+        if std::mem::replace(&mut taken[k], true) {
+            continue;
+        }
+        let (_, diagram, expanded) = shapes[k];
+        defs.shape_bounds.push(ShapeBounds {
+            diagram,
+            expanded,
+            x: b.x,
+            y: b.y,
+            width: b.width,
+            height: b.height,
+        });
+    }
+    // A tree parsed without skipping leaves keeps the bounds as elements.
+    for (k, &(element, diagram, expanded)) in shapes.iter().enumerate() {
+        if taken[k] {
+            continue;
+        }
+        let bounds = doc
+            .children(element as usize)
+            .find(|(_, c)| c.is(DC_NS, "Bounds"))
+            .and_then(|(_, b)| {
+                let num = |n: &str| {
+                    b.attr(n)
+                        .and_then(|a| a.value.trim().parse::<f32>().ok())
+                        .filter(|v| v.is_finite())
+                };
+                Some((num("x")?, num("y")?, num("width")?, num("height")?))
+            });
+        if let Some((x, y, width, height)) = bounds {
+            defs.shape_bounds.push(ShapeBounds {
+                diagram,
+                expanded,
+                x,
+                y,
+                width,
+                height,
+            });
+        }
+    }
+    defs.shape_bounds.sort_by_key(|s| s.diagram);
 }
 
 fn is_activity(local: &str) -> bool {
@@ -401,8 +500,16 @@ fn read_process(doc: &XmlDoc<'_>, process_id: ElementId) -> Process {
         name_span: el.name_span(),
         nodes: Vec::with_capacity(children),
         flows: Vec::with_capacity(children),
+        other_defaults: Vec::new(),
+        links: Vec::new(),
+        lanes: Vec::new(),
     };
     read_container(doc, process_id, None, &mut process);
+    for (set_id, set) in doc.children(process_id) {
+        if is_bpmn(set, "laneSet") {
+            read_lanes(doc, set_id, &mut process.lanes);
+        }
+    }
     process
 }
 
@@ -438,6 +545,19 @@ fn read_container(
         }
         let index = process.nodes.len();
         process.nodes.push(read_node(doc, child_id, scope));
+        if child.local != "exclusiveGateway" {
+            if let Some(d) = plain_attr(child, "default").filter(|d| !d.value.is_empty()) {
+                process.other_defaults.push((index as u32, d));
+            }
+        }
+        if child.local.ends_with("Event") {
+            if let Some((_, link)) = doc
+                .children(child_id)
+                .find(|(_, c)| is_bpmn(c, "linkEventDefinition"))
+            {
+                process.links.push((index as u32, plain_attr(link, "name")));
+            }
+        }
         if matches!(
             child.local,
             "subProcess" | "transaction" | "adHocSubProcess"
@@ -563,6 +683,10 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
         event_definitions,
         incoming_refs,
         outgoing_refs,
+        non_interrupting: el.local == "startEvent"
+            && el
+                .attr("isInterrupting")
+                .is_some_and(|a| a.value.trim() == "false"),
     }
 }
 

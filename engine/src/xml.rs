@@ -133,6 +133,9 @@ pub struct XmlDoc<'a> {
     pub root: ElementId,
     /// Every namespace URI declared anywhere in the document.
     pub declared_namespaces: Vec<String>,
+    /// The rectangles of skipped bounds leaves, in document order (see
+    /// [`ParseOptions::keep_bounds_of`]).
+    pub leaf_bounds: Vec<LeafBounds>,
 }
 
 impl<'a> XmlDoc<'a> {
@@ -283,6 +286,21 @@ pub struct ParseOptions<'o> {
     /// attribute they carry is an unprefixed name listed in `leaf_attributes`.
     pub skip_leaves_in: &'o [&'o str],
     pub leaf_attributes: &'o [&'o str],
+    /// A skipped leaf with this namespace and local name (`dc:Bounds`) leaves
+    /// its four numbers behind in [`XmlDoc::leaf_bounds`]: the diagram rules
+    /// need a shape's rectangle, not a tree element for it.
+    pub keep_bounds_of: Option<(&'o str, &'o str)>,
+}
+
+/// The rectangle of a skipped `Bounds` leaf, and the element it sat in: 20
+/// bytes instead of a 160-byte tree element.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeafBounds {
+    pub parent: u32,
+    pub x: f32,
+    pub y: f32,
+    pub width: f32,
+    pub height: f32,
 }
 
 /// Parse a whole document into a spanned tree, or report the first fault.
@@ -316,6 +334,7 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
     let mut names = Namespaces::default();
     let mut raws: Vec<attrs::RawAttr> = Vec::new();
     let mut root: Option<ElementId> = None;
+    let mut leaf_bounds: Vec<LeafBounds> = Vec::new();
     // quick-xml skips a leading UTF-8 BOM without counting it in its positions.
     let base = if source.starts_with('\u{feff}') { 3 } else { 0 };
     let mut pos = base;
@@ -378,6 +397,15 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
                     && !stack.is_empty()
                     && is_skipped_leaf(&options, ns.as_deref(), tag, &raws)
                 {
+                    if let (Some((bns, blocal)), Some(open)) =
+                        (options.keep_bounds_of, stack.last())
+                    {
+                        if ns.as_deref() == Some(bns) && attrs::local_of(qname) == blocal {
+                            if let Some(b) = bounds_of(tag, &raws, open.id) {
+                                leaf_bounds.push(b);
+                            }
+                        }
+                    }
                     names.bindings.truncate(ns_mark);
                     continue;
                 }
@@ -425,7 +453,7 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
                 // Entity references arrive as their own events, so the text is
                 // exactly the source bytes and can be borrowed.
                 let raw = &source[start..end];
-                debug_assert_eq!(t.as_ref(), raw.as_bytes());
+                debug_assert_eq!(&**t, raw.as_bytes());
                 if let Some(open) = stack.last() {
                     push_text(
                         &mut elements[open.id as usize],
@@ -445,7 +473,7 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
                     // The content sits between `<![CDATA[` and `]]>`.
                     let inner = Span::new(start + 9, end.saturating_sub(3).max(start + 9));
                     let text = &source[inner.start..inner.end];
-                    debug_assert_eq!(t.as_ref(), text.as_bytes());
+                    debug_assert_eq!(&**t, text.as_bytes());
                     push_text(&mut elements[open.id as usize], Cow::Borrowed(text), inner);
                 }
             }
@@ -503,6 +531,33 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
         elements,
         root,
         declared_namespaces: names.uris.iter().map(|u| u.to_string()).collect(),
+        leaf_bounds,
+    })
+}
+
+/// `x`, `y`, `width`, `height` of a bounds leaf; `None` unless all four are numbers.
+fn bounds_of(tag: &str, raws: &[attrs::RawAttr], parent: u32) -> Option<LeafBounds> {
+    let mut v = [None::<f32>; 4];
+    for r in raws {
+        let slot = match &tag[r.name.0..r.name.1] {
+            "x" => 0,
+            "y" => 1,
+            "width" => 2,
+            "height" => 3,
+            _ => continue,
+        };
+        v[slot] = tag[r.value.0..r.value.1]
+            .trim()
+            .parse::<f32>()
+            .ok()
+            .filter(|n| n.is_finite());
+    }
+    Some(LeafBounds {
+        parent,
+        x: v[0]?,
+        y: v[1]?,
+        width: v[2]?,
+        height: v[3]?,
     })
 }
 

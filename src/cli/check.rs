@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use miette::{GraphicalReportHandler, GraphicalTheme};
 
-use qflow_engine::diagnostic::Report;
+use qflow_engine::config::Config;
+use qflow_engine::diagnostic::{Diagnostic, Report};
 use qflow_engine::span::LineIndex;
 use qflow_engine::Severity;
 
@@ -25,6 +26,10 @@ pub struct Args {
     pub files: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
+    /// A configuration file (`.bpmnlintrc` JSON, or `qflow.toml`) used for
+    /// every model instead of the ones found by walking up from each model.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// The report renderer. Output is a contract (golden tests compare it), so
@@ -43,10 +48,49 @@ fn report_handler() -> GraphicalReportHandler {
         .with_width(100)
 }
 
+/// Whether a label sits beyond the column miette can render.
+fn too_wide(d: &Diagnostic, text: &str, index: &LineIndex) -> bool {
+    std::iter::once(&d.primary)
+        .chain(&d.related)
+        .any(|l| index.position(text, l.span.end).column_chars > 60_000)
+}
+
 pub fn run(args: Args) -> ExitCode {
     let handler = report_handler();
     let mut json = Vec::new();
     let (mut errors, mut warnings, mut others, mut unreadable) = (0usize, 0usize, 0usize, 0usize);
+    let mut reported: Vec<PathBuf> = Vec::new();
+    let mut emit = |shown: &str, text: &str, index: &LineIndex, d: &Diagnostic| {
+        match d.severity {
+            Severity::Error => errors += 1,
+            Severity::Warning => warnings += 1,
+            _ => others += 1,
+        }
+        match args.format {
+            Format::Json => json.push(d.to_json(shown, text, index)),
+            // miette pads a label to its column and cannot past 65,535:
+            // a finding that far along one line (a minified file) is plain.
+            Format::Human if too_wide(d, text, index) => {
+                let p = index.position(text, d.primary.span.start);
+                eprintln!(
+                    "{} {}: {}\n  at {shown}:{}:{}\n",
+                    d.code,
+                    d.severity.as_str(),
+                    d.message,
+                    p.line + 1,
+                    p.column_chars + 1
+                );
+            }
+            Format::Human => {
+                let report = Report::new(d.clone(), shown, text);
+                let mut out = String::new();
+                match handler.render_report(&mut out, &report) {
+                    Ok(()) => eprintln!("{out}"),
+                    Err(_) => eprintln!("{}: {}", d.code, d.message),
+                }
+            }
+        }
+    };
     for path in &args.files {
         let shown = path.display().to_string();
         let bytes = match std::fs::read(path) {
@@ -57,25 +101,32 @@ pub fn run(args: Args) -> ExitCode {
                 continue;
             }
         };
-        let (text, analysis) = qflow_engine::analyze_bytes(&bytes);
+        let config = match &args.config {
+            Some(file) => Config::from_files(std::slice::from_ref(file)),
+            None => Config::for_model(path),
+        };
+        // A configuration file's own problems, once per file.
+        for file in &config.files {
+            if reported.contains(&file.path) {
+                continue;
+            }
+            reported.push(file.path.clone());
+            let index = LineIndex::new(&file.text);
+            // Shown relative to the working directory, like the models.
+            let shown = std::env::current_dir()
+                .ok()
+                .and_then(|cwd| file.path.strip_prefix(cwd).ok().map(|p| p.to_path_buf()))
+                .unwrap_or_else(|| file.path.clone())
+                .display()
+                .to_string();
+            for d in &file.diagnostics {
+                emit(&shown, &file.text, &index, d);
+            }
+        }
+        let (text, analysis) = qflow_engine::analyze_bytes_with(&bytes, &config.settings);
         let index = LineIndex::new(&text);
         for d in &analysis.diagnostics {
-            match d.severity {
-                Severity::Error => errors += 1,
-                Severity::Warning => warnings += 1,
-                _ => others += 1,
-            }
-            match args.format {
-                Format::Json => json.push(d.to_json(&shown, &text, &index)),
-                Format::Human => {
-                    let report = Report::new(d.clone(), &shown, &text);
-                    let mut out = String::new();
-                    match handler.render_report(&mut out, &report) {
-                        Ok(()) => eprintln!("{out}"),
-                        Err(_) => eprintln!("{}: {}", d.code, d.message),
-                    }
-                }
-            }
+            emit(&shown, &text, &index, d);
         }
     }
     match args.format {

@@ -149,7 +149,10 @@ pub fn run(args: Args) -> ExitCode {
         Ok(b) => b,
         Err(e) => return fail(format, Why::Unreadable, format!("cannot read {shown}: {e}")),
     };
-    let (text, analysis) = qflow_engine::analyze_bytes(&bytes);
+    // The model's configuration files decide which modelling rules refuse it,
+    // exactly as `qflow check` judges it.
+    let config = qflow_engine::config::Config::for_model(&args.model);
+    let (text, analysis) = qflow_engine::analyze_bytes_with(&bytes, &config.settings);
     let refusals: Vec<&qflow_engine::Diagnostic> = analysis.refusals().collect();
     if !refusals.is_empty() || analysis.definitions.is_none() {
         return refuse(format, &shown, &text, &refusals);

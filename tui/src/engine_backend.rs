@@ -57,7 +57,7 @@ fn load_model(source: &str, shown: &str) -> Result<qflow_engine::model::Definiti
         let index = qflow_engine::span::LineIndex::new(source);
         let first: Vec<String> = diags
             .iter()
-            .filter(|d| d.code.refuses_run())
+            .filter(|d| d.refuses_run())
             .take(3)
             .map(|d| {
                 let p = index.position(source, d.primary.span.start);

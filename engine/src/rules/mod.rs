@@ -17,10 +17,12 @@
 //! | `stateful` | QF040 |
 //! | `conditions` | QF042 |
 //! | `namespace` | QF043, QF044 (every document: they find the models the execution rules would skip) |
+//! | `modelling` | QF100–QF125 (bpmnlint's rules), every BPMN file |
 //!
 //! QF001/QF002 come from the parser and the reader.
 
-use crate::diagnostic::{Diagnostic, Edit};
+use crate::config::{Profile, Settings};
+use crate::diagnostic::{Code, Diagnostic, Edit};
 use crate::model::{Definitions, Process};
 use crate::span::Span;
 
@@ -29,6 +31,7 @@ mod channels;
 mod conditions;
 mod document;
 pub mod edit;
+pub mod modelling;
 pub mod namespace;
 mod reachability;
 mod stateful;
@@ -36,30 +39,97 @@ pub mod structure;
 mod tasks;
 mod vocabulary;
 
-/// Every verdict on a model that was read successfully.
+/// Every verdict on a model that was read successfully, with the default
+/// settings (no configuration file).
 pub fn check(defs: &Definitions, source: &str) -> Vec<Diagnostic> {
+    check_with(defs, source, &Settings::default())
+}
+
+/// Every verdict on a model, with the severities `settings` give (a rule
+/// that is off produces nothing).
+pub fn check_with(defs: &Definitions, source: &str, settings: &Settings) -> Vec<Diagnostic> {
     let mut out = Vec::new();
+    let ctx = edit::Ctx::new(defs, source);
     document::check(defs, source, &mut out);
     for p in &defs.processes {
         reachability::check(p, &mut out);
     }
     namespace::check(defs, source, &mut out);
-    if !defs.declares_qflow {
-        return out;
+    modelling::check(&ctx, settings, &mut out);
+    if defs.declares_qflow {
+        execution(&ctx, &mut out);
     }
-    let ctx = edit::Ctx::new(defs, source);
-    vocabulary::check(&ctx, &mut out);
-    for p in defs.executable_processes() {
-        structure::check(&ctx, p, &mut out);
-        tasks::check(&ctx, p, &mut out);
-        channels::check(&ctx, p, &mut out);
-        advice::check(&ctx, p, &mut out);
-        stateful::check(p, &mut out);
-        conditions::check(p, &mut out);
-    }
-    tasks::channel_configs(&ctx, &mut out);
-    stray_extensions(defs, &mut out);
+    finish(defs, settings, &mut out);
     out
+}
+
+/// Settle what the rule families said: configured severities of qflow's
+/// advisory codes, QF032 dropped where QF111 says more, and every
+/// diagnostic's element.
+fn finish(defs: &Definitions, settings: &Settings, out: &mut Vec<Diagnostic>) {
+    let profile = if defs.declares_qflow {
+        Profile::Qflow { executable: true }
+    } else {
+        Profile::Plain
+    };
+    if !settings.overrides.is_empty() {
+        out.retain_mut(|d| {
+            if !crate::config::ADVISORY.contains(&d.code) {
+                return true;
+            }
+            match settings.severity(d.code, profile) {
+                Some(s) => {
+                    d.severity = s;
+                    true
+                }
+                None => false,
+            }
+        });
+    }
+    let disconnected: Vec<&str> = out
+        .iter()
+        .filter(|d| d.code == Code::QF111)
+        .filter_map(|d| d.element.as_deref())
+        .collect();
+    if !disconnected.is_empty() {
+        let disconnected: std::collections::HashSet<String> =
+            disconnected.into_iter().map(str::to_string).collect();
+        out.retain(|d| {
+            !(d.code == Code::QF032 && d.element.as_ref().is_some_and(|e| disconnected.contains(e)))
+        });
+    }
+    for d in out.iter_mut().filter(|d| d.element.is_none()) {
+        d.element = innermost_element(defs, d.primary.span).map(str::to_string);
+    }
+}
+
+/// The id of the innermost BPMN element whose text contains `span`.
+fn innermost_element(defs: &Definitions, span: Span) -> Option<&str> {
+    // Ids are in document order: the innermost container starts last.
+    let upto = defs
+        .ids
+        .partition_point(|d| d.element.span.start <= span.start);
+    defs.ids[..upto]
+        .iter()
+        .rev()
+        .find(|d| d.element.span.end >= span.end)
+        .map(|d| d.id.value.as_str())
+}
+
+/// The execution rules, for documents that declare the qflow namespace.
+fn execution(ctx: &edit::Ctx<'_>, out: &mut Vec<Diagnostic>) {
+    let defs = ctx.defs;
+    vocabulary::check(ctx, out);
+    for p in defs.executable_processes() {
+        structure::check(ctx, p, out);
+        tasks::check(ctx, p, out);
+        channels::check(ctx, p, out);
+        advice::check(ctx, p, out);
+        stateful::check(p, out);
+        conditions::check(p, out);
+    }
+    tasks::channel_configs(ctx, out);
+    stray_extensions(defs, out);
 }
 
 /// `<q:retry>` and `<q:timeout>` that sit on no flow node (a sequence flow's or

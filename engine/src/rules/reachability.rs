@@ -100,6 +100,7 @@ pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
                     n.id()
                 ),
             )
+            .element(n.id())
             .label("unreachable")
             .help("connect it with a sequence flow from a node that is reached, or remove it (and its drawing)"),
         );

@@ -1,0 +1,204 @@
+//! `qflow.toml`: qflow's own configuration file. It takes precedence over a
+//! `.bpmnlintrc`, and may also switch qflow's advisory codes.
+//!
+//! ```toml
+//! # optional: start from bpmnlint's severities instead of qflow's defaults
+//! extends = "bpmnlint:recommended"
+//!
+//! [rules]
+//! label-required = "off"      # a bpmnlint rule, by its name
+//! QF118 = "warning"           # or by its code
+//! QF033 = "off"               # an advisory code: QF030-QF033, QF040
+//! ```
+//!
+//! Levels: `off`, `hint`, `info`, `warning` (or `warn`), `error`. The codes
+//! the runtime relies on (QF001-QF022, QF041, QF042) cannot be switched.
+
+use super::{parse_level, rule_code, Base, Settings, ADVISORY};
+use crate::diagnostic::{Code, Diagnostic};
+use crate::span::Span;
+
+/// Read a `qflow.toml`'s text into settings and diagnostics about it.
+pub fn parse(text: &str) -> (Settings, Vec<Diagnostic>) {
+    let mut settings = Settings::default();
+    let mut problems = Vec::new();
+    let table: toml::Table = match text.parse() {
+        Ok(t) => t,
+        Err(e) => {
+            let span = e.span().map_or(Span::at(0), |r| Span::new(r.start, r.end));
+            problems.push(
+                Diagnostic::new(Code::QF090, span, format!("this qflow.toml is not valid TOML: {}", e.message()))
+                    .label("here")
+                    .help("fix the TOML; until then the other configuration (or qflow's defaults) applies"),
+            );
+            return (settings, problems);
+        }
+    };
+    for (key, value) in &table {
+        match (key.as_str(), value) {
+            ("extends", toml::Value::String(name)) => match name.as_str() {
+                "bpmnlint:recommended" => settings.base = Base::Recommended,
+                "bpmnlint:all" => settings.base = Base::All,
+                _ => problems.push(
+                    Diagnostic::new(Code::QF091, value_span(text, name), format!("unknown configuration `{name}`"))
+                        .label("ignored")
+                        .help("qflow.toml extends bpmnlint:recommended or bpmnlint:all; the other settings still apply"),
+                ),
+            },
+            ("rules", toml::Value::Table(rules)) => {
+                for (name, level) in rules {
+                    rule(text, name, level, &mut settings, &mut problems);
+                }
+            }
+            ("extends", _) | ("rules", _) => problems.push(
+                Diagnostic::new(Code::QF090, key_span(text, key), format!("`{key}` has the wrong type"))
+                    .label("ignored")
+                    .help("write extends = \"bpmnlint:recommended\" and a [rules] table"),
+            ),
+            _ => problems.push(
+                Diagnostic::new(Code::QF091, key_span(text, key), format!("unknown setting `{key}`"))
+                    .label("ignored")
+                    .help("qflow.toml has `extends` and a [rules] table"),
+            ),
+        }
+    }
+    (settings, problems)
+}
+
+fn rule(
+    text: &str,
+    name: &str,
+    level: &toml::Value,
+    settings: &mut Settings,
+    problems: &mut Vec<Diagnostic>,
+) {
+    let span = key_span(text, name);
+    let Some(code) = rule_code(name) else {
+        let known = Code::ALL.into_iter().filter_map(Code::alias);
+        let help = match crate::suggest::closest(name, known) {
+            Some(s) => {
+                format!("did you mean `{s}`? rules are named as in bpmnlint, or by code (QF105)")
+            }
+            None => "rules are named as in bpmnlint, or by code (QF105)".to_string(),
+        };
+        problems.push(
+            Diagnostic::new(Code::QF091, span, format!("unknown rule `{name}`"))
+                .label("ignored")
+                .help(help),
+        );
+        return;
+    };
+    if !code.is_modelling() && !ADVISORY.contains(&code) {
+        problems.push(
+            Diagnostic::new(
+                Code::QF091,
+                span,
+                format!("{code} cannot be switched: the loader and the runtime rely on it"),
+            )
+            .label("ignored")
+            .help(
+                "qflow.toml switches bpmnlint's rules and the advisory codes QF030-QF033 and QF040",
+            ),
+        );
+        return;
+    }
+    let word = match level {
+        toml::Value::String(s) => Some(s.clone()),
+        toml::Value::Integer(n) => Some(n.to_string()),
+        _ => None,
+    };
+    match word.as_deref().and_then(parse_level) {
+        Some(l) => settings.set(code, l),
+        _ => problems.push(
+            Diagnostic::new(
+                Code::QF091,
+                span,
+                format!("rule `{name}`: the level must be off, hint, info, warning or error"),
+            )
+            .label("ignored")
+            .help("write \"off\", \"hint\", \"info\", \"warning\" or \"error\""),
+        ),
+    }
+}
+
+/// The span of a key as written (bare or quoted), at its first occurrence at
+/// the start of a line.
+fn key_span(text: &str, key: &str) -> Span {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let lead = line.len() - trimmed.len();
+        for (skip, written) in [(0, key.to_string()), (1, format!("\"{key}\""))] {
+            if let Some(rest) = trimmed.strip_prefix(&written) {
+                if rest.trim_start().starts_with('=') {
+                    let start = offset + lead + skip;
+                    return Span::new(start, start + key.len());
+                }
+            }
+        }
+        offset += line.len();
+    }
+    Span::at(0)
+}
+
+fn value_span(text: &str, value: &str) -> Span {
+    super::bpmnlintrc::string_span(text, value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Profile;
+    use crate::Severity;
+
+    #[test]
+    fn rules_by_name_and_code_and_advisory_codes() {
+        let (s, p) = parse("[rules]\nlabel-required = \"off\"\nQF118 = \"warning\"\nQF033 = \"off\"\nQF032 = \"error\"\n");
+        assert!(p.is_empty(), "{p:?}");
+        let q = Profile::Qflow { executable: true };
+        assert_eq!(s.severity(Code::QF107, q), None);
+        assert_eq!(s.severity(Code::QF118, q), Some(Severity::Warning));
+        assert_eq!(s.severity(Code::QF033, q), None);
+        assert_eq!(s.severity(Code::QF032, q), Some(Severity::Error));
+        // Untouched rules keep qflow's defaults.
+        assert_eq!(s.severity(Code::QF109, q), None);
+        assert_eq!(s.severity(Code::QF119, q), Some(Severity::Error));
+    }
+
+    #[test]
+    fn problems_point_into_the_file() {
+        let text = "extends = \"bpmnlint:everything\"\ncolour = true\n[rules]\nfake-jion = \"off\"\nQF012 = \"off\"\nsuperfluous-gateway = \"loud\"\nno-bpmndi = \"error\"\n";
+        let (s, p) = parse(text);
+        let got: Vec<(&str, Code)> = p
+            .iter()
+            .map(|d| (&text[d.primary.span.start..d.primary.span.end], d.code))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("colour", Code::QF091),
+                ("bpmnlint:everything", Code::QF091),
+                ("QF012", Code::QF091),
+                ("fake-jion", Code::QF091),
+                ("superfluous-gateway", Code::QF091),
+            ]
+        );
+        assert_eq!(
+            s.severity(Code::QF109, Profile::Qflow { executable: true }),
+            Some(Severity::Error)
+        );
+    }
+
+    #[test]
+    fn malformed_toml_is_one_qf090_at_the_fault() {
+        let text = "[rules]\nfake-join = off\n";
+        let (_, p) = parse(text);
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].code, Code::QF090);
+        assert!(
+            p[0].primary.span.start >= text.find("off").unwrap(),
+            "{:?}",
+            p[0]
+        );
+    }
+}

@@ -1,0 +1,637 @@
+//! The modelling rules (QF100–QF125, bpmnlint's), as a user meets them: a
+//! model with the mistake is flagged on the right element with the exact
+//! span, the same model without it is clean of that code, severities follow
+//! the document (plain BPMN: bpmnlint's; qflow: qflow's defaults), and the
+//! mechanical fixes make the code go away.
+
+use qflow_engine::config::{bpmnlintrc, qflow_toml, Settings};
+use qflow_engine::rules::apply_edits;
+use qflow_engine::{analyze, analyze_with, Code, Diagnostic, Severity};
+
+const BPMN: &str = "http://www.omg.org/spec/BPMN/20100524/MODEL";
+
+/// A plain BPMN document (bpmnlint's severities) with one process.
+fn plain(body: &str) -> String {
+    format!(
+        "<bpmn:definitions xmlns:bpmn=\"{BPMN}\" id=\"d\">\n  <bpmn:process id=\"p\" isExecutable=\"false\">\n{body}\n  </bpmn:process>\n</bpmn:definitions>\n"
+    )
+}
+
+/// A qflow document with one executable process.
+fn qflow(body: &str) -> String {
+    format!(
+        "<bpmn:definitions xmlns:bpmn=\"{BPMN}\" xmlns:q=\"urn:qflow:bpmn:1\" id=\"d\">\n  <bpmn:process id=\"p\" isExecutable=\"true\">\n{body}\n  </bpmn:process>\n</bpmn:definitions>\n"
+    )
+}
+
+fn of(src: &str, code: Code) -> Vec<Diagnostic> {
+    analyze(src)
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.code == code)
+        .collect()
+}
+
+fn text<'a>(src: &'a str, d: &Diagnostic) -> &'a str {
+    &src[d.primary.span.start..d.primary.span.end]
+}
+
+/// The (element, primary text) of every diagnostic of `code`.
+fn hits(src: &str, code: Code) -> Vec<(String, String)> {
+    of(src, code)
+        .iter()
+        .map(|d| {
+            (
+                d.element.clone().unwrap_or_default(),
+                text(src, d).to_string(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+const NAMED_LINE: &str = r#"    <bpmn:startEvent id="s" name="Start"/>
+    <bpmn:task id="t" name="Work"/>
+    <bpmn:endEvent id="e" name="End"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="e"/>"#;
+
+#[test]
+fn a_clean_line_has_no_modelling_finding_but_no_bpmndi() {
+    let d = analyze(&plain(NAMED_LINE)).diagnostics;
+    let codes: Vec<Code> = d.iter().map(|d| d.code).collect();
+    // A plain document without a diagram: bpmnlint asks for one, per element.
+    assert!(codes.iter().all(|c| *c == Code::QF109), "{d:#?}");
+    assert_eq!(codes.len(), 5);
+    // In a qflow document the diagram rules are off: nothing at all.
+    let q = qflow(
+        &NAMED_LINE
+            .replace("bpmn:task", "bpmn:serviceTask")
+            .replace("name=\"Work\"", "name=\"Work\" q:task=\"w\""),
+    );
+    assert!(
+        analyze(&q).diagnostics.is_empty(),
+        "{:#?}",
+        analyze(&q).diagnostics
+    );
+}
+
+#[test]
+fn qf100_ad_hoc_sub_process() {
+    let src = plain(
+        r#"    <bpmn:adHocSubProcess id="a">
+      <bpmn:startEvent id="in"/>
+      <bpmn:task id="t" name="T"/>
+      <bpmn:intermediateCatchEvent id="c" name="C"><bpmn:messageEventDefinition/></bpmn:intermediateCatchEvent>
+      <bpmn:endEvent id="out"/>
+    </bpmn:adHocSubProcess>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF100),
+        pairs(&[
+            ("in", "bpmn:startEvent"),
+            ("c", "bpmn:intermediateCatchEvent"),
+            ("out", "bpmn:endEvent")
+        ])
+    );
+    assert_eq!(of(&src, Code::QF100)[0].severity, Severity::Error);
+    // Inside an ad-hoc sub-process, disconnected tasks are fine (the
+    // sub-process itself, alone in its process, is not).
+    assert_eq!(
+        hits(&src, Code::QF111),
+        pairs(&[("a", "bpmn:adHocSubProcess")])
+    );
+}
+
+#[test]
+fn qf101_conditional_flows_and_the_default_fix() {
+    let body = r#"    <bpmn:startEvent id="s" name="S"/>
+    <bpmn:exclusiveGateway id="g" name="Large?"/>
+    <bpmn:serviceTask id="a" name="A" q:task="a"/>
+    <bpmn:serviceTask id="b" name="B" q:task="b"/>
+    <bpmn:endEvent id="e" name="E"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="g"/>
+    <bpmn:sequenceFlow id="yes" name="yes" sourceRef="g" targetRef="a"><bpmn:conditionExpression>x &gt; 1</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="no" sourceRef="g" targetRef="b"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="a" targetRef="e"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="b" targetRef="e"/>"#;
+    let src = qflow(body);
+    let found = of(&src, Code::QF101);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let d = &found[0];
+    assert_eq!(text(&src, d), "bpmn:sequenceFlow");
+    assert_eq!(d.element.as_deref(), Some("no"));
+    // In an executable qflow process: an error, so `run` refuses it.
+    assert_eq!(d.severity, Severity::Error);
+    assert!(d
+        .help
+        .as_deref()
+        .unwrap()
+        .contains("first flow in document order"));
+    // The fix makes `no` the default: the code is gone, nothing else appears.
+    assert_eq!(d.fixes.len(), 1);
+    let fixed = apply_edits(&src, &d.fixes[0].edits);
+    assert!(
+        fixed.contains(r#"<bpmn:exclusiveGateway id="g" name="Large?" default="no"/>"#),
+        "{fixed}"
+    );
+    assert!(of(&fixed, Code::QF101).is_empty());
+    assert!(
+        !analyze(&fixed).has_errors(),
+        "{:#?}",
+        analyze(&fixed).diagnostics
+    );
+    // Plain document: bpmnlint's error too; non-executable qflow: a warning.
+    let off = src.replace("isExecutable=\"true\"", "isExecutable=\"false\"");
+    assert_eq!(of(&off, Code::QF101)[0].severity, Severity::Warning);
+}
+
+#[test]
+fn qf102_and_qf121_start_and_end_per_scope() {
+    let src = plain(
+        r#"    <bpmn:task id="t" name="T"/>
+    <bpmn:subProcess id="sub">
+      <bpmn:task id="inner" name="I"/>
+    </bpmn:subProcess>
+    <bpmn:sequenceFlow id="f" sourceRef="t" targetRef="sub"/>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF102),
+        pairs(&[("p", "bpmn:process"), ("sub", "bpmn:subProcess")])
+    );
+    assert_eq!(
+        hits(&src, Code::QF121),
+        pairs(&[("p", "bpmn:process"), ("sub", "bpmn:subProcess")])
+    );
+    // An executable qflow process without a start event is QF005, never also QF121.
+    let q = qflow(r#"    <bpmn:serviceTask id="t" name="T" q:task="t"/>"#);
+    assert_eq!(of(&q, Code::QF005).len(), 1);
+    assert!(of(&q, Code::QF121).is_empty());
+}
+
+#[test]
+fn qf103_event_based_gateway() {
+    let src = plain(
+        r#"    <bpmn:eventBasedGateway id="g"/>
+    <bpmn:intermediateCatchEvent id="m" name="M"><bpmn:messageEventDefinition/></bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f" sourceRef="g" targetRef="m"><bpmn:conditionExpression>x</bpmn:conditionExpression></bpmn:sequenceFlow>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF103),
+        pairs(&[("g", "bpmn:eventBasedGateway"), ("f", "bpmn:sequenceFlow")])
+    );
+}
+
+#[test]
+fn qf104_and_qf122_start_events_of_sub_processes() {
+    let src = plain(
+        r#"    <bpmn:subProcess id="ev" triggeredByEvent="true">
+      <bpmn:startEvent id="blank" name="B"/>
+    </bpmn:subProcess>
+    <bpmn:subProcess id="sub" name="S">
+      <bpmn:startEvent id="typed" name="T"><bpmn:timerEventDefinition/></bpmn:startEvent>
+    </bpmn:subProcess>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF104),
+        pairs(&[("blank", "bpmn:startEvent")])
+    );
+    assert_eq!(
+        hits(&src, Code::QF122),
+        pairs(&[("typed", "bpmn:timerEventDefinition")])
+    );
+}
+
+#[test]
+fn qf105_fake_join_error_only_where_parallel_branches_meet() {
+    let parallel = qflow(
+        r#"    <bpmn:startEvent id="s" name="S"/>
+    <bpmn:parallelGateway id="split"/>
+    <bpmn:serviceTask id="a" name="A" q:task="a"/>
+    <bpmn:serviceTask id="b" name="B" q:task="b"/>
+    <bpmn:serviceTask id="j" name="J" q:task="j"/>
+    <bpmn:endEvent id="e" name="E"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="split"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="split" targetRef="a"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="split" targetRef="b"/>
+    <bpmn:sequenceFlow id="f4" sourceRef="a" targetRef="j"/>
+    <bpmn:sequenceFlow id="f5" sourceRef="b" targetRef="j"/>
+    <bpmn:sequenceFlow id="f6" sourceRef="j" targetRef="e"/>"#,
+    );
+    let d = &of(&parallel, Code::QF105)[0];
+    assert_eq!(
+        (d.element.as_deref(), text(&parallel, d)),
+        (Some("j"), "bpmn:serviceTask")
+    );
+    assert_eq!(d.severity, Severity::Error);
+    // A loop back into a task: alternatives, run once each as drawn: a warning.
+    let looping = qflow(
+        r#"    <bpmn:startEvent id="s" name="S"/>
+    <bpmn:serviceTask id="ask" name="Ask" q:task="a"/>
+    <bpmn:exclusiveGateway id="ok" name="OK?" default="again"/>
+    <bpmn:endEvent id="e" name="E"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="ask"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="ask" targetRef="ok"/>
+    <bpmn:sequenceFlow id="yes" name="yes" sourceRef="ok" targetRef="e"><bpmn:conditionExpression>ok</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="again" sourceRef="ok" targetRef="ask"/>"#,
+    );
+    let d = &of(&looping, Code::QF105)[0];
+    assert_eq!(d.element.as_deref(), Some("ask"));
+    assert_eq!(d.severity, Severity::Warning);
+    // A parallel join in between: no fake join at all.
+    let joined = parallel
+        .replace(r#"targetRef="j"/>"#, r#"targetRef="join"/>"#)
+        .replace(
+            "    <bpmn:endEvent id=\"e\"",
+            "    <bpmn:parallelGateway id=\"join\"/>\n    <bpmn:sequenceFlow id=\"fj\" sourceRef=\"join\" targetRef=\"j\"/>\n    <bpmn:endEvent id=\"e\"",
+        );
+    assert!(
+        of(&joined, Code::QF105).is_empty(),
+        "{:#?}",
+        of(&joined, Code::QF105)
+    );
+    assert!(!analyze(&joined).has_errors());
+}
+
+#[test]
+fn qf106_global_definitions() {
+    let src = format!(
+        r#"<bpmn:definitions xmlns:bpmn="{BPMN}" id="d">
+  <bpmn:message id="used" name="Order"/>
+  <bpmn:message id="twin" name="Order"/>
+  <bpmn:signal id="blank" name=" "/>
+  <bpmn:process id="p">
+    <bpmn:startEvent id="s" name="S"><bpmn:messageEventDefinition messageRef="used"/></bpmn:startEvent>
+    <bpmn:intermediateThrowEvent id="t" name="T"><bpmn:signalEventDefinition signalRef="blank"/></bpmn:intermediateThrowEvent>
+  </bpmn:process>
+</bpmn:definitions>"#
+    );
+    let found = of(&src, Code::QF106);
+    let got: Vec<(&str, &str)> = found
+        .iter()
+        .map(|d| (d.element.as_deref().unwrap(), d.message.as_str()))
+        .collect();
+    assert_eq!(got.len(), 4, "{got:#?}");
+    assert!(got[0].0 == "used" && got[0].1.contains("another <message> has the name `Order`"));
+    assert!(got[1].0 == "twin" && got[1].1.contains("never used"));
+    assert!(got[2].0 == "twin" && got[2].1.contains("another <message>"));
+    assert!(got[3].0 == "blank" && got[3].1.contains("has no name"));
+    assert!(found.iter().all(|d| text(&src, d).starts_with("bpmn:")));
+}
+
+#[test]
+fn qf107_label_required_and_its_exemptions() {
+    let src = plain(
+        r#"    <bpmn:startEvent id="s"/>
+    <bpmn:parallelGateway id="par"/>
+    <bpmn:exclusiveGateway id="fork"/>
+    <bpmn:exclusiveGateway id="join"/>
+    <bpmn:subProcess id="sub"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="fork"/>
+    <bpmn:sequenceFlow id="c1" sourceRef="fork" targetRef="join"><bpmn:conditionExpression>a</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="c2" name="b" sourceRef="fork" targetRef="join"><bpmn:conditionExpression>b</bpmn:conditionExpression></bpmn:sequenceFlow>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF107),
+        pairs(&[
+            ("s", "bpmn:startEvent"),
+            ("fork", "bpmn:exclusiveGateway"),
+            ("c1", "bpmn:sequenceFlow")
+        ])
+    );
+    // In a qflow document it is a hint.
+    let q = qflow(r#"    <bpmn:startEvent id="s"/>"#);
+    assert_eq!(of(&q, Code::QF107)[0].severity, Severity::Hint);
+}
+
+#[test]
+fn qf108_link_events() {
+    let src = plain(
+        r#"    <bpmn:intermediateThrowEvent id="go" name="Go"><bpmn:linkEventDefinition name="A"/></bpmn:intermediateThrowEvent>
+    <bpmn:intermediateCatchEvent id="land1" name="L1"><bpmn:linkEventDefinition name="B"/></bpmn:intermediateCatchEvent>
+    <bpmn:intermediateCatchEvent id="nameless" name="N"><bpmn:linkEventDefinition/></bpmn:intermediateCatchEvent>
+    <bpmn:intermediateThrowEvent id="goC" name="C"><bpmn:linkEventDefinition name="C"/></bpmn:intermediateThrowEvent>
+    <bpmn:intermediateCatchEvent id="c1" name="C1"><bpmn:linkEventDefinition name="C"/></bpmn:intermediateCatchEvent>
+    <bpmn:intermediateCatchEvent id="c2" name="C2"><bpmn:linkEventDefinition name="C"/></bpmn:intermediateCatchEvent>"#,
+    );
+    let ids: Vec<String> = hits(&src, Code::QF108)
+        .into_iter()
+        .map(|(e, _)| e)
+        .collect();
+    // In document order: `go` and `land1` lack their counterparts, `nameless`
+    // its name, and `C` has two catches.
+    assert_eq!(ids, ["go", "land1", "nameless", "c1", "c2"]);
+}
+
+#[test]
+fn qf109_and_qf118_the_diagram() {
+    let di = |ship_x: u32, with_f2: bool| {
+        format!(
+            r#"<bpmn:definitions xmlns:bpmn="{BPMN}" xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI" xmlns:dc="http://www.omg.org/spec/DD/20100524/DC" xmlns:di="http://www.omg.org/spec/DD/20100524/DI" id="d">
+  <bpmn:process id="p">
+    <bpmn:task id="a" name="A"/>
+    <bpmn:task id="b" name="B"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="a" targetRef="b"/>
+  </bpmn:process>
+  <bpmndi:BPMNDiagram id="dia"><bpmndi:BPMNPlane id="pl" bpmnElement="p">
+    <bpmndi:BPMNShape id="a_di" bpmnElement="a"><dc:Bounds x="100" y="100" width="100" height="80"/></bpmndi:BPMNShape>
+    <bpmndi:BPMNShape id="b_di" bpmnElement="b"><dc:Bounds x="{ship_x}" y="100" width="100" height="80"/></bpmndi:BPMNShape>
+    {}
+  </bpmndi:BPMNPlane></bpmndi:BPMNDiagram>
+</bpmn:definitions>"#,
+            if with_f2 {
+                r#"<bpmndi:BPMNEdge id="f2_di" bpmnElement="f2"><di:waypoint x="200" y="140"/><di:waypoint x="300" y="140"/></bpmndi:BPMNEdge>"#
+            } else {
+                ""
+            }
+        )
+    };
+    let missing = di(300, false);
+    assert_eq!(
+        hits(&missing, Code::QF109),
+        pairs(&[("f2", "bpmn:sequenceFlow")])
+    );
+    assert!(of(&missing, Code::QF118).is_empty());
+    let overlapping = di(150, true);
+    assert!(of(&overlapping, Code::QF109).is_empty());
+    assert_eq!(
+        hits(&overlapping, Code::QF118),
+        pairs(&[("a", "bpmn:task"), ("b", "bpmn:task")])
+    );
+    assert_eq!(of(&overlapping, Code::QF118)[0].severity, Severity::Warning);
+    // Touching counts, as in bpmnlint; 1 unit apart does not.
+    assert_eq!(of(&di(200, true), Code::QF118).len(), 2);
+    assert!(of(&di(201, true), Code::QF118).is_empty());
+}
+
+#[test]
+fn qf110_qf117_discouraged_gateways() {
+    let src = plain(
+        r#"    <bpmn:complexGateway id="c" name="C"/>
+    <bpmn:inclusiveGateway id="i" name="I"/>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF110),
+        pairs(&[("c", "bpmn:complexGateway")])
+    );
+    assert_eq!(
+        hits(&src, Code::QF117),
+        pairs(&[("i", "bpmn:inclusiveGateway")])
+    );
+}
+
+#[test]
+fn qf111_disconnected_replaces_qf032() {
+    let src = qflow(
+        r#"    <bpmn:startEvent id="s" name="S"/>
+    <bpmn:serviceTask id="alone" name="Alone" q:task="a"/>
+    <bpmn:endEvent id="e" name="E"/>
+    <bpmn:sequenceFlow id="f" sourceRef="s" targetRef="e"/>
+    <bpmn:task id="comp" name="Undo" isForCompensation="true"/>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF111),
+        pairs(&[("alone", "bpmn:serviceTask")])
+    );
+    assert_eq!(of(&src, Code::QF111)[0].severity, Severity::Warning);
+    assert!(of(&src, Code::QF032).is_empty());
+    // With QF111 switched off, QF032 reports it again.
+    let (settings, problems) = qflow_toml::parse("[rules]\nno-disconnected = \"off\"\n");
+    assert!(problems.is_empty());
+    let a = analyze_with(&src, &settings);
+    let codes: Vec<Code> = a.diagnostics.iter().map(|d| d.code).collect();
+    assert!(
+        codes.contains(&Code::QF032) && !codes.contains(&Code::QF111),
+        "{codes:?}"
+    );
+}
+
+#[test]
+fn qf112_duplicate_flows_and_the_removal_fix() {
+    let src = qflow(
+        r#"    <bpmn:startEvent id="s" name="S"/>
+    <bpmn:serviceTask id="t" name="T" q:task="t">
+      <bpmn:outgoing>f2</bpmn:outgoing>
+      <bpmn:outgoing>dup</bpmn:outgoing>
+    </bpmn:serviceTask>
+    <bpmn:endEvent id="e" name="E"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="e"/>
+    <bpmn:sequenceFlow id="dup" sourceRef="t" targetRef="e"/>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF112),
+        pairs(&[
+            ("t", "bpmn:serviceTask"),
+            ("e", "bpmn:endEvent"),
+            ("dup", "bpmn:sequenceFlow")
+        ])
+    );
+    let d = of(&src, Code::QF112)
+        .into_iter()
+        .find(|d| d.element.as_deref() == Some("dup"))
+        .unwrap();
+    let fixed = apply_edits(&src, &d.fixes[0].edits);
+    assert!(!fixed.contains("dup"), "{fixed}");
+    assert!(of(&fixed, Code::QF112).is_empty());
+    assert!(
+        analyze(&fixed).diagnostics.is_empty(),
+        "{:#?}",
+        analyze(&fixed).diagnostics
+    );
+}
+
+#[test]
+fn qf113_gateway_join_fork_and_qf123_superfluous_gateway_fix() {
+    let src = qflow(
+        r#"    <bpmn:startEvent id="s" name="S"/>
+    <bpmn:serviceTask id="a" name="A" q:task="a"/>
+    <bpmn:exclusiveGateway id="gw"/>
+    <bpmn:serviceTask id="b" name="B" q:task="b">
+      <bpmn:incoming>f3</bpmn:incoming>
+    </bpmn:serviceTask>
+    <bpmn:endEvent id="e" name="E"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="a"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="a" targetRef="gw"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="gw" targetRef="b"/>
+    <bpmn:sequenceFlow id="f4" sourceRef="b" targetRef="e"/>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF123),
+        pairs(&[("gw", "bpmn:exclusiveGateway")])
+    );
+    let d = &of(&src, Code::QF123)[0];
+    assert_eq!(d.severity, Severity::Warning);
+    let fixed = apply_edits(&src, &d.fixes[0].edits);
+    assert!(
+        fixed.contains(r#"<bpmn:sequenceFlow id="f2" sourceRef="a" targetRef="b"/>"#),
+        "{fixed}"
+    );
+    assert!(
+        fixed.contains("<bpmn:incoming>f2</bpmn:incoming>"),
+        "{fixed}"
+    );
+    assert!(!fixed.contains("gw") && !fixed.contains("f3"), "{fixed}");
+    assert!(
+        analyze(&fixed).diagnostics.is_empty(),
+        "{:#?}",
+        analyze(&fixed).diagnostics
+    );
+
+    let join_fork = qflow(
+        r#"    <bpmn:parallelGateway id="g"/>
+    <bpmn:sequenceFlow id="i1" sourceRef="x" targetRef="g"/>
+    <bpmn:sequenceFlow id="i2" sourceRef="y" targetRef="g"/>
+    <bpmn:sequenceFlow id="o1" sourceRef="g" targetRef="x"/>
+    <bpmn:sequenceFlow id="o2" sourceRef="g" targetRef="y"/>
+    <bpmn:task id="x" name="X"/>
+    <bpmn:task id="y" name="Y"/>"#,
+    );
+    let d = &of(&join_fork, Code::QF113)[0];
+    assert_eq!(
+        (d.element.as_deref(), text(&join_fork, d)),
+        (Some("g"), "bpmn:parallelGateway")
+    );
+    assert_eq!(d.severity, Severity::Error);
+}
+
+#[test]
+fn qf114_implicit_split() {
+    let src = plain(
+        r#"    <bpmn:task id="t" name="T" default="d"/>
+    <bpmn:task id="a" name="A"/>
+    <bpmn:sequenceFlow id="x" sourceRef="t" targetRef="a"/>
+    <bpmn:sequenceFlow id="y" sourceRef="t" targetRef="a"><bpmn:conditionExpression>c</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="d" sourceRef="t" targetRef="a"/>"#,
+    );
+    // One unconditional non-default flow: no implicit split.
+    assert!(of(&src, Code::QF114).is_empty());
+    let split = src.replace(r#" default="d""#, "");
+    assert_eq!(hits(&split, Code::QF114), pairs(&[("t", "bpmn:task")]));
+}
+
+#[test]
+fn qf115_qf116_implicit_end_and_start_with_bpmnlints_exemptions() {
+    let src = plain(
+        r#"    <bpmn:startEvent id="s" name="S"/>
+    <bpmn:task id="mid" name="M"/>
+    <bpmn:task id="orphan" name="O"/>
+    <bpmn:endEvent id="e" name="E"/>
+    <bpmn:intermediateThrowEvent id="jump" name="J"><bpmn:linkEventDefinition name="L"/></bpmn:intermediateThrowEvent>
+    <bpmn:intermediateCatchEvent id="land" name="L"><bpmn:linkEventDefinition name="L"/></bpmn:intermediateCatchEvent>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="mid"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="mid" targetRef="jump"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="land" targetRef="e"/>
+    <bpmn:sequenceFlow id="f4" sourceRef="orphan" targetRef="e"/>
+    <bpmn:task id="sink" name="Sink"/>
+    <bpmn:sequenceFlow id="f5" sourceRef="s" targetRef="sink"/>"#,
+    );
+    assert_eq!(hits(&src, Code::QF115), pairs(&[("sink", "bpmn:task")]));
+    assert_eq!(hits(&src, Code::QF116), pairs(&[("orphan", "bpmn:task")]));
+}
+
+#[test]
+fn qf119_single_blank_start_event() {
+    let src = qflow(
+        r#"    <bpmn:startEvent id="a" name="A"/>
+    <bpmn:startEvent id="b" name="B"/>
+    <bpmn:startEvent id="m" name="M"><bpmn:messageEventDefinition/></bpmn:startEvent>"#,
+    );
+    let d = &of(&src, Code::QF119)[0];
+    assert_eq!(
+        (d.element.as_deref(), text(&src, d)),
+        (Some("p"), "bpmn:process")
+    );
+    assert_eq!(d.severity, Severity::Error);
+    let related: Vec<&str> = d
+        .related
+        .iter()
+        .map(|r| &src[r.span.start..r.span.end])
+        .collect();
+    assert_eq!(related, ["bpmn:startEvent", "bpmn:startEvent"]);
+    assert!(d
+        .help
+        .as_deref()
+        .unwrap()
+        .contains("first one in document order"));
+}
+
+#[test]
+fn qf120_single_event_definition() {
+    let src = plain(
+        r#"    <bpmn:intermediateCatchEvent id="w" name="W"><bpmn:messageEventDefinition/><bpmn:signalEventDefinition/></bpmn:intermediateCatchEvent>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF120),
+        pairs(&[("w", "bpmn:signalEventDefinition")])
+    );
+}
+
+#[test]
+fn qf124_superfluous_label() {
+    let src = plain(
+        r#"    <bpmn:exclusiveGateway id="g" name="G?" default="other"/>
+    <bpmn:task id="a" name="A"/>
+    <bpmn:task id="b" name="B"/>
+    <bpmn:sequenceFlow id="fork1" name="one" sourceRef="g" targetRef="a"><bpmn:conditionExpression>x</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="other" name="otherwise" sourceRef="g" targetRef="b"/>
+    <bpmn:sequenceFlow id="plain" name="then" sourceRef="a" targetRef="b"/>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF124),
+        pairs(&[("plain", "bpmn:sequenceFlow")])
+    );
+}
+
+#[test]
+fn qf125_superfluous_termination() {
+    let body = r#"    <bpmn:startEvent id="s" name="S"/>
+    <bpmn:endEvent id="t" name="T"><bpmn:terminateEventDefinition/></bpmn:endEvent>
+    <bpmn:sequenceFlow id="f" sourceRef="s" targetRef="t"/>"#;
+    assert_eq!(
+        hits(&plain(body), Code::QF125),
+        pairs(&[("t", "bpmn:endEvent")])
+    );
+    // A second, plain end: termination stops the other path, so it matters.
+    let two = plain(&format!(
+        "{body}\n    <bpmn:endEvent id=\"e\" name=\"E\"/>\n    <bpmn:sequenceFlow id=\"g\" sourceRef=\"s\" targetRef=\"e\"/>"
+    ));
+    assert!(of(&two, Code::QF125).is_empty());
+}
+
+#[test]
+fn a_bpmnlintrc_extending_recommended_gives_bpmnlints_severities_in_qflow_documents() {
+    let src = qflow(
+        r#"    <bpmn:startEvent id="s"/>
+    <bpmn:serviceTask id="t" name="T" q:task="t"/>
+    <bpmn:endEvent id="e" name="E"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="e"/>"#,
+    );
+    let (settings, problems) = bpmnlintrc::parse(
+        r#"{ "extends": "bpmnlint:recommended", "rules": { "no-bpmndi": "off" } }"#,
+    );
+    assert!(problems.is_empty());
+    let a = analyze_with(&src, &settings);
+    let label = a
+        .diagnostics
+        .iter()
+        .find(|d| d.code == Code::QF107)
+        .unwrap();
+    assert_eq!(label.severity, Severity::Error);
+    assert!(a.diagnostics.iter().all(|d| d.code != Code::QF109));
+    // Turned off, it is gone.
+    let (off, _) = bpmnlintrc::parse(
+        r#"{ "extends": "bpmnlint:recommended", "rules": { "label-required": "off", "no-bpmndi": 0 } }"#,
+    );
+    assert!(analyze_with(&src, &off).diagnostics.is_empty());
+    assert_eq!(
+        Settings::default().severity(Code::QF107, qflow_engine::config::Profile::Plain),
+        Some(Severity::Error)
+    );
+}
