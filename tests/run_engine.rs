@@ -119,6 +119,31 @@ fn a_rate_limited_retry_after_is_capped_by_max_delay() {
 }
 
 #[test]
+fn a_thirty_day_retry_after_parks_for_the_default_maximum_without_max_delay() {
+    let source = task_with(r#"<q:retry maxAttempts="3" backoff="PT1M" jitter="none"/>"#);
+    let (lines, last, _d) = run(
+        &source,
+        r#"{"tasks":{"x.y":[{"fail":{"code":"SLOW_DOWN","class":"rate-limited","retryAfter":"P30D"}},{"ok":{}}]}}"#,
+    );
+    let day = 24 * 3600;
+    assert_eq!(lines[1]["delay_s"], day, "{:?}", lines[1]);
+    assert_eq!(lines[1]["next_at_s"], day, "{:?}", lines[1]);
+    assert_eq!(
+        (lines[2]["kind"].as_str(), lines[2]["at_s"].as_u64()),
+        (Some("attempt"), Some(day))
+    );
+    assert_eq!(last["status"], "completed");
+    // A maxDelay longer than the default is the user's choice, and wins.
+    let week =
+        task_with(r#"<q:retry maxAttempts="3" backoff="PT1M" maxDelay="P7D" jitter="none"/>"#);
+    let (lines, _, _d) = run(
+        &week,
+        r#"{"tasks":{"x.y":[{"fail":{"code":"SLOW_DOWN","class":"rate-limited","retryAfter":"P30D"}},{"ok":{}}]}}"#,
+    );
+    assert_eq!(lines[1]["delay_s"], 7 * day);
+}
+
+#[test]
 fn a_non_retryable_code_fails_at_once_even_when_transient() {
     let source = task_with(
         r#"<q:retry maxAttempts="5" backoff="PT1M" nonRetryableCodes="AUTH_EXPIRED" jitter="none"/>"#,

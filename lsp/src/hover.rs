@@ -3,7 +3,8 @@
 //! - `<q:retry>`: the full schedule (attempt, delay, time since the first
 //!   attempt, with and without jitter), the worst case, and the load it
 //!   implies (attempts per failing instance; for a channel call, deliveries
-//!   per attempt under the channel's curve).
+//!   per attempt under the channel's curve); on a registered task, which cap
+//!   bounds a provider's retry-after (`maxDelay`, or the default maximum).
 //! - a duration value: the duration in words; `<q:timeout>`: what it does.
 //! - a flow node: its kind, and the classifier's verdict on its process.
 //!
@@ -19,7 +20,7 @@ use qflow_engine::model::{
     ChannelConfig, Definitions, Node, NodeKind, Process, RetrySpec, TimeoutSpec,
 };
 use qflow_engine::navigate;
-use qflow_engine::policy::{self, ChannelPolicy, Jitter, RetryPolicy};
+use qflow_engine::policy::{self, CapSource, ChannelPolicy, Jitter, RetryPolicy};
 use qflow_engine::span::Span;
 
 use crate::store::Snapshot;
@@ -227,6 +228,9 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
     };
     let _ = writeln!(s, "**Worst case:** {worst}.");
     schedule_table(&mut s, &policy);
+    if node.registered_task().is_some() {
+        retry_after_text(&mut s, &policy);
+    }
     if !policy.non_retryable_codes.is_empty() {
         let codes: Vec<String> = policy
             .non_retryable_codes
@@ -286,6 +290,21 @@ fn schedule_table(s: &mut String, policy: &RetryPolicy) {
             last.attempt
         );
     }
+}
+
+/// Which cap bounds a provider's retry-after (only a registered task's
+/// handler reports a rate-limited failure).
+fn retry_after_text(s: &mut String, policy: &RetryPolicy) {
+    let cap = policy.retry_after_cap();
+    let why = match cap.source {
+        CapSource::MaxDelay => "by this policy's `maxDelay`",
+        CapSource::Default => "by the default local maximum (no `maxDelay`; set one to change it)",
+    };
+    let _ = writeln!(
+        s,
+        "\nA rate-limited failure waits the provider's retry-after, capped at **{}** {why}.",
+        to_words(cap.cap)
+    );
 }
 
 /// What the policy costs a failing population, and a call's deliveries.

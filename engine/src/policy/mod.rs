@@ -20,7 +20,8 @@
 //! - **No backoff.** A `<q:retry>` without `backoff` or `initial` retries at
 //!   once (every delay is zero). The rules refuse that on channel calls (QF014).
 //! - **maxDelay** caps every delay, in both forms, and a rate-limited failure's
-//!   provider-given retry-after.
+//!   provider-given retry-after. Without `maxDelay` a retry-after is still
+//!   capped, at [`DEFAULT_RETRY_AFTER_MAX`] (24 h).
 //! - **maxElapsed** is measured from the start of the first attempt: an attempt
 //!   whose scheduled time would be later than `first attempt + maxElapsed` is
 //!   not made, and the task fails with reason `expired`.
@@ -56,7 +57,8 @@ pub use channel::{
 };
 pub use jitter::{jitter_unit, Jitter};
 pub use schedule::{
-    Next, NextAttempt, PlannedAttempt, StopReason, UpcomingAttempt, SCHEDULE_LIMIT,
+    CapSource, Next, NextAttempt, PlannedAttempt, RetryAfterCap, StopReason, UpcomingAttempt,
+    DEFAULT_RETRY_AFTER_MAX, SCHEDULE_LIMIT,
 };
 pub use spec::{list_entries, SpecError};
 
@@ -78,7 +80,8 @@ pub struct RetryPolicy {
     /// Every attempt including the first; `None`: not limited by count.
     pub max_attempts: Option<u32>,
     pub backoff: Backoff,
-    /// Caps every delay (and a provider's retry-after).
+    /// Caps every delay (and a provider's retry-after, which
+    /// [`DEFAULT_RETRY_AFTER_MAX`] caps when this is `None`).
     pub max_delay: Option<Duration>,
     /// Retry expiry, measured from the start of the first attempt.
     pub max_elapsed: Option<Duration>,

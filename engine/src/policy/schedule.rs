@@ -14,6 +14,30 @@ use crate::duration;
 
 /// How long a schedule listing gets when the policy itself does not end it.
 pub const SCHEDULE_LIMIT: usize = 100;
+
+/// The local maximum of a provider's retry-after when the policy sets no
+/// `maxDelay`: 24 hours. A rate-limit response is evidence about when capacity
+/// may return, but a provider must not own unlimited use of our queue: a
+/// `retryAfter` of 30 days parks the task for a day, not a month. `maxDelay`
+/// overrides it (shorter or longer).
+pub const DEFAULT_RETRY_AFTER_MAX: Duration = Duration::from_secs(24 * 3600);
+
+/// Which cap bounds a provider-given retry-after ([`RetryPolicy::retry_after_cap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryAfterCap {
+    /// The longest wait a retry-after can impose.
+    pub cap: Duration,
+    pub source: CapSource,
+}
+
+/// Where a [`RetryAfterCap`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapSource {
+    /// The policy's `maxDelay`.
+    MaxDelay,
+    /// [`DEFAULT_RETRY_AFTER_MAX`]: the policy sets no `maxDelay`.
+    Default,
+}
 /// Delays saturate here (about 100 years) so that arithmetic on absurd curves
 /// stays defined; no real schedule gets near it.
 const SATURATED: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -260,11 +284,27 @@ impl RetryPolicy {
     }
 
     /// The wait after a rate-limited failure: the provider's retry-after, capped
-    /// by `maxDelay` (a provider must not own unlimited use of our capacity).
+    /// by [`RetryPolicy::retry_after_cap`] (a provider must not own unlimited
+    /// use of our capacity).
     pub fn rate_limited_delay(&self, retry_after: Duration) -> Duration {
+        retry_after.min(self.retry_after_cap().cap)
+    }
+
+    /// The local maximum of a provider-given retry-after, and where it comes
+    /// from: `maxDelay` when the policy sets it, else
+    /// [`DEFAULT_RETRY_AFTER_MAX`]. One answer for the runtime's park and the
+    /// editor's hover, so the hover cannot promise a wait the runtime does not
+    /// keep.
+    pub fn retry_after_cap(&self) -> RetryAfterCap {
         match self.max_delay {
-            Some(cap) => retry_after.min(cap),
-            None => retry_after,
+            Some(cap) => RetryAfterCap {
+                cap,
+                source: CapSource::MaxDelay,
+            },
+            None => RetryAfterCap {
+                cap: DEFAULT_RETRY_AFTER_MAX,
+                source: CapSource::Default,
+            },
         }
     }
 
@@ -519,6 +559,36 @@ mod tests {
         .unwrap();
         let d: Vec<u64> = (2..=9).map(|n| c.delay_before(n).as_secs()).collect();
         assert_eq!(d, vec![1, 2, 4, 8, 16, 32, 60, 60]);
+    }
+
+    #[test]
+    fn a_retry_after_is_capped_by_max_delay_else_by_the_default_maximum() {
+        let month = Duration::from_secs(30 * 86_400);
+        let p = dbg08_list();
+        assert_eq!(
+            p.retry_after_cap(),
+            RetryAfterCap {
+                cap: DEFAULT_RETRY_AFTER_MAX,
+                source: CapSource::Default
+            }
+        );
+        assert_eq!(p.rate_limited_delay(month), DEFAULT_RETRY_AFTER_MAX);
+        assert_eq!(
+            p.rate_limited_delay(Duration::from_secs(600)).as_secs(),
+            600
+        );
+        // maxDelay overrides the default, longer as well as shorter.
+        for (max, secs) in [("PT5M", 300), ("P7D", 7 * 86_400)] {
+            let q = RetryPolicy::from_spec(&RetrySpec {
+                max_attempts: attr("3"),
+                backoff: attr("PT1M"),
+                max_delay: attr(max),
+                ..RetrySpec::default()
+            })
+            .unwrap();
+            assert_eq!(q.retry_after_cap().source, CapSource::MaxDelay);
+            assert_eq!(q.rate_limited_delay(month).as_secs(), secs);
+        }
     }
 
     #[test]

@@ -28,6 +28,10 @@ async fn retry_hover_shows_the_dbg08_schedule_worst_case_and_load() {
         "{md}"
     );
     assert!(md.contains("6 attempts per failing instance"), "{md}");
+    assert!(
+        md.contains("capped at **1 d** by the default local maximum"),
+        "{md}"
+    );
     insta::assert_snapshot!("retry_dbg08", md);
     // The hover range is the element name.
     let r = h
@@ -47,6 +51,8 @@ async fn channel_call_retry_hover_shows_jitter_bounds_and_deliveries() {
     h.open(URI, 1, &text).await;
     let md = hover_text(&mut h, &text, "<q:retry", 3).await;
     assert!(md.contains("up to 5 deliveries per attempt"), "{md}");
+    // A call's failures are a timeout or a poisoned delivery, never a retry-after.
+    assert!(!md.contains("retry-after"), "{md}");
     insta::assert_snapshot!("retry_channel", md);
     h.stop().await;
 }
