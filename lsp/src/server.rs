@@ -10,6 +10,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
+use std::collections::HashMap;
+
+use qflow_engine::config::{Config as LintConfig, Settings, FILE_NAMES};
 use qflow_engine::Analysis;
 use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
@@ -26,7 +29,7 @@ pub struct Config {
     /// so): an editor must stay responsive whatever is opened in it.
     pub max_document_bytes: usize,
     /// The engine's loader; always [`check_analysis`] outside tests.
-    pub analyzer: fn(&str) -> Analysis,
+    pub analyzer: fn(&str, &Settings) -> Analysis,
 }
 
 impl Default for Config {
@@ -41,8 +44,8 @@ impl Default for Config {
 /// Exactly what `qflow check` runs on a file's bytes (decoding checks
 /// included: an empty buffer or a NUL byte get check's QF001), so the editor
 /// and the terminal never disagree.
-pub fn check_analysis(text: &str) -> Analysis {
-    qflow_engine::analyze_bytes(text.as_bytes()).1
+pub fn check_analysis(text: &str, settings: &Settings) -> Analysis {
+    qflow_engine::analyze_bytes_with(text.as_bytes(), settings).1
 }
 
 impl std::fmt::Debug for Config {
@@ -62,12 +65,19 @@ struct Shared {
     /// clearing on close cannot interleave.
     publish_lock: tokio::sync::Mutex<()>,
     graveyard: Graveyard,
+    /// The configuration (`.bpmnlintrc`, `qflow.toml`) of each open model,
+    /// re-read when a file it came from changes (a stat per analysis).
+    lint: std::sync::Mutex<HashMap<Uri, Arc<LintConfig>>>,
+    /// Configuration files whose problems were published, with how many.
+    config_published: std::sync::Mutex<HashMap<Uri, usize>>,
 }
 
 pub struct Backend {
     client: Client,
     shared: Arc<Shared>,
     shutdown_requested: Arc<AtomicBool>,
+    /// The client can watch files for us (dynamic registration).
+    watch_configs: AtomicBool,
 }
 
 impl std::fmt::Debug for Backend {
@@ -115,8 +125,10 @@ impl Shared {
                 let index =
                     tokio::task::spawn_blocking(move || qflow_engine::span::LineIndex::new(&t));
                 let t = text.clone();
+                let lint = self.lint_config(uri);
                 let analysis = tokio::task::spawn_blocking(move || {
-                    (t.len() <= config.max_document_bytes).then(|| (config.analyzer)(&t))
+                    (t.len() <= config.max_document_bytes)
+                        .then(|| (config.analyzer)(&t, &lint.settings))
                 });
                 let analysis = analysis.await.map_err(|e| internal("the analysis", e))?;
                 let index = index.await.map_err(|e| internal("the line index", e))?;
@@ -131,6 +143,31 @@ impl Shared {
             })
             .await?;
         Ok(Some(snap.clone()))
+    }
+
+    /// The configuration that applies to a document: cached, and re-read
+    /// when one of its files changed, appeared or went away. A document that
+    /// is not a file gets qflow's defaults.
+    fn lint_config(&self, uri: &Uri) -> Arc<LintConfig> {
+        let Some(path) = uri.to_file_path().map(|p| p.into_owned()) else {
+            return Arc::new(LintConfig::default());
+        };
+        let mut cache = self.lint.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = cache.get(uri) {
+            if !c.is_stale(&path) {
+                return c.clone();
+            }
+        }
+        let fresh = Arc::new(LintConfig::for_model(&path));
+        cache.insert(uri.clone(), fresh.clone());
+        fresh
+    }
+
+    /// Forget every cached configuration and analysis: a configuration file
+    /// changed, so every open model is judged again.
+    fn reload_configs(&self) -> Vec<Uri> {
+        self.lint.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.store.invalidate_all()
     }
 
     /// Run a handler on the current snapshot, on the blocking pool.
@@ -202,6 +239,53 @@ async fn publish(client: &Client, shared: &Shared, uri: &Uri) {
     client
         .publish_diagnostics(uri.clone(), diagnostics, Some(snap.version))
         .await;
+    publish_config_problems(client, shared, uri).await;
+}
+
+/// A configuration file's own problems (QF090, QF091), on the file itself;
+/// a file whose problems are gone is cleared.
+async fn publish_config_problems(client: &Client, shared: &Shared, uri: &Uri) {
+    let config = shared.lint_config(uri);
+    let mut now: Vec<(Uri, Vec<Diagnostic>)> = Vec::new();
+    for file in &config.files {
+        let Some(file_uri) = Uri::from_file_path(&file.path) else {
+            continue;
+        };
+        let snap = Snapshot {
+            version: 0,
+            text: Arc::new(file.text.clone()),
+            index: qflow_engine::span::LineIndex::new(&file.text),
+            analysis: Some(Analysis {
+                definitions: None,
+                diagnostics: file.diagnostics.clone(),
+            }),
+        };
+        now.push((file_uri.clone(), convert::diagnostics(&snap, &file_uri)));
+    }
+    let cleared: Vec<Uri> = {
+        let mut published = shared
+            .config_published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let gone: Vec<Uri> = published
+            .iter()
+            .filter(|(u, n)| **n > 0 && !now.iter().any(|(v, d)| v == *u && !d.is_empty()))
+            .map(|(u, _)| u.clone())
+            .collect();
+        for (u, d) in &now {
+            published.insert(u.clone(), d.len());
+        }
+        for u in &gone {
+            published.insert(u.clone(), 0);
+        }
+        gone
+    };
+    for u in cleared {
+        client.publish_diagnostics(u, Vec::new(), None).await;
+    }
+    for (u, d) in now.into_iter().filter(|(_, d)| !d.is_empty()) {
+        client.publish_diagnostics(u, d, None).await;
+    }
 }
 
 impl Backend {
@@ -213,6 +297,8 @@ impl Backend {
             dirty: tx,
             publish_lock: tokio::sync::Mutex::new(()),
             graveyard: Graveyard::default(),
+            lint: std::sync::Mutex::new(HashMap::new()),
+            config_published: std::sync::Mutex::new(HashMap::new()),
         });
         tokio::spawn(diagnostics_worker(
             client.clone(),
@@ -223,6 +309,7 @@ impl Backend {
             client,
             shared,
             shutdown_requested,
+            watch_configs: AtomicBool::new(false),
         }
     }
 
@@ -265,7 +352,14 @@ fn capabilities() -> ServerCapabilities {
 }
 
 impl LanguageServer for Backend {
-    async fn initialize(&self, _: InitializeParams) -> Result<InitializeResult> {
+    async fn initialize(&self, p: InitializeParams) -> Result<InitializeResult> {
+        let watch = p
+            .capabilities
+            .workspace
+            .and_then(|w| w.did_change_watched_files)
+            .and_then(|d| d.dynamic_registration)
+            .unwrap_or(false);
+        self.watch_configs.store(watch, Ordering::SeqCst);
         Ok(InitializeResult {
             capabilities: capabilities(),
             server_info: Some(ServerInfo {
@@ -274,6 +368,37 @@ impl LanguageServer for Backend {
             }),
             offset_encoding: None,
         })
+    }
+
+    /// Ask the editor to report changes to configuration files, when it can
+    /// (VS Code can); otherwise a change is noticed at the next analysis.
+    async fn initialized(&self, _: InitializedParams) {
+        if !self.watch_configs.load(Ordering::SeqCst) {
+            return;
+        }
+        let watchers: Vec<FileSystemWatcher> = FILE_NAMES
+            .iter()
+            .map(|n| FileSystemWatcher {
+                glob_pattern: GlobPattern::String(format!("**/{n}")),
+                kind: None,
+            })
+            .collect();
+        let registration = Registration {
+            id: "qflow-configuration-files".to_string(),
+            method: "workspace/didChangeWatchedFiles".to_string(),
+            register_options: serde_json::to_value(DidChangeWatchedFilesRegistrationOptions {
+                watchers,
+            })
+            .ok(),
+        };
+        if let Err(e) = self.client.register_capability(vec![registration]).await {
+            self.client
+                .log_message(
+                    MessageType::WARNING,
+                    format!("qflow: cannot watch configuration files: {}", e.message),
+                )
+                .await;
+        }
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -325,6 +450,18 @@ impl LanguageServer for Backend {
         // No change at all still moves the version on (the verdict is re-sent for it).
         let text = text.unwrap_or_else(|| base.to_string());
         self.changed(uri, version, text);
+    }
+
+    async fn did_change_watched_files(&self, p: DidChangeWatchedFilesParams) {
+        let is_config = |u: &Uri| {
+            let path = u.path().as_str();
+            FILE_NAMES.iter().any(|n| path.ends_with(&format!("/{n}")))
+        };
+        if p.changes.iter().any(|c| is_config(&c.uri)) {
+            for uri in self.shared.reload_configs() {
+                let _ = self.shared.dirty.send(uri);
+            }
+        }
     }
 
     async fn did_close(&self, p: DidCloseTextDocumentParams) {

@@ -167,6 +167,18 @@ impl Store {
         }
     }
 
+    /// Drop every document's analysis (its configuration changed): the next
+    /// request or publication analyses the same text again. Returns the
+    /// documents, to publish anew.
+    pub fn invalidate_all(&self) -> Vec<Uri> {
+        let mut docs = self.lock();
+        for doc in docs.values_mut() {
+            doc.snapshot = Arc::new(SnapshotCell::new());
+            doc.published = None;
+        }
+        docs.keys().cloned().collect()
+    }
+
     /// Record that `version` is about to be published; false if it is stale or
     /// already published.
     pub fn claim_publish(&self, uri: &Uri, version: i32) -> bool {

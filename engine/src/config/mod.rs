@@ -21,7 +21,7 @@ pub mod bpmnlintrc;
 pub mod discover;
 pub mod qflow_toml;
 
-pub use discover::{Config, ConfigFile};
+pub use discover::{Config, ConfigFile, FILE_NAMES};
 
 /// The modelling rules that change what qflow's runtime does when the
 /// mistake is in an executable process: two blank starts (the runtime starts

@@ -7,6 +7,7 @@
 
 mod code_actions;
 mod completion;
+mod configuration;
 mod diagnostics;
 pub mod harness;
 mod hover;

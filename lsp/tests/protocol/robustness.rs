@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use crate::*;
 
 /// The engine, except that it panics on texts containing `PANIC-HERE`.
-fn fragile(text: &str) -> qflow_engine::Analysis {
+fn fragile(text: &str, _: &qflow_engine::config::Settings) -> qflow_engine::Analysis {
     if text.contains("PANIC-HERE") {
         panic!("engine bug triggered on purpose");
     }
@@ -190,7 +190,7 @@ async fn requests_before_initialize_are_refused() {
 
 static ANALYSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-fn counting(text: &str) -> qflow_engine::Analysis {
+fn counting(text: &str, _: &qflow_engine::config::Settings) -> qflow_engine::Analysis {
     ANALYSES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     std::thread::sleep(std::time::Duration::from_millis(50));
     qflow_engine::analyze(text)
