@@ -27,6 +27,8 @@ enum Command {
     Console(cli::console::Args),
     /// Start the language server on stdio.
     Lsp(cli::lsp::Args),
+    /// Draw a model as an SVG diagram, with an instance's state on it (--db, --instance).
+    Render(cli::render::Args),
 }
 
 fn main() -> ExitCode {
@@ -43,5 +45,6 @@ fn main() -> ExitCode {
         Command::Run(args) => cli::run::run(args),
         Command::Console(args) => cli::console::run(args),
         Command::Lsp(args) => cli::lsp::run(args),
+        Command::Render(args) => cli::render::run(args),
     }
 }

@@ -8,6 +8,7 @@
 //! - [`runtime`]: the decisions and the shell that makes them durable.
 //! - [`store`]: SQLite; depends on [`instance`], never on [`runtime`].
 //! - [`inspect`]: one instance as plain data, for every view to render.
+//! - [`diagram`]: a process as a placed diagram, for the SVG and the console.
 //! - [`operate`]: an operator's actions, decided through the runtime's shell.
 //!
 //! The faces (CLI, language server, console) only present what this crate decides.
@@ -15,6 +16,7 @@
 pub mod classify;
 pub mod config;
 pub mod diagnostic;
+pub mod diagram;
 pub mod dialect;
 pub mod duration;
 pub mod inspect;

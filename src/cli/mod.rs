@@ -1,4 +1,5 @@
 pub mod check;
 pub mod console;
 pub mod lsp;
+pub mod render;
 pub mod run;

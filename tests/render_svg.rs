@@ -1,0 +1,399 @@
+//! `qflow render`: the SVG of a sample's diagram, golden
+//! (`tests/golden/render/<case>.svg`), and its structure checked by parsing
+//! it: one shape per node, one path per flow, the state classes of an
+//! instance.
+//!
+//! After an intended change, re-bless with
+//! `QFLOW_BLESS=1 cargo test --test render_svg` and look at the diff (and at
+//! the pictures: any browser opens them).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use quick_xml::events::Event;
+use quick_xml::Reader;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn qflow() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_qflow"))
+}
+
+/// One `g.node` or `g.flow` of the SVG: its classes, attributes and the
+/// elements inside it.
+#[derive(Debug, Default)]
+struct Group {
+    classes: Vec<String>,
+    attrs: BTreeMap<String, String>,
+    children: Vec<(String, Vec<String>)>,
+    texts: Vec<String>,
+}
+
+impl Group {
+    fn has(&self, class: &str) -> bool {
+        self.classes.iter().any(|c| c == class)
+    }
+    fn count(&self, element: &str, class: &str) -> usize {
+        self.children
+            .iter()
+            .filter(|(e, c)| e == element && c.iter().any(|x| x == class))
+            .count()
+    }
+}
+
+struct Svg {
+    nodes: BTreeMap<String, Group>,
+    flows: BTreeMap<String, Group>,
+    root: BTreeMap<String, String>,
+}
+
+fn parse(svg: &str) -> Svg {
+    let mut reader = Reader::from_str(svg);
+    let mut out = Svg {
+        nodes: BTreeMap::new(),
+        flows: BTreeMap::new(),
+        root: BTreeMap::new(),
+    };
+    let mut open: Option<Group> = None;
+    let mut depth_in_group = 0usize;
+    loop {
+        let ev = reader.read_event().expect("the SVG is well-formed XML");
+        match ev {
+            Event::Start(ref e) | Event::Empty(ref e) => {
+                let name = String::from_utf8(e.local_name().as_ref().to_vec()).unwrap();
+                let attrs: BTreeMap<String, String> = e
+                    .attributes()
+                    .map(|a| {
+                        let a = a.unwrap();
+                        (
+                            String::from_utf8(a.key.as_ref().to_vec()).unwrap(),
+                            a.unescape_value().unwrap().into_owned(),
+                        )
+                    })
+                    .collect();
+                let classes: Vec<String> = attrs
+                    .get("class")
+                    .map(|c| c.split_whitespace().map(str::to_string).collect())
+                    .unwrap_or_default();
+                let empty = matches!(ev, Event::Empty(_));
+                if name == "svg" {
+                    out.root = attrs;
+                } else if let Some(g) = open.as_mut() {
+                    g.children.push((name, classes));
+                    if !empty {
+                        depth_in_group += 1;
+                    }
+                } else if name == "g" && (classes[0] == "node" || classes[0] == "flow") {
+                    open = Some(Group {
+                        classes,
+                        attrs,
+                        ..Group::default()
+                    });
+                    depth_in_group = 0;
+                }
+            }
+            Event::Text(t) => {
+                if let Some(g) = open.as_mut() {
+                    g.texts.push(String::from_utf8(t.to_vec()).unwrap());
+                }
+            }
+            Event::End(_) => {
+                if let Some(g) = open.as_ref() {
+                    if depth_in_group == 0 {
+                        let g = open.take().unwrap();
+                        let id = g.attrs["data-id"].clone();
+                        let map = if g.classes[0] == "node" {
+                            &mut out.nodes
+                        } else {
+                            &mut out.flows
+                        };
+                        assert!(map.insert(id.clone(), g).is_none(), "{id} drawn twice");
+                    } else {
+                        let _ = g;
+                        depth_in_group -= 1;
+                    }
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Node and flow ids of a sample's first process, from the engine's loader.
+fn model_ids(sample: &str) -> (Vec<String>, Vec<String>) {
+    let text =
+        std::fs::read_to_string(repo().join("samples").join(format!("{sample}.bpmn"))).unwrap();
+    let defs = qflow_engine::analyze(&text).definitions.unwrap();
+    let p = &defs.processes[0];
+    (
+        p.nodes.iter().map(|n| n.id.value.clone()).collect(),
+        p.flows.iter().map(|f| f.id.value.clone()).collect(),
+    )
+}
+
+fn render(sample: &str, instance: Option<(&Path, &str)>, out: &Path) {
+    let mut cmd = qflow();
+    cmd.arg("render")
+        .arg(repo().join("samples").join(format!("{sample}.bpmn")))
+        .arg("--svg")
+        .arg(out);
+    if let Some((db, id)) = instance {
+        cmd.arg("--db").arg(db).arg("--instance").arg(id);
+    }
+    let o = cmd.output().unwrap();
+    assert!(
+        o.status.success(),
+        "qflow render {sample}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn golden(case: &str, svg: &str) {
+    let path = repo()
+        .join("tests/golden/render")
+        .join(format!("{case}.svg"));
+    if std::env::var_os("QFLOW_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, svg).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "{} missing: QFLOW_BLESS=1 cargo test --test render_svg",
+            path.display()
+        )
+    });
+    assert!(
+        want == svg,
+        "{case}: the SVG differs from {}",
+        path.display()
+    );
+}
+
+/// Every node drawn once with one shape, every flow once with one path
+/// ending in an arrow; boundaries name their task.
+fn check_structure(sample: &str, svg: &Svg) {
+    let (nodes, flows) = model_ids(sample);
+    assert_eq!(
+        svg.nodes.keys().cloned().collect::<Vec<_>>(),
+        {
+            let mut n = nodes.clone();
+            n.sort();
+            n
+        },
+        "{sample}: one g.node per node"
+    );
+    for (id, g) in &svg.nodes {
+        let shapes =
+            g.count("rect", "shape") + g.count("circle", "shape") + g.count("polygon", "shape");
+        assert_eq!(shapes, 1, "{sample}: node {id} has one shape");
+        assert_eq!(
+            g.attrs["data-kind"], g.classes[1],
+            "{sample}: {id} class by kind"
+        );
+        if g.has("boundary") {
+            assert!(
+                svg.nodes.contains_key(&g.attrs["data-attached-to"]),
+                "{sample}: boundary {id} on a drawn task"
+            );
+        }
+    }
+    let mut fl = flows.clone();
+    fl.sort();
+    assert_eq!(
+        svg.flows.keys().cloned().collect::<Vec<_>>(),
+        fl,
+        "{sample}: one g.flow per flow"
+    );
+    for (id, g) in &svg.flows {
+        assert_eq!(
+            g.count("path", "line"),
+            1,
+            "{sample}: flow {id} has one path"
+        );
+    }
+}
+
+#[test]
+fn samples_render_as_golden_svgs_with_one_shape_per_node_and_one_path_per_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    // A chain, an exclusive split with a default (drawn by its diagram
+    // section), a parallel split and join, boundaries (laid out, and drawn),
+    // a loop.
+    for sample in [
+        "dbg08-long-outage",
+        "approval-gateway",
+        "run-order",
+        "run-boundaries",
+        "error-boundary",
+        "call-loop-until-approved",
+    ] {
+        let out = dir.path().join(format!("{sample}.svg"));
+        render(sample, None, &out);
+        let text = std::fs::read_to_string(&out).unwrap();
+        golden(sample, &text);
+        let svg = parse(&text);
+        check_structure(sample, &svg);
+        assert!(
+            !svg.root.contains_key("data-instance"),
+            "no state without an instance"
+        );
+    }
+}
+
+#[test]
+fn gateway_marks_loops_and_kinds_are_classes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("a.svg");
+    render("approval-gateway", None, &out);
+    let svg = parse(&std::fs::read_to_string(&out).unwrap());
+    let manual = &svg.flows["flow-manual"];
+    assert!(manual.has("default"));
+    assert_eq!(
+        manual.count("line", "default-mark"),
+        1,
+        "a default flow carries its slash"
+    );
+    assert!(svg.flows["flow-auto"].has("conditional"));
+    assert!(svg.flows["flow-auto"]
+        .texts
+        .iter()
+        .any(|t| t == "small and trusted"));
+    assert!(svg.nodes["route"].has("exclusive"));
+
+    render("call-loop-until-approved", None, &out);
+    let svg = parse(&std::fs::read_to_string(&out).unwrap());
+    assert!(svg.flows["again"].has("back"), "the loop goes back");
+    assert!(svg.flows["again"]
+        .texts
+        .iter()
+        .any(|t| t == "approved == false"));
+    assert!(svg.nodes["authorize"].has("call"));
+
+    render("run-order", None, &out);
+    let svg = parse(&std::fs::read_to_string(&out).unwrap());
+    assert!(svg.nodes["fork"].has("parallel") && svg.nodes["join"].has("parallel"));
+    assert!(svg.nodes["pause"].has("intermediate"));
+}
+
+fn run_into(db: &Path, sample: &str, scenario: &str) -> String {
+    let o = qflow()
+        .arg("run")
+        .arg(repo().join("samples").join(format!("{sample}.bpmn")))
+        .arg("--scenario")
+        .arg(
+            repo()
+                .join("samples/scenarios")
+                .join(format!("{scenario}.json")),
+        )
+        .arg("--db")
+        .arg(db)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let last = stdout.lines().last().expect("a final line");
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    v["instance"]
+        .as_str()
+        .expect("the final line names the instance")
+        .to_string()
+}
+
+#[test]
+fn an_instance_state_sits_on_the_diagram() {
+    let dir = tempfile::tempdir().unwrap();
+    // The long outage: the charge fails for good after its attempts.
+    let db = dir.path().join("outage.db");
+    let id = run_into(&db, "dbg08-long-outage", "dbg08-long-outage");
+    let out = dir.path().join("outage.svg");
+    render("dbg08-long-outage", Some((&db, &id)), &out);
+    let text = std::fs::read_to_string(&out).unwrap();
+    golden("dbg08-long-outage-failed", &text.replace(&id, "INSTANCE"));
+    let svg = parse(&text);
+    check_structure("dbg08-long-outage", &svg);
+    assert_eq!(svg.root["data-instance"], id);
+    assert_eq!(svg.root["data-status"], "failed");
+    let charge = &svg.nodes["charge"];
+    assert!(charge.has("failed"), "{:?}", charge.classes);
+    assert!(
+        charge.texts.iter().any(|t| t.starts_with("FAILED ")),
+        "{:?}",
+        charge.texts
+    );
+    assert!(
+        charge.texts.iter().any(|t| t.starts_with("attempts: ")),
+        "{:?}",
+        charge.texts
+    );
+    assert!(svg.nodes["start"].has("done"));
+    assert!(svg.nodes["done"].has("idle"), "the end was never reached");
+    let taken: Vec<&String> = svg
+        .flows
+        .iter()
+        .filter(|(_, g)| g.has("taken"))
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(taken.len(), 1, "only the flow into the charge: {taken:?}");
+
+    // The loop: declined once, then approved: the path goes round.
+    let db = dir.path().join("loop.db");
+    let id = run_into(&db, "call-loop-until-approved", "call-loop-until-approved");
+    render("call-loop-until-approved", Some((&db, &id)), &out);
+    let text = std::fs::read_to_string(&out).unwrap();
+    golden(
+        "call-loop-until-approved-completed",
+        &text.replace(&id, "INSTANCE"),
+    );
+    let svg = parse(&text);
+    assert_eq!(svg.root["data-status"], "completed");
+    for f in ["f1", "f2", "again", "ok"] {
+        assert!(svg.flows[f].has("taken"), "{f} taken");
+    }
+    assert!(svg.nodes["end"].has("done"));
+}
+
+#[test]
+fn bad_arguments_name_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.svg");
+    let o = qflow()
+        .args(["render", "samples/approval-gateway.bpmn", "--db"])
+        .arg(dir.path().join("none.db"))
+        .args(["--instance", "i-1", "--svg"])
+        .arg(&out)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no such database file"));
+    assert!(!out.exists(), "nothing written");
+
+    let o = qflow()
+        .args([
+            "render",
+            "samples/approval-gateway.bpmn",
+            "--instance",
+            "i-1",
+            "--svg",
+        ])
+        .arg(&out)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "--instance needs --db");
+
+    let o = qflow()
+        .args(["render", "no-such.bpmn", "--svg"])
+        .arg(&out)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read no-such.bpmn"));
+}
