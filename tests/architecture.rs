@@ -339,16 +339,23 @@ fn faces_do_not_parse_channel_config() {
     );
 }
 
+/// Whether code (comments removed, strings kept) reads a history line's
+/// `kind` as a string to decide on it: compares it, matches it, or looks the
+/// field up by name in the JSON. A face matches the typed line instead.
+fn matches_kind_string(with_strings: &str) -> bool {
+    let code: String = with_strings.split_whitespace().collect();
+    code.contains("kind==\"")
+        || code.contains("kind.as_str()")
+        || code.contains("[\"kind\"]")
+        || code.contains("(\"kind\")")
+        || code.contains("matchkind{\"")
+}
+
 #[test]
 fn faces_do_not_match_history_kind_strings() {
     let offenders = sources(FACES)
         .into_iter()
-        .filter(|s| {
-            let code: String = s.with_strings.split_whitespace().collect();
-            code.contains("kind==\"")
-                || code.contains("kind.as_str()")
-                || code.contains("[\"kind\"]")
-        })
+        .filter(|s| matches_kind_string(&s.with_strings))
         .map(|s| s.path)
         .collect();
     check(
@@ -402,4 +409,24 @@ fn the_checks_see_what_they_look_for() {
     assert!(!code.contains("runtime\""), "{code}");
     assert_eq!(strings, vec![r#"x\"runtime"#, "y"]);
     assert!(code.ends_with("for_runtime"), "{code}");
+    // Reading `kind` by name and matching its strings is seen; naming the
+    // field to order printed JSON, or asking a typed line its kind, is not.
+    for seen in [
+        "let kind = v.get(\"kind\").and_then(Value::as_str);",
+        "let kind = get(\"kind\");\nmatch kind {\n    \"start\" => 1,\n    _ => 0,\n}",
+        "if h.kind == \"attempt\" {}",
+        "match r.kind.as_str() { _ => {} }",
+        "let k = &line[\"kind\"];",
+    ] {
+        let (_, with_strings, _) = lex(seen);
+        assert!(matches_kind_string(&with_strings), "not seen: {seen}");
+    }
+    for unseen in [
+        "json_line(line, &[\"at_s\", \"kind\", \"node\"])",
+        "let k = line.event.kind(); // match kind { \"start\" }",
+        "let s = Span::styled(format!(\"{:<11}\", h.kind), style);",
+    ] {
+        let (_, with_strings, _) = lex(unseen);
+        assert!(!matches_kind_string(&with_strings), "seen: {unseen}");
+    }
 }

@@ -6,6 +6,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use qflow_engine::diagnostic::Report;
+use qflow_engine::instance::history::{
+    Attempt, AttemptOutcome, Delivered, HistoryEvent, Line, Park, Secs, Then, Verdict, WaitFor,
+};
 use qflow_engine::runtime::clock::{Clock, SystemClock, VirtualClock};
 use qflow_engine::runtime::driver::{final_state, migrate_instance, Decision};
 use qflow_engine::runtime::graph::Graph;
@@ -217,10 +220,16 @@ pub fn run(args: Args) -> ExitCode {
             args.reset_budget,
         ) {
             Ok(d) => {
-                for line in &d.lines {
-                    match format {
-                        Format::Json => println!("{}", json_line(line, &["at_s", "kind", "node"])),
-                        Format::Human => println!("{}", human_line(line, &columns)),
+                match format {
+                    Format::Json => {
+                        for line in &d.lines {
+                            println!("{}", json_line(line, &["at_s", "kind", "node"]));
+                        }
+                    }
+                    Format::Human => {
+                        for line in &d.events {
+                            println!("{}", human_line(line, &columns));
+                        }
                     }
                 }
                 // Nothing left to run: report the migrated instance as it
@@ -365,16 +374,20 @@ fn serve_replica(
             );
         }
     }
-    let served = replica.serve(|instance, d| {
-        for line in &d.lines {
-            let mut line = line.clone();
-            line["instance"] = Value::String(instance.to_string());
-            match format {
-                Format::Json => println!(
+    let served = replica.serve(|instance, d| match format {
+        Format::Json => {
+            for line in &d.lines {
+                let mut line = line.clone();
+                line["instance"] = Value::String(instance.to_string());
+                println!(
                     "{}",
                     json_line(&line, &["at_s", "kind", "node", "attempt", "code"])
-                ),
-                Format::Human => println!("{}  [{instance}]", human_line(&line, columns)),
+                );
+            }
+        }
+        Format::Human => {
+            for line in &d.events {
+                println!("{}  [{instance}]", human_line(line, columns));
             }
         }
     });
@@ -504,14 +517,18 @@ fn drive<C: Clock>(
         }
     }
     let started = run.started_ms();
-    let mut print = |d: &Decision| {
-        for line in &d.lines {
-            match opts.format {
-                Format::Json => println!(
+    let mut print = |d: &Decision| match opts.format {
+        Format::Json => {
+            for line in &d.lines {
+                println!(
                     "{}",
                     json_line(line, &["at_s", "kind", "node", "attempt", "code"])
-                ),
-                Format::Human => println!("{}", human_line(line, &opts.columns)),
+                );
+            }
+        }
+        Format::Human => {
+            for line in &d.events {
+                println!("{}", human_line(line, &opts.columns));
             }
         }
     };
@@ -616,181 +633,194 @@ impl Columns {
     }
 }
 
-fn words(s: f64) -> String {
-    qflow_engine::duration::to_words(Duration::from_secs_f64(s.max(0.0)))
+fn words(ms: i64) -> String {
+    qflow_engine::duration::to_words(Duration::from_secs_f64((ms as f64 / 1000.0).max(0.0)))
 }
 
-fn human_line(v: &Value, columns: &Columns) -> String {
-    let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
-    let kind = get("kind");
-    let node = get("node");
-    let detail = match kind {
-        "start" => "instance started".to_string(),
-        "attempt" if v.get("channel").is_some() => {
-            let n = v.get("attempt").and_then(Value::as_u64).unwrap_or(0);
-            format!(
-                "{}request {n} to {}{}, key {}; timeout at {}",
-                if v.get("redrive").is_some() {
-                    "re-drive: "
-                } else {
-                    ""
-                },
-                get("channel"),
-                v.get("operation")
-                    .and_then(Value::as_str)
-                    .map(|o| format!(".{o}"))
-                    .unwrap_or_default(),
-                get("idempotencyKey"),
-                secs(v.get("timeout_at_s"))
-            )
-        }
-        "delivery" => {
-            let n = v.get("deliveries").and_then(Value::as_u64).unwrap_or(0);
-            match get("outcome") {
-                "delivered" if v.get("silent").is_some() => {
-                    format!(
-                        "delivered {} (delivery {n}); the counterpart stays silent",
-                        get("idempotencyKey")
-                    )
+/// Virtual time since the instance started, as the console shows it (`+2h 36m`);
+/// `+?` when the line does not carry it.
+fn at(s: Option<Secs>) -> String {
+    match s {
+        Some(s) => format!("+{}", qflow_engine::duration::compact_ms(s.ms())),
+        None => "+?".into(),
+    }
+}
+
+/// `; parked, attempt N eligible at +T (after D)`: where a backoff put the
+/// next attempt.
+fn parked(park: Option<&Park>) -> String {
+    format!(
+        "; parked, attempt {} eligible at {} (after {})",
+        park.map_or(0, |p| p.next_attempt),
+        at(park.map(|p| p.next_at_s)),
+        words(park.map_or(0, |p| p.delay_s.ms()))
+    )
+}
+
+/// One decision line for people: time, kind, node, then what happened in
+/// words. Rendered from the typed line, so a new kind of line is a compile
+/// error here rather than a silent fallback.
+fn human_line(line: &Line, columns: &Columns) -> String {
+    let event = &line.event;
+    let detail = match event {
+        HistoryEvent::Start { .. } => "instance started".to_string(),
+        HistoryEvent::Attempt(Attempt::Call(a)) => format!(
+            "{}request {} to {}{}, key {}; timeout at {}",
+            if a.redrive.is_some() {
+                "re-drive: "
+            } else {
+                ""
+            },
+            a.attempt,
+            a.channel,
+            a.operation
+                .as_deref()
+                .map(|o| format!(".{o}"))
+                .unwrap_or_default(),
+            a.idempotency_key,
+            at(Some(a.timeout_at_s))
+        ),
+        HistoryEvent::Delivery {
+            idempotency_key: key,
+            deliveries: n,
+            outcome,
+            respond_at_s,
+            silent,
+            error,
+            poisoned,
+            next_delivery_at_s,
+            ..
+        } => {
+            let error = error.as_deref().unwrap_or("");
+            match outcome {
+                Delivered::Delivered if silent.is_some() => {
+                    format!("delivered {key} (delivery {n}); the counterpart stays silent")
                 }
-                "delivered" => format!(
-                    "delivered {} (delivery {n}); it answers at {}",
-                    get("idempotencyKey"),
-                    secs(v.get("respond_at_s"))
+                Delivered::Delivered => format!(
+                    "delivered {key} (delivery {n}); it answers at {}",
+                    at(*respond_at_s)
                 ),
-                _ if v.get("poisoned").is_some() => format!(
-                    "delivery {n} of {} failed ({}): POISONED",
-                    get("idempotencyKey"),
-                    get("error")
-                ),
-                _ => format!(
-                    "delivery {n} of {} failed ({}); next delivery at {}",
-                    get("idempotencyKey"),
-                    get("error"),
-                    secs(v.get("next_delivery_at_s"))
+                Delivered::Failed if poisoned.is_some() => {
+                    format!("delivery {n} of {key} failed ({error}): POISONED")
+                }
+                Delivered::Failed => format!(
+                    "delivery {n} of {key} failed ({error}); next delivery at {}",
+                    at(*next_delivery_at_s)
                 ),
             }
         }
-        "response" => match get("verdict") {
-            "accepted" => format!("response to {} accepted", get("idempotencyKey")),
+        HistoryEvent::Response {
+            verdict,
+            idempotency_key: key,
+            reason,
+            ..
+        } => match verdict {
+            Verdict::Accepted => format!("response to {key} accepted"),
             verdict => format!(
-                "response to {} refused ({verdict}): {}",
-                get("idempotencyKey"),
-                get("reason")
+                "response to {key} refused ({}): {}",
+                verdict.as_str(),
+                reason.as_deref().unwrap_or("")
             ),
         },
-        "call-failed" => {
-            let n = v.get("attempt").and_then(Value::as_u64).unwrap_or(0);
-            let mut s = format!("attempt {n} failed: {}", get("code"));
-            match get("then") {
-                "backoff" => s.push_str(&format!(
-                    "; parked, attempt {} eligible at {} (after {})",
-                    v.get("next_attempt").and_then(Value::as_u64).unwrap_or(0),
-                    secs(v.get("next_at_s")),
-                    words(v.get("delay_s").and_then(Value::as_f64).unwrap_or(0.0))
-                )),
-                "boundary" => s.push_str("; caught by an error boundary"),
-                _ => s.push_str("; no further attempt"),
+        HistoryEvent::CallFailed {
+            attempt,
+            code,
+            then,
+            park,
+        } => {
+            let mut s = format!("attempt {attempt} failed: {code}");
+            match then {
+                Then::Backoff => s.push_str(&parked(park.as_ref())),
+                Then::Boundary => s.push_str("; caught by an error boundary"),
+                Then::Reconcile | Then::Failed => s.push_str("; no further attempt"),
             }
             s
         }
-        "attempt" => {
-            let n = v.get("attempt").and_then(Value::as_u64).unwrap_or(0);
-            let mut s = format!("attempt {n} of {}: ", get("task"));
-            match get("outcome") {
-                "ok" => s.push_str("ok"),
-                "bpmn-error" => s.push_str(&format!("BPMN error {}", get("code"))),
-                _ => s.push_str(&format!("failed {} ({})", get("code"), get("class"))),
+        HistoryEvent::Attempt(Attempt::Task(a)) => {
+            let code = a.code.as_deref().unwrap_or("");
+            let mut s = format!("attempt {} of {}: ", a.attempt, a.task);
+            match a.outcome {
+                AttemptOutcome::Ok => s.push_str("ok"),
+                AttemptOutcome::BpmnError => s.push_str(&format!("BPMN error {code}")),
+                AttemptOutcome::Failed => s.push_str(&format!(
+                    "failed {code} ({})",
+                    a.class.map_or("", |c| c.as_str())
+                )),
             }
-            match get("then") {
-                "backoff" => {
-                    let next = v.get("next_attempt").and_then(Value::as_u64).unwrap_or(0);
-                    let delay = v.get("delay_s").and_then(Value::as_f64).unwrap_or(0.0);
-                    s.push_str(&format!(
-                        "; parked, attempt {next} eligible at {} (after {})",
-                        secs(v.get("next_at_s")),
-                        words(delay)
-                    ));
-                }
-                "reconcile" => {
+            match a.then {
+                Some(Then::Backoff) => s.push_str(&parked(a.park.as_ref())),
+                Some(Then::Reconcile) => {
                     s.push_str("; outcome unknown, no blind retry: waiting for reconciliation")
                 }
-                "failed" => s.push_str("; no further attempt"),
-                _ => {}
+                Some(Then::Failed) => s.push_str("; no further attempt"),
+                Some(Then::Boundary) | None => {}
             }
             s
         }
-        "failed" => match v.get("attempts").and_then(Value::as_u64) {
-            Some(n) => format!(
-                "FAILED {}: {} after {n} attempt(s)",
-                get("code"),
-                get("reason")
-            ),
-            None => format!("FAILED {}: {}", get("code"), get("reason")),
+        HistoryEvent::Failed {
+            code,
+            reason,
+            attempts,
+        } => match attempts {
+            Some(n) => format!("FAILED {code}: {reason} after {n} attempt(s)"),
+            None => format!("FAILED {code}: {reason}"),
         },
-        "gateway" => match (v.get("flow").and_then(Value::as_str), v.get("joined")) {
-            (Some(flow), _) if v.get("default") == Some(&Value::Bool(true)) => {
+        HistoryEvent::Gateway {
+            flow,
+            default,
+            joined,
+            code,
+            reason,
+            ..
+        } => match (flow, joined) {
+            (Some(flow), _) if *default == Some(true) => {
                 format!("no condition holds: default flow {flow}")
             }
             (Some(flow), _) => format!("flow {flow}"),
             (None, Some(n)) => format!("all {n} branches joined"),
-            (None, None) if v.get("code").is_some() => {
-                format!("{}: {}", get("code"), get("reason"))
-            }
-            (None, None) => "fork".to_string(),
-        },
-        "join" => format!(
-            "branch arrived ({} of {})",
-            v.get("arrived").and_then(Value::as_u64).unwrap_or(0),
-            v.get("of").and_then(Value::as_u64).unwrap_or(0)
-        ),
-        "timer" => "timer due".to_string(),
-        "pass" => "pass".to_string(),
-        "migrated" => format!(
-            "migrated to this model{}{}",
-            match v.get("mapping") {
-                Some(Value::Object(m)) if !m.is_empty() =>
-                    format!(", mapping {}", canonical(&Value::Object(m.clone()))),
-                _ => String::new(),
+            (None, None) => match code {
+                Some(code) => format!("{code}: {}", reason.as_deref().unwrap_or("")),
+                None => "fork".to_string(),
             },
-            if v.get("reset_budget") == Some(&Value::Bool(true)) {
+        },
+        HistoryEvent::Join { arrived, of } => format!("branch arrived ({arrived} of {of})"),
+        HistoryEvent::Timer { .. } => "timer due".to_string(),
+        HistoryEvent::Pass { .. } => "pass".to_string(),
+        HistoryEvent::Migrated {
+            mapping,
+            reset_budget,
+            ..
+        } => format!(
+            "migrated to this model{}{}",
+            if mapping.is_empty() {
+                String::new()
+            } else {
+                format!(", mapping {}", canonical(&json!(mapping)))
+            },
+            if *reset_budget {
                 ", budget reset"
             } else {
                 ", burned budget kept"
             }
         ),
-        "wait" => match get("for") {
-            "timer" => format!("waiting for its timer until {}", secs(v.get("until_s"))),
-            other => format!("waiting for {other}"),
+        HistoryEvent::Wait { for_, until_s, .. } => match for_ {
+            WaitFor::Timer => format!("waiting for its timer until {}", at(*until_s)),
+            WaitFor::Reconciliation => "waiting for reconciliation".to_string(),
         },
-        "ignored" => format!("{} ignored: {}", get("event"), get("reason")),
-        "reconciled" => format!("reconciled as {}", get("as")),
-        "boundary" => format!("boundary fired on {}", get("from")),
-        "end" => "end".to_string(),
-        _ => {
-            let mut rest: Vec<String> = Vec::new();
-            if let Value::Object(m) = v {
-                for (k, x) in m {
-                    if !matches!(k.as_str(), "at_s" | "kind" | "node") {
-                        rest.push(format!("{k}={}", canonical(x)));
-                    }
-                }
-            }
-            rest.join(" ")
-        }
+        HistoryEvent::Ignored { event, reason } => format!("{event} ignored: {reason}"),
+        HistoryEvent::Reconciled { as_, .. } => format!("reconciled as {}", as_.as_str()),
+        HistoryEvent::Boundary { from, .. } => format!("boundary fired on {from}"),
+        HistoryEvent::End { .. } => "end".to_string(),
     };
-    let to = match v.get("to") {
-        Some(Value::Array(a)) if !a.is_empty() => {
-            let t: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
-            format!(" → {}", t.join(", "))
-        }
+    let to = match event.to() {
+        Some(to) if !to.is_empty() => format!(" → {}", to.join(", ")),
         _ => String::new(),
     };
     format!(
         "{:>9}  {:<11} {:<width$}  {detail}{to}",
-        secs(v.get("at_s")),
-        kind,
-        node,
+        at(Some(line.at_s)),
+        event.kind(),
+        line.node.as_deref().unwrap_or(""),
         width = columns.node
     )
 }
