@@ -192,11 +192,18 @@ test('Check Workspace puts every model’s verdicts in the Problems panel (the r
   });
   await rec.commands.get('qflow.checkWorkspace')!();
   const codesOf = (f: string) => (rec.problems.get(path.join(SAMPLES, 'broken', f)) ?? []).map((d) => d.code);
+  // The dialect's own verdicts (QF001-QF099); the modelling rules (QF100 upward) add their
+  // own findings, such as label-required hints, which this test does not pin.
+  const dialect = (c: unknown) => Number((c as { value: string }).value.slice(2)) < 100;
   assert.deepEqual(
-    codesOf('QF022-retry-beside-routed-timer.bpmn').map((c) => (c as { value: string }).value),
+    codesOf('QF022-retry-beside-routed-timer.bpmn')
+      .filter(dialect)
+      .map((c) => (c as { value: string }).value),
     ['QF040', 'QF022'],
   );
-  const qf022 = rec.problems.get(path.join(SAMPLES, 'broken', 'QF022-retry-beside-routed-timer.bpmn'))![1];
+  const qf022 = rec.problems
+    .get(path.join(SAMPLES, 'broken', 'QF022-retry-beside-routed-timer.bpmn'))!
+    .find((d) => (d.code as { value: string }).value === 'QF022')!;
   assert.equal(qf022.severity, 0 /* Error */);
   assert.equal(qf022.source, 'qflow');
   assert.deepEqual([qf022.range.start.line, qf022.range.start.character, qf022.range.end.character], [9, 9, 16]);
