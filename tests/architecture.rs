@@ -4,9 +4,7 @@
 //! check is about names, string literals too), so prose about a layer never
 //! trips it and an `use` of one always does.
 //!
-//! A file listed in a check's `PENDING` still breaks that invariant while a
-//! refactor that removes the breach is in flight; the check tolerates exactly
-//! those files and fails on any other. The list only ever shrinks.
+//! No check has an exception: a file that breaks an invariant fails it.
 
 use std::path::{Path, PathBuf};
 
@@ -238,19 +236,12 @@ fn sources(dirs: &[&str]) -> Vec<Source> {
 /// The faces: argument parsing and rendering, never rules.
 const FACES: &[&str] = &["src/cli", "lsp/src", "tui/src"];
 
-/// Fails listing every file that breaks an invariant and is not pending.
-fn check(invariant: &str, offenders: Vec<String>, pending: &[&str]) {
-    let new: Vec<&String> = offenders
-        .iter()
-        .filter(|o| !pending.iter().any(|p| o.starts_with(p)))
-        .collect();
+/// Fails listing every file that breaks an invariant.
+fn check(invariant: &str, offenders: Vec<String>) {
     assert!(
-        new.is_empty(),
+        offenders.is_empty(),
         "{invariant} (ARCHITECTURE.md, Invariants); broken by:\n  {}",
-        new.iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n  ")
+        offenders.join("\n  ")
     );
 }
 
@@ -261,11 +252,7 @@ fn the_store_is_below_the_runtime() {
         .filter(|s| s.names("runtime"))
         .map(|s| s.path)
         .collect();
-    check(
-        "no module of engine/src/store names `runtime`",
-        offenders,
-        &[],
-    );
+    check("no module of engine/src/store names `runtime`", offenders);
 }
 
 #[test]
@@ -288,7 +275,6 @@ fn lsp_types_only_in_the_conversion_module_and_the_server_glue() {
     check(
         "LSP types appear only in lsp/src/convert.rs and the server glue",
         offenders,
-        &[],
     );
 }
 
@@ -311,13 +297,7 @@ fn faces_do_not_compute_schedules() {
             (!used.is_empty()).then(|| format!("{} ({})", s.path, used.join(", ")))
         })
         .collect();
-    check(
-        "faces do not compute retry schedules",
-        offenders,
-        // The console's schedule panel, until it renders the engine's
-        // inspection model (planned with RetryPolicy::upcoming).
-        &["tui/src/engine_schedule.rs"],
-    );
+    check("faces do not compute retry schedules", offenders);
 }
 
 #[test]
@@ -335,7 +315,6 @@ fn faces_do_not_parse_channel_config() {
     check(
         "faces do not parse channel configuration (ChannelPolicy does)",
         offenders,
-        &[],
     );
 }
 
@@ -358,13 +337,7 @@ fn faces_do_not_match_history_kind_strings() {
         .filter(|s| matches_kind_string(&s.with_strings))
         .map(|s| s.path)
         .collect();
-    check(
-        "faces do not match history `kind` strings",
-        offenders,
-        // The console's schedule panel, until it renders the engine's
-        // inspection model; the history panel styles its kind column.
-        &["tui/src/engine_schedule.rs", "tui/src/ui/history.rs"],
-    );
+    check("faces do not match history `kind` strings", offenders);
 }
 
 #[test]
@@ -383,7 +356,7 @@ fn sql_only_in_the_store() {
         })
         .map(|s| s.path)
         .collect();
-    check("SQL and rusqlite only in engine/src/store", offenders, &[]);
+    check("SQL and rusqlite only in engine/src/store", offenders);
 }
 
 #[test]

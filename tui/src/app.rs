@@ -269,7 +269,7 @@ impl App {
             );
             return None;
         }
-        if matches!(action, Action::Respond | Action::Poison) && !view.channel_calls {
+        if matches!(action, Action::Respond | Action::Poison) && !view.channel_calls() {
             self.report = Report::warn(format!(
                 "`{}`: this model has no channel call to {}",
                 keymap::binding(action).key_label,

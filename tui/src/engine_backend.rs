@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::backend::{Backend, Command, FailClass, Report, Resolution, ResponseTarget};
 use crate::engine_describe::describe;
 use crate::engine_view::{self, Source};
-use crate::view::{sort_instances, InstanceRowView, InstanceStatus, View};
+use crate::view::{sort_instances, InstanceRowView, View};
 
 /// Where the console's instance lives.
 pub enum EngineBackend {
@@ -621,12 +621,7 @@ impl Backend for EngineBackend {
                 let snap = Snapshot::decode(&r.snapshot).unwrap_or_default();
                 let f = snap.failure();
                 InstanceRowView {
-                    status: match r.status.as_str() {
-                        "failed" => InstanceStatus::Failed,
-                        "completed" => InstanceStatus::Completed,
-                        "waiting" => InstanceStatus::Waiting,
-                        _ => InstanceStatus::Running,
-                    },
+                    status: r.status,
                     code: f.as_ref().map(|f| f.code.clone()),
                     reason: f.as_ref().map(|f| f.reason.clone()),
                     last_at_ms: r.updated_ms - r.started_ms,

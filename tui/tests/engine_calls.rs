@@ -56,7 +56,7 @@ fn a_call_in_its_backoff_window_shows_the_marker_and_refuses_the_late_answer() {
 fn r_answers_the_live_attempt_and_the_flow_resumes() {
     let (mut app, mut be) = engine(BANK, Some("samples/scenarios/call-silent-forever.json"));
     type_keys(&mut app, &mut be, "  ");
-    assert!(app.view.as_ref().unwrap().channel_calls);
+    assert!(app.view.as_ref().unwrap().channel_calls());
     // r → the live attempt → body {"approved": true}
     type_keys(&mut app, &mut be, "r1");
     for _ in 0..2 {

@@ -228,11 +228,11 @@ fn a_console_database_resumes_where_it_stopped_and_attaches_read_only() {
     be.set_label("console.db");
     let mut app = qflow_tui::App::attached();
     app.refresh(&mut be);
-    let ids: Vec<(&str, qflow_tui::view::InstanceStatus)> =
+    let ids: Vec<(&str, qflow_tui::view::Status)> =
         app.list.iter().map(|r| (r.id.as_str(), r.status)).collect();
     assert_eq!(
         ids[0].1,
-        qflow_tui::view::InstanceStatus::Failed,
+        qflow_tui::view::Status::Failed,
         "FAILED first: {ids:?}"
     );
     assert_eq!(app.list[0].reason.as_deref(), Some("exhausted"));
@@ -240,7 +240,7 @@ fn a_console_database_resumes_where_it_stopped_and_attaches_read_only() {
     type_keys(&mut app, &mut be, "\n");
     let v = app.view.as_ref().unwrap();
     assert!(v.read_only);
-    assert_eq!(v.schedule.as_ref().unwrap().done.len(), 6);
+    assert_eq!(v.schedule().unwrap().done.len(), 6);
     // Acting keys do nothing to an attached database.
     type_keys(&mut app, &mut be, " fo");
     assert_eq!(be.store().transitions(&app.list[0].id).unwrap().len(), n);

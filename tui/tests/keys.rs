@@ -7,7 +7,7 @@ use common::{key, rich_view, type_keys, Tape};
 use qflow_tui::app::{App, Panel, Screen};
 use qflow_tui::backend::{Command, FailClass, Resolution, ResponseTarget};
 use qflow_tui::ui;
-use qflow_tui::view::{InstanceRowView, InstanceStatus};
+use qflow_tui::view::{InstanceRowView, Status};
 
 fn started() -> (App, Tape) {
     let mut tape = Tape::new(vec![rich_view()]);
@@ -200,7 +200,7 @@ fn a_read_only_view_refuses_acting_keys_with_a_reason() {
 #[test]
 fn respond_and_poison_say_so_when_the_model_has_no_call() {
     let mut v = rich_view();
-    v.channel_calls = false;
+    v.inspection.channel_calls = false;
     let mut tape = Tape::new(vec![v]);
     let mut app = App::new();
     app.refresh(&mut tape);
@@ -219,15 +219,19 @@ fn attach_mode_lists_failed_first_and_opens_the_selection() {
     tape.rows = vec![
         InstanceRowView {
             id: "charge-1".into(),
-            status: InstanceStatus::Failed,
+            process: "charge".into(),
+            status: Status::Failed,
             code: Some("PROVIDER_DOWN".into()),
             reason: Some("exhausted".into()),
-            ..Default::default()
+            last_at_ms: 0,
         },
         InstanceRowView {
             id: "charge-2".into(),
-            status: InstanceStatus::Completed,
-            ..Default::default()
+            process: "charge".into(),
+            status: Status::Completed,
+            code: None,
+            reason: None,
+            last_at_ms: 0,
         },
     ];
     let mut app = App::attached();

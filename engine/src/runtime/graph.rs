@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::model::{Definitions, EventTrigger, NodeKind, Process};
-use crate::policy::RetryPolicy;
+use crate::policy::{ChannelPolicy, RetryPolicy};
 use crate::runtime::condition::{self, Expr};
 
 /// One outgoing sequence flow.
@@ -404,35 +404,12 @@ fn call_spec(
         .ok_or_else(|| gerr(id, "channel call without <q:timeout duration=\"…\"/>"))?;
     let timeout = crate::duration::parse(&timeout.value)
         .map_err(|e| gerr(id, format!("<q:timeout> `{}`: {e}", timeout.value)))?;
-    let cfg = defs.channel_config(channel);
-    let max_deliveries = match cfg.and_then(|c| c.max_deliveries.as_ref()) {
-        Some(a) => Some(
-            a.value
-                .trim()
-                .parse::<u32>()
-                .ok()
-                .filter(|m| *m > 0)
-                .ok_or_else(|| {
-                    gerr(
-                        id,
-                        format!(
-                            "maxDeliveries `{}` of channel {channel} is not a positive integer",
-                            a.value
-                        ),
-                    )
-                })?,
-        ),
-        None => None,
-    };
-    let delivery_interval = match cfg.and_then(|c| c.delivery_interval.as_ref()) {
-        Some(a) => crate::duration::parse(&a.value).map_err(|e| {
-            gerr(
-                id,
-                format!("deliveryInterval `{}` of channel {channel}: {e}", a.value),
-            )
-        })?,
-        None => Duration::from_secs(1),
-    };
+    // The loader refused a model whose channel configuration does not parse;
+    // a graph compiled from one unchecked says which attribute is wrong.
+    let policy = ChannelPolicy::of_channel(defs, channel).map_err(|errs| {
+        let why: Vec<String> = errs.into_iter().map(|e| e.message).collect();
+        gerr(id, why.join("; "))
+    })?;
     Ok(Call {
         channel: channel.to_string(),
         operation: n
@@ -440,8 +417,8 @@ fn call_spec(
             .and_then(|t| t.operation.as_ref())
             .map(|o| o.value.clone()),
         timeout,
-        max_deliveries,
-        delivery_interval,
+        max_deliveries: policy.max_deliveries,
+        delivery_interval: policy.delivery_interval,
     })
 }
 

@@ -156,7 +156,7 @@ impl App {
 
     /// Attempts of the schedule's node before the latest one.
     fn superseded_attempts(&self) -> Vec<u32> {
-        let Some(s) = self.view.as_ref().and_then(|v| v.schedule.as_ref()) else {
+        let Some(s) = self.view.as_ref().and_then(|v| v.schedule()) else {
             return Vec::new();
         };
         let last = s.done.iter().map(|a| a.n).max().unwrap_or(0);

@@ -9,20 +9,22 @@ use ratatui::Frame;
 use super::{attempts_style, block, dim, failed_style, lines_panel, ok_style, Ctx};
 use crate::app::Panel;
 use crate::fmt;
+use crate::view::HistoryTone;
 
 pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
     let lines: Vec<Line> = v
+        .inspection
         .history
         .iter()
-        .map(|h| {
-            let kind_style = match h.kind.as_str() {
-                "attempt" => attempts_style(),
-                "failed" | "fatal" | "exhausted" => failed_style(),
-                "completed" | "end" | "succeeded" => ok_style(),
-                "park" | "backoff" | "retry" => Style::new().fg(Color::Yellow),
-                "ignored" | "refused" => Style::new().fg(Color::Magenta),
-                _ => Style::new().fg(Color::Cyan),
+        .zip(&v.history)
+        .map(|(h, note)| {
+            let kind_style = match note.tone {
+                HistoryTone::Attempt => attempts_style(),
+                HistoryTone::Failed => failed_style(),
+                HistoryTone::Ended => ok_style(),
+                HistoryTone::Ignored => Style::new().fg(Color::Magenta),
+                HistoryTone::Other => Style::new().fg(Color::Cyan),
             };
             let mut spans = vec![
                 Span::styled(format!("{:>9} ", fmt::at(h.at_ms)), dim()),
@@ -35,13 +37,13 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
             if let Some(c) = &h.code {
                 spans.push(Span::styled(format!(" {c}"), failed_style()));
             }
-            if !h.detail.is_empty() {
-                spans.push(Span::styled(format!("  {}", h.detail), dim()));
+            if !note.detail.is_empty() {
+                spans.push(Span::styled(format!("  {}", note.detail), dim()));
             }
             Line::from(spans)
         })
         .collect();
-    let title = format!("{} decisions", v.history.len());
+    let title = format!("{} decisions", v.inspection.history.len());
     lines_panel(
         f,
         area,

@@ -10,7 +10,7 @@ use ratatui::Frame;
 use super::{dim, failed_style, ok_style};
 use crate::app::App;
 use crate::fmt;
-use crate::view::InstanceStatus;
+use crate::view::{status_label, Status};
 
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let block = Block::bordered().title(" Instances · enter opens ");
@@ -28,8 +28,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         .min(30);
     for (i, r) in app.list.iter().enumerate() {
         let st = match r.status {
-            InstanceStatus::Failed => failed_style(),
-            InstanceStatus::Completed => ok_style(),
+            Status::Failed => failed_style(),
+            Status::Completed => ok_style(),
             _ => Style::new(),
         };
         let sel = i == app.list_selected;
@@ -47,7 +47,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         }
         lines.push(Line::from(vec![
             Span::styled(if sel { "▸ " } else { "  " }, row_style),
-            Span::styled(format!("{:<10}", r.status.label()), st),
+            Span::styled(format!("{:<10}", status_label(r.status)), st),
             Span::styled(format!("{:<id_w$}  ", fmt::clip(&r.id, id_w)), row_style),
             Span::raw(format!("{:<9}", fmt::at(r.last_at_ms))),
             Span::styled(detail, st),

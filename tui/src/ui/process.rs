@@ -9,22 +9,22 @@ use ratatui::Frame;
 use super::{attempts_style, block, dim, failed_style, lines_panel, ok_style, Ctx};
 use crate::app::Panel;
 use crate::fmt;
-use crate::view::{NodeState, NodeView};
+use crate::view::{NodeInspection, NodeKind, NodeState};
 
 pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
     let width = area.width.saturating_sub(2) as usize;
-    let id_w = v
-        .nodes
+    let nodes = &v.inspection.nodes;
+    let current = v.inspection.current.as_deref();
+    let id_w = nodes
         .iter()
         .map(|n| n.id.chars().count())
         .max()
         .unwrap_or(0)
         .clamp(4, (width / 2).max(4));
-    let lines: Vec<Line> = v
-        .nodes
+    let lines: Vec<Line> = nodes
         .iter()
-        .map(|n| node_line(n, id_w, width, v.now_ms))
+        .map(|n| node_line(n, current == Some(n.id.as_str()), id_w, width, v.now_ms))
         .collect();
     lines_panel(
         f,
@@ -36,15 +36,35 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     );
 }
 
-fn node_line(n: &NodeView, id_w: usize, width: usize, now_ms: i64) -> Line<'static> {
+/// A node kind's symbol, in the list and on the diagram.
+pub fn glyph(k: NodeKind) -> &'static str {
+    match k {
+        NodeKind::Start => "○",
+        NodeKind::End => "◎",
+        NodeKind::ErrorEnd => "⊗",
+        NodeKind::Gateway => "◇",
+        NodeKind::Task => "▭",
+        NodeKind::Call => "⇄",
+        NodeKind::Timer => "◷",
+        NodeKind::Boundary => "↳",
+    }
+}
+
+fn node_line(
+    n: &NodeInspection,
+    current: bool,
+    id_w: usize,
+    width: usize,
+    now_ms: i64,
+) -> Line<'static> {
     let attempts_w = n.attempts.map_or(0, |a| format!(" ×{a}").chars().count());
     let room = width.saturating_sub(3 + id_w + 1 + attempts_w);
     let (mut state, style) = state_text(&n.state, now_ms, false);
     if state.chars().count() > room {
         state = state_text(&n.state, now_ms, true).0;
     }
-    let marker = if n.current { "▸" } else { " " };
-    let id_style = if n.current {
+    let marker = if current { "▸" } else { " " };
+    let id_style = if current {
         Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED)
     } else if n.state == NodeState::Idle {
         dim()
@@ -53,7 +73,7 @@ fn node_line(n: &NodeView, id_w: usize, width: usize, now_ms: i64) -> Line<'stat
     };
     let mut spans = vec![
         Span::styled(marker, Style::new().fg(Color::Cyan)),
-        Span::raw(format!("{} ", n.kind.glyph())),
+        Span::raw(format!("{} ", glyph(n.kind))),
         Span::styled(format!("{:<id_w$}", fmt::clip(&n.id, id_w)), id_style),
         Span::raw(" "),
         Span::styled(state, style),

@@ -10,12 +10,12 @@ use ratatui::Frame;
 use super::{attempts_style, block, dim, failed_style, lines_panel, ok_style, Ctx};
 use crate::app::Panel;
 use crate::fmt;
-use crate::view::{AttemptOutcome, InstanceStatus, ScheduleView};
+use crate::view::{AttemptResult, SchedulePlan};
 
 pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
     let width = area.width.saturating_sub(2) as usize;
-    let Some(s) = &v.schedule else {
+    let Some(s) = v.schedule() else {
         let lines = vec![Line::styled("no task with a retry policy", dim())];
         lines_panel(
             f,
@@ -29,12 +29,7 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     };
     let mut lines: Vec<Line> = Vec::new();
     lines.push(Line::styled(s.policy.clone(), dim()));
-    if let Some(fail) = v
-        .instance
-        .failure
-        .as_ref()
-        .filter(|_| v.instance.status == InstanceStatus::Failed)
-    {
+    if let Some(fail) = v.failed() {
         lines.push(Line::styled(
             format!("FAILED {} · {}", fail.code, fail.reason),
             failed_style(),
@@ -44,14 +39,14 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     lines.push(axis);
     lines.push(labels);
     for a in &s.done {
-        let (mark, text, style) = match &a.outcome {
-            AttemptOutcome::Failed { code, class } => (
+        let (mark, text, style) = match &a.result {
+            AttemptResult::Failed { code, class } => (
                 "✗",
                 format!("{code} {class}").trim_end().to_string(),
                 failed_style(),
             ),
-            AttemptOutcome::Succeeded => ("✓", "succeeded".to_string(), ok_style()),
-            AttemptOutcome::Pending => (
+            AttemptResult::Succeeded => ("✓", "succeeded".to_string(), ok_style()),
+            AttemptResult::Pending => (
                 "?",
                 "outcome pending".to_string(),
                 Style::new().fg(Color::Magenta),
@@ -86,8 +81,13 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     );
 }
 
-fn budget(s: &ScheduleView, now_ms: i64) -> String {
-    match (s.budget_end_ms(), s.max_elapsed_ms) {
+/// Where the budget runs out on the time axis, if it does.
+fn budget_end_ms(s: &SchedulePlan) -> Option<i64> {
+    Some(s.first_at_ms.unwrap_or(0) + s.max_elapsed_ms?)
+}
+
+fn budget(s: &SchedulePlan, now_ms: i64) -> String {
+    match (budget_end_ms(s), s.max_elapsed_ms) {
         (Some(end), Some(e)) => format!(
             "budget: maxElapsed {} → ends {} ({})",
             fmt::span(e),
@@ -103,7 +103,7 @@ fn budget(s: &ScheduleView, now_ms: i64) -> String {
 
 /// Two lines: the axis with a mark per attempt, and the labels under it
 /// (origin, `▲` at now, the axis end).
-fn timeline(s: &ScheduleView, now_ms: i64, width: usize) -> (Line<'static>, Line<'static>) {
+fn timeline(s: &SchedulePlan, now_ms: i64, width: usize) -> (Line<'static>, Line<'static>) {
     if width < 4 {
         return (Line::default(), Line::default());
     }
@@ -115,7 +115,7 @@ fn timeline(s: &ScheduleView, now_ms: i64, width: usize) -> (Line<'static>, Line
         .max()
         .unwrap_or(0);
     let mut end = last_attempt.max(now_ms).max(1);
-    let budget = s.budget_end_ms();
+    let budget = budget_end_ms(s);
     if let Some(b) = budget {
         // Show the budget's end when it is on the same scale as the attempts.
         if b <= end.saturating_mul(2) {
@@ -136,10 +136,10 @@ fn timeline(s: &ScheduleView, now_ms: i64, width: usize) -> (Line<'static>, Line
         cells[pos(p.at_ms)] = ('·', Style::new().fg(Color::White));
     }
     for a in &s.done {
-        cells[pos(a.at_ms)] = match a.outcome {
-            AttemptOutcome::Failed { .. } => ('✗', failed_style()),
-            AttemptOutcome::Succeeded => ('✓', ok_style()),
-            AttemptOutcome::Pending => ('?', Style::new().fg(Color::Magenta)),
+        cells[pos(a.at_ms)] = match a.result {
+            AttemptResult::Failed { .. } => ('✗', failed_style()),
+            AttemptResult::Succeeded => ('✓', ok_style()),
+            AttemptResult::Pending => ('?', Style::new().fg(Color::Magenta)),
         };
     }
     let axis = Line::from(

@@ -10,28 +10,22 @@ use ratatui::Frame;
 use super::{attempts_style, backoff_style, block, dim, failed_style, lines_panel, Ctx};
 use crate::app::Panel;
 use crate::fmt;
-use crate::view::KeyFamily;
+use qflow_engine::inspect::SnapshotKey;
+use qflow_engine::instance::snapshot::{Family, FAILURE_KEY, FRONTIER_KEY};
 
 pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
     let width = area.width.saturating_sub(2) as usize;
-    let key_w = v
-        .snapshot
+    let keys = &v.inspection.snapshot;
+    let key_w = keys
         .iter()
         .map(|e| e.key.chars().count())
         .max()
         .unwrap_or(0)
         .min(width * 2 / 3);
     let mut lines: Vec<Line> = Vec::new();
-    for e in &v.snapshot {
-        let style = match e.family {
-            KeyFamily::Attempts => attempts_style(),
-            KeyFamily::Backoff => backoff_style(),
-            KeyFamily::Failure => failed_style(),
-            KeyFamily::Variable => Style::new().fg(Color::Green),
-            KeyFamily::Frontier => Style::new().fg(Color::Cyan),
-            KeyFamily::Other => Style::new(),
-        };
+    for e in keys {
+        let style = key_style(e);
         let value_w = width.saturating_sub(key_w + 1).max(1);
         // Focused, the panel shows whole values (wrapped); else one line each.
         let chunks: Vec<String> = if ctx.focused {
@@ -52,7 +46,8 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
                 Span::raw(chunk),
             ]));
         }
-        if let Some(c) = &e.classification {
+        // The backoff-window marker carries the failure that parked the call.
+        if let Some(c) = classification(e) {
             lines.push(Line::from(vec![
                 Span::raw(" ".repeat(key_w.min(1))),
                 Span::styled(format!("└ {c}"), backoff_style()),
@@ -62,7 +57,7 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     if lines.is_empty() {
         lines.push(Line::styled("(empty)", dim()));
     }
-    let title = format!("{} keys", v.snapshot.len());
+    let title = format!("{} keys", keys.len());
     lines_panel(
         f,
         area,
@@ -71,4 +66,29 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
         ctx.scroll,
         false,
     );
+}
+
+/// Retry state stands out: counters yellow, the backoff marker magenta, the
+/// failure record red, variables green, the frontier cyan.
+fn key_style(e: &SnapshotKey) -> Style {
+    match e.family {
+        Some(Family::Attempts) => attempts_style(),
+        Some(Family::Backoff) => backoff_style(),
+        _ if e.key == FAILURE_KEY => failed_style(),
+        _ if e.key == FRONTIER_KEY => Style::new().fg(Color::Cyan),
+        None if e.key.starts_with("var.") => Style::new().fg(Color::Green),
+        _ => Style::new(),
+    }
+}
+
+/// A backoff marker's `code (class)`.
+fn classification(e: &SnapshotKey) -> Option<String> {
+    if e.family != Some(Family::Backoff) {
+        return None;
+    }
+    let (code, class) = e.marker.as_ref()?;
+    Some(match class {
+        Some(c) => format!("{code} ({c})"),
+        None => code.clone(),
+    })
 }

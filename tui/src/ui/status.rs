@@ -9,7 +9,7 @@ use ratatui::Frame;
 
 use crate::app::{App, Screen};
 use crate::fmt;
-use crate::view::InstanceStatus;
+use crate::view::{status_label, Status, View, Waiting};
 
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let bar = Style::new().bg(Color::Blue).fg(Color::White);
@@ -22,24 +22,22 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let mut spans = vec![Span::styled(brand, bar.add_modifier(Modifier::BOLD))];
     match (&app.view, app.screen) {
         (Some(v), Screen::Instance) => {
-            let st = match v.instance.status {
-                InstanceStatus::Failed => Style::new().bg(Color::Red).fg(Color::White),
-                InstanceStatus::Completed => Style::new().bg(Color::Green).fg(Color::Black),
-                InstanceStatus::Waiting => Style::new().bg(Color::Yellow).fg(Color::Black),
-                InstanceStatus::Running => Style::new().bg(Color::Cyan).fg(Color::Black),
+            let i = &v.inspection;
+            let st = match i.status {
+                Status::Failed => Style::new().bg(Color::Red).fg(Color::White),
+                Status::Completed => Style::new().bg(Color::Green).fg(Color::Black),
+                Status::Waiting => Style::new().bg(Color::Yellow).fg(Color::Black),
+                Status::Running => Style::new().bg(Color::Cyan).fg(Color::Black),
             }
             .add_modifier(Modifier::BOLD);
-            spans.push(Span::raw(format!(" {} ", v.instance.id)));
-            let mut status = format!(" {} ", v.instance.status.label());
-            if let Some(fl) = v
-                .instance
-                .failure
-                .as_ref()
-                .filter(|_| v.instance.status == InstanceStatus::Failed)
-            {
+            spans.push(Span::raw(format!(" {} ", i.id)));
+            let mut status = format!(" {} ", status_label(i.status));
+            if let Some(fl) = v.failed() {
                 status = format!(
                     " FAILED {} · {} · {} attempts ",
-                    fl.code, fl.reason, fl.attempts
+                    fl.code,
+                    fl.reason,
+                    i.failed_attempts().unwrap_or(0)
                 );
             }
             spans.push(Span::styled(status, st));
@@ -47,10 +45,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
                 format!(" now {} ", fmt::at(v.now_ms)),
                 Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
             ));
-            if let Some(w) = &v.instance.waiting_for {
-                if !v.instance.status.is_terminal() {
-                    spans.push(Span::raw(format!(" for {w} ")));
-                }
+            if let Some(w) = waiting_for(v) {
+                spans.push(Span::raw(format!(" for {w} ")));
             }
             if v.read_only {
                 spans.push(Span::styled(" read-only ", Style::new().fg(Color::Magenta)));
@@ -65,10 +61,31 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             let failed = app
                 .list
                 .iter()
-                .filter(|r| r.status == InstanceStatus::Failed)
+                .filter(|r| r.status == Status::Failed)
                 .count();
             spans.push(Span::raw(format!(" {n} instances, {failed} FAILED ")));
         }
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// What a waiting instance waits for, in words (`retry of charge at 6m`).
+fn waiting_for(v: &View) -> Option<String> {
+    let i = &v.inspection;
+    if i.status != Status::Waiting {
+        return None;
+    }
+    Some(match i.waiting.as_ref()? {
+        Waiting::Reconciliation { node, .. } => format!("reconciliation of {node}"),
+        Waiting::Timer {
+            node,
+            purpose,
+            due_ms,
+        } => format!(
+            "{} of {node} at {}",
+            qflow_engine::inspect::waiting_for(*purpose),
+            fmt::at(*due_ms)
+        ),
+        Waiting::Nothing { .. } => "nothing it can be given locally".to_string(),
+    })
 }

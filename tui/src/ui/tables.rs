@@ -16,23 +16,28 @@ fn empty(text: &str) -> Vec<Line<'static>> {
 
 pub fn timers(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
-    let lines: Vec<Line> = if v.timers.is_empty() {
+    let timers = &v.inspection.timers;
+    let lines: Vec<Line> = if timers.is_empty() {
         empty("no armed timer")
     } else {
-        v.timers
+        timers
             .iter()
             .map(|t| {
                 let attempt = t.attempt.map(|a| format!(" #{a}")).unwrap_or_default();
+                let due = v.since_start(t.due_ms);
                 Line::from(vec![
-                    Span::styled(format!("{} ", t.kind), Style::new().fg(Color::Yellow)),
+                    Span::styled(
+                        format!("{} ", t.purpose.as_str()),
+                        Style::new().fg(Color::Yellow),
+                    ),
                     Span::raw(format!("{}{attempt} ", t.node)),
-                    Span::styled(fmt::at(t.due_at_ms), attempts_style()),
-                    Span::styled(format!(" {}", fmt::until(t.due_at_ms, v.now_ms)), dim()),
+                    Span::styled(fmt::at(due), attempts_style()),
+                    Span::styled(format!(" {}", fmt::until(due, v.now_ms)), dim()),
                 ])
             })
             .collect()
     };
-    let n = v.timers.len();
+    let n = timers.len();
     lines_panel(
         f,
         area,
@@ -45,31 +50,32 @@ pub fn timers(f: &mut Frame, area: Rect, ctx: &Ctx) {
 
 pub fn outbox(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
-    let lines: Vec<Line> = if v.outbox.is_empty() {
-        empty(if v.channel_calls {
+    let outbox = &v.inspection.outbox;
+    let lines: Vec<Line> = if outbox.is_empty() {
+        empty(if v.channel_calls() {
             "no outbox row"
         } else {
             "no channel call in this model"
         })
     } else {
-        v.outbox
+        outbox
             .iter()
             .map(|o| {
-                let st = match o.status.as_str() {
+                let st = match o.state.as_str() {
                     "poisoned" => failed_style(),
                     "delivered" => ok_style(),
                     _ => Style::new().fg(Color::Yellow),
                 };
                 Line::from(vec![
                     Span::raw(format!("{} #{} ", o.node, o.attempt)),
-                    Span::styled(o.status.clone(), st),
+                    Span::styled(o.state.clone(), st),
                     Span::raw(format!(" ×{} ", o.deliveries)),
                     Span::styled(o.idempotency_key.clone(), dim()),
                 ])
             })
             .collect()
     };
-    let n = v.outbox.len();
+    let n = outbox.len();
     lines_panel(
         f,
         area,
@@ -82,21 +88,23 @@ pub fn outbox(f: &mut Frame, area: Rect, ctx: &Ctx) {
 
 pub fn correlations(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
-    let lines: Vec<Line> = if v.correlations.is_empty() {
+    let correlations = &v.inspection.correlations;
+    let lines: Vec<Line> = if correlations.is_empty() {
         empty("no correlation")
     } else {
-        v.correlations
+        correlations
             .iter()
             .map(|c| {
+                let state = if c.in_backoff { "in backoff" } else { "live" };
                 Line::from(vec![
                     Span::raw(format!("{} ", c.node)),
-                    Span::styled(c.state.clone(), Style::new().fg(Color::Cyan)),
+                    Span::styled(state, Style::new().fg(Color::Cyan)),
                     Span::styled(format!(" {}", c.key), dim()),
                 ])
             })
             .collect()
     };
-    let n = v.correlations.len();
+    let n = correlations.len();
     lines_panel(
         f,
         area,
@@ -109,25 +117,31 @@ pub fn correlations(f: &mut Frame, area: Rect, ctx: &Ctx) {
 
 pub fn incidents(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
-    let lines: Vec<Line> = if v.incidents.is_empty() {
+    let incidents = &v.inspection.incidents;
+    let lines: Vec<Line> = if incidents.is_empty() {
         empty("no incident")
     } else {
-        v.incidents
+        incidents
             .iter()
             .map(|i| {
-                let st = if i.open { failed_style() } else { dim() };
+                let open = i.closed_ms.is_none();
+                let st = if open { failed_style() } else { dim() };
                 Line::from(vec![
                     Span::styled(
-                        format!("{} {} ", if i.open { "open" } else { "closed" }, i.kind),
+                        format!("{} {} ", if open { "open" } else { "closed" }, i.kind),
                         st,
                     ),
-                    Span::raw(format!("{} {} ", i.node, fmt::at(i.opened_at_ms))),
+                    Span::raw(format!(
+                        "{} {} ",
+                        i.node,
+                        fmt::at(v.since_start(i.opened_ms))
+                    )),
                     Span::styled(i.message.clone(), dim()),
                 ])
             })
             .collect()
     };
-    let open = v.incidents.iter().filter(|i| i.open).count();
+    let open = incidents.iter().filter(|i| i.closed_ms.is_none()).count();
     let extra = if open > 0 {
         format!("{open} open")
     } else {

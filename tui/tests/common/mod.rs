@@ -2,179 +2,197 @@
 //! filled, and a backend that records commands and replays a tape of views.
 #![allow(dead_code)]
 
+use qflow_engine::inspect::{Correlation, HistoryItem, SnapshotKey};
+use qflow_engine::instance::history::Line;
+use qflow_engine::instance::snapshot::Family;
+use qflow_engine::instance::Purpose;
+use qflow_engine::store::{OutboxEntry, TimerInfo};
 use qflow_tui::backend::{Backend, Command, Report};
 use qflow_tui::view::*;
+
+fn node(id: &str, kind: NodeKind, state: NodeState, attempts: Option<u32>) -> NodeInspection {
+    NodeInspection {
+        id: id.into(),
+        kind,
+        state,
+        attempts,
+    }
+}
+
+fn snap_key(key: &str, value: &str, marker: Option<(&str, &str)>) -> SnapshotKey {
+    SnapshotKey {
+        key: key.into(),
+        value: value.into(),
+        family: Family::split(key).map(|(f, _)| f),
+        marker: marker.map(|(code, class)| (code.into(), Some(class.into()))),
+    }
+}
+
+fn timer(id: i64, node: &str, due_ms: i64, attempt: u32) -> TimerInfo {
+    TimerInfo {
+        id,
+        node: node.into(),
+        purpose: Purpose::Retry,
+        due_ms,
+        attempt: Some(attempt),
+        armed: true,
+        armed_seq: id,
+        resolved_seq: None,
+    }
+}
+
+/// A history item from its decision line (the JSON the store keeps), with
+/// the console's note for it.
+fn line(seq: i64, json: &str, tone: HistoryTone, detail: &str) -> (HistoryItem, HistoryNote) {
+    let l: Line = serde_json::from_str(json).unwrap();
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    let item = HistoryItem {
+        seq,
+        at_ms: l.at_s.ms(),
+        kind: v["kind"].as_str().unwrap().into(),
+        node: l.node.clone(),
+        attempt: v["attempt"].as_u64().map(|a| a as u32),
+        code: v["code"].as_str().map(str::to_string),
+        line: Some(l),
+    };
+    let note = HistoryNote {
+        detail: detail.into(),
+        tone,
+    };
+    (item, note)
+}
 
 /// A DBG-08 charge parked before its third attempt, with a call in its
 /// backoff window beside it, so every panel has rows.
 pub fn rich_view() -> View {
-    let fail = |n: u32, at: i64| AttemptMark {
+    let fail = |n: u32, at: i64| PastAttempt {
         n,
         at_ms: at,
-        outcome: AttemptOutcome::Failed {
+        result: AttemptResult::Failed {
             code: "PROVIDER_DOWN".into(),
             class: "transient".into(),
         },
     };
-    View {
-        source: "samples/dbg08-charge.bpmn".into(),
-        instance: InstanceView {
-            id: "charge-1".into(),
-            process: "charge".into(),
-            status: InstanceStatus::Waiting,
-            failure: None,
-            waiting_for: Some("retry timer of charge (attempt 3)".into()),
-        },
-        now_ms: 61_000,
+    let attempt = |n: u32, at_s: i64, next: u32, next_at_s: i64, delay_s: i64| {
+        format!(
+            r#"{{"at_s":{at_s},"attempt":{n},"class":"transient","code":"PROVIDER_DOWN","delay_s":{delay_s},"kind":"attempt","next_at_s":{next_at_s},"next_attempt":{next},"node":"charge","outcome":"failed","task":"charge","then":"backoff"}}"#
+        )
+    };
+    let (history, notes): (Vec<HistoryItem>, Vec<HistoryNote>) = [
+        line(
+            1,
+            r#"{"at_s":0,"kind":"start","node":"start","variables":{"amount":42,"orderId":"A-17"}}"#,
+            HistoryTone::Other,
+            "",
+        ),
+        line(
+            2,
+            &attempt(1, 0, 2, 60, 60),
+            HistoryTone::Attempt,
+            "transient · next +1m",
+        ),
+        line(
+            3,
+            &attempt(2, 60, 3, 360, 300),
+            HistoryTone::Attempt,
+            "transient · next +6m",
+        ),
+    ]
+    .into_iter()
+    .unzip();
+    let charge_plan = SchedulePlan {
+        node: "charge".into(),
+        policy: "6 attempts over at most 13 h 1 min".into(),
+        max_attempts: Some(6),
+        done: vec![fail(1, 0), fail(2, 60_000)],
+        planned: [
+            (3, 360_000),
+            (4, 1_860_000),
+            (5, 9_360_000),
+            (6, 46_860_000),
+        ]
+        .into_iter()
+        .map(|(n, at_ms)| PlannedAttempt { n, at_ms })
+        .collect(),
+        first_at_ms: Some(0),
+        max_elapsed_ms: Some(172_800_000),
+    };
+    let inspection = Inspection {
+        id: "charge-1".into(),
+        process: "charge".into(),
+        deployment_id: 1,
+        status: Status::Waiting,
+        started_ms: 0,
+        updated_ms: 60_000,
+        failure: None,
+        waiting: Some(Waiting::Timer {
+            node: "charge".into(),
+            purpose: Purpose::Retry,
+            due_ms: 360_000,
+        }),
         nodes: vec![
-            NodeView {
-                id: "start".into(),
-                kind: NodeKindView::Start,
-                state: NodeState::Completed,
-                ..Default::default()
-            },
-            NodeView {
-                id: "charge".into(),
-                kind: NodeKindView::Task,
-                state: NodeState::Parked {
+            node("start", NodeKind::Start, NodeState::Completed, None),
+            node(
+                "charge",
+                NodeKind::Task,
+                NodeState::Parked {
                     eligible_at_ms: 360_000,
                 },
-                attempts: Some(2),
-                current: true,
-            },
-            NodeView {
-                id: "authorize".into(),
-                kind: NodeKindView::Call,
-                state: NodeState::Parked {
+                Some(2),
+            ),
+            node(
+                "authorize",
+                NodeKind::Call,
+                NodeState::Parked {
                     eligible_at_ms: 90_000,
                 },
-                attempts: Some(1),
-                ..Default::default()
-            },
-            NodeView {
-                id: "done".into(),
-                kind: NodeKindView::End,
-                ..Default::default()
-            },
+                Some(1),
+            ),
+            node("done", NodeKind::End, NodeState::Idle, None),
         ],
+        current: Some("charge".into()),
         snapshot: vec![
-            SnapshotEntry {
-                key: "attempts.authorize".into(),
-                value: "1".into(),
-                family: KeyFamily::Attempts,
-                classification: None,
-            },
-            SnapshotEntry {
-                key: "attempts.charge".into(),
-                value: "2".into(),
-                family: KeyFamily::Attempts,
-                classification: None,
-            },
-            SnapshotEntry {
-                key: "backoff.authorize".into(),
-                value: r#"{"code":"q.timeout","class":"transient"}"#.into(),
-                family: KeyFamily::Backoff,
-                classification: Some("q.timeout (transient)".into()),
-            },
-            SnapshotEntry {
-                key: "first_attempt.charge".into(),
-                value: "0".into(),
-                family: KeyFamily::Other,
-                classification: None,
-            },
-            SnapshotEntry {
-                key: "frontier".into(),
-                value: r#"[{"node":"charge","state":"backoff"}]"#.into(),
-                family: KeyFamily::Frontier,
-                classification: None,
-            },
-            SnapshotEntry {
-                key: "var.amount".into(),
-                value: "42".into(),
-                family: KeyFamily::Variable,
-                classification: None,
-            },
-            SnapshotEntry {
-                key: "var.orderId".into(),
-                value: "\"A-17\"".into(),
-                family: KeyFamily::Variable,
-                classification: None,
-            },
+            snap_key("attempts.authorize", "1", None),
+            snap_key("attempts.charge", "2", None),
+            snap_key(
+                "backoff.authorize",
+                r#"{"code":"q.timeout","class":"transient"}"#,
+                Some(("q.timeout", "transient")),
+            ),
+            snap_key("first_attempt.charge", "0", None),
+            snap_key("frontier", r#"[{"node":"charge","state":"backoff"}]"#, None),
+            snap_key("var.amount", "42", None),
+            snap_key("var.orderId", "\"A-17\"", None),
         ],
         timers: vec![
-            TimerView {
-                kind: "retry".into(),
-                node: "authorize".into(),
-                due_at_ms: 90_000,
-                attempt: Some(2),
-            },
-            TimerView {
-                kind: "retry".into(),
-                node: "charge".into(),
-                due_at_ms: 360_000,
-                attempt: Some(3),
-            },
+            timer(1, "authorize", 90_000, 2),
+            timer(2, "charge", 360_000, 3),
         ],
-        outbox: vec![OutboxView {
+        outbox: vec![OutboxEntry {
             node: "authorize".into(),
             channel: "bank".into(),
             attempt: 1,
-            status: "delivered".into(),
+            state: "delivered".into(),
             deliveries: 1,
             idempotency_key: "charge-1/authorize/1".into(),
         }],
-        correlations: vec![CorrelationView {
+        correlations: vec![Correlation {
             key: "corr-charge-1-authorize".into(),
             node: "authorize".into(),
-            state: "in backoff".into(),
+            in_backoff: true,
         }],
         incidents: vec![],
-        history: vec![
-            HistoryView {
-                seq: 1,
-                at_ms: 0,
-                kind: "start".into(),
-                node: Some("start".into()),
-                ..Default::default()
-            },
-            HistoryView {
-                seq: 2,
-                at_ms: 0,
-                kind: "attempt".into(),
-                node: Some("charge".into()),
-                attempt: Some(1),
-                code: Some("PROVIDER_DOWN".into()),
-                detail: "transient · next +1m".into(),
-            },
-            HistoryView {
-                seq: 3,
-                at_ms: 60_000,
-                kind: "attempt".into(),
-                node: Some("charge".into()),
-                attempt: Some(2),
-                code: Some("PROVIDER_DOWN".into()),
-                detail: "transient · next +6m".into(),
-            },
-        ],
-        schedule: Some(ScheduleView {
-            node: "charge".into(),
-            policy: "6 attempts over at most 13 h 1 min".into(),
-            max_attempts: Some(6),
-            done: vec![fail(1, 0), fail(2, 60_000)],
-            planned: [
-                (3, 360_000),
-                (4, 1_860_000),
-                (5, 9_360_000),
-                (6, 46_860_000),
-            ]
-            .into_iter()
-            .map(|(n, at)| PlannedMark { n, at_ms: at })
-            .collect(),
-            first_at_ms: Some(0),
-            max_elapsed_ms: Some(172_800_000),
-        }),
-        read_only: false,
+        history,
+        schedules: vec![charge_plan],
         channel_calls: true,
+    };
+    View {
+        source: "samples/dbg08-charge.bpmn".into(),
+        now_ms: 61_000,
+        history: notes,
+        schedule_node: Some("charge".into()),
+        read_only: false,
+        inspection,
     }
 }
 
