@@ -222,7 +222,9 @@ fn decisions_are_pure_and_stale_events_are_recorded_without_effect() {
         status: start.status,
         started_ms: 0,
         snapshot: &start.snapshot,
+        damage: None,
         timers: &[],
+        keys_sent: &Default::default(),
     };
     let ev = Event::Attempt {
         node: "t".into(),

@@ -116,6 +116,11 @@ const CASES: &[(&str, &str, Option<&str>)] = &[
         "call-loop-until-approved",
         Some("call-loop-until-approved"),
     ),
+    (
+        "call-loop-no-policy",
+        "call-loop-no-policy",
+        Some("call-loop-no-policy"),
+    ),
 ];
 
 /// Run a case; returns (stdout, snapshot lines).
@@ -209,6 +214,28 @@ fn a_call_that_never_backs_off_writes_the_same_bytes_with_or_without_a_policy() 
     let (_, without) = run_case("call-bank-no-policy", Some("call-answered"));
     assert_eq!(with_policy, without);
     assert!(!with_policy.contains("backoff.") && !with_policy.contains("attempts."));
+}
+
+#[test]
+fn a_call_in_a_loop_without_a_policy_writes_no_new_snapshot_key_family() {
+    let (lines, without) = run_case("call-loop-no-policy", Some("call-loop-no-policy"));
+    // Two rounds, two keys never sent before.
+    assert!(
+        lines.contains("/authorize/1\"") && lines.contains("/authorize/2\""),
+        "{lines}"
+    );
+    for snap in without.lines() {
+        let v: serde_json::Value = serde_json::from_str(snap).unwrap();
+        for k in v.as_object().unwrap().keys() {
+            assert!(
+                k == "frontier" || k.starts_with("var."),
+                "a process without <q:retry> wrote `{k}`: {snap}"
+            );
+        }
+    }
+    // The same loop with a policy that never fires writes the same bytes.
+    let (_, with_policy) = run_case("call-loop-until-approved", Some("call-loop-no-policy"));
+    assert_eq!(without, with_policy);
 }
 
 #[test]

@@ -35,6 +35,8 @@ pub struct NewRequest {
     pub operation: Option<String>,
     pub attempt: u32,
     pub idempotency_key: String,
+    /// The key's number (`instance/node/N`), recorded in the key ledger.
+    pub key_number: u32,
     /// The request body: the instance's variables at emission.
     pub payload: Value,
 }

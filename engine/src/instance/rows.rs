@@ -105,6 +105,13 @@ pub struct Facts<'a> {
     pub status: Status,
     pub started_ms: i64,
     pub snapshot: &'a Snapshot,
+    /// Why the stored snapshot bytes do not decode, when they do not (then
+    /// `snapshot` is empty): the decision fails the instance on it.
+    pub damage: Option<&'a str>,
     /// The instance's armed timers.
     pub timers: &'a [TimerRow],
+    /// The idempotency-key ledger: for each call node, the highest key
+    /// number it has sent. Durable outside the snapshot, so a damaged or
+    /// reset counter can never make a request reuse a key.
+    pub keys_sent: &'a std::collections::BTreeMap<String, u32>,
 }

@@ -18,7 +18,8 @@
 //! - `backoff.<node>`: a channel call's backoff-window marker (the code and
 //!   attempt of the failure that parked it); absent unless in a backoff window.
 //! - `keys_used.<node>`: how many idempotency keys a call node used before
-//!   its counter restarted (a loop re-entering it, a budget reset).
+//!   its counter restarted. Written by earlier versions only and still read
+//!   (keys are now numbered from the store's key ledger).
 //!
 //! Node-scoped families end in `.<node>` so a migration with a node mapping
 //! renames them with [`Snapshot::rename_node`].
@@ -393,10 +394,6 @@ impl Snapshot {
             .get(&Family::KeysUsed.key(node))
             .and_then(Value::as_u64)
             .map_or(0, |n| n.min(u64::from(u32::MAX)) as u32)
-    }
-
-    pub fn set_keys_used(&mut self, node: &str, n: u32) {
-        self.map.insert(Family::KeysUsed.key(node), Value::from(n));
     }
 
     /// The fatal path's record, if the instance failed.

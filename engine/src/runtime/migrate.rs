@@ -5,9 +5,9 @@
 //!   must exist in the new deployment).
 //! - Node-scoped snapshot keys (`attempts.<node>`, `first_attempt.<node>`,
 //!   `reconcile.<node>`, `backoff.<node>`) are renamed with their node: the
-//!   burned budget travels, unless the operator resets it; a reset records
-//!   `keys_used.<node>` so the restarted attempts still get idempotency keys
-//!   never sent before.
+//!   burned budget travels, unless the operator resets it. A reset writes
+//!   nothing new: the restarted attempts' idempotency keys continue from the
+//!   store's key ledger, so they are still keys never sent before.
 //! - Armed timers are re-armed on the mapped node at the same instant (a
 //!   backoff park keeps its eligible time).
 //! - A call node's outbox rows and correlation move with it (the store
@@ -48,19 +48,8 @@ pub fn migrate(
         match Family::split(k) {
             Some((family, old)) => {
                 let node = map(old);
-                if reset_budget && family == Family::Attempts {
-                    // The counter restarts, the idempotency keys must not:
-                    // remember how many this node has used.
-                    let used = before.keys_used(old).saturating_add(before.attempts(old));
-                    if used > 0 {
-                        snap.set_keys_used(&node, used);
-                    }
-                }
                 let budget = matches!(family, Family::Attempts | Family::FirstAttempt);
-                // (`attempts.*` sorts before `keys_used.*`: a count the reset
-                // already carried forward is not overwritten.)
-                let carried = family == Family::KeysUsed && snap.keys_used(&node) > 0;
-                if !(reset_budget && budget || carried) {
+                if !(reset_budget && budget) {
                     snap.set(family.key(&node), v.clone());
                 }
             }
@@ -223,7 +212,9 @@ mod tests {
             status: Status::Waiting,
             started_ms: 0,
             snapshot: &s,
+            damage: None,
             timers: &timers,
+            keys_sent: &BTreeMap::new(),
         };
         let mapping: BTreeMap<String, String> = [
             ("a".to_string(), "b".to_string()),
@@ -250,7 +241,9 @@ mod tests {
             status: Status::Running,
             started_ms: 0,
             snapshot: &s,
+            damage: None,
             timers: &[],
+            keys_sent: &BTreeMap::new(),
         };
         let e = migrate(&graph(), &facts, &BTreeMap::new(), false, 0).unwrap_err();
         assert!(e.0.contains("--map gone=NEW"), "{e}");
@@ -280,7 +273,9 @@ mod tests {
                 status,
                 started_ms: 0,
                 snapshot: &snap,
+                damage: None,
                 timers: &[],
+                keys_sent: &BTreeMap::new(),
             };
             let ev = Event::Advance {
                 node: node.to_string(),
@@ -307,7 +302,9 @@ mod tests {
             status,
             started_ms: 0,
             snapshot: &snap,
+            damage: None,
             timers: &[],
+            keys_sent: &BTreeMap::new(),
         };
         let t = migrate(&graph, &facts, &BTreeMap::new(), false, 0).unwrap();
         assert_eq!(t.status, Status::Running, "not COMPLETED without running");
@@ -353,7 +350,9 @@ mod tests {
             status,
             started_ms: 0,
             snapshot: &snap,
+            damage: None,
             timers: &[],
+            keys_sent: &BTreeMap::new(),
         };
         let unmapped = migrate(&graph, &facts, &BTreeMap::new(), false, 0).unwrap_err();
         assert!(unmapped.0.contains("--map e=NEW"), "{unmapped}");

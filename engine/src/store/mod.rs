@@ -48,8 +48,6 @@ pub enum StoreError {
     Conflict(String),
     #[error("no instance {0}")]
     NoInstance(String),
-    #[error("instance {instance} has an unreadable snapshot: {message}")]
-    Snapshot { instance: String, message: String },
 }
 
 /// How long a claim lasts without renewal (wall clock).
@@ -338,18 +336,23 @@ impl Store {
     pub fn facts(&self, instance: &str) -> Result<InstanceFacts, StoreError> {
         let row = query::instance(&self.conn, instance)?
             .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-        let snapshot = Snapshot::decode(&row.snapshot).map_err(|e| StoreError::Snapshot {
-            instance: instance.into(),
-            message: e.to_string(),
-        })?;
+        // Bytes that are not a snapshot at all are a fact too: the decision
+        // fails the instance on them (never this read), and the bytes stay.
+        let (snapshot, damage) = match Snapshot::decode(&row.snapshot) {
+            Ok(s) => (s, None),
+            Err(e) => (Snapshot::new(), Some(e.to_string())),
+        };
         let timers = query::armed_timers(&self.conn, instance)?;
+        let keys_sent = query::keys_sent(&self.conn, instance)?;
         Ok(InstanceFacts {
             deployment_id: row.deployment_id,
             status: row.status,
             version: row.version,
             started_ms: row.started_ms,
             snapshot,
+            damage,
             timers,
+            keys_sent,
         })
     }
 
@@ -446,8 +449,15 @@ pub struct InstanceFacts {
     pub status: Status,
     pub version: i64,
     pub started_ms: i64,
+    /// The snapshot as decoded; empty when the stored bytes are not a
+    /// snapshot at all (then `damage` says why).
     pub snapshot: Snapshot,
+    /// Why the stored snapshot bytes could not be decoded, if they could not.
+    pub damage: Option<String>,
     pub timers: Vec<TimerRow>,
+    /// The idempotency-key ledger: the highest key number each call node
+    /// has sent.
+    pub keys_sent: std::collections::BTreeMap<String, u32>,
 }
 
 impl InstanceFacts {
@@ -459,7 +469,9 @@ impl InstanceFacts {
             status: self.status,
             started_ms: self.started_ms,
             snapshot: &self.snapshot,
+            damage: self.damage.as_deref(),
             timers: &self.timers,
+            keys_sent: &self.keys_sent,
         }
     }
 }
@@ -535,6 +547,18 @@ fn write_transition(
                 "UPDATE outbox SET node = ?3 WHERE instance_id = ?1 AND node = ?2",
                 params![instance, from, to],
             )?;
+            // The ledger moves with its node; a node that already had keys
+            // keeps the higher count.
+            tx.execute(
+                "INSERT INTO request_keys(instance_id, node, last)
+                 SELECT instance_id, ?3, last FROM request_keys WHERE instance_id = ?1 AND node = ?2
+                 ON CONFLICT(instance_id, node) DO UPDATE SET last = max(last, excluded.last)",
+                params![instance, from, to],
+            )?;
+            tx.execute(
+                "DELETE FROM request_keys WHERE instance_id = ?1 AND node = ?2",
+                params![instance, from],
+            )?;
             tx.execute(
                 "UPDATE correlations SET key = ?3, node = ?4 WHERE key = ?2 AND instance_id = ?1",
                 params![
@@ -564,6 +588,11 @@ fn write_transition(
             "INSERT INTO outbox(instance_id, node, channel, operation, attempt, idempotency_key, payload, state, deliveries, next_ms, created_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?8, ?8)",
             params![instance, r.node, r.channel, r.operation, r.attempt, r.idempotency_key, canonical_string(&r.payload), at_ms],
+        )?;
+        tx.execute(
+            "INSERT INTO request_keys(instance_id, node, last) VALUES (?1, ?2, ?3)
+             ON CONFLICT(instance_id, node) DO UPDATE SET last = max(last, excluded.last)",
+            params![instance, r.node, r.key_number],
         )?;
     }
     for c in &t.calls.outbox {

@@ -113,13 +113,26 @@ fn instance_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<InstanceRow> {
         process_id: r.get(2)?,
         hash: r.get(3)?,
         status: Status::parse(&status).unwrap_or(Status::Waiting),
-        snapshot: r.get(5)?,
+        snapshot: raw_bytes(r.get_ref(5)?),
         version: r.get(6)?,
         started_ms: r.get(7)?,
         updated_ms: r.get(8)?,
         claim_owner: r.get(9)?,
         claim_expires_ms: r.get(10)?,
     })
+}
+
+/// A snapshot cell as stored, whatever SQLite type a hand or a damaged
+/// write gave it: its bytes are kept for the decision to judge (a cell that
+/// is not a snapshot fails its instance, never the read).
+fn raw_bytes(v: rusqlite::types::ValueRef<'_>) -> Vec<u8> {
+    use rusqlite::types::ValueRef;
+    match v {
+        ValueRef::Blob(b) | ValueRef::Text(b) => b.to_vec(),
+        ValueRef::Null => Vec::new(),
+        ValueRef::Integer(i) => i.to_string().into_bytes(),
+        ValueRef::Real(f) => f.to_string().into_bytes(),
+    }
 }
 
 pub(crate) fn instance(conn: &Connection, id: &str) -> Result<Option<InstanceRow>, StoreError> {
@@ -145,6 +158,23 @@ pub(crate) fn armed_timers(conn: &Connection, instance: &str) -> Result<Vec<Time
             due_ms: r.get(3)?,
             attempt: r.get(4)?,
         })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The idempotency-key ledger of an instance: for each call node, the
+/// highest key number it has sent (see the schema's `request_keys`).
+pub(crate) fn keys_sent(
+    conn: &Connection,
+    instance: &str,
+) -> Result<std::collections::BTreeMap<String, u32>, StoreError> {
+    let mut st = conn.prepare("SELECT node, last FROM request_keys WHERE instance_id = ?1")?;
+    let rows = st.query_map(params![instance], |r| {
+        let n: i64 = r.get(1)?;
+        Ok((
+            r.get::<_, String>(0)?,
+            n.clamp(0, i64::from(u32::MAX)) as u32,
+        ))
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }

@@ -100,6 +100,47 @@ CREATE TABLE correlations (
     created_ms  INTEGER NOT NULL
 );
 "#,
+    // 3: the idempotency-key ledger and abandoned outbox rows.
+    //
+    // `request_keys` holds, per call node of an instance, the highest
+    // idempotency-key number it has sent. The next request's key is read
+    // from it under the claim, so no snapshot damage (a counter read as
+    // zero) can rewind a key to one already sent, and the backoff park's
+    // withdrawal of the dead attempt's row forgets nothing. Filled from
+    // what was sent before this version: the history's attempt lines and
+    // the outbox rows (keys are `instance/node/N`; node ids never contain
+    // `/`).
+    //
+    // `outbox.reason`: why an undelivered row was abandoned (state
+    // `abandoned`) rather than delivered; rows are kept, never deleted,
+    // outside the backoff park.
+    r#"
+CREATE TABLE request_keys (
+    instance_id TEXT NOT NULL REFERENCES instances(id),
+    node        TEXT NOT NULL,
+    last        INTEGER NOT NULL,       -- the highest key number sent
+    PRIMARY KEY (instance_id, node)
+);
+ALTER TABLE outbox ADD COLUMN reason TEXT;
+INSERT INTO request_keys(instance_id, node, last)
+SELECT instance_id, node, MAX(n) FROM (
+    SELECT instance_id, node,
+           CAST(substr(rest, instr(rest, '/') + 1) AS INTEGER) AS n
+    FROM (SELECT instance_id, node,
+                 substr(idempotency_key, length(instance_id) + 2) AS rest
+          FROM outbox)
+    UNION ALL
+    SELECT instance_id, node,
+           CAST(substr(rest, instr(rest, '/') + 1) AS INTEGER) AS n
+    FROM (SELECT instance_id, node,
+                 substr(json_extract(detail, '$.idempotencyKey'), length(instance_id) + 2) AS rest
+          FROM history
+          WHERE kind = 'attempt' AND node IS NOT NULL
+            AND json_extract(detail, '$.idempotencyKey') IS NOT NULL)
+)
+WHERE n > 0
+GROUP BY instance_id, node;
+"#,
 ];
 
 /// The schema version this build writes.

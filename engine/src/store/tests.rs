@@ -201,3 +201,44 @@ fn a_malformed_stored_counter_reads_as_zero() {
     let f = store.facts(&id).unwrap();
     assert_eq!(f.snapshot.attempts("t"), 0);
 }
+
+#[test]
+fn a_version_2_database_gets_its_key_ledger_from_the_history_and_the_outbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    {
+        let mut old = Store::open_at(&path, 2).unwrap();
+        let dep = old.deploy("p", MODEL, 0).unwrap();
+        let c = old.conn();
+        c.execute(
+            "INSERT INTO instances(id, deployment_id, status, snapshot, version, started_ms, updated_ms) VALUES ('p-1', ?1, 'waiting', '{}', 3, 0, 0)",
+            rusqlite::params![dep.id],
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO transitions(seq, instance_id, version, at_ms, status, snapshot) VALUES (1, 'p-1', 1, 0, 'waiting', '{}')",
+            [],
+        )
+        .unwrap();
+        // Key /3 was sent and then withdrawn by a backoff park: only the
+        // history remembers it. Key /2 is still in the outbox.
+        for (n, node) in [(1, "auth"), (3, "auth"), (1, "other")] {
+            c.execute(
+                "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, detail) VALUES (1, 'p-1', 0, 'attempt', ?1, ?2, ?3)",
+                rusqlite::params![node, n, format!(r#"{{"idempotencyKey":"p-1/{node}/{n}","kind":"attempt"}}"#)],
+            )
+            .unwrap();
+        }
+        c.execute(
+            "INSERT INTO outbox(instance_id, node, channel, attempt, idempotency_key, payload, state, next_ms, created_ms) VALUES ('p-1', 'auth', 'bank', 2, 'p-1/auth/2', '{}', 'delivered', 0, 0)",
+            [],
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let f = store.facts("p-1").unwrap();
+    assert_eq!(
+        f.keys_sent,
+        BTreeMap::from([("auth".to_string(), 3), ("other".to_string(), 1)])
+    );
+}

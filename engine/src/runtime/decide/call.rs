@@ -41,28 +41,28 @@ fn marked(w: &Work, node: &str) -> bool {
     w.snap.in_backoff(node)
 }
 
-/// Idempotency keys a call node used before its counter restarted
-/// (`keys_used.<node>`, absent otherwise): key numbers continue past them, so
-/// a repaired instance's attempt 1 is still a request never sent before.
-fn keys_used(w: &Work, node: &str) -> u32 {
-    w.snap.keys_used(node)
+/// The highest idempotency-key number `node` has sent: the durable key
+/// ledger (read under the claim, outside the snapshot, so no damaged or
+/// reset counter rewinds it), and for an instance written before the ledger
+/// existed, what its snapshot counts (`keys_used.<node>` plus the burned
+/// attempts). The next request's key is this plus one, so no key is ever
+/// sent twice: the outbox refuses a reused key, and a counterpart
+/// deduplicating on it would answer "already handled" for a request it
+/// never saw.
+fn keys_sent(facts: &Facts<'_>, w: &Work, node: &str) -> u32 {
+    let counted = w.snap.keys_used(node).saturating_add(w.snap.attempts(node));
+    ledger(facts, node).max(counted)
+}
+
+fn ledger(facts: &Facts<'_>, node: &str) -> u32 {
+    facts.keys_sent.get(node).copied().unwrap_or(0)
 }
 
 /// The flow leaves a call node (answered, or its failure caught by a
-/// boundary): its node-scoped keys go. A node the flow can enter again keeps
-/// one: how many idempotency keys it has used (the live attempt's included),
-/// so the next entry's requests get never-sent keys — the outbox refuses a
-/// reused key, and a counterpart deduplicating on it would answer "already
-/// handled" for a request it never saw. Nodes outside loops write nothing
-/// new, so their snapshots stay byte-identical.
-fn leave_call_node(graph: &Graph, w: &mut Work, id: &str) {
-    let used = keys_used(w, id)
-        .saturating_add(w.snap.attempts(id))
-        .saturating_add(1);
+/// boundary): its node-scoped keys go. A node the flow enters again needs
+/// nothing kept here: the key ledger continues its keys.
+fn leave_call_node(w: &mut Work, id: &str) {
     w.snap.clear_node(id);
-    if graph.can_reenter(id) {
-        w.snap.set_keys_used(id, used);
-    }
 }
 
 fn waiting(w: &Work, node: &str) -> bool {
@@ -78,7 +78,8 @@ pub(super) fn emit(facts: &Facts<'_>, w: &mut Work, node: &GNode, redrive: bool)
     let Some(call) = call_of(node) else { return };
     let id = node.id.as_str();
     let n = w.snap.attempts(id).saturating_add(1);
-    let key = request_key(facts.instance_id, id, keys_used(w, id).saturating_add(n));
+    let key_number = keys_sent(facts, w, id).saturating_add(1);
+    let key = request_key(facts.instance_id, id, key_number);
     let due = w.now_ms + ms(call.timeout);
     let payload = Value::Object(w.snap.variables().into_iter().collect::<Map<_, _>>());
     w.calls.emit.push(NewRequest {
@@ -87,6 +88,7 @@ pub(super) fn emit(facts: &Facts<'_>, w: &mut Work, node: &GNode, redrive: bool)
         operation: call.operation.clone(),
         attempt: n,
         idempotency_key: key.clone(),
+        key_number,
         payload,
     });
     w.calls.correlate.push(id.to_string());
@@ -170,7 +172,7 @@ fn failed(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, code: &s
             Some(b) => {
                 w.entry(Some(id), line(Then::Boundary, None));
                 w.take(id, TokenState::Timer);
-                leave_call_node(graph, w, id);
+                leave_call_node(w, id);
                 w.resolve.extend(task_timers(graph, facts.timers, id));
                 w.calls.retire.push(id.to_string());
                 w.close_incidents.push(id.to_string());
@@ -274,14 +276,11 @@ pub(super) fn response(
             None,
         );
     }
-    let burned = w.snap.attempts(id);
-    let live = burned.saturating_add(1);
-    match names(
-        facts.instance_id,
-        id,
-        keys_used(w, id).saturating_add(burned),
-        request,
-    ) {
+    let live = w.snap.attempts(id).saturating_add(1);
+    // The live attempt's key is the last one the node sent.
+    let counted = w.snap.keys_used(id).saturating_add(live);
+    let sent = ledger(facts, id).max(counted);
+    match names(facts.instance_id, id, sent - 1, request) {
         Named::Live => {}
         Named::Superseded { .. } => {
             return refuse(
@@ -310,7 +309,7 @@ pub(super) fn response(
         }
     }
     w.take(id, TokenState::Timer);
-    leave_call_node(graph, w, id);
+    leave_call_node(w, id);
     w.resolve.extend(task_timers(graph, facts.timers, id));
     w.calls.retire.push(id.to_string());
     w.close_incidents.push(id.to_string());

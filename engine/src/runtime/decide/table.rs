@@ -56,6 +56,8 @@ struct Sim {
     status: Status,
     timers: Vec<TimerRow>,
     next_id: i64,
+    /// The key ledger, kept as the store keeps it.
+    keys: BTreeMap<String, u32>,
 }
 
 impl Sim {
@@ -68,6 +70,7 @@ impl Sim {
             status: Status::Running,
             timers: Vec::new(),
             next_id: 1,
+            keys: BTreeMap::new(),
         };
         sim.apply(&first);
         sim
@@ -80,7 +83,9 @@ impl Sim {
             status: self.status,
             started_ms: 0,
             snapshot: &self.snapshot,
+            damage: None,
             timers: &self.timers,
+            keys_sent: &self.keys,
         };
         let t = decide(&self.graph, &facts, &event, now_ms);
         self.apply(&t);
@@ -90,6 +95,10 @@ impl Sim {
     fn apply(&mut self, t: &Transition) {
         self.snapshot = t.snapshot.clone();
         self.status = t.status;
+        for r in &t.calls.emit {
+            let last = self.keys.entry(r.node.clone()).or_default();
+            *last = (*last).max(r.key_number);
+        }
         self.timers.retain(|x| !t.resolve.contains(&x.id));
         for a in &t.arm {
             self.timers.push(TimerRow {
