@@ -380,3 +380,33 @@ fn generated_twenty_thousand_task_model_checks_within_memory() {
     assert!(run.stderr.contains("0 error(s)"), "{}", run.stderr);
     assert_peak_below(&run, "20,000-task model", 300);
 }
+
+/// QF040 on 20,000 tasks (2,000 of them retried) is one short note: each kind
+/// of wait state on one line, its ids capped at ten and the rest counted. It
+/// listed all 2,000 ids before, about 1,400 lines of output for one note.
+#[test]
+fn the_twenty_thousand_task_report_caps_its_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = qflow_engine::testgen::generate(20_000);
+    let file = write(dir.path(), "generated-20k.bpmn", src.as_bytes());
+    drop(src);
+    let run = check(&file, &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let report = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        report.contains("2,000 wait states"),
+        "the count is grouped: {report}"
+    );
+    assert!(
+        report.contains("… and 1,990 more"),
+        "the ids are capped: {report}"
+    );
+    assert!(
+        !report.contains("Task_110`"),
+        "the 11th id is counted, not listed"
+    );
+    let lines = report.lines().count();
+    println!("report: {lines} lines, {} bytes", report.len());
+    assert!(lines <= 40, "{lines} lines of report:\n{report}");
+    assert!(report.len() <= 4_000, "{} bytes of report", report.len());
+}

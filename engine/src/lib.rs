@@ -38,6 +38,7 @@ pub mod suggest;
 pub mod testgen;
 #[cfg(test)]
 mod testgen_tests;
+pub mod text;
 pub mod xml;
 
 pub use diagnostic::{Code, Diagnostic, Severity};

@@ -240,7 +240,7 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
         let _ = writeln!(
             s,
             "\nNon-retryable (terminal at once): {}.",
-            codes.join(", ")
+            qflow_engine::text::capped_list(&codes)
         );
     }
     load_text(&mut s, defs, node, &policy);
@@ -321,8 +321,8 @@ fn load_text(s: &mut String, defs: &Definitions, node: &Node, policy: &RetryPoli
             let _ = writeln!(
                 s,
                 "; {} instances failing together schedule up to {} attempts in their first day.",
-                group(PROJECTION_INSTANCES),
-                group(total)
+                qflow_engine::text::group(PROJECTION_INSTANCES),
+                qflow_engine::text::group(total)
             );
         }
         None => s.push_str(".\n"),
@@ -358,7 +358,7 @@ fn delivery_text(load: &policy::DeliveryLoad, attempts: Option<u64>) -> String {
                 let _ = write!(
                     s,
                     ", up to {} per failing instance.",
-                    group(n.saturating_mul(a))
+                    qflow_engine::text::group(n.saturating_mul(a))
                 );
             } else {
                 s.push('.');
@@ -367,27 +367,4 @@ fn delivery_text(load: &policy::DeliveryLoad, attempts: Option<u64>) -> String {
         None => s.push_str("deliveries per attempt are unbounded."),
     }
     s
-}
-
-/// `72000000` as `72,000,000`.
-fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn groups_thousands() {
-        assert_eq!(super::group(72_000_000), "72,000,000");
-        assert_eq!(super::group(300), "300");
-        assert_eq!(super::group(1_000), "1,000");
-    }
 }

@@ -813,7 +813,7 @@ fn human_line(line: &Line, columns: &Columns) -> String {
         HistoryEvent::End { .. } => "end".to_string(),
     };
     let to = match event.to() {
-        Some(to) if !to.is_empty() => format!(" → {}", to.join(", ")),
+        Some(to) if !to.is_empty() => format!(" → {}", qflow_engine::text::capped_list(to)),
         _ => String::new(),
     };
     format!(

@@ -111,7 +111,7 @@ pub fn describe(line: &Line) -> String {
     }
     if let Some(to) = line.event.to() {
         if !to.is_empty() {
-            parts.push(format!("→ {}", to.join(", ")));
+            parts.push(format!("→ {}", qflow_engine::text::capped_list(to)));
         }
     }
     parts.join(" ")

@@ -781,7 +781,7 @@ fn process_rules(ctx: &Ctx<'_>, g: &Graph<'_>, e: &mut Emit<'_, '_>) {
             } else {
                 "keep one blank start event; give the others the trigger that starts them (message, timer, …)"
             });
-            for &b in &scope.blank_starts {
+            for &b in scope.blank_starts.iter().take(crate::text::LIST_CAP) {
                 d = d.related(
                     p.nodes[b].name_span,
                     format!("blank start event `{}`", p.nodes[b].id()),

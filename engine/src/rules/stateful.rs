@@ -8,14 +8,16 @@ use crate::classify::{classify, Classification, Reason, ReasonKind};
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::Process;
 use crate::rules::structure::process_name;
+use crate::text::{capped_list, group};
 
-/// How many reasons are marked in the source as related labels.
+/// How many reasons are marked in the source as related labels (one when
+/// they are too many for a line each).
 pub const MARKED: usize = 5;
 
 /// Up to this many reasons get a line each; more are listed by kind.
 const ONE_PER_LINE: usize = 20;
 
-/// Every reason, one line per kind: `- 2000 retries: \`Task_10\`, \`Task_20\`, …`.
+/// One line per kind, its ids capped: `- 2000 <q:retry> elements, on: \`Task_10\`, …, … and 1,990 more`.
 fn grouped(reasons: &[Reason]) -> Vec<String> {
     let mut kinds: Vec<ReasonKind> = reasons.iter().map(|r| r.kind).collect();
     kinds.sort();
@@ -36,7 +38,11 @@ fn grouped(reasons: &[Reason]) -> Vec<String> {
                 (ReasonKind::Retry, true) => "<q:retry>",
                 (ReasonKind::Retry, false) => "<q:retry> elements, on",
             };
-            format!("- {} {what}: {}", ids.len(), ids.join(", "))
+            format!(
+                "- {} {what}: {}",
+                group(ids.len() as u64),
+                capped_list(&ids)
+            )
         })
         .collect()
 }
@@ -59,7 +65,7 @@ pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
         format!(
             "process {} is stateful ({} wait state{}): it needs a datasource",
             process_name(process),
-            reasons.len(),
+            group(reasons.len() as u64),
             if reasons.len() == 1 { "" } else { "s" }
         ),
     )
@@ -68,9 +74,17 @@ pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
         "instances park durably at these wait states, so qflow must run this process with a store (SQLite by default):\n{}",
         list.join("\n")
     ));
-    // Every reason is in the help; the source marks the first few, so a model
-    // with thousands of wait states still renders as one readable report.
-    for r in reasons.iter().take(MARKED) {
+    // Every kind of reason is in the help (its ids capped); the source marks
+    // the first few, so a model with thousands of wait states still renders
+    // as one readable report. With many, only the first: a terminal report
+    // shows every line between its labels, and five labels spread over a
+    // large model are a snippet of hundreds of lines.
+    let marked = if reasons.len() <= ONE_PER_LINE {
+        MARKED
+    } else {
+        1
+    };
+    for r in reasons.iter().take(marked) {
         d = d.related(r.span, format!("{} `{}`", r.kind.as_str(), r.node_id));
     }
     out.push(d);

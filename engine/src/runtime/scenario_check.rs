@@ -57,7 +57,7 @@ fn listing<'a>(what: &str, names: impl IntoIterator<Item = &'a str>) -> String {
     if names.is_empty() {
         format!("the model has no {what}")
     } else {
-        format!("the model's {what}: {}", names.join(", "))
+        format!("the model's {what}: {}", crate::text::capped_list(&names))
     }
 }
 
@@ -172,7 +172,10 @@ pub fn unknown_node(graph: &Graph, node: &str) -> Option<String> {
         m.push_str(&format!(" (did you mean `{s}`?)"));
     } else {
         let tasks: Vec<&str> = names.tasks.iter().map(|(_, id)| *id).collect();
-        m.push_str(&format!(" (its task nodes: {})", tasks.join(", ")));
+        m.push_str(&format!(
+            " (its task nodes: {})",
+            crate::text::capped_list(&tasks)
+        ));
     }
     Some(m)
 }

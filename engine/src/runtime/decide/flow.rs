@@ -126,7 +126,7 @@ fn exclusive(graph: &Graph, w: &mut Work, node: &GNode, default: Option<&str>) {
                     code: Some(codes::GATEWAY_NO_MATCH.into()),
                     reason: Some(format!(
                         "no condition of {} holds and the gateway has no default flow",
-                        names.join(", ")
+                        crate::text::capped_list(&names)
                     )),
                 },
             );

@@ -1,0 +1,77 @@
+//! Numbers and lists as messages print them.
+//!
+//! A message, a label or a help text that lists things from the model (node
+//! ids, task names, flows) must stay readable on a model of any size: a
+//! 20,000-task chain has 2,000 retry policies, and a report listing all of
+//! them is a wall of text nobody reads. [`capped`] keeps the first few and
+//! says how many more there are ("… and 1,990 more"); every face shows the
+//! same words because the engine writes them.
+
+/// How many items a list in a message, label or help shows before it says
+/// how many more there are.
+pub const LIST_CAP: usize = 10;
+
+/// `72000000` as `72,000,000`.
+pub fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The items joined with `, `, at most `cap` of them; the rest counted:
+/// `` `a`, `b`, … and 1,990 more ``. A cap of zero is read as one, so the
+/// reader always sees an example.
+pub fn capped<S: AsRef<str>>(items: &[S], cap: usize) -> String {
+    let cap = cap.max(1);
+    let shown: Vec<&str> = items.iter().take(cap).map(AsRef::as_ref).collect();
+    let mut out = shown.join(", ");
+    if items.len() > cap {
+        out.push_str(&format!(
+            ", … and {} more",
+            group((items.len() - cap) as u64)
+        ));
+    }
+    out
+}
+
+/// [`capped`] at [`LIST_CAP`].
+pub fn capped_list<S: AsRef<str>>(items: &[S]) -> String {
+    capped(items, LIST_CAP)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(group(72_000_000), "72,000,000");
+        assert_eq!(group(300), "300");
+        assert_eq!(group(1_000), "1,000");
+        assert_eq!(group(0), "0");
+    }
+
+    #[test]
+    fn a_long_list_shows_the_first_ten_and_counts_the_rest() {
+        let ids: Vec<String> = (1..=2000).map(|i| format!("`Task_{}`", i * 10)).collect();
+        let s = capped_list(&ids);
+        assert!(s.starts_with("`Task_10`, `Task_20`, "), "{s}");
+        assert!(s.ends_with("`Task_100`, … and 1,990 more"), "{s}");
+        assert_eq!(s.matches('`').count(), 20);
+    }
+
+    #[test]
+    fn a_short_list_is_whole() {
+        assert_eq!(capped_list(&["a", "b"]), "a, b");
+        assert_eq!(capped(&["a", "b", "c"], 3), "a, b, c");
+        assert_eq!(capped(&["a", "b", "c"], 2), "a, b, … and 1 more");
+        assert_eq!(capped(&["a", "b"], 0), "a, … and 1 more");
+        assert_eq!(capped::<&str>(&[], 5), "");
+    }
+}
