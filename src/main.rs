@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cli;
 
@@ -29,6 +29,15 @@ enum Command {
     Lsp(cli::lsp::Args),
     /// Draw a model as an SVG diagram, with an instance's state on it (--db, --instance).
     Render(cli::render::Args),
+    /// Print a diagnostic code's page (offline), or list every code.
+    Explain(cli::explain::Args),
+    /// Print a shell completion script: qflow completions bash > ~/.local/share/bash-completion/completions/qflow
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): qflow man > qflow.1
+    Man,
 }
 
 fn main() -> ExitCode {
@@ -46,5 +55,35 @@ fn main() -> ExitCode {
         Command::Console(args) => cli::console::run(args),
         Command::Lsp(args) => cli::lsp::run(args),
         Command::Render(args) => cli::render::run(args),
+        Command::Explain(args) => cli::explain::run(args),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "qflow", &mut script);
+            write_out(&script)
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            match clap_mangen::Man::new(Cli::command()).render(&mut page) {
+                Ok(()) => write_out(&page),
+                Err(e) => {
+                    eprintln!("error: cannot render the man page: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+    }
+}
+
+/// Write generated text to stdout; a closed pipe (`qflow man | head`) is not
+/// an error worth a panic.
+fn write_out(bytes: &[u8]) -> ExitCode {
+    use std::io::Write;
+    match std::io::stdout().write_all(bytes) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            ExitCode::from(2)
+        }
     }
 }

@@ -317,3 +317,141 @@ fn db_errors_name_the_path_and_the_cause() {
         stderr(&o)
     );
 }
+
+#[test]
+fn explain_prints_the_codes_page_offline_and_suggests_a_close_code() {
+    let o = qflow(&["explain", "qf22"]);
+    assert_eq!(code(&o), 0);
+    let page = std::fs::read_to_string(repo().join("docs/diagnostics/QF022.md")).unwrap();
+    assert!(
+        stdout(&o).starts_with(&page),
+        "the page as written in docs/"
+    );
+    assert!(stdout(&o)
+        .contains("Online: https://example.invalid/qflow/blob/main/docs/diagnostics/QF022.md"));
+    let o = qflow(&["explain", "QF0222"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("did you mean QF022?"), "{}", stderr(&o));
+}
+
+#[test]
+fn diagnostic_links_point_at_the_configured_repository() {
+    let o = qflow(&[
+        "check",
+        "--format",
+        "json",
+        "samples/broken/QF022-retry-beside-routed-timer.bpmn",
+    ]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let cargo = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    let repo_line = cargo
+        .lines()
+        .find(|l| l.starts_with("repository = "))
+        .unwrap();
+    let address = repo_line
+        .trim_start_matches("repository = ")
+        .trim_matches('"');
+    for d in v.as_array().unwrap() {
+        assert!(d["url"].as_str().unwrap().starts_with(address), "{d}");
+    }
+}
+
+#[test]
+fn color_never_and_always_decide_escapes_and_links_degrade_to_a_visible_url() {
+    let model = "samples/broken/QF022-retry-beside-routed-timer.bpmn";
+    let o = qflow(&["check", "--color", "never", model]);
+    assert!(!stderr(&o).contains('\u{1b}'), "no escapes");
+    assert!(
+        stderr(&o).contains("(https://example.invalid/qflow/blob/main/docs/diagnostics/QF022.md)")
+    );
+    // Forced colour without a hyperlink-capable terminal: colours, and the
+    // link still a URL a person can read.
+    let o = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .env_remove("NO_COLOR")
+        .env_remove("FORCE_HYPERLINK")
+        .env("TERM", "dumb")
+        .args(["check", "--color", "always", model])
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert!(e.contains("\u{1b}["), "colour escapes: {e}");
+    assert!(
+        e.contains("https://example.invalid/qflow/blob/main/docs/diagnostics/QF022.md"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_typo_in_max_attempts_is_one_finding_and_notes_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(
+        &dir,
+        "typo.bpmn",
+        r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="start"/>
+    <bpmn:serviceTask id="charge" q:task="payments.charge">
+      <bpmn:extensionElements><q:retry maxAtempts="6" backoff="PT1M" jitter="full"/></bpmn:extensionElements>
+    </bpmn:serviceTask>
+    <bpmn:endEvent id="end"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="charge"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="charge" targetRef="end"/>
+  </bpmn:process>
+</bpmn:definitions>"#,
+    );
+    let o = qflow(&["check", "--format", "json", &m]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let codes: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        codes,
+        ["QF006", "QF040"],
+        "root cause first, no QF012 consequence"
+    );
+    let o = qflow(&["check", &m]);
+    let e = stderr(&o);
+    assert!(e.contains("info[QF040] "), "{e}");
+    assert!(e.contains("its instances wait durably"), "{e}");
+    assert!(
+        !e.contains("parks durably between attempts"),
+        "the reasons need -v: {e}"
+    );
+    let o = qflow(&["check", "-v", &m]);
+    assert!(
+        stderr(&o).contains("parks durably between attempts"),
+        "{}",
+        stderr(&o)
+    );
+    let o = qflow(&["check", "-q", "--format", "json", &m]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1, "-q hides the note: {v}");
+    let o = qflow(&[
+        "check",
+        "--min-severity",
+        "error",
+        "samples/dbg08-charge.bpmn",
+    ]);
+    assert!(!stderr(&o).contains("QF040"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 below the minimum severity not shown"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn completions_and_the_man_page_are_generated() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = qflow(&["completions", shell]);
+        assert_eq!(code(&o), 0, "{shell}");
+        assert!(stdout(&o).contains("explain"), "{shell}: {}", stdout(&o));
+    }
+    let o = qflow(&["man"]);
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).contains(".TH qflow 1"));
+}

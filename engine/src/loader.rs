@@ -15,7 +15,9 @@ pub struct Analysis {
     /// The model, when the document was well-formed BPMN (even if rules failed),
     /// so the editor can still navigate a model with errors.
     pub definitions: Option<Definitions>,
-    /// Every verdict, sorted by position.
+    /// Every verdict: errors first, then warnings, info and hints (a note
+    /// about the process never hides the error that refuses it), each by
+    /// position.
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -80,7 +82,8 @@ pub fn analyze_with(source: &str, settings: &Settings) -> Analysis {
         }
     };
     let mut diagnostics = rules::check_with(&definitions, source, settings);
-    diagnostics.sort_by_key(|d| (d.primary.span.start, d.code));
+    // Root causes first: errors, then warnings, then notes; by position within each.
+    diagnostics.sort_by_key(|d| (d.severity, d.primary.span.start, d.code));
     Analysis {
         definitions: Some(definitions),
         diagnostics,

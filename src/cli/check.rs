@@ -19,6 +19,36 @@ pub enum Format {
     Json,
 }
 
+/// When the reports use colour (and terminal hyperlinks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless NO_COLOR is set.
+    Auto,
+    Always,
+    Never,
+}
+
+/// The least severe verdict shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MinSeverity {
+    Error,
+    Warning,
+    Info,
+    Hint,
+}
+
+impl MinSeverity {
+    fn admits(self, s: Severity) -> bool {
+        let floor = match self {
+            MinSeverity::Error => Severity::Error,
+            MinSeverity::Warning => Severity::Warning,
+            MinSeverity::Info => Severity::Info,
+            MinSeverity::Hint => Severity::Hint,
+        };
+        s <= floor
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// BPMN files to check.
@@ -30,21 +60,41 @@ pub struct Args {
     /// every model instead of the ones found by walking up from each model.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Colour and terminal hyperlinks: auto (a terminal without NO_COLOR), always, never.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+    /// Only errors and warnings (the same as --min-severity warning).
+    #[arg(short, long, conflicts_with_all = ["verbose", "min_severity"])]
+    pub quiet: bool,
+    /// Notes (info, hints) as full reports with their source, not one line each.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Hide verdicts less severe than this (in both formats).
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub min_severity: Option<MinSeverity>,
 }
 
 /// The report renderer. Output is a contract (golden tests compare it), so
-/// nothing is left to miette's environment sniffing: colours and terminal
-/// hyperlinks only on a terminal without `NO_COLOR`; otherwise plain unicode,
-/// the documentation link printed as text, and a fixed width of 100 columns.
-fn report_handler() -> GraphicalReportHandler {
-    let fancy = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let theme = if fancy {
+/// nothing is left to miette's environment sniffing: colours only when
+/// `--color` says so (auto: a terminal without `NO_COLOR`), terminal
+/// hyperlinks only where the terminal shows them; otherwise the
+/// documentation link is printed as a visible URL, at a fixed width of 100.
+fn report_handler(color: ColorChoice) -> GraphicalReportHandler {
+    let on = match color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
+    };
+    let links = on && supports_hyperlinks::on(supports_hyperlinks::Stream::Stderr);
+    let theme = if on {
         GraphicalTheme::unicode()
     } else {
         GraphicalTheme::unicode_nocolor()
     };
     GraphicalReportHandler::new_themed(theme)
-        .with_links(fancy)
+        .with_links(links)
         .with_width(100)
 }
 
@@ -55,10 +105,31 @@ fn too_wide(d: &Diagnostic, text: &str, index: &LineIndex) -> bool {
         .any(|l| index.position(text, l.span.end).column_chars > 60_000)
 }
 
+/// A note (info or hint) in one line: severity, code, place, message, and
+/// where to read more.
+fn one_line(d: &Diagnostic, shown: &str, text: &str, index: &LineIndex) -> String {
+    let p = index.position(text, d.primary.span.start);
+    format!(
+        "{}[{}] {shown}:{}:{}: {} (-v shows the details; qflow explain {})",
+        d.severity.as_str(),
+        d.code,
+        p.line + 1,
+        p.column_chars + 1,
+        d.message,
+        d.code
+    )
+}
+
 pub fn run(args: Args) -> ExitCode {
-    let handler = report_handler();
+    let handler = report_handler(args.color);
+    let floor = if args.quiet {
+        MinSeverity::Warning
+    } else {
+        args.min_severity.unwrap_or(MinSeverity::Hint)
+    };
     let mut json = Vec::new();
-    let (mut errors, mut warnings, mut others, mut unreadable) = (0usize, 0usize, 0usize, 0usize);
+    let (mut errors, mut warnings, mut others, mut unreadable, mut hidden) =
+        (0usize, 0usize, 0usize, 0usize, 0usize);
     let mut reported: Vec<PathBuf> = Vec::new();
     let mut emit = |shown: &str, text: &str, index: &LineIndex, d: &Diagnostic| {
         match d.severity {
@@ -66,8 +137,15 @@ pub fn run(args: Args) -> ExitCode {
             Severity::Warning => warnings += 1,
             _ => others += 1,
         }
+        if !floor.admits(d.severity) {
+            hidden += 1;
+            return;
+        }
         match args.format {
             Format::Json => json.push(d.to_json(shown, text, index)),
+            Format::Human if d.severity >= Severity::Info && !args.verbose => {
+                eprintln!("{}\n", one_line(d, shown, text, index))
+            }
             // miette pads a label to its column and cannot past 65,535:
             // a finding that far along one line (a minified file) is plain.
             Format::Human if too_wide(d, text, index) => {
@@ -135,10 +213,15 @@ pub fn run(args: Args) -> ExitCode {
             serde_json::to_string_pretty(&json).expect("diagnostics serialize")
         ),
         Format::Human => eprintln!(
-            "{} file(s) checked: {errors} error(s), {warnings} warning(s), {others} note(s){}",
+            "{} file(s) checked: {errors} error(s), {warnings} warning(s), {others} note(s){}{}",
             args.files.len(),
             if unreadable > 0 {
                 format!(", {unreadable} unreadable")
+            } else {
+                String::new()
+            },
+            if hidden > 0 {
+                format!(" ({hidden} below the minimum severity not shown)")
             } else {
                 String::new()
             }

@@ -130,6 +130,66 @@ fn execution(ctx: &edit::Ctx<'_>, out: &mut Vec<Diagnostic>) {
     }
     tasks::channel_configs(ctx, out);
     stray_extensions(defs, out);
+    silence_consequences(defs, out);
+}
+
+/// A rule that depends on an attribute another diagnostic already rejected
+/// stays silent: a typo in `maxAttempts` is one finding (QF006, with the fix),
+/// not also an unbounded retry (QF012). The misspelt name is judged by its
+/// closest known name, the same suggestion QF006 makes.
+///
+/// | misspelt as the closest of | silenced on the same element |
+/// |---|---|
+/// | `maxAttempts`, `maxElapsed` on `<q:retry>` | QF012 (unbounded) |
+/// | `jitter` on `<q:retry>` | QF033 (no jitter) |
+/// | `duration` on `<q:timeout>` | QF008 (the missing duration) |
+/// | `q:task`, `q:channel` on a serviceTask | QF007 (neither task kind) |
+fn silence_consequences(defs: &Definitions, out: &mut Vec<Diagnostic>) {
+    use crate::dialect::{Q_ELEMENTS, Q_TASK_ATTRIBUTES};
+    let mut silenced: Vec<(Span, crate::Code)> = Vec::new();
+    for item in &defs.qflow_items {
+        if item.is_element {
+            let Some(el) = Q_ELEMENTS.iter().find(|e| e.local == item.local) else {
+                continue;
+            };
+            let known: Vec<&str> = el.attributes.iter().map(|a| a.name).collect();
+            for a in &item.attributes {
+                if a.is_xmlns || known.contains(&a.local.as_str()) {
+                    continue;
+                }
+                let consequence = match crate::suggest::closest(&a.local, known.iter().copied()) {
+                    Some("maxAttempts" | "maxElapsed") => crate::Code::QF012,
+                    Some("jitter") => crate::Code::QF033,
+                    Some("duration") => crate::Code::QF008,
+                    _ => continue,
+                };
+                silenced.push((item.span, consequence));
+            }
+        } else if item.host == "serviceTask" {
+            let names = Q_TASK_ATTRIBUTES.iter().map(|a| a.name);
+            if names.clone().any(|n| n == item.local) {
+                continue;
+            }
+            if let Some("task" | "channel") = crate::suggest::closest(&item.local, names) {
+                let node = defs
+                    .processes
+                    .iter()
+                    .flat_map(|p| &p.nodes)
+                    .find(|n| n.span.start <= item.span.start && item.span.end <= n.span.end);
+                if let Some(n) = node {
+                    silenced.push((n.span, crate::Code::QF007));
+                }
+            }
+        }
+    }
+    if silenced.is_empty() {
+        return;
+    }
+    out.retain(|d| {
+        !silenced.iter().any(|(span, code)| {
+            d.code == *code && span.start <= d.primary.span.start && d.primary.span.end <= span.end
+        })
+    });
 }
 
 /// `<q:retry>` and `<q:timeout>` that sit on no flow node (a sequence flow's or

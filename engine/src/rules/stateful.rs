@@ -63,7 +63,7 @@ pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
         Code::QF040,
         process.name_span,
         format!(
-            "process {} is stateful ({} wait state{}): it needs a datasource",
+            "process {} is stateful ({} wait state{}): its instances wait durably, so `qflow run` keeps them in a store (SQLite)",
             process_name(process),
             group(reasons.len() as u64),
             if reasons.len() == 1 { "" } else { "s" }

@@ -76,10 +76,18 @@ impl Scenario {
             message: format!("not valid JSON: {e}"),
         })?;
         let top = object(&v, "")?;
+        // `$schema` points an editor at docs/scenario.schema.json; the run ignores it.
         known(
             top,
             "",
-            &["variables", "tasks", "channels", "deliveries", "events"],
+            &[
+                "$schema",
+                "variables",
+                "tasks",
+                "channels",
+                "deliveries",
+                "events",
+            ],
         )?;
         let mut s = Scenario::default();
         if let Some(vars) = top.get("variables") {
