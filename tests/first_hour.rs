@@ -390,11 +390,11 @@ fn a_typo_in_max_attempts_is_one_finding_and_notes_are_one_line() {
         "typo.bpmn",
         r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
   <bpmn:process id="p" isExecutable="true">
-    <bpmn:startEvent id="start"/>
-    <bpmn:serviceTask id="charge" q:task="payments.charge">
+    <bpmn:startEvent id="start" name="Start"/>
+    <bpmn:serviceTask id="charge" name="Charge" q:task="payments.charge">
       <bpmn:extensionElements><q:retry maxAtempts="6" backoff="PT1M" jitter="full"/></bpmn:extensionElements>
     </bpmn:serviceTask>
-    <bpmn:endEvent id="end"/>
+    <bpmn:endEvent id="end" name="End"/>
     <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="charge"/>
     <bpmn:sequenceFlow id="f2" sourceRef="charge" targetRef="end"/>
   </bpmn:process>

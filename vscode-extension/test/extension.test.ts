@@ -199,7 +199,7 @@ test('Check Workspace puts every model’s verdicts in the Problems panel (the r
     codesOf('QF022-retry-beside-routed-timer.bpmn')
       .filter(dialect)
       .map((c) => (c as { value: string }).value),
-    ['QF040', 'QF022'],
+    ['QF022', 'QF040'], // root causes first: the error before the note
   );
   const qf022 = rec.problems
     .get(path.join(SAMPLES, 'broken', 'QF022-retry-beside-routed-timer.bpmn'))!

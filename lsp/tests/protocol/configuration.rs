@@ -74,7 +74,8 @@ async fn a_bpmnlintrc_switches_rules_in_the_editor_and_is_reloaded_when_it_chang
     config_changed(&mut h, &rc).await;
     assert_eq!(
         verdicts(&h.diagnostics(&uri, 1).await),
-        [("QF107".to_string(), 4), ("QF123".to_string(), 2)]
+        // Root causes first: the warning before the hint.
+        [("QF123".to_string(), 2), ("QF107".to_string(), 4)]
     );
     let n = h.notification("textDocument/publishDiagnostics").await;
     assert_eq!(n["params"]["uri"], file_uri(&rc));
