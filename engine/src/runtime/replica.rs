@@ -47,6 +47,8 @@ pub struct Replica {
     /// In-process poison wakes (instance, node): best effort, lost with the
     /// process; the timeout recovers the same condition.
     wakes: Vec<(String, String)>,
+    /// Stop serving after this many decisions (a benchmark's window).
+    limit: Option<u64>,
 }
 
 enum Poll {
@@ -68,7 +70,14 @@ impl Replica {
             races: None,
             rng: rng | 1,
             wakes: Vec::new(),
+            limit: None,
         }
+    }
+
+    /// Stop [`Replica::serve`] after `decisions` decisions, work left or not
+    /// (what a benchmark measuring a window of a long run needs).
+    pub fn stop_after(&mut self, decisions: u64) {
+        self.limit = Some(decisions);
     }
 
     /// One line per handler run, as [`crate::runtime::LocalRun::log_effects`].
@@ -121,6 +130,9 @@ impl Replica {
                     stats.decisions += 1;
                     idle_rounds = 0;
                     on_decision(&instance, &d);
+                    if self.limit.is_some_and(|l| stats.decisions >= l) {
+                        return Ok(stats);
+                    }
                 }
                 Poll::Raced => {
                     idle_rounds = 0;
@@ -258,3 +270,6 @@ impl Replica {
         result
     }
 }
+
+#[cfg(test)]
+mod plans;

@@ -430,8 +430,11 @@ impl Store {
         if !ready.is_empty() {
             return Ok(ready);
         }
+        // CROSS JOIN keeps the armed timers, in due order, as the outer
+        // loop (an index walk that stops at the limit); the planner would
+        // otherwise be free to start from every unfinished instance.
         let mut st = self.conn().prepare(
-            "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
+            "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
              WHERE t.state = 'armed' AND i.status IN ('running','waiting') ORDER BY t.due_ms, t.id LIMIT ?1",
         )?;
         let due: Vec<String> = st

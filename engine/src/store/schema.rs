@@ -141,6 +141,17 @@ SELECT instance_id, node, MAX(n) FROM (
 WHERE n > 0
 GROUP BY instance_id, node;
 "#,
+    // 4: fleet scale. Every read a decision makes is by instance, and a
+    // replica picks ready instances by status: without these, each of those
+    // reads scanned every instance's rows, so a decision cost time in
+    // proportion to the instances parked in the store.
+    r#"
+CREATE INDEX instances_by_status ON instances(status);
+CREATE INDEX timers_by_instance ON timers(instance_id, state, due_ms);
+CREATE INDEX outbox_by_instance ON outbox(instance_id, state, next_ms);
+CREATE INDEX correlations_by_instance ON correlations(instance_id);
+CREATE INDEX incidents_by_instance ON incidents(instance_id, node);
+"#,
 ];
 
 /// The schema version this build writes.

@@ -1,0 +1,77 @@
+//! The cost of a decision does not depend on how many instances the store
+//! holds. Every statement a replica runs while serving a fleet (pick, claim,
+//! read, decide, apply, release) is counted in SQLite's virtual-machine
+//! steps, for a fleet of 20 and one of 200: no statement may take more steps
+//! in the larger one. A full scan, or an index range over every parked
+//! instance's timers, is what made each decision cost time in proportion to
+//! the instances parked.
+
+use std::collections::BTreeMap;
+
+use super::Replica;
+use crate::runtime::decide;
+use crate::runtime::graph::Graph;
+use crate::runtime::Scenario;
+use crate::store::{plans, Store};
+
+const DBG08: &str = include_str!("../../../../samples/dbg08-long-outage.bpmn");
+const ALWAYS_FAILS: &str = include_str!("../../../../samples/scenarios/dbg08-long-outage.json");
+
+/// Serve `n` always-failing DBG-08 instances to exhaustion on a database at
+/// schema `version`: the most steps one run of each statement took.
+fn steps_serving(n: usize, version: u32) -> BTreeMap<String, i64> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open_at(&dir.path().join("fleet.db"), version).unwrap();
+    let defs = crate::load(DBG08).unwrap();
+    let graph = Graph::compile(&defs).unwrap();
+    let scenario = Scenario::parse(ALWAYS_FAILS).unwrap();
+    let dep = store.deploy(&graph.process_id, DBG08, 0).unwrap();
+    let start = decide::start(&graph, &scenario.variables, 0);
+    for _ in 0..n {
+        store.start_instance(&dep, &start, 0).unwrap();
+    }
+    plans::take_steps();
+    store.count_steps();
+    let mut replica = Replica::new(store, scenario, "plans:1".into());
+    let stats = replica.serve(|_, _| {}).unwrap();
+    assert_eq!(stats.decisions, 6 * n as u64, "six attempts per instance");
+    plans::take_steps()
+}
+
+/// Statements that took more steps per run serving 200 instances than 20
+/// (beyond a small allowance for rows of the instance itself).
+fn growing(version: u32) -> Vec<String> {
+    let small = steps_serving(20, version);
+    let large = steps_serving(200, version);
+    assert!(large.len() > 10, "statements counted: {large:?}");
+    large
+        .iter()
+        .filter(|(sql, &steps)| steps > small.get(*sql).copied().unwrap_or(0) * 3 / 2 + 20)
+        .map(|(sql, steps)| {
+            format!(
+                "{steps:>6} steps (20 instances: {:?})  {sql}",
+                small.get(sql)
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn no_statement_of_a_replicas_loop_costs_more_in_a_larger_fleet() {
+    let grown = growing(crate::store::schema::LATEST);
+    assert!(
+        grown.is_empty(),
+        "{} statement(s) grow with the fleet:\n{}",
+        grown.len(),
+        grown.join("\n")
+    );
+    // Without the fleet indexes (schema 3) the same loop read every parked
+    // instance's timers per decision: the check sees what it looks for.
+    let before = growing(3);
+    assert!(
+        before
+            .iter()
+            .any(|s| s.contains("FROM timers WHERE instance_id")),
+        "{before:#?}"
+    );
+}
