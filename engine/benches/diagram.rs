@@ -17,7 +17,12 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use qflow_engine::diagram::{Diagram, Placement};
-use qflow_engine::testgen;
+
+// The generator is a test helper behind the `testing` feature; the bench
+// compiles it in directly, as the other benches do.
+#[allow(dead_code)]
+#[path = "../src/testgen.rs"]
+mod testgen;
 
 /// `start → (split → a|b|c → join)×k → end`, 5 nodes per diamond; every
 /// tenth join loops back to its split.

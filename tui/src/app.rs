@@ -5,6 +5,8 @@
 //! a [`Backend`] and reads the view back. Tests drive both halves with key
 //! sequences, so every key is checked without a terminal.
 
+use std::cell::Cell;
+
 use crossterm::event::KeyEvent;
 
 use crate::backend::{Backend, Command, Report};
@@ -86,7 +88,28 @@ pub struct App {
     pub quit: bool,
     /// Codes the fail picker offers first.
     pub codes: Vec<String>,
+    /// The process panel draws the diagram (else the list).
+    pub diagram: bool,
+    /// How far the diagram is panned from where it follows the current
+    /// node, in cells (x right, y down); a command resets it.
+    pub pan: (i32, i32),
+    /// How far the last frame could pan each way: the renderer records it,
+    /// so a pan key never runs past the drawing's edge.
+    pub pan_room: Cell<PanRoom>,
 }
+
+/// How far the diagram can pan from where it follows the current node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PanRoom {
+    pub left: i32,
+    pub right: i32,
+    pub up: i32,
+    pub down: i32,
+}
+
+/// Cells one pan key moves the diagram: across, and up or down.
+const PAN_X: i32 = 8;
+const PAN_Y: i32 = 2;
 
 impl App {
     /// A console driving one instance.
@@ -105,6 +128,9 @@ impl App {
             report: Report::info("space steps to the next decision · ? shows every key"),
             quit: false,
             codes: Vec::new(),
+            diagram: false,
+            pan: (0, 0),
+            pan_room: Cell::new(PanRoom::default()),
         }
     }
 
@@ -152,6 +178,8 @@ impl App {
             Err(e) => self.report = Report::bad(format!("error: {e}")),
         }
         let report = self.report.clone();
+        // The diagram follows the step that just ran.
+        self.pan = (0, 0);
         self.refresh(backend);
         if self.report.tone != crate::backend::Tone::Bad {
             self.report = report;
@@ -219,6 +247,14 @@ impl App {
                     Panel::ALL[(self.focus.index() + Panel::ALL.len() - 1) % Panel::ALL.len()];
                 None
             }
+            Action::ScrollUp if self.diagram && self.focus == Panel::Process => {
+                self.pan_by(0, -PAN_Y);
+                None
+            }
+            Action::ScrollDown if self.diagram && self.focus == Panel::Process => {
+                self.pan_by(0, PAN_Y);
+                None
+            }
             Action::ScrollUp => {
                 let s = &mut self.scroll[self.focus.index()];
                 *s = s.saturating_sub(1);
@@ -229,9 +265,41 @@ impl App {
                 *s = s.saturating_add(1);
                 None
             }
+            Action::Diagram => {
+                self.diagram = !self.diagram;
+                self.pan = (0, 0);
+                self.report = Report::info(if self.diagram {
+                    "diagram: h/l pan across, j/k up and down (process panel focused) · d lists the nodes"
+                } else {
+                    "process as a list · d draws the diagram"
+                });
+                None
+            }
+            Action::PanLeft | Action::PanRight if self.diagram => {
+                let dx = if action == Action::PanLeft {
+                    -PAN_X
+                } else {
+                    PAN_X
+                };
+                self.pan_by(dx, 0);
+                None
+            }
+            Action::PanLeft | Action::PanRight => {
+                self.report = Report::info("h/l pan the diagram: d draws it");
+                None
+            }
             Action::Open => None,
             acting => self.acting_key(acting),
         }
+    }
+
+    /// Pan the diagram, no further than the last frame could show.
+    fn pan_by(&mut self, dx: i32, dy: i32) {
+        let room = self.pan_room.get();
+        self.pan = (
+            (self.pan.0 + dx).clamp(-room.left, room.right),
+            (self.pan.1 + dy).clamp(-room.up, room.down),
+        );
     }
 
     fn list_key(&mut self, action: Action) -> Option<Command> {

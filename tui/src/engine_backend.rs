@@ -7,11 +7,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
+use qflow_engine::diagram::Diagram;
 use qflow_engine::instance::history::{
     Attempt, AttemptOutcome, Delivered, HistoryEvent, TaskAttempt, Verdict,
 };
+use qflow_engine::model::Definitions;
 use qflow_engine::operate::NoAttempt;
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::scenario::{
@@ -39,6 +42,8 @@ pub enum EngineBackend {
 /// One instance driven step by step.
 pub struct Drive {
     session: Session<VirtualClock>,
+    /// The process as a diagram, placed once.
+    diagram: Arc<Diagram>,
     label: String,
     codes: Vec<String>,
     /// Said once, on the first frame.
@@ -49,10 +54,28 @@ pub struct Drive {
 pub struct Attach {
     store: Store,
     label: String,
-    selected: Option<(String, Graph)>,
+    selected: Option<Selected>,
 }
 
-fn load_model(source: &str, shown: &str) -> Result<qflow_engine::model::Definitions, String> {
+/// The instance an attached console shows, its model compiled and drawn.
+struct Selected {
+    id: String,
+    graph: Graph,
+    diagram: Arc<Diagram>,
+}
+
+/// The diagram of process `id` of a model (the first process when no
+/// process has that id).
+fn diagram_of(defs: &Definitions, source: &str, id: &str) -> Option<Arc<Diagram>> {
+    let process = defs
+        .processes
+        .iter()
+        .find(|p| p.id.as_ref().is_some_and(|a| a.value == id))
+        .or(defs.processes.first())?;
+    Some(Arc::new(Diagram::of(process, Some(source))))
+}
+
+fn load_model(source: &str, shown: &str) -> Result<Definitions, String> {
     qflow_engine::load(source).map_err(|diags| {
         let index = qflow_engine::span::LineIndex::new(source);
         let first: Vec<String> = diags
@@ -207,8 +230,13 @@ impl EngineBackend {
             Some(p) => format!("{shown} · {}", p.display()),
             None => shown,
         };
+        let process = session.run.graph().process_id.clone();
+        let diagram = diagram_of(&defs, &source, &process)
+            .ok_or("the model defines no process")
+            .map_err(|e| start_err(StartFailure::Refused)(e.to_string()))?;
         Ok(EngineBackend::Drive(Box::new(Drive {
             session,
+            diagram,
             label,
             codes,
             opening,
@@ -240,7 +268,7 @@ impl EngineBackend {
     pub fn instance_id(&self) -> Option<&str> {
         match self {
             EngineBackend::Drive(d) => Some(d.session.run.instance_id()),
-            EngineBackend::Attach(a) => a.selected.as_ref().map(|(id, _)| id.as_str()),
+            EngineBackend::Attach(a) => a.selected.as_ref().map(|s| s.id.as_str()),
         }
     }
 
@@ -525,6 +553,7 @@ impl Drive {
             now_abs_ms: Some(self.session.run.clock().now_ms()),
             label: &self.label,
             read_only: false,
+            diagram: Some(&self.diagram),
         })
     }
 }
@@ -579,7 +608,13 @@ impl Backend for EngineBackend {
                         .ok_or("the instance's deployment is missing from the database")?;
                     let defs = load_model(&source, &format!("deployment {}", row.deployment_id))?;
                     let graph = Graph::compile(&defs).map_err(|e| e.to_string())?;
-                    a.selected = Some((instance.clone(), graph));
+                    let diagram = diagram_of(&defs, &source, &row.process_id)
+                        .ok_or("the instance's deployment defines no process")?;
+                    a.selected = Some(Selected {
+                        id: instance.clone(),
+                        graph,
+                        diagram,
+                    });
                     Ok(Report::info(format!(
                         "{instance}: read-only · esc back to the list"
                     )))
@@ -597,13 +632,14 @@ impl Backend for EngineBackend {
             EngineBackend::Drive(d) => d.view().map(Some),
             EngineBackend::Attach(a) => match &a.selected {
                 None => Ok(None),
-                Some((id, graph)) => engine_view::build(&Source {
+                Some(s) => engine_view::build(&Source {
                     store: &a.store,
-                    graph,
-                    instance: id,
+                    graph: &s.graph,
+                    instance: &s.id,
                     now_abs_ms: None,
                     label: &a.label,
                     read_only: true,
+                    diagram: Some(&s.diagram),
                 })
                 .map(Some),
             },

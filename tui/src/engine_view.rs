@@ -4,6 +4,9 @@
 //! computes nothing about the instance; it only says how the console shows
 //! what the inspection says.
 
+use std::sync::Arc;
+
+use qflow_engine::diagram::{Diagram, DiagramState};
 use qflow_engine::inspect::{HistoryItem, Inspection};
 use qflow_engine::instance::history::HistoryEvent;
 use qflow_engine::runtime::graph::Graph;
@@ -21,6 +24,8 @@ pub struct Source<'a> {
     pub now_abs_ms: Option<i64>,
     pub label: &'a str,
     pub read_only: bool,
+    /// The process as a diagram, when the backend placed one.
+    pub diagram: Option<&'a Arc<Diagram>>,
 }
 
 /// Build the view of one instance from the store.
@@ -38,6 +43,9 @@ pub fn build(src: &Source) -> Result<View, String> {
         history: i.history.iter().map(note).collect(),
         schedule_node: schedule_node(&i),
         read_only: src.read_only,
+        diagram: src
+            .diagram
+            .map(|d| (Arc::clone(d), DiagramState::of(d, &i))),
         inspection: i,
     })
 }

@@ -17,6 +17,10 @@ pub enum Action {
     FocusPrev,
     ScrollUp,
     ScrollDown,
+    /// Switch the process panel between the diagram and the list.
+    Diagram,
+    PanLeft,
+    PanRight,
     Help,
     Quit,
     /// Instance list: open the selected instance; in a prompt: confirm.
@@ -117,6 +121,15 @@ pub const KEYMAP: &[Binding] = &[
         footer: true,
     },
     Binding {
+        action: Action::Diagram,
+        keys: &[KeyCode::Char('d')],
+        key_label: "d",
+        short: "diagram",
+        help: "switch the process panel between the diagram and the list of nodes",
+        acts: false,
+        footer: false,
+    },
+    Binding {
         action: Action::FocusPrev,
         keys: &[KeyCode::BackTab],
         key_label: "S-tab",
@@ -140,6 +153,24 @@ pub const KEYMAP: &[Binding] = &[
         key_label: "j ↓",
         short: "down",
         help: "scroll the focused panel down (in a list: select)",
+        acts: false,
+        footer: false,
+    },
+    Binding {
+        action: Action::PanLeft,
+        keys: &[KeyCode::Left, KeyCode::Char('h')],
+        key_label: "h ←",
+        short: "left",
+        help: "diagram: pan left (k/j pan up and down while the process panel is focused)",
+        acts: false,
+        footer: false,
+    },
+    Binding {
+        action: Action::PanRight,
+        keys: &[KeyCode::Right, KeyCode::Char('l')],
+        key_label: "l →",
+        short: "right",
+        help: "diagram: pan right (a step, or d twice, follows the current node again)",
         acts: false,
         footer: false,
     },
@@ -228,6 +259,9 @@ mod tests {
         assert_eq!(lookup(key(KeyCode::Char('r'))), Some(Action::Respond));
         assert_eq!(lookup(key(KeyCode::Char('j'))), Some(Action::ScrollDown));
         assert_eq!(lookup(key(KeyCode::Up)), Some(Action::ScrollUp));
+        assert_eq!(lookup(key(KeyCode::Char('d'))), Some(Action::Diagram));
+        assert_eq!(lookup(key(KeyCode::Left)), Some(Action::PanLeft));
+        assert_eq!(lookup(key(KeyCode::Char('l'))), Some(Action::PanRight));
         assert_eq!(lookup(key(KeyCode::Char('x'))), None);
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert_eq!(lookup(ctrl_c), Some(Action::Quit));

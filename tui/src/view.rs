@@ -11,11 +11,14 @@
 //! run` prints as `at_s`), except the inspection's timer and incident rows,
 //! which keep the run's clock ([`View::since_start`] converts).
 
+pub use qflow_engine::diagram::{Diagram, DiagramState};
 pub use qflow_engine::inspect::{
     AttemptResult, Inspection, NodeInspection, NodeKind, NodeState, PastAttempt, PlannedAttempt,
     SchedulePlan, Waiting,
 };
 pub use qflow_engine::instance::Status;
+
+use std::sync::Arc;
 
 /// One instance as the console shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +38,10 @@ pub struct View {
     /// Whether keys that act on the instance are available (an attached
     /// database is inspected read-only).
     pub read_only: bool,
+    /// The process as the engine draws it (placed once per model, shared by
+    /// every view of it), and the instance's state on it; `None` when the
+    /// backend has no diagram (the process panel then lists the nodes).
+    pub diagram: Option<(Arc<Diagram>, DiagramState)>,
 }
 
 impl View {

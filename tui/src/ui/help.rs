@@ -36,6 +36,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         "snapshot: attempts.* yellow · backoff.* marker magenta, └ the failure that parked it",
         dim(),
     ));
+    lines.push(Line::styled(
+        "diagram: ● token · heavy border the current node · green the path taken · ! open incident",
+        dim(),
+    ));
     if read_only {
         lines.push(Line::styled(
             "read-only: acting keys are off for an attached database",

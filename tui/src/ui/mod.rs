@@ -5,7 +5,9 @@
 //! (process and schedule, plus the focused panel, from 60×15) and *tiny*
 //! (only the focused panel). Anything smaller draws what fits and never
 //! panics: ratatui clips to the buffer, and every rectangle here is computed
-//! with saturating arithmetic.
+//! with saturating arithmetic. With the diagram on, the process panel gets
+//! the room: the top row's larger part in *full* (the snapshot joins the
+//! small panels), the whole top half in *compact*.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -16,6 +18,7 @@ use ratatui::Frame;
 use crate::app::{App, Panel, Screen};
 use crate::view::View;
 
+mod diagram;
 mod footer;
 mod help;
 mod history;
@@ -39,6 +42,11 @@ pub struct Areas {
 
 /// The layout for a terminal of this size with this panel focused.
 pub fn areas(area: Rect, focus: Panel) -> Areas {
+    layout(area, focus, false)
+}
+
+/// The layout, with the process panel drawing the diagram or the list.
+pub fn layout(area: Rect, focus: Panel, diagram: bool) -> Areas {
     let h = area.height;
     let status = Rect {
         height: h.min(1),
@@ -69,9 +77,17 @@ pub fn areas(area: Rect, focus: Panel) -> Areas {
     let panels = if body.height == 0 || body.width == 0 {
         Vec::new()
     } else if area.width >= 100 && area.height >= 26 {
-        full(body)
+        if diagram {
+            full_diagram(body)
+        } else {
+            full(body)
+        }
     } else if area.width >= 60 && area.height >= 15 {
-        compact(body, focus)
+        if diagram {
+            compact_diagram(body, focus)
+        } else {
+            compact(body, focus)
+        }
     } else {
         vec![(focus, body)]
     };
@@ -110,6 +126,39 @@ fn full(body: Rect) -> Vec<(Panel, Rect)> {
     ]
 }
 
+fn full_diagram(body: Rect) -> Vec<(Panel, Rect)> {
+    let [top, mid, hist] = Layout::vertical([
+        Constraint::Fill(3),
+        Constraint::Length(6),
+        Constraint::Fill(2),
+    ])
+    .areas(body);
+    let [process, schedule] =
+        Layout::horizontal([Constraint::Fill(3), Constraint::Fill(2)]).areas(top);
+    let [snapshot, timers, outbox, corr, inc] =
+        Layout::horizontal([Constraint::Fill(1); 5]).areas(mid);
+    vec![
+        (Panel::Process, process),
+        (Panel::Schedule, schedule),
+        (Panel::Snapshot, snapshot),
+        (Panel::Timers, timers),
+        (Panel::Outbox, outbox),
+        (Panel::Correlations, corr),
+        (Panel::Incidents, inc),
+        (Panel::History, hist),
+    ]
+}
+
+fn compact_diagram(body: Rect, focus: Panel) -> Vec<(Panel, Rect)> {
+    let [top, bottom] =
+        Layout::vertical([Constraint::Percentage(55), Constraint::Fill(1)]).areas(body);
+    let lower = match focus {
+        Panel::Process => Panel::Schedule,
+        other => other,
+    };
+    vec![(Panel::Process, top), (lower, bottom)]
+}
+
 fn compact(body: Rect, focus: Panel) -> Vec<(Panel, Rect)> {
     let [top, bottom] =
         Layout::vertical([Constraint::Percentage(50), Constraint::Fill(1)]).areas(body);
@@ -132,7 +181,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     if area.width == 0 || area.height == 0 {
         return;
     }
-    let a = areas(area, app.focus);
+    let a = layout(area, app.focus, app.diagram);
     status::render(f, a.status, app);
     if let Some(r) = a.report {
         footer::render_report(f, r, app);
@@ -144,13 +193,17 @@ pub fn draw(f: &mut Frame, app: &App) {
         (Screen::List, _) => list::render(f, a.body, app),
         (Screen::Instance, Some(view)) => {
             let collapsed = a.panels.len() < Panel::ALL.len();
+            // The panels that always show in a collapsed layout.
+            let fixed = |p: Panel| p == Panel::Process || (!app.diagram && p == Panel::Schedule);
             for (panel, rect) in &a.panels {
                 let ctx = Ctx {
                     view,
                     focused: *panel == app.focus,
                     scroll: app.scroll(*panel),
-                    tabs: collapsed && !matches!(panel, Panel::Process | Panel::Schedule)
-                        || a.panels.len() == 1,
+                    tabs: collapsed && !fixed(*panel) || a.panels.len() == 1,
+                    diagram: app.diagram,
+                    pan: app.pan,
+                    pan_room: &app.pan_room,
                 };
                 render_panel(f, *rect, *panel, &ctx);
             }
@@ -175,11 +228,16 @@ pub struct Ctx<'a> {
     pub scroll: u16,
     /// The panel stands in for hidden ones: its title says `tab` shows more.
     pub tabs: bool,
+    /// The process panel draws the diagram, panned this far.
+    pub diagram: bool,
+    pub pan: (i32, i32),
+    /// Where the diagram records how far it can pan.
+    pub pan_room: &'a std::cell::Cell<crate::app::PanRoom>,
 }
 
 fn render_panel(f: &mut Frame, area: Rect, panel: Panel, ctx: &Ctx) {
     match panel {
-        Panel::Process => process::render(f, area, ctx),
+        Panel::Process => process_panel(f, area, ctx),
         Panel::Schedule => schedule::render(f, area, ctx),
         Panel::Snapshot => snapshot::render(f, area, ctx),
         Panel::Timers => tables::timers(f, area, ctx),
@@ -187,6 +245,20 @@ fn render_panel(f: &mut Frame, area: Rect, panel: Panel, ctx: &Ctx) {
         Panel::Correlations => tables::correlations(f, area, ctx),
         Panel::Incidents => tables::incidents(f, area, ctx),
         Panel::History => history::render(f, area, ctx),
+    }
+}
+
+/// The process panel: the diagram when it is on and fits, else the list
+/// (saying why when the diagram was asked for).
+fn process_panel(f: &mut Frame, area: Rect, ctx: &Ctx) {
+    if !ctx.diagram {
+        return process::render(f, area, ctx, "");
+    }
+    ctx.pan_room.set(crate::app::PanRoom::default());
+    match &ctx.view.diagram {
+        Some((d, state)) if diagram::fits(area) => diagram::render(f, area, ctx, d, state),
+        Some(_) => process::render(f, area, ctx, "too small for the diagram"),
+        None => process::render(f, area, ctx, "no diagram"),
     }
 }
 

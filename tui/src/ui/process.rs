@@ -11,7 +11,8 @@ use crate::app::Panel;
 use crate::fmt;
 use crate::view::{NodeInspection, NodeKind, NodeState};
 
-pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
+/// The list; `note` goes in the title (why the diagram is not drawn).
+pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx, note: &str) {
     let v = ctx.view;
     let width = area.width.saturating_sub(2) as usize;
     let nodes = &v.inspection.nodes;
@@ -29,7 +30,7 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     lines_panel(
         f,
         area,
-        block(Panel::Process, ctx, ""),
+        block(Panel::Process, ctx, note),
         lines,
         ctx.scroll,
         false,

@@ -192,6 +192,7 @@ pub fn rich_view() -> View {
         history: notes,
         schedule_node: Some("charge".into()),
         read_only: false,
+        diagram: None,
         inspection,
     }
 }
