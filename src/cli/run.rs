@@ -808,6 +808,19 @@ fn human_line(line: &Line, columns: &Columns) -> String {
             WaitFor::Reconciliation => "waiting for reconciliation".to_string(),
         },
         HistoryEvent::Ignored { event, reason } => format!("{event} ignored: {reason}"),
+        HistoryEvent::Damaged { key, raw, read_as } => match read_as {
+            Some(n) => format!("DAMAGED {key} held {}: read as {n}", canonical(raw)),
+            None if key.starts_with("first_attempt.") => {
+                format!("DAMAGED {key} held {}: read as absent", canonical(raw))
+            }
+            None => format!(
+                "DAMAGED {key}: {}; nothing can be decided on it",
+                match raw {
+                    Value::String(s) => s.clone(),
+                    other => canonical(other),
+                }
+            ),
+        },
         HistoryEvent::Reconciled { as_, .. } => format!("reconciled as {}", as_.as_str()),
         HistoryEvent::Boundary { from, .. } => format!("boundary fired on {from}"),
         HistoryEvent::End { .. } => "end".to_string(),
@@ -832,9 +845,12 @@ fn human_final(v: &Value, kept: bool) -> String {
     match get("status") {
         "completed" => format!("COMPLETED  instance {}", get("instance")),
         "failed" => format!(
-            "FAILED     instance {} at {}: {} ({}), {} attempt(s)",
+            "FAILED     instance {}{}: {} ({}), {} attempt(s)",
             get("instance"),
-            get("node"),
+            match get("node") {
+                "" => String::new(),
+                node => format!(" at {node}"),
+            },
             get("code"),
             get("reason"),
             v.get("attempts").and_then(Value::as_u64).unwrap_or(0)

@@ -48,6 +48,9 @@ pub struct Inspection {
     pub current: Option<String>,
     /// Snapshot keys in canonical order.
     pub snapshot: Vec<SnapshotKey>,
+    /// The stored snapshot bytes (lossy UTF-8) when they cannot be decoded
+    /// at all: kept as they are, shown as they are.
+    pub raw_snapshot: Option<String>,
     /// Armed timers, in arming order.
     pub timers: Vec<TimerInfo>,
     pub outbox: Vec<OutboxEntry>,
@@ -120,8 +123,13 @@ impl Inspection {
             .instance(id)?
             .ok_or_else(|| StoreError::NoInstance(id.to_string()))?;
         let start = row.started_ms;
-        // A snapshot that does not decode shows as empty, never hides the rest.
-        let snap = Snapshot::decode(&row.snapshot).unwrap_or_default();
+        // A snapshot that does not decode shows its raw bytes and no keys,
+        // never hides the rest.
+        let decoded = Snapshot::decode(&row.snapshot);
+        let raw_snapshot = decoded
+            .is_err()
+            .then(|| String::from_utf8_lossy(&row.snapshot).into_owned());
+        let snap = decoded.unwrap_or_default();
         let all_timers = store.timers(id)?;
         let timers: Vec<TimerInfo> = all_timers.into_iter().filter(|t| t.armed).collect();
         let history: Vec<HistoryItem> = store
@@ -137,7 +145,13 @@ impl Inspection {
                 code: h.code,
             })
             .collect();
-        let failure = snap.failure();
+        // The record is on the snapshot; an instance failed for a snapshot
+        // that cannot be read has it only in its history's `failed` line.
+        let failure = snap.failure().or_else(|| {
+            (row.status == Status::Failed)
+                .then(|| last_failed_line(&history))
+                .flatten()
+        });
         let tokens = snap.frontier();
         let current = failure
             .as_ref()
@@ -188,6 +202,7 @@ impl Inspection {
             nodes,
             current,
             snapshot,
+            raw_snapshot,
             timers,
             outbox: store.outbox(id)?,
             correlations,
@@ -262,6 +277,27 @@ impl Inspection {
             },
         }
     }
+}
+
+/// The fatal path's record as the last `failed` history line tells it.
+fn last_failed_line(history: &[HistoryItem]) -> Option<Failure> {
+    history
+        .iter()
+        .rev()
+        .find_map(|h| match h.line.as_ref().map(|l| &l.event) {
+            Some(HistoryEvent::Failed {
+                code,
+                reason,
+                attempts,
+            }) => Some(Failure {
+                code: code.clone(),
+                reason: reason.clone(),
+                node: h.node.clone().unwrap_or_default(),
+                attempts: *attempts,
+                ..Failure::default()
+            }),
+            _ => None,
+        })
 }
 
 /// What a timer's purpose means to a waiting instance, in the final line.

@@ -11,6 +11,10 @@ pub const POISONED: &str = "q.delivery.poisoned";
 pub const GATEWAY_NO_MATCH: &str = "q.gateway.no-match";
 /// An unknown outcome reconciled without the code that made it unknown.
 pub const UNKNOWN_OUTCOME: &str = "q.unknown-outcome";
+/// The instance's stored snapshot cannot be decided on: its bytes are not a
+/// snapshot, or its frontier holds an entry that is not a token (or names a
+/// node the deployment does not have). The bytes are kept as they are.
+pub const SNAPSHOT_DAMAGED: &str = "q.snapshot.damaged";
 
 const TIMEOUT_MEANING: &str = "the route-less <q:timeout> fired before the response came";
 const POISONED_MEANING: &str =
@@ -34,7 +38,7 @@ pub struct RuntimeCode {
 }
 
 /// Every failure code the runtime raises.
-pub const RUNTIME_CODES: [RuntimeCode; 4] = [
+pub const RUNTIME_CODES: [RuntimeCode; 5] = [
     RuntimeCode {
         code: TIMEOUT,
         meaning: TIMEOUT_MEANING,
@@ -53,6 +57,12 @@ pub const RUNTIME_CODES: [RuntimeCode; 4] = [
     RuntimeCode {
         code: UNKNOWN_OUTCOME,
         meaning: "an unknown outcome was reconciled as failed without its own code",
+        channel_call: false,
+    },
+    RuntimeCode {
+        code: SNAPSHOT_DAMAGED,
+        meaning:
+            "the stored snapshot or its frontier cannot be decoded; the bytes are kept as they are",
         channel_call: false,
     },
 ];

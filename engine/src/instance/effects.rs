@@ -94,4 +94,8 @@ pub struct Transition {
     /// Close the open incidents of these nodes.
     pub close_incidents: Vec<String>,
     pub calls: CallEffects,
+    /// Leave the stored snapshot bytes exactly as they are (a snapshot that
+    /// cannot be decoded: `snapshot` is not written, the transition records
+    /// the stored bytes).
+    pub keep_stored_snapshot: bool,
 }

@@ -327,6 +327,16 @@ pub enum HistoryEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attempts: Option<u32>,
     },
+    /// A stored value a decision could not read as written: the snapshot
+    /// `key` (a counter, the frontier, or `snapshot` for the whole) held
+    /// `raw`; a counter is `read_as` that (null: absent) and the decision
+    /// went on, anything else failed the instance.
+    Damaged {
+        key: String,
+        raw: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        read_as: Option<i64>,
+    },
     /// An event that had no effect, and why.
     Ignored {
         event: String,
@@ -396,6 +406,7 @@ impl HistoryEvent {
             HistoryEvent::Response { .. } => "response",
             HistoryEvent::Delivery { .. } => "delivery",
             HistoryEvent::Failed { .. } => "failed",
+            HistoryEvent::Damaged { .. } => "damaged",
             HistoryEvent::Ignored { .. } => "ignored",
             HistoryEvent::Reconciled { .. } => "reconciled",
             HistoryEvent::Migrated { .. } => "migrated",

@@ -172,6 +172,31 @@ fn counter(v: Option<&Value>) -> u32 {
     }
 }
 
+/// A counter-family value (`attempts.`, `first_attempt.`, `keys_used.`)
+/// that is not the integer it should be: what was stored, and what the
+/// lenient read makes of it (`None`: absent).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DamagedValue {
+    pub key: String,
+    pub raw: Value,
+    pub read_as: Option<i64>,
+}
+
+/// Why a value of a counter family is not well-formed, if it is not.
+fn counter_damage(family: Family, v: &Value) -> Option<Option<i64>> {
+    match family {
+        Family::Attempts | Family::KeysUsed => match v {
+            Value::Number(n) if n.as_u64().is_some_and(|n| n <= u64::from(u32::MAX)) => None,
+            other => Some(Some(i64::from(counter(Some(other))))),
+        },
+        Family::FirstAttempt => match v.as_i64() {
+            Some(_) => None,
+            None => Some(None),
+        },
+        Family::Reconcile | Family::Backoff => None,
+    }
+}
+
 /// Where a token stands on its node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TokenState {
@@ -314,6 +339,46 @@ impl Snapshot {
         };
         tokens.sort();
         tokens
+    }
+
+    /// Why the stored frontier cannot be read whole, if it cannot: it is not
+    /// a list, or an entry is not a token. The lenient [`Snapshot::frontier`]
+    /// skips such entries, which would make a waiting instance look finished;
+    /// a decision fails the instance on this instead.
+    pub fn frontier_damage(&self) -> Option<String> {
+        let v = self.map.get(FRONTIER_KEY)?;
+        let Value::Array(a) = v else {
+            return Some(format!(
+                "the frontier is {}, not a list of tokens: {}",
+                kind(v),
+                canonical_string(v)
+            ));
+        };
+        a.iter().enumerate().find_map(|(i, t)| {
+            Token::from_value(t).is_none().then(|| {
+                format!(
+                    "frontier entry {} is not a token: {}",
+                    i + 1,
+                    canonical_string(t)
+                )
+            })
+        })
+    }
+
+    /// The counter-family values that are not well-formed integers, with
+    /// what each reads as (zero, or absent for a start time).
+    pub fn damaged_counters(&self) -> Vec<DamagedValue> {
+        self.map
+            .iter()
+            .filter_map(|(k, v)| {
+                let (family, _) = Family::split(k)?;
+                counter_damage(family, v).map(|read_as| DamagedValue {
+                    key: k.clone(),
+                    raw: v.clone(),
+                    read_as,
+                })
+            })
+            .collect()
     }
 
     /// Replace the frontier; an empty frontier removes the key.
@@ -556,6 +621,39 @@ mod tests {
         assert_eq!(s.frontier(), vec![Token::ready("n")]);
         assert!(Snapshot::decode(b"[1]").is_err());
         assert!(Snapshot::decode(b"{").is_err());
+    }
+
+    #[test]
+    fn damaged_counters_and_frontier_entries_are_named_with_their_raw_value() {
+        let s = Snapshot::decode(
+            br#"{"attempts.a":"x","attempts.b":-3,"attempts.c":"4","attempts.d":2,"first_attempt.a":"soon","keys_used.a":1.5,"frontier":[{"node":"n","state":"ready"},{"node":"m"}]}"#,
+        )
+        .unwrap();
+        let d: Vec<(String, Option<i64>)> = s
+            .damaged_counters()
+            .into_iter()
+            .map(|d| (d.key, d.read_as))
+            .collect();
+        assert_eq!(
+            d,
+            vec![
+                ("attempts.a".into(), Some(0)),
+                ("attempts.b".into(), Some(0)),
+                ("attempts.c".into(), Some(4)),
+                ("first_attempt.a".into(), None),
+                ("keys_used.a".into(), Some(0)),
+            ]
+        );
+        assert_eq!(
+            s.frontier_damage().as_deref(),
+            Some(r#"frontier entry 2 is not a token: {"node":"m"}"#)
+        );
+        let mut ok = Snapshot::new();
+        ok.set_frontier(vec![Token::ready("n")]);
+        ok.set_attempts("n", 3);
+        assert!(ok.frontier_damage().is_none() && ok.damaged_counters().is_empty());
+        ok.set(FRONTIER_KEY, serde_json::json!("n"));
+        assert!(ok.frontier_damage().unwrap().contains("is a string"));
     }
 
     #[test]

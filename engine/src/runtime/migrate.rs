@@ -41,6 +41,17 @@ pub fn migrate(
     if facts.status == Status::Completed {
         return Err(MigrateError("the instance is completed".into()));
     }
+    // A snapshot that cannot be read cannot be carried: migrating it would
+    // start from nothing and could complete an instance that never ran.
+    if let Some(why) = facts
+        .damage
+        .map(str::to_string)
+        .or_else(|| facts.snapshot.frontier_damage())
+    {
+        return Err(MigrateError(format!(
+            "its stored snapshot is damaged ({why}); it is kept as it was: repair the bytes in the database first"
+        )));
+    }
     let map = |n: &str| mapping.get(n).cloned().unwrap_or_else(|| n.to_string());
     let before = facts.snapshot;
     let mut snap = Snapshot::new();
@@ -165,6 +176,7 @@ pub fn migrate(
                 .collect(),
             ..Default::default()
         },
+        keep_stored_snapshot: false,
     })
 }
 

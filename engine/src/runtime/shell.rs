@@ -142,6 +142,29 @@ pub fn take<G: std::ops::Deref<Target = Graph>>(
     }
     let facts = store.facts(instance)?;
     let graph = graph(store, &facts)?;
+    // A snapshot nothing can be decided on fails its instance whatever the
+    // caller came for, at the instant of its last decision (time does not
+    // move for it): never a wedge, never a success.
+    if !facts.status.is_terminal() {
+        let f = facts.as_facts(instance);
+        if let Some(why) = decide::damage::unreadable(&graph, &f) {
+            let at = store
+                .last_decision_ms(instance)?
+                .unwrap_or(facts.started_ms);
+            let t = decide::damage::fail(&graph, &f, &why, at);
+            let applied = store.apply(instance, owner, facts.version, &t, at, system_now_ms());
+            return match applied {
+                Ok(seq) => Ok(Taken::Decided(Decision::of(seq, at, &t))),
+                Err(error @ (StoreError::Conflict(_) | StoreError::Claimed { .. })) => {
+                    Ok(Taken::Lost {
+                        stage: Stage::Apply,
+                        error,
+                    })
+                }
+                Err(e) => Err(e.into()),
+            };
+        }
+    }
     let Some(choice) = choose(store, &graph, &facts)? else {
         return Ok(Taken::Idle);
     };

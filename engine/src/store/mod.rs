@@ -511,18 +511,26 @@ fn write_transition(
     t: &Transition,
     at_ms: i64,
 ) -> Result<i64, StoreError> {
-    let bytes = t.snapshot.encode();
     let new_version = version + 1;
-    let changed = tx.execute(
-        "UPDATE instances SET status = ?2, snapshot = ?3, version = ?4, updated_ms = ?5 WHERE id = ?1 AND version = ?6",
-        params![instance, t.status.as_str(), bytes, new_version, at_ms, version],
-    )?;
+    let changed = if t.keep_stored_snapshot {
+        // A snapshot that cannot be decoded stays byte for byte as stored.
+        tx.execute(
+            "UPDATE instances SET status = ?2, version = ?3, updated_ms = ?4 WHERE id = ?1 AND version = ?5",
+            params![instance, t.status.as_str(), new_version, at_ms, version],
+        )?
+    } else {
+        tx.execute(
+            "UPDATE instances SET status = ?2, snapshot = ?3, version = ?4, updated_ms = ?5 WHERE id = ?1 AND version = ?6",
+            params![instance, t.status.as_str(), t.snapshot.encode(), new_version, at_ms, version],
+        )?
+    };
     if changed != 1 {
         return Err(StoreError::Conflict(instance.into()));
     }
     tx.execute(
-        "INSERT INTO transitions(instance_id, version, at_ms, status, snapshot) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![instance, new_version, at_ms, t.status.as_str(), bytes],
+        "INSERT INTO transitions(instance_id, version, at_ms, status, snapshot)
+         SELECT ?1, ?2, ?3, ?4, snapshot FROM instances WHERE id = ?1",
+        params![instance, new_version, at_ms, t.status.as_str()],
     )?;
     let seq = tx.last_insert_rowid();
     for id in &t.resolve {

@@ -34,6 +34,7 @@ fn transition(
         open_incidents: Vec::new(),
         close_incidents: Vec::new(),
         calls: CallEffects::default(),
+        keep_stored_snapshot: false,
     }
 }
 

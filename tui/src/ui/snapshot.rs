@@ -54,6 +54,18 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
             ]));
         }
     }
+    // Bytes that are not a snapshot are shown as stored, never hidden.
+    if let Some(raw) = &v.inspection.raw_snapshot {
+        lines.push(Line::styled(
+            "damaged: the stored bytes are not a snapshot",
+            failed_style(),
+        ));
+        let w = width.max(1);
+        let chars: Vec<char> = raw.chars().collect();
+        for c in chars.chunks(w) {
+            lines.push(Line::raw(c.iter().collect::<String>()));
+        }
+    }
     if lines.is_empty() {
         lines.push(Line::styled("(empty)", dim()));
     }

@@ -125,6 +125,7 @@ pub fn rich_view() -> View {
         started_ms: 0,
         updated_ms: 60_000,
         failure: None,
+        raw_snapshot: None,
         waiting: Some(Waiting::Timer {
             node: "charge".into(),
             purpose: Purpose::Retry,

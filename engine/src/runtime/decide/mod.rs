@@ -26,6 +26,7 @@ use crate::instance::snapshot::{Failure, Snapshot, Token, TokenState};
 use crate::runtime::graph::{GNode, Graph, Kind};
 
 pub mod call;
+pub mod damage;
 pub mod flow;
 pub mod task;
 pub mod timer;
@@ -81,6 +82,10 @@ pub fn decide(graph: &Graph, facts: &Facts<'_>, event: &Event, now_ms: i64) -> T
         w.status = Some(facts.status);
         return w.finish(facts.timers);
     }
+    if let Some(why) = damage::unreadable(graph, facts) {
+        return damage::fail(graph, facts, &why, now_ms);
+    }
+    damage::counters(&mut w);
     match event {
         Event::Advance { node } => flow::advance(graph, facts, &mut w, node),
         Event::Attempt {
@@ -228,6 +233,7 @@ impl Work {
             open_incidents: self.open_incidents,
             close_incidents: self.close_incidents,
             calls: self.calls,
+            keep_stored_snapshot: false,
         }
     }
 }

@@ -1,0 +1,311 @@
+//! Damaged durable state, written by hand into the database with rusqlite
+//! the way a bad disk, a bad restore or a bad hand would, then met by
+//! `qflow run` as a user runs it. A damaged value never wedges an instance
+//! and never turns into success.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use qflow_engine::store::Store;
+use serde_json::Value;
+
+/// A channel call with a retry policy; a second model (another process id)
+/// shares the database in the replica test.
+const CALL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+  <bpmn:process id="PROC" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="auth"/>
+    <bpmn:serviceTask id="auth" q:channel="bank" q:operation="authorize">
+      <bpmn:extensionElements>
+        <q:timeout duration="PT30S"/>
+        <q:retry maxAttempts="4" backoff="PT10S" jitter="none"/>
+      </bpmn:extensionElements>
+    </bpmn:serviceTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="auth" targetRef="e"/>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+/// Silent twice (two timeouts), then an answer.
+const CALL_SCENARIO: &str = r#"{"channels": {"bank": [{"silent": true}, {"silent": true}, {"respond": {"approved": true}}]}}"#;
+
+const TASK: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+  <bpmn:process id="charge" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t"/>
+    <bpmn:serviceTask id="t" q:task="payments.charge">
+      <bpmn:extensionElements><q:retry maxAttempts="3" backoff="PT1M" jitter="none"/></bpmn:extensionElements>
+    </bpmn:serviceTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="e"/>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+const TASK_SCENARIO: &str = r#"{"tasks": {"payments.charge": [{"fail": {"code": "DOWN", "class": "transient"}}, {"ok": {}}]}}"#;
+
+fn qflow(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("qflow runs")
+}
+
+fn lines(o: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Write a model and its scenario into `dir`; returns the model's file name.
+fn model(dir: &Path, name: &str, source: &str, scenario: &str) -> String {
+    std::fs::write(dir.join(format!("{name}.bpmn")), source).unwrap();
+    std::fs::write(dir.join(format!("{name}.json")), scenario).unwrap();
+    format!("{name}.bpmn")
+}
+
+/// Run `file` with its scenario on `q.db`, `extra` arguments after.
+fn run(dir: &Path, file: &str, extra: &[&str]) -> Output {
+    let scenario = file.replace(".bpmn", ".json");
+    let mut args = vec![
+        "run",
+        file,
+        "--db",
+        "q.db",
+        "--scenario",
+        &scenario,
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let out = qflow(dir, &args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "qflow {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The damage: one write, with rusqlite, as a hand would.
+fn write_snapshot(dir: &Path, instance: &str, bytes: &[u8]) {
+    let conn = rusqlite::Connection::open(dir.join("q.db")).unwrap();
+    let n = conn
+        .execute(
+            "UPDATE instances SET snapshot = ?2 WHERE id = ?1",
+            rusqlite::params![instance, bytes],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+fn stored(dir: &Path, instance: &str) -> (String, Vec<u8>) {
+    let store = Store::open(&dir.join("q.db")).unwrap();
+    let row = store.instance(instance).unwrap().unwrap();
+    (row.status.as_str().to_string(), row.snapshot)
+}
+
+fn edit_snapshot(
+    dir: &Path,
+    instance: &str,
+    edit: impl FnOnce(&mut serde_json::Map<String, Value>),
+) {
+    let (_, bytes) = stored(dir, instance);
+    let mut v: Value = serde_json::from_slice(&bytes).unwrap();
+    edit(v.as_object_mut().unwrap());
+    write_snapshot(dir, instance, v.to_string().as_bytes());
+}
+
+#[test]
+fn a_damaged_call_counter_reads_as_zero_is_reported_and_never_reuses_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = model(
+        dir.path(),
+        "call",
+        &CALL.replace("PROC", "p"),
+        CALL_SCENARIO,
+    );
+    // Attempt 1 times out at 30 s; the node parks for its re-drive at 40 s.
+    let first = run(dir.path(), &file, &["--until", "PT35S"]);
+    let end = lines(&first).pop().unwrap();
+    assert_eq!(end["for"], "retry", "{end}");
+    edit_snapshot(dir.path(), "p-1", |m| {
+        assert_eq!(m["attempts.auth"], 1);
+        m.insert("attempts.auth".into(), Value::from("x"));
+    });
+    let second = run(dir.path(), &file, &[]);
+    let out = lines(&second);
+    let damaged = out
+        .iter()
+        .find(|l| l["kind"] == "damaged")
+        .unwrap_or_else(|| panic!("a damaged line: {out:?}"));
+    assert_eq!(
+        (&damaged["key"], &damaged["raw"], &damaged["read_as"]),
+        (
+            &Value::from("attempts.auth"),
+            &Value::from("x"),
+            &Value::from(0)
+        )
+    );
+    let mut keys: Vec<String> = lines(&first)
+        .iter()
+        .chain(&out)
+        .filter(|l| l["kind"] == "attempt")
+        .map(|l| l["idempotencyKey"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(keys, ["p-1/auth/1", "p-1/auth/2", "p-1/auth/3"], "{out:?}");
+    keys.dedup();
+    assert_eq!(keys.len(), 3, "no key is ever sent twice");
+    let end = out.last().unwrap();
+    assert_eq!(
+        end["status"], "completed",
+        "the instance is not wedged: {end}"
+    );
+    let store = Store::open(&dir.path().join("q.db")).unwrap();
+    let incident = store
+        .incidents("p-1")
+        .unwrap()
+        .into_iter()
+        .find(|i| i.kind == "damaged")
+        .expect("an incident");
+    assert!(
+        incident.message.contains("attempts.auth") && incident.message.contains("\"x\""),
+        "{}",
+        incident.message
+    );
+}
+
+#[test]
+fn a_damaged_task_counter_reads_as_zero_and_the_task_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = model(dir.path(), "task", TASK, TASK_SCENARIO);
+    run(dir.path(), &file, &["--until", "PT30S"]);
+    edit_snapshot(dir.path(), "charge-1", |m| {
+        m.insert("attempts.t".into(), Value::from(-7));
+        m.insert("first_attempt.t".into(), Value::from("yesterday"));
+    });
+    let out = lines(&run(dir.path(), &file, &[]));
+    let damaged: Vec<(&str, &Value)> = out
+        .iter()
+        .filter(|l| l["kind"] == "damaged")
+        .map(|l| (l["key"].as_str().unwrap(), &l["raw"]))
+        .collect();
+    assert_eq!(
+        damaged,
+        [
+            ("attempts.t", &Value::from(-7)),
+            ("first_attempt.t", &Value::from("yesterday"))
+        ]
+    );
+    let attempt = out.iter().find(|l| l["kind"] == "attempt").unwrap();
+    assert_eq!(attempt["attempt"], 1, "the counter read as zero: {attempt}");
+    assert_eq!(out.last().unwrap()["status"], "completed");
+    let store = Store::open(&dir.path().join("q.db")).unwrap();
+    assert_eq!(
+        store
+            .incidents("charge-1")
+            .unwrap()
+            .iter()
+            .filter(|i| i.kind == "damaged")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn a_frontier_token_that_does_not_decode_fails_the_instance_and_keeps_the_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = model(
+        dir.path(),
+        "call",
+        &CALL.replace("PROC", "p"),
+        CALL_SCENARIO,
+    );
+    run(dir.path(), &file, &["--until", "PT5S"]);
+    edit_snapshot(dir.path(), "p-1", |m| {
+        m.insert(
+            "frontier".into(),
+            serde_json::json!([{"node": "auth", "state": "sleeping"}]),
+        );
+    });
+    let (_, damaged) = stored(dir.path(), "p-1");
+    let out = lines(&run(dir.path(), &file, &[]));
+    let end = out.last().unwrap();
+    assert_eq!(
+        (end["status"].as_str(), end["code"].as_str()),
+        (Some("failed"), Some("q.snapshot.damaged")),
+        "never COMPLETED on a frontier that only looks empty: {out:?}"
+    );
+    let line = out.iter().find(|l| l["kind"] == "damaged").unwrap();
+    assert_eq!(line["key"], "frontier");
+    let (status, bytes) = stored(dir.path(), "p-1");
+    assert_eq!(status, "failed");
+    assert_eq!(bytes, damaged, "the stored bytes are kept untouched");
+}
+
+#[test]
+fn snapshot_bytes_that_are_not_an_object_fail_that_instance_and_the_others_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = model(dir.path(), "a", &CALL.replace("PROC", "pa"), CALL_SCENARIO);
+    let b = model(dir.path(), "b", &CALL.replace("PROC", "pb"), CALL_SCENARIO);
+    run(dir.path(), &a, &["--until", "PT5S"]);
+    run(dir.path(), &b, &["--until", "PT5S"]);
+    let garbage = b"[1,2,\"not a snapshot\"".to_vec();
+    write_snapshot(dir.path(), "pa-1", &garbage);
+    // One replica serves every unfinished instance of the database.
+    let served = qflow(
+        dir.path(),
+        &[
+            "run",
+            &b,
+            "--db",
+            "q.db",
+            "--scenario",
+            "b.json",
+            "--replica",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(
+        served.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&served.stderr)
+    );
+    let (status, bytes) = stored(dir.path(), "pa-1");
+    assert_eq!((status.as_str(), bytes), ("failed", garbage.clone()));
+    assert_eq!(stored(dir.path(), "pb-2").0, "completed");
+    // The failed instance is inspectable: its record and its raw bytes.
+    let store = Store::open(&dir.path().join("q.db")).unwrap();
+    let end = qflow_engine::runtime::driver::final_state(&store, "pa-1").unwrap();
+    assert_eq!(
+        (
+            end["status"].as_str(),
+            end["code"].as_str(),
+            end["reason"].as_str()
+        ),
+        (Some("failed"), Some("q.snapshot.damaged"), Some("damaged")),
+        "{end}"
+    );
+    let graph = qflow_engine::runtime::shell::deployed_graph(
+        &store,
+        store.instance("pa-1").unwrap().unwrap().deployment_id,
+    )
+    .unwrap();
+    let seen = qflow_engine::inspect::Inspection::read(&store, &graph, "pa-1").unwrap();
+    assert_eq!(
+        seen.raw_snapshot.as_deref(),
+        Some("[1,2,\"not a snapshot\"")
+    );
+    assert_eq!(seen.failure.unwrap().code, "q.snapshot.damaged");
+    assert!(store
+        .incidents("pa-1")
+        .unwrap()
+        .iter()
+        .any(|i| i.kind == "damaged" && i.message.contains("q.snapshot.damaged")));
+}
