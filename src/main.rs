@@ -38,6 +38,20 @@ enum Command {
     },
     /// Print the man page (roff): qflow man > qflow.1
     Man,
+    /// Record a model as a deployment of a database (or name the one that has its source).
+    Deploy(cli::deploy::DeployArgs),
+    /// List a database's deployments: model, hash, when, instances by status, retired.
+    Deployments(cli::deploy::ListArgs),
+    /// List a database's instances: status, deployment, node, attempts, next due time, failure.
+    Instances(cli::instances::ListArgs),
+    /// Print one instance in full: state, nodes, snapshot, timers, outbox, correlations, incidents, history.
+    Show(cli::instances::ShowArgs),
+    /// Retire a deployment (refused while any of its instances is FAILED or unfinished).
+    Retire(cli::deploy::RetireArgs),
+    /// Move an instance onto another deployment or model (repair a FAILED one): plan, then apply.
+    Migrate(cli::migrate::MigrateArgs),
+    /// Continue a repaired or parked instance, printing every decision.
+    Resume(cli::migrate::ResumeArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +69,13 @@ fn main() -> ExitCode {
         Command::Console(args) => cli::console::run(args),
         Command::Lsp(args) => cli::lsp::run(args),
         Command::Render(args) => cli::render::run(args),
+        Command::Deploy(args) => cli::deploy::deploy(args),
+        Command::Deployments(args) => cli::deploy::list(args),
+        Command::Instances(args) => cli::instances::list(args),
+        Command::Show(args) => cli::instances::show(args),
+        Command::Retire(args) => cli::deploy::retire(args),
+        Command::Migrate(args) => cli::migrate::migrate(args),
+        Command::Resume(args) => cli::migrate::resume(args),
         Command::Explain(args) => cli::explain::run(args),
         Command::Completions { shell } => {
             let mut script = Vec::new();

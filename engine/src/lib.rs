@@ -27,6 +27,7 @@ pub mod navigate;
 pub mod operate;
 pub mod policy;
 pub mod reader;
+pub mod repair;
 pub mod rules;
 pub mod runtime;
 pub mod span;

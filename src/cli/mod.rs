@@ -1,6 +1,10 @@
 pub mod check;
 pub mod console;
+pub mod deploy;
 pub mod explain;
+pub mod instances;
 pub mod lsp;
+pub mod migrate;
+pub mod ops;
 pub mod render;
 pub mod run;

@@ -18,7 +18,7 @@ use qflow_engine::runtime::scenario::{ExternalEvent, Resolution, Scenario};
 use qflow_engine::runtime::session::{
     load_scenario as session_scenario, ScenarioChoice, Session, SessionDb, SessionError,
 };
-use qflow_engine::runtime::{scenario_check, Status};
+use qflow_engine::runtime::{scenario_check, LocalRun, Status};
 use qflow_engine::store::Store;
 use serde_json::{json, Value};
 
@@ -72,6 +72,8 @@ pub struct Args {
     pub clock: ClockKind,
     /// Before running, migrate this instance of --db (unfinished, or FAILED: the
     /// repair) onto MODEL; its counters travel with their node. Then run it.
+    /// (Kept for existing scripts: `qflow migrate` plans and applies a
+    /// repair, `qflow resume` continues the instance.)
     #[arg(long, value_name = "INSTANCE", requires = "db")]
     pub migrate: Option<String>,
     /// With --migrate: node OLD of the old deployment is NEW in MODEL.
@@ -196,6 +198,11 @@ pub fn run(args: Args) -> ExitCode {
     };
     let columns = Columns::of(graph.as_ref());
     if let Some(instance) = &args.migrate {
+        eprintln!(
+            "note: `run --migrate` is kept for existing scripts; `qflow migrate {instance} --to {shown} --db {} [--map OLD=NEW] --dry-run` shows the plan first, and `qflow resume {instance} --db {}` continues the instance",
+            db.path().display(),
+            db.path().display()
+        );
         let mut mapping = std::collections::BTreeMap::new();
         for m in &args.map {
             match m.split_once('=') {
@@ -281,14 +288,15 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-struct Opts {
-    effects_log: Option<PathBuf>,
-    format: Format,
-    resolves: Vec<ExternalEvent>,
-    until: Option<Duration>,
-    db_shown: Option<String>,
-    expect: Option<Expectation>,
-    columns: Columns,
+/// How a run is driven and printed.
+pub(crate) struct Opts {
+    pub effects_log: Option<PathBuf>,
+    pub format: Format,
+    pub resolves: Vec<ExternalEvent>,
+    pub until: Option<Duration>,
+    pub db_shown: Option<String>,
+    pub expect: Option<Expectation>,
+    pub columns: Columns,
 }
 
 /// The model refused: every refusing verdict as a report on stderr (and, with
@@ -319,7 +327,12 @@ fn refuse(
 
 /// Print the final state and hold it to `--expect`: exit 3 when the run
 /// ended otherwise. `kept`: the instance stays in a database the user named.
-fn finish(state: &Value, format: Format, expect: Option<&Expectation>, kept: bool) -> ExitCode {
+pub(crate) fn finish(
+    state: &Value,
+    format: Format,
+    expect: Option<&Expectation>,
+    kept: bool,
+) -> ExitCode {
     match format {
         Format::Json => println!(
             "{}",
@@ -468,7 +481,7 @@ fn load_scenario(args: &Args, graph: Option<&Graph>) -> Result<Scenario, ExitCod
 }
 
 /// `NODE=AS`, with NODE a node of the model (`graph`, when it compiles).
-fn parse_resolve(s: &str, graph: Option<&Graph>) -> Result<ExternalEvent, String> {
+pub(crate) fn parse_resolve(s: &str, graph: Option<&Graph>) -> Result<ExternalEvent, String> {
     let (node, how) = s.split_once('=').ok_or_else(|| {
         format!("--resolve `{s}`: write NODE=succeeded, NODE=failed or NODE=retry")
     })?;
@@ -498,7 +511,13 @@ fn drive<C: Clock>(
         Ok(s) => s,
         Err(e) => return fail(format, Why::Store, e),
     };
-    let run = &mut session.run;
+    drive_run(&mut session.run, opts)
+}
+
+/// Step a local instance until nothing more can be decided, printing each
+/// decision and the final line (`qflow run` and `qflow resume`).
+pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCode {
+    let format = opts.format;
     if let Some(u) = opts.until {
         run.stop_after(u);
     }
@@ -618,15 +637,22 @@ fn secs(v: Option<&Value>) -> String {
 
 /// Column widths of the human lines, from the model: the node column fits its
 /// longest node id, so lines stay aligned whatever the ids are.
-struct Columns {
+pub(crate) struct Columns {
     node: usize,
 }
 
 impl Columns {
-    fn of(graph: Option<&Graph>) -> Columns {
-        let longest = graph
-            .map(|g| g.nodes.keys().map(|k| k.chars().count()).max().unwrap_or(0))
-            .unwrap_or(0);
+    pub(crate) fn of(graph: Option<&Graph>) -> Columns {
+        Columns::of_ids(
+            graph
+                .into_iter()
+                .flat_map(|g| g.nodes.keys().map(String::as_str)),
+        )
+    }
+
+    /// Columns fitting these node ids.
+    pub(crate) fn of_ids<'a>(ids: impl Iterator<Item = &'a str>) -> Columns {
+        let longest = ids.map(|k| k.chars().count()).max().unwrap_or(0);
         Columns {
             node: longest.max(4),
         }
@@ -660,7 +686,7 @@ fn parked(park: Option<&Park>) -> String {
 /// One decision line for people: time, kind, node, then what happened in
 /// words. Rendered from the typed line, so a new kind of line is a compile
 /// error here rather than a silent fallback.
-fn human_line(line: &Line, columns: &Columns) -> String {
+pub(crate) fn human_line(line: &Line, columns: &Columns) -> String {
     let event = &line.event;
     let detail = match event {
         HistoryEvent::Start { .. } => "instance started".to_string(),

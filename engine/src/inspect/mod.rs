@@ -21,9 +21,11 @@ use crate::instance::{Purpose, Status};
 use crate::runtime::graph::Graph;
 use crate::store::{CorrelationRow, IncidentRow, OutboxEntry, Store, StoreError, TimerInfo};
 
+pub mod fleet;
 mod nodes;
 mod schedule;
 
+pub use fleet::{Filter, InstanceSummary};
 pub use nodes::{flow_order, NodeInspection, NodeKind, NodeState};
 pub use schedule::{AttemptResult, PastAttempt, PlannedAttempt, SchedulePlan};
 

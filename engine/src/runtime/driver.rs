@@ -24,7 +24,7 @@ use crate::runtime::clock::Clock;
 use crate::runtime::decide;
 use crate::runtime::graph::{Graph, GraphError, Kind};
 use crate::runtime::scenario::{DeliveryOutcome, ExternalEvent, Scenario};
-use crate::runtime::shell::{self, deployed_graph, Choice, What};
+use crate::runtime::shell::{self, deployed_graph, Choice};
 use crate::runtime::snapshot::TokenState;
 use crate::store::{local_owner, InstanceFacts, Store, StoreError};
 
@@ -103,7 +103,12 @@ impl<C: Clock> LocalRun<C> {
     ) -> Result<LocalRun<C>, RunError> {
         let graph = Graph::compile(defs)?;
         let now = clock.now_ms();
-        let dep = store.deploy(&graph.process_id, source, now)?;
+        // A deployment's time is a wall-clock fact, whatever clock the run has.
+        let dep = store.deploy(
+            &graph.process_id,
+            source,
+            crate::runtime::clock::system_now_ms(),
+        )?;
         let start = decide::start(&graph, &scenario.variables, now);
         let (instance, created) = store.create_instance(&dep, &start, now)?;
         let row = store
@@ -129,6 +134,38 @@ impl<C: Clock> LocalRun<C> {
             resumed: !created,
             until_ms: None,
             first,
+            effects: None,
+            wakes: Vec::new(),
+            instant: (i64::MIN, 0),
+        })
+    }
+
+    /// Continue an existing instance by id, on the deployment it is pinned
+    /// to (a repaired or parked instance: `qflow resume`). Virtual time
+    /// continues from its last decision.
+    pub fn attach(
+        store: Store,
+        instance: &str,
+        scenario: Scenario,
+        clock: C,
+    ) -> Result<LocalRun<C>, RunError> {
+        let row = store
+            .instance(instance)?
+            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+        let graph = deployed_graph(&store, row.deployment_id)?;
+        let last = store.last_decision_ms(instance)?.unwrap_or(row.started_ms);
+        clock.observe(last);
+        Ok(LocalRun {
+            store,
+            graph,
+            scenario,
+            clock,
+            instance: instance.to_string(),
+            owner: local_owner(),
+            started_ms: row.started_ms,
+            resumed: true,
+            until_ms: None,
+            first: None,
             effects: None,
             wakes: Vec::new(),
             instant: (i64::MIN, 0),
@@ -646,6 +683,7 @@ pub fn respond(
 /// attempt counters start over. One transaction under the claim; the time of
 /// the decision is the instance's last decision (virtual time does not move).
 /// A later [`LocalRun::open`] of the same source resumes the instance.
+/// ([`crate::repair`] is the operator's form, with a plan shown first.)
 pub fn migrate_instance(
     store: &mut Store,
     source: &str,
@@ -654,41 +692,19 @@ pub fn migrate_instance(
     mapping: &BTreeMap<String, String>,
     reset_budget: bool,
 ) -> Result<Decision, RunError> {
-    let graph = Graph::compile(defs)?;
-    let owner = local_owner();
-    let last = match store.last_decision_ms(instance)? {
-        Some(at) => at,
-        None => {
-            store
-                .instance(instance)?
-                .ok_or_else(|| StoreError::NoInstance(instance.into()))?
-                .started_ms
-        }
+    let target = crate::repair::Target::Model {
+        source: source.to_string(),
+        origin: None,
+        graph: Box::new(Graph::compile(defs)?),
     };
-    // Deploying is idempotent (by source hash), so it needs no claim.
-    let deployment = store.deploy(&graph.process_id, source, last)?;
-    let taken = shell::take(
-        store,
-        &owner,
-        instance,
-        |store, facts| deployed_graph(store, facts.deployment_id).map(Box::new),
-        |store, _, facts| {
-            let at = store
-                .last_decision_ms(instance)?
-                .unwrap_or(facts.started_ms);
-            Ok(Some(Choice {
-                what: What::Migrate {
-                    deployment,
-                    graph: Box::new(graph),
-                    mapping: mapping.clone(),
-                    reset_budget,
-                },
-                at_ms: at,
-            }))
-        },
-    )?;
-    store.release(instance, &owner)?;
-    Ok(taken.or_lost()?.expect("a migration is always decided"))
+    match crate::repair::apply(store, instance, &target, mapping, reset_budget, None) {
+        Ok((d, _)) => Ok(d),
+        Err(crate::repair::RepairError::Run(e)) => Err(e),
+        Err(crate::repair::RepairError::Refused(e)) => Err(RunError::Migrate(e)),
+        Err(e) => Err(RunError::Migrate(crate::runtime::migrate::MigrateError(
+            e.to_string(),
+        ))),
+    }
 }
 
 /// The last line of `qflow run` for `instance`: what its inspection says

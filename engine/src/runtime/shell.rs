@@ -26,7 +26,7 @@ use crate::runtime::decide;
 use crate::runtime::graph::Graph;
 use crate::runtime::migrate;
 use crate::runtime::RunError;
-use crate::store::{Deployment, InstanceFacts, Store, StoreError};
+use crate::store::{Destination, InstanceFacts, Store, StoreError};
 
 /// One applied decision: its lines, as `qflow run --format json` prints them.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +39,8 @@ pub struct Decision {
     /// The same lines, typed.
     pub events: Vec<Line>,
     pub status: Status,
+    /// For a migration: the plan it carried out.
+    pub plan: Option<migrate::Plan>,
 }
 
 impl Decision {
@@ -50,6 +52,7 @@ impl Decision {
             lines: t.history.iter().map(|e| e.detail()).collect(),
             events: t.history.iter().map(|e| e.line.clone()).collect(),
             status: t.status,
+            plan: None,
         }
     }
 
@@ -74,8 +77,10 @@ pub enum What {
     /// A move to another deployment, decided by [`migrate::migrate`] and
     /// applied with the deployment change in the same transaction.
     Migrate {
-        deployment: Deployment,
+        destination: Destination,
         graph: Box<Graph>,
+        /// The instance's outbox rows and correlations, read under the claim.
+        holdings: migrate::Holdings,
         mapping: BTreeMap<String, String>,
         reset_budget: bool,
     },
@@ -171,26 +176,43 @@ pub fn take<G: std::ops::Deref<Target = Graph>>(
     let f = facts.as_facts(instance);
     let at = choice.at_ms;
     let wall = system_now_ms();
-    let (applied, t) = match choice.what {
+    let (applied, t, plan) = match choice.what {
         What::Event(event) => {
             let t = decide::decide(&graph, &f, &event, at);
-            (store.apply(instance, owner, facts.version, &t, at, wall), t)
+            (
+                store.apply(instance, owner, facts.version, &t, at, wall),
+                t,
+                None,
+            )
         }
         What::Migrate {
-            deployment,
+            destination,
             graph: new_graph,
+            holdings,
             mapping,
             reset_budget,
         } => {
-            let t = migrate::migrate(&new_graph, &f, &mapping, reset_budget, at)
-                .map_err(RunError::Migrate)?;
-            let applied =
-                store.migrate_instance(instance, owner, facts.version, &deployment, &t, at, wall);
-            (applied, t)
+            let (plan, t) = migrate::migrate(
+                &graph,
+                &new_graph,
+                &f,
+                &holdings,
+                &mapping,
+                reset_budget,
+                at,
+            )
+            .map_err(RunError::Migrate)?;
+            let applied = store
+                .migrate_instance(instance, owner, facts.version, &destination, &t, at, wall)
+                .map(|(seq, _)| seq);
+            (applied, t, Some(plan))
         }
     };
     match applied {
-        Ok(seq) => Ok(Taken::Decided(Decision::of(seq, at, &t))),
+        Ok(seq) => Ok(Taken::Decided(Decision {
+            plan,
+            ..Decision::of(seq, at, &t)
+        })),
         Err(error @ (StoreError::Conflict(_) | StoreError::Claimed { .. })) => Ok(Taken::Lost {
             stage: Stage::Apply,
             error,

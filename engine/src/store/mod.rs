@@ -18,11 +18,14 @@ use crate::instance::snapshot::{canonical_string, Snapshot};
 use crate::instance::{Facts, OutboxChange, Purpose, Status, TimerRow, Transition};
 
 pub mod explain;
+pub mod fault;
+pub mod lifecycle;
 #[cfg(test)]
 pub(crate) mod plans;
 pub mod query;
 pub mod schema;
 
+pub use lifecycle::{Deployed, DeploymentRow, Retirement, StatusCounts};
 pub use query::{
     CorrelationRow, HistoryRow, IncidentRow, InstanceRow, OutboxEntry, TimerInfo, TransitionRow,
 };
@@ -50,6 +53,10 @@ pub enum StoreError {
     Conflict(String),
     #[error("no instance {0}")]
     NoInstance(String),
+    #[error("no deployment {0} (`qflow deployments --db DB` lists them)")]
+    NoDeployment(i64),
+    #[error("deployment {0} is retired: it starts no new instance and receives none (deploy a changed model, or choose an active deployment)")]
+    Retired(i64),
 }
 
 /// How long a claim lasts without renewal (wall clock).
@@ -149,7 +156,7 @@ impl Store {
         &self.conn
     }
 
-    /// Deploy a model (idempotent by hash and process id).
+    /// Deploy a model (idempotent by hash and process id). `now_ms`: wall clock.
     pub fn deploy(
         &mut self,
         process_id: &str,
@@ -160,15 +167,7 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT OR IGNORE INTO deployments(process_id, hash, source, deployed_ms) VALUES (?1, ?2, ?3, ?4)",
-            params![process_id, hash, source, now_ms],
-        )?;
-        let id: i64 = tx.query_row(
-            "SELECT id FROM deployments WHERE hash = ?1 AND process_id = ?2",
-            params![hash, process_id],
-            |r| r.get(0),
-        )?;
+        let id = lifecycle::insert_deployment(&tx, process_id, source, None, now_ms)?;
         tx.commit()?;
         Ok(Deployment {
             id,
@@ -211,6 +210,7 @@ impl Store {
         if let Some(id) = existing {
             return Ok((id, false));
         }
+        lifecycle::refuse_retired(&tx, deployment.id)?;
         let id = insert_instance(&tx, deployment, start, started_ms)?;
         tx.commit()?;
         Ok((id, true))
@@ -227,6 +227,7 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        lifecycle::refuse_retired(&tx, deployment.id)?;
         let id = insert_instance(&tx, deployment, start, started_ms)?;
         tx.commit()?;
         Ok(id)
@@ -428,18 +429,20 @@ impl Store {
 
 impl Store {
     /// Move an instance to another deployment, applying the migration's
-    /// transition in the same transaction, under the claim.
+    /// transition in the same transaction, under the claim. A retired
+    /// deployment receives no instance. (The `fault` points let the crash
+    /// tests stop the process inside the transaction.)
     #[allow(clippy::too_many_arguments)]
     pub fn migrate_instance(
         &mut self,
         instance: &str,
         owner: &str,
         expected_version: i64,
-        deployment: &Deployment,
+        destination: &Destination,
         t: &Transition,
         at_ms: i64,
         wall_now_ms: i64,
-    ) -> Result<i64, StoreError> {
+    ) -> Result<(i64, i64), StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -458,14 +461,48 @@ impl Store {
                 until_ms: until.unwrap_or(0),
             });
         }
+        let deployment = match destination {
+            Destination::Deployed(id) => *id,
+            Destination::New {
+                process_id,
+                source,
+                origin,
+            } => lifecycle::insert_deployment(
+                &tx,
+                process_id,
+                source,
+                origin.as_deref(),
+                wall_now_ms,
+            )?,
+        };
+        lifecycle::refuse_retired(&tx, deployment)?;
+        fault::point("migrate.begin");
         let seq = write_transition(&tx, instance, expected_version, t, at_ms)?;
+        fault::point("migrate.written");
         tx.execute(
             "UPDATE instances SET deployment_id = ?2 WHERE id = ?1",
-            params![instance, deployment.id],
+            params![instance, deployment],
         )?;
+        fault::point("migrate.before-commit");
         tx.commit()?;
-        Ok(seq)
+        fault::point("migrate.committed");
+        Ok((seq, deployment))
     }
+}
+
+/// Where a migration moves an instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// A deployment that exists.
+    Deployed(i64),
+    /// A model, deployed in the migration's own transaction (or the
+    /// existing deployment of the same source), so a refused or interrupted
+    /// migration leaves no deployment behind.
+    New {
+        process_id: String,
+        source: String,
+        origin: Option<String>,
+    },
 }
 
 /// What [`Store::facts`] reads.

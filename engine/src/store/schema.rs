@@ -152,6 +152,12 @@ CREATE INDEX outbox_by_instance ON outbox(instance_id, state, next_ms);
 CREATE INDEX correlations_by_instance ON correlations(instance_id);
 CREATE INDEX incidents_by_instance ON incidents(instance_id, node);
 "#,
+    // 5: the deployment lifecycle: where a deployment came from, and its
+    // retirement (a retired deployment starts no new instance).
+    r#"
+ALTER TABLE deployments ADD COLUMN origin TEXT;         -- the model file it was deployed from, as given
+ALTER TABLE deployments ADD COLUMN retired_ms INTEGER;  -- wall clock; NULL while it may start instances
+"#,
 ];
 
 /// The schema version this build writes.

@@ -25,21 +25,46 @@ use crate::instance::snapshot::{Family, Snapshot, Token, TokenState, FAILURE_KEY
 use crate::instance::{CallEffects, Facts, NewTimer, Status, Transition};
 use crate::runtime::graph::Graph;
 
-/// Why a migration cannot be applied.
+mod plan;
+
+pub use plan::{kind_words, Budget, Held, Holdings, NodeMove, Plan};
+
+/// Why a migration cannot be applied: every problem found, each saying
+/// what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot migrate: {0}")]
 pub struct MigrateError(pub String);
 
-/// Decide a migration of the instance described by `facts` onto `new_graph`.
+impl MigrateError {
+    fn of(problems: Vec<String>) -> MigrateError {
+        MigrateError(if problems.len() == 1 {
+            problems.into_iter().next().unwrap_or_default()
+        } else {
+            problems
+                .iter()
+                .map(|p| format!("\n  - {p}"))
+                .collect::<String>()
+        })
+    }
+}
+
+/// Decide a migration of the instance described by `facts` (running on
+/// `old_graph`, holding `holdings` beside its snapshot) onto `new_graph`:
+/// the plan, checked against both models, and the transition that carries
+/// it out. A refusal lists every problem and decides nothing.
 pub fn migrate(
+    old_graph: &Graph,
     new_graph: &Graph,
     facts: &Facts<'_>,
+    holdings: &Holdings,
     mapping: &BTreeMap<String, String>,
     reset_budget: bool,
     now_ms: i64,
-) -> Result<Transition, MigrateError> {
+) -> Result<(Plan, Transition), MigrateError> {
     if facts.status == Status::Completed {
-        return Err(MigrateError("the instance is completed".into()));
+        return Err(MigrateError(
+            "the instance is completed: there is nothing to repair or move".into(),
+        ));
     }
     // A snapshot that cannot be read cannot be carried: migrating it would
     // start from nothing and could complete an instance that never ran.
@@ -52,6 +77,21 @@ pub fn migrate(
             "its stored snapshot is damaged ({why}); it is kept as it was: repair the bytes in the database first"
         )));
     }
+    let mut plan = plan::check(old_graph, new_graph, facts, holdings, mapping, reset_budget)
+        .map_err(MigrateError::of)?;
+    let t = transition(new_graph, facts, mapping, reset_budget, now_ms)?;
+    plan.status_after = t.status;
+    Ok((plan, t))
+}
+
+/// The transition of a checked migration.
+fn transition(
+    new_graph: &Graph,
+    facts: &Facts<'_>,
+    mapping: &BTreeMap<String, String>,
+    reset_budget: bool,
+    now_ms: i64,
+) -> Result<Transition, MigrateError> {
     let map = |n: &str| mapping.get(n).cloned().unwrap_or_else(|| n.to_string());
     let before = facts.snapshot;
     let mut snap = Snapshot::new();
@@ -233,14 +273,32 @@ mod tests {
             ("b".to_string(), "a".to_string()),
         ]
         .into();
-        let t = migrate(&graph(), &facts, &mapping, false, 1_000).unwrap();
+        let (_, t) = migrate(
+            &graph(),
+            &graph(),
+            &facts,
+            &Holdings::default(),
+            &mapping,
+            false,
+            1_000,
+        )
+        .unwrap();
         assert_eq!(t.snapshot.attempts("b"), 2);
         assert_eq!(t.snapshot.attempts("a"), 5);
         assert_eq!(t.snapshot.frontier()[0].node, "b");
         assert_eq!(t.resolve, vec![7]);
         assert_eq!((t.arm[0].node.as_str(), t.arm[0].due_ms), ("b", 90_000));
         assert_eq!(t.status, Status::Waiting);
-        let reset = migrate(&graph(), &facts, &mapping, true, 1_000).unwrap();
+        let (_, reset) = migrate(
+            &graph(),
+            &graph(),
+            &facts,
+            &Holdings::default(),
+            &mapping,
+            true,
+            1_000,
+        )
+        .unwrap();
         assert_eq!(reset.snapshot.attempts("b"), 0);
     }
 
@@ -257,7 +315,16 @@ mod tests {
             timers: &[],
             keys_sent: &BTreeMap::new(),
         };
-        let e = migrate(&graph(), &facts, &BTreeMap::new(), false, 0).unwrap_err();
+        let e = migrate(
+            &graph(),
+            &graph(),
+            &facts,
+            &Holdings::default(),
+            &BTreeMap::new(),
+            false,
+            0,
+        )
+        .unwrap_err();
         assert!(e.0.contains("--map gone=NEW"), "{e}");
     }
 
@@ -300,7 +367,7 @@ mod tests {
 
     #[test]
     fn a_gateway_that_found_no_flow_is_repaired_by_putting_its_token_back() {
-        let (_, snap, status) = run(GATEWAY, &["s", "gw"]);
+        let (old, snap, status) = run(GATEWAY, &["s", "gw"]);
         assert_eq!(status, Status::Failed);
         assert!(snap.frontier().is_empty(), "the failure consumed the token");
         let fixed = GATEWAY.replace(
@@ -318,7 +385,16 @@ mod tests {
             timers: &[],
             keys_sent: &BTreeMap::new(),
         };
-        let t = migrate(&graph, &facts, &BTreeMap::new(), false, 0).unwrap();
+        let (_, t) = migrate(
+            &old,
+            &graph,
+            &facts,
+            &Holdings::default(),
+            &BTreeMap::new(),
+            false,
+            0,
+        )
+        .unwrap();
         assert_eq!(t.status, Status::Running, "not COMPLETED without running");
         assert_eq!(t.snapshot.frontier(), vec![Token::ready("gw")]);
         assert!(t.snapshot.failure().is_none());
@@ -343,7 +419,7 @@ mod tests {
             r#"<bpmn:error id="Err" errorCode="DECLINED"/>
   <bpmn:process "#,
         );
-        let (_, snap, status) = run(
+        let (old, snap, status) = run(
             &model.replace("${amount > 100}", "${true}"),
             &["s", "gw", "e"],
         );
@@ -366,10 +442,28 @@ mod tests {
             timers: &[],
             keys_sent: &BTreeMap::new(),
         };
-        let unmapped = migrate(&graph, &facts, &BTreeMap::new(), false, 0).unwrap_err();
-        assert!(unmapped.0.contains("--map e=NEW"), "{unmapped}");
+        let unmapped = migrate(
+            &old,
+            &graph,
+            &facts,
+            &Holdings::default(),
+            &BTreeMap::new(),
+            false,
+            0,
+        )
+        .unwrap_err();
+        assert!(unmapped.0.contains("--map e=done"), "{unmapped}");
         let mapping = BTreeMap::from([("e".to_string(), "done".to_string())]);
-        let t = migrate(&graph, &facts, &mapping, false, 0).unwrap();
+        let (_, t) = migrate(
+            &old,
+            &graph,
+            &facts,
+            &Holdings::default(),
+            &mapping,
+            false,
+            0,
+        )
+        .unwrap();
         assert_eq!(t.status, Status::Running);
         assert_eq!(t.snapshot.frontier(), vec![Token::ready("done")]);
     }

@@ -1,0 +1,135 @@
+//! A database's deployments and instances as plain data: what
+//! `qflow deployments`, `qflow instances` and the console's attach mode
+//! list. Each instance line is a summary of that instance's [`Inspection`],
+//! so a list and `qflow show` never disagree.
+
+use std::collections::BTreeMap;
+
+use crate::instance::Status;
+use crate::runtime::graph::Graph;
+use crate::runtime::shell::deployed_graph;
+use crate::store::{DeploymentRow, Store, StoreError};
+
+use super::{Inspection, Waiting};
+
+/// One instance in a list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceSummary {
+    pub id: String,
+    pub process: String,
+    pub deployment_id: i64,
+    pub status: Status,
+    /// Where it stands: the node it failed at, else its first token.
+    pub node: Option<String>,
+    /// Failed attempts burned at that node (or the failure's count).
+    pub attempts: Option<u32>,
+    /// When its next attempt (or timer) is due, in ms since it started.
+    pub next_ms: Option<i64>,
+    /// What a waiting instance waits for (`retry`, `response`,
+    /// `reconciliation`, …).
+    pub waiting_for: Option<String>,
+    pub failure_code: Option<String>,
+    pub failure_reason: Option<String>,
+    /// Set when the instance could not be inspected (its deployment's source
+    /// no longer compiles): the row's status is still listed.
+    pub unreadable: Option<String>,
+}
+
+impl Inspection {
+    /// This instance as one line of a list.
+    pub fn summary(&self) -> InstanceSummary {
+        let failed = self.status == Status::Failed;
+        let failure = self.failure.as_ref().filter(|_| failed);
+        let node = self.current.clone();
+        let attempts = node.as_deref().and_then(|n| {
+            if failed {
+                self.failed_attempts()
+            } else {
+                self.nodes
+                    .iter()
+                    .find(|x| x.id == n)
+                    .and_then(|x| x.attempts)
+            }
+        });
+        let (next_ms, waiting_for) = match &self.waiting {
+            Some(Waiting::Timer {
+                purpose, due_ms, ..
+            }) => (
+                Some(*due_ms),
+                Some(super::waiting_for(*purpose).to_string()),
+            ),
+            Some(Waiting::Reconciliation { .. }) => (None, Some("reconciliation".into())),
+            Some(Waiting::Nothing { .. }) => (None, Some("nothing".into())),
+            None => (None, None),
+        };
+        InstanceSummary {
+            id: self.id.clone(),
+            process: self.process.clone(),
+            deployment_id: self.deployment_id,
+            status: self.status,
+            node,
+            attempts,
+            next_ms,
+            waiting_for: waiting_for.filter(|_| self.status == Status::Waiting),
+            failure_code: failure.map(|f| f.code.clone()),
+            failure_reason: failure.map(|f| f.reason.clone()),
+            unreadable: None,
+        }
+    }
+}
+
+/// Which instances to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub status: Option<Status>,
+    pub deployment: Option<i64>,
+}
+
+/// Every deployment of the store, oldest first, with its instance counts.
+pub fn deployments(store: &Store) -> Result<Vec<DeploymentRow>, StoreError> {
+    store.deployments()
+}
+
+/// The instances of the store that pass `filter`, oldest first, each
+/// summarised from its inspection (one compiled graph per deployment).
+pub fn instances(store: &Store, filter: &Filter) -> Result<Vec<InstanceSummary>, StoreError> {
+    let mut graphs: BTreeMap<i64, Result<Graph, String>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for row in store.instances()? {
+        if filter.status.is_some_and(|s| s != row.status)
+            || filter.deployment.is_some_and(|d| d != row.deployment_id)
+        {
+            continue;
+        }
+        let graph = graphs
+            .entry(row.deployment_id)
+            .or_insert_with(|| deployed_graph(store, row.deployment_id).map_err(|e| e.to_string()));
+        let summary = match graph {
+            Ok(g) => Inspection::read(store, g, &row.id)?.summary(),
+            Err(why) => InstanceSummary {
+                id: row.id.clone(),
+                process: row.process_id.clone(),
+                deployment_id: row.deployment_id,
+                status: row.status,
+                node: None,
+                attempts: None,
+                next_ms: None,
+                waiting_for: None,
+                failure_code: None,
+                failure_reason: None,
+                unreadable: Some(why.clone()),
+            },
+        };
+        out.push(summary);
+    }
+    Ok(out)
+}
+
+/// Read one instance on its pinned deployment.
+pub fn instance(store: &Store, id: &str) -> Result<Inspection, crate::runtime::RunError> {
+    let row = store
+        .instance(id)?
+        .ok_or_else(|| StoreError::NoInstance(id.to_string()))?;
+    let graph = deployed_graph(store, row.deployment_id)?;
+    Ok(Inspection::read(store, &graph, id)?)
+}

@@ -1,0 +1,236 @@
+//! Repair by migration, as an operator asks for it: plan a move of one
+//! instance (or of every FAILED instance of a deployment) onto a deployment
+//! or a model file, show the plan, apply it.
+//!
+//! The plan is [`crate::runtime::migrate::migrate`]'s, computed from the
+//! same durable facts a migration decides from. [`plan`] only reads;
+//! [`apply`] takes the decision through the shell, under the instance
+//! claim, and refuses when the instance moved since the plan that was shown
+//! ([`Planned::version`]), so what was printed is what is applied. A model
+//! file is deployed in the migration's own transaction: a refusal, or a
+//! crash at any instant, leaves no trace of it.
+
+use std::collections::BTreeMap;
+
+use crate::runtime::graph::Graph;
+use crate::runtime::migrate::{self, Holdings, MigrateError, Plan};
+use crate::runtime::shell::{self, deployed_graph, Choice, What};
+use crate::runtime::{Decision, RunError, Status};
+use crate::store::{local_owner, source_hash, Destination, Store, StoreError};
+
+/// Where to move an instance.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A deployment of the store, by id.
+    Deployment(i64),
+    /// A model: its (accepted) source and the file it came from.
+    Model {
+        source: String,
+        origin: Option<String>,
+        graph: Box<Graph>,
+    },
+}
+
+/// Why a repair was not planned or not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum RepairError {
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error(transparent)]
+    Refused(#[from] MigrateError),
+    #[error("instance {instance} took a decision since the plan was made (version {planned} → {now}): plan again")]
+    Moved {
+        instance: String,
+        planned: i64,
+        now: i64,
+    },
+    #[error("deployment {0} is retired: it receives no instance")]
+    Retired(i64),
+}
+
+impl From<StoreError> for RepairError {
+    fn from(e: StoreError) -> RepairError {
+        RepairError::Run(RunError::Store(e))
+    }
+}
+
+/// A migration planned for one instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    pub plan: Plan,
+    /// The deployment the instance runs on now.
+    pub from_deployment: i64,
+    /// The deployment it moves to; `None`: the model is not deployed yet
+    /// (applying deploys it).
+    pub to_deployment: Option<i64>,
+    /// The instance's version the plan was made from.
+    pub version: i64,
+}
+
+struct Resolved {
+    graph: Graph,
+    destination: Destination,
+    existing: Option<i64>,
+}
+
+fn resolve(store: &Store, target: &Target) -> Result<Resolved, RepairError> {
+    match target {
+        Target::Deployment(id) => {
+            let row = store
+                .deployment(*id)?
+                .ok_or(StoreError::NoDeployment(*id))?;
+            if row.retired_ms.is_some() {
+                return Err(RepairError::Retired(*id));
+            }
+            Ok(Resolved {
+                graph: deployed_graph(store, *id)?,
+                destination: Destination::Deployed(*id),
+                existing: Some(*id),
+            })
+        }
+        Target::Model {
+            source,
+            origin,
+            graph,
+        } => {
+            let hash = source_hash(source);
+            let existing = store
+                .deployments()?
+                .into_iter()
+                .find(|d| d.hash == hash && d.process_id == graph.process_id);
+            if let Some(d) = existing.as_ref().filter(|d| d.retired_ms.is_some()) {
+                return Err(RepairError::Retired(d.id));
+            }
+            Ok(Resolved {
+                graph: (**graph).clone(),
+                destination: Destination::New {
+                    process_id: graph.process_id.clone(),
+                    source: source.clone(),
+                    origin: origin.clone(),
+                },
+                existing: existing.map(|d| d.id),
+            })
+        }
+    }
+}
+
+/// What the instance holds beside its snapshot (outbox rows, correlations).
+fn holdings(store: &Store, instance: &str) -> Result<Holdings, StoreError> {
+    Ok(Holdings {
+        outbox: store
+            .outbox(instance)?
+            .into_iter()
+            .map(|o| o.node)
+            .collect(),
+        correlations: store
+            .correlations(instance)?
+            .into_iter()
+            .map(|c| c.node)
+            .collect(),
+    })
+}
+
+/// The instant a migration is decided at: the instance's last decision
+/// (virtual time does not move).
+fn decided_at(store: &Store, instance: &str, started_ms: i64) -> Result<i64, StoreError> {
+    Ok(store.last_decision_ms(instance)?.unwrap_or(started_ms))
+}
+
+/// Plan a migration of `instance` onto `target` (reads only).
+pub fn plan(
+    store: &Store,
+    instance: &str,
+    target: &Target,
+    mapping: &BTreeMap<String, String>,
+    reset_budget: bool,
+) -> Result<Planned, RepairError> {
+    let to = resolve(store, target)?;
+    let facts = store.facts(instance)?;
+    let old = deployed_graph(store, facts.deployment_id)?;
+    let extra = holdings(store, instance)?;
+    let at = decided_at(store, instance, facts.started_ms)?;
+    let (plan, _) = migrate::migrate(
+        &old,
+        &to.graph,
+        &facts.as_facts(instance),
+        &extra,
+        mapping,
+        reset_budget,
+        at,
+    )?;
+    Ok(Planned {
+        plan,
+        from_deployment: facts.deployment_id,
+        to_deployment: to.existing,
+        version: facts.version,
+    })
+}
+
+/// Apply a migration in one transaction under the claim; with `planned`
+/// set, only if the instance is still at that version. Returns the decision
+/// (its `plan` is the one applied) and the deployment the instance is on.
+pub fn apply(
+    store: &mut Store,
+    instance: &str,
+    target: &Target,
+    mapping: &BTreeMap<String, String>,
+    reset_budget: bool,
+    planned: Option<i64>,
+) -> Result<(Decision, i64), RepairError> {
+    let to = resolve(store, target)?;
+    let owner = local_owner();
+    let mut moved = None;
+    let taken = shell::take(
+        store,
+        &owner,
+        instance,
+        |store, facts| deployed_graph(store, facts.deployment_id).map(Box::new),
+        |store, _, facts| {
+            if let Some(v) = planned.filter(|v| *v != facts.version) {
+                moved = Some((v, facts.version));
+                return Ok(None);
+            }
+            Ok(Some(Choice {
+                what: What::Migrate {
+                    destination: to.destination.clone(),
+                    graph: Box::new(to.graph.clone()),
+                    holdings: holdings(store, instance)?,
+                    mapping: mapping.clone(),
+                    reset_budget,
+                },
+                at_ms: decided_at(store, instance, facts.started_ms)?,
+            }))
+        },
+    );
+    store.release(instance, &owner)?;
+    if let Some((planned, now)) = moved {
+        return Err(RepairError::Moved {
+            instance: instance.to_string(),
+            planned,
+            now,
+        });
+    }
+    let decision = match taken {
+        Ok(t) => t.or_lost()?.expect("a migration is always decided"),
+        Err(RunError::Migrate(e)) => return Err(RepairError::Refused(e)),
+        Err(e) => return Err(e.into()),
+    };
+    let deployment = store
+        .instance(instance)?
+        .ok_or_else(|| StoreError::NoInstance(instance.into()))?
+        .deployment_id;
+    Ok((decision, deployment))
+}
+
+/// The FAILED instances of a deployment, oldest first.
+pub fn failed_of(store: &Store, deployment: i64) -> Result<Vec<String>, StoreError> {
+    store
+        .deployment(deployment)?
+        .ok_or(StoreError::NoDeployment(deployment))?;
+    Ok(store
+        .instances()?
+        .into_iter()
+        .filter(|i| i.deployment_id == deployment && i.status == Status::Failed)
+        .map(|i| i.id)
+        .collect())
+}

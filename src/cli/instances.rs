@@ -1,0 +1,471 @@
+//! `qflow instances` and `qflow show`: a database's instances, listed and
+//! one in full, rendered from the engine's inspection (docs/cli.md).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use qflow_engine::inspect::fleet::{self, Filter};
+use qflow_engine::inspect::{Inspection, InstanceSummary, NodeKind, NodeState, Waiting};
+use qflow_engine::instance::Status;
+use qflow_engine::runtime::snapshot::canonical_string;
+use serde_json::{json, Value};
+
+use super::ops::{self, Format, USAGE};
+use super::run::{human_line, json_line, Columns};
+
+/// List instances: status, deployment, current node, attempts, next due time, failure.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Only instances in this status: running, waiting, completed or failed.
+    #[arg(long, value_name = "S")]
+    pub status: Option<String>,
+    /// Only instances of this deployment.
+    #[arg(long, value_name = "D")]
+    pub deployment: Option<i64>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+/// Print one instance in full: state, nodes, snapshot, timers, outbox,
+/// correlations, incidents and history.
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// The instance id (`qflow instances` lists them).
+    pub instance: String,
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+fn parse_status(s: &str) -> Result<Status, String> {
+    Status::parse(&s.to_ascii_lowercase()).ok_or_else(|| {
+        let all = ["running", "waiting", "completed", "failed"];
+        let hint = qflow_engine::suggest::closest(s, all)
+            .map(|x| format!(" (did you mean {x}?)"))
+            .unwrap_or_default();
+        format!("--status {s}: not a status{hint}; write running, waiting, completed or failed")
+    })
+}
+
+fn summary_json(s: &InstanceSummary) -> Value {
+    json!({
+        "instance": s.id,
+        "process": s.process,
+        "deployment": s.deployment_id,
+        "status": s.status.as_str(),
+        "node": s.node,
+        "attempts": s.attempts,
+        "next_s": s.next_ms.map(ops::seconds),
+        "waiting_for": s.waiting_for,
+        "code": s.failure_code,
+        "reason": s.failure_reason,
+        "unreadable": s.unreadable,
+    })
+}
+
+pub fn list(args: ListArgs) -> ExitCode {
+    let format = args.format;
+    let status = match args.status.as_deref().map(parse_status).transpose() {
+        Ok(s) => s,
+        Err(e) => return ops::fail(format, USAGE, "usage", e),
+    };
+    let store = match ops::open_existing(&args.db) {
+        Ok(s) => s,
+        Err(e) => return ops::fail(format, USAGE, "store", e),
+    };
+    if let Some(d) = args.deployment {
+        match store.deployment(d) {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                return ops::fail(
+                    format,
+                    USAGE,
+                    "usage",
+                    format!(
+                    "--deployment {d}: no such deployment (`qflow deployments --db {}` lists them)",
+                    args.db.display()
+                ),
+                )
+            }
+            Err(e) => return ops::fail(format, USAGE, "store", e),
+        }
+    }
+    let filter = Filter {
+        status,
+        deployment: args.deployment,
+    };
+    let rows = match fleet::instances(&store, &filter) {
+        Ok(r) => r,
+        Err(e) => return ops::fail(format, USAGE, "store", e),
+    };
+    match format {
+        Format::Json => {
+            let all: Vec<Value> = rows.iter().map(summary_json).collect();
+            println!("{}", canonical_string(&Value::Array(all)));
+        }
+        Format::Human if rows.is_empty() => println!("no instances match"),
+        Format::Human => {
+            let cells: Vec<Vec<String>> = rows
+                .iter()
+                .map(|s| {
+                    let next = match (s.next_ms, &s.waiting_for) {
+                        (Some(ms), Some(w)) => format!("{} ({w})", ops::since_start(ms)),
+                        (Some(ms), None) => ops::since_start(ms),
+                        (None, Some(w)) => format!("({w})"),
+                        (None, None) => "-".into(),
+                    };
+                    let failure = match (&s.failure_code, &s.failure_reason, &s.unreadable) {
+                        (_, _, Some(why)) => format!("unreadable: {why}"),
+                        (Some(c), Some(r), _) => format!("{c} ({r})"),
+                        (Some(c), None, _) => c.clone(),
+                        _ => "-".into(),
+                    };
+                    vec![
+                        s.id.clone(),
+                        s.status.as_str().to_uppercase(),
+                        s.deployment_id.to_string(),
+                        s.node.clone().unwrap_or_else(|| "-".into()),
+                        s.attempts.map_or("-".into(), |a| a.to_string()),
+                        next,
+                        failure,
+                    ]
+                })
+                .collect();
+            ops::table(
+                &[
+                    "INSTANCE",
+                    "STATUS",
+                    "DEPLOYMENT",
+                    "NODE",
+                    "ATTEMPTS",
+                    "NEXT",
+                    "FAILURE",
+                ],
+                &cells,
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn kind_word(k: NodeKind) -> &'static str {
+    match k {
+        NodeKind::Start => "start",
+        NodeKind::End => "end",
+        NodeKind::ErrorEnd => "error end",
+        NodeKind::Gateway => "gateway",
+        NodeKind::Task => "task",
+        NodeKind::Call => "call",
+        NodeKind::Timer => "timer",
+        NodeKind::Boundary => "boundary",
+    }
+}
+
+/// A node's state: a word, and the instant it concerns (ms since start).
+fn state_of(s: &NodeState) -> (&'static str, Option<i64>) {
+    match s {
+        NodeState::Idle => ("idle", None),
+        NodeState::Active => ("active", None),
+        NodeState::Parked { eligible_at_ms } => ("parked", Some(*eligible_at_ms)),
+        NodeState::Timer { due_at_ms } => ("timer", Some(*due_at_ms)),
+        NodeState::WaitingResponse { timeout_at_ms } => ("waiting-response", *timeout_at_ms),
+        NodeState::WaitingReconciliation => ("waiting-reconciliation", None),
+        NodeState::Joined => ("joined", None),
+        NodeState::Failed => ("failed", None),
+        NodeState::Completed => ("completed", None),
+    }
+}
+
+/// `qflow show --format json`: the inspection as one JSON object.
+fn show_json(i: &Inspection) -> Value {
+    let snapshot: serde_json::Map<String, Value> = i
+        .snapshot
+        .iter()
+        .map(|k| {
+            (
+                k.key.clone(),
+                serde_json::from_str(&k.value).unwrap_or(Value::String(k.value.clone())),
+            )
+        })
+        .collect();
+    let failure = snapshot
+        .get("failure")
+        .filter(|_| i.status == Status::Failed)
+        .cloned();
+    let nodes: Vec<Value> = i
+        .nodes
+        .iter()
+        .map(|n| {
+            let (state, at) = state_of(&n.state);
+            json!({"node": n.id, "kind": kind_word(n.kind), "state": state,
+                   "at_s": at.map(ops::seconds), "attempts": n.attempts})
+        })
+        .collect();
+    let waiting = i.waiting.as_ref().map(|w| match w {
+        Waiting::Reconciliation { node, code } => {
+            json!({"for": "reconciliation", "node": node, "code": code})
+        }
+        Waiting::Timer {
+            node,
+            purpose,
+            due_ms,
+        } => json!({"for": qflow_engine::inspect::waiting_for(*purpose), "node": node,
+                    "due_s": ops::seconds(*due_ms)}),
+        Waiting::Nothing { .. } => json!({"for": "nothing"}),
+    });
+    json!({
+        "instance": i.id,
+        "process": i.process,
+        "deployment": i.deployment_id,
+        "status": i.status.as_str(),
+        "updated_s": ops::seconds(i.updated_ms - i.started_ms),
+        "current": i.current,
+        "failure": failure,
+        "waiting": waiting,
+        "nodes": nodes,
+        "snapshot": snapshot,
+        "timers": i.timers.iter().map(|t| json!({"id": t.id, "node": t.node,
+            "purpose": t.purpose.as_str(), "due_s": ops::seconds(t.due_ms - i.started_ms),
+            "attempt": t.attempt})).collect::<Vec<_>>(),
+        "outbox": i.outbox.iter().map(|o| json!({"node": o.node, "channel": o.channel,
+            "attempt": o.attempt, "state": o.state, "deliveries": o.deliveries,
+            "idempotencyKey": o.idempotency_key})).collect::<Vec<_>>(),
+        "correlations": i.correlations.iter().map(|c| json!({"key": c.key, "node": c.node,
+            "in_backoff": c.in_backoff})).collect::<Vec<_>>(),
+        "incidents": i.incidents.iter().map(|x| json!({"id": x.id, "node": x.node,
+            "kind": x.kind, "message": x.message,
+            "opened_s": ops::seconds(x.opened_ms - i.started_ms),
+            "closed_s": x.closed_ms.map(|c| ops::seconds(c - i.started_ms))})).collect::<Vec<_>>(),
+        "history": i.history.iter().map(|h| h.line.as_ref().map_or(Value::Null,
+            |l| serde_json::from_str(&l.to_canonical()).unwrap_or(Value::Null))).collect::<Vec<_>>(),
+    })
+}
+
+/// `qflow show`: the inspection in sections, for people.
+fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
+    let mut out = vec![format!(
+        "instance {}  (process {}, deployment {})",
+        i.id, i.process, i.deployment_id
+    )];
+    let status = i.status.as_str().to_uppercase();
+    match (&i.status, &i.failure) {
+        (Status::Failed, Some(f)) => {
+            out.push(format!(
+                "status   {status} at {}: {} ({}), {} attempt(s)",
+                f.node,
+                f.code,
+                f.reason,
+                i.failed_attempts().unwrap_or(0)
+            ));
+            if let Some(m) = &f.message {
+                let class = f
+                    .class
+                    .as_deref()
+                    .map(|c| format!("{c}: "))
+                    .unwrap_or_default();
+                out.push(format!("         last failure: {class}{m}"));
+            }
+            out.push(format!(
+                "repair   qflow migrate {} --to MODEL|DEPLOYMENT --db {db} --dry-run   (then without --dry-run, then qflow resume {} --db {db})",
+                i.id, i.id
+            ));
+        }
+        _ => {
+            let waits = match &i.waiting {
+                _ if i.status == Status::Running => format!(
+                    ": a token is ready at {} (`qflow resume {} --db {db}` continues it)",
+                    i.current.as_deref().unwrap_or("?"),
+                    i.id
+                ),
+                Some(Waiting::Reconciliation { node, code }) => format!(
+                    ": waiting at {node} for the reconciliation of {}",
+                    code.as_deref().unwrap_or("an unknown outcome")
+                ),
+                Some(Waiting::Timer {
+                    node,
+                    purpose,
+                    due_ms,
+                }) => format!(
+                    ": waiting at {node} for its {} due at {}",
+                    qflow_engine::inspect::waiting_for(*purpose),
+                    ops::since_start(*due_ms)
+                ),
+                Some(Waiting::Nothing { .. }) => ": waiting for nothing a run can give".into(),
+                None => String::new(),
+            };
+            out.push(format!("status   {status}{waits}"));
+        }
+    }
+    out.push(format!(
+        "last decision at {}",
+        ops::since_start(i.updated_ms - i.started_ms)
+    ));
+    out.push(String::new());
+    out.push("nodes".into());
+    let w = i
+        .nodes
+        .iter()
+        .map(|n| n.id.chars().count())
+        .max()
+        .unwrap_or(4);
+    for n in &i.nodes {
+        let (state, at) = state_of(&n.state);
+        let at = at
+            .map(|a| format!(" {}", ops::since_start(a)))
+            .unwrap_or_default();
+        let attempts = n
+            .attempts
+            .map(|a| format!("  {a} attempt(s) burned"))
+            .unwrap_or_default();
+        out.push(format!(
+            "  {:<w$}  {:<9}  {state}{at}{attempts}",
+            n.id,
+            kind_word(n.kind)
+        ));
+    }
+    let section = |out: &mut Vec<String>, title: &str, lines: Vec<String>| {
+        out.push(String::new());
+        out.push(title.to_string());
+        if lines.is_empty() {
+            out.push("  none".into());
+        }
+        out.extend(lines.into_iter().map(|l| format!("  {l}")));
+    };
+    section(
+        &mut out,
+        "snapshot",
+        i.snapshot
+            .iter()
+            .map(|k| format!("{} = {}", k.key, k.value))
+            .collect(),
+    );
+    section(
+        &mut out,
+        "timers (armed)",
+        i.timers
+            .iter()
+            .map(|t| {
+                format!(
+                    "#{} {} on {} due at {}{}",
+                    t.id,
+                    t.purpose.as_str(),
+                    t.node,
+                    ops::since_start(t.due_ms - i.started_ms),
+                    t.attempt
+                        .map(|a| format!(" (attempt {a})"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect(),
+    );
+    section(
+        &mut out,
+        "outbox",
+        i.outbox
+            .iter()
+            .map(|o| {
+                format!(
+                    "{} attempt {} to {}: {} after {} delivery(ies), key {}",
+                    o.node, o.attempt, o.channel, o.state, o.deliveries, o.idempotency_key
+                )
+            })
+            .collect(),
+    );
+    section(
+        &mut out,
+        "correlations",
+        i.correlations
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} → {}{}",
+                    c.key,
+                    c.node,
+                    if c.in_backoff {
+                        " (in a backoff window: a response now is refused, a retry is pending)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect(),
+    );
+    section(
+        &mut out,
+        "incidents",
+        i.incidents
+            .iter()
+            .map(|x| {
+                format!(
+                    "#{} {} at {}: {} (opened {}{})",
+                    x.id,
+                    x.kind,
+                    x.node,
+                    x.message,
+                    ops::since_start(x.opened_ms - i.started_ms),
+                    x.closed_ms
+                        .map(|c| format!(", closed {}", ops::since_start(c - i.started_ms)))
+                        .unwrap_or_else(|| ", open".into())
+                )
+            })
+            .collect(),
+    );
+    section(
+        &mut out,
+        "history",
+        i.history
+            .iter()
+            .map(|h| match &h.line {
+                Some(l) => human_line(l, columns),
+                None => format!("#{} {} (a line this version cannot read)", h.seq, h.kind),
+            })
+            .collect(),
+    );
+    out
+}
+
+pub fn show(args: ShowArgs) -> ExitCode {
+    let format = args.format;
+    let store = match ops::open_existing(&args.db) {
+        Ok(s) => s,
+        Err(e) => return ops::fail(format, USAGE, "store", e),
+    };
+    let inspection = match fleet::instance(&store, &args.instance) {
+        Ok(i) => i,
+        Err(qflow_engine::runtime::RunError::Store(
+            qflow_engine::store::StoreError::NoInstance(id),
+        )) => {
+            let known: Vec<String> = store
+                .instances()
+                .map(|v| v.into_iter().map(|i| i.id).collect())
+                .unwrap_or_default();
+            let hint = qflow_engine::suggest::closest(&id, known.iter().map(String::as_str))
+                .map(|s| format!(" (did you mean {s}?)"))
+                .unwrap_or_default();
+            return ops::fail(
+                format,
+                USAGE,
+                "usage",
+                format!(
+                    "no instance {id} in {}{hint}; `qflow instances --db {}` lists them",
+                    args.db.display(),
+                    args.db.display()
+                ),
+            );
+        }
+        Err(e) => return ops::fail(format, USAGE, "store", e),
+    };
+    match format {
+        Format::Json => println!("{}", json_line(&show_json(&inspection), &["instance"])),
+        Format::Human => {
+            let columns = Columns::of_ids(inspection.nodes.iter().map(|n| n.id.as_str()));
+            for l in show_human(&inspection, &args.db.display().to_string(), &columns) {
+                println!("{l}");
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}

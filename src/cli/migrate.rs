@@ -1,0 +1,385 @@
+//! `qflow migrate` (repair by migration: the plan, then one transaction)
+//! and `qflow resume` (continue a repaired or parked instance). docs/cli.md.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use qflow_engine::repair::{self, Planned, RepairError, Target};
+use qflow_engine::runtime::clock::VirtualClock;
+use qflow_engine::runtime::migrate::{Held, Plan};
+use qflow_engine::runtime::outcome::Expectation;
+use qflow_engine::runtime::scenario::Scenario;
+use qflow_engine::runtime::session::{load_scenario, ScenarioChoice};
+use qflow_engine::runtime::{scenario_check, LocalRun, Status};
+use serde_json::{json, Value};
+
+use super::ops::{self, Format, REFUSED, USAGE};
+use super::run::{self as run_cli, json_line, Columns};
+
+/// Move an instance onto another deployment or model (the repair of a
+/// FAILED instance): check the mapping, print the plan, apply it in one
+/// transaction.
+#[derive(Debug, clap::Args)]
+pub struct MigrateArgs {
+    /// The instance to move (`qflow instances --db DB --status failed` lists
+    /// the FAILED ones). Omit it with --all-failed-of.
+    #[arg(
+        required_unless_present = "all_failed_of",
+        conflicts_with = "all_failed_of"
+    )]
+    pub instance: Option<String>,
+    /// Where to: a deployment id of --db, or a model file (deployed in the
+    /// migration's own transaction unless its source is already deployed).
+    #[arg(long, value_name = "DEPLOYMENT|MODEL")]
+    pub to: String,
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Node OLD of the instance's model is NEW in the target (repeatable).
+    /// Unmapped nodes keep their id.
+    #[arg(long = "map", value_name = "OLD=NEW")]
+    pub map: Vec<String>,
+    /// Start the attempt counters over instead of carrying the burned budget.
+    #[arg(long)]
+    pub reset_budget: bool,
+    /// Print the plan and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Repair every FAILED instance of this deployment (all are planned
+    /// first; one refusal and none is moved).
+    #[arg(long, value_name = "DEPLOYMENT")]
+    pub all_failed_of: Option<i64>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+/// Continue a repaired or parked instance on its deployment, printing every
+/// decision as `qflow run` does.
+#[derive(Debug, clap::Args)]
+pub struct ResumeArgs {
+    /// The instance to continue.
+    pub instance: String,
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// A scenario (JSON, docs/run.md) for the handlers and counterparts from
+    /// here on. Default: none (every task succeeds, counterparts answer `{}`).
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+    /// Reconcile an unknown outcome of NODE first: succeeded, failed or retry.
+    #[arg(long, value_name = "NODE=AS")]
+    pub resolve: Vec<String>,
+    /// Exit 3 unless the instance ends this way (as `qflow run --expect`).
+    #[arg(long, value_name = "OUTCOME")]
+    pub expect: Option<String>,
+    /// Stop after this much virtual time since the instance started (ISO-8601).
+    #[arg(long, value_name = "DURATION")]
+    pub until: Option<String>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+fn parse_map(items: &[String]) -> Result<BTreeMap<String, String>, String> {
+    let mut mapping = BTreeMap::new();
+    for m in items {
+        match m.split_once('=') {
+            Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => {
+                if let Some(prev) = mapping.insert(a.trim().to_string(), b.trim().to_string()) {
+                    return Err(format!(
+                        "--map {m}: {} is already mapped to {prev}; map each node once",
+                        a.trim()
+                    ));
+                }
+            }
+            _ => return Err(format!("--map `{m}`: write OLD=NEW (node ids)")),
+        }
+    }
+    Ok(mapping)
+}
+
+/// `--to`: a deployment id when it is a number and no such file exists,
+/// else a model file.
+fn target(to: &str, format: Format) -> Result<(Target, String), ExitCode> {
+    let path = PathBuf::from(to);
+    if let Ok(id) = to.parse::<i64>() {
+        if !path.exists() {
+            return Ok((Target::Deployment(id), format!("deployment {id}")));
+        }
+    }
+    let model = ops::read_model(&path, format)?;
+    let shown = model.shown.clone();
+    Ok((
+        Target::Model {
+            source: model.source,
+            origin: Some(model.shown),
+            graph: Box::new(model.graph),
+        },
+        shown,
+    ))
+}
+
+fn held_json(h: &Held) -> Value {
+    match h {
+        Held::Token(s) => json!({"token": s.as_str()}),
+        Held::Key { family, value } => json!({"key": family.prefix(),
+            "value": serde_json::from_str::<Value>(value).unwrap_or(Value::Null)}),
+        Held::Timer { purpose, due_ms } => {
+            json!({"timer": purpose.as_str(), "due_s": ops::seconds(*due_ms)})
+        }
+        Held::Outbox(n) => json!({"outbox": n}),
+        Held::Correlation => json!({"correlation": true}),
+        Held::Failure { code } => json!({"failure": code}),
+    }
+}
+
+fn plan_json(p: &Plan) -> Value {
+    let moves: Vec<Value> = p
+        .moves
+        .iter()
+        .map(|m| {
+            json!({
+                "from": m.from, "to": m.to, "from_kind": m.from_kind, "to_kind": m.to_kind,
+                "held": m.held.iter().map(held_json).collect::<Vec<_>>(),
+                "budget": m.budget.map(|b| json!({"burned": b.burned, "carried": b.carried,
+                    "max_attempts": b.max_attempts})),
+            })
+        })
+        .collect();
+    json!({
+        "instance": p.instance,
+        "status_before": p.status_before.as_str(),
+        "status_after": p.status_after.as_str(),
+        "reset_budget": p.reset_budget,
+        "mapping": p.mapping,
+        "moves": moves,
+    })
+}
+
+fn print_plan(planned: &Planned, to_shown: &str, format: Format, applied: Option<i64>) {
+    match format {
+        Format::Json => {
+            let mut v = plan_json(&planned.plan);
+            v["from_deployment"] = json!(planned.from_deployment);
+            v["to_deployment"] = json!(applied.or(planned.to_deployment));
+            v["applied"] = json!(applied.is_some());
+            println!("{}", json_line(&v, &["instance", "applied"]));
+        }
+        Format::Human => {
+            let to = match (
+                applied.or(planned.to_deployment),
+                to_shown.starts_with("deployment "),
+            ) {
+                (Some(id), true) => format!("deployment {id}"),
+                (Some(id), false) => format!("deployment {id} ({to_shown})"),
+                (None, _) => format!("{to_shown} (deployed by the migration)"),
+            };
+            println!(
+                "plan: {} from deployment {} to {to}",
+                planned.plan.instance, planned.from_deployment
+            );
+            for l in planned.plan.describe() {
+                println!("  {l}");
+            }
+        }
+    }
+}
+
+fn refusal(format: Format, instance: &str, e: &RepairError) -> ExitCode {
+    let (code, why) = match e {
+        RepairError::Refused(_) | RepairError::Moved { .. } | RepairError::Retired(_) => {
+            (REFUSED, "refused")
+        }
+        RepairError::Run(qflow_engine::runtime::RunError::Store(
+            qflow_engine::store::StoreError::NoInstance(_)
+            | qflow_engine::store::StoreError::NoDeployment(_),
+        )) => (USAGE, "usage"),
+        RepairError::Run(_) => (USAGE, "store"),
+    };
+    ops::fail(
+        format,
+        code,
+        why,
+        format!("{instance}: {e}; nothing was changed"),
+    )
+}
+
+pub fn migrate(args: MigrateArgs) -> ExitCode {
+    let format = args.format;
+    let mapping = match parse_map(&args.map) {
+        Ok(m) => m,
+        Err(e) => return ops::fail(format, USAGE, "usage", e),
+    };
+    let mut store = match ops::open_existing(&args.db) {
+        Ok(s) => s,
+        Err(e) => return ops::fail(format, USAGE, "store", e),
+    };
+    let (target, to_shown) = match target(&args.to, format) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    let instances = match (&args.instance, args.all_failed_of) {
+        (Some(i), _) => vec![i.clone()],
+        (None, Some(d)) => match repair::failed_of(&store, d) {
+            Ok(v) if v.is_empty() => {
+                match format {
+                    Format::Json => println!("[]"),
+                    Format::Human => {
+                        println!("deployment {d} has no FAILED instance: nothing to repair")
+                    }
+                }
+                return ExitCode::SUCCESS;
+            }
+            Ok(v) => v,
+            Err(e) => return ops::fail(format, USAGE, "usage", e),
+        },
+        (None, None) => unreachable!("clap requires an instance or --all-failed-of"),
+    };
+    // Every plan first: one refusal and nothing is moved.
+    let mut plans = Vec::new();
+    for id in &instances {
+        match repair::plan(&store, id, &target, &mapping, args.reset_budget) {
+            Ok(p) => plans.push(p),
+            Err(e) => return refusal(format, id, &e),
+        }
+    }
+    if args.dry_run {
+        for p in &plans {
+            print_plan(p, &to_shown, format, None);
+        }
+        if format == Format::Human {
+            println!("dry run: nothing was changed");
+        }
+        return ExitCode::SUCCESS;
+    }
+    for p in &plans {
+        let id = &p.plan.instance;
+        match repair::apply(
+            &mut store,
+            id,
+            &target,
+            &mapping,
+            args.reset_budget,
+            Some(p.version),
+        ) {
+            Ok((decision, deployment)) => {
+                let applied = Planned {
+                    plan: decision.plan.clone().unwrap_or_else(|| p.plan.clone()),
+                    ..p.clone()
+                };
+                print_plan(&applied, &to_shown, format, Some(deployment));
+                if format == Format::Human {
+                    let next = match decision.status {
+                        Status::Running | Status::Waiting => format!(
+                            "; `qflow resume {id} --db {}` continues it",
+                            args.db.display()
+                        ),
+                        _ => String::new(),
+                    };
+                    println!(
+                        "applied: {id} is on deployment {deployment}, {}{next}",
+                        decision.status.as_str().to_uppercase()
+                    );
+                }
+            }
+            Err(e) => return refusal(format, id, &e),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+pub fn resume(args: ResumeArgs) -> ExitCode {
+    let format = match args.format {
+        Format::Human => run_cli::Format::Human,
+        Format::Json => run_cli::Format::Json,
+    };
+    let fmt = args.format;
+    let store = match ops::open_existing(&args.db) {
+        Ok(s) => s,
+        Err(e) => return ops::fail(fmt, USAGE, "store", e),
+    };
+    let row = match store.instance(&args.instance) {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            return ops::fail(
+                fmt,
+                USAGE,
+                "usage",
+                format!(
+                    "no instance {} in {}; `qflow instances --db {}` lists them",
+                    args.instance,
+                    args.db.display(),
+                    args.db.display()
+                ),
+            )
+        }
+        Err(e) => return ops::fail(fmt, USAGE, "store", e),
+    };
+    if row.status == Status::Failed {
+        return ops::fail(
+            fmt,
+            REFUSED,
+            "refused",
+            format!(
+                "instance {} is FAILED: repair it first (`qflow migrate {} --to MODEL|DEPLOYMENT --db {}`), then resume it",
+                args.instance,
+                args.instance,
+                args.db.display()
+            ),
+        );
+    }
+    let expect = match args.expect.as_deref().map(Expectation::parse) {
+        None => None,
+        Some(Ok(e)) => Some(e),
+        Some(Err(m)) => return ops::fail(fmt, USAGE, "usage", format!("--expect {m}")),
+    };
+    let until = match &args.until {
+        None => None,
+        Some(u) => match qflow_engine::duration::parse(u) {
+            Ok(d) => Some(d),
+            Err(e) => return ops::fail(fmt, USAGE, "usage", format!("--until `{u}`: {e}")),
+        },
+    };
+    let graph = match qflow_engine::runtime::shell::deployed_graph(&store, row.deployment_id) {
+        Ok(g) => g,
+        Err(e) => return ops::fail(fmt, USAGE, "store", e),
+    };
+    let scenario = match &args.scenario {
+        None => Scenario::default(),
+        Some(p) => match load_scenario(p, &ScenarioChoice::File(p.clone())) {
+            Ok((s, _)) => {
+                let misfits = scenario_check::check(&s, &graph);
+                if !misfits.is_empty() {
+                    let all: Vec<String> = misfits.iter().map(|m| m.to_string()).collect();
+                    return ops::fail(
+                        fmt,
+                        USAGE,
+                        "scenario",
+                        format!("scenario {}: {}", p.display(), all.join("; ")),
+                    );
+                }
+                s
+            }
+            Err(e) => return ops::fail(fmt, USAGE, "scenario", e),
+        },
+    };
+    let mut run = match LocalRun::attach(store, &args.instance, scenario, VirtualClock::new(0)) {
+        Ok(r) => r,
+        Err(e) => return ops::fail(fmt, USAGE, "store", e),
+    };
+    let mut resolves = Vec::new();
+    for r in &args.resolve {
+        match run_cli::parse_resolve(r, Some(run.graph())) {
+            Ok(e) => resolves.push(e),
+            Err(m) => return ops::fail(fmt, USAGE, "usage", m),
+        }
+    }
+    let opts = run_cli::Opts {
+        effects_log: None,
+        format,
+        resolves,
+        until,
+        db_shown: Some(args.db.display().to_string()),
+        expect,
+        columns: Columns::of(Some(run.graph())),
+    };
+    run_cli::drive_run(&mut run, &opts)
+}

@@ -1,0 +1,169 @@
+//! What the store-operating subcommands (deploy, deployments, instances,
+//! show, retire, migrate, resume) share: opening the database the user
+//! named, reading a model, the output format, exit codes, timestamps.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use qflow_engine::diagnostic::Report;
+use qflow_engine::runtime::graph::Graph;
+use qflow_engine::store::Store;
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned text for people.
+    Human,
+    /// JSON on stdout (docs/cli.md), messages on stderr.
+    Json,
+}
+
+/// Exit 2: the command could not do its work (bad arguments, an
+/// unreadable file, a database that cannot be opened, no such instance).
+pub const USAGE: u8 = 2;
+/// Exit 4: refused by the state of the store (a retirement blocked by
+/// FAILED or unfinished instances, a migration that does not fit, an
+/// instance that cannot be resumed); nothing was changed.
+pub const REFUSED: u8 = 4;
+
+/// `error: …` on stderr and, with JSON, `{"status":"error",…}` on stdout; exit `code`.
+pub fn fail(format: Format, code: u8, why: &str, msg: impl std::fmt::Display) -> ExitCode {
+    let msg = msg.to_string();
+    eprintln!("error: {msg}");
+    if format == Format::Json {
+        let rec = json!({"status": "error", "error": why, "message": msg});
+        println!(
+            "{}",
+            super::run::json_line(&rec, &["status", "error", "message"])
+        );
+    }
+    ExitCode::from(code)
+}
+
+/// Open a database that must already exist (reading commands never create one).
+pub fn open_existing(db: &Path) -> Result<Store, String> {
+    if !db.exists() {
+        return Err(format!(
+            "--db {}: no such database (a run or `qflow deploy MODEL --db {}` creates it)",
+            db.display(),
+            db.display()
+        ));
+    }
+    open(db)
+}
+
+/// Open (or create) a database.
+pub fn open(db: &Path) -> Result<Store, String> {
+    Store::open(db)
+        .map_err(|e| format!("--db {}", qflow_engine::store::explain::open_error(db, &e)))
+}
+
+/// A model read, checked as `qflow check` checks it (its configuration
+/// deciding the modelling rules), and compiled for the runtime.
+pub struct Model {
+    pub shown: String,
+    pub source: String,
+    pub graph: Graph,
+}
+
+/// Read and accept a model, or say why not: `Err((exit code, printed))`.
+/// A refused model's reports go to stderr (and a JSON record to stdout).
+pub fn read_model(path: &Path, format: Format) -> Result<Model, ExitCode> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| {
+        fail(
+            format,
+            USAGE,
+            "unreadable",
+            format!("cannot read {shown}: {e}"),
+        )
+    })?;
+    let config = qflow_engine::config::Config::for_model(path);
+    let (text, analysis) = qflow_engine::analyze_bytes_with(&bytes, &config.settings);
+    let refusals: Vec<&qflow_engine::Diagnostic> = analysis.refusals().collect();
+    if !refusals.is_empty() || analysis.definitions.is_none() {
+        for d in &refusals {
+            let report = miette::Report::new(Report::new((*d).clone(), &shown, &text));
+            eprintln!("{report:?}");
+        }
+        let message = format!("{shown}: the model is refused (load errors); nothing was changed");
+        eprintln!("{message}");
+        if format == Format::Json {
+            let index = qflow_engine::span::LineIndex::new(&text);
+            let diagnostics: Vec<Value> = refusals
+                .iter()
+                .map(|d| d.to_json(&shown, &text, &index))
+                .collect();
+            let rec = json!({"status": "error", "error": "model", "message": message, "diagnostics": diagnostics});
+            println!(
+                "{}",
+                super::run::json_line(&rec, &["status", "error", "message"])
+            );
+        }
+        return Err(ExitCode::from(1));
+    }
+    let defs = analysis.definitions.expect("checked above");
+    let graph = Graph::compile(&defs).map_err(|e| {
+        eprintln!("error: {shown}: the model cannot run: {e}");
+        if format == Format::Json {
+            let rec = json!({"status": "error", "error": "model", "message": format!("{shown}: the model cannot run: {e}")});
+            println!(
+                "{}",
+                super::run::json_line(&rec, &["status", "error", "message"])
+            );
+        }
+        ExitCode::from(1)
+    })?;
+    Ok(Model {
+        shown,
+        source: text.into_owned(),
+        graph,
+    })
+}
+
+/// A wall-clock instant as RFC 3339 UTC, to the second.
+pub fn timestamp(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// The short form of a source hash shown in lists (the JSON has it whole).
+pub fn short_hash(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
+}
+
+/// Milliseconds since an instance started, as `qflow run` shows them (`+2h 36m`).
+pub fn since_start(ms: i64) -> String {
+    format!("+{}", qflow_engine::duration::compact_ms(ms))
+}
+
+/// Seconds (JSON's axis) from milliseconds.
+pub fn seconds(ms: i64) -> Value {
+    qflow_engine::instance::history::seconds(ms)
+}
+
+/// Print rows as aligned columns (the last column unpadded).
+pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let n = cells.len();
+        let mut s = String::new();
+        for (i, c) in cells.into_iter().enumerate() {
+            if i + 1 == n {
+                s.push_str(&c);
+            } else {
+                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            }
+        }
+        s.trim_end().to_string()
+    };
+    println!("{}", line(header.iter().map(|h| h.to_string()).collect()));
+    for r in rows {
+        println!("{}", line(r.clone()));
+    }
+}
