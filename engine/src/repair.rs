@@ -234,3 +234,38 @@ pub fn failed_of(store: &Store, deployment: i64) -> Result<Vec<String>, StoreErr
         .map(|i| i.id)
         .collect())
 }
+
+/// A mapping to offer for a migration of `instance` onto `target`: each node
+/// holding state that the target lacks, to its likely counterpart.
+pub fn suggest_mapping(
+    store: &Store,
+    instance: &str,
+    target: &Target,
+) -> Result<BTreeMap<String, String>, RepairError> {
+    let to = resolve(store, target)?;
+    let facts = store.facts(instance)?;
+    let old = deployed_graph(store, facts.deployment_id)?;
+    let extra = holdings(store, instance)?;
+    Ok(migrate::suggest(
+        &old,
+        &to.graph,
+        &facts.as_facts(instance),
+        &extra,
+    ))
+}
+
+/// The deployment a FAILED instance would most likely be repaired onto: the
+/// newest active deployment of the same process other than its own.
+pub fn likely_target(store: &Store, instance: &str) -> Result<Option<i64>, StoreError> {
+    let Some(row) = store.instance(instance)? else {
+        return Ok(None);
+    };
+    Ok(store
+        .deployments()?
+        .into_iter()
+        .filter(|d| {
+            d.process_id == row.process_id && d.id != row.deployment_id && d.retired_ms.is_none()
+        })
+        .map(|d| d.id)
+        .max())
+}

@@ -188,6 +188,10 @@ pub(super) fn refuse_retired(
     tx: &rusqlite::Transaction<'_>,
     deployment: i64,
 ) -> Result<(), StoreError> {
+    let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version < super::schema::LIFECYCLE {
+        return Ok(());
+    }
     let retired: Option<Option<i64>> = tx
         .query_row(
             "SELECT retired_ms FROM deployments WHERE id = ?1",
@@ -228,4 +232,15 @@ pub(super) fn insert_deployment(
         params![hash, process_id],
         |r| r.get(0),
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::schema;
+
+    #[test]
+    fn the_lifecycle_version_is_the_migration_that_adds_retirement() {
+        let m = schema::MIGRATIONS[schema::LIFECYCLE as usize - 1];
+        assert!(m.contains("retired_ms") && m.contains("origin"), "{m}");
+    }
 }

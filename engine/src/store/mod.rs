@@ -246,6 +246,7 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        lifecycle::refuse_retired(&tx, deployment.id)?;
         for _ in 0..n {
             insert_instance(&tx, deployment, start, started_ms)?;
         }

@@ -160,5 +160,10 @@ ALTER TABLE deployments ADD COLUMN retired_ms INTEGER;  -- wall clock; NULL whil
 "#,
 ];
 
+/// The version that added the deployment lifecycle (`deployments.origin`,
+/// `retired_ms`): a store opened at an older version (tests do) has no
+/// retirement to honour.
+pub const LIFECYCLE: u32 = 5;
+
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -27,7 +27,7 @@ use crate::runtime::graph::Graph;
 
 mod plan;
 
-pub use plan::{kind_words, Budget, Held, Holdings, NodeMove, Plan};
+pub use plan::{kind_words, suggest, Budget, Held, Holdings, NodeMove, Plan};
 
 /// Why a migration cannot be applied: every problem found, each saying
 /// what to change.

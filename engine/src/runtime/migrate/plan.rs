@@ -295,24 +295,7 @@ pub(super) fn check(
             if mapping.contains_key(from.as_str()) {
                 continue; // already reported: the new model has no such node
             }
-            // The new model's nodes of the same kind, the closest id first.
-            let same: Vec<&str> = old
-                .node(from)
-                .map(|o| {
-                    new.nodes
-                        .values()
-                        .filter(|n| shape(&n.kind) == shape(&o.kind))
-                        .map(|n| n.id.as_str())
-                        .collect()
-                })
-                .unwrap_or_default();
-            let suggestion = crate::suggest::closest(from, same.iter().copied())
-                .or(if same.len() == 1 {
-                    same.first().copied()
-                } else {
-                    None
-                })
-                .unwrap_or("NEW");
+            let suggestion = counterpart(old, new, from).unwrap_or("NEW");
             problems.push(format!(
                 "node {from} holds state ({listed}) but the new model has no node {from}: map it to a node of the same kind (--map {from}={suggestion})"
             ));
@@ -388,4 +371,36 @@ pub(super) fn check(
         status_after: facts.status,
         moves,
     })
+}
+
+/// The node of the new model a node of the old one most likely became: of
+/// the same kind, the closest id, or the only one of its kind.
+fn counterpart<'a>(old: &Graph, new: &'a Graph, from: &str) -> Option<&'a str> {
+    let o = old.node(from)?;
+    let same: Vec<&str> = new
+        .nodes
+        .values()
+        .filter(|n| shape(&n.kind) == shape(&o.kind))
+        .map(|n| n.id.as_str())
+        .collect();
+    crate::suggest::closest(from, same.iter().copied()).or(if same.len() == 1 {
+        same.first().copied()
+    } else {
+        None
+    })
+}
+
+/// A mapping to start from: every node holding state whose id the new model
+/// lacks, to its likely counterpart (what a console offers first).
+pub fn suggest(
+    old: &Graph,
+    new: &Graph,
+    facts: &Facts<'_>,
+    extra: &Holdings,
+) -> BTreeMap<String, String> {
+    holdings(facts, extra)
+        .into_keys()
+        .filter(|n| new.node(n).is_none())
+        .filter_map(|n| counterpart(old, new, &n).map(|c| (n.clone(), c.to_string())))
+        .collect()
 }
