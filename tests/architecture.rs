@@ -281,7 +281,7 @@ fn lsp_types_only_in_the_conversion_module_and_the_server_glue() {
 #[test]
 fn faces_do_not_compute_schedules() {
     // The steps of a schedule. A face asks the engine for a whole one
-    // (`schedule`, `upcoming`, `worst_case`, `summary`), never steps it.
+    // (`worst_case` and its `summary`, `upcoming`), never steps it.
     const STEPS: &[&str] = &[
         "delay_before",
         "delay_with_jitter",

@@ -150,7 +150,7 @@ fn node_hover(process: &Process, node: &Node) -> String {
                 let _ = writeln!(
                     s,
                     "Retry: {} (hover `<{}>` for the schedule).\n",
-                    p.summary(),
+                    p.worst_case(policy::attempt_window(node)).summary(),
                     r.qname
                 );
             }
@@ -217,9 +217,11 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
             return s.trim_end().to_string();
         }
     };
-    // Worst case first: it is the line an author must not misread.
-    let (attempts, elapsed) = policy.worst_case();
-    let worst = match (attempts, elapsed) {
+    // Worst case first: it is the line an author must not misread. The
+    // node's own: a call's attempt lasts until its timeout fires.
+    let window = policy::attempt_window(node);
+    let wc = policy.worst_case(window);
+    let worst = match (wc.count, wc.fails_by) {
         (Some(1), _) => "1 attempt, no retries".to_string(),
         (Some(n), Some(e)) => format!("{n} attempts over {}", to_words(e)),
         (Some(n), None) => format!("{n} attempts"),
@@ -227,7 +229,14 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
         (None, None) => "unbounded: attempts never stop".to_string(),
     };
     let _ = writeln!(s, "**Worst case:** {worst}.");
-    schedule_table(&mut s, &policy);
+    if !window.is_zero() {
+        let _ = writeln!(
+            s,
+            "\nEach attempt waits up to {} for its response (the call's `<q:timeout>`) before it fails; the next delay runs from that failure, and `maxElapsed` is checked against the next attempt's start.",
+            to_words(window)
+        );
+    }
+    schedule_table(&mut s, &policy, &wc);
     if node.registered_task().is_some() {
         retry_after_text(&mut s, &policy);
     }
@@ -243,12 +252,13 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
             qflow_engine::text::capped_list(&codes)
         );
     }
-    load_text(&mut s, defs, node, &policy);
+    load_text(&mut s, defs, node, &policy, window);
     s.trim_end().to_string()
 }
 
-/// The policy's timetable: nominal times, and the jittered range beside them.
-fn schedule_table(s: &mut String, policy: &RetryPolicy) {
+/// The node's timetable: nominal times, and the jittered range beside them;
+/// for a call, when each attempt times out.
+fn schedule_table(s: &mut String, policy: &RetryPolicy, wc: &policy::WorstCase) {
     if policy.jitter != Jitter::None {
         let _ = writeln!(
             s,
@@ -256,9 +266,14 @@ fn schedule_table(s: &mut String, policy: &RetryPolicy) {
             policy.jitter.as_str()
         );
     }
-    s.push_str("\n| attempt | delay | since first attempt | with jitter (earliest – latest) |\n|---:|---:|---:|---:|\n");
-    let schedule = policy.schedule();
-    for a in &schedule {
+    let call = !wc.attempt_takes.is_zero();
+    if call {
+        s.push_str("\n| attempt | delay | since first attempt | times out | with jitter (earliest – latest) |\n|---:|---:|---:|---:|---:|\n");
+    } else {
+        s.push_str("\n| attempt | delay | since first attempt | with jitter (earliest – latest) |\n|---:|---:|---:|---:|\n");
+    }
+    let schedule = &wc.attempts;
+    for a in schedule {
         let jitter = if a.since_first_min == a.since_first_max {
             to_words(a.since_first)
         } else {
@@ -268,27 +283,42 @@ fn schedule_table(s: &mut String, policy: &RetryPolicy) {
                 to_words(a.since_first_max)
             )
         };
+        let out = if call {
+            format!(" {} |", to_words(a.fails_at))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} |",
+            "| {} | {} | {} |{out} {} |",
             a.attempt,
             words_or_dash(a.delay),
             to_words(a.since_first),
             jitter
         );
     }
-    if !policy.schedule_is_complete() {
+    if !wc.complete {
         let _ = writeln!(
             s,
-            "| … | | | |\n\nOnly the first {} attempts are listed.",
+            "| … | | | |{}\n\nOnly the first {} attempts are listed.",
+            if call { " |" } else { "" },
             schedule.len()
         );
     } else if let Some(last) = schedule.last() {
-        let _ = writeln!(
-            s,
-            "\nThen terminal: the instance fails after attempt {}.",
-            last.attempt
-        );
+        if call {
+            let _ = writeln!(
+                s,
+                "\nThen terminal: the instance fails when attempt {} times out, {} after the first attempt.",
+                last.attempt,
+                to_words(last.fails_at)
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "\nThen terminal: the instance fails after attempt {}.",
+                last.attempt
+            );
+        }
     }
 }
 
@@ -308,15 +338,21 @@ fn retry_after_text(s: &mut String, policy: &RetryPolicy) {
 }
 
 /// What the policy costs a failing population, and a call's deliveries.
-fn load_text(s: &mut String, defs: &Definitions, node: &Node, policy: &RetryPolicy) {
+fn load_text(
+    s: &mut String,
+    defs: &Definitions,
+    node: &Node,
+    policy: &RetryPolicy,
+    window: Duration,
+) {
     s.push_str("\n**Load:** ");
-    match policy.attempts_per_failing_instance() {
+    match policy.attempts_per_failing_instance(window) {
         Some(n) => {
             let _ = write!(s, "{n} attempts per failing instance");
         }
         None => s.push_str("attempts per failing instance are unbounded"),
     }
-    match policy.scheduled_attempts(PROJECTION_INSTANCES, PROJECTION_WINDOW) {
+    match policy.scheduled_attempts(PROJECTION_INSTANCES, PROJECTION_WINDOW, window) {
         Some(total) => {
             let _ = writeln!(
                 s,
@@ -331,7 +367,7 @@ fn load_text(s: &mut String, defs: &Definitions, node: &Node, policy: &RetryPoli
         s.push('\n');
         s.push_str(&delivery_text(
             &load,
-            policy.attempts_per_failing_instance(),
+            policy.attempts_per_failing_instance(window),
         ));
     }
 }

@@ -169,7 +169,9 @@ fn plan(
     }
     SchedulePlan {
         node: id.to_string(),
-        policy: policy.summary(),
+        policy: policy
+            .worst_case(Duration::from_millis(timeout_ms.unwrap_or(0).max(0) as u64))
+            .summary(),
         max_attempts: policy.max_attempts,
         done,
         planned,

@@ -114,7 +114,7 @@ mod tests {
             p.jitter_bounds(3),
             (Duration::from_secs(150), Duration::from_secs(300))
         );
-        let s = p.schedule();
+        let s = p.worst_case(Duration::ZERO).attempts;
         assert_eq!(s[2].since_first_min, Duration::from_secs(30 + 150));
         assert_eq!(s[2].since_first_max, Duration::from_secs(360));
         // A pinned value: the hash is part of the contract (reruns wait the same).

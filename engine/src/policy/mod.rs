@@ -32,9 +32,12 @@
 //! - **nonRetryableCodes**: a failure with one of these codes ends the task at
 //!   once (reason `non-retryable`), budget or not.
 //!
-//! Times in [`RetryPolicy::schedule`] are measured between attempt *starts* and
-//! treat attempts as failing instantly: the schedule is the policy's own
-//! timetable, independent of how long a handler or counterpart takes.
+//! A node's worst case ([`RetryPolicy::worst_case`]) counts each attempt's
+//! window ([`attempt_window`]): a registered task's attempt fails when its
+//! handler says so (no window), a channel call's when its `<q:timeout>`
+//! fires, and the next delay runs from that failure. The hover, the rules'
+//! hints, the console, `qflow project` and the runtime's expiry all agree
+//! because they take the same step.
 //!
 //! One module per seam:
 //!
@@ -58,9 +61,25 @@ pub use channel::{
 pub use jitter::{jitter_unit, Jitter};
 pub use schedule::{
     CapSource, Next, NextAttempt, PlannedAttempt, RetryAfterCap, StopReason, UpcomingAttempt,
-    DEFAULT_RETRY_AFTER_MAX, SCHEDULE_LIMIT,
+    WorstCase, DEFAULT_RETRY_AFTER_MAX, SCHEDULE_LIMIT,
 };
 pub use spec::{list_entries, SpecError};
+
+/// How long one attempt of `node` lasts before it counts as failed: a channel
+/// call's `<q:timeout>` window (its first one; the rules refuse a second),
+/// zero for a registered task, whose handler ends its own attempt. A call
+/// timed out only by a timer boundary has no window: the boundary ends the
+/// task rather than failing an attempt.
+pub fn attempt_window(node: &crate::model::Node) -> Duration {
+    if node.channel_call().is_none() {
+        return Duration::ZERO;
+    }
+    node.timeouts
+        .first()
+        .and_then(|t| t.duration.as_ref())
+        .and_then(|d| crate::duration::parse(d.value.trim()).ok())
+        .unwrap_or(Duration::ZERO)
+}
 
 /// The factor of the curve form when `factor` is not written.
 pub const DEFAULT_FACTOR: f64 = 2.0;
@@ -126,7 +145,8 @@ pub(crate) mod testing {
     }
 
     pub fn starts(p: &RetryPolicy) -> Vec<u64> {
-        p.schedule()
+        p.worst_case(std::time::Duration::ZERO)
+            .attempts
             .iter()
             .map(|a| a.since_first.as_secs())
             .collect()

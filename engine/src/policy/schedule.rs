@@ -3,9 +3,14 @@
 //! failing population schedules, and the decision after a failed attempt
 //! (non-retryable code, spent budget, expiry).
 //!
-//! Times in [`RetryPolicy::schedule`] are measured between attempt *starts* and
-//! treat attempts as failing instantly: the schedule is the policy's own
-//! timetable, independent of how long a handler or counterpart takes.
+//! A node's worst case ([`RetryPolicy::worst_case`]) counts how long each
+//! attempt lasts before it counts as failed: nothing for a registered task
+//! (the handler's failure ends the attempt), the `<q:timeout>` window for a
+//! channel call (the call fails when its timeout fires). The next delay runs
+//! from that failure, and `maxElapsed` is checked against the next attempt's
+//! start, exactly as the runtime decides after a failure
+//! ([`RetryPolicy::next_after_failure`]); both take the same step, so the
+//! hover, the hints, the console and the runtime agree.
 
 use std::time::Duration;
 
@@ -50,10 +55,15 @@ const MAX_STEPS: u64 = 1_000_000;
 pub struct PlannedAttempt {
     /// 1-based.
     pub attempt: u32,
-    /// Wait before this attempt (zero for the first), unjittered and capped.
+    /// Wait before this attempt (zero for the first), unjittered and capped:
+    /// it runs from the previous attempt's failure.
     pub delay: Duration,
     /// When it starts, after the first attempt's start, unjittered.
     pub since_first: Duration,
+    /// When it fails at the latest if it fails: its start plus the attempt's
+    /// window (a channel call's timeout; the start itself for a registered
+    /// task).
+    pub fails_at: Duration,
     /// The earliest it can start with this policy's jitter.
     pub since_first_min: Duration,
     /// The latest it can start (jitter only shortens: equals `since_first`).
@@ -105,6 +115,49 @@ impl StopReason {
     }
 }
 
+/// A node's worst case: what its policy does to a task whose every attempt
+/// fails (a registered task's handler failing at once, a channel call timing
+/// out), computed by [`RetryPolicy::worst_case`]. The one answer the hover,
+/// the rules' hints, the console and `qflow project` give; the runtime's
+/// decisions after each failure take the same step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorstCase {
+    /// How long one attempt lasts before it counts as failed (zero for a
+    /// registered task; a channel call's `<q:timeout>` window).
+    pub attempt_takes: Duration,
+    /// The attempts, in order, at nominal delays (at most [`SCHEDULE_LIMIT`]).
+    pub attempts: Vec<PlannedAttempt>,
+    /// Whether [`WorstCase::attempts`] lists every attempt the policy makes.
+    pub complete: bool,
+    /// How many attempts the task makes (`None`: it never stops). With
+    /// jitter, counted at the shortest delays: an upper bound.
+    pub count: Option<u64>,
+    /// When the task fails for good, after its first attempt's start: the
+    /// last attempt's start plus its window (`None`: never). With jitter, an
+    /// upper bound.
+    pub fails_by: Option<Duration>,
+    /// Why the attempts end (`None`: they never do).
+    pub stop: Option<StopReason>,
+}
+
+impl WorstCase {
+    /// One line for hovers and reports: `6 attempts over at most 13 h 1 min`
+    /// (from the first attempt's start to the last attempt's failure).
+    pub fn summary(&self) -> String {
+        match (self.count, self.fails_by) {
+            (Some(1), _) if self.attempt_takes.is_zero() => "1 attempt, no retries".to_string(),
+            (Some(1), Some(e)) => format!(
+                "1 attempt, no retries (fails after at most {})",
+                duration::to_words(e)
+            ),
+            (Some(n), Some(e)) => format!("{n} attempts over at most {}", duration::to_words(e)),
+            (Some(n), None) => format!("{n} attempts"),
+            (None, Some(e)) => format!("attempts until {} after the first", duration::to_words(e)),
+            (None, None) => "unbounded: attempts never stop".to_string(),
+        }
+    }
+}
+
 /// What the policy says after a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
@@ -134,45 +187,87 @@ impl RetryPolicy {
         }
     }
 
-    /// The policy's timetable for an instance whose every attempt fails: each
-    /// attempt it makes, up to `maxAttempts` or the last one that starts within
-    /// `maxElapsed` (nominal, unjittered times). When neither bounds it (or the
-    /// bound is far away) the list stops at [`SCHEDULE_LIMIT`] entries;
-    /// [`RetryPolicy::schedule_is_complete`] says whether that happened.
-    pub fn schedule(&self) -> Vec<PlannedAttempt> {
-        self.schedule_and_completeness().0
+    /// The node's worst case ([`WorstCase`]) when each of its attempts lasts
+    /// `attempt_takes` before it fails (zero for a registered task, the
+    /// `<q:timeout>` window of a channel call: [`super::attempt_window`]):
+    /// every attempt it makes, up to `maxAttempts` or the last one that starts
+    /// within `maxElapsed` (nominal, unjittered times; at most
+    /// [`SCHEDULE_LIMIT`] listed), how many there are, and when the last one
+    /// fails.
+    ///
+    /// The listing steps with the runtime's own decision after a failure
+    /// (the next delay from the failure, the next start checked against
+    /// `maxElapsed`), so an instance whose every attempt fails makes exactly
+    /// these attempts at these times.
+    pub fn worst_case(&self, attempt_takes: Duration) -> WorstCase {
+        let (attempts, complete, stop) = self.listing(attempt_takes);
+        let count = self.walk(None, true, attempt_takes).count;
+        let last_start = if self.jitter == Jitter::None {
+            self.walk(None, false, attempt_takes).last
+        } else {
+            let by_count = if self.max_attempts.is_some() {
+                RetryPolicy {
+                    max_elapsed: None,
+                    ..self.clone()
+                }
+                .walk(None, false, attempt_takes)
+                .last
+            } else {
+                None
+            };
+            match (by_count, self.max_elapsed) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        };
+        let stop = stop.or(match count {
+            None => None,
+            Some(n) if self.max_attempts.is_some_and(|m| u64::from(m) == n) => {
+                Some(StopReason::Exhausted)
+            }
+            Some(_) => Some(StopReason::Expired),
+        });
+        WorstCase {
+            attempt_takes,
+            attempts,
+            complete,
+            count,
+            fails_by: last_start.map(|l| l.saturating_add(attempt_takes)),
+            stop,
+        }
     }
 
-    /// Whether [`RetryPolicy::schedule`] lists every attempt the policy can make.
-    pub fn schedule_is_complete(&self) -> bool {
-        self.schedule_and_completeness().1
-    }
-
-    fn schedule_and_completeness(&self) -> (Vec<PlannedAttempt>, bool) {
+    fn listing(&self, takes: Duration) -> (Vec<PlannedAttempt>, bool, Option<StopReason>) {
         let mut out: Vec<PlannedAttempt> = Vec::new();
-        let (mut t, mut t_min) = (Duration::ZERO, Duration::ZERO);
+        // `fails`: when the last attempt made failed (nominal and earliest).
+        let (mut fails, mut fails_min) = (Duration::ZERO, Duration::ZERO);
         // Attempt 1 is "the attempt after attempt 0", at no delay: the same
         // step as every later one, so the timetable ends exactly where the
         // runtime's decision stops.
         let mut made: u32 = 0;
         loop {
-            let Next::Retry { attempt, delay } =
-                self.next_attempt(made, t, |a| self.delay_before(a))
-            else {
-                return (out, true);
+            let step = self.next_attempt(made, fails, |a| whole_ms(self.delay_before(a)));
+            let Next::Retry { attempt, delay } = step else {
+                let Next::Stop(reason) = step else {
+                    unreachable!()
+                };
+                return (out, true, Some(reason));
             };
             if out.len() >= SCHEDULE_LIMIT {
-                return (out, false);
+                return (out, false, None);
             }
-            t = t.saturating_add(delay);
-            t_min = t_min.saturating_add(self.jitter_bounds(attempt).0);
+            let start = fails.saturating_add(delay);
+            let start_min = fails_min.saturating_add(whole_ms(self.jitter_bounds(attempt).0));
             out.push(PlannedAttempt {
                 attempt,
                 delay,
-                since_first: t,
-                since_first_min: t_min,
-                since_first_max: t,
+                since_first: start,
+                fails_at: start.saturating_add(takes),
+                since_first_min: start_min,
+                since_first_max: start,
             });
+            fails = start.saturating_add(takes);
+            fails_min = start_min.saturating_add(takes);
             made = attempt;
         }
     }
@@ -229,52 +324,29 @@ impl RetryPolicy {
         out
     }
 
-    /// The most this policy can cost one task that never succeeds: the number
-    /// of attempts (`None`: no bound) and the latest start of its last attempt
-    /// after the first (`None`: no bound). With jitter, attempts are counted at
-    /// the shortest delays and the time is an upper bound.
-    ///
-    /// DBG-08 (`maxAttempts="6" backoff="PT1M PT5M PT25M PT125M PT625M"`) gives
-    /// `(Some(6), Some(13 h 1 min))`.
-    pub fn worst_case(&self) -> (Option<u64>, Option<Duration>) {
-        let attempts = self.walk(None, true).count;
-        let elapsed = if self.jitter == Jitter::None {
-            self.walk(None, false).last
-        } else {
-            let by_count = if self.max_attempts.is_some() {
-                RetryPolicy {
-                    max_elapsed: None,
-                    ..self.clone()
-                }
-                .walk(None, false)
-                .last
-            } else {
-                None
-            };
-            match (by_count, self.max_elapsed) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            }
-        };
-        (attempts, elapsed)
-    }
-
     /// Attempts one always-failing instance makes over the policy's whole life,
-    /// at nominal delays (`None`: it never stops).
-    pub fn attempts_per_failing_instance(&self) -> Option<u64> {
-        self.walk(None, false).count
+    /// at nominal delays, each attempt lasting `attempt_takes` (`None`: it
+    /// never stops).
+    pub fn attempts_per_failing_instance(&self, attempt_takes: Duration) -> Option<u64> {
+        self.walk(None, false, attempt_takes).count
     }
 
     /// The load projection (docs/retry-policy.md): attempts scheduled within
     /// `window` (from each first attempt) by `instances` instances that all keep
-    /// failing, at nominal delays. An upper bound, not a measurement: it is what
-    /// the policy *schedules*, if capacity could run it. `None`: unbounded
-    /// (immediate retries with no attempt limit).
+    /// failing, at nominal delays, each attempt lasting `attempt_takes`. An
+    /// upper bound, not a measurement: it is what the policy *schedules*, if
+    /// capacity could run it. `None`: unbounded (immediate retries with no
+    /// attempt limit).
     ///
     /// The old DBG-08 loop (an unbounded `backoff="PT1M"`) over 1,440 minutes
     /// for 50,000 jobs: 72,000,000.
-    pub fn scheduled_attempts(&self, instances: u64, window: Duration) -> Option<u64> {
-        let per = self.walk(Some(window), false).count?;
+    pub fn scheduled_attempts(
+        &self,
+        instances: u64,
+        window: Duration,
+        attempt_takes: Duration,
+    ) -> Option<u64> {
+        let per = self.walk(Some(window), false, attempt_takes).count?;
         Some(per.saturating_mul(instances))
     }
 
@@ -360,18 +432,6 @@ impl RetryPolicy {
         Next::Retry { attempt, delay }
     }
 
-    /// One line for hovers and reports: `6 attempts over at most 13 h 1 min`.
-    pub fn summary(&self) -> String {
-        let (attempts, elapsed) = self.worst_case();
-        match (attempts, elapsed) {
-            (Some(1), _) => "1 attempt, no retries".to_string(),
-            (Some(n), Some(e)) => format!("{n} attempts over at most {}", duration::to_words(e)),
-            (Some(n), None) => format!("{n} attempts"),
-            (None, Some(e)) => format!("attempts until {} after the first", duration::to_words(e)),
-            (None, None) => "unbounded: attempts never stop".to_string(),
-        }
-    }
-
     /// Whether every delay from `attempt` on equals `delay_before(attempt)`.
     fn stable_from(&self, attempt: u32, low: bool) -> bool {
         if low && self.jitter == Jitter::Full {
@@ -388,9 +448,10 @@ impl RetryPolicy {
 
     /// Count the attempts of an always-failing task and the start time of the
     /// last, bounded by `maxAttempts`, `maxElapsed` (inclusive) and `window`
-    /// (exclusive); `low`: at the shortest jittered delays. Constant tails are
+    /// (exclusive); `low`: at the shortest jittered delays; each attempt
+    /// lasting `takes` before the next delay runs. Constant tails are
     /// computed, not iterated, so policies with millions of attempts are cheap.
-    fn walk(&self, window: Option<Duration>, low: bool) -> Walk {
+    fn walk(&self, window: Option<Duration>, low: bool, takes: Duration) -> Walk {
         // Exclusive end: an attempt at time t is made iff t < end.
         let elapsed_end = self.max_elapsed.map(|e| e + Duration::from_nanos(1));
         let end = match (window, elapsed_end) {
@@ -416,10 +477,11 @@ impl RetryPolicy {
                 };
             }
             let d = if low {
-                self.jitter_bounds(attempt).0
+                whole_ms(self.jitter_bounds(attempt).0)
             } else {
-                self.delay_before(attempt)
-            };
+                whole_ms(self.delay_before(attempt))
+            }
+            .saturating_add(takes);
             steps += 1;
             if self.stable_from(attempt, low) || steps >= MAX_STEPS || attempt == u32::MAX {
                 let remaining = cap - count;
@@ -506,14 +568,16 @@ mod tests {
     fn dbg08_list_and_curve_give_the_same_schedule() {
         for p in [dbg08_list(), dbg08_curve()] {
             assert_eq!(starts(&p), vec![0, 60, 360, 1860, 9360, 46860]);
-            let delays: Vec<u64> = p.schedule().iter().map(|a| a.delay.as_secs()).collect();
+            let w = p.worst_case(Duration::ZERO);
+            let delays: Vec<u64> = w.attempts.iter().map(|a| a.delay.as_secs()).collect();
             assert_eq!(delays, vec![0, 60, 300, 1500, 7500, 37500]);
-            assert!(p.schedule_is_complete());
-            let (attempts, elapsed) = p.worst_case();
-            assert_eq!(attempts, Some(6));
-            assert_eq!(crate::duration::to_words(elapsed.unwrap()), "13 h 1 min");
-            assert_eq!(p.summary(), "6 attempts over at most 13 h 1 min");
-            assert_eq!(p.attempts_per_failing_instance(), Some(6));
+            assert!(w.complete);
+            assert_eq!(w.count, Some(6));
+            assert_eq!(w.stop, Some(StopReason::Exhausted));
+            assert_eq!(w.fails_by, Some(Duration::from_secs(46_860)));
+            assert_eq!(crate::duration::to_words(w.fails_by.unwrap()), "13 h 1 min");
+            assert_eq!(w.summary(), "6 attempts over at most 13 h 1 min");
+            assert_eq!(p.attempts_per_failing_instance(Duration::ZERO), Some(6));
         }
     }
 
@@ -524,19 +588,67 @@ mod tests {
             ..RetrySpec::default()
         })
         .unwrap();
-        assert_eq!(old.attempts_per_failing_instance(), None);
-        assert_eq!(old.worst_case(), (None, None));
+        let z = Duration::ZERO;
+        assert_eq!(old.attempts_per_failing_instance(z), None);
+        let w = old.worst_case(z);
+        assert_eq!((w.count, w.fails_by, w.stop), (None, None, None));
         assert_eq!(
-            old.scheduled_attempts(50_000, Duration::from_secs(1_440 * 60)),
+            old.scheduled_attempts(50_000, Duration::from_secs(1_440 * 60), z),
             Some(72_000_000)
         );
-        assert_eq!(old.schedule().len(), SCHEDULE_LIMIT);
-        assert!(!old.schedule_is_complete());
+        assert_eq!(w.attempts.len(), SCHEDULE_LIMIT);
+        assert!(!w.complete);
         // DBG-08's finite schedule over the same day: 6 attempts each.
         assert_eq!(
-            dbg08_list().scheduled_attempts(50_000, Duration::from_secs(86_400)),
+            dbg08_list().scheduled_attempts(50_000, Duration::from_secs(86_400), z),
             Some(300_000)
         );
+    }
+
+    /// A call with a 5 min timeout: each attempt lasts until its timeout,
+    /// and the next delay runs from there. `maxAttempts="10" backoff="PT1M"
+    /// maxElapsed="PT10M"` makes 2 attempts (at 0 and 6 min) and fails
+    /// `expired` at 11 min, as the runtime does; counting attempts as
+    /// failing at once would promise 10 attempts over 9 min.
+    #[test]
+    fn a_call_attempt_lasts_its_timeout_window_in_the_worst_case() {
+        let p = RetryPolicy::from_spec(&RetrySpec {
+            max_attempts: attr("10"),
+            backoff: attr("PT1M"),
+            max_elapsed: attr("PT10M"),
+            ..RetrySpec::default()
+        })
+        .unwrap();
+        let instant = p.worst_case(Duration::ZERO);
+        assert_eq!(instant.count, Some(10));
+        assert_eq!(instant.summary(), "10 attempts over at most 9 min");
+        let call = p.worst_case(Duration::from_secs(300));
+        let rows: Vec<(u32, u64, u64)> = call
+            .attempts
+            .iter()
+            .map(|a| (a.attempt, a.since_first.as_secs(), a.fails_at.as_secs()))
+            .collect();
+        assert_eq!(rows, vec![(1, 0, 300), (2, 360, 660)]);
+        assert_eq!(call.count, Some(2));
+        assert_eq!(call.fails_by, Some(Duration::from_secs(660)));
+        assert_eq!(call.stop, Some(StopReason::Expired));
+        assert!(call.complete);
+        assert_eq!(call.summary(), "2 attempts over at most 11 min");
+        assert_eq!(
+            p.attempts_per_failing_instance(Duration::from_secs(300)),
+            Some(2)
+        );
+        // The runtime's own decision at the second failure (11 min): expired.
+        assert_eq!(
+            p.next_after_failure(2, "q.timeout", None, Duration::from_secs(660), "i", "n"),
+            Next::Stop(StopReason::Expired)
+        );
+        // DBG-08 as a call with a 30 s timeout: 6 attempts, each delay after
+        // the previous timeout; the last fails 6 x 30 s later than a task's.
+        let d = dbg08_list().worst_case(Duration::from_secs(30));
+        let starts: Vec<u64> = d.attempts.iter().map(|a| a.since_first.as_secs()).collect();
+        assert_eq!(starts, vec![0, 90, 420, 1950, 9480, 47010]);
+        assert_eq!(d.fails_by, Some(Duration::from_secs(47_040)));
     }
 
     #[test]
@@ -606,7 +718,7 @@ mod tests {
             ..RetrySpec::default()
         })
         .unwrap();
-        assert_eq!(q.attempts_per_failing_instance(), None);
+        assert_eq!(q.attempts_per_failing_instance(Duration::ZERO), None);
     }
 
     #[test]
@@ -618,7 +730,12 @@ mod tests {
         })
         .unwrap();
         assert_eq!(starts(&p), vec![0, 60, 360, 1860]);
-        assert_eq!(p.worst_case(), (Some(4), Some(Duration::from_secs(1860))));
+        let w = p.worst_case(Duration::ZERO);
+        assert_eq!(
+            (w.count, w.fails_by),
+            (Some(4), Some(Duration::from_secs(1860)))
+        );
+        assert_eq!(w.stop, Some(StopReason::Expired));
         // Exactly at the limit is still made.
         let q = RetryPolicy::from_spec(&RetrySpec {
             backoff: attr("PT30M"),
@@ -627,7 +744,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(starts(&q), vec![0, 1800, 3600]);
-        assert_eq!(q.attempts_per_failing_instance(), Some(3));
+        assert_eq!(q.attempts_per_failing_instance(Duration::ZERO), Some(3));
         assert_eq!(
             q.next_after_failure(3, "X", None, Duration::from_secs(3600), "i", "n"),
             Next::Stop(StopReason::Expired)
@@ -649,7 +766,7 @@ mod tests {
             ..RetrySpec::default()
         })
         .unwrap();
-        assert_eq!(p.worst_case().0, Some(4_000_000_000));
+        assert_eq!(p.worst_case(Duration::ZERO).count, Some(4_000_000_000));
         let q = RetryPolicy::from_spec(&RetrySpec {
             initial: attr("PT0.001S"),
             factor: attr("1.0000000001"),
@@ -657,7 +774,7 @@ mod tests {
             ..RetrySpec::default()
         })
         .unwrap();
-        assert!(q.attempts_per_failing_instance().is_some());
+        assert!(q.attempts_per_failing_instance(Duration::ZERO).is_some());
     }
 
     #[test]
@@ -740,7 +857,8 @@ mod tests {
         }
         // Unjittered, the plan is the model's timetable.
         let nominal: Vec<(u32, u64)> = dbg08_list()
-            .schedule()
+            .worst_case(Duration::ZERO)
+            .attempts
             .iter()
             .map(|a| (a.attempt, a.since_first.as_millis() as u64))
             .collect();

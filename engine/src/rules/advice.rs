@@ -6,7 +6,7 @@
 
 use crate::diagnostic::{Code, Diagnostic, Edit};
 use crate::model::{Node, Process, RetrySpec};
-use crate::policy::{list_entries, Backoff, RetryPolicy, CHANNEL_FAILURE_CODES};
+use crate::policy::{attempt_window, list_entries, Backoff, RetryPolicy, CHANNEL_FAILURE_CODES};
 use crate::rules::edit::{insert, Ctx};
 use crate::span::Span;
 
@@ -79,7 +79,9 @@ fn unused_entries(node: &Node, r: &RetrySpec, p: &RetryPolicy, out: &mut Vec<Dia
     let (Backoff::List(list), Some(attr)) = (&p.backoff, &r.backoff) else {
         return;
     };
-    let Some(attempts) = p.worst_case().0 else {
+    // The node's own worst case: a call's attempts last their timeout, so
+    // maxElapsed may end its schedule sooner than a task's.
+    let Some(attempts) = p.worst_case(attempt_window(node)).count else {
         return;
     };
     let usable = attempts.saturating_sub(1) as usize;
