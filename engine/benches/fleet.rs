@@ -6,17 +6,26 @@
 //!   over N seeded instances; decisions per second, to exhaustion or over
 //!   the first `--window D` decisions. The cost of a decision should not
 //!   depend on how many instances are parked.
+//!   Before the window, every instance's first attempt is taken (by the
+//!   fleet driver), so the window measures re-drives with N instances parked.
+//! - `fleet N...`: the fleet driver ([`Fleet`], group commit: a batch of
+//!   instances claimed in one transaction and applied in one more, each
+//!   under its own claim and version check) to exhaustion: 6 N durable
+//!   attempts. `--batch B` sets the batch (default 256). Prints where the
+//!   time went (pick, claim, read, decide, apply) from the driver's timers.
 //! - `raw T`: T raw write transactions of a decision's shape (update the
 //!   instance, resolve its timer and arm the next, append a transition and a
 //!   history line), one transaction each, WAL and `synchronous=FULL`: the
-//!   store's own settings.
+//!   store's own settings, on a database of the store's schema holding the
+//!   last fleet's size of instances.
 //!
-//! Run: `cargo bench -p qflow-engine --bench fleet -- replica 1000 10000`.
+//! Run: `cargo bench -p qflow-engine --bench fleet -- fleet 50000 raw 300000`.
 //! Figures go to stdout; nothing is asserted about time.
 
 use std::path::Path;
 use std::time::Instant;
 
+use qflow_engine::runtime::fleet::Fleet;
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::replica::Replica;
 use qflow_engine::runtime::{decide, Scenario};
@@ -41,40 +50,157 @@ fn seed(path: &Path, n: usize) -> Store {
     store
 }
 
-fn replica(n: usize, window: Option<u64>) {
+fn replica(n: usize, window: u64) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("fleet.db");
+    let store = seed(&path, n);
+    let scenario = Scenario::parse(ALWAYS_FAILS).expect("scenario parses");
+    // Every instance's first attempt, so all N are parked on a retry timer.
+    let mut fleet = Fleet::new(store, scenario.clone(), "bench:0".into());
+    while fleet.stats().decisions < n as u64 {
+        fleet.step(|_, _| {}).expect("steps");
+    }
+    drop(fleet);
+    let store = Store::open(&path).expect("store opens");
+    let mut r = Replica::new(store, scenario, "bench:1".into());
+    r.stop_after(window);
+    let t = Instant::now();
+    let stats = r.serve(|_, _| {}).expect("serves");
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "replica  N={n:>6} parked  {:>7} re-drives in {secs:>7.1} s  = {:>7.0} decisions/s",
+        stats.decisions,
+        stats.decisions as f64 / secs
+    );
+}
+
+fn fleet(n: usize, batch: usize) -> f64 {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("fleet.db");
     let t = Instant::now();
     let store = seed(&path, n);
     let seeded = t.elapsed().as_secs_f64();
     let scenario = Scenario::parse(ALWAYS_FAILS).expect("scenario parses");
-    let mut r = Replica::new(store, scenario, "bench:1".into());
-    if let Some(w) = window {
-        r.stop_after(w);
-    }
+    let mut f = Fleet::new(store, scenario, "bench:1".into());
+    f.batch(batch);
+    let mut failed = 0u64;
     let t = Instant::now();
-    let stats = r.serve(|_, _| {}).expect("serves");
+    let stats = f
+        .serve(|_, d| failed += u64::from(d.status.as_str() == "failed"))
+        .expect("serves");
     let secs = t.elapsed().as_secs_f64();
-    if window.is_none() {
-        assert_eq!(stats.decisions, 6 * n as u64, "six attempts per instance");
-    }
+    assert_eq!(stats.decisions, 6 * n as u64, "six attempts per instance");
+    assert_eq!(failed, n as u64, "every instance exhausted");
+    let rate = stats.decisions as f64 / secs;
     println!(
-        "replica  N={n:>6}  seeded in {seeded:>6.1} s  {:>7} decisions in {secs:>7.1} s  = {:>7.0} decisions/s",
-        stats.decisions,
-        stats.decisions as f64 / secs
+        "fleet    N={n:>6} batch {batch}  seeded in {seeded:>5.1} s  {:>7} attempts in {secs:>7.1} s  = {rate:>7.0} attempts/s  ({} batches, {} lost)",
+        stats.decisions, stats.batches, stats.lost
     );
+    let total =
+        (stats.pick_ns + stats.claim_ns + stats.read_ns + stats.decide_ns + stats.apply_ns) as f64;
+    let share = |ns: u64| 100.0 * ns as f64 / total;
+    let per = |ns: u64| ns as f64 / 1000.0 / stats.decisions as f64;
+    println!(
+        "         per attempt: pick {:.0} µs ({:.0}%), claim {:.0} µs ({:.0}%), read facts {:.0} µs ({:.0}%), decide {:.0} µs ({:.0}%), apply+commit {:.0} µs ({:.0}%)",
+        per(stats.pick_ns), share(stats.pick_ns),
+        per(stats.claim_ns), share(stats.claim_ns),
+        per(stats.read_ns), share(stats.read_ns),
+        per(stats.decide_ns), share(stats.decide_ns),
+        per(stats.apply_ns), share(stats.apply_ns),
+    );
+    rate
+}
+
+/// `t` transactions of a decision's shape, one commit each, over `n` seeded
+/// instances, through rusqlite with the store's settings.
+fn raw(t: usize, n: usize) -> f64 {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("raw.db");
+    drop(seed(&path, n));
+    let mut conn = rusqlite::Connection::open(&path).expect("opens");
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.pragma_update(None, "synchronous", "FULL").unwrap();
+    conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+    let ids: Vec<String> = {
+        let mut st = conn
+            .prepare("SELECT id FROM instances ORDER BY rowid")
+            .unwrap();
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    // Each instance's armed timer (none yet: the first decision arms one).
+    let mut timer: Vec<Option<i64>> = vec![None; ids.len()];
+    let snapshot = vec![b'x'; 160];
+    let detail = "{\"at_s\":60,\"attempt\":2,\"code\":\"PROVIDER_DOWN\",\"kind\":\"attempt\",\"node\":\"charge\",\"outcome\":\"failed\"}";
+    let start = Instant::now();
+    for i in 0..t {
+        let k = i % ids.len();
+        let id = &ids[k];
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .unwrap();
+        tx.prepare_cached(
+            "UPDATE instances SET status = 'waiting', snapshot = ?2, version = version + 1, updated_ms = ?3 WHERE id = ?1",
+        )
+        .unwrap()
+        .execute(rusqlite::params![id, snapshot, i as i64])
+        .unwrap();
+        tx.prepare_cached(
+            "INSERT INTO transitions(instance_id, version, at_ms, status, snapshot) VALUES (?1, ?2, ?3, 'waiting', ?4)",
+        )
+        .unwrap()
+        .execute(rusqlite::params![id, i as i64, i as i64, snapshot])
+        .unwrap();
+        let seq = tx.last_insert_rowid();
+        if let Some(old) = timer[k] {
+            tx.prepare_cached(
+                "UPDATE timers SET state = 'resolved', resolved_seq = ?2 WHERE id = ?1 AND state = 'armed'",
+            )
+            .unwrap()
+            .execute(rusqlite::params![old, seq])
+            .unwrap();
+        }
+        tx.prepare_cached(
+            "INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq) VALUES (?1, 'charge', 'retry', ?2, 2, 'armed', ?3)",
+        )
+        .unwrap()
+        .execute(rusqlite::params![id, i as i64 + 60_000, seq])
+        .unwrap();
+        timer[k] = Some(tx.last_insert_rowid());
+        tx.prepare_cached(
+            "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, code, task, timer_id, detail) VALUES (?1, ?2, ?3, 'attempt', 'charge', 2, 'PROVIDER_DOWN', 'payments.charge', ?4, ?5)",
+        )
+        .unwrap()
+        .execute(rusqlite::params![seq, id, i as i64, timer[k], detail])
+        .unwrap();
+        tx.commit().unwrap();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let rate = t as f64 / secs;
+    println!(
+        "raw      N={n:>6}  {t:>7} transactions in {secs:>7.1} s  = {rate:>7.0} transactions/s"
+    );
+    rate
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut window = None;
+    let (mut window, mut batch, mut last_n) = (
+        3_000u64,
+        qflow_engine::runtime::fleet::DEFAULT_BATCH,
+        50_000,
+    );
     let mut mode = String::new();
+    let (mut fleet_rate, mut raw_rate) = (None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--bench" => {}
-            "--window" => window = it.next().and_then(|w| w.parse().ok()),
-            "replica" | "raw" => mode = a.clone(),
+            "--window" => window = it.next().and_then(|w| w.parse().ok()).unwrap_or(window),
+            "--batch" => batch = it.next().and_then(|w| w.parse().ok()).unwrap_or(batch),
+            "replica" | "fleet" | "raw" => mode = a.clone(),
             n => {
                 let Ok(n) = n.parse::<usize>() else {
                     eprintln!("fleet: unknown argument {n}");
@@ -82,12 +208,20 @@ fn main() {
                 };
                 match mode.as_str() {
                     "replica" => replica(n, window),
+                    "fleet" => {
+                        fleet_rate = Some(fleet(n, batch));
+                        last_n = n;
+                    }
+                    "raw" => raw_rate = Some(raw(n, last_n)),
                     _ => {
-                        eprintln!("fleet: give a mode (replica, raw) before a size");
+                        eprintln!("fleet: give a mode (replica, fleet, raw) before a size");
                         std::process::exit(2);
                     }
                 }
             }
         }
+    }
+    if let (Some(f), Some(r)) = (fleet_rate, raw_rate) {
+        println!("fleet / raw = {:.0} %", 100.0 * f / r);
     }
 }

@@ -22,6 +22,7 @@ pub mod clock;
 pub mod condition;
 pub mod decide;
 pub mod driver;
+pub mod fleet;
 pub mod graph;
 pub mod migrate;
 pub mod outcome;

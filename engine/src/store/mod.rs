@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 use crate::instance::snapshot::{canonical_string, Snapshot};
 use crate::instance::{Facts, OutboxChange, Purpose, Status, TimerRow, Transition};
 
+pub mod batch;
 pub mod explain;
 pub mod fault;
 pub mod lifecycle;
@@ -113,6 +114,8 @@ impl Store {
     pub fn open_at(path: &Path, version: u32) -> Result<Store, StoreError> {
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        // Room for every statement of the decision loop (reads and writes).
+        conn.set_prepared_statement_cache_capacity(64);
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
@@ -180,9 +183,7 @@ impl Store {
     pub fn unfinished_instance(&self, deployment: i64) -> Result<Option<String>, StoreError> {
         Ok(self
             .conn
-            .query_row(
-                "SELECT id FROM instances WHERE deployment_id = ?1 AND status IN ('running','waiting') ORDER BY rowid LIMIT 1",
-                params![deployment],
+            .prepare_cached("SELECT id FROM instances WHERE deployment_id = ?1 AND status IN ('running','waiting') ORDER BY rowid LIMIT 1")?.query_row(params![deployment],
                 |r| r.get(0),
             )
             .optional()?)
@@ -201,9 +202,7 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let existing: Option<String> = tx
-            .query_row(
-                "SELECT id FROM instances WHERE deployment_id = ?1 AND status IN ('running','waiting') ORDER BY rowid LIMIT 1",
-                params![deployment.id],
+            .prepare_cached("SELECT id FROM instances WHERE deployment_id = ?1 AND status IN ('running','waiting') ORDER BY rowid LIMIT 1")?.query_row(params![deployment.id],
                 |r| r.get(0),
             )
             .optional()?;
@@ -264,11 +263,11 @@ fn insert_instance(
     // The next number after the newest row (the count of rows while none is
     // ever deleted): a lookup at the end of the table, where a count read
     // every row, so starting the 50,000th instance cost 50,000 reads.
-    let n: i64 = tx.query_row("SELECT COALESCE(MAX(rowid), 0) FROM instances", [], |r| {
-        r.get(0)
-    })?;
+    let n: i64 = tx
+        .prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM instances")?
+        .query_row([], |r| r.get(0))?;
     let id = format!("{}-{}", deployment.process_id, n + 1);
-    tx.execute(
+    exec(tx,
             "INSERT INTO instances(id, deployment_id, status, snapshot, version, started_ms, updated_ms)
              VALUES (?1, ?2, 'running', ?3, 0, ?4, ?4)",
             params![id, deployment.id, Snapshot::new().encode(), started_ms],
@@ -297,11 +296,8 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let row: Option<(Option<String>, Option<i64>)> = tx
-            .query_row(
-                "SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1",
-                params![instance],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .prepare_cached("SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1")?
+            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
         let Some((held, until)) = row else {
             return Err(StoreError::NoInstance(instance.into()));
@@ -315,7 +311,8 @@ impl Store {
                 });
             }
         }
-        tx.execute(
+        exec(
+            &tx,
             "UPDATE instances SET claim_owner = ?2, claim_expires_ms = ?3 WHERE id = ?1",
             params![instance, owner, wall_now_ms + CLAIM_TTL_MS],
         )?;
@@ -333,11 +330,8 @@ impl Store {
     ) -> Result<Option<StoreError>, StoreError> {
         let row: Option<(Option<String>, Option<i64>)> = self
             .conn
-            .query_row(
-                "SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1",
-                params![instance],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .prepare_cached("SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1")?
+            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
         Ok(match row {
             Some((Some(h), Some(u))) if h != owner && u > wall_now_ms && !owner_is_dead(&h) => {
@@ -353,7 +347,7 @@ impl Store {
 
     /// Give the claim up (end of a run).
     pub fn release(&mut self, instance: &str, owner: &str) -> Result<(), StoreError> {
-        self.conn.execute(
+        exec(&self.conn,
             "UPDATE instances SET claim_owner = NULL, claim_expires_ms = NULL WHERE id = ?1 AND claim_owner = ?2",
             params![instance, owner],
         )?;
@@ -400,26 +394,10 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (held, until, version): (Option<String>, Option<i64>, i64) = tx
-            .query_row(
-                "SELECT claim_owner, claim_expires_ms, version FROM instances WHERE id = ?1",
-                params![instance],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?
-            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-        if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
-            return Err(StoreError::Claimed {
-                instance: instance.into(),
-                owner: held.unwrap_or_else(|| "nobody".into()),
-                until_ms: until.unwrap_or(0),
-            });
-        }
-        if version != expected_version {
-            return Err(StoreError::Conflict(instance.into()));
-        }
-        let seq = write_transition(&tx, instance, version, t, at_ms)?;
-        tx.execute(
+        check_claim(&tx, instance, owner, expected_version, wall_now_ms)?;
+        let seq = write_transition(&tx, instance, expected_version, t, at_ms)?;
+        exec(
+            &tx,
             "UPDATE instances SET claim_expires_ms = ?2 WHERE id = ?1",
             params![instance, wall_now_ms + CLAIM_TTL_MS],
         )?;
@@ -448,11 +426,8 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let (held, until): (Option<String>, Option<i64>) = tx
-            .query_row(
-                "SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1",
-                params![instance],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .prepare_cached("SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1")?
+            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?
             .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
         if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
@@ -541,9 +516,46 @@ impl InstanceFacts {
     }
 }
 
+/// Run one statement through the connection's statement cache: the
+/// statements of a decision run thousands of times, and preparing each anew
+/// cost more than executing it.
+fn exec(c: &Connection, sql: &str, p: impl rusqlite::Params) -> rusqlite::Result<usize> {
+    c.prepare_cached(sql)?.execute(p)
+}
+
+/// Refuse a transition unless `owner` holds the instance's live claim and
+/// the instance is still at `expected_version` (inside the transaction that
+/// applies it).
+fn check_claim(
+    tx: &Connection,
+    instance: &str,
+    owner: &str,
+    expected_version: i64,
+    wall_now_ms: i64,
+) -> Result<(), StoreError> {
+    let (held, until, version): (Option<String>, Option<i64>, i64) = tx
+        .prepare_cached(
+            "SELECT claim_owner, claim_expires_ms, version FROM instances WHERE id = ?1",
+        )?
+        .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?
+        .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+    if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
+        return Err(StoreError::Claimed {
+            instance: instance.into(),
+            owner: held.unwrap_or_else(|| "nobody".into()),
+            until_ms: until.unwrap_or(0),
+        });
+    }
+    if version != expected_version {
+        return Err(StoreError::Conflict(instance.into()));
+    }
+    Ok(())
+}
+
 /// Write one transition inside an open transaction; returns its seq.
 fn write_transition(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Connection,
     instance: &str,
     version: i64,
     t: &Transition,
@@ -552,12 +564,12 @@ fn write_transition(
     let new_version = version + 1;
     let changed = if t.keep_stored_snapshot {
         // A snapshot that cannot be decoded stays byte for byte as stored.
-        tx.execute(
+        exec(tx,
             "UPDATE instances SET status = ?2, version = ?3, updated_ms = ?4 WHERE id = ?1 AND version = ?5",
             params![instance, t.status.as_str(), new_version, at_ms, version],
         )?
     } else {
-        tx.execute(
+        exec(tx,
             "UPDATE instances SET status = ?2, snapshot = ?3, version = ?4, updated_ms = ?5 WHERE id = ?1 AND version = ?6",
             params![instance, t.status.as_str(), t.snapshot.encode(), new_version, at_ms, version],
         )?
@@ -565,14 +577,15 @@ fn write_transition(
     if changed != 1 {
         return Err(StoreError::Conflict(instance.into()));
     }
-    tx.execute(
+    exec(
+        tx,
         "INSERT INTO transitions(instance_id, version, at_ms, status, snapshot)
          SELECT ?1, ?2, ?3, ?4, snapshot FROM instances WHERE id = ?1",
         params![instance, new_version, at_ms, t.status.as_str()],
     )?;
     let seq = tx.last_insert_rowid();
     for id in &t.resolve {
-        let n = tx.execute(
+        let n = exec(tx,
             "UPDATE timers SET state = 'resolved', resolved_seq = ?3 WHERE id = ?1 AND instance_id = ?2 AND state = 'armed'",
             params![id, instance, seq],
         )?;
@@ -581,14 +594,14 @@ fn write_transition(
         }
     }
     for a in &t.arm {
-        tx.execute(
+        exec(tx,
             "INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq) VALUES (?1, ?2, ?3, ?4, ?5, 'armed', ?6)",
             params![instance, a.node, a.purpose.as_str(), a.due_ms, a.attempt, seq],
         )?;
     }
     for e in &t.history {
         let event = &e.line.event;
-        tx.execute(
+        exec(tx,
             "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, code, task, timer_id, event_index, detail)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
@@ -616,23 +629,27 @@ fn write_transition(
             } else {
                 (format!("migrating {new}"), new.clone())
             };
-            tx.execute(
+            exec(
+                tx,
                 "UPDATE outbox SET node = ?3 WHERE instance_id = ?1 AND node = ?2",
                 params![instance, from, to],
             )?;
             // The ledger moves with its node; a node that already had keys
             // keeps the higher count.
-            tx.execute(
+            exec(
+                tx,
                 "INSERT INTO request_keys(instance_id, node, last)
                  SELECT instance_id, ?3, last FROM request_keys WHERE instance_id = ?1 AND node = ?2
                  ON CONFLICT(instance_id, node) DO UPDATE SET last = max(last, excluded.last)",
                 params![instance, from, to],
             )?;
-            tx.execute(
+            exec(
+                tx,
                 "DELETE FROM request_keys WHERE instance_id = ?1 AND node = ?2",
                 params![instance, from],
             )?;
-            tx.execute(
+            exec(
+                tx,
                 "UPDATE correlations SET key = ?3, node = ?4 WHERE key = ?2 AND instance_id = ?1",
                 params![
                     instance,
@@ -651,18 +668,19 @@ fn write_transition(
     // never spent. Nothing is forgotten: the failure lives on in the marker,
     // the attempt counter, the history, and the poison's incident.
     for node in &t.calls.withdraw {
-        tx.execute(
+        exec(tx,
             "DELETE FROM outbox WHERE instance_id = ?1 AND node = ?2 AND state IN ('pending','poisoned')",
             params![instance, node],
         )?;
     }
     for r in &t.calls.emit {
-        tx.execute(
+        exec(tx,
             "INSERT INTO outbox(instance_id, node, channel, operation, attempt, idempotency_key, payload, state, deliveries, next_ms, created_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?8, ?8)",
             params![instance, r.node, r.channel, r.operation, r.attempt, r.idempotency_key, canonical_string(&r.payload), at_ms],
         )?;
-        tx.execute(
+        exec(
+            tx,
             "INSERT INTO request_keys(instance_id, node, last) VALUES (?1, ?2, ?3)
              ON CONFLICT(instance_id, node) DO UPDATE SET last = max(last, excluded.last)",
             params![instance, r.node, r.key_number],
@@ -678,7 +696,7 @@ fn write_transition(
             } => (id, "pending", deliveries, *next_ms),
             OutboxChange::Poisoned { id, deliveries } => (id, "poisoned", deliveries, at_ms),
         };
-        let n = tx.execute(
+        let n = exec(tx,
             "UPDATE outbox SET state = ?3, deliveries = ?4, next_ms = ?5 WHERE id = ?1 AND instance_id = ?2 AND state = 'pending'",
             params![id, instance, state, deliveries, next],
         )?;
@@ -687,25 +705,26 @@ fn write_transition(
         }
     }
     for node in &t.calls.correlate {
-        tx.execute(
+        exec(tx,
             "INSERT OR IGNORE INTO correlations(key, instance_id, node, created_ms) VALUES (?1, ?2, ?3, ?4)",
             params![format!("{instance}/{node}"), instance, node, at_ms],
         )?;
     }
     for node in &t.calls.retire {
-        tx.execute(
+        exec(
+            tx,
             "DELETE FROM correlations WHERE key = ?1",
             params![format!("{instance}/{node}")],
         )?;
     }
     for node in &t.close_incidents {
-        tx.execute(
+        exec(tx,
             "UPDATE incidents SET closed_ms = ?3 WHERE instance_id = ?1 AND node = ?2 AND closed_ms IS NULL",
             params![instance, node, at_ms],
         )?;
     }
     for i in &t.open_incidents {
-        tx.execute(
+        exec(tx,
             "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![instance, i.node, i.kind, i.message, at_ms],
         )?;

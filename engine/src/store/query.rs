@@ -137,16 +137,14 @@ fn raw_bytes(v: rusqlite::types::ValueRef<'_>) -> Vec<u8> {
 
 pub(crate) fn instance(conn: &Connection, id: &str) -> Result<Option<InstanceRow>, StoreError> {
     Ok(conn
-        .query_row(
-            &format!("SELECT {INSTANCE_COLS} FROM instances i JOIN deployments d ON d.id = i.deployment_id WHERE i.id = ?1"),
-            params![id],
+        .prepare_cached(&format!("SELECT {INSTANCE_COLS} FROM instances i JOIN deployments d ON d.id = i.deployment_id WHERE i.id = ?1"))?.query_row(params![id],
             instance_row,
         )
         .optional()?)
 }
 
 pub(crate) fn armed_timers(conn: &Connection, instance: &str) -> Result<Vec<TimerRow>, StoreError> {
-    let mut st = conn.prepare(
+    let mut st = conn.prepare_cached(
         "SELECT id, node, purpose, due_ms, attempt FROM timers WHERE instance_id = ?1 AND state = 'armed' ORDER BY due_ms, id",
     )?;
     let rows = st.query_map(params![instance], |r| {
@@ -168,7 +166,8 @@ pub(crate) fn keys_sent(
     conn: &Connection,
     instance: &str,
 ) -> Result<std::collections::BTreeMap<String, u32>, StoreError> {
-    let mut st = conn.prepare("SELECT node, last FROM request_keys WHERE instance_id = ?1")?;
+    let mut st =
+        conn.prepare_cached("SELECT node, last FROM request_keys WHERE instance_id = ?1")?;
     let rows = st.query_map(params![instance], |r| {
         let n: i64 = r.get(1)?;
         Ok((
@@ -182,7 +181,7 @@ pub(crate) fn keys_sent(
 impl Store {
     /// Every instance, oldest first.
     pub fn instances(&self) -> Result<Vec<InstanceRow>, StoreError> {
-        let mut st = self.conn().prepare(&format!(
+        let mut st = self.conn().prepare_cached(&format!(
             "SELECT {INSTANCE_COLS} FROM instances i JOIN deployments d ON d.id = i.deployment_id ORDER BY i.rowid"
         ))?;
         let rows = st.query_map([], instance_row)?;
@@ -195,7 +194,7 @@ impl Store {
 
     /// Every timer of an instance, armed and resolved, in arming order.
     pub fn timers(&self, instance: &str) -> Result<Vec<TimerInfo>, StoreError> {
-        let mut st = self.conn().prepare(
+        let mut st = self.conn().prepare_cached(
             "SELECT id, node, purpose, due_ms, attempt, state, armed_seq, resolved_seq FROM timers WHERE instance_id = ?1 ORDER BY id",
         )?;
         let rows = st.query_map(params![instance], |r| {
@@ -223,7 +222,7 @@ impl Store {
         now_ms: i64,
         limit: usize,
     ) -> Result<Vec<(String, TimerRow)>, StoreError> {
-        let mut st = self.conn().prepare(
+        let mut st = self.conn().prepare_cached(
             "SELECT instance_id, id, node, purpose, due_ms, attempt FROM timers
              WHERE state = 'armed' AND due_ms <= ?1 ORDER BY due_ms, id LIMIT ?2",
         )?;
@@ -246,7 +245,7 @@ impl Store {
     /// Pending outbox rows of an instance with their next delivery time,
     /// earliest first (what the dispatcher delivers).
     pub fn pending_requests(&self, instance: &str) -> Result<Vec<(OutboxRow, i64)>, StoreError> {
-        let mut st = self.conn().prepare(
+        let mut st = self.conn().prepare_cached(
             "SELECT id, node, channel, attempt, deliveries, idempotency_key, next_ms FROM outbox
              WHERE instance_id = ?1 AND state = 'pending' ORDER BY next_ms, id",
         )?;
@@ -269,9 +268,7 @@ impl Store {
     /// Whether the outbox holds a poisoned request for exactly this instance
     /// and node (what a poison wake re-reads under the claim).
     pub fn has_poisoned_request(&self, instance: &str, node: &str) -> Result<bool, StoreError> {
-        let n: i64 = self.conn().query_row(
-            "SELECT COUNT(*) FROM outbox WHERE instance_id = ?1 AND node = ?2 AND state = 'poisoned'",
-            params![instance, node],
+        let n: i64 = self.conn().prepare_cached("SELECT COUNT(*) FROM outbox WHERE instance_id = ?1 AND node = ?2 AND state = 'poisoned'")?.query_row(params![instance, node],
             |r| r.get(0),
         )?;
         Ok(n > 0)
@@ -281,11 +278,8 @@ impl Store {
     pub fn correlation(&self, key: &str) -> Result<Option<(String, String)>, StoreError> {
         Ok(self
             .conn()
-            .query_row(
-                "SELECT instance_id, node FROM correlations WHERE key = ?1",
-                params![key],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .prepare_cached("SELECT instance_id, node FROM correlations WHERE key = ?1")?
+            .query_row(params![key], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?)
     }
 
@@ -296,7 +290,7 @@ impl Store {
 
     /// The decisions of an instance, in order.
     pub fn history(&self, instance: &str) -> Result<Vec<HistoryRow>, StoreError> {
-        let mut st = self.conn().prepare(
+        let mut st = self.conn().prepare_cached(
             "SELECT seq, transition_seq, at_ms, kind, node, attempt, code, timer_id, event_index, detail
              FROM history WHERE instance_id = ?1 ORDER BY seq",
         )?;
@@ -319,7 +313,7 @@ impl Store {
 
     /// Every snapshot the instance persisted, in order (the golden corpus).
     pub fn transitions(&self, instance: &str) -> Result<Vec<TransitionRow>, StoreError> {
-        let mut st = self.conn().prepare(
+        let mut st = self.conn().prepare_cached(
             "SELECT seq, version, at_ms, status, snapshot FROM transitions WHERE instance_id = ?1 ORDER BY seq",
         )?;
         let rows = st.query_map(params![instance], |r| {
@@ -335,7 +329,7 @@ impl Store {
     }
 
     pub fn incidents(&self, instance: &str) -> Result<Vec<IncidentRow>, StoreError> {
-        let mut st = self.conn().prepare(
+        let mut st = self.conn().prepare_cached(
             "SELECT id, node, kind, message, opened_ms, closed_ms FROM incidents WHERE instance_id = ?1 ORDER BY id",
         )?;
         let rows = st.query_map(params![instance], |r| {
@@ -354,9 +348,7 @@ impl Store {
     /// How many times a handler has run for an instance: which scenario entry
     /// its next run consumes.
     pub fn handler_runs(&self, instance: &str, task: &str) -> Result<usize, StoreError> {
-        let n: i64 = self.conn().query_row(
-            "SELECT COUNT(*) FROM history WHERE instance_id = ?1 AND kind = 'attempt' AND task = ?2",
-            params![instance, task],
+        let n: i64 = self.conn().prepare_cached("SELECT COUNT(*) FROM history WHERE instance_id = ?1 AND kind = 'attempt' AND task = ?2")?.query_row(params![instance, task],
             |r| r.get(0),
         )?;
         Ok(n as usize)
@@ -364,7 +356,7 @@ impl Store {
 
     /// Scenario event indexes already delivered to an instance.
     pub fn delivered_events(&self, instance: &str) -> Result<Vec<usize>, StoreError> {
-        let mut st = self.conn().prepare(
+        let mut st = self.conn().prepare_cached(
             "SELECT DISTINCT event_index FROM history WHERE instance_id = ?1 AND event_index IS NOT NULL ORDER BY event_index",
         )?;
         let rows = st.query_map(params![instance], |r| r.get::<_, i64>(0))?;
@@ -412,7 +404,7 @@ impl Store {
         instance: &str,
         map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Vec<T>, StoreError> {
-        let mut st = self.conn().prepare(sql)?;
+        let mut st = self.conn().prepare_cached(sql)?;
         let rows = st.query_map(params![instance], map)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -421,9 +413,9 @@ impl Store {
     /// token first (oldest first), else those with the earliest armed timers.
     /// What a replica picks from.
     pub fn candidates(&self, limit: usize) -> Result<Vec<String>, StoreError> {
-        let mut st = self
-            .conn()
-            .prepare("SELECT id FROM instances WHERE status = 'running' ORDER BY rowid LIMIT ?1")?;
+        let mut st = self.conn().prepare_cached(
+            "SELECT id FROM instances WHERE status = 'running' ORDER BY rowid LIMIT ?1",
+        )?;
         let ready: Vec<String> = st
             .query_map(params![limit as i64], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
@@ -433,7 +425,7 @@ impl Store {
         // CROSS JOIN keeps the armed timers, in due order, as the outer
         // loop (an index walk that stops at the limit); the planner would
         // otherwise be free to start from every unfinished instance.
-        let mut st = self.conn().prepare(
+        let mut st = self.conn().prepare_cached(
             "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
              WHERE t.state = 'armed' AND i.status IN ('running','waiting') ORDER BY t.due_ms, t.id LIMIT ?1",
         )?;
@@ -447,11 +439,10 @@ impl Store {
     pub fn last_decision_ms(&self, instance: &str) -> Result<Option<i64>, StoreError> {
         Ok(self
             .conn()
-            .query_row(
+            .prepare_cached(
                 "SELECT at_ms FROM transitions WHERE instance_id = ?1 ORDER BY seq DESC LIMIT 1",
-                params![instance],
-                |r| r.get(0),
-            )
+            )?
+            .query_row(params![instance], |r| r.get(0))
             .optional()?)
     }
 
@@ -459,11 +450,8 @@ impl Store {
     pub fn deployment_source(&self, deployment_id: i64) -> Result<Option<String>, StoreError> {
         Ok(self
             .conn()
-            .query_row(
-                "SELECT source FROM deployments WHERE id = ?1",
-                params![deployment_id],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT source FROM deployments WHERE id = ?1")?
+            .query_row(params![deployment_id], |r| r.get(0))
             .optional()?)
     }
 }

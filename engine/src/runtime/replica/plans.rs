@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use super::Replica;
 use crate::runtime::decide;
+use crate::runtime::fleet::Fleet;
 use crate::runtime::graph::Graph;
 use crate::runtime::Scenario;
 use crate::store::{plans, Store};
@@ -18,8 +19,8 @@ const DBG08: &str = include_str!("../../../../samples/dbg08-long-outage.bpmn");
 const ALWAYS_FAILS: &str = include_str!("../../../../samples/scenarios/dbg08-long-outage.json");
 
 /// Serve `n` always-failing DBG-08 instances to exhaustion on a database at
-/// schema `version`: the most steps one run of each statement took.
-fn steps_serving(n: usize, version: u32) -> BTreeMap<String, i64> {
+/// schema `version` (with the fleet driver, or one replica): the most steps one run of each statement took.
+fn steps_serving(n: usize, version: u32, fleet: bool) -> BTreeMap<String, i64> {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open_at(&dir.path().join("fleet.db"), version).unwrap();
     let defs = crate::load(DBG08).unwrap();
@@ -32,17 +33,23 @@ fn steps_serving(n: usize, version: u32) -> BTreeMap<String, i64> {
     }
     plans::take_steps();
     store.count_steps();
-    let mut replica = Replica::new(store, scenario, "plans:1".into());
-    let stats = replica.serve(|_, _| {}).unwrap();
-    assert_eq!(stats.decisions, 6 * n as u64, "six attempts per instance");
+    let decisions = if fleet {
+        let mut f = Fleet::new(store, scenario, "plans:1".into());
+        f.batch(8);
+        f.serve(|_, _| {}).unwrap().decisions
+    } else {
+        let mut replica = Replica::new(store, scenario, "plans:1".into());
+        replica.serve(|_, _| {}).unwrap().decisions
+    };
+    assert_eq!(decisions, 6 * n as u64, "six attempts per instance");
     plans::take_steps()
 }
 
 /// Statements that took more steps per run serving 200 instances than 20
 /// (beyond a small allowance for rows of the instance itself).
-fn growing(version: u32) -> Vec<String> {
-    let small = steps_serving(20, version);
-    let large = steps_serving(200, version);
+fn growing(version: u32, fleet: bool) -> Vec<String> {
+    let small = steps_serving(20, version, fleet);
+    let large = steps_serving(200, version, fleet);
     assert!(large.len() > 10, "statements counted: {large:?}");
     large
         .iter()
@@ -58,7 +65,7 @@ fn growing(version: u32) -> Vec<String> {
 
 #[test]
 fn no_statement_of_a_replicas_loop_costs_more_in_a_larger_fleet() {
-    let grown = growing(crate::store::schema::LATEST);
+    let grown = growing(crate::store::schema::LATEST, false);
     assert!(
         grown.is_empty(),
         "{} statement(s) grow with the fleet:\n{}",
@@ -67,11 +74,22 @@ fn no_statement_of_a_replicas_loop_costs_more_in_a_larger_fleet() {
     );
     // Without the fleet indexes (schema 3) the same loop read every parked
     // instance's timers per decision: the check sees what it looks for.
-    let before = growing(3);
+    let before = growing(3, false);
     assert!(
         before
             .iter()
             .any(|s| s.contains("FROM timers WHERE instance_id")),
         "{before:#?}"
+    );
+}
+
+#[test]
+fn no_statement_of_the_fleet_drivers_loop_costs_more_in_a_larger_fleet() {
+    let grown = growing(crate::store::schema::LATEST, true);
+    assert!(
+        grown.is_empty(),
+        "{} statement(s) grow with the fleet:\n{}",
+        grown.len(),
+        grown.join("\n")
     );
 }
