@@ -29,6 +29,8 @@ enum Command {
     Lsp(cli::lsp::Args),
     /// Draw a model as an SVG diagram, with an instance's state on it (--db, --instance).
     Render(cli::render::Args),
+    /// Simulate an outage over N real instances on the virtual clock (group commit, flat memory).
+    Simulate(cli::simulate::Args),
     /// Print a diagnostic code's page (offline), or list every code.
     Explain(cli::explain::Args),
     /// Print a shell completion script: qflow completions bash > ~/.local/share/bash-completion/completions/qflow
@@ -76,6 +78,7 @@ fn main() -> ExitCode {
         Command::Retire(args) => cli::deploy::retire(args),
         Command::Migrate(args) => cli::migrate::migrate(args),
         Command::Resume(args) => cli::migrate::resume(args),
+        Command::Simulate(args) => cli::simulate::run(args),
         Command::Explain(args) => cli::explain::run(args),
         Command::Completions { shell } => {
             let mut script = Vec::new();

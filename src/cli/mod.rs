@@ -8,3 +8,4 @@ pub mod migrate;
 pub mod ops;
 pub mod render;
 pub mod run;
+pub mod simulate;

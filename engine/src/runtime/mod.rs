@@ -31,6 +31,7 @@ pub mod scenario;
 pub mod scenario_check;
 pub mod session;
 pub mod shell;
+pub mod simulate;
 pub use crate::instance::snapshot;
 
 pub use clock::{Clock, SystemClock, VirtualClock};

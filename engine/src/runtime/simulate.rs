@@ -1,0 +1,169 @@
+//! A simulated outage over a fleet: N real instances of a model, started
+//! together, driven through the decisions and the store by the fleet driver
+//! on the virtual clock. Every registered task's dependency fails
+//! transiently from the start until the outage ends and succeeds after it.
+//!
+//! What it counts is what the seed asks a fleet to show: attempts executed,
+//! instances completed, instances exhausted, and attempts per minute of
+//! virtual time. Nothing per instance is held in memory: the store holds the
+//! instances, the driver one batch, the report one counter per minute of
+//! virtual time that saw an attempt.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::instance::event::{FailureClass, TaskOutcome};
+use crate::instance::history::{Attempt, HistoryEvent};
+use crate::instance::Status;
+use crate::model::Definitions;
+use crate::runtime::decide;
+use crate::runtime::fleet::{Fleet, World};
+use crate::runtime::graph::Graph;
+use crate::runtime::{RunError, Scenario};
+use crate::store::Store;
+
+/// The failure code every attempt during the outage gets.
+pub const OUTAGE_CODE: &str = "DEPENDENCY_DOWN";
+
+/// What to simulate.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Instances started together at virtual time 0.
+    pub jobs: usize,
+    /// How long every task's dependency is down, from virtual time 0.
+    pub outage: Duration,
+    /// Instances per group commit.
+    pub batch: usize,
+}
+
+/// Where a simulation is, reported after each batch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub jobs: usize,
+    /// Instances started so far (seeding comes first).
+    pub started: usize,
+    /// Task attempts executed (handler runs).
+    pub attempts: u64,
+    pub completed: u64,
+    /// Instances FAILED with their retry budget spent.
+    pub exhausted: u64,
+    /// Instances FAILED for another reason (a non-retryable code, an
+    /// uncaught error).
+    pub failed: u64,
+    /// The latest virtual instant decided, ms since the start.
+    pub virtual_ms: i64,
+}
+
+impl Progress {
+    /// Instances that reached an end (completed or failed).
+    pub fn finished(&self) -> u64 {
+        self.completed + self.exhausted + self.failed
+    }
+}
+
+/// What a simulation found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub totals: Progress,
+    /// Attempts per minute of virtual time (minute index → attempts); only
+    /// minutes that saw an attempt.
+    pub per_minute: BTreeMap<i64, u64>,
+    /// Group commits applied.
+    pub batches: u64,
+}
+
+impl Report {
+    /// The busiest minute: (minute index, attempts).
+    pub fn peak(&self) -> Option<(i64, u64)> {
+        self.per_minute
+            .iter()
+            .map(|(m, n)| (*m, *n))
+            .max_by_key(|(m, n)| (*n, -m))
+    }
+}
+
+/// The dependency: down until `until_ms`, up after.
+struct Outage {
+    until_ms: i64,
+}
+
+impl World for Outage {
+    fn attempt(&self, _task: &str, _run: usize, at_ms: i64) -> TaskOutcome {
+        if at_ms < self.until_ms {
+            TaskOutcome::Fail {
+                code: OUTAGE_CODE.into(),
+                class: FailureClass::Transient,
+                retry_after: None,
+                message: Some("the dependency is down (simulated outage)".into()),
+            }
+        } else {
+            TaskOutcome::Ok(BTreeMap::new())
+        }
+    }
+}
+
+/// Deploy `source` into `store`, start `plan.jobs` instances at virtual time
+/// 0 and drive them all to an end (or to what they wait for outside the
+/// simulation). `progress` is called after seeding steps and every batch.
+pub fn simulate(
+    mut store: Store,
+    source: &str,
+    defs: &Definitions,
+    plan: &Plan,
+    mut progress: impl FnMut(&Progress),
+) -> Result<(Report, Store), RunError> {
+    let graph = Graph::compile(defs)?;
+    let deployment = store.deploy(&graph.process_id, source, 0)?;
+    let start = decide::start(&graph, &BTreeMap::new(), 0);
+    let mut p = Progress {
+        jobs: plan.jobs,
+        ..Progress::default()
+    };
+    const SEED_CHUNK: usize = 5_000;
+    while p.started < plan.jobs {
+        let n = (plan.jobs - p.started).min(SEED_CHUNK);
+        store.start_instances(&deployment, &start, 0, n)?;
+        p.started += n;
+        progress(&p);
+    }
+    let mut fleet = Fleet::new(store, Scenario::default(), crate::store::local_owner());
+    fleet.batch(plan.batch);
+    fleet.world(Box::new(Outage {
+        until_ms: plan.outage.as_millis().min(i64::MAX as u128) as i64,
+    }));
+    let mut per_minute = BTreeMap::new();
+    loop {
+        let looked = fleet.step(|_, d| {
+            p.virtual_ms = p.virtual_ms.max(d.at_ms);
+            for line in &d.events {
+                match &line.event {
+                    HistoryEvent::Attempt(Attempt::Task(_)) => {
+                        p.attempts += 1;
+                        *per_minute.entry(d.at_ms.div_euclid(60_000)).or_insert(0) += 1;
+                    }
+                    HistoryEvent::Failed { reason, .. } if reason == "exhausted" => {
+                        p.exhausted += 1
+                    }
+                    HistoryEvent::Failed { .. } => p.failed += 1,
+                    _ => {}
+                }
+            }
+            if d.status == Status::Completed {
+                p.completed += 1;
+            }
+        })?;
+        progress(&p);
+        if looked == 0 {
+            break;
+        }
+    }
+    let batches = fleet.stats().batches;
+    Ok((
+        Report {
+            totals: p,
+            per_minute,
+            batches,
+        },
+        fleet.into_store(),
+    ))
+}

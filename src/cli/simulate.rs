@@ -1,0 +1,272 @@
+//! `qflow simulate MODEL --jobs N --outage DURATION [--db DB]`: N real
+//! instances through the engine and the store on the virtual clock, with
+//! every registered task's dependency down for the outage and up after it.
+//!
+//! The engine runs the simulation ([`simulate`]); this module parses the
+//! arguments, shows a progress bar on a terminal and renders the report
+//! (totals, and attempts per minute as a chart).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use qflow_engine::runtime::fleet::DEFAULT_BATCH;
+use qflow_engine::runtime::session::SessionDb;
+use qflow_engine::runtime::simulate::{simulate, Plan, Report, OUTAGE_CODE};
+use serde_json::json;
+
+use crate::cli::run::{json_line, Format};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The BPMN model whose instances to simulate.
+    pub model: PathBuf,
+    /// How many instances to start together at virtual time 0.
+    #[arg(long, value_name = "N")]
+    pub jobs: usize,
+    /// How long every registered task's dependency is down, from the start
+    /// (ISO 8601: PT2H, P1D, PT90M).
+    #[arg(long, value_name = "DURATION")]
+    pub outage: String,
+    /// Keep the instances in this database (created if missing); else a
+    /// temporary one, removed at the end.
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Instances decided and committed together (one transaction each way).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH)]
+    pub batch: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+fn fail(format: Format, code: u8, error: &str, msg: impl std::fmt::Display) -> ExitCode {
+    let msg = msg.to_string();
+    eprintln!("error: {msg}");
+    if format == Format::Json {
+        let rec = json!({"status": "error", "error": error, "message": msg});
+        println!("{}", json_line(&rec, &["status", "error", "message"]));
+    }
+    ExitCode::from(code)
+}
+
+pub fn run(args: Args) -> ExitCode {
+    let format = args.format;
+    let shown = args.model.display().to_string();
+    let outage = match qflow_engine::duration::parse(&args.outage) {
+        Ok(d) => d,
+        Err(e) => return fail(format, 2, "usage", format!("--outage {}: {e}", args.outage)),
+    };
+    if args.jobs == 0 {
+        return fail(format, 2, "usage", "--jobs must be at least 1");
+    }
+    let bytes = match std::fs::read(&args.model) {
+        Ok(b) => b,
+        Err(e) => return fail(format, 2, "unreadable", format!("cannot read {shown}: {e}")),
+    };
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let defs = match qflow_engine::load(&text) {
+        Ok(d) => d,
+        Err(diags) => {
+            return fail(
+                format,
+                1,
+                "model",
+                format!(
+                    "{shown} does not load ({} error(s)): `qflow check {shown}` shows where",
+                    diags.len()
+                ),
+            )
+        }
+    };
+    let db = SessionDb::new(args.db.as_deref(), "simulate");
+    let store = match db.open() {
+        Ok(s) => s,
+        Err(e) => return fail(format, 2, "store", e),
+    };
+    let plan = Plan {
+        jobs: args.jobs,
+        outage,
+        batch: args.batch.max(1),
+    };
+    let bar = (format == Format::Human && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(args.jobs as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} finished  {msg}",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    });
+    let wall = Instant::now();
+    let result = simulate(store, &text, &defs, &plan, |p| {
+        if let Some(bar) = &bar {
+            bar.set_position(p.finished());
+            bar.set_message(if p.started < p.jobs {
+                format!("starting {}/{}", p.started, p.jobs)
+            } else {
+                format!(
+                    "{} attempts · virtual +{}",
+                    p.attempts,
+                    qflow_engine::duration::compact_ms(p.virtual_ms)
+                )
+            });
+        }
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let (report, store) = match result {
+        Ok(r) => r,
+        Err(e) => return fail(format, 2, "store", e),
+    };
+    drop(store);
+    let elapsed = wall.elapsed();
+    let rss = peak_rss_kb();
+    match format {
+        Format::Json => println!("{}", json_report(&report, &args, outage, elapsed, rss)),
+        Format::Human => print!("{}", human_report(&report, &args, outage, elapsed, rss)),
+    }
+    if let Some(path) = &args.db {
+        if format == Format::Human {
+            println!("instances kept in {}", path.display());
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// This process's peak resident set (Linux: VmHWM), in KiB.
+fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn json_report(
+    r: &Report,
+    args: &Args,
+    outage: Duration,
+    elapsed: Duration,
+    rss_kb: Option<u64>,
+) -> String {
+    let t = &r.totals;
+    let per_minute: Vec<_> = r
+        .per_minute
+        .iter()
+        .map(|(m, n)| json!({"minute": m, "attempts": n}))
+        .collect();
+    let v = json!({
+        "status": "simulated",
+        "jobs": args.jobs,
+        "outage_s": outage.as_secs(),
+        "attempts": t.attempts,
+        "completed": t.completed,
+        "exhausted": t.exhausted,
+        "failed_other": t.failed,
+        "unfinished": t.jobs as u64 - t.finished(),
+        "virtual_end_s": t.virtual_ms / 1000,
+        "per_minute": per_minute,
+        "batches": r.batches,
+        "wall_ms": elapsed.as_millis() as u64,
+        "peak_rss_kb": rss_kb,
+    });
+    json_line(&v, &["status"])
+}
+
+fn human_report(
+    r: &Report,
+    args: &Args,
+    outage: Duration,
+    elapsed: Duration,
+    rss_kb: Option<u64>,
+) -> String {
+    let t = &r.totals;
+    let mut out = String::new();
+    let n = qflow_engine::text::group;
+    out += &format!(
+        "SIMULATED  {} jobs, every task's dependency down for {} ({} on each attempt), then up\n",
+        n(args.jobs as u64),
+        qflow_engine::duration::to_words(outage),
+        OUTAGE_CODE
+    );
+    out += &format!("attempts executed  {:>12}\n", n(t.attempts));
+    out += &format!("completed          {:>12}\n", n(t.completed));
+    out += &format!("exhausted          {:>12}\n", n(t.exhausted));
+    if t.failed > 0 {
+        out += &format!("failed (other)     {:>12}\n", n(t.failed));
+    }
+    let open = t.jobs as u64 - t.finished();
+    if open > 0 {
+        out += &format!("waiting elsewhere  {:>12}\n", n(open));
+    }
+    out += &format!(
+        "virtual time       {:>12}\n",
+        qflow_engine::duration::compact_ms(t.virtual_ms)
+    );
+    out += "\nattempts per minute (virtual time)\n";
+    out += &chart(&r.per_minute, 40, 50);
+    out += &format!(
+        "\nwall {:.1} s, {} group commits, peak RSS {}\n",
+        elapsed.as_secs_f64(),
+        n(r.batches),
+        rss_kb.map_or("unknown".to_string(), |k| format!(
+            "{:.1} MB",
+            k as f64 / 1024.0
+        ))
+    );
+    out
+}
+
+/// Attempts per minute as horizontal bars: one row per minute that saw an
+/// attempt when there are at most `rows` of them, else `rows` equal spans of
+/// time, each showing its busiest minute.
+fn chart(per_minute: &std::collections::BTreeMap<i64, u64>, rows: usize, width: usize) -> String {
+    let (Some((&first, _)), Some((&last, _))) =
+        (per_minute.first_key_value(), per_minute.last_key_value())
+    else {
+        return "  (no attempts)\n".into();
+    };
+    let buckets: Vec<(i64, i64, u64)> = if per_minute.len() <= rows {
+        per_minute.iter().map(|(m, n)| (*m, *m, *n)).collect()
+    } else {
+        let span = (last - first + 1) as usize;
+        let w = span.div_ceil(rows) as i64;
+        let mut b: Vec<(i64, i64, u64)> = Vec::new();
+        for (m, n) in per_minute {
+            let start = first + (m - first) / w * w;
+            match b.last_mut() {
+                Some(last) if last.0 == start => last.2 = last.2.max(*n),
+                _ => b.push((start, start + w - 1, *n)),
+            }
+        }
+        b
+    };
+    let max = buckets.iter().map(|b| b.2).max().unwrap_or(1).max(1);
+    let mut out = String::new();
+    for (from, to, n) in buckets {
+        let len = ((n as f64 / max as f64) * width as f64).ceil() as usize;
+        let label = if from == to {
+            format!("+{}", minutes(from))
+        } else {
+            format!("+{}..{}", minutes(from), minutes(to))
+        };
+        out += &format!(
+            "  {label:>16} {:<width$} {}{}\n",
+            "█".repeat(len),
+            qflow_engine::text::group(n),
+            if from == to { "" } else { " (busiest minute)" }
+        );
+    }
+    out
+}
+
+/// A minute index as `1h 05m` / `12m`.
+fn minutes(m: i64) -> String {
+    if m >= 60 {
+        format!("{}h{:02}m", m / 60, m % 60)
+    } else {
+        format!("{m}m")
+    }
+}
