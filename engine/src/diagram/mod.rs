@@ -14,6 +14,8 @@
 //! its XML tree to keep large models small, so the positions are read here
 //! by a separate pass over the source, only when a diagram is asked for.
 
+use std::collections::HashMap;
+
 use crate::model::{EventTrigger, NodeKind, Process};
 
 mod bpmndi;
@@ -232,19 +234,25 @@ impl Diagram {
                 }
             })
             .collect();
+        // Looked up by id once per flow end: a linear search here made
+        // placing a large model quadratic.
+        let mut by_id: HashMap<&str, &crate::model::Node> = HashMap::new();
+        for n in &process.nodes {
+            // The first of duplicate ids, as everywhere else.
+            by_id.entry(n.id.value.as_str()).or_insert(n);
+        }
         let flows: Vec<DiagramFlow> = process
             .flows
             .iter()
             .filter_map(|f| {
                 let source = f.source.as_ref()?.value.clone();
                 let target = f.target.as_ref()?.value.clone();
-                let known = |id: &str| nodes.iter().any(|n| n.id == id);
-                if !known(&source) || !known(&target) {
-                    return None;
-                }
-                let is_default = process.node(&source).is_some_and(|n| {
-                    matches!(&n.kind, NodeKind::ExclusiveGateway { default: Some(d) } if d.value == f.id.value)
-                });
+                let source_node = by_id.get(source.as_str())?;
+                by_id.get(target.as_str())?;
+                let is_default = matches!(
+                    &source_node.kind,
+                    NodeKind::ExclusiveGateway { default: Some(d) } if d.value == f.id.value
+                );
                 let mark = match (&f.condition, is_default) {
                     (_, true) => FlowMark::Default,
                     (Some(c), false) => FlowMark::Condition(c.value.clone()),

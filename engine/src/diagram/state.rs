@@ -117,13 +117,17 @@ fn taken(
             .get(id)
             .is_some_and(|m| m.class == "done" || m.class == "failed")
     };
+    let exclusives: BTreeSet<&str> = diagram
+        .nodes
+        .iter()
+        .filter(|n| n.kind == super::ShapeKind::ExclusiveGateway)
+        .map(|n| n.id.as_str())
+        .collect();
     diagram
         .flows
         .iter()
         .filter(|f| {
-            let exclusive = diagram
-                .node(&f.source)
-                .is_some_and(|n| n.kind == super::ShapeKind::ExclusiveGateway);
+            let exclusive = exclusives.contains(f.source.as_str());
             if exclusive {
                 chosen.contains(f.id.as_str())
             } else {
