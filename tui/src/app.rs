@@ -11,7 +11,7 @@ use crossterm::event::KeyEvent;
 
 use crate::backend::{Backend, Command, Report};
 use crate::keymap::{self, Action};
-use crate::view::{InstanceRowView, View};
+use crate::view::{DeploymentRowView, InstanceRowView, Status, View};
 
 mod prompts;
 
@@ -77,6 +77,8 @@ pub struct App {
     pub attached: bool,
     pub view: Option<View>,
     pub list: Vec<InstanceRowView>,
+    /// Attach mode: the database's deployments, listed above the instances.
+    pub deployments: Vec<DeploymentRowView>,
     pub list_selected: usize,
     pub focus: Panel,
     scroll: [u16; 8],
@@ -119,6 +121,7 @@ impl App {
             attached: false,
             view: None,
             list: Vec::new(),
+            deployments: Vec::new(),
             list_selected: 0,
             focus: Panel::Process,
             scroll: [0; 8],
@@ -152,6 +155,10 @@ impl App {
                     self.list = list;
                     self.list_selected = self.list_selected.min(self.list.len().saturating_sub(1));
                 }
+                Err(e) => self.report = Report::bad(format!("error: {e}")),
+            }
+            match backend.deployments() {
+                Ok(d) => self.deployments = d,
                 Err(e) => self.report = Report::bad(format!("error: {e}")),
             }
         }
@@ -188,6 +195,11 @@ impl App {
             if self.view.is_some() {
                 self.screen = Screen::Instance;
                 self.scroll = [0; 8];
+            }
+        }
+        if let Command::PreviewMigration { .. } = cmd {
+            if let Some(preview) = backend.migration_preview() {
+                self.open(Stage::MigrateConfirm(Box::new(preview)));
             }
         }
     }
@@ -289,6 +301,7 @@ impl App {
                 None
             }
             Action::Open => None,
+            Action::Migrate => self.migrate_key(),
             acting => self.acting_key(acting),
         }
     }
@@ -324,6 +337,26 @@ impl App {
                 None
             }
         }
+    }
+
+    /// `m`: repair by migration, on an instance of an attached database.
+    fn migrate_key(&mut self) -> Option<Command> {
+        let Some(view) = &self.view else {
+            self.report = Report::warn("no instance to migrate");
+            return None;
+        };
+        if !self.attached {
+            self.report = Report::warn(
+                "repair by migration works on a database: quit and run `qflow console --db FILE` on this session's database (or `qflow migrate`)",
+            );
+            return None;
+        }
+        if view.status() == Status::Completed {
+            self.report = Report::warn("a completed instance has nothing to repair or move");
+            return None;
+        }
+        self.open(Stage::MigrateTarget);
+        None
     }
 
     fn acting_key(&mut self, action: Action) -> Option<Command> {

@@ -4,7 +4,7 @@
 //! them out (on the engine's local driver, or a test double) and hands back a
 //! fresh [`View`] read from the store. The console never computes a decision.
 
-use crate::view::{InstanceRowView, View};
+use crate::view::{DeploymentRowView, InstanceRowView, View};
 
 /// How a failed attempt is classified (docs/runtime.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +110,30 @@ pub enum Command {
     Refresh,
     /// Attach mode: inspect this instance.
     Open { instance: String },
+    /// Plan a migration of the open instance onto `target` (a deployment id
+    /// or a model file); `mapping` `None` starts from the engine's suggested
+    /// mapping. The plan is then read with [`Backend::migration_preview`].
+    PreviewMigration {
+        target: String,
+        mapping: Option<Vec<(String, String)>>,
+        reset_budget: bool,
+    },
+    /// Apply the migration that was previewed, if the instance has not moved.
+    Migrate,
+}
+
+/// A planned migration, as the confirmation shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationPreview {
+    pub instance: String,
+    /// What `--to` names: a deployment id or a model file.
+    pub target: String,
+    pub mapping: Vec<(String, String)>,
+    pub reset_budget: bool,
+    /// The plan in words, or why it is refused.
+    pub lines: Vec<String>,
+    /// Whether it can be applied.
+    pub ok: bool,
 }
 
 /// How the status line colours a report.
@@ -176,6 +200,16 @@ pub trait Backend {
     /// the console drives one instance of its own.
     fn instances(&mut self) -> Result<Vec<InstanceRowView>, String> {
         Ok(Vec::new())
+    }
+
+    /// Attach mode: the database's deployments. Empty otherwise.
+    fn deployments(&mut self) -> Result<Vec<DeploymentRowView>, String> {
+        Ok(Vec::new())
+    }
+
+    /// The migration planned by the last [`Command::PreviewMigration`].
+    fn migration_preview(&mut self) -> Option<MigrationPreview> {
+        None
     }
 
     /// Codes worth offering in the fail picker (the scenario's, the policy's

@@ -28,10 +28,13 @@ use qflow_engine::runtime::{Clock, Decision, Scenario, VirtualClock};
 use qflow_engine::store::Store;
 use serde_json::Value;
 
-use crate::backend::{Backend, Command, FailClass, Report, Resolution, ResponseTarget};
+use crate::backend::{
+    Backend, Command, FailClass, MigrationPreview, Report, Resolution, ResponseTarget,
+};
 use crate::engine_describe::describe;
 use crate::engine_view::{self, Source};
-use crate::view::{sort_instances, InstanceRowView, View};
+use crate::view::{sort_instances, DeploymentRowView, InstanceRowView, View};
+use qflow_engine::repair::{self, Target};
 
 /// Where the console's instance lives.
 pub enum EngineBackend {
@@ -55,6 +58,8 @@ pub struct Attach {
     store: Store,
     label: String,
     selected: Option<Selected>,
+    /// The last migration planned, with the instance version it was planned at.
+    preview: Option<(MigrationPreview, Target, i64)>,
 }
 
 /// The instance an attached console shows, its model compiled and drawn.
@@ -253,6 +258,7 @@ impl EngineBackend {
             store,
             label: db.display().to_string(),
             selected: None,
+            preview: None,
         })))
     }
 
@@ -593,32 +599,27 @@ impl Backend for EngineBackend {
                 Command::Resolve(r) => d.resolve(*r),
                 Command::Refresh => Ok(Report::info("re-read the store")),
                 Command::Open { .. } => Ok(Report::info("this console drives one instance")),
+                Command::PreviewMigration { .. } | Command::Migrate => Ok(Report::warn(
+                    "repair by migration works on a database: `qflow console --db FILE`",
+                )),
             },
             EngineBackend::Attach(a) => match command {
                 Command::Open { instance } => {
-                    let row = a
-                        .store
-                        .instance(instance)
-                        .map_err(|e| e.to_string())?
-                        .ok_or_else(|| format!("no instance {instance}"))?;
-                    let source = a
-                        .store
-                        .deployment_source(row.deployment_id)
-                        .map_err(|e| e.to_string())?
-                        .ok_or("the instance's deployment is missing from the database")?;
-                    let defs = load_model(&source, &format!("deployment {}", row.deployment_id))?;
-                    let graph = Graph::compile(&defs).map_err(|e| e.to_string())?;
-                    let diagram = diagram_of(&defs, &source, &row.process_id)
-                        .ok_or("the instance's deployment defines no process")?;
-                    a.selected = Some(Selected {
-                        id: instance.clone(),
-                        graph,
-                        diagram,
-                    });
+                    let status = a.select(instance)?;
+                    a.preview = None;
+                    if status == qflow_engine::instance::Status::Failed {
+                        return Ok(a.repair_hint(instance));
+                    }
                     Ok(Report::info(format!(
-                        "{instance}: read-only · esc back to the list"
+                        "{instance}: read-only · m migrates it · esc back to the list"
                     )))
                 }
+                Command::PreviewMigration {
+                    target,
+                    mapping,
+                    reset_budget,
+                } => a.preview(target, mapping.as_deref(), *reset_budget),
+                Command::Migrate => a.migrate(),
                 Command::Refresh => Ok(Report::info("re-read the store")),
                 _ => Ok(Report::warn(
                     "read-only: an attached database is inspected, not driven",
@@ -670,10 +671,233 @@ impl Backend for EngineBackend {
         Ok(out)
     }
 
+    fn deployments(&mut self) -> Result<Vec<DeploymentRowView>, String> {
+        let EngineBackend::Attach(a) = self else {
+            return Ok(Vec::new());
+        };
+        let rows = a.store.deployments().map_err(|e| e.to_string())?;
+        Ok(rows
+            .into_iter()
+            .map(|d| {
+                let c = d.counts;
+                let parts: Vec<String> = [
+                    (c.failed, "failed"),
+                    (c.running, "running"),
+                    (c.waiting, "waiting"),
+                    (c.completed, "completed"),
+                ]
+                .into_iter()
+                .filter(|(n, _)| *n > 0)
+                .map(|(n, w)| format!("{n} {w}"))
+                .collect();
+                DeploymentRowView {
+                    id: d.id,
+                    process: d.process_id,
+                    model: d.origin,
+                    hash: d.hash.chars().take(12).collect(),
+                    instances: if parts.is_empty() {
+                        "no instances".into()
+                    } else {
+                        parts.join(", ")
+                    },
+                    retired: d.retired_ms.is_some(),
+                }
+            })
+            .collect())
+    }
+
+    fn migration_preview(&mut self) -> Option<MigrationPreview> {
+        match self {
+            EngineBackend::Attach(a) => a.preview.as_ref().map(|(p, _, _)| p.clone()),
+            EngineBackend::Drive(_) => None,
+        }
+    }
+
     fn failure_codes(&mut self) -> Vec<String> {
         match self {
             EngineBackend::Drive(d) => d.codes.clone(),
             EngineBackend::Attach(_) => Vec::new(),
+        }
+    }
+}
+
+impl Attach {
+    /// Show this instance: its deployment's model compiled and drawn.
+    fn select(&mut self, instance: &str) -> Result<qflow_engine::instance::Status, String> {
+        let row = self
+            .store
+            .instance(instance)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("no instance {instance}"))?;
+        let source = self
+            .store
+            .deployment_source(row.deployment_id)
+            .map_err(|e| e.to_string())?
+            .ok_or("the instance's deployment is missing from the database")?;
+        let defs = load_model(&source, &format!("deployment {}", row.deployment_id))?;
+        let graph = Graph::compile(&defs).map_err(|e| e.to_string())?;
+        let diagram = diagram_of(&defs, &source, &row.process_id)
+            .ok_or("the instance's deployment defines no process")?;
+        self.selected = Some(Selected {
+            id: instance.to_string(),
+            graph,
+            diagram,
+        });
+        Ok(row.status)
+    }
+
+    /// `--to` as the command line reads it: a deployment id, else a model file.
+    fn target(&self, to: &str) -> Result<Target, String> {
+        if let Ok(id) = to.parse::<i64>() {
+            if !Path::new(to).exists() {
+                return Ok(Target::Deployment(id));
+            }
+        }
+        let source = std::fs::read_to_string(to).map_err(|e| format!("cannot read {to}: {e}"))?;
+        let defs = load_model(&source, to)?;
+        let graph = Graph::compile(&defs).map_err(|e| format!("{to}: {e}"))?;
+        Ok(Target::Model {
+            source,
+            origin: Some(to.to_string()),
+            graph: Box::new(graph),
+        })
+    }
+
+    /// Plan a migration of the open instance; the plan (or the refusal) is
+    /// kept for the confirmation.
+    fn preview(
+        &mut self,
+        to: &str,
+        mapping: Option<&[(String, String)]>,
+        reset_budget: bool,
+    ) -> Result<Report, String> {
+        let Some(selected) = &self.selected else {
+            return Ok(Report::warn("open an instance first"));
+        };
+        let instance = selected.id.clone();
+        let target = match self.target(to) {
+            Ok(t) => t,
+            Err(e) => return Ok(Report::bad(e)),
+        };
+        let mapping: BTreeMap<String, String> = match mapping {
+            Some(m) => m.iter().cloned().collect(),
+            None => repair::suggest_mapping(&self.store, &instance, &target).unwrap_or_default(),
+        };
+        let version = self
+            .store
+            .instance(&instance)
+            .map_err(|e| e.to_string())?
+            .map_or(0, |r| r.version);
+        let (lines, ok) =
+            match repair::plan(&self.store, &instance, &target, &mapping, reset_budget) {
+                Ok(p) => (p.plan.describe(), true),
+                Err(e) => (
+                    e.to_string()
+                        .lines()
+                        .map(|l| l.trim_start_matches("  - ").to_string())
+                        .collect(),
+                    false,
+                ),
+            };
+        let preview = MigrationPreview {
+            instance: instance.clone(),
+            target: to.to_string(),
+            mapping: mapping.into_iter().collect(),
+            reset_budget,
+            lines,
+            ok,
+        };
+        self.preview = Some((preview, target, version));
+        Ok(Report::info(if ok {
+            format!("planned the migration of {instance} onto {to}: review it, then apply")
+        } else {
+            format!("the migration of {instance} onto {to} is refused as planned: edit the mapping or cancel")
+        }))
+    }
+
+    /// Apply the previewed migration (only at the version it was planned
+    /// at), then show the instance on its new deployment.
+    fn migrate(&mut self) -> Result<Report, String> {
+        let Some((p, target, version)) = self.preview.take() else {
+            return Ok(Report::warn("nothing planned: m plans a migration"));
+        };
+        let mapping: BTreeMap<String, String> = p.mapping.iter().cloned().collect();
+        match repair::apply(
+            &mut self.store,
+            &p.instance,
+            &target,
+            &mapping,
+            p.reset_budget,
+            Some(version),
+        ) {
+            Ok((d, deployment)) => {
+                self.select(&p.instance)?;
+                Ok(Report::good(format!(
+                    "migrated {} onto deployment {deployment}: {} · `qflow resume {} --db {}` (or `qflow console MODEL --db {}`) continues it",
+                    p.instance,
+                    d.status.as_str().to_uppercase(),
+                    p.instance,
+                    self.label,
+                    self.label
+                )))
+            }
+            Err(e) => Ok(Report::bad(format!(
+                "{}: {e}; nothing was changed",
+                p.instance
+            ))),
+        }
+    }
+
+    /// Why a FAILED instance failed and what a repair would do, in a line.
+    fn repair_hint(&self, instance: &str) -> Report {
+        let why = self
+            .store
+            .instance(instance)
+            .ok()
+            .flatten()
+            .and_then(|r| Snapshot::decode(&r.snapshot).ok())
+            .and_then(|s| s.failure())
+            .map(|f| format!("FAILED at {}: {} ({})", f.node, f.code, f.reason))
+            .unwrap_or_else(|| "FAILED".into());
+        let Ok(Some(to)) = repair::likely_target(&self.store, instance) else {
+            return Report::warn(format!(
+                "{why} · to repair: deploy a fixed model (`qflow deploy MODEL --db {}`), then m",
+                self.label
+            ));
+        };
+        let target = Target::Deployment(to);
+        let mapping = repair::suggest_mapping(&self.store, instance, &target).unwrap_or_default();
+        match repair::plan(&self.store, instance, &target, &mapping, false) {
+            Ok(p) => {
+                let moves: Vec<String> = p
+                    .plan
+                    .moves
+                    .iter()
+                    .map(|m| {
+                        let budget = m
+                            .budget
+                            .and_then(|b| {
+                                b.max_attempts.map(|max| {
+                                    format!(
+                                        ", {} of {max} attempts left",
+                                        max.saturating_sub(b.burned)
+                                    )
+                                })
+                            })
+                            .unwrap_or_default();
+                        format!("{} → {}{budget}", m.from, m.to)
+                    })
+                    .collect();
+                Report::warn(format!(
+                    "{why} · a repair onto deployment {to} would move {} and make it {} · m plans it",
+                    moves.join("; "),
+                    p.plan.status_after.as_str().to_uppercase()
+                ))
+            }
+            Err(e) => Report::warn(format!(
+                "{why} · onto deployment {to}: {} · m plans it with a mapping",
+                e.to_string().lines().next().unwrap_or_default()
+            )),
         }
     }
 }

@@ -13,6 +13,8 @@ pub enum Action {
     Respond,
     Poison,
     Resolve,
+    /// Repair by migration: target, mapping, budget, plan, confirmation.
+    Migrate,
     FocusNext,
     FocusPrev,
     ScrollUp,
@@ -110,6 +112,15 @@ pub const KEYMAP: &[Binding] = &[
         help: "resolve a reconciliation: succeeded, failed or retry",
         acts: true,
         footer: true,
+    },
+    Binding {
+        action: Action::Migrate,
+        keys: &[KeyCode::Char('m')],
+        key_label: "m",
+        short: "migrate",
+        help: "repair by migration (attached database): target, mapping, budget; plan, confirm",
+        acts: false,
+        footer: false,
     },
     Binding {
         action: Action::FocusNext,

@@ -154,3 +154,17 @@ pub fn sort_instances(rows: &mut [InstanceRowView]) {
         Status::Completed => 3,
     });
 }
+
+/// One deployment of an attached database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeploymentRowView {
+    pub id: i64,
+    pub process: String,
+    /// The model file it was deployed from, if recorded.
+    pub model: Option<String>,
+    /// The first hex digits of its source hash.
+    pub hash: String,
+    /// Its instances by status, in words (`1 failed, 2 completed`).
+    pub instances: String,
+    pub retired: bool,
+}

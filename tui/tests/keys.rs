@@ -270,7 +270,7 @@ fn the_help_overlay_scrolls_on_a_small_terminal() {
     type_keys(&mut app, &mut tape, "?");
     let top = ui::render_text(&app, 60, 15);
     assert!(top.contains("take the next decision"), "{top}");
-    type_keys(&mut app, &mut tape, "jjjjjjjjjjjjjjjj");
+    type_keys(&mut app, &mut tape, "jjjjjjjjjjjjjjjjjjjj");
     let down = ui::render_text(&app, 60, 15);
     assert!(down.contains("quit and restore the terminal"), "{down}");
     assert!(tape.commands.is_empty());

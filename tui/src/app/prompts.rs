@@ -6,7 +6,7 @@ use std::time::Duration;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::App;
-use crate::backend::{Command, FailClass, Report, Resolution, ResponseTarget};
+use crate::backend::{Command, FailClass, MigrationPreview, Report, Resolution, ResponseTarget};
 
 /// One line of a picker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,11 +30,21 @@ impl Choice {
 pub enum Stage {
     Advance,
     FailCode,
-    FailClass { code: String },
-    RetryAfter { code: String },
+    FailClass {
+        code: String,
+    },
+    RetryAfter {
+        code: String,
+    },
     RespondTarget,
-    RespondBody { target: ResponseTarget },
+    RespondBody {
+        target: ResponseTarget,
+    },
     Resolve,
+    /// Migration: onto which deployment or model file.
+    MigrateTarget,
+    /// Migration: the plan, to apply, edit (mapping, budget) or cancel.
+    MigrateConfirm(Box<MigrationPreview>),
 }
 
 /// A small modal: a list of choices, the last of which may open a text field.
@@ -51,6 +61,8 @@ pub struct Prompt {
     pub input_label: String,
     /// Why the typed text was refused.
     pub error: Option<String>,
+    /// Lines shown above the choices (a migration's plan).
+    pub notes: Vec<String>,
 }
 
 const TIME_CHOICES: [(&str, i64); 4] = [
@@ -64,8 +76,75 @@ const COMMON_CODES: [&str; 3] = ["PROVIDER_DOWN", "INVALID_INPUT", "RATE_LIMITED
 
 impl App {
     pub(super) fn open(&mut self, stage: Stage) {
+        let mut notes = Vec::new();
         let (title, choices, custom, input_label): (String, Vec<Choice>, bool, &str) = match &stage
         {
+            Stage::MigrateTarget => {
+                let current = self.view.as_ref().map(|v| v.inspection.deployment_id);
+                let choices = self
+                    .deployments
+                    .iter()
+                    .filter(|d| Some(d.id) != current && !d.retired)
+                    .map(|d| {
+                        Choice::new(
+                            format!("deployment {}", d.id),
+                            format!(
+                                "{} · {} · {}",
+                                d.process,
+                                d.model.as_deref().unwrap_or("(by a run)"),
+                                d.hash
+                            ),
+                        )
+                    })
+                    .chain([Choice::new("model file…", "deployed by the migration")])
+                    .collect();
+                ("Migrate onto".into(), choices, true, "model file (path)")
+            }
+            Stage::MigrateConfirm(p) => {
+                notes = p.lines.clone();
+                let mapping = if p.mapping.is_empty() {
+                    "none (nodes keep their ids)".to_string()
+                } else {
+                    p.mapping
+                        .iter()
+                        .map(|(a, b)| format!("{a}={b}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                notes.push(format!("mapping: {mapping}"));
+                let mut choices = Vec::new();
+                if p.ok {
+                    choices.push(Choice::new(
+                        "apply",
+                        "one transaction; the result is on screen",
+                    ));
+                }
+                choices.push(Choice::new(
+                    if p.reset_budget {
+                        "keep the burned budget"
+                    } else {
+                        "reset the budget"
+                    },
+                    "plan again",
+                ));
+                choices.push(Choice::new("cancel", "nothing is changed"));
+                choices.push(Choice::new("edit the mapping…", "OLD=NEW, OLD=NEW"));
+                (
+                    format!(
+                        "{} the migration of {} onto {}",
+                        if p.ok { "Apply" } else { "Refused:" },
+                        p.instance,
+                        if p.target.parse::<i64>().is_ok() {
+                            format!("deployment {}", p.target)
+                        } else {
+                            p.target.clone()
+                        }
+                    ),
+                    choices,
+                    true,
+                    "mapping (OLD=NEW, comma-separated)",
+                )
+            }
             Stage::Advance => (
                 "Advance virtual time by".into(),
                 TIME_CHOICES
@@ -138,7 +217,7 @@ impl App {
                 "",
             ),
         };
-        let input = match stage {
+        let input = match &stage {
             Stage::RespondBody { .. } => Some("{}".to_string()),
             _ => None,
         };
@@ -151,6 +230,7 @@ impl App {
             input,
             input_label: input_label.to_string(),
             error: None,
+            notes,
         });
     }
 
@@ -323,6 +403,56 @@ impl App {
                 self.prompt = None;
                 Some(Command::Resolve(r))
             }
+            Stage::MigrateTarget => {
+                let target = match value {
+                    Value::Index(_) => label.trim_start_matches("deployment ").to_string(),
+                    Value::Text(t) if t.is_empty() => {
+                        p.error = Some("type the model file's path".into());
+                        return None;
+                    }
+                    Value::Text(t) => t,
+                };
+                self.prompt = None;
+                Some(Command::PreviewMigration {
+                    target,
+                    mapping: None,
+                    reset_budget: false,
+                })
+            }
+            Stage::MigrateConfirm(preview) => {
+                let again = |mapping: Vec<(String, String)>, reset_budget: bool| {
+                    Some(Command::PreviewMigration {
+                        target: preview.target.clone(),
+                        mapping: Some(mapping),
+                        reset_budget,
+                    })
+                };
+                match (value, label.as_str()) {
+                    (Value::Text(t), _) => match parse_mapping(&t) {
+                        Ok(m) => {
+                            self.prompt = None;
+                            again(m, preview.reset_budget)
+                        }
+                        Err(e) => {
+                            p.error = Some(e);
+                            None
+                        }
+                    },
+                    (_, "apply") => {
+                        self.prompt = None;
+                        Some(Command::Migrate)
+                    }
+                    (_, "cancel") => {
+                        self.prompt = None;
+                        self.report = Report::info("migration cancelled: nothing was changed");
+                        None
+                    }
+                    _ => {
+                        self.prompt = None;
+                        again(preview.mapping.clone(), !preview.reset_budget)
+                    }
+                }
+            }
         }
     }
 }
@@ -340,6 +470,22 @@ pub fn parse_duration_ms(text: &str) -> Result<i64, String> {
         return Err("zero does not move time: try PT30S".into());
     }
     Ok(d.as_millis().min(i64::MAX as u128) as i64)
+}
+
+/// `OLD=NEW, OLD=NEW` typed at the migration prompt (empty: no mapping).
+fn parse_mapping(text: &str) -> Result<Vec<(String, String)>, String> {
+    text.split([',', ' '])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => {
+                Ok((a.trim().to_string(), b.trim().to_string()))
+            }
+            _ => Err(format!(
+                "`{pair}`: write OLD=NEW (node ids), comma-separated"
+            )),
+        })
+        .collect()
 }
 
 /// A response body must be a JSON object (it becomes the task's variables).

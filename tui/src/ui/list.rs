@@ -1,4 +1,5 @@
-//! The instance list of an attached database: FAILED first, with code and
+//! The lists of an attached database: its deployments (instances by
+//! status, retired or not), then its instances, FAILED first with code and
 //! reason, so the instance an operator came for is on top.
 
 use ratatui::layout::Rect;
@@ -13,6 +14,18 @@ use crate::fmt;
 use crate::view::{status_label, Status};
 
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
+    let area = if app.deployments.is_empty() {
+        area
+    } else {
+        let h = (app.deployments.len() as u16 + 2).min(area.height / 2);
+        let top = Rect { height: h, ..area };
+        deployments(f, top, app);
+        Rect {
+            y: area.y + h,
+            height: area.height.saturating_sub(h),
+            ..area
+        }
+    };
     let block = Block::bordered().title(" Instances · enter opens ");
     let inner_h = block.inner(area).height as usize;
     let mut lines: Vec<Line> = Vec::new();
@@ -56,4 +69,36 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let off = app.list_selected.saturating_sub(inner_h.saturating_sub(1));
     let shown: Vec<Line> = lines.into_iter().skip(off).collect();
     f.render_widget(Paragraph::new(shown).block(block), area);
+}
+
+fn deployments(f: &mut Frame, area: Rect, app: &App) {
+    let block = Block::bordered().title(" Deployments ");
+    let model_w = app
+        .deployments
+        .iter()
+        .map(|d| d.model.as_deref().unwrap_or("(by a run)").chars().count())
+        .max()
+        .unwrap_or(4)
+        .min(40);
+    let lines: Vec<Line> = app
+        .deployments
+        .iter()
+        .map(|d| {
+            let model = d.model.as_deref().unwrap_or("(by a run)");
+            let retired = if d.retired {
+                Span::styled("retired", dim())
+            } else {
+                Span::styled("active", ok_style())
+            };
+            Line::from(vec![
+                Span::raw(format!("  {:<4}", d.id)),
+                Span::raw(format!("{:<8}  ", fmt::clip(&d.process, 20))),
+                Span::raw(format!("{:<model_w$}  ", fmt::clip(model, model_w))),
+                Span::styled(format!("{}  ", d.hash), dim()),
+                retired,
+                Span::raw(format!("  {}", d.instances)),
+            ])
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines).block(block), area);
 }

@@ -11,6 +11,12 @@ use crate::app::Prompt;
 
 pub fn render(f: &mut Frame, area: Rect, p: &Prompt) {
     let mut lines: Vec<Line> = Vec::new();
+    for n in &p.notes {
+        lines.push(Line::raw(n.clone()));
+    }
+    if !p.notes.is_empty() {
+        lines.push(Line::raw(""));
+    }
     for (i, c) in p.choices.iter().enumerate() {
         let sel = i == p.selected && p.input.is_none();
         let style = if sel {

@@ -1,0 +1,100 @@
+//! Repair by migration in the console: attach mode lists the deployments,
+//! a FAILED instance says why it failed and what a repair would do, `m`
+//! plans the migration (target, suggested mapping, budget) and applies it
+//! after confirmation; the console on the fixed model then completes it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use qflow_engine::runtime::snapshot::Snapshot;
+use qflow_engine::store::Store;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn qflow(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .args(args)
+        .output()
+        .expect("qflow runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+/// A database holding one FAILED long-outage instance (deployment 1).
+fn failed_long_outage(dir: &Path) -> String {
+    let db = dir.join("q.db").display().to_string();
+    let o = qflow(&["run", "samples/dbg08-long-outage.bpmn", "--db", &db]);
+    assert_eq!(code(&o), 0);
+    db
+}
+
+/// The console's last frame after these keys.
+fn console(args: &[&str], keys: &str) -> String {
+    let o = qflow(&[args, &["--headless", keys, "--size", "160x40"]].concat());
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+fn the_console_shows_why_and_the_repair_then_migrates_after_confirmation() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = failed_long_outage(dir.path());
+    let o = qflow(&["deploy", "samples/dbg08-repaired.bpmn", "--db", &db]);
+    assert_eq!(code(&o), 0);
+    // Attach mode lists the deployments as well as the instances.
+    let list = console(&["console", "--db", &db], "");
+    assert!(list.contains("Deployments"), "{list}");
+    assert!(list.contains("samples/dbg08-repaired.bpmn"), "{list}");
+    assert!(list.contains("1 failed"), "{list}");
+    // Opening the FAILED instance says why, and what a repair would do.
+    let opened = console(&["console", "--db", &db], "<enter>");
+    assert!(
+        opened.contains("FAILED at charge: PROVIDER_DOWN (exhausted)"),
+        "{opened}"
+    );
+    assert!(
+        opened.contains(
+            "a repair onto deployment 2 would move charge → chargeCard, 2 of 8 attempts left"
+        ),
+        "{opened}"
+    );
+    // m: the target, then the plan with the suggested mapping, before anything changes.
+    let planned = console(&["console", "--db", &db], "<enter>m1");
+    assert!(
+        planned.contains("Apply the migration of dbg08-1 onto deployment 2"),
+        "{planned}"
+    );
+    assert!(
+        planned.contains("attempts.charge = 6 → attempts.chargeCard"),
+        "{planned}"
+    );
+    assert!(planned.contains("mapping: charge=chargeCard"), "{planned}");
+    let store = Store::open(Path::new(&db)).unwrap();
+    assert_eq!(store.instance("dbg08-1").unwrap().unwrap().deployment_id, 1);
+    drop(store);
+    // Reset the budget (plans again), then apply: the result is on screen.
+    let applied = console(&["console", "--db", &db], "<enter>m121");
+    assert!(
+        applied.contains("migrated dbg08-1 onto deployment 2: RUNNING"),
+        "{applied}"
+    );
+    let store = Store::open(Path::new(&db)).unwrap();
+    let row = store.instance("dbg08-1").unwrap().unwrap();
+    assert_eq!(row.deployment_id, 2);
+    let snap = Snapshot::decode(&row.snapshot).unwrap();
+    assert!(!snap.has_attempts("chargeCard"), "the budget was reset");
+    drop(store);
+    // The console on the fixed model resumes the repaired instance and completes it.
+    let done = console(
+        &["console", "samples/dbg08-repaired.bpmn", "--db", &db],
+        "<space><space><space>",
+    );
+    assert!(done.contains("COMPLETED"), "{done}");
+    let o = qflow(&["retire", "1", "--db", &db]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+}
