@@ -382,6 +382,10 @@ impl App {
             ));
             return None;
         }
+        if let Some(why) = nothing_for(view, action) {
+            self.report = Report::warn(format!("`{}`: {why}", keymap::binding(action).key_label));
+            return None;
+        }
         match action {
             Action::Step => Some(Command::Step),
             Action::Succeed => Some(Command::Succeed),
@@ -404,6 +408,39 @@ impl App {
             }
             _ => None,
         }
+    }
+}
+
+/// Why `r`, `R` or `p` has nothing to act on in this state, said at once
+/// rather than after a prompt has asked for input.
+fn nothing_for(view: &View, action: Action) -> Option<String> {
+    use qflow_engine::inspect::NodeState;
+    let i = &view.inspection;
+    match action {
+        Action::Respond if i.outbox.is_empty() => Some(
+            "nothing to answer: no request has been sent yet (step until the call sends one)".into(),
+        ),
+        Action::Resolve
+            if !i
+                .nodes
+                .iter()
+                .any(|n| n.state == NodeState::WaitingReconciliation) =>
+        {
+            Some(
+                "nothing waits for reconciliation (an attempt failed as unknown-outcome waits for one)"
+                    .into(),
+            )
+        }
+        Action::Poison if !i.outbox.iter().any(|o| o.state == "pending") => {
+            Some(match i.outbox.iter().rev().find(|o| o.state == "delivered") {
+                Some(o) => format!(
+                    "the request of {} (attempt {}) was already delivered to {}: only a pending delivery can be poisoned; answer it with r, or let its timeout decide",
+                    o.node, o.attempt, o.channel
+                ),
+                None => "nothing to poison: no request waits in the outbox (step until the call sends one)".into(),
+            })
+        }
+        _ => None,
     }
 }
 

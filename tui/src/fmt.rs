@@ -25,6 +25,11 @@ pub fn until(due_ms: i64, now_ms: i64) -> String {
     }
 }
 
+/// A count and its noun, singular for one: `1 key`, `3 keys`, `0 keys`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Cut a string to `width` characters, marking the cut with `…`.
 pub fn clip(s: &str, width: usize) -> String {
     let n = s.chars().count();
@@ -58,6 +63,13 @@ mod tests {
         assert_eq!(until(360_000, 61_000), "in 4m 59s");
         assert_eq!(until(5, 5), "due now");
         assert_eq!(until(0, 3000), "overdue 3s");
+    }
+
+    #[test]
+    fn counts_are_singular_for_one() {
+        assert_eq!(count(1, "key", "keys"), "1 key");
+        assert_eq!(count(0, "key", "keys"), "0 keys");
+        assert_eq!(count(2, "attempt", "attempts"), "2 attempts");
     }
 
     #[test]

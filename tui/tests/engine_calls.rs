@@ -58,7 +58,7 @@ fn r_answers_the_live_attempt_and_the_flow_resumes() {
     type_keys(&mut app, &mut be, "  ");
     assert!(app.view.as_ref().unwrap().channel_calls());
     // r → the live attempt → body {"approved": true}
-    type_keys(&mut app, &mut be, "r1");
+    type_keys(&mut app, &mut be, "r1\n");
     for _ in 0..2 {
         app.handle(&mut be, common::key('\u{8}'));
     }
@@ -82,7 +82,7 @@ fn r_to_a_superseded_attempt_in_the_backoff_window_gets_the_honest_refusal() {
     // emission, silent delivery, timeout at +30s: backoff window, attempt 1 dead.
     type_keys(&mut app, &mut be, "   ");
     assert!(snapshot(&be).1.get("backoff.authorize").is_some());
-    type_keys(&mut app, &mut be, "r1\n");
+    type_keys(&mut app, &mut be, "r1\n\n");
     let r = lines(&be, "response");
     assert_eq!(r[0]["verdict"], "retry-pending", "{r:?}");
     assert!(
@@ -103,7 +103,7 @@ fn r_to_a_superseded_attempt_in_the_backoff_window_gets_the_honest_refusal() {
         p.choices
     );
     golden("call-respond-picker", &render_text(&app, 100, 30));
-    type_keys(&mut app, &mut be, "2\n");
+    type_keys(&mut app, &mut be, "2\n\n");
     let r = lines(&be, "response");
     assert_eq!(r.len(), 2);
     assert_eq!(
@@ -166,7 +166,7 @@ fn p_poisons_the_pending_delivery_on_the_channel_curve_and_the_wake_fails_the_at
 #[test]
 fn f_on_a_call_explains_its_failure_set() {
     let (mut app, mut be) = engine(BANK, Some("samples/scenarios/call-silent-forever.json"));
-    type_keys(&mut app, &mut be, " f11");
+    type_keys(&mut app, &mut be, " f1\n1\n");
     assert!(
         app.report.message.contains("fails only by q.timeout"),
         "{}",
@@ -190,7 +190,7 @@ fn a_response_to_a_failed_instance_gets_the_failed_verdict() {
         "{}",
         render_text(&app, 100, 30)
     );
-    type_keys(&mut app, &mut be, "r1\n");
+    type_keys(&mut app, &mut be, "r1\n\n");
     let r = lines(&be, "response");
     assert_eq!(r.last().unwrap()["verdict"], "failed", "{r:?}");
     assert_eq!(snapshot(&be).0, Status::Failed);

@@ -24,7 +24,7 @@ fn dbg08_first_attempt_parks_with_a_countdown_then_redrives_and_exhausts() {
     golden("dbg08-1-first-attempt", &f);
 
     // Advance 30 s: the countdown shows 30 s left; nothing ran.
-    type_keys(&mut app, &mut be, "t1");
+    type_keys(&mut app, &mut be, "t1\n");
     let f = render_text(&app, 100, 30);
     assert!(f.contains("parked in 30s ×1"), "{f}");
     assert!(f.contains("now +30s"), "{f}");
@@ -84,7 +84,7 @@ fn unknown_outcome_waits_for_reconciliation_with_an_open_incident() {
     assert!(f.contains("? outcome pending"), "{f}");
     golden("unknown-outcome-reconcile", &f);
     // R → succeeded: the attempt's outcome is what the operator said.
-    type_keys(&mut app, &mut be, "R1 ");
+    type_keys(&mut app, &mut be, "R1\n ");
     let f = render_text(&app, 100, 30);
     assert!(f.contains("COMPLETED"), "{f}");
     assert!(f.contains("#1 +0s     ✓ succeeded"), "{f}");
@@ -96,6 +96,6 @@ fn help_overlay_and_fail_picker_over_the_engine() {
     let (mut app, mut be) = engine(DBG08, Some(ALWAYS_FAILING));
     type_keys(&mut app, &mut be, "?");
     golden("help-overlay", &render_text(&app, 100, 30));
-    type_keys(&mut app, &mut be, "?f1");
+    type_keys(&mut app, &mut be, "?f1\n");
     golden("fail-class-picker", &render_text(&app, 100, 30));
 }

@@ -50,16 +50,16 @@ fn t_advances_time_and_decides_only_what_falls_due() {
     let (mut app, mut be) = engine(DBG08, Some(ALWAYS_FAILING));
     type_keys(&mut app, &mut be, " ");
     // +30s: the retry at +1m is not due; nothing runs.
-    type_keys(&mut app, &mut be, "t1");
+    type_keys(&mut app, &mut be, "t1\n");
     assert_eq!(attempts(&be).len(), 1);
     assert_eq!(app.view.as_ref().unwrap().now_ms, 30_000);
     // +5m more (now +5m30s): the retry at +1m fires at +1m exactly, the next (+6m) does not.
-    type_keys(&mut app, &mut be, "t2");
+    type_keys(&mut app, &mut be, "t2\n");
     let a = attempts(&be);
     assert_eq!(a.iter().map(|x| x.0).collect::<Vec<_>>(), vec![0, 60]);
     assert_eq!(app.view.as_ref().unwrap().now_ms, 330_000);
     // A custom ISO duration: PT30S reaches +6m exactly, where attempt 3 runs.
-    type_keys(&mut app, &mut be, "t5PT30S<");
+    type_keys(&mut app, &mut be, "t5\nPT30S<");
     app.handle(&mut be, common::key('\u{8}'));
     type_keys(&mut app, &mut be, "\n");
     assert_eq!(
@@ -72,7 +72,7 @@ fn t_advances_time_and_decides_only_what_falls_due() {
 fn f_permanent_fails_at_once_with_the_picked_code() {
     let (mut app, mut be) = engine(DBG08, None);
     // custom code, permanent
-    type_keys(&mut app, &mut be, "f4INVALID_INPUT\n2");
+    type_keys(&mut app, &mut be, "f4\nINVALID_INPUT\n2\n");
     let (status, snap) = snapshot(&be);
     assert_eq!(status, Status::Failed);
     let f = snap.get("failure").unwrap();
@@ -85,7 +85,7 @@ fn f_permanent_fails_at_once_with_the_picked_code() {
         .transitions(be.instance_id().unwrap())
         .unwrap()
         .len();
-    type_keys(&mut app, &mut be, "f11");
+    type_keys(&mut app, &mut be, "f1\n1\n");
     assert_eq!(
         be.store()
             .transitions(be.instance_id().unwrap())
@@ -103,7 +103,7 @@ fn f_permanent_fails_at_once_with_the_picked_code() {
 #[test]
 fn f_transient_then_o_on_a_parked_task_skips_to_its_retry_and_succeeds() {
     let (mut app, mut be) = engine(DBG08, None);
-    type_keys(&mut app, &mut be, "f11");
+    type_keys(&mut app, &mut be, "f1\n1\n");
     assert_eq!(snapshot(&be).1.attempts("charge"), 1);
     // The task is parked until +1m: `o` runs that attempt (time skips to it).
     type_keys(&mut app, &mut be, "o");
@@ -125,8 +125,8 @@ fn f_transient_then_o_on_a_parked_task_skips_to_its_retry_and_succeeds() {
 fn rate_limited_uses_the_providers_retry_after() {
     let (mut app, mut be) = engine(DBG08, None);
     // code 1 (PROVIDER_DOWN… no scenario: common codes), rate-limited, 1h
-    type_keys(&mut app, &mut be, "f33");
-    type_keys(&mut app, &mut be, "3");
+    type_keys(&mut app, &mut be, "f3\n3\n");
+    type_keys(&mut app, &mut be, "3\n");
     let id = be.instance_id().unwrap().to_string();
     let timers = be.store().timers(&id).unwrap();
     let armed: Vec<_> = timers.iter().filter(|t| t.armed).collect();
@@ -140,7 +140,7 @@ fn rate_limited_uses_the_providers_retry_after() {
 #[test]
 fn unknown_outcome_then_capital_r_resolves_from_the_store() {
     let (mut app, mut be) = engine(DBG08, None);
-    type_keys(&mut app, &mut be, "f14");
+    type_keys(&mut app, &mut be, "f1\n4\n");
     let (status, snap) = snapshot(&be);
     assert_eq!(status, Status::Waiting);
     assert!(snap.get("reconcile.charge").is_some());
@@ -159,7 +159,7 @@ fn unknown_outcome_then_capital_r_resolves_from_the_store() {
         "{}",
         app.report.message
     );
-    type_keys(&mut app, &mut be, "R1");
+    type_keys(&mut app, &mut be, "R1\n");
     assert_eq!(snapshot(&be).0, Status::Running);
     type_keys(&mut app, &mut be, " ");
     assert_eq!(snapshot(&be).0, Status::Completed);
@@ -174,7 +174,7 @@ fn unknown_outcome_then_capital_r_resolves_from_the_store() {
 #[test]
 fn resolve_retry_runs_the_next_attempt_within_the_budget() {
     let (mut app, mut be) = engine(DBG08, Some(ALWAYS_FAILING));
-    type_keys(&mut app, &mut be, "f14R3");
+    type_keys(&mut app, &mut be, "f1\n4\nR3\n");
     type_keys(&mut app, &mut be, " ");
     let a = attempts(&be);
     assert_eq!(a.len(), 2, "{a:?}");
@@ -279,12 +279,12 @@ fn every_sample_takes_every_key_without_error() {
         app.refresh(&mut be);
         for keys in [
             " ",
-            "t2",
-            "f11",
+            "t2\n",
+            "f1\n1\n",
             "o",
             "r",
             "p",
-            "R1",
+            "R1\n",
             "          ",
             "\t\tjjj?",
             "?",

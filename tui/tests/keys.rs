@@ -4,16 +4,146 @@
 mod common;
 
 use common::{key, rich_view, type_keys, Tape};
+use qflow_engine::inspect::NodeState;
 use qflow_tui::app::{App, Panel, Screen};
 use qflow_tui::backend::{Command, FailClass, Resolution, ResponseTarget};
 use qflow_tui::ui;
-use qflow_tui::view::{InstanceRowView, Status};
+use qflow_tui::view::{InstanceRowView, Status, View};
+
+/// The rich view with something for every key: the bank request still
+/// pending in the outbox (p), and an unknown outcome waiting for an operator (R).
+fn actionable() -> View {
+    let mut v = rich_view();
+    v.inspection.outbox[0].state = "pending".into();
+    v.inspection.nodes[1].state = NodeState::WaitingReconciliation;
+    v
+}
 
 fn started() -> (App, Tape) {
-    let mut tape = Tape::new(vec![rich_view()]);
+    started_on(actionable())
+}
+
+fn started_on(view: View) -> (App, Tape) {
+    let mut tape = Tape::new(vec![view]);
     let mut app = App::new();
     app.refresh(&mut tape);
     (app, tape)
+}
+
+#[test]
+fn a_digit_selects_and_only_enter_confirms() {
+    let (mut app, mut tape) = started();
+    type_keys(&mut app, &mut tape, "f2");
+    let p = app
+        .prompt
+        .as_ref()
+        .expect("a digit does not complete the prompt");
+    assert_eq!(p.selected, 1);
+    assert!(p.title.contains("Fail the next attempt"), "{}", p.title);
+    // Enter confirms the second code; the class picker is next, nothing sent.
+    type_keys(&mut app, &mut tape, "\n");
+    assert!(app.prompt.as_ref().unwrap().title.contains("INVALID_INPUT"));
+    assert!(tape.commands.is_empty());
+    // A digit out of range changes nothing.
+    type_keys(&mut app, &mut tape, "9\n");
+    assert_eq!(
+        tape.commands,
+        vec![Command::Fail {
+            code: "INVALID_INPUT".into(),
+            class: FailClass::Transient,
+            retry_after_ms: None
+        }]
+    );
+}
+
+#[test]
+fn the_time_menu_accepts_what_it_displays() {
+    let (mut app, mut tape) = started();
+    type_keys(&mut app, &mut tape, "t5\n5m\n");
+    type_keys(&mut app, &mut tape, "t5\n2h30m\n");
+    type_keys(&mut app, &mut tape, "t5\n1d\n");
+    assert_eq!(
+        tape.commands,
+        vec![
+            Command::Advance { ms: 300_000 },
+            Command::Advance { ms: 9_000_000 },
+            Command::Advance { ms: 86_400_000 },
+        ]
+    );
+    // Units out of order are neither form: refused in place, with both forms named.
+    type_keys(&mut app, &mut tape, "t5\n5m2h\n");
+    let e = app
+        .prompt
+        .as_ref()
+        .unwrap()
+        .error
+        .clone()
+        .unwrap_or_default();
+    assert!(e.contains("90s, 5m"), "{e}");
+}
+
+#[test]
+fn an_open_text_field_shows_in_the_status_line() {
+    let (mut app, mut tape) = started();
+    type_keys(&mut app, &mut tape, "f4\nSLOW");
+    let frame = ui::render_text(&app, 120, 30);
+    let status = frame.lines().next().unwrap();
+    assert!(status.contains("✎ failure code: SLOW▏"), "{status}");
+}
+
+#[test]
+fn r_capital_r_and_p_say_at_once_when_nothing_can_use_them() {
+    // The rich view: the bank request was delivered, nothing waits for reconciliation.
+    let (mut app, mut tape) = started_on(rich_view());
+    type_keys(&mut app, &mut tape, "p");
+    assert!(app.prompt.is_none());
+    let m = app.report.message.clone();
+    assert!(
+        m.contains("already delivered to bank") && m.contains("answer it with r"),
+        "{m}"
+    );
+    type_keys(&mut app, &mut tape, "R");
+    assert!(
+        app.prompt.is_none(),
+        "no prompt before saying there is nothing"
+    );
+    assert!(
+        app.report
+            .message
+            .contains("nothing waits for reconciliation"),
+        "{}",
+        app.report.message
+    );
+    // No request sent at all: r says so before asking for a target.
+    let mut v = rich_view();
+    v.inspection.outbox.clear();
+    let (mut app, mut tape) = started_on(v);
+    type_keys(&mut app, &mut tape, "rp");
+    assert!(app.prompt.is_none());
+    assert!(tape.commands.is_empty());
+    assert!(
+        app.report.message.contains("nothing to poison"),
+        "{}",
+        app.report.message
+    );
+    type_keys(&mut app, &mut tape, "r");
+    assert!(
+        app.report
+            .message
+            .contains("nothing to answer: no request has been sent"),
+        "{}",
+        app.report.message
+    );
+}
+
+#[test]
+fn a_failed_instance_shows_its_correlation_closed() {
+    let mut v = rich_view();
+    v.inspection.status = Status::Failed;
+    let (app, _tape) = started_on(v);
+    let frame = ui::render_text(&app, 160, 50);
+    assert!(frame.contains("authorize closed"), "{frame}");
+    assert!(!frame.contains("in backoff corr"), "{frame}");
 }
 
 #[test]
@@ -29,10 +159,10 @@ fn space_steps_and_direct_keys_send_their_command() {
 #[test]
 fn t_offers_amounts_and_takes_an_iso_duration() {
     let (mut app, mut tape) = started();
-    type_keys(&mut app, &mut tape, "t2");
+    type_keys(&mut app, &mut tape, "t2\n");
     assert_eq!(tape.commands, vec![Command::Advance { ms: 300_000 }]);
     // custom: the fifth choice opens a text field; a bad duration is refused in place.
-    type_keys(&mut app, &mut tape, "t5PT90\n");
+    type_keys(&mut app, &mut tape, "t5\nPT90\n");
     let p = app
         .prompt
         .as_ref()
@@ -50,9 +180,9 @@ fn t_offers_amounts_and_takes_an_iso_duration() {
 #[test]
 fn f_picks_a_code_then_a_class_and_rate_limited_asks_for_retry_after() {
     let (mut app, mut tape) = started();
-    type_keys(&mut app, &mut tape, "f1");
+    type_keys(&mut app, &mut tape, "f1\n");
     assert!(app.prompt.as_ref().unwrap().title.contains("PROVIDER_DOWN"));
-    type_keys(&mut app, &mut tape, "2");
+    type_keys(&mut app, &mut tape, "2\n");
     assert_eq!(
         tape.commands,
         vec![Command::Fail {
@@ -62,9 +192,9 @@ fn f_picks_a_code_then_a_class_and_rate_limited_asks_for_retry_after() {
         }]
     );
     // custom code, rate-limited, 5m
-    type_keys(&mut app, &mut tape, "f4");
+    type_keys(&mut app, &mut tape, "f4\n");
     type_keys(&mut app, &mut tape, "SLOW_DOWN\n");
-    type_keys(&mut app, &mut tape, "jj\n2");
+    type_keys(&mut app, &mut tape, "jj\n2\n");
     assert_eq!(
         tape.commands[1],
         Command::Fail {
@@ -97,7 +227,7 @@ fn esc_cancels_a_prompt_without_a_command() {
 #[test]
 fn r_answers_the_live_or_a_superseded_attempt() {
     let (mut app, mut tape) = started();
-    type_keys(&mut app, &mut tape, "r1\n");
+    type_keys(&mut app, &mut tape, "r1\n\n");
     assert_eq!(
         tape.commands,
         vec![Command::Respond {
@@ -106,7 +236,7 @@ fn r_answers_the_live_or_a_superseded_attempt() {
         }]
     );
     // The schedule has attempts 1 and 2: attempt 1 is superseded.
-    type_keys(&mut app, &mut tape, "r2");
+    type_keys(&mut app, &mut tape, "r2\n");
     for _ in 0..2 {
         app.handle(&mut tape, key('\u{8}'));
     }
@@ -123,7 +253,7 @@ fn r_answers_the_live_or_a_superseded_attempt() {
 #[test]
 fn capital_r_resolves_and_lowercase_does_not() {
     let (mut app, mut tape) = started();
-    type_keys(&mut app, &mut tape, "R3");
+    type_keys(&mut app, &mut tape, "R3\n");
     assert_eq!(tape.commands, vec![Command::Resolve(Resolution::Retry)]);
 }
 

@@ -150,10 +150,10 @@ impl App {
                 TIME_CHOICES
                     .iter()
                     .map(|(l, _)| Choice::new(*l, ""))
-                    .chain([Choice::new("custom…", "an ISO-8601 duration")])
+                    .chain([Choice::new("custom…", "90s, 2h30m, 1d or ISO-8601 (PT90S)")])
                     .collect(),
                 true,
-                "ISO duration (e.g. PT90S, PT2H, P1D)",
+                "duration (90s, 2h30m, 1d or PT90S)",
             ),
             Stage::FailCode => {
                 let mut codes: Vec<String> = self.codes.clone();
@@ -188,10 +188,10 @@ impl App {
                     .iter()
                     .take(3)
                     .map(|(l, _)| Choice::new(*l, "capped by maxDelay"))
-                    .chain([Choice::new("custom…", "an ISO-8601 duration")])
+                    .chain([Choice::new("custom…", "10m, 1h30m or ISO-8601 (PT10M)")])
                     .collect(),
                 true,
-                "ISO duration (e.g. PT10M)",
+                "duration (10m or PT10M)",
             ),
             Stage::RespondTarget => {
                 let mut choices = vec![Choice::new(
@@ -283,11 +283,12 @@ impl App {
             KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab if p.selected + 1 < n => {
                 p.selected += 1;
             }
+            // A digit selects; Enter confirms (as the prompt's hint says),
+            // so a digit never completes a stage the next Enter would answer.
             KeyCode::Char(c @ '1'..='9') => {
                 let i = c as usize - '1' as usize;
                 if i < n {
                     p.selected = i;
-                    return self.pick();
                 }
             }
             KeyCode::Enter | KeyCode::Char(' ') => return self.pick(),
@@ -462,14 +463,50 @@ enum Value {
     Text(String),
 }
 
-/// An ISO-8601 duration typed at a prompt, in milliseconds; the engine's
-/// parser, so the console accepts exactly what a model may write.
+/// A duration typed at a prompt, in milliseconds: the short form the menus
+/// display (`30s`, `5m`, `2h30m`, `1d`) or an ISO-8601 duration, read by the
+/// engine's parser, so the console accepts what a model may write too.
 pub fn parse_duration_ms(text: &str) -> Result<i64, String> {
-    let d: Duration = qflow_engine::duration::parse(text).map_err(|e| e.message)?;
-    if d.is_zero() {
-        return Err("zero does not move time: try PT30S".into());
+    let ms = match short_duration_ms(text) {
+        Some(ms) => ms,
+        None => {
+            let d: Duration = qflow_engine::duration::parse(text)
+                .map_err(|e| format!("{} (or the short form: 90s, 5m, 2h30m, 1d)", e.message))?;
+            d.as_millis().min(i64::MAX as u128) as i64
+        }
+    };
+    if ms == 0 {
+        return Err("zero does not move time: try 30s".into());
     }
-    Ok(d.as_millis().min(i64::MAX as u128) as i64)
+    Ok(ms)
+}
+
+/// `30s`, `5m`, `2h30m`, `1d 2h`: whole numbers, each with one of d, h, m, s,
+/// largest unit first. `None` when the text is not of that form.
+fn short_duration_ms(text: &str) -> Option<i64> {
+    const UNITS: [(char, i64); 4] = [
+        ('d', 86_400_000),
+        ('h', 3_600_000),
+        ('m', 60_000),
+        ('s', 1_000),
+    ];
+    let mut total: i64 = 0;
+    let mut digits = String::new();
+    let mut next_unit = 0;
+    let mut any = false;
+    for c in text.chars().filter(|c| !c.is_whitespace()) {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let i = UNITS[next_unit..].iter().position(|(u, _)| *u == c)? + next_unit;
+        let n: i64 = digits.parse().ok()?;
+        total = total.checked_add(n.checked_mul(UNITS[i].1)?)?;
+        digits.clear();
+        next_unit = i + 1;
+        any = true;
+    }
+    (any && digits.is_empty()).then_some(total)
 }
 
 /// `OLD=NEW, OLD=NEW` typed at the migration prompt (empty: no mapping).

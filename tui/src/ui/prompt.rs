@@ -45,7 +45,7 @@ pub fn render(f: &mut Frame, area: Rect, p: &Prompt) {
     let hint = if p.input.is_some() {
         "type · enter ok · esc back"
     } else {
-        "↑↓/1-9 choose · enter ok · esc cancel"
+        "↑↓ or 1-9 select · enter ok · esc cancel"
     };
     lines.push(Line::styled(hint, dim()));
     let w = lines

@@ -68,8 +68,12 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     lines.push(Line::styled(budget(s, v.now_ms), dim()));
     let used = s.done.len();
     let title = match s.max_attempts {
-        Some(m) => format!("{} · {used}/{m} attempts", s.node),
-        None => format!("{} · {used} attempts", s.node),
+        Some(m) => format!(
+            "{} · {used}/{}",
+            s.node,
+            fmt::count(m as usize, "attempt", "attempts")
+        ),
+        None => format!("{} · {}", s.node, fmt::count(used, "attempt", "attempts")),
     };
     lines_panel(
         f,
@@ -95,7 +99,10 @@ fn budget(s: &SchedulePlan, now_ms: i64) -> String {
             fmt::until(end, now_ms)
         ),
         _ => match s.max_attempts {
-            Some(m) => format!("budget: {m} attempts, no maxElapsed"),
+            Some(m) => format!(
+                "budget: {}, no maxElapsed",
+                fmt::count(m as usize, "attempt", "attempts")
+            ),
             None => "budget: maxElapsed only".to_string(),
         },
     }

@@ -69,7 +69,7 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     if lines.is_empty() {
         lines.push(Line::styled("(empty)", dim()));
     }
-    let title = format!("{} keys", keys.len());
+    let title = crate::fmt::count(keys.len(), "key", "keys");
     lines_panel(
         f,
         area,

@@ -34,10 +34,14 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             let mut status = format!(" {} ", status_label(i.status));
             if let Some(fl) = v.failed() {
                 status = format!(
-                    " FAILED {} · {} · {} attempts ",
+                    " FAILED {} · {} · {} ",
                     fl.code,
                     fl.reason,
-                    i.failed_attempts().unwrap_or(0)
+                    fmt::count(
+                        i.failed_attempts().unwrap_or(0) as usize,
+                        "attempt",
+                        "attempts"
+                    )
                 );
             }
             spans.push(Span::styled(status, st));
@@ -63,8 +67,26 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
                 .iter()
                 .filter(|r| r.status == Status::Failed)
                 .count();
-            spans.push(Span::raw(format!(" {n} instances, {failed} FAILED ")));
+            spans.push(Span::raw(format!(
+                " {}, {failed} FAILED ",
+                fmt::count(n, "instance", "instances")
+            )));
         }
+    }
+    // An open text field is visible here too (first, so a narrow terminal
+    // keeps it), whatever covers the prompt.
+    if let Some((label, text)) = app
+        .prompt
+        .as_ref()
+        .and_then(|p| Some((&p.input_label, p.input.as_ref()?)))
+    {
+        spans.insert(
+            1,
+            Span::styled(
+                format!(" ✎ {label}: {text}▏ "),
+                Style::new().bg(Color::Yellow).fg(Color::Black),
+            ),
+        );
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }

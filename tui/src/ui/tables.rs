@@ -95,10 +95,18 @@ pub fn correlations(f: &mut Frame, area: Rect, ctx: &Ctx) {
         correlations
             .iter()
             .map(|c| {
-                let state = if c.in_backoff { "in backoff" } else { "live" };
+                // A finished instance answers no response: its correlation
+                // row stays for the record, closed.
+                let (state, style) = if crate::view::is_terminal(v.status()) {
+                    ("closed", dim())
+                } else if c.in_backoff {
+                    ("in backoff", Style::new().fg(Color::Cyan))
+                } else {
+                    ("live", Style::new().fg(Color::Cyan))
+                };
                 Line::from(vec![
                     Span::raw(format!("{} ", c.node)),
-                    Span::styled(state, Style::new().fg(Color::Cyan)),
+                    Span::styled(state, style),
                     Span::styled(format!(" {}", c.key), dim()),
                 ])
             })
