@@ -17,6 +17,8 @@ pub enum Format {
     Human,
     /// A JSON array of diagnostics on stdout.
     Json,
+    /// A SARIF 2.1.0 log on stdout, for code-scanning tools.
+    Sarif,
 }
 
 /// When the reports use colour (and terminal hyperlinks).
@@ -69,7 +71,7 @@ pub struct Args {
     /// Notes (info, hints) as full reports with their source, not one line each.
     #[arg(short, long)]
     pub verbose: bool,
-    /// Hide verdicts less severe than this (in both formats).
+    /// Hide verdicts less severe than this (in every format).
     #[arg(long, value_enum, value_name = "LEVEL")]
     pub min_severity: Option<MinSeverity>,
 }
@@ -128,6 +130,7 @@ pub fn run(args: Args) -> ExitCode {
         args.min_severity.unwrap_or(MinSeverity::Hint)
     };
     let mut json = Vec::new();
+    let mut sarif = super::sarif::Log::default();
     let (mut errors, mut warnings, mut others, mut unreadable, mut hidden) =
         (0usize, 0usize, 0usize, 0usize, 0usize);
     let mut reported: Vec<PathBuf> = Vec::new();
@@ -143,6 +146,7 @@ pub fn run(args: Args) -> ExitCode {
         }
         match args.format {
             Format::Json => json.push(d.to_json(shown, text, index)),
+            Format::Sarif => sarif.push(d, shown, text, index),
             Format::Human if d.severity >= Severity::Info && !args.verbose => {
                 eprintln!("{}\n", one_line(d, shown, text, index))
             }
@@ -211,6 +215,10 @@ pub fn run(args: Args) -> ExitCode {
         Format::Json => println!(
             "{}",
             serde_json::to_string_pretty(&json).expect("diagnostics serialize")
+        ),
+        Format::Sarif => println!(
+            "{}",
+            serde_json::to_string_pretty(&sarif.finish()).expect("a SARIF log serializes")
         ),
         Format::Human => eprintln!(
             "{} file(s) checked: {errors} error(s), {warnings} warning(s), {others} note(s){}{}",

@@ -8,4 +8,5 @@ pub mod migrate;
 pub mod ops;
 pub mod render;
 pub mod run;
+pub mod sarif;
 pub mod simulate;
