@@ -847,7 +847,14 @@ pub(crate) fn human_line(line: &Line, columns: &Columns) -> String {
                 }
             ),
         },
-        HistoryEvent::Reconciled { as_, .. } => format!("reconciled as {}", as_.as_str()),
+        HistoryEvent::Reconciled { as_, attempts, .. } => match attempts {
+            Some(n) => format!(
+                "reconciled as {} after {n} attempt{}",
+                as_.as_str(),
+                if *n == 1 { "" } else { "s" }
+            ),
+            None => format!("reconciled as {}", as_.as_str()),
+        },
         HistoryEvent::Boundary { from, .. } => format!("boundary fired on {from}"),
         HistoryEvent::End { .. } => "end".to_string(),
     };
@@ -868,29 +875,59 @@ pub(crate) fn human_line(line: &Line, columns: &Columns) -> String {
 /// can be resumed); otherwise the temporary database is already gone.
 fn human_final(v: &Value, kept: bool) -> String {
     let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
+    // How many times a task waiting for reconciliation has run.
+    let ran = match v.get("attempts").and_then(Value::as_u64) {
+        Some(1) => ", after 1 attempt".to_string(),
+        Some(n) => format!(", after {n} attempts"),
+        None => String::new(),
+    };
     match get("status") {
         "completed" => format!("COMPLETED  instance {}", get("instance")),
-        "failed" => format!(
-            "FAILED     instance {}{}: {} ({}), {} attempt(s)",
-            get("instance"),
-            match get("node") {
-                "" => String::new(),
-                node => format!(" at {node}"),
-            },
-            get("code"),
-            get("reason"),
-            v.get("attempts").and_then(Value::as_u64).unwrap_or(0)
-        ),
+        "failed" => {
+            let mut s = format!(
+                "FAILED     instance {}{}: {} ({}), {} attempt(s)",
+                get("instance"),
+                match get("node") {
+                    "" => String::new(),
+                    node => format!(" at {node}"),
+                },
+                get("code"),
+                get("reason"),
+                v.get("attempts").and_then(Value::as_u64).unwrap_or(0)
+            );
+            // The terminal record: class, dependency, first and last attempt.
+            let mut more = Vec::new();
+            if !get("class").is_empty() {
+                more.push(format!("class {}", get("class")));
+            }
+            if !get("task").is_empty() {
+                more.push(format!("task {}", get("task")));
+            }
+            if !get("channel").is_empty() {
+                more.push(format!("channel {}", get("channel")));
+            }
+            if v.get("first_attempt_s").is_some() {
+                more.push(format!(
+                    "attempts from {} to {}",
+                    secs(v.get("first_attempt_s")),
+                    secs(v.get("last_attempt_s"))
+                ));
+            }
+            if !more.is_empty() {
+                s.push_str(&format!("; {}", more.join(", ")));
+            }
+            s
+        }
         _ => match get("for") {
             "reconciliation" if kept => format!(
-                "WAITING    instance {} at {}: reconciliation of {} (resolve with the same --db and --resolve {}=succeeded|failed|retry)",
+                "WAITING    instance {} at {}: reconciliation of {}{ran} (resolve with the same --db and --resolve {}=succeeded|failed|retry)",
                 get("instance"),
                 get("node"),
                 get("code"),
                 get("node")
             ),
             "reconciliation" => format!(
-                "WAITING    instance {} at {}: reconciliation of {} (the instance was in a temporary database, now removed: re-run with --db FILE to keep it, then --resolve {}=succeeded|failed|retry)",
+                "WAITING    instance {} at {}: reconciliation of {}{ran} (the instance was in a temporary database, now removed: re-run with --db FILE to keep it, then --resolve {}=succeeded|failed|retry)",
                 get("instance"),
                 get("node"),
                 get("code"),

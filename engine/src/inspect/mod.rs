@@ -70,7 +70,12 @@ pub struct Inspection {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Waiting {
     /// An unknown outcome at `node`, for an operator's reconciliation.
-    Reconciliation { node: String, code: Option<String> },
+    /// `attempts`: how many times the task has run so far.
+    Reconciliation {
+        node: String,
+        code: Option<String>,
+        attempts: Option<u32>,
+    },
     /// Its earliest armed timer: a retry, a timer event, a boundary, or a
     /// call's response (its timeout).
     Timer {
@@ -246,18 +251,42 @@ impl Inspection {
             Status::Completed => serde_json::json!({"status": "completed", "instance": id}),
             Status::Failed => {
                 let f = self.failure.clone().unwrap_or_default();
-                serde_json::json!({
+                let mut line = serde_json::json!({
                     "status": "failed",
                     "code": f.code,
                     "reason": f.reason,
                     "attempts": self.failed_attempts().unwrap_or(0),
                     "node": f.node,
                     "instance": id,
-                })
+                });
+                // What the terminal record keeps to act on, where it has it.
+                let at = |ms: Option<i64>| {
+                    ms.map(|ms| crate::instance::history::seconds(ms - self.started_ms))
+                };
+                let extra = [
+                    ("class", f.class.map(Value::from)),
+                    ("task", f.task.map(Value::from)),
+                    ("channel", f.channel.map(Value::from)),
+                    ("first_attempt_s", at(f.first_attempt_ms)),
+                    ("last_attempt_s", at(f.last_attempt_ms)),
+                ];
+                if let Value::Object(m) = &mut line {
+                    for (k, v) in extra {
+                        if let Some(v) = v {
+                            m.insert(k.to_string(), v);
+                        }
+                    }
+                }
+                line
             }
             Status::Running | Status::Waiting => match &self.waiting {
-                Some(Waiting::Reconciliation { node, code }) => serde_json::json!({
+                Some(Waiting::Reconciliation {
+                    node,
+                    code,
+                    attempts,
+                }) => serde_json::json!({
                     "status": "waiting", "for": "reconciliation", "node": node, "code": code,
+                    "attempts": attempts,
                     "resolve": format!("--resolve {node}=succeeded|failed|retry"), "instance": id,
                 }),
                 Some(Waiting::Timer {
@@ -313,9 +342,14 @@ pub fn waiting_for(p: Purpose) -> &'static str {
 fn waiting(snap: &Snapshot, timers: &[TimerInfo], start: i64) -> Waiting {
     let tokens = snap.frontier();
     if let Some(t) = tokens.iter().find(|t| t.state == TokenState::Reconcile) {
+        let marker = snap.reconcile(&t.node);
         return Waiting::Reconciliation {
             node: t.node.clone(),
-            code: snap.reconcile(&t.node).and_then(|m| m.code),
+            attempts: marker
+                .as_ref()
+                .and_then(|m| m.attempt)
+                .map(|a| a.max(snap.attempts(&t.node))),
+            code: marker.and_then(|m| m.code),
         };
     }
     if let Some(t) = timers.iter().min_by_key(|t| (t.due_ms, t.id)) {

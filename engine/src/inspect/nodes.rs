@@ -122,9 +122,12 @@ pub(super) fn nodes(
             None if visited.contains(id.as_str()) => NodeState::Completed,
             None => NodeState::Idle,
         };
+        // The counter; for a task without a policy that an operator
+        // reconciled, the attempt its reconcile marker recorded.
         let attempts = snap
             .has_attempts(&id)
             .then(|| snap.attempts(&id))
+            .or_else(|| snap.reconcile(&id).and_then(|m| m.attempt))
             .or_else(|| {
                 failure
                     .as_ref()

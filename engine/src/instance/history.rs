@@ -342,11 +342,14 @@ pub enum HistoryEvent {
         event: String,
         reason: String,
     },
-    /// An unknown outcome was reconciled.
+    /// An unknown outcome was reconciled; `attempts`: how many times the
+    /// task has run so far.
     Reconciled {
         #[serde(rename = "as")]
         as_: Resolution,
         code: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempts: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         to: Option<Vec<String>>,
     },

@@ -128,6 +128,14 @@ pub struct Failure {
     /// The last attempt's failure class and message, when it had one.
     pub class: Option<String>,
     pub message: Option<String>,
+    /// When the node's first and last attempts started (virtual ms, the
+    /// clock `first_attempt.<node>` uses), for a node that made attempts.
+    pub first_attempt_ms: Option<i64>,
+    pub last_attempt_ms: Option<i64>,
+    /// The dependency that failed: the registered task's handler name, or
+    /// the channel a call's requests went to.
+    pub task: Option<String>,
+    pub channel: Option<String>,
 }
 
 impl Failure {
@@ -143,6 +151,10 @@ impl Failure {
                 .map(|a| a.min(u64::from(u32::MAX)) as u32),
             class: text("class"),
             message: text("message"),
+            first_attempt_ms: v.get("first_attempt_ms").and_then(Value::as_i64),
+            last_attempt_ms: v.get("last_attempt_ms").and_then(Value::as_i64),
+            task: text("task"),
+            channel: text("channel"),
         }
     }
 
@@ -158,6 +170,20 @@ impl Failure {
             m.insert("class".into(), Value::from(c.as_str()));
             if let Some(msg) = &self.message {
                 m.insert("message".into(), Value::from(msg.as_str()));
+            }
+        }
+        let times = [
+            ("first_attempt_ms", self.first_attempt_ms),
+            ("last_attempt_ms", self.last_attempt_ms),
+        ];
+        for (k, ms) in times {
+            if let Some(ms) = ms {
+                m.insert(k.into(), Value::from(ms));
+            }
+        }
+        for (k, dep) in [("task", &self.task), ("channel", &self.channel)] {
+            if let Some(d) = dep {
+                m.insert(k.into(), Value::from(d.as_str()));
             }
         }
         Value::Object(m)

@@ -86,6 +86,7 @@ pub fn decide(graph: &Graph, facts: &Facts<'_>, event: &Event, now_ms: i64) -> T
         return damage::fail(graph, facts, &why, now_ms);
     }
     damage::counters(&mut w);
+    let attempt_started = attempt_start(graph, facts, event, now_ms);
     match event {
         Event::Advance { node } => flow::advance(graph, facts, &mut w, node),
         Event::Attempt {
@@ -111,7 +112,105 @@ pub fn decide(graph: &Graph, facts: &Facts<'_>, event: &Event, now_ms: i64) -> T
             task::external(graph, facts, &mut w, ext, *index, event)
         }
     }
+    // Only the decision that failed the instance writes its record.
+    if w.status == Some(Status::Failed) && !facts.status.is_terminal() {
+        terminal_record(graph, &mut w, attempt_started);
+    }
     w.finish(facts.timers)
+}
+
+/// When the attempt this event ends started: a handler runs now; a call's
+/// live attempt started when its timeout window opened.
+fn attempt_start(graph: &Graph, facts: &Facts<'_>, event: &Event, now_ms: i64) -> i64 {
+    let call_node = match event {
+        Event::TimerDue { timer } => facts
+            .timers
+            .iter()
+            .find(|t| t.id == *timer && t.purpose == Purpose::Timeout)
+            .map(|t| t.node.as_str()),
+        Event::PoisonWake { node, .. } => Some(node.as_str()),
+        _ => None,
+    };
+    call_node
+        .and_then(|n| {
+            let window = graph.node(n).and_then(GNode::call)?.timeout;
+            let t = facts
+                .timers
+                .iter()
+                .find(|t| t.node == n && t.purpose == Purpose::Timeout)?;
+            Some(t.due_ms - ms(window))
+        })
+        .unwrap_or(now_ms)
+}
+
+/// Complete the terminal record with what an operator needs to act on it:
+/// the dependency that failed (the task's handler or the call's channel),
+/// the first and last attempt's start, and a call's failure class (its two
+/// failures are transient unless the policy names the code non-retryable).
+/// The incident says the same.
+fn terminal_record(graph: &Graph, w: &mut Work, last_attempt_ms: i64) {
+    let Some(mut f) = w.snap.failure() else {
+        return;
+    };
+    let Some(node) = graph.node(&f.node) else {
+        return;
+    };
+    let Kind::Task { task, call, .. } = &node.kind else {
+        return;
+    };
+    match call {
+        Some(c) => {
+            f.channel = Some(c.channel.clone());
+            if f.class.is_none() && f.attempts.is_some() {
+                let class = if f.reason == "non-retryable" {
+                    "permanent"
+                } else {
+                    "transient"
+                };
+                f.class = Some(class.to_string());
+            }
+        }
+        None if !task.is_empty() => f.task = Some(task.clone()),
+        None => {}
+    }
+    if f.attempts.is_some() {
+        f.last_attempt_ms = Some(last_attempt_ms);
+        f.first_attempt_ms = Some(
+            w.snap
+                .first_attempt_ms(&f.node)
+                .unwrap_or(last_attempt_ms)
+                .min(last_attempt_ms),
+        );
+    }
+    w.snap.set_failure(&f);
+    let mut detail = Vec::new();
+    if let Some(c) = &f.class {
+        detail.push(format!("class {c}"));
+    }
+    match (&f.task, &f.channel) {
+        (Some(t), _) => detail.push(format!("task {t}")),
+        (_, Some(c)) => detail.push(format!("channel {c}")),
+        _ => {}
+    }
+    if let (Some(a), Some(b)) = (f.first_attempt_ms, f.last_attempt_ms) {
+        detail.push(format!(
+            "attempts from +{} to +{}",
+            crate::duration::compact_ms(a - w.started_ms),
+            crate::duration::compact_ms(b - w.started_ms)
+        ));
+    }
+    if detail.is_empty() {
+        return;
+    }
+    let node_id = f.node.clone();
+    if let Some(i) = w
+        .open_incidents
+        .iter_mut()
+        .rev()
+        .find(|i| i.kind == "failed" && i.node == node_id)
+    {
+        i.message = format!("{}; {}", i.message, detail.join(", "));
+    }
 }
 
 /// Accumulates one decision.
@@ -300,6 +399,7 @@ pub(crate) fn fatal(
         attempts,
         class: last.map(|(c, _)| c.to_string()),
         message: last.and_then(|(_, m)| m.map(str::to_string)),
+        ..Failure::default()
     });
     w.status = Some(Status::Failed);
     w.entry(

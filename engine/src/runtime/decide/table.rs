@@ -415,7 +415,7 @@ fn the_last_attempt_of_the_budget_fails_the_instance_as_exhausted() {
         {"at_s":60,"attempt":2,"class":"transient","code":"PROVIDER_DOWN","kind":"attempt","node":"charge","outcome":"failed","task":"payments.charge","then":"failed"}
         {"at_s":60,"attempts":2,"code":"PROVIDER_DOWN","kind":"failed","node":"charge","reason":"exhausted"}
         set attempts.charge = 2
-        set failure = {"attempts":2,"class":"transient","code":"PROVIDER_DOWN","node":"charge","reason":"exhausted"}
+        set failure = {"attempts":2,"class":"transient","code":"PROVIDER_DOWN","first_attempt_ms":0,"last_attempt_ms":60000,"node":"charge","reason":"exhausted","task":"payments.charge"}
         resolve timer 1
         open incident failed on charge
         status failed
@@ -434,7 +434,7 @@ fn the_call_budget_runs_out_on_the_last_timeout() {
                 {"at_s":210,"attempt":3,"code":"q.timeout","kind":"call-failed","node":"auth","then":"failed"}
                 {"at_s":210,"attempts":3,"code":"q.timeout","kind":"failed","node":"auth","reason":"exhausted"}
                 set attempts.auth = 3
-                set failure = {"attempts":3,"code":"q.timeout","node":"auth","reason":"exhausted"}
+                set failure = {"attempts":3,"channel":"bank","class":"transient","code":"q.timeout","first_attempt_ms":0,"last_attempt_ms":180000,"node":"auth","reason":"exhausted"}
                 resolve timer 5
                 withdraw undelivered requests of auth
                 open incident failed on auth

@@ -57,6 +57,16 @@ fn arm_boundaries(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, 
     }
 }
 
+/// How many attempts of `id` have run since the flow entered it: its
+/// counter (a task with a policy), or the attempt the last unknown outcome
+/// recorded (`reconcile.<node>`, kept after a `retry` resolution until the
+/// node is left). A task without a policy that an operator reconciles as
+/// retry thus numbers its attempts truthfully without writing a counter.
+fn runs(w: &Work, id: &str) -> u32 {
+    let reconciled = w.snap.reconcile(id).and_then(|m| m.attempt).unwrap_or(0);
+    w.snap.attempts(id).max(reconciled)
+}
+
 /// The attempt line of a handler run, before its consequences are known.
 fn line(n: u32, task: &str, outcome: AttemptOutcome) -> TaskAttempt {
     TaskAttempt {
@@ -120,7 +130,7 @@ pub(super) fn attempt(
     if !w.tokens().iter().any(|t| t.node == id && t.state == from) {
         return ignore(w, &ev, "the task is not waiting for this attempt");
     }
-    let n = w.snap.attempts(id).saturating_add(1);
+    let n = runs(w, id).saturating_add(1);
     let idx = w.history.len();
     match outcome {
         TaskOutcome::Ok(vars) => {
@@ -348,9 +358,12 @@ fn reconcile(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, resol
         .reconcile(id)
         .and_then(|m| m.code)
         .unwrap_or_else(|| codes::UNKNOWN_OUTCOME.to_string());
+    // How many times the task has run so far, for the operator.
+    let ran = runs(w, id).max(1);
     let line = |to: Option<Vec<String>>| HistoryEvent::Reconciled {
         as_: resolution,
         code: code.clone(),
+        attempts: Some(ran),
         to,
     };
     match resolution {
@@ -360,19 +373,18 @@ fn reconcile(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, resol
         }
         Resolution::Failed => {
             w.entry(Some(id), line(None));
-            let n = w.snap.attempts(id).max(1);
             fatal(
                 w,
                 id,
                 &code,
                 "non-retryable",
-                Some(n),
+                Some(ran),
                 Some(("unknown-outcome", None)),
             );
         }
         Resolution::Retry => {
             w.entry(Some(id), line(None));
-            let n = w.snap.attempts(id);
+            let n = ran;
             let stop = match &node.kind {
                 Kind::Task {
                     policy: Some(p), ..
@@ -403,7 +415,18 @@ fn reconcile(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, resol
                     Some(("unknown-outcome", None)),
                 ),
                 None => {
-                    w.snap.clear_reconcile(id);
+                    // With a policy the counter numbers the next run; without
+                    // one the marker stays (its attempt numbers the next run,
+                    // and no counter is written), until the node is left.
+                    if matches!(
+                        &node.kind,
+                        Kind::Task {
+                            policy: Some(_),
+                            ..
+                        }
+                    ) {
+                        w.snap.clear_reconcile(id);
+                    }
                     w.set_state(id, TokenState::Reconcile, TokenState::Ready);
                     w.close_incidents.push(id.to_string());
                 }
