@@ -64,7 +64,7 @@ fn the_console_shows_why_and_the_repair_then_migrates_after_confirmation() {
         "{opened}"
     );
     // m: the target, then the plan with the suggested mapping, before anything changes.
-    let planned = console(&["console", "--db", &db], "<enter>m1");
+    let planned = console(&["console", "--db", &db], "<enter>m1<enter>");
     assert!(
         planned.contains("Apply the migration of dbg08-1 onto deployment 2"),
         "{planned}"
@@ -78,7 +78,7 @@ fn the_console_shows_why_and_the_repair_then_migrates_after_confirmation() {
     assert_eq!(store.instance("dbg08-1").unwrap().unwrap().deployment_id, 1);
     drop(store);
     // Reset the budget (plans again), then apply: the result is on screen.
-    let applied = console(&["console", "--db", &db], "<enter>m121");
+    let applied = console(&["console", "--db", &db], "<enter>m1<enter>2<enter>1<enter>");
     assert!(
         applied.contains("migrated dbg08-1 onto deployment 2: RUNNING"),
         "{applied}"

@@ -205,8 +205,12 @@ fn show_json(i: &Inspection) -> Value {
         })
         .collect();
     let waiting = i.waiting.as_ref().map(|w| match w {
-        Waiting::Reconciliation { node, code } => {
-            json!({"for": "reconciliation", "node": node, "code": code})
+        Waiting::Reconciliation {
+            node,
+            code,
+            attempts,
+        } => {
+            json!({"for": "reconciliation", "node": node, "code": code, "attempts": attempts})
         }
         Waiting::Timer {
             node,
@@ -280,7 +284,7 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
                     i.current.as_deref().unwrap_or("?"),
                     i.id
                 ),
-                Some(Waiting::Reconciliation { node, code }) => format!(
+                Some(Waiting::Reconciliation { node, code, .. }) => format!(
                     ": waiting at {node} for the reconciliation of {}",
                     code.as_deref().unwrap_or("an unknown outcome")
                 ),
