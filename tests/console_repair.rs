@@ -78,7 +78,10 @@ fn the_console_shows_why_and_the_repair_then_migrates_after_confirmation() {
     assert_eq!(store.instance("dbg08-1").unwrap().unwrap().deployment_id, 1);
     drop(store);
     // Reset the budget (plans again), then apply: the result is on screen.
-    let applied = console(&["console", "--db", &db], "<enter>m1<enter>2<enter>1<enter>");
+    let applied = console(
+        &["console", "--db", &db],
+        "<enter>m1<enter>2<enter>1<enter>",
+    );
     assert!(
         applied.contains("migrated dbg08-1 onto deployment 2: RUNNING"),
         "{applied}"
