@@ -691,7 +691,7 @@ pub(crate) fn human_line(line: &Line, columns: &Columns) -> String {
     let detail = match event {
         HistoryEvent::Start { .. } => "instance started".to_string(),
         HistoryEvent::Attempt(Attempt::Call(a)) => format!(
-            "{}request {} to {}{}, key {}; timeout at {}",
+            "{}request {} to {}{}, key {}{}",
             if a.redrive.is_some() {
                 "re-drive: "
             } else {
@@ -704,7 +704,10 @@ pub(crate) fn human_line(line: &Line, columns: &Columns) -> String {
                 .map(|o| format!(".{o}"))
                 .unwrap_or_default(),
             a.idempotency_key,
-            at(Some(a.timeout_at_s))
+            match a.timeout_at_s {
+                Some(t) => format!("; timeout at {}", at(Some(t))),
+                None => "; its timer boundary ends the wait".to_string(),
+            }
         ),
         HistoryEvent::Delivery {
             idempotency_key: key,

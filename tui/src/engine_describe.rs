@@ -30,7 +30,7 @@ pub fn describe(line: &Line) -> String {
                 parts.push("re-drive:".into());
             }
             parts.push(format!("request to {}", c.channel));
-            parts.push(format!("timeout {}", at(c.timeout_at_s)));
+            parts.extend(c.timeout_at_s.map(|t| format!("timeout {}", at(t))));
         }
         HistoryEvent::Attempt(Attempt::Task(t)) => {
             parts.push(outcome_word(t.outcome).to_string());

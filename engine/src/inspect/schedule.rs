@@ -86,7 +86,7 @@ pub(super) fn plans(
             else {
                 return None;
             };
-            let timeout_ms = call.as_ref().map(|c| ms(c.timeout));
+            let timeout_ms = call.as_ref().and_then(|c| c.timeout).map(ms);
             Some(plan(
                 instance, n, policy, timeout_ms, snap, armed, history, start, now,
             ))

@@ -135,7 +135,10 @@ pub struct CallAttempt {
     pub channel: String,
     #[serde(rename = "idempotencyKey")]
     pub idempotency_key: String,
-    pub timeout_at_s: Secs,
+    /// When its `<q:timeout>` fires; absent for a call timed out by a timer
+    /// boundary instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_at_s: Option<Secs>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<String>,
     /// A re-drive out of a backoff window: a new incarnation of the wait.

@@ -64,8 +64,11 @@ pub enum Kind {
 pub struct Call {
     pub channel: String,
     pub operation: Option<String>,
-    /// The route-less `<q:timeout>`: when it fires, the attempt failed (`q.timeout`).
-    pub timeout: Duration,
+    /// The route-less `<q:timeout>`: when it fires, the attempt failed
+    /// (`q.timeout`). `None`: the call is timed out by a timer boundary
+    /// instead, which ends the wait and takes the boundary's route (the
+    /// modelled outcome wins; nothing is retried).
+    pub timeout: Option<Duration>,
     /// `<q:channelConfig maxDeliveries>`: the ceiling that poisons a request;
     /// `None`: the outbox retries one delivery forever.
     pub max_deliveries: Option<u32>,
@@ -279,6 +282,13 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
                         }
                     }
                 }
+                if call.as_ref().is_some_and(|c| c.timeout.is_none()) && timer_boundaries.is_empty()
+                {
+                    return Err(gerr(
+                        &id,
+                        "channel call without a timeout: add <q:timeout duration=\"…\"/> or a timer boundary",
+                    ));
+                }
                 Kind::Task {
                     task,
                     policy,
@@ -397,13 +407,21 @@ fn call_spec(
     id: &str,
     channel: &str,
 ) -> Result<Call, GraphError> {
-    let timeout = n
-        .timeouts
-        .first()
-        .and_then(|t| t.duration.as_ref())
-        .ok_or_else(|| gerr(id, "channel call without <q:timeout duration=\"…\"/>"))?;
-    let timeout = crate::duration::parse(&timeout.value)
-        .map_err(|e| gerr(id, format!("<q:timeout> `{}`: {e}", timeout.value)))?;
+    let timeout = match n.timeouts.first() {
+        Some(t) => {
+            let d = t
+                .duration
+                .as_ref()
+                .ok_or_else(|| gerr(id, "<q:timeout> without duration=\"…\""))?;
+            Some(
+                crate::duration::parse(&d.value)
+                    .map_err(|e| gerr(id, format!("<q:timeout> `{}`: {e}", d.value)))?,
+            )
+        }
+        // A timer boundary must end the wait instead (checked with the
+        // boundaries, below).
+        None => None,
+    };
     // The loader refused a model whose channel configuration does not parse;
     // a graph compiled from one unchecked says which attribute is wrong.
     let policy = ChannelPolicy::of_channel(defs, channel).map_err(|errs| {

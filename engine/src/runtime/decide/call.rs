@@ -74,13 +74,13 @@ fn waiting(w: &Work, node: &str) -> bool {
 /// Emit attempt `attempts + 1`: a request in the outbox with a fresh
 /// idempotency key, the correlation (created once, kept across attempts), a
 /// fresh timeout window. The token waits in state `timer`.
-pub(super) fn emit(facts: &Facts<'_>, w: &mut Work, node: &GNode, redrive: bool) {
+pub(super) fn emit(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, redrive: bool) {
     let Some(call) = call_of(node) else { return };
     let id = node.id.as_str();
     let n = w.snap.attempts(id).saturating_add(1);
     let key_number = keys_sent(facts, w, id).saturating_add(1);
     let key = request_key(facts.instance_id, id, key_number);
-    let due = w.now_ms + ms(call.timeout);
+    let due = call.timeout.map(|t| w.now_ms + ms(t));
     let payload = Value::Object(w.snap.variables().into_iter().collect::<Map<_, _>>());
     w.calls.emit.push(NewRequest {
         node: id.to_string(),
@@ -92,17 +92,25 @@ pub(super) fn emit(facts: &Facts<'_>, w: &mut Work, node: &GNode, redrive: bool)
         payload,
     });
     w.calls.correlate.push(id.to_string());
-    w.arm.push(NewTimer {
-        node: id.to_string(),
-        purpose: Purpose::Timeout,
-        due_ms: due,
-        attempt: Some(n),
-    });
+    if let Some(due) = due {
+        w.arm.push(NewTimer {
+            node: id.to_string(),
+            purpose: Purpose::Timeout,
+            due_ms: due,
+            attempt: Some(n),
+        });
+    }
+    if !redrive {
+        // The task's timer boundaries run from its activation: this first
+        // request (a call timed out by a boundary has no <q:timeout>).
+        let now = w.now_ms;
+        super::task::arm_boundaries(graph, facts, w, node, now);
+    }
     let line = CallAttempt {
         attempt: n,
         channel: call.channel.clone(),
         idempotency_key: key,
-        timeout_at_s: w.rel(due),
+        timeout_at_s: due.map(|d| w.rel(d)),
         operation: call.operation.clone(),
         // Resolved and re-parked in one step: a new incarnation of the wait.
         redrive: redrive.then_some(true),
@@ -124,7 +132,7 @@ pub(super) fn timer(
     match (purpose, marked(w, id)) {
         (Purpose::Retry, true) if waiting(w, id) => {
             w.snap.clear_backoff_marker(id);
-            emit(facts, w, node, true);
+            emit(graph, facts, w, node, true);
         }
         (Purpose::Timeout, false) if waiting(w, id) => failed(graph, facts, w, node, TIMEOUT),
         (Purpose::Retry, _) => ignore(
@@ -154,7 +162,10 @@ fn failed(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, code: &s
         .timers
         .iter()
         .find(|t| t.node == id && t.purpose == Purpose::Timeout);
-    let emitted = timeout.map_or(w.now_ms, |t| t.due_ms - ms(call.timeout));
+    let emitted = match (timeout, call.timeout) {
+        (Some(t), Some(window)) => t.due_ms - ms(window),
+        _ => w.now_ms,
+    };
     if let Some(t) = timeout {
         w.resolve.push(t.id);
     }

@@ -83,7 +83,7 @@ pub(super) fn advance(graph: &Graph, facts: &Facts<'_>, w: &mut Work, id: &str) 
         }
         Kind::Task { call: Some(_), .. } => {
             w.set_state(id, TokenState::Ready, TokenState::Timer);
-            call::emit(facts, w, node, false);
+            call::emit(graph, facts, w, node, false);
         }
         Kind::Task { .. } => ignore(w, &ev, "a task runs through its handler"),
     }

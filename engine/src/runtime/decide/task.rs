@@ -35,7 +35,13 @@ fn complete_task(
 
 /// Arm the task's timer boundaries the first time it parks: they run from the
 /// task's activation, which is its first attempt.
-fn arm_boundaries(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, activated_ms: i64) {
+pub(super) fn arm_boundaries(
+    graph: &Graph,
+    facts: &Facts<'_>,
+    w: &mut Work,
+    node: &GNode,
+    activated_ms: i64,
+) {
     let Kind::Task {
         timer_boundaries, ..
     } = &node.kind

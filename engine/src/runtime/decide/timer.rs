@@ -44,9 +44,17 @@ pub(super) fn due(graph: &Graph, facts: &Facts<'_>, w: &mut Work, id: i64) {
             Purpose::Boundary,
         ) => {
             w.resolve.push(id);
+            // A registered task is active while parked (backoff,
+            // reconciliation); a channel call while it waits for its
+            // response (state `timer`, live attempt or backoff window).
+            let is_call = matches!(
+                graph.node(attached_to).map(|n| &n.kind),
+                Some(Kind::Task { call: Some(_), .. })
+            );
             let active = w.tokens().into_iter().find(|x| {
                 &x.node == attached_to
-                    && matches!(x.state, TokenState::Backoff | TokenState::Reconcile)
+                    && (matches!(x.state, TokenState::Backoff | TokenState::Reconcile)
+                        || (is_call && x.state == TokenState::Timer))
             });
             let Some(active) = active else {
                 return ignore(w, &ev, "stale boundary: its task is no longer active");
@@ -57,6 +65,12 @@ pub(super) fn due(graph: &Graph, facts: &Facts<'_>, w: &mut Work, id: i64) {
                 w.resolve
                     .extend(task_timers(graph, facts.timers, attached_to));
                 w.close_incidents.push(attached_to.clone());
+                if is_call {
+                    // The wait is over: a late response gets an honest "not
+                    // waiting". The request's outbox row is kept as it is
+                    // (never deleted outside the backoff park).
+                    w.calls.retire.push(attached_to.clone());
+                }
             }
             let to = leave(graph, w, node);
             w.entry(
