@@ -133,7 +133,7 @@ fn attempt_start(graph: &Graph, facts: &Facts<'_>, event: &Event, now_ms: i64) -
     };
     call_node
         .and_then(|n| {
-            let window = graph.node(n).and_then(GNode::call)?.timeout;
+            let window = graph.node(n).and_then(GNode::call)?.timeout?;
             let t = facts
                 .timers
                 .iter()
