@@ -4,7 +4,9 @@
 //! and never turns into success.
 
 use std::path::Path;
-use std::process::{Command, Output};
+mod support;
+use std::process::Output;
+use support::{lines, qflow};
 
 use qflow_engine::store::Store;
 use serde_json::Value;
@@ -44,21 +46,6 @@ const TASK: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 </bpmn:definitions>"#;
 
 const TASK_SCENARIO: &str = r#"{"tasks": {"payments.charge": [{"fail": {"code": "DOWN", "class": "transient"}}, {"ok": {}}]}}"#;
-
-fn qflow(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_qflow"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("qflow runs")
-}
-
-fn lines(o: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
 
 /// Write a model and its scenario into `dir`; returns the model's file name.
 fn model(dir: &Path, name: &str, source: &str, scenario: &str) -> String {

@@ -1,10 +1,8 @@
 //! Repair by migration through `qflow run`, for failures that consumed their
 //! token: the flow continues at the node it stopped at, on the same instance.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-use serde_json::Value;
+mod support;
+use support::{lines, qflow};
 
 const GATEWAY: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
@@ -18,22 +16,6 @@ const GATEWAY: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
     <bpmn:endEvent id="e"/>
   </bpmn:process>
 </bpmn:definitions>"#;
-
-fn qflow(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_qflow"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("qflow runs")
-}
-
-/// The JSON lines a run printed on stdout.
-fn lines(o: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
 
 #[test]
 fn a_gateway_failure_is_repaired_on_the_same_instance_never_a_second() {
