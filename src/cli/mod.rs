@@ -10,3 +10,4 @@ pub mod render;
 pub mod run;
 pub mod sarif;
 pub mod simulate;
+pub mod stats;

@@ -25,6 +25,7 @@ pub mod lifecycle;
 pub(crate) mod plans;
 pub mod query;
 pub mod schema;
+pub mod stats;
 
 pub use lifecycle::{Deployed, DeploymentRow, Retirement, StatusCounts};
 pub use query::{

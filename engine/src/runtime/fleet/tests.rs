@@ -201,3 +201,33 @@ fn two_fleets_racing_on_one_database_take_every_attempt_once() {
         assert_eq!(attempts, 6, "{}", row.id);
     }
 }
+
+#[test]
+fn observations_count_pending_by_class_and_backlog_age_by_creation_time() {
+    use crate::store::stats::Count;
+    let dir = tempfile::tempdir().unwrap();
+    let store = seeded(&dir.path().join("fleet.db"), 9);
+    let mut fleet = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), "t:1".into());
+    fleet.batch(9);
+    // Every first attempt: nine instances parked on a retry timer at 60 s.
+    fleet.step(|_, _| {}).unwrap();
+    let o = fleet.store().observations().unwrap();
+    assert_eq!(o.unfinished, 9);
+    let count = |label: &str, count| Count {
+        label: label.into(),
+        count,
+    };
+    assert_eq!(o.pending_by_class, [count("transient", 9)]);
+    assert_eq!(o.oldest_next_eligible_ms, Some(60_000));
+    assert_eq!(o.now_ms, Some(0));
+    assert_eq!(o.backlog_age[0], count("< 1 min", 9));
+    // The re-drive at 60 s: ages run from creation, not from the attempt.
+    fleet.step(|_, _| {}).unwrap();
+    let o = fleet.store().observations().unwrap();
+    assert_eq!(o.now_ms, Some(60_000));
+    assert_eq!(o.backlog_age[0], count("< 1 min", 0));
+    assert_eq!(o.backlog_age[1], count("< 10 min", 9));
+    assert_eq!(o.oldest_next_eligible_ms, Some(360_000));
+    assert_eq!(o.by_dependency[0].attempts, 18);
+    assert_eq!(o.by_dependency[0].peak_per_minute, 9);
+}

@@ -1,0 +1,196 @@
+//! The fleet's observations, read from the store: what an operator watches
+//! while retries pile up (pending instances by failure class, attempts per
+//! completed effect, the oldest next-eligible time, terminal failures by
+//! code and reason, unknown outcomes awaiting reconciliation, the attempt
+//! rate by dependency, and backlog age by original creation time).
+//!
+//! Times are the store's: the virtual clock of the runs that wrote it. "Now"
+//! for ages is the latest decision in the store, so a simulated day reads
+//! the same an hour or a month later.
+
+use rusqlite::params;
+use serde::Serialize;
+
+use super::{Store, StoreError};
+
+/// A count under a label.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Count {
+    pub label: String,
+    pub count: u64,
+}
+
+/// Instances FAILED with one code and reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Terminal {
+    pub code: String,
+    pub reason: String,
+    pub count: u64,
+}
+
+/// The attempts one dependency (a registered task's name, or a channel) saw.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DependencyLoad {
+    pub dependency: String,
+    pub attempts: u64,
+    /// The busiest minute's attempts.
+    pub peak_per_minute: u64,
+    /// Attempts per minute between its first and last attempt's minute.
+    pub mean_per_minute: f64,
+    pub first_ms: i64,
+    pub last_ms: i64,
+}
+
+/// What [`Store::observations`] reads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Observations {
+    pub instances: u64,
+    pub unfinished: u64,
+    pub completed: u64,
+    /// Unfinished instances by the class of their last attempt's failure
+    /// (`none`: no attempt of theirs has failed).
+    pub pending_by_class: Vec<Count>,
+    /// Attempts recorded, all instances.
+    pub attempts: u64,
+    /// Attempts spent by the instances that completed, over how many did:
+    /// what one completed effect cost.
+    pub attempts_per_completed: Option<f64>,
+    /// The earliest armed timer of an unfinished instance.
+    pub oldest_next_eligible_ms: Option<i64>,
+    pub terminal: Vec<Terminal>,
+    /// Open reconciliation incidents: attempts whose outcome is unknown.
+    pub unknown_outcomes: u64,
+    pub by_dependency: Vec<DependencyLoad>,
+    /// The latest decision in the store: "now" for the backlog's ages.
+    pub now_ms: Option<i64>,
+    /// Unfinished instances by age since their creation (not their last
+    /// attempt): `< 1 min`, `< 10 min`, `< 1 h`, `< 6 h`, `< 1 d`, `>= 1 d`.
+    pub backlog_age: Vec<Count>,
+}
+
+const AGE_BUCKETS: [(&str, i64); 5] = [
+    ("< 1 min", 60_000),
+    ("< 10 min", 600_000),
+    ("< 1 h", 3_600_000),
+    ("< 6 h", 21_600_000),
+    ("< 1 d", 86_400_000),
+];
+
+impl Store {
+    /// Read the fleet's observations (read-only; whole-table reads, meant
+    /// for an operator's look, not the decision loop).
+    pub fn observations(&self) -> Result<Observations, StoreError> {
+        let c = self.conn();
+        let (instances, unfinished, completed): (i64, i64, i64) = c.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(status IN ('running','waiting')), 0), COALESCE(SUM(status = 'completed'), 0) FROM instances",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        let pending_by_class = counts(
+            c,
+            "SELECT COALESCE(json_extract(h.detail, '$.class'), 'none') AS class, COUNT(*) FROM instances i
+             LEFT JOIN history h ON h.seq = (SELECT MAX(seq) FROM history WHERE instance_id = i.id AND kind = 'attempt')
+             WHERE i.status IN ('running','waiting') GROUP BY class ORDER BY 2 DESC, 1",
+        )?;
+        let attempts: i64 = c.query_row(
+            "SELECT COUNT(*) FROM history WHERE kind = 'attempt'",
+            [],
+            |r| r.get(0),
+        )?;
+        let of_completed: i64 = c.query_row(
+            "SELECT COUNT(*) FROM history h JOIN instances i ON i.id = h.instance_id WHERE h.kind = 'attempt' AND i.status = 'completed'",
+            [],
+            |r| r.get(0),
+        )?;
+        let oldest_next_eligible_ms: Option<i64> = c.query_row(
+            "SELECT MIN(t.due_ms) FROM timers t JOIN instances i ON i.id = t.instance_id
+             WHERE t.state = 'armed' AND i.status IN ('running','waiting')",
+            [],
+            |r| r.get(0),
+        )?;
+        let mut st = c.prepare(
+            "SELECT COALESCE(h.code, json_extract(h.detail, '$.code'), '?'), COALESCE(json_extract(h.detail, '$.reason'), '?'), COUNT(*)
+             FROM instances i JOIN history h ON h.seq = (SELECT MAX(seq) FROM history WHERE instance_id = i.id AND kind = 'failed')
+             WHERE i.status = 'failed' GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2",
+        )?;
+        let terminal = st
+            .query_map([], |r| {
+                Ok(Terminal {
+                    code: r.get(0)?,
+                    reason: r.get(1)?,
+                    count: r.get::<_, i64>(2)? as u64,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let unknown_outcomes: i64 = c.query_row(
+            "SELECT COUNT(*) FROM incidents WHERE kind = 'reconciliation' AND closed_ms IS NULL",
+            [],
+            |r| r.get(0),
+        )?;
+        let mut st = c.prepare(
+            "SELECT dep, SUM(n), MAX(n), MIN(m), MAX(m), MIN(first), MAX(last) FROM (
+                 SELECT COALESCE(task, json_extract(detail, '$.channel'), '?') AS dep, at_ms / 60000 AS m,
+                        COUNT(*) AS n, MIN(at_ms) AS first, MAX(at_ms) AS last
+                 FROM history WHERE kind = 'attempt' GROUP BY dep, m)
+             GROUP BY dep ORDER BY 2 DESC, 1",
+        )?;
+        let by_dependency = st
+            .query_map([], |r| {
+                let attempts = r.get::<_, i64>(1)? as u64;
+                let (m0, m1): (i64, i64) = (r.get(3)?, r.get(4)?);
+                Ok(DependencyLoad {
+                    dependency: r.get(0)?,
+                    attempts,
+                    peak_per_minute: r.get::<_, i64>(2)? as u64,
+                    mean_per_minute: attempts as f64 / (m1 - m0 + 1) as f64,
+                    first_ms: r.get(5)?,
+                    last_ms: r.get(6)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let now_ms: Option<i64> =
+            c.query_row("SELECT MAX(at_ms) FROM transitions", [], |r| r.get(0))?;
+        let mut backlog_age = Vec::new();
+        if let Some(now) = now_ms {
+            let mut lower = i64::MIN;
+            for (label, upper) in AGE_BUCKETS.iter().copied().chain([(">= 1 d", i64::MAX)]) {
+                let n: i64 = c.query_row(
+                    "SELECT COUNT(*) FROM instances WHERE status IN ('running','waiting')
+                     AND ?1 - started_ms >= ?2 AND ?1 - started_ms < ?3",
+                    params![now, lower, upper],
+                    |r| r.get(0),
+                )?;
+                backlog_age.push(Count {
+                    label: label.into(),
+                    count: n as u64,
+                });
+                lower = upper;
+            }
+        }
+        Ok(Observations {
+            instances: instances as u64,
+            unfinished: unfinished as u64,
+            completed: completed as u64,
+            pending_by_class,
+            attempts: attempts as u64,
+            attempts_per_completed: (completed > 0).then(|| of_completed as f64 / completed as f64),
+            oldest_next_eligible_ms,
+            terminal,
+            unknown_outcomes: unknown_outcomes as u64,
+            by_dependency,
+            now_ms,
+            backlog_age,
+        })
+    }
+}
+
+fn counts(c: &rusqlite::Connection, sql: &str) -> Result<Vec<Count>, StoreError> {
+    let mut st = c.prepare(sql)?;
+    let rows = st.query_map([], |r| {
+        Ok(Count {
+            label: r.get(0)?,
+            count: r.get::<_, i64>(1)? as u64,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}

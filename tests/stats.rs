@@ -1,0 +1,87 @@
+//! `qflow stats`: the fleet's observations read back from a store that
+//! `qflow simulate` filled.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+const DBG08: &str = "samples/dbg08-long-outage.bpmn";
+
+fn qflow(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .args(args)
+        .output()
+        .expect("qflow runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn stats(db: &str) -> Value {
+    let (code, out, err) = qflow(&["stats", "--db", db, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(out.trim()).expect("one JSON line")
+}
+
+#[test]
+fn an_exhausting_outage_shows_terminal_failures_and_the_dependencys_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sim.db");
+    let db = db.to_str().unwrap();
+    let (code, _, err) = qflow(&[
+        "simulate", DBG08, "--jobs", "40", "--outage", "P1D", "--db", db,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = stats(db);
+    assert_eq!(v["instances"], 40);
+    assert_eq!(v["unfinished"], 0);
+    assert_eq!(v["attempts"], 240);
+    assert_eq!(
+        v["terminal"],
+        serde_json::json!([{"code": "DEPENDENCY_DOWN", "reason": "exhausted", "count": 40}])
+    );
+    let dep = &v["by_dependency"][0];
+    assert_eq!(dep["dependency"], "payments.charge");
+    assert_eq!(dep["attempts"], 240);
+    // All 40 instances attempt in the same minute, six times.
+    assert_eq!(dep["peak_per_minute"], 40);
+    assert_eq!(dep["first_ms"], 0);
+    assert_eq!(dep["last_ms"], 46_860_000);
+    assert_eq!(v["attempts_per_completed"], Value::Null);
+    assert_eq!(v["oldest_next_eligible_ms"], Value::Null);
+    assert_eq!(v["unknown_outcomes"], 0);
+    assert!(v["backlog_age"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["count"] == 0));
+
+    let (code, out, _) = qflow(&["stats", "--db", db]);
+    assert_eq!(code, 0);
+    assert!(out.contains("DEPENDENCY_DOWN"), "{out}");
+    assert!(out.contains("exhausted"), "{out}");
+}
+
+#[test]
+fn a_recovered_outage_costs_five_attempts_per_completed_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sim.db");
+    let db = db.to_str().unwrap();
+    let (code, _, err) = qflow(&[
+        "simulate", DBG08, "--jobs", "10", "--outage", "PT2H", "--db", db,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = stats(db);
+    assert_eq!(v["completed"], 10);
+    assert_eq!(v["attempts_per_completed"], 5.0);
+    assert_eq!(v["terminal"], serde_json::json!([]));
+}
+
+#[test]
+fn a_missing_database_is_named() {
+    let (code, _, err) = qflow(&["stats", "--db", "no/such.db"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no/such.db: no such database"), "{err}");
+}
