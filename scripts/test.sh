@@ -17,6 +17,8 @@ timed() {
 }
 
 timed cargo test --workspace --locked --all-targets
+# --all-targets leaves out documentation tests: the engine's API examples run here.
+timed cargo test -p qflow-engine --locked --doc
 
 [ -f vscode-extension/package.json ] || exit 0
 if ! command -v npm >/dev/null 2>&1; then

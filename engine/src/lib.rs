@@ -19,6 +19,8 @@ pub mod diagnostic;
 pub mod diagram;
 pub mod dialect;
 pub mod duration;
+pub mod embed;
+pub mod handlers;
 pub mod inspect;
 pub mod instance;
 pub mod loader;

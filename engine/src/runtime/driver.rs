@@ -23,9 +23,10 @@ use crate::model::Definitions;
 use crate::runtime::clock::Clock;
 use crate::runtime::decide;
 use crate::runtime::graph::{Graph, GraphError, Kind};
-use crate::runtime::scenario::{DeliveryOutcome, ExternalEvent, Scenario};
+use crate::runtime::scenario::{ExternalEvent, Scenario};
 use crate::runtime::shell::{self, deployed_graph, Choice};
 use crate::runtime::snapshot::TokenState;
+use crate::runtime::world::{AttemptCall, DeliveryCall, World};
 use crate::store::{local_owner, InstanceFacts, Store, StoreError};
 
 pub use crate::runtime::shell::Decision;
@@ -62,7 +63,8 @@ pub const MAX_DECISIONS_PER_INSTANT: u32 = 1_000;
 pub struct LocalRun<C: Clock> {
     store: Store,
     graph: Graph,
-    scenario: Scenario,
+    /// The world the outcomes come from: a scenario, or real handlers.
+    world: Box<dyn World>,
     clock: C,
     instance: String,
     owner: String,
@@ -95,10 +97,24 @@ impl<C: Clock> LocalRun<C> {
     /// Deploy the model and start an instance, or resume the unfinished
     /// instance of the same deployment (same source hash) if the store has one.
     pub fn open(
-        mut store: Store,
+        store: Store,
         source: &str,
         defs: &Definitions,
         scenario: Scenario,
+        clock: C,
+    ) -> Result<LocalRun<C>, RunError> {
+        let variables = scenario.variables.clone();
+        LocalRun::open_in(store, source, defs, &variables, Box::new(scenario), clock)
+    }
+
+    /// [`LocalRun::open`] in any world (real handlers, say): a new
+    /// instance starts with `variables`.
+    pub fn open_in(
+        mut store: Store,
+        source: &str,
+        defs: &Definitions,
+        variables: &BTreeMap<String, Value>,
+        world: Box<dyn World>,
         clock: C,
     ) -> Result<LocalRun<C>, RunError> {
         let graph = Graph::compile(defs)?;
@@ -109,7 +125,7 @@ impl<C: Clock> LocalRun<C> {
             source,
             crate::runtime::clock::system_now_ms(),
         )?;
-        let start = decide::start(&graph, &scenario.variables, now);
+        let start = decide::start(&graph, variables, now);
         let (instance, created) = store.create_instance(&dep, &start, now)?;
         let row = store
             .instance(&instance)?
@@ -126,7 +142,7 @@ impl<C: Clock> LocalRun<C> {
         Ok(LocalRun {
             store,
             graph,
-            scenario,
+            world,
             clock,
             instance,
             owner: local_owner(),
@@ -149,6 +165,16 @@ impl<C: Clock> LocalRun<C> {
         scenario: Scenario,
         clock: C,
     ) -> Result<LocalRun<C>, RunError> {
+        LocalRun::attach_in(store, instance, Box::new(scenario), clock)
+    }
+
+    /// [`LocalRun::attach`] in any world.
+    pub fn attach_in(
+        store: Store,
+        instance: &str,
+        world: Box<dyn World>,
+        clock: C,
+    ) -> Result<LocalRun<C>, RunError> {
         let row = store
             .instance(instance)?
             .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
@@ -158,7 +184,7 @@ impl<C: Clock> LocalRun<C> {
         Ok(LocalRun {
             store,
             graph,
-            scenario,
+            world,
             clock,
             instance: instance.to_string(),
             owner: local_owner(),
@@ -234,7 +260,7 @@ impl<C: Clock> LocalRun<C> {
         }
         let wake = self.wakes.pop();
         let mut woken = false;
-        let (scenario, clock, instance) = (&self.scenario, &self.clock, self.instance.as_str());
+        let (scenario, clock, instance) = (&*self.world, &self.clock, self.instance.as_str());
         let (started_ms, until_ms, effects) =
             (self.started_ms, self.until_ms, self.effects.as_deref());
         let taken = shell::take(
@@ -376,7 +402,8 @@ impl<C: Clock> LocalRun<C> {
 pub(crate) struct Ctx<'a, C: Clock> {
     pub store: &'a Store,
     pub graph: &'a Graph,
-    pub scenario: &'a Scenario,
+    /// The world the outcomes come from (a scenario, or real handlers).
+    pub scenario: &'a dyn World,
     pub clock: &'a C,
     pub instance: &'a str,
     pub started_ms: i64,
@@ -387,22 +414,36 @@ pub(crate) struct Ctx<'a, C: Clock> {
 impl<C: Clock> Ctx<'_, C> {
     /// Scenario events not yet delivered, with their due time (`None`: idle).
     fn pending_event(&self) -> Result<Option<(usize, Option<i64>)>, RunError> {
+        let events = self.scenario.events();
+        if events.is_empty() {
+            return Ok(None);
+        }
         let done = self.store.delivered_events(self.instance)?;
-        Ok(self
-            .scenario
-            .events
+        Ok(events
             .iter()
             .enumerate()
             .find(|(i, _)| !done.contains(i))
             .map(|(i, e)| (i, e.at.map(|a| self.started_ms + a.as_millis() as i64))))
     }
 
-    fn attempt(&self, node: &str, timer: Option<i64>) -> Result<Event, RunError> {
+    fn attempt(
+        &self,
+        facts: &InstanceFacts,
+        node: &str,
+        timer: Option<i64>,
+    ) -> Result<Event, RunError> {
         let task = match self.graph.node(node).map(|n| &n.kind) {
             Some(Kind::Task { task, .. }) => task.clone(),
             _ => String::new(),
         };
         let runs = self.store.handler_runs(self.instance, &task)?;
+        if let Some(lease) = self.scenario.attempt_lease(&task) {
+            // The attempt's outcome must find the claim still held.
+            let until = crate::runtime::clock::system_now_ms()
+                + lease.as_millis().min(i64::MAX as u128 / 2) as i64
+                + crate::store::CLAIM_TTL_MS;
+            self.store.extend_claim(self.instance, until)?;
+        }
         if let Some(path) = self.effects {
             use std::io::Write;
             let line = format!(
@@ -417,9 +458,18 @@ impl<C: Clock> Ctx<'_, C> {
                 .open(path)?;
             f.write_all(line.as_bytes())?;
         }
+        let variables = facts.snapshot.variables();
+        let call = AttemptCall {
+            instance: self.instance,
+            node,
+            task: &task,
+            attempt: facts.snapshot.attempts(node) + 1,
+            runs,
+            variables: &variables,
+        };
         Ok(Event::Attempt {
             node: node.to_string(),
-            outcome: self.scenario.task_outcome(&task, runs),
+            outcome: self.scenario.attempt(&call),
             timer,
         })
     }
@@ -449,7 +499,7 @@ impl<C: Clock> Ctx<'_, C> {
                         }
                     }
                     Next::Event(Event::External {
-                        event: self.scenario.events[i].event.clone(),
+                        event: self.scenario.events()[i].event.clone(),
                         index: Some(i),
                     })
                 }
@@ -464,7 +514,7 @@ impl<C: Clock> Ctx<'_, C> {
         {
             let is_task = self.is_registered_task(&t.node);
             return Ok(Next::Event(if is_task {
-                self.attempt(&t.node, None)?
+                self.attempt(facts, &t.node, None)?
             } else {
                 Event::Advance { node: t.node }
             }));
@@ -502,9 +552,9 @@ impl<C: Clock> Ctx<'_, C> {
             return Ok(Next::Idle);
         }
         Ok(Next::Event(match cand {
-            Cand::Delivery(row) => self.delivery(row)?,
+            Cand::Delivery(row) => self.delivery(facts, row)?,
             Cand::Timer(t) if t.purpose == Purpose::Retry && self.is_registered_task(&t.node) => {
-                self.attempt(&t.node, Some(t.id))?
+                self.attempt(facts, &t.node, Some(t.id))?
             }
             Cand::Timer(t) => Event::TimerDue { timer: t.id },
             Cand::Response(node, request, body) => Event::Response {
@@ -513,7 +563,7 @@ impl<C: Clock> Ctx<'_, C> {
                 body,
             },
             Cand::Scenario(i) => Event::External {
-                event: self.scenario.events[i].event.clone(),
+                event: self.scenario.events()[i].event.clone(),
                 index: Some(i),
             },
         }))
@@ -530,7 +580,7 @@ impl<C: Clock> Ctx<'_, C> {
     /// outcome for it (`deliveries.<channel>`, one entry per delivery) and, if
     /// it gets through, the counterpart's (`channels.<channel>`, one entry per
     /// delivered request); both counted from the durable history.
-    fn delivery(&self, row: OutboxRow) -> Result<Event, RunError> {
+    fn delivery(&self, facts: &InstanceFacts, row: OutboxRow) -> Result<Event, RunError> {
         let (mut tried, mut delivered) = (0, 0);
         for h in self.store.history(self.instance)? {
             if let Some(HistoryEvent::Delivery {
@@ -545,9 +595,22 @@ impl<C: Clock> Ctx<'_, C> {
                 }
             }
         }
-        let outcome = self.scenario.delivery_outcome(&row.channel, tried);
-        let counterpart = (outcome == DeliveryOutcome::Ok)
-            .then(|| self.scenario.channel_outcome(&row.channel, delivered));
+        let body = self
+            .store
+            .request_payload(row.id)?
+            .unwrap_or_else(|| Value::Object(facts.snapshot.variables().into_iter().collect()));
+        let correlation = format!("{}/{}", self.instance, row.node);
+        let (outcome, counterpart) = self.scenario.deliver(&DeliveryCall {
+            instance: self.instance,
+            node: &row.node,
+            channel: &row.channel,
+            idempotency_key: &row.idempotency_key,
+            correlation: &correlation,
+            attempt: row.attempt,
+            tried,
+            delivered,
+            body: &body,
+        });
         Ok(Event::Delivery {
             row,
             outcome,

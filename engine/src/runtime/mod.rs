@@ -16,6 +16,8 @@
 //!   model, temporary database, resume).
 //! - [`replica`]: several processes serving one database, the claim arbitrating.
 //! - [`migrate`]: moving an instance to a new deployment with a node mapping.
+//! - [`world`]: where attempts' and deliveries' outcomes come from (a
+//!   scenario, real handlers): the one interface every driver asks.
 //! - [`outcome`]: the expected end of a run (`--expect`), and what a reconciliation needs.
 
 pub mod clock;
@@ -32,9 +34,11 @@ pub mod scenario_check;
 pub mod session;
 pub mod shell;
 pub mod simulate;
+pub mod world;
 pub use crate::instance::snapshot;
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use decide::{Status, Transition};
 pub use driver::{Decision, LocalRun, RunError};
 pub use scenario::Scenario;
+pub use world::World;

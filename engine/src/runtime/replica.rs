@@ -22,6 +22,7 @@ use crate::runtime::driver::{Ctx, Decision, Next, RunError};
 use crate::runtime::graph::Graph;
 use crate::runtime::scenario::Scenario;
 use crate::runtime::shell::{self, deployed_graph, Choice, Stage, Taken};
+use crate::runtime::world::World;
 use crate::store::Store;
 
 /// What one replica did.
@@ -38,7 +39,8 @@ pub struct ReplicaStats {
 
 pub struct Replica {
     store: Store,
-    scenario: Scenario,
+    /// The world the outcomes come from: a scenario, or real handlers.
+    world: Box<dyn World>,
     owner: String,
     graphs: BTreeMap<i64, Rc<Graph>>,
     effects: Option<PathBuf>,
@@ -60,10 +62,15 @@ enum Poll {
 impl Replica {
     /// `owner` names this replica in claims (host:pid for a process).
     pub fn new(store: Store, scenario: Scenario, owner: String) -> Replica {
+        Replica::in_world(store, Box::new(scenario), owner)
+    }
+
+    /// A replica in any world (real handlers, say).
+    pub fn in_world(store: Store, world: Box<dyn World>, owner: String) -> Replica {
         let rng = 0x9E37_79B9_7F4A_7C15 ^ u64::from(std::process::id());
         Replica {
             store,
-            scenario,
+            world,
             owner,
             graphs: BTreeMap::new(),
             effects: None,
@@ -175,7 +182,7 @@ impl Replica {
         };
         let woke = wake.as_ref().map(|w| w.1.clone());
         let graphs = &mut self.graphs;
-        let (scenario, effects) = (&self.scenario, self.effects.as_deref());
+        let (scenario, effects) = (&*self.world, self.effects.as_deref());
         let mut idle = false;
         let taken = shell::take(
             &mut self.store,

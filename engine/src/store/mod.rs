@@ -346,6 +346,18 @@ impl Store {
         })
     }
 
+    /// Keep a claim held until at least `until_ms` (wall clock), for the
+    /// owner that holds it: a handler that may run longer than a claim
+    /// lasts must still find it held when its outcome is applied. Never
+    /// shortens a claim, never takes one.
+    pub fn extend_claim(&self, instance: &str, until_ms: i64) -> Result<(), StoreError> {
+        exec(&self.conn,
+            "UPDATE instances SET claim_expires_ms = ?2 WHERE id = ?1 AND claim_owner IS NOT NULL AND claim_expires_ms < ?2",
+            params![instance, until_ms],
+        )?;
+        Ok(())
+    }
+
     /// Give the claim up (end of a run).
     pub fn release(&mut self, instance: &str, owner: &str) -> Result<(), StoreError> {
         exec(&self.conn,

@@ -265,6 +265,17 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The body an outbox row was emitted with (what the relay sends), if
+    /// the row exists and its payload is JSON.
+    pub fn request_payload(&self, id: i64) -> Result<Option<Value>, StoreError> {
+        let text: Option<String> = self
+            .conn()
+            .prepare_cached("SELECT payload FROM outbox WHERE id = ?1")?
+            .query_row(params![id], |r| r.get(0))
+            .optional()?;
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
     /// Whether the outbox holds a poisoned request for exactly this instance
     /// and node (what a poison wake re-reads under the claim).
     pub fn has_poisoned_request(&self, instance: &str, node: &str) -> Result<bool, StoreError> {

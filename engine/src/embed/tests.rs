@@ -1,0 +1,246 @@
+//! The embedding API end to end, on an in-memory store and virtual time.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{Delivery, Engine, Resolution, TaskError, EXAMPLE_MODEL};
+use crate::runtime::driver::Verdict;
+
+const ERROR_BOUNDARY: &str = include_str!("../../../samples/error-boundary.bpmn");
+const BANK: &str = include_str!("../../../samples/bank-authorize.bpmn");
+
+/// (attempt number, seconds since the start) of every attempt line.
+fn attempts(engine: &mut Engine, instance: &str) -> Vec<(u32, i64)> {
+    let inspection = engine.inspect(instance).unwrap();
+    let started = engine
+        .store()
+        .instance(instance)
+        .unwrap()
+        .unwrap()
+        .started_ms;
+    inspection
+        .history
+        .iter()
+        .filter(|h| h.kind == "attempt")
+        .map(|h| (h.attempt.unwrap_or(0), (h.at_ms - started) / 1000))
+        .collect()
+}
+
+#[test]
+fn transient_failures_park_and_retry_on_the_policy_then_the_result_is_merged() {
+    let mut engine = Engine::in_memory().unwrap();
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = calls.clone();
+    engine.register("payments.charge", move |task| {
+        let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
+        assert_eq!(task.attempt, n, "the handler sees the attempt number");
+        if n < 3 {
+            return Err(TaskError::transient("PROVIDER_DOWN").with_message("503 from the provider"));
+        }
+        Ok(json!({ "chargeId": "ch_1", "attempts": n }))
+    });
+    let dep = engine.deploy(EXAMPLE_MODEL).unwrap();
+    let id = engine.start(&dep, json!({ "amount": 42 })).unwrap();
+    engine.run_until_idle().unwrap();
+    assert_eq!(engine.status(&id).unwrap()["status"], "completed");
+    let vars = engine.variables(&id).unwrap();
+    assert_eq!(vars["chargeId"], "ch_1");
+    assert_eq!(vars["amount"], 42);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    // The policy's delays, on the instance's own virtual clock: 1 min, 5 min.
+    assert_eq!(attempts(&mut engine, &id), vec![(1, 0), (2, 60), (3, 360)]);
+}
+
+#[test]
+fn a_permanent_failure_is_terminal_at_once_with_its_code() {
+    let mut engine = Engine::in_memory().unwrap();
+    engine.register("payments.charge", |_| {
+        Err(TaskError::permanent("INVALID_AMOUNT"))
+    });
+    let dep = engine.deploy(EXAMPLE_MODEL).unwrap();
+    let id = engine.start(&dep, Value::Null).unwrap();
+    engine.run_until_idle().unwrap();
+    let status = engine.status(&id).unwrap();
+    assert_eq!(status["status"], "failed", "{status}");
+    assert_eq!(status["code"], "INVALID_AMOUNT");
+    assert_eq!(status["reason"], "non-retryable");
+    assert_eq!(status["attempts"], 1);
+}
+
+#[test]
+fn a_rate_limit_waits_the_providers_delay() {
+    let mut engine = Engine::in_memory().unwrap();
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = calls.clone();
+    engine.register("payments.charge", move |_| {
+        if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err(TaskError::rate_limited(
+                "TOO_MANY",
+                Some(Duration::from_secs(7)),
+            ));
+        }
+        Ok(Value::Null)
+    });
+    let dep = engine.deploy(EXAMPLE_MODEL).unwrap();
+    let id = engine.start(&dep, Value::Null).unwrap();
+    engine.run_until_idle().unwrap();
+    assert_eq!(engine.status(&id).unwrap()["status"], "completed");
+    assert_eq!(attempts(&mut engine, &id), vec![(1, 0), (2, 7)]);
+}
+
+#[test]
+fn a_panicking_handler_is_an_unknown_outcome_and_the_engine_carries_on() {
+    let mut engine = Engine::in_memory().unwrap();
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = calls.clone();
+    engine.register("payments.charge", move |task| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        if task.var("amount") == Some(&json!(13)) {
+            panic!("unlucky amount");
+        }
+        Ok(Value::Null)
+    });
+    let dep = engine.deploy(EXAMPLE_MODEL).unwrap();
+    let unlucky = engine.start(&dep, json!({ "amount": 13 })).unwrap();
+    let fine = engine.start(&dep, json!({ "amount": 14 })).unwrap();
+    engine.run_until_idle().unwrap();
+    assert_eq!(engine.status(&fine).unwrap()["status"], "completed");
+    let status = engine.status(&unlucky).unwrap();
+    assert_eq!(status["status"], "waiting", "{status}");
+    assert_eq!(status["for"], "reconciliation", "{status}");
+    // Never retried blindly: one run each, however long we drive.
+    engine.run_until_idle().unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let inspection = engine.inspect(&unlucky).unwrap();
+    let failed = inspection
+        .history
+        .iter()
+        .filter(|h| h.kind == "attempt")
+        .find_map(|h| h.code.clone());
+    assert_eq!(failed.as_deref(), Some(super::PANIC));
+    // The operator reconciles: the charge did happen.
+    engine
+        .resolve(
+            &unlucky,
+            "charge_card",
+            Resolution::Succeeded,
+            json!({ "chargeId": "manual" }),
+        )
+        .unwrap();
+    engine.run_until_idle().unwrap();
+    assert_eq!(engine.status(&unlucky).unwrap()["status"], "completed");
+    assert_eq!(engine.variables(&unlucky).unwrap()["chargeId"], "manual");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_bpmn_error_routes_to_its_boundary_and_a_missing_handler_fails_permanently() {
+    let mut engine = Engine::in_memory().unwrap();
+    engine.register("stock.reserve", |_| Err(TaskError::bpmn("OUT_OF_STOCK")));
+    engine.register("stock.backorder", |_| Ok(json!({ "backordered": true })));
+    let dep = engine.deploy(ERROR_BOUNDARY).unwrap();
+    assert_eq!(
+        engine.missing_handlers(&dep).unwrap(),
+        vec!["shipping.dispatch"]
+    );
+    let id = engine.start(&dep, Value::Null).unwrap();
+    engine.run_until_idle().unwrap();
+    let status = engine.status(&id).unwrap();
+    let inspection = engine.inspect(&id).unwrap();
+    let nodes: Vec<_> = inspection
+        .history
+        .iter()
+        .filter_map(|h| h.node.clone())
+        .collect();
+    assert!(nodes.iter().any(|n| n == "backorder"), "{nodes:?}");
+    assert!(!nodes.iter().any(|n| n == "ship"), "{nodes:?}");
+    assert_ne!(status["status"], "waiting", "{status}");
+
+    // Reserved: the flow goes on to `ship`, which has no handler.
+    engine.register("stock.reserve", |_| Ok(Value::Null));
+    let id = engine.start(&dep, Value::Null).unwrap();
+    engine.run_until_idle().unwrap();
+    let status = engine.status(&id).unwrap();
+    assert_eq!(status["status"], "failed", "{status}");
+    assert_eq!(status["code"], super::MISSING);
+}
+
+#[test]
+fn a_channel_call_is_relayed_with_its_key_and_answered_by_correlation() {
+    let mut engine = Engine::in_memory().unwrap();
+    let sent: Arc<Mutex<Vec<(String, String, Value)>>> = Arc::default();
+    let log = sent.clone();
+    engine.handlers_mut().relay("bank", move |req| {
+        log.lock().unwrap().push((
+            req.correlation.to_string(),
+            req.idempotency_key.to_string(),
+            req.body.clone(),
+        ));
+        Delivery::Delivered
+    });
+    let dep = engine.deploy(BANK).unwrap();
+    let id = engine.start(&dep, json!({ "amount": 5 })).unwrap();
+    engine.run_until_idle().unwrap();
+    let status = engine.status(&id).unwrap();
+    // Virtual time: the silent bank's timeouts burn every attempt.
+    assert_eq!(status["status"], "failed", "{status}");
+    assert_eq!(status["code"], "q.timeout");
+    let keys: Vec<String> = sent.lock().unwrap().iter().map(|s| s.1.clone()).collect();
+    assert_eq!(keys.len(), 4, "one request per attempt: {keys:?}");
+    let mut unique = keys.clone();
+    unique.dedup();
+    assert_eq!(unique, keys, "a fresh key per attempt");
+    assert_eq!(sent.lock().unwrap()[0].2, json!({ "amount": 5 }));
+    // The honest verdict for a FAILED instance.
+    let correlation = sent.lock().unwrap()[0].0.clone();
+    assert_eq!(
+        engine.respond(&correlation, None, json!({})).unwrap(),
+        Verdict::Failed
+    );
+
+    // Answered in time: accepted, and the gateway routes on the body.
+    let id = engine.start(&dep, json!({ "amount": 6 })).unwrap();
+    engine.step().unwrap(); // the start's advance
+    while engine.status(&id).unwrap()["status"] == "running" {
+        engine.step().unwrap();
+    }
+    engine.step().unwrap(); // the delivery
+    let (correlation, key, _) = sent.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(correlation, format!("{id}/authorize"));
+    assert_eq!(
+        engine
+            .respond(&correlation, Some(&key), json!({ "approved": true }))
+            .unwrap(),
+        Verdict::Accepted
+    );
+    engine.run_until_idle().unwrap();
+    assert_eq!(engine.status(&id).unwrap()["status"], "completed");
+    assert_eq!(
+        engine.respond("nobody/authorize", None, json!({})).unwrap(),
+        Verdict::NoSuchInstance
+    );
+}
+
+#[test]
+fn refused_models_and_bad_variables_are_errors_not_panics() {
+    let mut engine = Engine::in_memory().unwrap();
+    let broken = EXAMPLE_MODEL.replace("maxAttempts=\"4\"", "");
+    match engine.deploy(&broken) {
+        Err(super::EngineError::Refused(d)) => {
+            assert!(d.iter().any(|d| d.code.as_str() == "QF012"), "{d:?}")
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let dep = engine.deploy(EXAMPLE_MODEL).unwrap();
+    assert!(matches!(
+        engine.start(&dep, json!([1])),
+        Err(super::EngineError::NotAnObject(_))
+    ));
+    assert!(matches!(
+        engine.status("p-404"),
+        Err(super::EngineError::NoInstance(_))
+    ));
+}
