@@ -31,6 +31,8 @@ enum Command {
     Render(cli::render::Args),
     /// Simulate an outage over N real instances on the virtual clock (group commit, flat memory).
     Simulate(cli::simulate::Args),
+    /// A model's retry policies for N jobs failing together: scheduled attempts, worst case, peak per minute.
+    Project(cli::project::Args),
     /// The fleet's observations from a store: pending by failure class, terminal failures, load by dependency, backlog age.
     Stats(cli::stats::Args),
     /// Print a diagnostic code's page (offline), or list every code.
@@ -82,6 +84,7 @@ fn main() -> ExitCode {
         Command::Resume(args) => cli::migrate::resume(args),
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Stats(args) => cli::stats::run(args),
+        Command::Project(args) => cli::project::run(args),
         Command::Explain(args) => cli::explain::run(args),
         Command::Completions { shell } => {
             let mut script = Vec::new();

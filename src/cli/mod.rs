@@ -6,6 +6,7 @@ pub mod instances;
 pub mod lsp;
 pub mod migrate;
 pub mod ops;
+pub mod project;
 pub mod render;
 pub mod run;
 pub mod sarif;

@@ -46,12 +46,15 @@
 //! - [`schedule`]: delays, the timetable, the worst case, the load projection
 //!   and the decision after a failed attempt (budget, expiry).
 //! - [`jitter`]: the deterministic per-(instance, node, attempt) draw.
+//! - [`projection`]: what a policy schedules for N instances failing
+//!   together through an outage (`qflow project`).
 //! - [`channel`]: the outbox's delivery curve of a channel (`<q:channelConfig>`).
 
 use std::time::Duration;
 
 pub mod channel;
 pub mod jitter;
+pub mod projection;
 pub mod schedule;
 pub mod spec;
 

@@ -451,7 +451,7 @@ impl RetryPolicy {
     /// (exclusive); `low`: at the shortest jittered delays; each attempt
     /// lasting `takes` before the next delay runs. Constant tails are
     /// computed, not iterated, so policies with millions of attempts are cheap.
-    fn walk(&self, window: Option<Duration>, low: bool, takes: Duration) -> Walk {
+    pub(super) fn walk(&self, window: Option<Duration>, low: bool, takes: Duration) -> Walk {
         // Exclusive end: an attempt at time t is made iff t < end.
         let elapsed_end = self.max_elapsed.map(|e| e + Duration::from_nanos(1));
         let end = match (window, elapsed_end) {
@@ -527,9 +527,9 @@ impl RetryPolicy {
     }
 }
 
-struct Walk {
-    count: Option<u64>,
-    last: Option<Duration>,
+pub(super) struct Walk {
+    pub(super) count: Option<u64>,
+    pub(super) last: Option<Duration>,
 }
 
 fn mul(d: Duration, n: u64) -> Duration {

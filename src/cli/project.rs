@@ -1,0 +1,263 @@
+//! `qflow project MODEL --jobs N [--outage DURATION] [--format json]`: the
+//! arithmetic of every retry policy of a model for N jobs failing together,
+//! beside the old unbounded loop. The engine projects
+//! ([`qflow_engine::policy::projection`]); this module renders.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use qflow_engine::duration::{compact_ms, to_words};
+use qflow_engine::policy::projection::{self, PeakMinute, Projection};
+use qflow_engine::text::group;
+use serde_json::{json, Value};
+
+use crate::cli::run::{json_line, Format};
+
+/// What every figure is, in the seed's words: printed with them.
+pub const LABEL: &str = "scheduled opportunities, not observed requests";
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The BPMN model whose retry policies to project.
+    pub model: PathBuf,
+    /// How many instances fail together (all start at the same instant).
+    #[arg(long, value_name = "N")]
+    pub jobs: u64,
+    /// How long the dependency is down: every attempt that starts within it
+    /// fails (ISO 8601: PT2H, P1D).
+    #[arg(long, value_name = "DURATION", default_value = "P1D")]
+    pub outage: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+fn fail(format: Format, code: u8, error: &str, msg: impl std::fmt::Display) -> ExitCode {
+    let msg = msg.to_string();
+    eprintln!("error: {msg}");
+    if format == Format::Json {
+        let rec = json!({"status": "error", "error": error, "message": msg});
+        println!("{}", json_line(&rec, &["status", "error", "message"]));
+    }
+    ExitCode::from(code)
+}
+
+pub fn run(args: Args) -> ExitCode {
+    let format = args.format;
+    let shown = args.model.display().to_string();
+    let outage = match qflow_engine::duration::parse(&args.outage) {
+        Ok(d) => d,
+        Err(e) => return fail(format, 2, "usage", format!("--outage {}: {e}", args.outage)),
+    };
+    if args.jobs == 0 {
+        return fail(format, 2, "usage", "--jobs must be at least 1");
+    }
+    let bytes = match std::fs::read(&args.model) {
+        Ok(b) => b,
+        Err(e) => return fail(format, 2, "unreadable", format!("cannot read {shown}: {e}")),
+    };
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let defs = match qflow_engine::load(&text) {
+        Ok(d) => d,
+        Err(diags) => {
+            return fail(
+                format,
+                1,
+                "model",
+                format!(
+                    "{shown} does not load ({} error(s)): `qflow check {shown}` shows where",
+                    diags.len()
+                ),
+            )
+        }
+    };
+    let nodes = projection::of_model(&defs, args.jobs, outage);
+    let old = projection::unbounded_loop().project("", "", args.jobs, outage, Duration::ZERO);
+    let old_day = projection::unbounded_loop().scheduled_attempts(
+        args.jobs,
+        Duration::from_secs(86_400),
+        Duration::ZERO,
+    );
+    match format {
+        Format::Json => {
+            let policies: Vec<Value> = nodes
+                .iter()
+                .map(|n| {
+                    let mut v = projection_json(&n.projection);
+                    v["process"] = json!(n.process_id);
+                    v["node"] = json!(n.node);
+                    v["name"] = json!(n.name);
+                    v["dependency"] = json!(n.dependency);
+                    v["summary"] = json!(n.projection.worst_case.summary());
+                    v
+                })
+                .collect();
+            let mut loop_v = projection_json(&old);
+            loop_v["per_day"] = json!(old_day);
+            let rec = json!({
+                "status": "project",
+                "label": LABEL,
+                "jobs": args.jobs,
+                "outage_s": outage.as_secs_f64(),
+                "policies": policies,
+                "unbounded_loop": loop_v,
+            });
+            println!("{}", json_line(&rec, &["status", "label"]));
+        }
+        Format::Human => {
+            print!("{}", human(&shown, &args, outage, &nodes, &old, old_day));
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn secs(d: Duration) -> Value {
+    if d.subsec_nanos() == 0 {
+        json!(d.as_secs())
+    } else {
+        json!(d.as_secs_f64())
+    }
+}
+
+fn peak_json(p: Option<PeakMinute>) -> Value {
+    p.map_or(
+        Value::Null,
+        |p| json!({"minute": p.minute, "attempts": p.attempts}),
+    )
+}
+
+fn projection_json(p: &Projection) -> Value {
+    let w = &p.worst_case;
+    json!({
+        "attempt_window_s": secs(p.attempt_takes),
+        "attempts_per_instance": w.count,
+        "worst_case_s": w.fails_by.map(secs),
+        "stop": w.stop.map(|s| s.as_str()),
+        "starts_s": w.attempts.iter().map(|a| secs(a.since_first)).collect::<Vec<_>>(),
+        "scheduled_per_instance": p.per_instance,
+        "scheduled": p.scheduled,
+        "after_outage": p.after,
+        "given_up": p.given_up,
+        "peak_per_minute": peak_json(p.peak),
+        "jittered": p.jittered.as_ref().map(|j| json!({
+            "jitter": j.jitter,
+            "policy_own": j.policy_own,
+            "scheduled": j.scheduled,
+            "peak_per_minute": peak_json(j.peak),
+        })),
+    })
+}
+
+fn count(n: Option<u64>) -> String {
+    n.map_or_else(|| "unbounded".into(), group)
+}
+
+fn peak_text(p: Option<PeakMinute>) -> String {
+    p.map_or_else(
+        || "not computed".into(),
+        |p| {
+            format!(
+                "{} in minute {} (+{})",
+                group(p.attempts),
+                p.minute,
+                compact_ms(p.minute as i64 * 60_000)
+            )
+        },
+    )
+}
+
+fn human(
+    shown: &str,
+    args: &Args,
+    outage: Duration,
+    nodes: &[projection::NodeProjection],
+    old: &Projection,
+    old_day: Option<u64>,
+) -> String {
+    let mut out = format!(
+        "{shown}: {} jobs failing together through a {} outage\n\
+         (every figure: {LABEL}; what the policy schedules if every attempt runs on time)\n",
+        group(args.jobs),
+        to_words(outage)
+    );
+    if nodes.is_empty() {
+        out += "\nno <q:retry> in the model's executable processes: each task makes one attempt\n";
+    }
+    for n in nodes {
+        let p = &n.projection;
+        let title = match &n.name {
+            Some(name) => format!("{} \"{name}\"", n.node),
+            None => n.node.clone(),
+        };
+        out += &format!("\n{title} ({})\n", n.dependency);
+        out += &format!("  one failing instance    {}", p.worst_case.summary());
+        if let Some(e) = p.worst_case.fails_by {
+            out += &format!(" ({} s)", group(e.as_secs()));
+        }
+        if let Some(stop) = p.worst_case.stop {
+            out += &format!(", then {}", stop.as_str());
+        }
+        out += "\n";
+        let starts: Vec<String> = p
+            .worst_case
+            .attempts
+            .iter()
+            .take(12)
+            .map(|a| group(a.since_first.as_secs()))
+            .collect();
+        let more = if p.worst_case.attempts.len() > 12 || !p.worst_case.complete {
+            ", …"
+        } else {
+            ""
+        };
+        out += &format!("  attempts start at (s)   {}{more}\n", starts.join(", "));
+        out += &format!(
+            "  during the outage       {} scheduled attempts ({} per instance)\n",
+            count(p.scheduled),
+            count(p.per_instance)
+        );
+        if p.given_up > 0 {
+            out += &format!(
+                "  after it                none: the policy gives up on all {} within the outage\n",
+                group(p.given_up)
+            );
+        } else if p.after > 0 {
+            out += &format!(
+                "  after it                {} (one per instance, the first that can succeed)\n",
+                group(p.after)
+            );
+        }
+        out += &format!(
+            "  peak per minute         {} (no jitter)\n",
+            peak_text(p.peak)
+        );
+        match &p.jittered {
+            Some(j) => {
+                let which = if j.policy_own {
+                    format!("with its jitter=\"{}\"", j.jitter)
+                } else {
+                    format!("if it had jitter=\"{}\"", j.jitter)
+                };
+                out += &format!(
+                    "                          {} {which} ({} scheduled)\n",
+                    peak_text(j.peak),
+                    group(j.scheduled)
+                );
+            }
+            None => out += "                          with jitter: not computed (unbounded, or too many attempts to draw)\n",
+        }
+    }
+    out += "\nbeside it: the unbounded loop (retry every 60 s, forever, no jitter)\n";
+    out += &format!(
+        "  during the outage       {} scheduled attempts ({} per instance)\n",
+        count(old.scheduled),
+        count(old.per_instance)
+    );
+    out += &format!(
+        "  a day                   {} scheduled attempts\n",
+        count(old_day)
+    );
+    out += &format!("  peak per minute         {}\n", peak_text(old.peak));
+    out
+}

@@ -1,0 +1,165 @@
+//! `qflow project`: the seed's arithmetic, from the engine's schedule, for
+//! the DBG-08 policy and the old unbounded loop; and a projection that
+//! agrees with a simulation of the same jobs.
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+const DBG08: &str = "samples/dbg08-long-outage.bpmn";
+
+fn qflow(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .args(args)
+        .output()
+        .expect("qflow runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn project(args: &[&str]) -> Value {
+    let mut all = vec!["project"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--format", "json"]);
+    let (code, out, err) = qflow(&all);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(out.trim()).expect("one JSON object")
+}
+
+#[test]
+fn dbg08_for_50000_jobs_schedules_300000_attempts_and_the_old_loop_72_million_a_day() {
+    let v = project(&[DBG08, "--jobs", "50000"]);
+    assert_eq!(v["label"], "scheduled opportunities, not observed requests");
+    assert_eq!(v["outage_s"], 86_400.0);
+    let p = &v["policies"][0];
+    assert_eq!(v["policies"].as_array().unwrap().len(), 1);
+    assert_eq!(p["node"], "charge");
+    assert_eq!(p["dependency"], "payments.charge");
+    assert_eq!(p["attempts_per_instance"], 6);
+    assert_eq!(p["worst_case_s"], 46_860);
+    assert_eq!(p["stop"], "exhausted");
+    assert_eq!(p["starts_s"], json!([0, 60, 360, 1860, 9360, 46860]));
+    assert_eq!(p["scheduled"], 300_000);
+    assert_eq!(p["given_up"], 50_000);
+    assert_eq!(p["after_outage"], 0);
+    assert_eq!(
+        p["peak_per_minute"],
+        json!({"minute": 0, "attempts": 50_000})
+    );
+    // The policy has no jitter: the jittered figure says what full jitter
+    // would do, and says it is not the policy's own.
+    assert_eq!(p["jittered"]["jitter"], "full");
+    assert_eq!(p["jittered"]["policy_own"], false);
+
+    let old = &v["unbounded_loop"];
+    assert_eq!(old["scheduled"], 72_000_000);
+    assert_eq!(old["per_day"], 72_000_000);
+    assert_eq!(old["scheduled_per_instance"], 1_440);
+    assert_eq!(old["attempts_per_instance"], Value::Null);
+    assert_eq!(old["worst_case_s"], Value::Null);
+    assert_eq!(old["peak_per_minute"]["attempts"], 50_000);
+
+    let (code, out, _) = qflow(&["project", DBG08, "--jobs", "50000"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("scheduled opportunities, not observed requests"),
+        "{out}"
+    );
+    assert!(out.contains("300,000 scheduled attempts"), "{out}");
+    assert!(out.contains("46,860 s"), "{out}");
+    assert!(out.contains("72,000,000 scheduled attempts"), "{out}");
+}
+
+/// The projection's totals are what a simulation of the same jobs runs.
+#[test]
+fn a_two_hour_outage_projects_what_the_simulation_executes() {
+    let v = project(&[DBG08, "--jobs", "30", "--outage", "PT2H"]);
+    let p = &v["policies"][0];
+    assert_eq!(p["scheduled_per_instance"], 4);
+    assert_eq!(p["scheduled"], 120);
+    assert_eq!(p["after_outage"], 30);
+    assert_eq!(v["unbounded_loop"]["scheduled"], 30 * 120);
+
+    let (code, out, err) = qflow(&[
+        "simulate", DBG08, "--jobs", "30", "--outage", "PT2H", "--format", "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let sim: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(sim["attempts"], 120 + 30);
+    assert_eq!(sim["completed"], 30);
+}
+
+#[test]
+fn a_jittered_policy_draws_each_instances_delays_as_the_runtime_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("jittered.bpmn");
+    let src = std::fs::read_to_string(DBG08)
+        .unwrap()
+        .replace(r#"jitter="none""#, r#"jitter="equal""#);
+    std::fs::write(&model, src).unwrap();
+    let v = project(&[model.to_str().unwrap(), "--jobs", "200"]);
+    let j = &v["policies"][0]["jittered"];
+    assert_eq!(j["jitter"], "equal");
+    assert_eq!(j["policy_own"], true);
+    assert_eq!(j["scheduled"], 1_200);
+    // Equal jitter waits 30 to 60 s before the second attempt: minute 0
+    // holds every first attempt and nearly every second one.
+    let peak = j["peak_per_minute"]["attempts"].as_u64().unwrap();
+    assert!((380..=400).contains(&peak), "{peak}");
+    // The worst case is the nominal one (jitter only shortens delays).
+    assert_eq!(v["policies"][0]["worst_case_s"], 46_860);
+
+    // A simulation of the same 200 jobs waits exactly the drawn delays:
+    // its busiest minute is the projection's.
+    let (code, out, err) = qflow(&[
+        "simulate",
+        model.to_str().unwrap(),
+        "--jobs",
+        "200",
+        "--outage",
+        "P1D",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let sim: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(sim["attempts"], j["scheduled"]);
+    let busiest = sim["per_minute"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|m| {
+            (
+                m["attempts"].as_u64(),
+                std::cmp::Reverse(m["minute"].as_u64()),
+            )
+        })
+        .unwrap()
+        .clone();
+    assert_eq!(busiest["attempts"], j["peak_per_minute"]["attempts"]);
+    assert_eq!(busiest["minute"], j["peak_per_minute"]["minute"]);
+}
+
+#[test]
+fn bad_arguments_are_named() {
+    let (code, _, err) = qflow(&["project", DBG08, "--jobs", "0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--jobs must be at least 1"), "{err}");
+    let (code, _, err) = qflow(&["project", DBG08, "--jobs", "5", "--outage", "2h"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--outage 2h"), "{err}");
+    let (code, _, err) = qflow(&["project", "no/such.bpmn", "--jobs", "5"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read no/such.bpmn"), "{err}");
+    let (code, _, err) = qflow(&[
+        "project",
+        "samples/broken/QF012-unbounded-retry.bpmn",
+        "--jobs",
+        "5",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("does not load"), "{err}");
+}
