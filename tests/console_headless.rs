@@ -122,3 +122,39 @@ fn usage_and_input_errors_say_what_to_do() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("<nope>"), "{}", text(&o).1);
 }
+
+/// The console judges a model with its configuration files, as `check` and
+/// `run` do: two blank start events refuse an executable qflow model by
+/// default, and a `qflow.toml` beside it that switches the rule off lets the
+/// console open it.
+#[test]
+fn the_console_reads_the_models_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("two-starts.bpmn");
+    std::fs::copy(
+        repo().join("samples/broken/QF119-two-blank-start-events.bpmn"),
+        &model,
+    )
+    .unwrap();
+    let m = model.to_str().unwrap();
+    let o = console(&[m, "--headless", " "]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("QF119"), "{err}");
+
+    std::fs::write(
+        dir.path().join("qflow.toml"),
+        "[rules]\nsingle-blank-start-event = \"off\"\n",
+    )
+    .unwrap();
+    let o = console(&[m, "--headless", "    "]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("COMPLETED"), "{out}");
+    // `qflow run` agrees on the same file and configuration.
+    let o = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .args(["run", m])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+}

@@ -80,8 +80,12 @@ fn diagram_of(defs: &Definitions, source: &str, id: &str) -> Option<Arc<Diagram>
     Some(Arc::new(Diagram::of(process, Some(source))))
 }
 
-fn load_model(source: &str, shown: &str) -> Result<Definitions, String> {
-    qflow_engine::load(source).map_err(|diags| {
+fn load_model(
+    source: &str,
+    shown: &str,
+    settings: &qflow_engine::config::Settings,
+) -> Result<Definitions, String> {
+    qflow_engine::load_with(source, settings).map_err(|diags| {
         let index = qflow_engine::span::LineIndex::new(source);
         let first: Vec<String> = diags
             .iter()
@@ -176,7 +180,12 @@ impl EngineBackend {
         let source = std::fs::read_to_string(model)
             .map_err(|e| format!("cannot read {shown}: {e}"))
             .map_err(start_err(StartFailure::Unreadable))?;
-        let defs = load_model(&source, &shown).map_err(start_err(StartFailure::Refused))?;
+        // The model's configuration files (`.bpmnlintrc`, `qflow.toml`,
+        // found walking up from it) decide which modelling rules refuse it,
+        // exactly as `qflow check`, `qflow run` and the editor judge it.
+        let config = qflow_engine::config::Config::for_model(model);
+        let defs = load_model(&source, &shown, &config.settings)
+            .map_err(start_err(StartFailure::Refused))?;
         let (scenario, file) = load_scenario(model, scenario).map_err(|e| StartError {
             failure: match e {
                 SessionError::ScenarioUnreadable { .. } => StartFailure::Unreadable,
@@ -734,7 +743,13 @@ impl Attach {
             .deployment_source(row.deployment_id)
             .map_err(|e| e.to_string())?
             .ok_or("the instance's deployment is missing from the database")?;
-        let defs = load_model(&source, &format!("deployment {}", row.deployment_id))?;
+        // A stored deployment has no file to find a configuration beside:
+        // it is judged by qflow's defaults, as the runtime loads it.
+        let defs = load_model(
+            &source,
+            &format!("deployment {}", row.deployment_id),
+            &qflow_engine::config::Settings::default(),
+        )?;
         let graph = Graph::compile(&defs).map_err(|e| e.to_string())?;
         let diagram = diagram_of(&defs, &source, &row.process_id)
             .ok_or("the instance's deployment defines no process")?;
@@ -754,7 +769,8 @@ impl Attach {
             }
         }
         let source = std::fs::read_to_string(to).map_err(|e| format!("cannot read {to}: {e}"))?;
-        let defs = load_model(&source, to)?;
+        let config = qflow_engine::config::Config::for_model(Path::new(to));
+        let defs = load_model(&source, to, &config.settings)?;
         let graph = Graph::compile(&defs).map_err(|e| format!("{to}: {e}"))?;
         Ok(Target::Model {
             source,

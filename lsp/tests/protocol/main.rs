@@ -11,6 +11,7 @@ mod configuration;
 mod diagnostics;
 pub mod harness;
 mod hover;
+mod modelling_fixes;
 mod navigation;
 mod robustness;
 mod symbols;
