@@ -21,6 +21,7 @@ use crate::model::{EventTrigger, NodeKind, Process};
 mod bpmndi;
 mod layered;
 mod state;
+pub mod svg;
 
 pub use state::{DiagramState, NodeMark};
 
