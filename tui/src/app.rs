@@ -83,6 +83,8 @@ pub struct App {
     pub focus: Panel,
     scroll: [u16; 8],
     pub help: bool,
+    /// The selected incident is shown in full, over the panels.
+    pub incident: bool,
     /// How far the help overlay is scrolled.
     pub help_scroll: u16,
     pub prompt: Option<Prompt>,
@@ -126,6 +128,7 @@ impl App {
             focus: Panel::Process,
             scroll: [0; 8],
             help: false,
+            incident: false,
             help_scroll: 0,
             prompt: None,
             report: Report::info("space steps to the next decision · ? shows every key"),
@@ -209,6 +212,40 @@ impl App {
         self.scroll[panel.index()]
     }
 
+    /// The incident the incidents panel selects (its first row scrolled to,
+    /// never past the last): what `enter` shows in full.
+    pub fn selected_incident(&self) -> Option<usize> {
+        let n = self.view.as_ref()?.inspection.incidents.len();
+        (n > 0).then(|| (self.scroll(Panel::Incidents) as usize).min(n - 1))
+    }
+
+    /// Focus on incidents: say how to read one in full (the panel's row is
+    /// cut to its width).
+    fn hint_incidents(&mut self) {
+        if self.focus == Panel::Incidents && self.selected_incident().is_some() {
+            self.report =
+                Report::info("incidents: j/k select · enter shows the selected one in full");
+        }
+    }
+
+    /// Keys while an incident is shown in full: j/k read the previous or
+    /// next one, enter or esc close it.
+    fn incident_key(&mut self, action: Action) {
+        let n = self
+            .view
+            .as_ref()
+            .map_or(0, |v| v.inspection.incidents.len());
+        let at = self.selected_incident().unwrap_or(0) as u16;
+        let s = &mut self.scroll[Panel::Incidents.index()];
+        match action {
+            Action::Open | Action::Back => self.incident = false,
+            Action::Quit => self.quit = true,
+            Action::ScrollUp => *s = at.saturating_sub(1),
+            Action::ScrollDown => *s = (at + 1).min(n.saturating_sub(1) as u16),
+            _ => {}
+        }
+    }
+
     /// A key's effect on the console; `Some` when it completes a command.
     pub fn on_key(&mut self, key: KeyEvent) -> Option<Command> {
         if key.kind == crossterm::event::KeyEventKind::Release {
@@ -218,6 +255,10 @@ impl App {
             return self.prompt_key(key);
         }
         let action = keymap::lookup(key)?;
+        if self.incident {
+            self.incident_key(action);
+            return None;
+        }
         if self.help {
             match action {
                 Action::Help | Action::Back => {
@@ -244,6 +285,7 @@ impl App {
             _ if self.screen == Screen::List => self.list_key(action),
             Action::Back => {
                 if self.attached {
+                    self.incident = false;
                     self.screen = Screen::List;
                     self.report =
                         Report::info("enter opens an instance · FAILED ones are listed first");
@@ -252,11 +294,13 @@ impl App {
             }
             Action::FocusNext => {
                 self.focus = Panel::ALL[(self.focus.index() + 1) % Panel::ALL.len()];
+                self.hint_incidents();
                 None
             }
             Action::FocusPrev => {
                 self.focus =
                     Panel::ALL[(self.focus.index() + Panel::ALL.len() - 1) % Panel::ALL.len()];
+                self.hint_incidents();
                 None
             }
             Action::ScrollUp if self.diagram && self.focus == Panel::Process => {
@@ -298,6 +342,14 @@ impl App {
             }
             Action::PanLeft | Action::PanRight => {
                 self.report = Report::info("h/l pan the diagram: d draws it");
+                None
+            }
+            Action::Open if self.focus == Panel::Incidents => {
+                if self.selected_incident().is_some() {
+                    self.incident = true;
+                } else {
+                    self.report = Report::info("no incident to read");
+                }
                 None
             }
             Action::Open => None,

@@ -114,6 +114,15 @@ pub const KEYMAP: &[Binding] = &[
         footer: true,
     },
     Binding {
+        action: Action::Diagram,
+        keys: &[KeyCode::Char('d')],
+        key_label: "d",
+        short: "diagram",
+        help: "switch the process panel between the diagram and the list of nodes",
+        acts: false,
+        footer: true,
+    },
+    Binding {
         action: Action::Migrate,
         keys: &[KeyCode::Char('m')],
         key_label: "m",
@@ -129,15 +138,8 @@ pub const KEYMAP: &[Binding] = &[
         short: "focus",
         help: "move focus to the next panel (shift+tab: previous)",
         acts: false,
-        footer: true,
-    },
-    Binding {
-        action: Action::Diagram,
-        keys: &[KeyCode::Char('d')],
-        key_label: "d",
-        short: "diagram",
-        help: "switch the process panel between the diagram and the list of nodes",
-        acts: false,
+        // The focused panel's heavy border shows it, and a collapsed
+        // layout's titles say `‹tab›`: the footer's room goes to `d`.
         footer: false,
     },
     Binding {
@@ -190,7 +192,7 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[KeyCode::Enter],
         key_label: "enter",
         short: "open",
-        help: "open the selected instance (instance list); confirm a choice (prompts)",
+        help: "open the selected instance; show the selected incident in full; confirm a prompt",
         acts: false,
         footer: false,
     },

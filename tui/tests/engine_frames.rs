@@ -99,3 +99,50 @@ fn help_overlay_and_fail_picker_over_the_engine() {
     type_keys(&mut app, &mut be, "?f1\n");
     golden("fail-class-picker", &render_text(&app, 100, 30));
 }
+
+/// The incidents panel cuts a long message with `…`; focused, it selects an
+/// incident, and `enter` shows the selected one in full until `esc`.
+#[test]
+fn the_selected_incident_reads_in_full() {
+    let (mut app, mut be) = engine(
+        "samples/dbg08-unknown-outcome.bpmn",
+        Some("samples/scenarios/dbg08-unknown-outcome.json"),
+    );
+    type_keys(&mut app, &mut be, " ");
+    let message = app.view.as_ref().unwrap().inspection.incidents[0]
+        .message
+        .clone();
+    let f = render_text(&app, 100, 30);
+    assert!(
+        !f.contains(&message),
+        "the panel is narrower than the message:\n{f}"
+    );
+    assert!(f.contains("open reconciliation ch…"), "{f}");
+    // Six tabs from the process panel reach the incidents.
+    type_keys(&mut app, &mut be, "\t\t\t\t\t\t");
+    let f = render_text(&app, 100, 30);
+    assert!(f.contains("enter shows the selected one in full"), "{f}");
+    assert!(f.contains("› open reconciliation"), "{f}");
+    type_keys(&mut app, &mut be, "\n");
+    let f = render_text(&app, 100, 30);
+    // The overlay's rows, between its double borders, joined as read.
+    let flat: String = f
+        .lines()
+        .filter_map(|l| {
+            let (a, b) = (l.find('║')?, l.rfind('║')?);
+            (a < b).then(|| l[a + '║'.len_utf8()..b].trim())
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flat.contains(&message),
+        "the overlay shows the whole message `{message}`:\n{f}"
+    );
+    golden("incident-detail", &f);
+    // esc closes it; the instance is as it was.
+    app.on_key(crossterm::event::KeyEvent::from(
+        crossterm::event::KeyCode::Esc,
+    ));
+    assert!(!app.incident);
+    assert!(!render_text(&app, 100, 30).contains("incident 1 of 1"));
+}

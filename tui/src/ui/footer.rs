@@ -17,6 +17,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let wanted: Vec<_> = KEYMAP
         .iter()
         .filter(|b| b.footer && !(read_only && b.acts))
+        // The list of instances has no process to draw.
+        .filter(|b| !(app.screen == Screen::List && b.action == Action::Diagram))
         .collect();
     let mut extra: Vec<(&str, &str)> = Vec::new();
     if app.screen == Screen::List {
@@ -75,5 +77,8 @@ pub fn render_report(f: &mut Frame, area: Rect, app: &App) {
         Span::styled("» ", Style::new().fg(Color::Cyan)),
         Span::styled(app.report.message.clone(), style),
     ]);
-    f.render_widget(Paragraph::new(line), area);
+    f.render_widget(
+        Paragraph::new(super::clip_line(line, area.width as usize)),
+        area,
+    );
 }

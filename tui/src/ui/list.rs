@@ -67,7 +67,12 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         ]));
     }
     let off = app.list_selected.saturating_sub(inner_h.saturating_sub(1));
-    let shown: Vec<Line> = lines.into_iter().skip(off).collect();
+    let width = block.inner(area).width as usize;
+    let shown: Vec<Line> = lines
+        .into_iter()
+        .skip(off)
+        .map(|l| super::clip_line(l, width))
+        .collect();
     f.render_widget(Paragraph::new(shown).block(block), area);
 }
 
@@ -99,6 +104,11 @@ fn deployments(f: &mut Frame, area: Rect, app: &App) {
                 Span::raw(format!("  {}", d.instances)),
             ])
         })
+        .collect();
+    let width = block.inner(area).width as usize;
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|l| super::clip_line(l, width))
         .collect();
     f.render_widget(Paragraph::new(lines).block(block), area);
 }

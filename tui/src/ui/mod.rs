@@ -22,6 +22,7 @@ mod diagram;
 mod footer;
 mod help;
 mod history;
+mod incident;
 mod list;
 mod process;
 mod prompt;
@@ -216,6 +217,9 @@ pub fn draw(f: &mut Frame, app: &App) {
     if let Some(p) = &app.prompt {
         prompt::render(f, area, p);
     }
+    if app.incident && app.screen == Screen::Instance {
+        incident::render(f, area, app);
+    }
     if app.help {
         help::render(f, area, app);
     }
@@ -305,8 +309,58 @@ pub fn lines_panel(
     } else {
         (scroll as usize).min(max_off)
     };
-    let shown: Vec<Line> = lines.into_iter().skip(off).take(visible.max(1)).collect();
+    let width = inner.width as usize;
+    let shown: Vec<Line> = lines
+        .into_iter()
+        .skip(off)
+        .take(visible.max(1))
+        .map(|l| clip_line(l, width))
+        .collect();
     f.render_widget(Paragraph::new(shown).block(block), area);
+}
+
+/// A line cut to `width` cells, the cut marked with `…` in the style of the
+/// span it falls in: a reader sees that there is more (and where to read it:
+/// the incident detail, `qflow show`), never a silently shortened word.
+pub fn clip_line(line: Line<'_>, width: usize) -> Line<'_> {
+    if line.width() <= width {
+        return line;
+    }
+    let Line {
+        spans,
+        style,
+        alignment,
+    } = line;
+    let mut out = Vec::with_capacity(spans.len());
+    let mut room = width.saturating_sub(1); // the ellipsis takes one cell
+    for span in spans {
+        let w = span.width();
+        if w <= room {
+            room -= w;
+            out.push(span);
+            continue;
+        }
+        let mut cut = String::new();
+        for ch in span.content.chars() {
+            let cw = unicode_width(ch.encode_utf8(&mut [0; 4]));
+            if cw > room {
+                break;
+            }
+            room -= cw;
+            cut.push(ch);
+        }
+        cut.push('…');
+        out.push(Span::styled(cut, span.style));
+        break;
+    }
+    if width == 0 {
+        out.clear();
+    }
+    Line {
+        spans: out,
+        style,
+        alignment,
+    }
 }
 
 pub fn dim() -> Style {

@@ -88,7 +88,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             ),
         );
     }
-    f.render_widget(Paragraph::new(Line::from(spans)), area);
+    f.render_widget(
+        Paragraph::new(super::clip_line(Line::from(spans), area.width as usize)),
+        area,
+    );
 }
 
 /// What a waiting instance waits for, in words (`retry of charge at 6m`).

@@ -129,12 +129,25 @@ pub fn incidents(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let lines: Vec<Line> = if incidents.is_empty() {
         empty("no incident")
     } else {
+        // Focused, the panel selects one incident (`enter` reads it in full).
+        let selected = ctx
+            .focused
+            .then(|| (ctx.scroll as usize).min(incidents.len() - 1));
         incidents
             .iter()
-            .map(|i| {
+            .enumerate()
+            .map(|(n, i)| {
                 let open = i.closed_ms.is_none();
                 let st = if open { failed_style() } else { dim() };
-                Line::from(vec![
+                let mut spans = Vec::new();
+                if let Some(s) = selected {
+                    spans.push(if s == n {
+                        Span::styled("› ", Style::new().fg(Color::Cyan))
+                    } else {
+                        Span::raw("  ")
+                    });
+                }
+                spans.extend([
                     Span::styled(
                         format!("{} {} ", if open { "open" } else { "closed" }, i.kind),
                         st,
@@ -145,7 +158,8 @@ pub fn incidents(f: &mut Frame, area: Rect, ctx: &Ctx) {
                         fmt::at(v.since_start(i.opened_ms))
                     )),
                     Span::styled(i.message.clone(), dim()),
-                ])
+                ]);
+                Line::from(spans)
             })
             .collect()
     };
