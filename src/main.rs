@@ -23,6 +23,8 @@ enum Command {
     Check(cli::check::Args),
     /// Run one local instance of a model on the embedded store, printing every decision.
     Run(cli::run::Args),
+    /// Serve a database's instances on the wall clock with real handlers (commands, HTTP), relaying calls over HTTP.
+    Serve(cli::serve::Args),
     /// Step one local instance in a terminal inspector (or inspect an existing database).
     Console(cli::console::Args),
     /// Start the language server on stdio.
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => cli::check::run(args),
         Command::Run(args) => cli::run::run(args),
+        Command::Serve(args) => cli::serve::run(args),
         Command::Console(args) => cli::console::run(args),
         Command::Lsp(args) => cli::lsp::run(args),
         Command::Render(args) => cli::render::run(args),

@@ -429,6 +429,10 @@ pub enum EngineError {
     NotAnObject(String),
     #[error("no instance `{0}` in this store")]
     NoInstance(String),
+    #[error("no deployment of a process `{0}` that may start instances (deploy it first: qflow deploy MODEL --db DB)")]
+    NoProcess(String),
+    #[error("no handler for the task{} {}: add them to the handlers", if .0.len() == 1 { "" } else { "s" }, .0.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "))]
+    MissingHandlers(Vec<String>),
     #[error("another process holds the claim on instance `{0}`; try again when it lets go")]
     Busy(String),
 }
@@ -479,6 +483,14 @@ impl Engine {
             wakes: Vec::new(),
             instants: BTreeMap::new(),
         }
+    }
+
+    /// Take claims as `owner` (by default this process, `host:pid`): a
+    /// second engine in the same process, such as a server's endpoint
+    /// thread, needs a name of its own for the claims to arbitrate.
+    pub fn set_owner(&mut self, owner: impl Into<String>) -> &mut Engine {
+        self.owner = owner.into();
+        self
     }
 
     /// Tell time this way from now on ([`Time::Virtual`] by default).
@@ -573,6 +585,33 @@ impl Engine {
         let now = self.start_ms();
         let start = decide::start(&graph, &vars, now);
         Ok(self.store.start_instance(deployment, &start, now)?)
+    }
+
+    /// Start an instance of the newest deployment of `process_id` that is
+    /// not retired; its id. Refused when a task of that deployment has no
+    /// handler ([`EngineError::MissingHandlers`]).
+    pub fn start_process(
+        &mut self,
+        process_id: &str,
+        variables: Value,
+    ) -> Result<String, EngineError> {
+        let row = self
+            .store
+            .deployments()?
+            .into_iter()
+            .filter(|d| d.process_id == process_id && d.retired_ms.is_none())
+            .max_by_key(|d| d.id)
+            .ok_or_else(|| EngineError::NoProcess(process_id.into()))?;
+        let dep = Deployment {
+            id: row.id,
+            process_id: row.process_id,
+            hash: row.hash,
+        };
+        let missing = self.missing_handlers(&dep)?;
+        if !missing.is_empty() {
+            return Err(EngineError::MissingHandlers(missing));
+        }
+        self.start(&dep, variables)
     }
 
     /// Take one decision for some instance that has something to decide now;
@@ -760,8 +799,9 @@ impl Engine {
             return Ok(Verdict::NoSuchInstance);
         };
         let now = self.now_for(&instance)?;
-        match driver::respond(
+        match driver::respond_as(
             &mut self.store,
+            &self.owner,
             correlation,
             idempotency_key.unwrap_or(""),
             body,

@@ -34,6 +34,26 @@ pub const OUTPUT: &str = "q.handler.output";
 /// An endpoint answered 429 (rate-limited, with its `Retry-After`).
 pub const HTTP_429: &str = "q.handler.http-429";
 
+/// Whether `code` is one a handler fails a registered task with (the
+/// constants above, `q.handler.http-NNN`, and the embedding API's
+/// `q.handler.panic` and `q.handler.missing`): a name `nonRetryableCodes`
+/// may list.
+pub fn is_handler_code(code: &str) -> bool {
+    [
+        EXIT,
+        TIMEOUT,
+        UNREACHABLE,
+        OUTPUT,
+        HTTP_429,
+        crate::embed::PANIC,
+        crate::embed::MISSING,
+    ]
+    .contains(&code)
+        || code
+            .strip_prefix("q.handler.http-")
+            .is_some_and(|n| n.len() == 3 && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The default of a task's `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the relay waits for a channel's endpoint to take a request.

@@ -523,6 +523,21 @@ fn qf030_unknown_and_misplaced_engine_codes() {
     );
     let d = one(&src, Code::QF030, "q.timeout");
     assert!(d.message.contains("only on channel calls"));
+    // The handler contract's codes are a registered task's own; not a call's.
+    assert!(of(
+        &registered(
+            r#"<q:retry maxAttempts="3" backoff="PT10S" jitter="full" nonRetryableCodes="q.handler.exit q.handler.http-404 q.handler.panic"/>"#
+        ),
+        Code::QF030
+    )
+    .is_empty());
+    one(
+        &registered(
+            r#"<q:retry maxAttempts="3" backoff="PT10S" jitter="full" nonRetryableCodes="q.handler.exits"/>"#,
+        ),
+        Code::QF030,
+        "q.handler.exits",
+    );
     // The two real codes on a call are fine.
     assert!(of(
         &call(r#"<q:timeout duration="PT30S"/><q:retry maxAttempts="3" backoff="PT10S" jitter="full" nonRetryableCodes="q.timeout q.delivery.poisoned"/>"#),

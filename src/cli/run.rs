@@ -50,6 +50,13 @@ pub struct Args {
     /// Ignore a scenario beside the model: every task succeeds.
     #[arg(long, conflicts_with = "scenario")]
     pub no_scenario: bool,
+    /// Real handlers instead of a scenario: a handlers file (TOML) mapping each
+    /// q:task to a command or URL and each channel to a URL (docs/handlers.md).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["scenario", "no_scenario", "replica"])]
+    pub handlers: Option<PathBuf>,
+    /// With --handlers: the new instance's variables, a JSON object.
+    #[arg(long, value_name = "JSON", requires = "handlers")]
+    pub variables: Option<String>,
     /// The database file (created if missing). Default: a temporary database.
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
@@ -170,9 +177,15 @@ pub fn run(args: Args) -> ExitCode {
         Some(Ok(e)) => Some(e),
         Some(Err(m)) => return fail(format, Why::Usage, format!("--expect {m}")),
     };
-    let scenario = match load_scenario(&args, graph.as_ref()) {
-        Ok(s) => s,
-        Err(code) => return code,
+    let world = match &args.handlers {
+        Some(path) => match load_handlers(&args, path, graph.as_ref()) {
+            Ok(w) => w,
+            Err(code) => return code,
+        },
+        None => match load_scenario(&args, graph.as_ref()) {
+            Ok(s) => World::Scenario(s),
+            Err(code) => return code,
+        },
     };
     let mut resolves = Vec::new();
     for r in &args.resolve {
@@ -270,6 +283,13 @@ pub fn run(args: Args) -> ExitCode {
         }
     }
     if args.replica {
+        let World::Scenario(scenario) = world else {
+            return fail(
+                format,
+                Why::Usage,
+                "--replica runs a scenario, not --handlers",
+            );
+        };
         return serve_replica(store, &text, &defs, scenario, &args, &columns);
     }
     let opts = Opts {
@@ -283,9 +303,80 @@ pub fn run(args: Args) -> ExitCode {
     };
     drop(store);
     match args.clock {
-        ClockKind::Virtual => drive(db, &text, &defs, scenario, VirtualClock::new(0), &opts),
-        ClockKind::System => drive(db, &text, &defs, scenario, SystemClock, &opts),
+        ClockKind::Virtual => drive(db, &text, &defs, world, VirtualClock::new(0), &opts),
+        ClockKind::System => drive(db, &text, &defs, world, SystemClock, &opts),
     }
+}
+
+/// Where a run's outcomes come from.
+enum World {
+    Scenario(Scenario),
+    /// A handlers file's commands and endpoints, and the new instance's variables.
+    Handlers(
+        qflow_engine::embed::Handlers,
+        std::collections::BTreeMap<String, Value>,
+    ),
+}
+
+/// The handlers file, read and checked against the model (every q:task of
+/// the model needs a handler), and `--variables`.
+fn load_handlers(
+    args: &Args,
+    path: &std::path::Path,
+    graph: Option<&Graph>,
+) -> Result<World, ExitCode> {
+    let format = args.format;
+    let file = qflow_engine::handlers::HandlersFile::read(path).map_err(|e| {
+        fail(
+            format,
+            Why::Scenario,
+            format!("--handlers {}: {e}", path.display()),
+        )
+    })?;
+    let handlers = super::handlers::world(&file, None);
+    if let Some(graph) = graph {
+        let missing = handlers.missing(graph);
+        if !missing.is_empty() {
+            let names: Vec<String> = missing.iter().map(|m| format!("[tasks.\"{m}\"]")).collect();
+            return Err(fail(
+                format,
+                Why::Scenario,
+                format!(
+                    "--handlers {}: the model's task{} {} ha{} no handler: add {}",
+                    path.display(),
+                    if missing.len() == 1 { "" } else { "s" },
+                    missing
+                        .iter()
+                        .map(|m| format!("`{m}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if missing.len() == 1 { "s" } else { "ve" },
+                    names.join(" ")
+                ),
+            ));
+        }
+    }
+    let variables = match &args.variables {
+        None => Default::default(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m.into_iter().collect(),
+            Ok(other) => {
+                return Err(fail(
+                    format,
+                    Why::Usage,
+                    format!("--variables: expected a JSON object, found {other}"),
+                ))
+            }
+            Err(e) => {
+                return Err(fail(
+                    format,
+                    Why::Usage,
+                    format!("--variables: not JSON: {e}"),
+                ))
+            }
+        },
+    };
+    Ok(World::Handlers(handlers, variables))
 }
 
 /// How a run is driven and printed.
@@ -502,12 +593,20 @@ fn drive<C: Clock>(
     db: SessionDb,
     source: &str,
     defs: &qflow_engine::model::Definitions,
-    scenario: Scenario,
+    world: World,
     clock: C,
     opts: &Opts,
 ) -> ExitCode {
     let format = opts.format;
-    let mut session = match Session::open(db, source, defs, scenario, clock) {
+    let opened = match world {
+        World::Scenario(scenario) => Session::open(db, source, defs, scenario, clock),
+        World::Handlers(handlers, variables) => db.open().and_then(|store| {
+            let run =
+                LocalRun::open_in(store, source, defs, &variables, Box::new(handlers), clock)?;
+            Ok(Session { run, db })
+        }),
+    };
+    let mut session = match opened {
         Ok(s) => s,
         Err(e) => return fail(format, Why::Store, e),
     };

@@ -40,6 +40,11 @@ fn codes(node: &Node, r: &RetrySpec, is_call: bool, out: &mut Vec<Diagnostic>) {
         if known && is_call {
             continue;
         }
+        // The codes a handler from a handlers file (or the embedding API)
+        // fails a registered task with.
+        if !is_call && crate::handlers::is_handler_code(code) {
+            continue;
+        }
         let d = if known {
             Diagnostic::new(
                 Code::QF030,

@@ -703,10 +703,23 @@ pub fn respond(
     body: serde_json::Value,
     now_ms: i64,
 ) -> Result<(Verdict, Option<Decision>), RunError> {
+    respond_as(store, &local_owner(), correlation, request, body, now_ms)
+}
+
+/// [`respond`] under the claim of `owner` (a server's endpoint thread is
+/// an owner of its own, so the claim arbitrates it against the thread
+/// that drives the instances).
+pub fn respond_as(
+    store: &mut Store,
+    owner: &str,
+    correlation: &str,
+    request: &str,
+    body: serde_json::Value,
+    now_ms: i64,
+) -> Result<(Verdict, Option<Decision>), RunError> {
     let Some((instance, node)) = store.correlation(correlation)? else {
         return Ok((Verdict::NoSuchInstance, None));
     };
-    let owner = local_owner();
     let ev = Event::Response {
         node,
         request: request.to_string(),
@@ -714,12 +727,12 @@ pub fn respond(
     };
     let taken = shell::take(
         store,
-        &owner,
+        owner,
         &instance,
         |store, facts| deployed_graph(store, facts.deployment_id).map(Box::new),
         |_, _, _| Ok(Some(Choice::event(ev, now_ms))),
     )?;
-    store.release(&instance, &owner)?;
+    store.release(&instance, owner)?;
     let d = taken.or_lost()?.expect("a response is always decided");
     let verdict = match d.events.first().map(|l| &l.event) {
         Some(HistoryEvent::Response {

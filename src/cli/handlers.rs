@@ -1,0 +1,263 @@
+//! The handlers file's world: each task's command or endpoint and each
+//! channel's relay, registered on the engine's [`Handlers`]. This module
+//! runs the processes and sends the requests; what their answers mean is
+//! the engine's (`qflow_engine::handlers`), so `qflow run --handlers` and
+//! `qflow serve` classify them the same way (docs/handlers.md).
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use qflow_engine::embed::{Delivery, Handlers, Request, Task, TaskError, TaskResult};
+use qflow_engine::handlers::{self as contract, ChannelRelay, HandlersFile, Runner, TaskHandler};
+use qflow_engine::instance::event::TaskOutcome;
+use qflow_engine::runtime::clock::system_now_ms;
+use serde_json::Value;
+
+/// The engine's handlers for everything the file names. `reply_to`, when
+/// serving, is the base URL counterparts answer on.
+pub fn world(file: &HandlersFile, reply_to: Option<String>) -> Handlers {
+    let mut handlers = Handlers::new();
+    for (name, spec) in &file.tasks {
+        let spec = spec.clone();
+        let dir = file.dir.clone();
+        // The claim outlasts the handler's own timeout, plus the time to
+        // kill a command that overran it.
+        let lease = spec.timeout + Duration::from_secs(5);
+        handlers.task_with_lease(name, lease, move |task| {
+            as_result(run_task(&spec, &dir, task))
+        });
+    }
+    for (channel, relay) in &file.channels {
+        let relay = relay.clone();
+        let reply_to = reply_to.clone();
+        handlers.relay(channel, move |req| {
+            deliver(&relay, reply_to.as_deref(), req)
+        });
+    }
+    handlers
+}
+
+/// An outcome as a handler's result (the engine maps it straight back).
+fn as_result(o: TaskOutcome) -> TaskResult {
+    match o {
+        TaskOutcome::Ok(vars) => Ok(Value::Object(vars.into_iter().collect())),
+        TaskOutcome::BpmnError { code } => Err(TaskError::Bpmn { code }),
+        TaskOutcome::Fail {
+            code,
+            class,
+            retry_after,
+            message,
+        } => Err(TaskError::Failure {
+            code,
+            class,
+            retry_after,
+            message,
+        }),
+    }
+}
+
+fn variables_json(task: &Task<'_>) -> String {
+    Value::Object(
+        task.variables
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )
+    .to_string()
+}
+
+fn run_task(spec: &TaskHandler, dir: &Path, task: &Task<'_>) -> TaskOutcome {
+    match &spec.runner {
+        Runner::Shell(line) => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(line);
+            run_command(c, spec.timeout, dir, task)
+        }
+        Runner::Argv(argv) => {
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..]);
+            run_command(c, spec.timeout, dir, task)
+        }
+        Runner::Url(url) => post_task(url, spec.timeout, task),
+    }
+}
+
+/// Run a command: the variables on stdin, its answer on stdout, killed when
+/// it overruns the timeout.
+fn run_command(mut cmd: Command, timeout: Duration, dir: &Path, task: &Task<'_>) -> TaskOutcome {
+    cmd.current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("QFLOW_INSTANCE", task.instance)
+        .env("QFLOW_NODE", task.node)
+        .env("QFLOW_TASK", task.name)
+        .env("QFLOW_ATTEMPT", task.attempt.to_string())
+        .env("QFLOW_IDEMPOTENCY_KEY", task.idempotency_key());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return contract::unreachable(task.name, &format!("cannot start the command: {e}"))
+        }
+    };
+    let input = variables_json(task);
+    let stdin = child.stdin.take();
+    std::thread::spawn(move || {
+        if let Some(mut s) = stdin {
+            // A command that does not read its input closes the pipe early.
+            let _ = s.write_all(input.as_bytes());
+        }
+    });
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut out = String::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut out);
+            }
+            out
+        })
+    };
+    let out = reader(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let err = reader(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                // The command itself; what it started in the background is
+                // its own (a script that should not leave any uses `exec`).
+                let _ = child.kill();
+                let _ = child.wait();
+                return contract::unknown_outcome(
+                    task.name,
+                    &format!(
+                        "gave no answer within {}",
+                        qflow_engine::duration::to_iso(timeout)
+                    ),
+                );
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => {
+                return contract::unknown_outcome(
+                    task.name,
+                    &format!("could not be waited for: {e}"),
+                )
+            }
+        }
+    };
+    // The command is done; a grandchild still holding its pipes is not
+    // waited for past the timeout.
+    let stdout = join_until(out, deadline);
+    let stderr = join_until(err, deadline);
+    contract::command_outcome(task.name, status.code(), &stdout, &stderr)
+}
+
+fn join_until(h: std::thread::JoinHandle<String>, deadline: Instant) -> String {
+    while !h.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if h.is_finished() {
+        h.join().unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
+fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .timeout_connect(Some(timeout.min(Duration::from_secs(5))))
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into()
+}
+
+/// Whether a failed request certainly never reached the server (nothing
+/// was sent), as opposed to one that may have been handled.
+fn before_send(e: &ureq::Error) -> bool {
+    use std::io::ErrorKind;
+    match e {
+        ureq::Error::HostNotFound
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::BadUri(_)
+        | ureq::Error::Tls(_)
+        | ureq::Error::Timeout(ureq::Timeout::Resolve | ureq::Timeout::Connect) => true,
+        ureq::Error::Io(io) => matches!(
+            io.kind(),
+            ErrorKind::ConnectionRefused | ErrorKind::AddrNotAvailable | ErrorKind::NotFound
+        ),
+        _ => false,
+    }
+}
+
+fn post_task(url: &str, timeout: Duration, task: &Task<'_>) -> TaskOutcome {
+    let body = variables_json(task);
+    let sent = agent(timeout)
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Idempotency-Key", task.idempotency_key())
+        .header("Qflow-Instance", task.instance)
+        .header("Qflow-Attempt", task.attempt.to_string())
+        .send(body.as_bytes());
+    match sent {
+        Ok(mut resp) => {
+            let status = resp.status().as_u16();
+            let retry_after = resp
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| contract::retry_after(v, system_now_ms() / 1000));
+            match resp.body_mut().read_to_string() {
+                Ok(text) => contract::http_outcome(task.name, status, retry_after, &text),
+                Err(e) => contract::unknown_outcome(
+                    task.name,
+                    &format!("answered HTTP {status} but its body was cut off ({e})"),
+                ),
+            }
+        }
+        Err(e) if before_send(&e) => contract::unreachable(task.name, &format!("{url}: {e}")),
+        Err(e) => {
+            contract::unknown_outcome(task.name, &format!("sent the request to {url}, then {e}"))
+        }
+    }
+}
+
+/// One delivery of a call's request: 2xx is delivered; anything else is a
+/// failed delivery, which the outbox tries again (same idempotency key) on
+/// the channel's own curve.
+fn deliver(relay: &ChannelRelay, reply_to: Option<&str>, req: &Request<'_>) -> Delivery {
+    let mut call = agent(relay.timeout)
+        .post(&relay.url)
+        .header("Content-Type", "application/json")
+        .header("Idempotency-Key", req.idempotency_key)
+        .header("Qflow-Correlation", req.correlation)
+        .header("Qflow-Attempt", req.attempt.to_string());
+    if let Some(base) = reply_to {
+        call = call.header(
+            "Qflow-Reply-To",
+            format!("{base}/correlations/{}", req.correlation),
+        );
+    }
+    match call.send(req.body.to_string().as_bytes()) {
+        Ok(resp) if resp.status().is_success() => Delivery::Delivered,
+        Ok(resp) => Delivery::Failed(format!(
+            "{} answered HTTP {}",
+            relay.url,
+            resp.status().as_u16()
+        )),
+        Err(e) => Delivery::Failed(format!("{}: {e}", relay.url)),
+    }
+}

@@ -1,0 +1,338 @@
+//! `qflow serve --db DB [--handlers FILE]`: run every unfinished instance of
+//! a database on the wall clock with real handlers, relay channel calls over
+//! HTTP, and take counterparts' answers (and new instances) on an HTTP
+//! endpoint. The contracts are in docs/handlers.md.
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use qflow_engine::embed::{Engine, EngineError, Handlers, Time};
+use qflow_engine::handlers::HandlersFile;
+use qflow_engine::runtime::driver::Verdict;
+use serde_json::{json, Value};
+
+use super::run::{json_line, Format};
+
+/// The environment variable holding the endpoint's token.
+pub const TOKEN_ENV: &str = "QFLOW_SERVE_TOKEN";
+
+/// Serve a database's instances with real handlers, on the wall clock.
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = AFTER_HELP)]
+pub struct Args {
+    /// The database (created if missing).
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// The handlers file (TOML): a command or URL per q:task, a URL per channel.
+    #[arg(long, value_name = "FILE")]
+    pub handlers: Option<PathBuf>,
+    /// Where the endpoint listens. Anything but a loopback address needs a
+    /// token in the environment variable QFLOW_SERVE_TOKEN.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
+    pub listen: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+const AFTER_HELP: &str = "\
+Endpoint (JSON in and out; with QFLOW_SERVE_TOKEN set, every request needs
+`Authorization: Bearer <token>`):
+  POST /correlations/<instance>/<node>   a counterpart's answer (header Idempotency-Key:
+                                         the request it answers); the verdict as status + JSON
+  POST /processes/<process>/instances    start an instance (body: its variables)
+  GET  /instances/<instance>             the instance's state (qflow run's last line)
+  GET  /health
+
+Exit status: 2 for an unreadable or invalid handlers file, a database that cannot be
+opened, an address that cannot be listened on, or a missing token; otherwise it runs
+until stopped.";
+
+pub fn run(args: Args) -> ExitCode {
+    let fail = |msg: String| {
+        eprintln!("error: {msg}");
+        if args.format == Format::Json {
+            let rec = json!({"status": "error", "message": msg});
+            println!("{}", json_line(&rec, &["status", "message"]));
+        }
+        ExitCode::from(2)
+    };
+    let file = match &args.handlers {
+        Some(p) => match HandlersFile::read(p) {
+            Ok(f) => f,
+            Err(e) => return fail(format!("--handlers {}: {e}", p.display())),
+        },
+        None => HandlersFile::default(),
+    };
+    let addr: SocketAddr = match args.listen.parse() {
+        Ok(a) => a,
+        Err(_) => {
+            return fail(format!(
+                "--listen `{}`: write an address and port, e.g. 127.0.0.1:7878",
+                args.listen
+            ))
+        }
+    };
+    let token = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty());
+    if !addr.ip().is_loopback() && token.is_none() {
+        return fail(format!(
+            "--listen {addr} is reachable from other machines: set {TOKEN_ENV} to a secret \
+             (counterparts send it as `Authorization: Bearer <token>`), or listen on 127.0.0.1"
+        ));
+    }
+    let server = match tiny_http::Server::http(addr) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("--listen {addr}: {e}")),
+    };
+    let bound = server
+        .server_addr()
+        .to_ip()
+        .map_or(addr.to_string(), |a| a.to_string());
+    let base = format!("http://{bound}");
+    let handlers = super::handlers::world(&file, Some(base.clone()));
+    let mut engine = match open(&args.db, handlers.clone()) {
+        Ok(e) => e,
+        Err(e) => return fail(format!("--db {}: {e}", args.db.display())),
+    };
+    if let Err(msg) = refuse_missing(&mut engine, args.handlers.as_deref()) {
+        return fail(msg);
+    }
+    let mut endpoint = match open(&args.db, handlers) {
+        Ok(e) => e,
+        Err(e) => return fail(format!("--db {}: {e}", args.db.display())),
+    };
+    endpoint.set_owner(format!("{}:http", qflow_engine::store::local_owner()));
+    std::thread::spawn(move || listen(server, endpoint, token));
+    match args.format {
+        Format::Human => eprintln!("listening on {base} (serving {})", args.db.display()),
+        Format::Json => println!(
+            "{}",
+            json_line(&json!({"status": "listening", "url": base}), &["status"])
+        ),
+    }
+    loop {
+        match engine.step() {
+            Ok(Some(step)) => print(args.format, &step.instance, &step.decision),
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(EngineError::Busy(_)) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return fail(format!("serving {}: {e}", args.db.display())),
+        }
+    }
+}
+
+fn open(db: &Path, handlers: Handlers) -> Result<Engine, EngineError> {
+    let mut engine = Engine::open(db)?;
+    engine.set_time(Time::System).set_handlers(handlers);
+    Ok(engine)
+}
+
+/// Unfinished instances whose deployment has a task without a handler
+/// would fail it (`q.handler.missing`): refuse to start instead.
+fn refuse_missing(engine: &mut Engine, file: Option<&Path>) -> Result<(), String> {
+    let rows = engine
+        .store()
+        .deployments()
+        .map_err(|e| format!("reading the deployments: {e}"))?;
+    for row in rows {
+        if row.counts.running + row.counts.waiting == 0 {
+            continue;
+        }
+        let dep = qflow_engine::store::Deployment {
+            id: row.id,
+            process_id: row.process_id.clone(),
+            hash: row.hash.clone(),
+        };
+        let missing = engine
+            .missing_handlers(&dep)
+            .map_err(|e| format!("deployment {}: {e}", row.id))?;
+        if !missing.is_empty() {
+            let names: Vec<String> = missing.iter().map(|m| format!("`{m}`")).collect();
+            let fix: Vec<String> = missing.iter().map(|m| format!("[tasks.\"{m}\"]")).collect();
+            return Err(format!(
+                "deployment {} ({}) has unfinished instances and no handler for {}: add {} to {}",
+                row.id,
+                row.process_id,
+                names.join(", "),
+                fix.join(" "),
+                file.map_or("a handlers file (--handlers FILE)".into(), |p| p
+                    .display()
+                    .to_string())
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn print(format: Format, instance: &str, d: &qflow_engine::runtime::driver::Decision) {
+    match format {
+        Format::Json => {
+            for line in &d.lines {
+                let mut line = line.clone();
+                line["instance"] = Value::String(instance.to_string());
+                println!(
+                    "{}",
+                    json_line(&line, &["at_s", "kind", "node", "attempt", "code"])
+                );
+            }
+        }
+        Format::Human => {
+            let columns = super::run::Columns::of(None);
+            for line in &d.events {
+                println!("{}  [{instance}]", super::run::human_line(line, &columns));
+            }
+        }
+    }
+}
+
+/// The HTTP status and JSON of a verdict.
+pub fn verdict_reply(v: &Verdict) -> (u16, Value) {
+    match v {
+        Verdict::Accepted => (200, json!({"verdict": "accepted"})),
+        Verdict::RetryPending => (
+            409,
+            json!({"verdict": "retry-pending", "message": "that attempt is gone, a retry is pending"}),
+        ),
+        Verdict::Superseded { live } => (
+            409,
+            json!({"verdict": "superseded", "live_attempt": live,
+                   "message": format!("that attempt was replaced by attempt {live}")}),
+        ),
+        Verdict::UnknownRequest => (
+            409,
+            json!({"verdict": "unknown-request",
+                   "message": "no attempt of this call was sent with that idempotency key"}),
+        ),
+        Verdict::Failed => (
+            410,
+            json!({"verdict": "failed", "message": "the instance is FAILED"}),
+        ),
+        Verdict::NotWaiting(what) => (
+            409,
+            json!({"verdict": "not-waiting", "message": format!("the node is not waiting for a response ({what})")}),
+        ),
+        Verdict::NoSuchInstance => (
+            404,
+            json!({"verdict": "no-such-instance", "message": "no live correlation has that key"}),
+        ),
+    }
+}
+
+fn listen(server: tiny_http::Server, mut engine: Engine, token: Option<String>) {
+    for mut req in server.incoming_requests() {
+        let (status, body) = answer(&mut engine, token.as_deref(), &mut req);
+        let retry = status == 503;
+        let mut resp = tiny_http::Response::from_string(body.to_string())
+            .with_status_code(status)
+            .with_header(header("Content-Type", "application/json"));
+        if retry {
+            resp = resp.with_header(header("Retry-After", "1"));
+        }
+        let _ = req.respond(resp);
+    }
+}
+
+fn header(name: &str, value: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
+        .expect("static header names and values are valid")
+}
+
+fn header_value<'a>(req: &'a tiny_http::Request, name: &'static str) -> Option<&'a str> {
+    req.headers()
+        .iter()
+        .find(|h| h.field.equiv(name))
+        .map(|h| h.value.as_str())
+}
+
+/// How long an answer waits for an instance's claim before `503 busy`.
+const BUSY_WAIT: Duration = Duration::from_secs(3);
+
+/// At most this much of a request body is read.
+const BODY_LIMIT: u64 = 1 << 20;
+
+fn read_json(req: &mut tiny_http::Request) -> Result<Value, (u16, Value)> {
+    let mut text = String::new();
+    if let Err(e) = req.as_reader().take(BODY_LIMIT).read_to_string(&mut text) {
+        return Err((400, json!({"error": format!("cannot read the body: {e}")})));
+    }
+    if text.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    serde_json::from_str(&text)
+        .map_err(|e| (400, json!({"error": format!("the body is not JSON: {e}")})))
+}
+
+fn answer(engine: &mut Engine, token: Option<&str>, req: &mut tiny_http::Request) -> (u16, Value) {
+    if let Some(t) = token {
+        let given = header_value(req, "Authorization").and_then(|v| v.strip_prefix("Bearer "));
+        if given != Some(t) {
+            return (
+                401,
+                json!({"error": "send the server's token as `Authorization: Bearer <token>`"}),
+            );
+        }
+    }
+    let method = req.method().clone();
+    let url = req.url().split('?').next().unwrap_or("").to_string();
+    let path = url.trim_start_matches('/');
+    use tiny_http::Method::{Get, Post};
+    match (&method, path.split_once('/')) {
+        (Get, _) if path == "health" => (200, json!({"status": "ok"})),
+        (Post, Some(("correlations", key))) if !key.is_empty() => {
+            let body = match read_json(req) {
+                Ok(b) => b,
+                Err(e) => return e,
+            };
+            let request = header_value(req, "Idempotency-Key").map(str::to_string);
+            // The driving thread claims an instance for every look at it:
+            // a moment's wait usually finds the claim free again.
+            let deadline = std::time::Instant::now() + BUSY_WAIT;
+            let mut answer = engine.respond(key, request.as_deref(), body.clone());
+            while matches!(answer, Err(EngineError::Busy(_)))
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(5));
+                answer = engine.respond(key, request.as_deref(), body.clone());
+            }
+            match answer {
+                Ok(v) => verdict_reply(&v),
+                Err(EngineError::Busy(_)) => (
+                    503,
+                    json!({"verdict": "busy", "message": "the instance is being decided; send the answer again"}),
+                ),
+                Err(e) => (500, json!({"error": e.to_string()})),
+            }
+        }
+        (Post, Some(("processes", rest))) => {
+            let Some(process) = rest.strip_suffix("/instances").filter(|p| !p.is_empty()) else {
+                return not_found(&url);
+            };
+            let vars = match read_json(req) {
+                Ok(b) => b,
+                Err(e) => return e,
+            };
+            match engine.start_process(process, vars) {
+                Ok(id) => (201, json!({"instance": id})),
+                Err(e @ EngineError::NoProcess(_)) => (404, json!({"error": e.to_string()})),
+                Err(e @ (EngineError::NotAnObject(_) | EngineError::MissingHandlers(_))) => {
+                    (422, json!({"error": e.to_string()}))
+                }
+                Err(e) => (500, json!({"error": e.to_string()})),
+            }
+        }
+        (Get, Some(("instances", id))) if !id.is_empty() => match engine.status(id) {
+            Ok(state) => (200, state),
+            Err(e @ EngineError::NoInstance(_)) => (404, json!({"error": e.to_string()})),
+            Err(e) => (500, json!({"error": e.to_string()})),
+        },
+        _ => not_found(&url),
+    }
+}
+
+fn not_found(url: &str) -> (u16, Value) {
+    (
+        404,
+        json!({"error": format!("no endpoint {url}: POST /correlations/<instance>/<node>, POST /processes/<process>/instances, GET /instances/<instance>, GET /health")}),
+    )
+}

@@ -1,0 +1,472 @@
+//! `qflow serve` on loopback: real handlers on the wall clock, channel calls
+//! relayed over HTTP to a test counterpart that answers, stays silent,
+//! answers late or fails deliveries, and every verdict of the decision
+//! table given over real HTTP (docs/handlers.md). Policies are seconds
+//! long so each test stays short.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// A channel call with a 2 s timeout, 3 attempts 1 s apart, and an outbox
+/// curve of 3 deliveries 300 ms apart; then a gateway on `approved`.
+const CALL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+             xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+             xmlns:q="urn:qflow:bpmn:1" id="defs" targetNamespace="urn:test">
+  <q:channelConfig channel="bank" maxDeliveries="3" deliveryInterval="PT0.3S"/>
+  <process id="pay" isExecutable="true">
+    <startEvent id="start" name="Requested"/>
+    <sequenceFlow id="f1" sourceRef="start" targetRef="authorize"/>
+    <serviceTask id="authorize" name="Authorize" q:channel="bank">
+      <extensionElements>
+        <q:timeout duration="PT2S"/>
+        <q:retry maxAttempts="3" backoff="PT1S" jitter="none"/>
+      </extensionElements>
+    </serviceTask>
+    <sequenceFlow id="f2" sourceRef="authorize" targetRef="decide"/>
+    <exclusiveGateway id="decide" name="Approved?" default="no"/>
+    <sequenceFlow id="yes" name="yes" sourceRef="decide" targetRef="approved">
+      <conditionExpression xsi:type="tFormalExpression">approved == true</conditionExpression>
+    </sequenceFlow>
+    <sequenceFlow id="no" name="no" sourceRef="decide" targetRef="declined"/>
+    <endEvent id="approved" name="Approved"/>
+    <endEvent id="declined" name="Declined"/>
+  </process>
+</definitions>
+"#;
+
+/// A registered task with 3 attempts 1 s apart.
+const TASK: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+             xmlns:q="urn:qflow:bpmn:1" id="defs" targetNamespace="urn:test">
+  <process id="charge" isExecutable="true">
+    <startEvent id="start" name="Placed"/>
+    <sequenceFlow id="f1" sourceRef="start" targetRef="charge_card"/>
+    <serviceTask id="charge_card" name="Charge" q:task="payments.charge">
+      <extensionElements>
+        <q:retry maxAttempts="3" backoff="PT1S" jitter="none"/>
+      </extensionElements>
+    </serviceTask>
+    <sequenceFlow id="f2" sourceRef="charge_card" targetRef="done"/>
+    <endEvent id="done" name="Charged"/>
+  </process>
+</definitions>
+"#;
+
+fn qflow() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_qflow"))
+}
+
+/// A running `qflow serve`, killed when dropped; its stdout lines.
+struct Serve {
+    child: Child,
+    url: String,
+    lines: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn deploy(dir: &Path, model: &str) {
+    std::fs::write(dir.join("model.bpmn"), model).unwrap();
+    let out = qflow()
+        .current_dir(dir)
+        .args(["deploy", "model.bpmn", "--db", "q.db"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn serve(dir: &Path, handlers: &str, env: &[(&str, &str)]) -> Serve {
+    std::fs::write(dir.join("handlers.toml"), handlers).unwrap();
+    let mut cmd = qflow();
+    cmd.current_dir(dir)
+        .args([
+            "serve",
+            "--db",
+            "q.db",
+            "--handlers",
+            "handlers.toml",
+            "--listen",
+            "127.0.0.1:0",
+            "--format",
+            "json",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let lines: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let (tx, rx) = mpsc::channel();
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if v["status"] == "listening" {
+                let _ = tx.send(v["url"].as_str().unwrap_or_default().to_string());
+            }
+            sink.lock().unwrap().push(v);
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("serve listens");
+    Serve { child, url, lines }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into()
+}
+
+/// POST JSON; (status, JSON body).
+fn post(url: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
+    let mut req = agent().post(url).header("Content-Type", "application/json");
+    if let Some(k) = key {
+        req = req.header("Idempotency-Key", k);
+    }
+    let mut resp = req.send(body.to_string().as_bytes()).unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn get(url: &str) -> (u16, Value) {
+    let mut resp = agent().get(url).call().unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// Poll the instance's state until `done` holds (at most 20 s).
+fn wait_for(s: &Serve, instance: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, state) = get(&format!("{}/instances/{instance}", s.url));
+        if done(&state) || Instant::now() > deadline {
+            return state;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn start(s: &Serve, process: &str, vars: Value) -> String {
+    let (status, body) = post(
+        &format!("{}/processes/{process}/instances", s.url),
+        None,
+        &vars,
+    );
+    assert_eq!(status, 201, "{body}");
+    body["instance"].as_str().unwrap().to_string()
+}
+
+/// One request the counterpart received.
+#[derive(Debug, Clone)]
+struct Received {
+    key: String,
+    reply_to: String,
+    body: Value,
+}
+
+/// A test counterpart on loopback: each request is recorded and answered
+/// with the status `deliver` gives for its index (2xx: taken).
+fn counterpart(
+    deliver: impl Fn(usize) -> u16 + Send + 'static,
+) -> (String, mpsc::Receiver<Received>, Arc<Mutex<Vec<Received>>>) {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/authorize", server.server_addr().to_ip().unwrap());
+    let (tx, rx) = mpsc::channel();
+    let all: Arc<Mutex<Vec<Received>>> = Arc::default();
+    let log = all.clone();
+    std::thread::spawn(move || {
+        for (i, mut req) in server.incoming_requests().enumerate() {
+            let mut text = String::new();
+            let _ = req.as_reader().read_to_string(&mut text);
+            let header = |name: &'static str| {
+                req.headers()
+                    .iter()
+                    .find(|h| h.field.equiv(name))
+                    .map(|h| h.value.to_string())
+                    .unwrap_or_default()
+            };
+            let got = Received {
+                key: header("Idempotency-Key"),
+                reply_to: header("Qflow-Reply-To"),
+                body: serde_json::from_str(&text).unwrap_or(Value::Null),
+            };
+            log.lock().unwrap().push(got.clone());
+            let status = deliver(i);
+            let _ = req.respond(tiny_http::Response::empty(status));
+            if (200..300).contains(&status) {
+                let _ = tx.send(got);
+            }
+        }
+    });
+    (url, rx, all)
+}
+
+fn channel_handlers(url: &str) -> String {
+    format!("[channels.bank]\nurl = \"{url}\"\ntimeout = \"PT2S\"\n")
+}
+
+#[test]
+fn an_answered_call_is_accepted_and_routes_on_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    deploy(dir.path(), CALL);
+    let (url, rx, _) = counterpart(|_| 202);
+    let s = serve(dir.path(), &channel_handlers(&url), &[]);
+    let id = start(&s, "pay", json!({"amount": 42}));
+    let req = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the request is relayed");
+    assert_eq!(req.body, json!({"amount": 42}));
+    assert_eq!(req.key, format!("{id}/authorize/1"));
+    assert_eq!(
+        req.reply_to,
+        format!("{}/correlations/{id}/authorize", s.url)
+    );
+    let (status, verdict) = post(&req.reply_to, Some(&req.key), &json!({"approved": true}));
+    assert_eq!(
+        (status, verdict["verdict"].as_str()),
+        (200, Some("accepted"))
+    );
+    let state = wait_for(&s, &id, |v| v["status"] == "completed");
+    assert_eq!(state["status"], "completed", "{state}");
+    let ended: Vec<String> = s
+        .lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l["kind"] == "end")
+        .filter_map(|l| l["node"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(ended, vec!["approved"]);
+    // Answered again: the node is no longer waiting.
+    let (status, verdict) = post(&req.reply_to, Some(&req.key), &json!({}));
+    assert_eq!(
+        (status, verdict["verdict"].as_str()),
+        (404, Some("no-such-instance")),
+        "{verdict}"
+    );
+    // Nobody by that name.
+    let (status, verdict) = post(
+        &format!("{}/correlations/nobody/authorize", s.url),
+        None,
+        &json!({}),
+    );
+    assert_eq!(
+        (status, verdict["verdict"].as_str()),
+        (404, Some("no-such-instance"))
+    );
+}
+
+#[test]
+fn a_silent_then_late_counterpart_gets_retry_pending_superseded_and_unknown_request() {
+    let dir = tempfile::tempdir().unwrap();
+    deploy(dir.path(), CALL);
+    let (url, rx, _) = counterpart(|_| 202);
+    let s = serve(dir.path(), &channel_handlers(&url), &[]);
+    let id = start(&s, "pay", json!({}));
+    // Attempt 1: silent. Its 2 s timeout parks the call for 1 s.
+    let first = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let state = wait_for(&s, &id, |v| v["for"] == "retry");
+    assert_eq!(state["for"], "retry", "{state}");
+    let (status, v) = post(
+        &first.reply_to,
+        Some(&first.key),
+        &json!({"approved": true}),
+    );
+    assert_eq!(
+        (status, v["verdict"].as_str()),
+        (409, Some("retry-pending")),
+        "{v}"
+    );
+    // The re-drive sends attempt 2 with a fresh key.
+    let second = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(second.key, format!("{id}/authorize/2"));
+    let (status, v) = post(
+        &first.reply_to,
+        Some(&first.key),
+        &json!({"approved": true}),
+    );
+    assert_eq!(
+        (status, v["verdict"].as_str()),
+        (409, Some("superseded")),
+        "{v}"
+    );
+    assert_eq!(v["live_attempt"], 2);
+    let (status, v) = post(
+        &first.reply_to,
+        Some(&format!("{id}/authorize/9")),
+        &json!({}),
+    );
+    assert_eq!(
+        (status, v["verdict"].as_str()),
+        (409, Some("unknown-request")),
+        "{v}"
+    );
+    // The live attempt's answer: declined is business data, not a failure.
+    let (status, v) = post(
+        &second.reply_to,
+        Some(&second.key),
+        &json!({"approved": false}),
+    );
+    assert_eq!(
+        (status, v["verdict"].as_str()),
+        (200, Some("accepted")),
+        "{v}"
+    );
+    let state = wait_for(&s, &id, |v| v["status"] == "completed");
+    assert_eq!(state["status"], "completed", "{state}");
+}
+
+#[test]
+fn failing_deliveries_poison_each_attempt_and_the_failed_instance_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    deploy(dir.path(), CALL);
+    let (url, _rx, all) = counterpart(|_| 500);
+    let s = serve(dir.path(), &channel_handlers(&url), &[]);
+    let id = start(&s, "pay", json!({}));
+    let state = wait_for(&s, &id, |v| v["status"] == "failed");
+    assert_eq!(state["status"], "failed", "{state}");
+    assert_eq!(state["code"], "q.delivery.poisoned");
+    assert_eq!(state["attempts"], 3);
+    // 3 attempts × 3 deliveries, each attempt's key on each of its deliveries.
+    let keys: Vec<String> = all.lock().unwrap().iter().map(|r| r.key.clone()).collect();
+    let want: Vec<String> = (1..=3)
+        .flat_map(|a| std::iter::repeat_n(format!("{id}/authorize/{a}"), 3))
+        .collect();
+    assert_eq!(keys, want);
+    // The honest verdict for a FAILED instance.
+    let (status, v) = post(
+        &format!("{}/correlations/{id}/authorize", s.url),
+        None,
+        &json!({"approved": true}),
+    );
+    assert_eq!(
+        (status, v["verdict"].as_str()),
+        (410, Some("failed")),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_command_handler_recovers_from_a_transient_outage_on_the_wall_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    deploy(dir.path(), TASK);
+    let script = "#!/bin/sh\nn=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count\n\
+                  cat >/dev/null\n\
+                  if [ $n -le 1 ]; then echo '{\"code\":\"DOWN\",\"class\":\"transient\"}'; exit 1; fi\n\
+                  echo \"{\\\"chargeId\\\":\\\"ch_$n\\\"}\"\n";
+    std::fs::write(dir.path().join("charge.sh"), script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        dir.path().join("charge.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let s = serve(
+        dir.path(),
+        "[tasks.\"payments.charge\"]\ncommand = \"./charge.sh\"\ntimeout = \"PT5S\"\n",
+        &[],
+    );
+    let t0 = Instant::now();
+    let id = start(&s, "charge", json!({"orderId": "A-1"}));
+    let state = wait_for(&s, &id, |v| v["status"] == "completed");
+    assert_eq!(state["status"], "completed", "{state}");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(900),
+        "the 1 s backoff is waited for on the wall clock"
+    );
+    let attempts: Vec<Value> = s
+        .lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l["kind"] == "attempt")
+        .cloned()
+        .collect();
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert_eq!(attempts[0]["code"], "DOWN");
+    // Unknown process, bad variables.
+    let (status, _) = post(
+        &format!("{}/processes/nope/instances", s.url),
+        None,
+        &json!({}),
+    );
+    assert_eq!(status, 404);
+    let (status, _) = post(
+        &format!("{}/processes/charge/instances", s.url),
+        None,
+        &json!([1]),
+    );
+    assert_eq!(status, 422);
+}
+
+#[test]
+fn listening_beyond_loopback_needs_a_token_and_the_token_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    deploy(dir.path(), TASK);
+    std::fs::write(
+        dir.path().join("handlers.toml"),
+        "[tasks.\"payments.charge\"]\ncommand = \"true\"\n",
+    )
+    .unwrap();
+    let out = qflow()
+        .current_dir(dir.path())
+        .args([
+            "serve",
+            "--db",
+            "q.db",
+            "--handlers",
+            "handlers.toml",
+            "--listen",
+            "0.0.0.0:0",
+        ])
+        .env_remove("QFLOW_SERVE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("QFLOW_SERVE_TOKEN"));
+
+    let s = serve(
+        dir.path(),
+        "[tasks.\"payments.charge\"]\ncommand = \"true\"\n",
+        &[("QFLOW_SERVE_TOKEN", "s3cret")],
+    );
+    let (status, _) = get(&format!("{}/health", s.url));
+    assert_eq!(status, 401);
+    let mut resp = agent()
+        .get(format!("{}/health", s.url))
+        .header("Authorization", "Bearer s3cret")
+        .call()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(
+        resp.body_mut().read_to_string().unwrap(),
+        r#"{"status":"ok"}"#
+    );
+}
