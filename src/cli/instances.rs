@@ -236,7 +236,7 @@ fn show_json(i: &Inspection) -> Value {
             "attempt": t.attempt})).collect::<Vec<_>>(),
         "outbox": i.outbox.iter().map(|o| json!({"node": o.node, "channel": o.channel,
             "attempt": o.attempt, "state": o.state, "deliveries": o.deliveries,
-            "idempotencyKey": o.idempotency_key})).collect::<Vec<_>>(),
+            "idempotencyKey": o.idempotency_key, "reason": o.reason})).collect::<Vec<_>>(),
         "correlations": i.correlations.iter().map(|c| json!({"key": c.key, "node": c.node,
             "in_backoff": c.in_backoff})).collect::<Vec<_>>(),
         "incidents": i.incidents.iter().map(|x| json!({"id": x.id, "node": x.node,
@@ -372,8 +372,17 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
             .iter()
             .map(|o| {
                 format!(
-                    "{} attempt {} to {}: {} after {} delivery(ies), key {}",
-                    o.node, o.attempt, o.channel, o.state, o.deliveries, o.idempotency_key
+                    "{} attempt {} to {}: {} after {} delivery(ies), key {}{}",
+                    o.node,
+                    o.attempt,
+                    o.channel,
+                    o.state,
+                    o.deliveries,
+                    o.idempotency_key,
+                    o.reason
+                        .as_deref()
+                        .map(|r| format!(" ({r})"))
+                        .unwrap_or_default()
                 )
             })
             .collect(),

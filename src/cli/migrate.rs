@@ -10,7 +10,7 @@ use qflow_engine::runtime::clock::VirtualClock;
 use qflow_engine::runtime::migrate::{Held, Plan};
 use qflow_engine::runtime::outcome::Expectation;
 use qflow_engine::runtime::scenario::Scenario;
-use qflow_engine::runtime::session::{load_scenario, ScenarioChoice};
+use qflow_engine::runtime::session::{load_scenario, scenario_beside, ScenarioChoice};
 use qflow_engine::runtime::{scenario_check, LocalRun, Status};
 use serde_json::{json, Value};
 
@@ -62,9 +62,14 @@ pub struct ResumeArgs {
     #[arg(long, value_name = "FILE")]
     pub db: PathBuf,
     /// A scenario (JSON, docs/run.md) for the handlers and counterparts from
-    /// here on. Default: none (every task succeeds, counterparts answer `{}`).
+    /// here on. Default: the scenario beside the model the instance's
+    /// deployment was deployed from (`<dir>/scenarios/<stem>.json`), as
+    /// `run` finds it; else none (every task succeeds, counterparts answer `{}`).
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
+    /// Ignore a scenario beside the deployment's model: every task succeeds.
+    #[arg(long, conflicts_with = "scenario")]
+    pub no_scenario: bool,
     /// Reconcile an unknown outcome of NODE first: succeeded, failed or retry.
     #[arg(long, value_name = "NODE=AS")]
     pub resolve: Vec<String>,
@@ -342,7 +347,27 @@ pub fn resume(args: ResumeArgs) -> ExitCode {
         Ok(g) => g,
         Err(e) => return ops::fail(fmt, USAGE, "store", e),
     };
-    let scenario = match &args.scenario {
+    // The scenario given, else the one beside the deployment's model file
+    // (the convention `run` follows), else none.
+    let beside = match (&args.scenario, args.no_scenario) {
+        (None, false) => match store.deployments() {
+            Ok(deps) => deps
+                .into_iter()
+                .find(|d| d.id == row.deployment_id)
+                .and_then(|d| d.origin)
+                .and_then(|origin| scenario_beside(std::path::Path::new(&origin))),
+            Err(e) => return ops::fail(fmt, USAGE, "store", e),
+        },
+        _ => None,
+    };
+    if let Some(p) = &beside {
+        eprintln!(
+            "using scenario {} (beside the model of deployment {}; --no-scenario to run without)",
+            p.display(),
+            row.deployment_id
+        );
+    }
+    let scenario = match args.scenario.as_ref().or(beside.as_ref()) {
         None => Scenario::default(),
         Some(p) => match load_scenario(p, &ScenarioChoice::File(p.clone())) {
             Ok((s, _)) => {
@@ -377,6 +402,7 @@ pub fn resume(args: ResumeArgs) -> ExitCode {
         format,
         resolves,
         until,
+        horizon: Some(qflow_engine::runtime::driver::DEFAULT_HORIZON),
         db_shown: Some(args.db.display().to_string()),
         expect,
         columns: Columns::of(Some(run.graph())),

@@ -10,7 +10,9 @@ use qflow_engine::instance::history::{
     Attempt, AttemptOutcome, Delivered, HistoryEvent, Line, Park, Secs, Then, Verdict, WaitFor,
 };
 use qflow_engine::runtime::clock::{Clock, SystemClock, VirtualClock};
-use qflow_engine::runtime::driver::{final_state, migrate_instance, Decision};
+use qflow_engine::runtime::driver::{
+    final_state, migrate_instance, Decision, Stop, DEFAULT_HORIZON, MAX_RETURNS_TO_A_STATE,
+};
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::outcome::{unfinished_instance_of, Expectation};
 use qflow_engine::runtime::replica::Replica;
@@ -297,13 +299,20 @@ pub fn run(args: Args) -> ExitCode {
         format,
         resolves,
         until,
+        horizon: None,
         db_shown: (!db.is_temporary()).then(|| db.path().display().to_string()),
         expect,
         columns,
     };
     drop(store);
     match args.clock {
-        ClockKind::Virtual => drive(db, &text, &defs, world, VirtualClock::new(0), &opts),
+        ClockKind::Virtual => {
+            let opts = Opts {
+                horizon: Some(DEFAULT_HORIZON),
+                ..opts
+            };
+            drive(db, &text, &defs, world, VirtualClock::new(0), &opts)
+        }
         ClockKind::System => drive(db, &text, &defs, world, SystemClock, &opts),
     }
 }
@@ -385,6 +394,10 @@ pub(crate) struct Opts {
     pub format: Format,
     pub resolves: Vec<ExternalEvent>,
     pub until: Option<Duration>,
+    /// Without `--until`: how far past where it begins the run decides
+    /// (the virtual clock's default horizon; `None` on the system clock),
+    /// and then the rounds without progress are bounded too.
+    pub horizon: Option<Duration>,
     pub db_shown: Option<String>,
     pub expect: Option<Expectation>,
     pub columns: Columns,
@@ -429,7 +442,12 @@ pub(crate) fn finish(
             "{}",
             json_line(state, &["status", "code", "reason", "attempts"])
         ),
-        Format::Human => println!("{}", human_final(state, kept)),
+        Format::Human => {
+            println!("{}", human_final(state, kept));
+            for a in abandoned(state) {
+                println!("{a}");
+            }
+        }
     }
     if !kept
         && state.get("status").and_then(Value::as_str) == Some("waiting")
@@ -617,8 +635,13 @@ fn drive<C: Clock>(
 /// decision and the final line (`qflow run` and `qflow resume`).
 pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCode {
     let format = opts.format;
-    if let Some(u) = opts.until {
-        run.stop_after(u);
+    match (opts.until, opts.horizon) {
+        (Some(u), _) => run.stop_after(u),
+        (None, Some(h)) => run.stop_after_from_now(h),
+        (None, None) => {}
+    }
+    if opts.horizon.is_some() {
+        run.bound_rounds(MAX_RETURNS_TO_A_STATE);
     }
     if let Some(p) = &opts.effects_log {
         run.log_effects(p);
@@ -634,8 +657,7 @@ pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCod
             Format::Json => eprintln!("{msg}"),
         }
     }
-    let started = run.started_ms();
-    let mut print = |d: &Decision| match opts.format {
+    let print = |d: &Decision| match opts.format {
         Format::Json => {
             for line in &d.lines {
                 println!(
@@ -657,7 +679,11 @@ pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCod
     // else to do (a resumed instance waiting for reconciliation: at once).
     let mut resolves = opts.resolves.iter();
     loop {
-        if let Err(e) = run.run(&mut print) {
+        let mut decided = false;
+        if let Err(e) = run.run(|d| {
+            decided = true;
+            print(d)
+        }) {
             return fail(format, Why::Store, e);
         }
         if let Some(ev) = resolves.next() {
@@ -667,37 +693,96 @@ pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCod
             }
             continue;
         }
-        // A system clock parks the poller (never a step) until the next due timer.
+        // The engine says when the instance is next due to decide anything
+        // (a delivery, a timer, a response, a scripted event): a real clock
+        // sleeps until then, between steps, never inside one.
         let due = match run.next_due_ms() {
             Ok(d) => d,
             Err(e) => return fail(format, Why::Store, e),
         };
         let now = run.clock().now_ms();
+        if run.stalled() {
+            break;
+        }
         match due {
-            // Only the system clock leaves a future timer behind (a virtual
-            // clock skips to it), unless --until stopped the run.
-            Some(due) if due > now => {
-                if opts
-                    .until
-                    .is_some_and(|u| due - started > u.as_millis() as i64)
-                {
-                    break;
-                }
+            Some(due) if !run.stops_before(due) && due > now => {
                 std::thread::sleep(Duration::from_millis((due - now) as u64));
             }
+            // Due now and still decided in this round: look again. A round
+            // that decided nothing though something was due cannot do better
+            // the next time: stop rather than spin.
+            Some(due) if !run.stops_before(due) && decided => {}
             _ => break,
         }
     }
     let _ = run.release();
+    let stop = match run.stopped() {
+        Ok(s) => s,
+        Err(e) => return fail(format, Why::Store, e),
+    };
     match run.final_state() {
-        Ok(state) => finish(
-            &state,
-            format,
-            opts.expect.as_ref(),
-            opts.db_shown.is_some(),
-        ),
+        Ok(mut state) => {
+            if let Some(stop) = &stop {
+                say_stopped(&mut state, stop, run.instance_id(), opts);
+            }
+            finish(
+                &state,
+                format,
+                opts.expect.as_ref(),
+                opts.db_shown.is_some(),
+            )
+        }
         Err(e) => fail(format, Why::Store, e),
     }
+}
+
+/// A run that stopped with more to do says why, on stderr and in the final
+/// line (`stopped`: `horizon` with `horizon_s`, or `no-progress` with
+/// `returns`), and how to continue.
+fn say_stopped(state: &mut Value, stop: &Stop, instance: &str, opts: &Opts) {
+    let (key, extra, why) = match stop {
+        Stop::Horizon { horizon_ms, due_ms } => (
+            "horizon",
+            ("horizon_s", json!(horizon_ms / 1000)),
+            format!(
+                "stopped at {}, the run's horizon ({}); the next thing due is at {}",
+                at(Some(Secs(*horizon_ms))),
+                if opts.until.is_some() {
+                    "--until".to_string()
+                } else {
+                    format!(
+                        "{} days of virtual time past where this run began, the default; --until DURATION sets another",
+                        DEFAULT_HORIZON.as_secs() / 86_400
+                    )
+                },
+                at(Some(Secs(*due_ms)))
+            ),
+        ),
+        Stop::NoProgress {
+            returns,
+            node,
+            at_ms,
+        } => (
+            "no-progress",
+            ("returns", json!(returns)),
+            format!(
+                "stopped at {} (at `{node}`): the instance came back to the same state {returns} times, \
+                 a loop its world never lets out (give the scenario an answer that ends the loop, or the loop an exit)",
+                at(Some(Secs(*at_ms)))
+            ),
+        ),
+    };
+    if let Value::Object(m) = state {
+        m.insert("stopped".into(), json!(key));
+        m.insert(extra.0.into(), extra.1);
+    }
+    let next = match &opts.db_shown {
+        Some(db) => format!(
+            "the instance is parked: `qflow resume {instance} --db {db}` (or a run with the same --db) continues it"
+        ),
+        None => "the instance was in a temporary database, now removed: re-run with --db FILE to keep it and continue it".to_string(),
+    };
+    eprintln!("note: {why}; {next}");
 }
 
 /// A JSON object with `first` keys leading (in that order), the rest sorted.
@@ -971,6 +1056,25 @@ pub(crate) fn human_line(line: &Line, columns: &Columns) -> String {
         line.node.as_deref().unwrap_or(""),
         width = columns.node
     )
+}
+
+/// One line per request the run leaves undelivered for good (the final
+/// line's `abandoned`): which, and why it will never be delivered.
+fn abandoned(v: &Value) -> Vec<String> {
+    let rows = v.get("abandoned").and_then(Value::as_array);
+    rows.into_iter()
+        .flatten()
+        .map(|a| {
+            let get = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("");
+            format!(
+                "ABANDONED  request {} to {} (attempt {}), never delivered: {}",
+                get("idempotencyKey"),
+                get("channel"),
+                a.get("attempt").and_then(Value::as_u64).unwrap_or(0),
+                get("reason")
+            )
+        })
+        .collect()
 }
 
 /// The final line. `kept`: the instance is in a database the user named (it

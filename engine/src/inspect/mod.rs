@@ -244,8 +244,32 @@ impl Inspection {
     }
 
     /// The last line of `qflow run`: `{"status":"completed",…}`,
-    /// `{"status":"failed",…}` or `{"status":"waiting",…}` (docs/run.md).
+    /// `{"status":"failed",…}` or `{"status":"waiting",…}` (docs/run.md);
+    /// with `abandoned` listing the requests that will never be delivered,
+    /// when there are any, so a run never ends quiet about them.
     pub fn final_line(&self) -> Value {
+        let mut line = self.final_state();
+        let abandoned: Vec<Value> = self
+            .outbox
+            .iter()
+            .filter(|o| o.state == "abandoned")
+            .map(|o| {
+                serde_json::json!({
+                    "node": o.node,
+                    "channel": o.channel,
+                    "attempt": o.attempt,
+                    "idempotencyKey": o.idempotency_key,
+                    "reason": o.reason,
+                })
+            })
+            .collect();
+        if let (Value::Object(m), false) = (&mut line, abandoned.is_empty()) {
+            m.insert("abandoned".into(), Value::Array(abandoned));
+        }
+        line
+    }
+
+    fn final_state(&self) -> Value {
         let id = self.id.as_str();
         match self.status {
             Status::Completed => serde_json::json!({"status": "completed", "instance": id}),

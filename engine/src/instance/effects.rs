@@ -59,13 +59,28 @@ pub enum OutboxChange {
     },
 }
 
+/// Undelivered outbox rows to mark `abandoned` (never deleted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Abandon {
+    /// The call node whose rows are abandoned; `None`: every undelivered row
+    /// of the instance (the fatal path).
+    pub node: Option<String>,
+    /// Why they will never be delivered, kept in the row.
+    pub reason: String,
+}
+
 /// A decision's effects on the outbox and the correlations (channel calls).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallEffects {
     pub emit: Vec<NewRequest>,
-    /// Nodes whose undelivered rows (pending and poisoned) are withdrawn:
-    /// the dead attempt's, at a backoff park or the fatal path.
+    /// Nodes whose undelivered rows (pending and poisoned) are withdrawn
+    /// (deleted): the dead attempt's, at a backoff park only, where the
+    /// marker, the counter and the history keep what it was.
     pub withdraw: Vec<String>,
+    /// Undelivered rows (pending and poisoned) that will never be delivered
+    /// outside a backoff park: kept, marked `abandoned` with the reason, so
+    /// an operator sees what was never sent and why.
+    pub abandon: Vec<Abandon>,
     pub outbox: Vec<OutboxChange>,
     /// Nodes whose correlation must exist (created on first emission).
     pub correlate: Vec<String>,

@@ -19,7 +19,9 @@ pub mod history;
 pub mod rows;
 pub mod snapshot;
 
-pub use effects::{CallEffects, NewIncident, NewRequest, NewTimer, OutboxChange, Transition};
+pub use effects::{
+    Abandon, CallEffects, NewIncident, NewRequest, NewTimer, OutboxChange, Transition,
+};
 pub use event::{
     ChannelOutcome, DeliveryOutcome, Event, ExternalEvent, FailureClass, Resolution, TaskOutcome,
 };

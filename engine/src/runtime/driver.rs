@@ -59,6 +59,40 @@ pub enum RunError {
 /// move, and would otherwise spin the run (and the console) forever.
 pub const MAX_DECISIONS_PER_INSTANT: u32 = 1_000;
 
+/// How far past where it began a run on the virtual clock decides before it
+/// stops, unless told otherwise (`qflow run --until`): 30 days of virtual
+/// time. Long enough for any retry schedule a sample or a policy within the
+/// rules' advice spells out (DBG-08's six attempts take 13 hours); short
+/// enough that a process that never ends (a loop the world never lets out,
+/// waiting a day each round) stops in moments, parked, so a later run of the
+/// same database continues it.
+pub const DEFAULT_HORIZON: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// How many times a run lets an instance come back to a state it was in
+/// (the same snapshot bytes after a decision that changed them) before it
+/// stops: the rounds of a loop that make no progress. A loop whose scripted
+/// world answers the same every time would otherwise run to the horizon,
+/// round after identical round.
+pub const MAX_RETURNS_TO_A_STATE: u32 = 100;
+
+/// Why a run stopped deciding although the instance has more to do. The
+/// instance is left as it is, parked: a later run of the same database (or
+/// `qflow resume`) continues it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// The next thing due lies past the run's horizon ([`LocalRun::stop_after`]):
+    /// `horizon_ms` and `due_ms` are virtual time since the instance started.
+    Horizon { horizon_ms: i64, due_ms: i64 },
+    /// The instance came back to the same state `returns` times
+    /// ([`LocalRun::bound_rounds`]); `node` is where the last round's
+    /// decision was taken, `at_ms` when (since the instance started).
+    NoProgress {
+        returns: u32,
+        node: String,
+        at_ms: i64,
+    },
+}
+
 /// A local run of one instance.
 pub struct LocalRun<C: Clock> {
     store: Store,
@@ -79,9 +113,19 @@ pub struct LocalRun<C: Clock> {
     wakes: Vec<String>,
     /// The virtual instant of the last decision and how many were taken at it.
     instant: (i64, u32),
+    /// The rounds without progress a run allows (`None`: unbounded, as the
+    /// console steps by hand), the states seen (a hash of the snapshot
+    /// bytes: how often the instance came back to it, and when it was first
+    /// there), the last one,
+    /// and the stop once the bound is reached.
+    rounds: Option<u32>,
+    states: std::collections::HashMap<u64, (u32, i64)>,
+    last_state: Option<u64>,
+    no_progress: Option<Stop>,
 }
 
 enum Cand {
+    Ready(String),
     Delivery(OutboxRow),
     Timer(TimerRow),
     Response(String, String, Value),
@@ -153,6 +197,10 @@ impl<C: Clock> LocalRun<C> {
             effects: None,
             wakes: Vec::new(),
             instant: (i64::MIN, 0),
+            rounds: None,
+            states: Default::default(),
+            last_state: None,
+            no_progress: None,
         })
     }
 
@@ -195,12 +243,94 @@ impl<C: Clock> LocalRun<C> {
             effects: None,
             wakes: Vec::new(),
             instant: (i64::MIN, 0),
+            rounds: None,
+            states: Default::default(),
+            last_state: None,
+            no_progress: None,
         })
     }
 
     /// Stop deciding past this much virtual time since the instance started.
     pub fn stop_after(&mut self, d: Duration) {
         self.until_ms = Some(d.as_millis().min(i64::MAX as u128) as i64);
+    }
+
+    /// Stop deciding `d` past where this run begins (the instance's start,
+    /// or its last decision when resumed): the horizon of a virtual-clock
+    /// run ([`DEFAULT_HORIZON`]), so a resumed run goes as far again.
+    pub fn stop_after_from_now(&mut self, d: Duration) {
+        let begun = (self.clock.now_ms() - self.started_ms).max(0) as u128;
+        self.until_ms = Some((begun + d.as_millis()).min(i64::MAX as u128) as i64);
+    }
+
+    /// Whether the run stopped on its bound of rounds without progress: it
+    /// decides nothing more, whatever is due.
+    pub fn stalled(&self) -> bool {
+        self.no_progress.is_some()
+    }
+
+    /// Whether an event due at `due_ms` (on the run's clock) lies past the
+    /// run's horizon: the run stops before it.
+    pub fn stops_before(&self, due_ms: i64) -> bool {
+        self.until_ms.is_some_and(|u| due_ms - self.started_ms > u)
+    }
+
+    /// Stop once the instance has come back to one state `returns` times
+    /// ([`MAX_RETURNS_TO_A_STATE`] for `qflow run`).
+    pub fn bound_rounds(&mut self, returns: u32) {
+        self.rounds = Some(returns);
+    }
+
+    /// Why the run stopped with more to do, if it did: the bound on rounds
+    /// without progress, or the next thing due past the horizon.
+    pub fn stopped(&self) -> Result<Option<Stop>, RunError> {
+        if let Some(stop) = &self.no_progress {
+            return Ok(Some(stop.clone()));
+        }
+        let Some(horizon_ms) = self.until_ms else {
+            return Ok(None);
+        };
+        Ok(self.next_due_ms()?.and_then(|due| {
+            let due_ms = due - self.started_ms;
+            (due_ms > horizon_ms).then_some(Stop::Horizon { horizon_ms, due_ms })
+        }))
+    }
+
+    /// Count a state the instance reached (its snapshot bytes after a
+    /// decision): a state it comes back to is one round without progress.
+    fn count_round(&mut self, d: &Decision) -> Result<(), RunError> {
+        let Some(bound) = self.rounds else {
+            return Ok(());
+        };
+        let Some(row) = self.store.instance(&self.instance)? else {
+            return Ok(());
+        };
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        row.snapshot.hash(&mut h);
+        row.status.as_str().hash(&mut h);
+        let state = h.finish();
+        if self.last_state == Some(state) {
+            return Ok(());
+        }
+        self.last_state = Some(state);
+        let (seen, first_ms) = self.states.entry(state).or_insert((0, d.at_ms));
+        *seen += 1;
+        // The first visit is not a return. Rounds at one instant are the
+        // livelock guard's (time never moves: an error, not a parked stop).
+        if *seen > bound && d.at_ms > *first_ms {
+            let node = d
+                .events
+                .iter()
+                .find_map(|l| l.node.clone())
+                .unwrap_or_else(|| "?".into());
+            self.no_progress = Some(Stop::NoProgress {
+                returns: *seen - 1,
+                node,
+                at_ms: d.at_ms - self.started_ms,
+            });
+        }
+        Ok(())
     }
 
     pub fn instance_id(&self) -> &str {
@@ -257,6 +387,9 @@ impl<C: Clock> LocalRun<C> {
     pub fn step(&mut self) -> Result<Option<Decision>, RunError> {
         if let Some(d) = self.first.take() {
             return Ok(Some(d));
+        }
+        if self.no_progress.is_some() {
+            return Ok(None);
         }
         let wake = self.wakes.pop();
         let mut woken = false;
@@ -320,6 +453,7 @@ impl<C: Clock> LocalRun<C> {
         }
         self.wakes
             .extend(d.poisoned_nodes().map(str::to_string).collect::<Vec<_>>());
+        self.count_round(&d)?;
         Ok(Some(d))
     }
 
@@ -382,9 +516,28 @@ impl<C: Clock> LocalRun<C> {
         self.effects = Some(path.to_path_buf());
     }
 
-    /// When the next timer of the instance is due (for a system-clock poller).
+    /// When the instance is next due to decide something (on the run's
+    /// clock): a ready token or a poison wake (now), a delivery on the
+    /// channel's curve, a timer, a counterpart's response, a scenario event.
+    /// `None`: nothing will be due without something from outside. A
+    /// real-clock poller sleeps until this instant; it is the same answer
+    /// the step takes its event from, so both clocks decide alike.
     pub fn next_due_ms(&self) -> Result<Option<i64>, RunError> {
-        Ok(self.store.next_timer(&self.instance)?.map(|t| t.due_ms))
+        if self.first.is_some() || !self.wakes.is_empty() {
+            return Ok(Some(self.clock.now_ms()));
+        }
+        let facts = self.store.facts(&self.instance)?;
+        let ctx = Ctx {
+            store: &self.store,
+            graph: &self.graph,
+            scenario: &*self.world,
+            clock: &self.clock,
+            instance: &self.instance,
+            started_ms: self.started_ms,
+            until_ms: self.until_ms,
+            effects: None,
+        };
+        Ok(ctx.earliest(&facts)?.map(|(due, _)| due))
     }
 
     /// The instance's state as the last line of `qflow run` (docs/run.md).
@@ -474,37 +627,28 @@ impl<C: Clock> Ctx<'_, C> {
         })
     }
 
-    pub(crate) fn next_event(&self, facts: &InstanceFacts) -> Result<Next, RunError> {
+    /// What the instance is due to decide next, and when: a ready token
+    /// (now); else the earliest of a due delivery, a timer, a counterpart's
+    /// response and a scenario event (ties in that order). A finished
+    /// instance still hears late responses and scenario events. `None`:
+    /// nothing will ever be due without something from outside.
+    ///
+    /// Both [`Ctx::next_event`] (which takes it when time reaches it) and a
+    /// real-clock poller ([`LocalRun::next_due_ms`], which sleeps until it)
+    /// read this one answer, so both clocks decide the same things in the
+    /// same order.
+    fn earliest(&self, facts: &InstanceFacts) -> Result<Option<(i64, Cand)>, RunError> {
         let pending = self.pending_event()?;
+        let now = self.clock.now_ms();
         if facts.status.is_terminal() {
             // Late events still arrive, and are recorded as having no effect;
             // a late response gets the honest verdict.
             if let Some((due, node, request, body)) = self.pending_response()? {
                 if pending.is_none_or(|(_, at)| at.is_some_and(|a| due <= a)) {
-                    if !self.reach(due) {
-                        return Ok(Next::Idle);
-                    }
-                    return Ok(Next::Event(Event::Response {
-                        node,
-                        request,
-                        body,
-                    }));
+                    return Ok(Some((due, Cand::Response(node, request, body))));
                 }
             }
-            return Ok(match pending {
-                Some((i, at)) => {
-                    if let Some(at) = at {
-                        if !self.reach(at) {
-                            return Ok(Next::Idle);
-                        }
-                    }
-                    Next::Event(Event::External {
-                        event: self.scenario.events()[i].event.clone(),
-                        index: Some(i),
-                    })
-                }
-                None => Next::Idle,
-            });
+            return Ok(pending.map(|(i, at)| (at.unwrap_or(now), Cand::Scenario(i))));
         }
         if let Some(t) = facts
             .snapshot
@@ -512,16 +656,8 @@ impl<C: Clock> Ctx<'_, C> {
             .into_iter()
             .find(|t| t.state == TokenState::Ready)
         {
-            let is_task = self.is_registered_task(&t.node);
-            return Ok(Next::Event(if is_task {
-                self.attempt(facts, &t.node, None)?
-            } else {
-                Event::Advance { node: t.node }
-            }));
+            return Ok(Some((now, Cand::Ready(t.node))));
         }
-        let now = self.clock.now_ms();
-        // The earliest of: a due delivery, a timer, a counterpart's response,
-        // a scenario event (ties in that order).
         let mut best: Option<(i64, u8, Cand)> = None;
         let mut offer = |due: i64, rank: u8, c: Cand| {
             if best.as_ref().is_none_or(|(d, r, _)| (due, rank) < (*d, *r)) {
@@ -545,13 +681,22 @@ impl<C: Clock> Ctx<'_, C> {
         if let Some((i, at)) = pending {
             offer(at.unwrap_or(now), 3, Cand::Scenario(i));
         }
-        let Some((due, _, cand)) = best else {
+        Ok(best.map(|(due, _, c)| (due, c)))
+    }
+
+    pub(crate) fn next_event(&self, facts: &InstanceFacts) -> Result<Next, RunError> {
+        let Some((due, cand)) = self.earliest(facts)? else {
             return Ok(Next::Idle);
         };
-        if !self.reach(due) {
+        // A ready token runs now; anything else when time reaches it.
+        if !matches!(cand, Cand::Ready(_)) && !self.reach(due) {
             return Ok(Next::Idle);
         }
         Ok(Next::Event(match cand {
+            Cand::Ready(node) if self.is_registered_task(&node) => {
+                self.attempt(facts, &node, None)?
+            }
+            Cand::Ready(node) => Event::Advance { node },
             Cand::Delivery(row) => self.delivery(facts, row)?,
             Cand::Timer(t) if t.purpose == Purpose::Retry && self.is_registered_task(&t.node) => {
                 self.attempt(facts, &t.node, Some(t.id))?

@@ -686,6 +686,18 @@ fn write_transition(
             params![instance, node],
         )?;
     }
+    // Everywhere else an undelivered row is kept: marked `abandoned` with
+    // why it will never be delivered (a poisoned row's reason says it was
+    // poisoned first). Before any emission of this transition, so a flow
+    // that re-enters the call node keeps its fresh request pending.
+    for a in &t.calls.abandon {
+        exec(tx,
+            "UPDATE outbox SET reason = CASE WHEN state = 'poisoned' THEN 'poisoned, then ' || ?3 ELSE ?3 END,
+                               state = 'abandoned'
+             WHERE instance_id = ?1 AND (?2 IS NULL OR node = ?2) AND state IN ('pending','poisoned')",
+            params![instance, a.node, a.reason],
+        )?;
+    }
     for r in &t.calls.emit {
         exec(tx,
             "INSERT INTO outbox(instance_id, node, channel, operation, attempt, idempotency_key, payload, state, deliveries, next_ms, created_ms)

@@ -68,10 +68,12 @@ pub struct OutboxEntry {
     pub node: String,
     pub channel: String,
     pub attempt: u32,
-    /// `pending`, `delivered` or `poisoned`.
+    /// `pending`, `delivered`, `poisoned` or `abandoned`.
     pub state: String,
     pub deliveries: u32,
     pub idempotency_key: String,
+    /// Why an `abandoned` row will never be delivered.
+    pub reason: Option<String>,
 }
 
 /// One live correlation: the key a counterpart's response names, and the
@@ -379,7 +381,7 @@ impl Store {
     /// The outbox rows of an instance, oldest first.
     pub fn outbox(&self, instance: &str) -> Result<Vec<OutboxEntry>, StoreError> {
         self.instance_rows(
-            "SELECT node, channel, attempt, state, deliveries, idempotency_key FROM outbox WHERE instance_id = ?1 ORDER BY id",
+            "SELECT node, channel, attempt, state, deliveries, idempotency_key, reason FROM outbox WHERE instance_id = ?1 ORDER BY id",
             instance,
             |r| {
                 Ok(OutboxEntry {
@@ -389,6 +391,7 @@ impl Store {
                     state: r.get(3)?,
                     deliveries: r.get(4)?,
                     idempotency_key: r.get(5)?,
+                    reason: r.get(6)?,
                 })
             },
         )

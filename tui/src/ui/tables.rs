@@ -62,16 +62,21 @@ pub fn outbox(f: &mut Frame, area: Rect, ctx: &Ctx) {
             .iter()
             .map(|o| {
                 let st = match o.state.as_str() {
-                    "poisoned" => failed_style(),
+                    "poisoned" | "abandoned" => failed_style(),
                     "delivered" => ok_style(),
                     _ => Style::new().fg(Color::Yellow),
                 };
-                Line::from(vec![
+                let mut spans = vec![
                     Span::raw(format!("{} #{} ", o.node, o.attempt)),
                     Span::styled(o.state.clone(), st),
                     Span::raw(format!(" ×{} ", o.deliveries)),
                     Span::styled(o.idempotency_key.clone(), dim()),
-                ])
+                ];
+                // Why an abandoned request will never be delivered.
+                if let Some(r) = &o.reason {
+                    spans.push(Span::raw(format!(": {r}")));
+                }
+                Line::from(spans)
             })
             .collect()
     };

@@ -176,6 +176,7 @@ pub fn rich_view() -> View {
             state: "delivered".into(),
             deliveries: 1,
             idempotency_key: "charge-1/authorize/1".into(),
+            reason: None,
         }],
         correlations: vec![Correlation {
             key: "corr-charge-1-authorize".into(),

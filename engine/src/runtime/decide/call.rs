@@ -26,7 +26,7 @@ use crate::instance::history::{
 };
 use crate::instance::rows::{Facts, OutboxRow, Purpose};
 use crate::instance::snapshot::TokenState;
-use crate::instance::{NewIncident, NewRequest, NewTimer, OutboxChange};
+use crate::instance::{Abandon, NewIncident, NewRequest, NewTimer, OutboxChange};
 use crate::policy::Next;
 use crate::runtime::graph::{Call, GNode, Graph, Kind};
 
@@ -169,8 +169,6 @@ fn failed(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, code: &s
     if let Some(t) = timeout {
         w.resolve.push(t.id);
     }
-    // The dead attempt's undelivered requests are withdrawn (see the store).
-    w.calls.withdraw.push(id.to_string());
     let line = |then: Then, park: Option<Park>| HistoryEvent::CallFailed {
         attempt: n,
         code: code.to_string(),
@@ -182,6 +180,13 @@ fn failed(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, code: &s
         match catching(error_boundaries, code) {
             Some(b) => {
                 w.entry(Some(id), line(Then::Boundary, None));
+                // The dead attempt's undelivered request is kept, abandoned.
+                w.calls.abandon.push(Abandon {
+                    node: Some(id.to_string()),
+                    reason: format!(
+                        "attempt {n} failed ({code}) and the error boundary {b} took the flow"
+                    ),
+                });
                 w.take(id, TokenState::Timer);
                 leave_call_node(w, id);
                 w.resolve.extend(task_timers(graph, facts.timers, id));
@@ -213,6 +218,9 @@ fn failed(graph: &Graph, facts: &Facts<'_>, w: &mut Work, node: &GNode, code: &s
     let elapsed = std::time::Duration::from_millis((w.now_ms - first).max(0) as u64);
     match policy.next_after_failure(n, code, None, elapsed, facts.instance_id, id) {
         Next::Retry { attempt, delay } => {
+            // The backoff park withdraws the dead attempt's undelivered
+            // requests (see the store): the one place a row is deleted.
+            w.calls.withdraw.push(id.to_string());
             let due = w.now_ms + ms(delay);
             w.snap.set_backoff_marker(id, code, n);
             w.arm.push(NewTimer {

@@ -415,6 +415,12 @@ pub(crate) fn fatal(
         kind: "failed".into(),
         message: format!("instance failed at {node}: {code} ({reason})"),
     });
+    // No request of a FAILED instance is delivered: every undelivered row is
+    // kept, abandoned, with why (a repair emits fresh requests).
+    w.calls.abandon.push(crate::instance::Abandon {
+        node: None,
+        reason: format!("the instance failed at {node}: {code} ({reason})"),
+    });
 }
 
 pub(crate) fn ms(d: Duration) -> i64 {

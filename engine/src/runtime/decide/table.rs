@@ -156,6 +156,12 @@ fn render(t: &Transition) -> String {
     for n in &t.calls.withdraw {
         out.push(format!("withdraw undelivered requests of {n}"));
     }
+    for a in &t.calls.abandon {
+        match &a.node {
+            Some(n) => out.push(format!("abandon undelivered requests of {n}: {}", a.reason)),
+            None => out.push(format!("abandon every undelivered request: {}", a.reason)),
+        }
+    }
     for c in &t.calls.outbox {
         out.push(match c {
             OutboxChange::Delivered { id, deliveries } => {
@@ -417,6 +423,7 @@ fn the_last_attempt_of_the_budget_fails_the_instance_as_exhausted() {
         set attempts.charge = 2
         set failure = {"attempts":2,"class":"transient","code":"PROVIDER_DOWN","first_attempt_ms":0,"last_attempt_ms":60000,"node":"charge","reason":"exhausted","task":"payments.charge"}
         resolve timer 1
+        abandon every undelivered request: the instance failed at charge: PROVIDER_DOWN (exhausted)
         open incident failed on charge
         status failed
         "###);
@@ -436,7 +443,7 @@ fn the_call_budget_runs_out_on_the_last_timeout() {
                 set attempts.auth = 3
                 set failure = {"attempts":3,"channel":"bank","class":"transient","code":"q.timeout","first_attempt_ms":0,"last_attempt_ms":180000,"node":"auth","reason":"exhausted"}
                 resolve timer 5
-                withdraw undelivered requests of auth
+                abandon every undelivered request: the instance failed at auth: q.timeout (exhausted)
                 open incident failed on auth
                 status failed
                 "###);

@@ -67,9 +67,13 @@ pub(super) fn due(graph: &Graph, facts: &Facts<'_>, w: &mut Work, id: i64) {
                 w.close_incidents.push(attached_to.clone());
                 if is_call {
                     // The wait is over: a late response gets an honest "not
-                    // waiting". The request's outbox row is kept as it is
-                    // (never deleted outside the backoff park).
+                    // waiting". A request not yet delivered never will be:
+                    // kept, abandoned (never deleted outside the backoff park).
                     w.calls.retire.push(attached_to.clone());
+                    w.calls.abandon.push(crate::instance::Abandon {
+                        node: Some(attached_to.clone()),
+                        reason: format!("the timer boundary {} interrupted the call", node.id),
+                    });
                 }
             }
             let to = leave(graph, w, node);

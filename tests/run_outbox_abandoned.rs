@@ -1,0 +1,229 @@
+//! Outside the backoff park, a request that will never be delivered is kept
+//! in the outbox, marked `abandoned` with the reason: `qflow run` ends by
+//! listing it (the final line's `abandoned`), `qflow show` prints it. Only the
+//! backoff park withdraws (deletes) a dead attempt's undelivered request.
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use support::{lines, qflow};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A sample model with its channel's delivery curve replaced by `curve`.
+fn sample_with_curve(dir: &Path, sample: &str, curve: &str) -> String {
+    let text = std::fs::read_to_string(repo().join("samples").join(sample)).unwrap();
+    let old = r#"maxDeliveries="5" deliveryInterval="PT2S""#;
+    assert!(text.contains(old), "{sample} has the bank curve");
+    let path = dir.join(sample);
+    std::fs::write(&path, text.replace(old, curve)).unwrap();
+    path.display().to_string()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// Every delivery to the bank fails; the bank would answer if reached.
+const UNREACHABLE: &str = r#"{"deliveries":{"bank":[{"fail":"connection refused"}]},
+  "channels":{"bank":[{"respond":{"approved":true}}]}}"#;
+
+fn run_json(dir: &Path, model: &str, scenario: &str, db: &str) -> Vec<Value> {
+    let o = qflow(
+        dir,
+        &[
+            "run",
+            model,
+            "--scenario",
+            scenario,
+            "--db",
+            db,
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    lines(&o)
+}
+
+fn show_outbox(dir: &Path, db: &str, instance: &str) -> Vec<Value> {
+    let o = qflow(dir, &["show", instance, "--db", db, "--format", "json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["outbox"].as_array().unwrap().clone()
+}
+
+#[test]
+fn a_call_caught_by_an_error_boundary_keeps_its_undelivered_request_abandoned_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    // Deliveries 20 s apart: the 30 s timeout fires while the request is
+    // still pending, and the boundary takes the flow to the manual review.
+    let model = sample_with_curve(
+        dir.path(),
+        "call-bank-no-policy.bpmn",
+        r#"maxDeliveries="5" deliveryInterval="PT20S""#,
+    );
+    let scenario = write(dir.path(), "s.json", UNREACHABLE);
+    let db = dir.path().join("q.db").display().to_string();
+    let out = run_json(dir.path(), &model, &scenario, &db);
+    let last = out.last().unwrap();
+    assert_eq!(last["status"], "completed", "{last}");
+    let abandoned = last["abandoned"].as_array().expect("the run lists it");
+    assert_eq!(abandoned.len(), 1, "{last}");
+    assert_eq!(
+        abandoned[0]["reason"],
+        "attempt 1 failed (q.timeout) and the error boundary bankSilent took the flow"
+    );
+    assert_eq!(
+        abandoned[0]["idempotencyKey"],
+        "bank-no-policy-1/authorize/1"
+    );
+    // Never delivered after the flow left the call.
+    assert!(
+        !out.iter()
+            .any(|l| l["kind"] == "delivery" && l["at_s"].as_f64() > Some(30.0)),
+        "{out:?}"
+    );
+    let rows = show_outbox(dir.path(), &db, "bank-no-policy-1");
+    assert_eq!(rows.len(), 1, "kept, not deleted: {rows:?}");
+    assert_eq!(rows[0]["state"], "abandoned");
+    assert_eq!(rows[0]["reason"], abandoned[0]["reason"]);
+
+    // The human run says it too, after the final line.
+    let db2 = dir.path().join("h.db").display().to_string();
+    let o = qflow(
+        dir.path(),
+        &["run", &model, "--scenario", &scenario, "--db", &db2],
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("ABANDONED  request bank-no-policy-1/authorize/1 to bank (attempt 1), never delivered: attempt 1 failed (q.timeout)"),
+        "{text}"
+    );
+    let o = qflow(dir.path(), &["show", "bank-no-policy-1", "--db", &db2]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("abandoned after 2 delivery(ies), key bank-no-policy-1/authorize/1 (attempt 1 failed (q.timeout) and the error boundary bankSilent took the flow)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_fatal_path_keeps_a_poisoned_request_abandoned_and_says_it_was_poisoned() {
+    let dir = tempfile::tempdir().unwrap();
+    // The sample's curve: poisoned at the fifth delivery (8 s); the boundary
+    // catches q.timeout only, so the poisoning fails the instance.
+    let model = repo().join("samples/call-bank-no-policy.bpmn");
+    let scenario = write(dir.path(), "s.json", UNREACHABLE);
+    let db = dir.path().join("q.db").display().to_string();
+    let out = run_json(dir.path(), &model.display().to_string(), &scenario, &db);
+    let last = out.last().unwrap();
+    assert_eq!(
+        (&last["status"], &last["code"], &last["reason"]),
+        (
+            &Value::from("failed"),
+            &Value::from("q.delivery.poisoned"),
+            &Value::from("uncaught-error")
+        ),
+        "{last}"
+    );
+    assert_eq!(
+        last["abandoned"][0]["reason"],
+        "poisoned, then the instance failed at authorize: q.delivery.poisoned (uncaught-error)",
+        "{last}"
+    );
+    let rows = show_outbox(dir.path(), &db, "bank-no-policy-1");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["state"], "abandoned");
+}
+
+#[test]
+fn the_backoff_park_withdraws_dead_attempts_and_exhaustion_keeps_the_last_request_abandoned() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = sample_with_curve(
+        dir.path(),
+        "bank-authorize.bpmn",
+        r#"maxDeliveries="5" deliveryInterval="PT20S""#,
+    );
+    let scenario = write(dir.path(), "s.json", UNREACHABLE);
+    let db = dir.path().join("q.db").display().to_string();
+    let out = run_json(dir.path(), &model, &scenario, &db);
+    let last = out.last().unwrap();
+    assert_eq!(
+        (&last["status"], &last["reason"], &last["attempts"]),
+        (
+            &Value::from("failed"),
+            &Value::from("exhausted"),
+            &Value::from(4)
+        ),
+        "{last}"
+    );
+    let rows = show_outbox(dir.path(), &db, "bank-authorize-1");
+    // Attempts 1-3 were withdrawn at their backoff parks; attempt 4's
+    // request is kept.
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (&rows[0]["attempt"], &rows[0]["state"], &rows[0]["reason"]),
+        (
+            &Value::from(4),
+            &Value::from("abandoned"),
+            &Value::from("the instance failed at authorize: q.timeout (exhausted)")
+        )
+    );
+}
+
+/// A call timed out only by a routed timer boundary; its request is
+/// delivered every 45 s, so it is still pending when the boundary fires.
+const BOUNDARY_CALL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="defs">
+  <q:channelConfig channel="bank" maxDeliveries="5" deliveryInterval="PT45S"/>
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="start"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="ask"/>
+    <bpmn:serviceTask id="ask" name="Ask the bank" q:channel="bank"/>
+    <bpmn:boundaryEvent id="late" name="No answer in a minute" attachedToRef="ask">
+      <bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition>
+    </bpmn:boundaryEvent>
+    <bpmn:sequenceFlow id="f2" sourceRef="ask" targetRef="answered"/>
+    <bpmn:endEvent id="answered" name="Answered"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="late" targetRef="gave-up"/>
+    <bpmn:endEvent id="gave-up" name="Gave up"/>
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+#[test]
+fn a_timer_boundary_that_interrupts_a_call_keeps_its_undelivered_request_abandoned() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write(dir.path(), "late.bpmn", BOUNDARY_CALL);
+    let scenario = write(dir.path(), "s.json", UNREACHABLE);
+    let db = dir.path().join("q.db").display().to_string();
+    let out = run_json(dir.path(), &model, &scenario, &db);
+    let last = out.last().unwrap();
+    assert_eq!(last["status"], "completed", "{last}");
+    assert_eq!(
+        last["abandoned"][0]["reason"], "the timer boundary late interrupted the call",
+        "{last}"
+    );
+    assert!(
+        !out.iter()
+            .any(|l| l["kind"] == "delivery" && l["at_s"].as_f64() > Some(60.0)),
+        "no delivery after the boundary: {out:?}"
+    );
+    let rows = show_outbox(dir.path(), &db, "p-1");
+    assert_eq!(rows[0]["state"], "abandoned", "{rows:?}");
+}
