@@ -35,6 +35,14 @@ enum Command {
     Simulate(cli::simulate::Args),
     /// A model's retry policies for N jobs failing together: scheduled attempts, worst case, peak per minute.
     Project(cli::project::Args),
+    /// Hold back every retry park of a failure class or a dependency (durable; every process honours it).
+    Pause(cli::contain::PauseArgs),
+    /// Lift a pause: the held parks run as they fall due, those already due at once.
+    Unpause(cli::contain::PauseArgs),
+    /// Set one instance aside: nothing claims or runs it until released.
+    Quarantine(cli::contain::QuarantineArgs),
+    /// Let a quarantined instance run again.
+    Release(cli::contain::QuarantineArgs),
     /// The fleet's observations from a store: pending by failure class, terminal failures, load by dependency, backlog age.
     Stats(cli::stats::Args),
     /// Print a diagnostic code's page (offline), or list every code.
@@ -88,6 +96,10 @@ fn main() -> ExitCode {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Stats(args) => cli::stats::run(args),
         Command::Project(args) => cli::project::run(args),
+        Command::Pause(args) => cli::contain::pause(args),
+        Command::Unpause(args) => cli::contain::unpause(args),
+        Command::Quarantine(args) => cli::contain::quarantine(args),
+        Command::Release(args) => cli::contain::release(args),
         Command::Explain(args) => cli::explain::run(args),
         Command::Completions { shell } => {
             let mut script = Vec::new();

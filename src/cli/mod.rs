@@ -1,5 +1,6 @@
 pub mod check;
 pub mod console;
+pub mod contain;
 pub mod deploy;
 pub mod explain;
 pub mod handlers;

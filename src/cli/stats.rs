@@ -110,6 +110,19 @@ fn human(o: &Observations) -> String {
             at(Some(d.last_ms))
         );
     }
+    out += "\ncontainment\n";
+    if o.paused.is_empty() {
+        out += "  no pause in force\n";
+    }
+    for p in &o.paused {
+        out += &format!(
+            "  paused {:<10} {:<24} holding {} retry park(s)\n",
+            p.kind.flag(),
+            p.value,
+            group(p.holding)
+        );
+    }
+    out += &format!("  quarantined instances {}\n", group(o.quarantined));
     out += "\nbacklog age by creation time (unfinished instances)\n";
     for c in &o.backlog_age {
         out += &format!("  {:<24} {:>10}\n", c.label, group(c.count));

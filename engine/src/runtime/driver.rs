@@ -672,7 +672,8 @@ impl<C: Clock> Ctx<'_, C> {
         {
             offer(next, 0, Cand::Delivery(row));
         }
-        if let Some(t) = facts.timers.first() {
+        // A paused park keeps its timer and its due time, but is not re-driven.
+        if let Some(t) = facts.timers.iter().find(|t| !facts.held.contains(&t.id)) {
             offer(t.due_ms, 1, Cand::Timer(t.clone()));
         }
         if let Some((due, node, key, body)) = self.pending_response()? {

@@ -33,7 +33,7 @@ use crate::runtime::graph::{Graph, Kind};
 use crate::runtime::scenario::Scenario;
 use crate::runtime::shell::deployed_graph;
 use crate::store::batch::Pending;
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 
 /// What an attempt of a registered task returns at a virtual instant, when
 /// the world rather than the scenario's list decides (a simulation).
@@ -170,7 +170,7 @@ impl Fleet {
                     self.stats.decisions += 1;
                     on_decision(id, &Decision::of(seq, *at, t));
                 }
-                Err(StoreError::Conflict(_) | StoreError::Claimed { .. }) => self.stats.lost += 1,
+                Err(e) if e.is_lost_race() => self.stats.lost += 1,
                 Err(e) => return Err(e.into()),
             }
         }

@@ -137,7 +137,7 @@ pub fn take<G: std::ops::Deref<Target = Graph>>(
 ) -> Result<Taken, RunError> {
     match store.claim(instance, owner, system_now_ms()) {
         Ok(()) => {}
-        Err(error @ StoreError::Claimed { .. }) => {
+        Err(error @ (StoreError::Claimed { .. } | StoreError::Quarantined(_))) => {
             return Ok(Taken::Lost {
                 stage: Stage::Claim,
                 error,
@@ -160,12 +160,10 @@ pub fn take<G: std::ops::Deref<Target = Graph>>(
             let applied = store.apply(instance, owner, facts.version, &t, at, system_now_ms());
             return match applied {
                 Ok(seq) => Ok(Taken::Decided(Decision::of(seq, at, &t))),
-                Err(error @ (StoreError::Conflict(_) | StoreError::Claimed { .. })) => {
-                    Ok(Taken::Lost {
-                        stage: Stage::Apply,
-                        error,
-                    })
-                }
+                Err(error) if error.is_lost_race() => Ok(Taken::Lost {
+                    stage: Stage::Apply,
+                    error,
+                }),
                 Err(e) => Err(e.into()),
             };
         }
@@ -213,7 +211,7 @@ pub fn take<G: std::ops::Deref<Target = Graph>>(
             plan,
             ..Decision::of(seq, at, &t)
         })),
-        Err(error @ (StoreError::Conflict(_) | StoreError::Claimed { .. })) => Ok(Taken::Lost {
+        Err(error) if error.is_lost_race() => Ok(Taken::Lost {
             stage: Stage::Apply,
             error,
         }),

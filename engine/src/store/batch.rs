@@ -28,8 +28,9 @@ pub struct Pending<'a> {
 }
 
 impl Store {
-    /// Claim every instance of `ids` not held by another live owner, in one
-    /// transaction; returns those claimed, in the order given.
+    /// Claim every instance of `ids` not held by another live owner and not
+    /// quarantined, in one transaction; returns those claimed, in the order
+    /// given.
     pub fn claim_many(
         &mut self,
         ids: &[String],
@@ -41,13 +42,18 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut claimed = Vec::with_capacity(ids.len());
         for id in ids {
-            let row: Option<(Option<String>, Option<i64>)> = tx
+            let row: Option<(Option<String>, Option<i64>, Option<i64>)> = tx
                 .prepare_cached(
-                    "SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1",
+                    "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = ?1",
                 )?
-                .query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .optional()?;
-            let Some((held, until)) = row else { continue };
+            let Some((held, until, quarantined)) = row else {
+                continue;
+            };
+            if quarantined.is_some() {
+                continue;
+            }
             if let (Some(h), Some(u)) = (&held, until) {
                 if h != owner && u > wall_now_ms && !super::owner_is_dead(h) {
                     continue;
@@ -88,7 +94,7 @@ impl Store {
                     sp.commit()?;
                     results.push(Ok(seq));
                 }
-                Err(e @ (StoreError::Conflict(_) | StoreError::Claimed { .. })) => {
+                Err(e) if e.is_lost_race() => {
                     // Dropping the savepoint rolls its writes back.
                     drop(sp);
                     results.push(Err(e));

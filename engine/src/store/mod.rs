@@ -18,6 +18,7 @@ use crate::instance::snapshot::{canonical_string, Snapshot};
 use crate::instance::{Facts, OutboxChange, Purpose, Status, TimerRow, Transition};
 
 pub mod batch;
+pub mod contain;
 pub mod explain;
 pub mod fault;
 pub mod lifecycle;
@@ -53,12 +54,36 @@ pub enum StoreError {
     },
     #[error("instance {0} changed since the decision was taken (stale facts): decide again")]
     Conflict(String),
+    #[error("instance {0} is quarantined: nothing runs it until `qflow release {0}`")]
+    Quarantined(String),
+    #[error("the retry of {node} in instance {instance} is held: its {kind} `{value}` is paused (`qflow unpause --{kind} {value}` lets it run)")]
+    Paused {
+        instance: String,
+        node: String,
+        kind: String,
+        value: String,
+    },
     #[error("no instance {0}")]
     NoInstance(String),
     #[error("no deployment {0} (`qflow deployments --db DB` lists them)")]
     NoDeployment(i64),
     #[error("deployment {0} is retired: it starts no new instance and receives none (deploy a changed model, or choose an active deployment)")]
     Retired(i64),
+}
+
+impl StoreError {
+    /// A refusal that means "someone or something else decides for this
+    /// instance now" (another claim, stale facts, a quarantine, a pause):
+    /// routine for a replica, which drops the decision and moves on.
+    pub fn is_lost_race(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Conflict(_)
+                | StoreError::Claimed { .. }
+                | StoreError::Quarantined(_)
+                | StoreError::Paused { .. }
+        )
+    }
 }
 
 /// How long a claim lasts without renewal (wall clock).
@@ -296,13 +321,18 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let row: Option<(Option<String>, Option<i64>)> = tx
-            .prepare_cached("SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1")?
-            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?)))
+        let row: Option<(Option<String>, Option<i64>, Option<i64>)> = tx
+            .prepare_cached(
+                "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = ?1",
+            )?
+            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()?;
-        let Some((held, until)) = row else {
+        let Some((held, until, quarantined)) = row else {
             return Err(StoreError::NoInstance(instance.into()));
         };
+        if quarantined.is_some() {
+            return Err(StoreError::Quarantined(instance.into()));
+        }
         if let (Some(h), Some(u)) = (&held, until) {
             if h != owner && u > wall_now_ms && !owner_is_dead(h) {
                 return Err(StoreError::Claimed {
@@ -329,13 +359,18 @@ impl Store {
         owner: &str,
         wall_now_ms: i64,
     ) -> Result<Option<StoreError>, StoreError> {
-        let row: Option<(Option<String>, Option<i64>)> = self
+        let row: Option<(Option<String>, Option<i64>, Option<i64>)> = self
             .conn
-            .prepare_cached("SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1")?
-            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?)))
+            .prepare_cached(
+                "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = ?1",
+            )?
+            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()?;
         Ok(match row {
-            Some((Some(h), Some(u))) if h != owner && u > wall_now_ms && !owner_is_dead(&h) => {
+            Some((_, _, Some(_))) => Some(StoreError::Quarantined(instance.into())),
+            Some((Some(h), Some(u), None))
+                if h != owner && u > wall_now_ms && !owner_is_dead(&h) =>
+            {
                 Some(StoreError::Claimed {
                     instance: instance.into(),
                     owner: h,
@@ -379,6 +414,7 @@ impl Store {
             Err(e) => (Snapshot::new(), Some(e.to_string())),
         };
         let timers = query::armed_timers(&self.conn, instance)?;
+        let held = contain::held_timers(&self.conn, instance)?;
         let keys_sent = query::keys_sent(&self.conn, instance)?;
         Ok(InstanceFacts {
             deployment_id: row.deployment_id,
@@ -388,6 +424,7 @@ impl Store {
             snapshot,
             damage,
             timers,
+            held,
             keys_sent,
         })
     }
@@ -508,6 +545,9 @@ pub struct InstanceFacts {
     /// Why the stored snapshot bytes could not be decoded, if they could not.
     pub damage: Option<String>,
     pub timers: Vec<TimerRow>,
+    /// Armed retry timers whose re-drive is paused (their class or
+    /// dependency): kept, due time and all, but not to be re-driven.
+    pub held: std::collections::BTreeSet<i64>,
     /// The idempotency-key ledger: the highest key number each call node
     /// has sent.
     pub keys_sent: std::collections::BTreeMap<String, u32>,
@@ -546,13 +586,18 @@ fn check_claim(
     expected_version: i64,
     wall_now_ms: i64,
 ) -> Result<(), StoreError> {
-    let (held, until, version): (Option<String>, Option<i64>, i64) = tx
+    let (held, until, version, quarantined): (Option<String>, Option<i64>, i64, Option<i64>) = tx
         .prepare_cached(
-            "SELECT claim_owner, claim_expires_ms, version FROM instances WHERE id = ?1",
+            "SELECT claim_owner, claim_expires_ms, version, quarantined_ms FROM instances WHERE id = ?1",
         )?
-        .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_row(params![instance], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
         .optional()?
         .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+    if quarantined.is_some() {
+        return Err(StoreError::Quarantined(instance.into()));
+    }
     if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
         return Err(StoreError::Claimed {
             instance: instance.into(),
@@ -574,6 +619,7 @@ fn write_transition(
     t: &Transition,
     at_ms: i64,
 ) -> Result<i64, StoreError> {
+    contain::refuse_held_redrive(tx, instance, t)?;
     let new_version = version + 1;
     let changed = if t.keep_stored_snapshot {
         // A snapshot that cannot be decoded stays byte for byte as stored.
@@ -607,9 +653,14 @@ fn write_transition(
         }
     }
     for a in &t.arm {
+        let (class, dependency) = if a.purpose == Purpose::Retry {
+            contain::park_cause(tx, instance, t, &a.node)?
+        } else {
+            (None, None)
+        };
         exec(tx,
-            "INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq) VALUES (?1, ?2, ?3, ?4, ?5, 'armed', ?6)",
-            params![instance, a.node, a.purpose.as_str(), a.due_ms, a.attempt, seq],
+            "INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq, class, dependency) VALUES (?1, ?2, ?3, ?4, ?5, 'armed', ?6, ?7, ?8)",
+            params![instance, a.node, a.purpose.as_str(), a.due_ms, a.attempt, seq, class, dependency],
         )?;
     }
     for e in &t.history {

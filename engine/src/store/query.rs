@@ -296,9 +296,14 @@ impl Store {
             .optional()?)
     }
 
-    /// The earliest armed timer of an instance.
+    /// The earliest armed timer of an instance that no pause holds.
     pub fn next_timer(&self, instance: &str) -> Result<Option<TimerRow>, StoreError> {
-        Ok(armed_timers(self.conn(), instance)?.into_iter().next())
+        // A park a pause holds is not due for anyone: a poller waiting for
+        // it would wait forever.
+        let held = super::contain::held_timers(self.conn(), instance)?;
+        Ok(armed_timers(self.conn(), instance)?
+            .into_iter()
+            .find(|t| !held.contains(&t.id)))
     }
 
     /// The decisions of an instance, in order.
@@ -425,10 +430,11 @@ impl Store {
 
     /// Up to `limit` unfinished instances with work: those with a ready
     /// token first (oldest first), else those with the earliest armed timers.
-    /// What a replica picks from.
+    /// What a replica picks from. A quarantined instance is never picked,
+    /// nor a retry park of a paused class or dependency.
     pub fn candidates(&self, limit: usize) -> Result<Vec<String>, StoreError> {
         let mut st = self.conn().prepare_cached(
-            "SELECT id FROM instances WHERE status = 'running' ORDER BY rowid LIMIT ?1",
+            "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT ?1",
         )?;
         let ready: Vec<String> = st
             .query_map(params![limit as i64], |r| r.get(0))?
@@ -441,7 +447,10 @@ impl Store {
         // otherwise be free to start from every unfinished instance.
         let mut st = self.conn().prepare_cached(
             "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
-             WHERE t.state = 'armed' AND i.status IN ('running','waiting') ORDER BY t.due_ms, t.id LIMIT ?1",
+             WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+               AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p
+                   WHERE (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)))
+             ORDER BY t.due_ms, t.id LIMIT ?1",
         )?;
         let due: Vec<String> = st
             .query_map(params![limit as i64], |r| r.get(0))?

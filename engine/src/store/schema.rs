@@ -158,12 +158,41 @@ CREATE INDEX incidents_by_instance ON incidents(instance_id, node);
 ALTER TABLE deployments ADD COLUMN origin TEXT;         -- the model file it was deployed from, as given
 ALTER TABLE deployments ADD COLUMN retired_ms INTEGER;  -- wall clock; NULL while it may start instances
 "#,
+    // 6: containment. `pauses` holds back the re-drive of every retry park
+    // of a failure class or a dependency (a registered task's name, or a
+    // channel) until unpaused; the park keeps its due time. A retry timer
+    // records the class and the dependency of the failure that armed it
+    // (filled here from the attempt lines of the parks already armed).
+    // `instances.quarantined_ms`: an instance no one claims until released.
+    r#"
+CREATE TABLE pauses (
+    kind      TEXT NOT NULL,            -- class | dependency
+    value     TEXT NOT NULL,
+    paused_ms INTEGER NOT NULL,         -- wall clock
+    PRIMARY KEY (kind, value)
+);
+ALTER TABLE timers ADD COLUMN class TEXT;
+ALTER TABLE timers ADD COLUMN dependency TEXT;
+ALTER TABLE instances ADD COLUMN quarantined_ms INTEGER;  -- wall clock; NULL unless quarantined
+UPDATE timers SET
+    class = (SELECT COALESCE(json_extract(h.detail, '$.class'), CASE WHEN h.task IS NULL THEN 'transient' END)
+             FROM history h WHERE h.instance_id = timers.instance_id AND h.node = timers.node AND h.kind = 'attempt'
+             ORDER BY h.seq DESC LIMIT 1),
+    dependency = (SELECT COALESCE(h.task, json_extract(h.detail, '$.channel'))
+                  FROM history h WHERE h.instance_id = timers.instance_id AND h.node = timers.node AND h.kind = 'attempt'
+                  ORDER BY h.seq DESC LIMIT 1)
+WHERE state = 'armed' AND purpose = 'retry';
+"#,
 ];
 
 /// The version that added the deployment lifecycle (`deployments.origin`,
 /// `retired_ms`): a store opened at an older version (tests do) has no
 /// retirement to honour.
 pub const LIFECYCLE: u32 = 5;
+
+/// The version that added containment (pauses, quarantine, the cause of a
+/// retry park on its timer).
+pub const CONTAIN: u32 = 6;
 
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

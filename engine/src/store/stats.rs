@@ -66,6 +66,10 @@ pub struct Observations {
     /// Unfinished instances by age since their creation (not their last
     /// attempt): `< 1 min`, `< 10 min`, `< 1 h`, `< 6 h`, `< 1 d`, `>= 1 d`.
     pub backlog_age: Vec<Count>,
+    /// The pauses in force, with the parks each holds.
+    pub paused: Vec<super::contain::Pause>,
+    /// Instances set aside by a quarantine.
+    pub quarantined: u64,
 }
 
 const AGE_BUCKETS: [(&str, i64); 5] = [
@@ -167,7 +171,15 @@ impl Store {
                 lower = upper;
             }
         }
+        let paused = self.pauses()?;
+        let quarantined: i64 = c.query_row(
+            "SELECT COUNT(*) FROM instances WHERE quarantined_ms IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )?;
         Ok(Observations {
+            paused,
+            quarantined: quarantined as u64,
             instances: instances as u64,
             unfinished: unfinished as u64,
             completed: completed as u64,

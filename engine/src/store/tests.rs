@@ -243,3 +243,48 @@ fn a_version_2_database_gets_its_key_ledger_from_the_history_and_the_outbox() {
         BTreeMap::from([("auth".to_string(), 3), ("other".to_string(), 1)])
     );
 }
+
+#[test]
+fn a_version_5_database_gets_the_cause_of_its_armed_retry_parks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v5.db");
+    {
+        let mut old = Store::open_at(&path, 5).unwrap();
+        let dep = old.deploy("p", MODEL, 0).unwrap();
+        let c = old.conn();
+        c.execute(
+            "INSERT INTO instances(id, deployment_id, status, snapshot, version, started_ms, updated_ms) VALUES ('p-1', ?1, 'waiting', '{}', 2, 0, 0)",
+            rusqlite::params![dep.id],
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO transitions(seq, instance_id, version, at_ms, status, snapshot) VALUES (1, 'p-1', 2, 0, 'waiting', '{}')",
+            [],
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, code, task, detail) VALUES (1, 'p-1', 0, 'attempt', 't', 1, 'SLOW', 'svc.call', '{\"class\":\"rate-limited\",\"kind\":\"attempt\"}')",
+            [],
+        )
+        .unwrap();
+        c.execute(
+            "INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq) VALUES ('p-1', 't', 'retry', 60000, 2, 'armed', 1)",
+            [],
+        )
+        .unwrap();
+    }
+    let mut store = Store::open(&path).unwrap();
+    let cause: (String, String) = store
+        .conn()
+        .query_row("SELECT class, dependency FROM timers", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(cause, ("rate-limited".into(), "svc.call".into()));
+    assert_eq!(store.candidates(10).unwrap(), ["p-1"]);
+    let change = store
+        .pause(super::contain::PauseKind::Class, "rate-limited", 1)
+        .unwrap();
+    assert_eq!(change.parks, 1);
+    assert!(store.candidates(10).unwrap().is_empty());
+}

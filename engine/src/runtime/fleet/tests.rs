@@ -231,3 +231,247 @@ fn observations_count_pending_by_class_and_backlog_age_by_creation_time() {
     assert_eq!(o.by_dependency[0].attempts, 18);
     assert_eq!(o.by_dependency[0].peak_per_minute, 9);
 }
+
+/// Each instance's attempt instants, in seconds.
+fn attempt_times(store: &Store, id: &str) -> Vec<i64> {
+    store
+        .history(id)
+        .unwrap()
+        .into_iter()
+        .filter(|h| h.kind == "attempt")
+        .map(|h| h.at_ms / 1000)
+        .collect()
+}
+
+const DBG08_STARTS: [i64; 6] = [0, 60, 360, 1_860, 9_360, 46_860];
+
+#[test]
+fn a_pause_holds_the_parks_of_its_class_or_dependency_through_restarts_and_unpausing_loses_nothing()
+{
+    use crate::store::contain::PauseKind;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fleet.db");
+    let fleet_on = |store| {
+        let mut f = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), "t:1".into());
+        f.batch(8);
+        f
+    };
+    let mut fleet = fleet_on(seeded(&path, 20));
+    // Every first attempt: twenty parks due at 60 s.
+    while fleet.stats().decisions < 20 {
+        fleet.step(|_, _| {}).unwrap();
+    }
+    // The operator pauses the class from another process.
+    let mut operator = Store::open(&path).unwrap();
+    let change = operator.pause(PauseKind::Class, "transient", 1).unwrap();
+    assert!(change.changed);
+    assert_eq!((change.parks, change.due_now), (20, 0));
+    let held = fleet.serve(|_, _| {}).unwrap();
+    assert_eq!(held.decisions, 20, "no re-drive while paused");
+    // A restart changes nothing: the pause is in the store.
+    drop(fleet);
+    let mut fleet = fleet_on(Store::open(&path).unwrap());
+    assert_eq!(fleet.serve(|_, _| {}).unwrap().decisions, 0);
+    // Each park is still armed, due when it was.
+    for row in fleet.store().instances().unwrap() {
+        assert_eq!(row.status.as_str(), "waiting");
+        let timers = fleet.store().timers(&row.id).unwrap();
+        let armed: Vec<_> = timers.iter().filter(|t| t.armed).collect();
+        assert_eq!(armed.len(), 1);
+        assert_eq!((armed[0].due_ms, armed[0].attempt), (60_000, Some(2)));
+    }
+    let pauses = operator.pauses().unwrap();
+    assert_eq!(pauses.len(), 1);
+    assert_eq!(pauses[0].holding, 20);
+
+    // Swap the class for the dependency: still held.
+    assert!(
+        operator
+            .unpause(PauseKind::Class, "transient")
+            .unwrap()
+            .changed
+    );
+    operator
+        .pause(PauseKind::Dependency, "payments.charge", 2)
+        .unwrap();
+    assert_eq!(fleet.serve(|_, _| {}).unwrap().decisions, 0);
+    // A pause of something else holds nothing.
+    operator
+        .unpause(PauseKind::Dependency, "payments.charge")
+        .unwrap();
+    operator.pause(PauseKind::Dependency, "bank", 3).unwrap();
+    operator.pause(PauseKind::Class, "rate-limited", 3).unwrap();
+    let stats = fleet.serve(|_, _| {}).unwrap();
+    assert_eq!(stats.decisions, 20 * 5);
+    for row in fleet.store().instances().unwrap() {
+        assert_eq!(row.status.as_str(), "failed");
+        assert_eq!(attempt_times(fleet.store(), &row.id), DBG08_STARTS);
+    }
+}
+
+#[test]
+fn fleets_racing_a_pause_never_redrive_a_held_park_and_unpausing_loses_nothing() {
+    use crate::store::contain::PauseKind;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fleet.db");
+    drop(seeded(&path, 60));
+    let serve = |owner: &'static str| {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let store = Store::open(&path).unwrap();
+            let mut fleet = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), owner.into());
+            fleet.batch(4);
+            fleet.serve(|_, _| {}).unwrap()
+        })
+    };
+    let (a, b) = (serve("a:1"), serve("b:2"));
+    // Pause once the fleets are re-driving.
+    let mut operator = Store::open(&path).unwrap();
+    let count = |s: &Store| {
+        s.instances()
+            .unwrap()
+            .iter()
+            .map(|r| attempt_times(s, &r.id).len())
+            .sum::<usize>()
+    };
+    while count(&operator) < 90 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    operator.pause(PauseKind::Class, "transient", 1).unwrap();
+    let paused_at = operator
+        .instances()
+        .unwrap()
+        .iter()
+        .flat_map(|r| operator.history(&r.id).unwrap())
+        .map(|h| h.seq)
+        .max()
+        .unwrap();
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    // After the pause committed, no attempt consumed a retry timer (first
+    // attempts, which no park holds, may still run).
+    for row in operator.instances().unwrap() {
+        for h in operator.history(&row.id).unwrap() {
+            if h.seq > paused_at && h.kind == "attempt" {
+                assert_eq!(h.timer_id, None, "{} re-driven after the pause", row.id);
+            }
+        }
+    }
+    let done = operator
+        .instances()
+        .unwrap()
+        .iter()
+        .filter(|r| r.status.is_terminal())
+        .count();
+    assert!(done < 60, "the pause came before the end ({a:?} {b:?})");
+    operator.unpause(PauseKind::Class, "transient").unwrap();
+    let mut fleet = Fleet::new(
+        operator,
+        Scenario::parse(ALWAYS_FAILS).unwrap(),
+        "c:3".into(),
+    );
+    fleet.serve(|_, _| {}).unwrap();
+    for row in fleet.store().instances().unwrap() {
+        assert_eq!(row.status.as_str(), "failed", "{}", row.id);
+        assert_eq!(
+            attempt_times(fleet.store(), &row.id),
+            DBG08_STARTS,
+            "{}",
+            row.id
+        );
+    }
+}
+
+#[test]
+fn a_redrive_decided_before_a_pause_is_refused_when_applied_after_it() {
+    use crate::store::contain::PauseKind;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fleet.db");
+    let mut fleet = Fleet::new(
+        seeded(&path, 1),
+        Scenario::parse(ALWAYS_FAILS).unwrap(),
+        "t:1".into(),
+    );
+    fleet.step(|_, _| {}).unwrap();
+    let mut store = fleet.into_store();
+    let id = store.instances().unwrap()[0].id.clone();
+    let wall = crate::runtime::clock::system_now_ms();
+    let one = std::slice::from_ref(&id);
+    assert_eq!(store.claim_many(one, "me:1", wall).unwrap(), one);
+    let facts = store.facts(&id).unwrap();
+    let timer = facts.timers[0].id;
+    let graph = Graph::compile(&crate::load(DBG08).unwrap()).unwrap();
+    let ev = crate::instance::Event::Attempt {
+        node: "charge".into(),
+        outcome: TaskOutcome::Ok(BTreeMap::new()),
+        timer: Some(timer),
+    };
+    let t = decide::decide(&graph, &facts.as_facts(&id), &ev, 60_000);
+    // The pause commits between the read and the apply.
+    Store::open(&path)
+        .unwrap()
+        .pause(PauseKind::Dependency, "payments.charge", 1)
+        .unwrap();
+    let pending = [Pending {
+        instance: &id,
+        version: facts.version,
+        transition: &t,
+        at_ms: 60_000,
+    }];
+    let results = store.apply_many("me:1", &pending, &[], wall).unwrap();
+    let Err(e) = &results[0] else {
+        panic!("applied: {results:?}")
+    };
+    assert!(matches!(e, StoreError::Paused { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains("qflow unpause --dependency payments.charge"),
+        "{e}"
+    );
+    assert_eq!(
+        store.facts(&id).unwrap().version,
+        facts.version,
+        "nothing written"
+    );
+    // Facts read now say the park is held: a driver sees nothing to do.
+    assert!(store.facts(&id).unwrap().held.contains(&timer));
+}
+
+#[test]
+fn a_quarantined_instance_is_never_claimed_until_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fleet.db");
+    let mut store = seeded(&path, 3);
+    let ids: Vec<String> = store
+        .instances()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    let change = store.quarantine(&ids[1], 1).unwrap();
+    assert!(change.changed);
+    assert!(
+        !store.quarantine(&ids[1], 2).unwrap().changed,
+        "once is enough"
+    );
+    let wall = crate::runtime::clock::system_now_ms();
+    let err = store.claim(&ids[1], "me:1", wall).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(&format!("qflow release {}", ids[1])),
+        "{err}"
+    );
+    let mut fleet = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), "t:1".into());
+    let stats = fleet.serve(|_, _| {}).unwrap();
+    assert_eq!(stats.decisions, 12, "the two others, six attempts each");
+    assert!(attempt_times(fleet.store(), &ids[1]).is_empty());
+    let mut store = fleet.into_store();
+    assert_eq!(store.quarantined().unwrap().len(), 1);
+    assert!(store.release_quarantine(&ids[1]).unwrap().changed);
+    let mut fleet = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), "t:1".into());
+    fleet.serve(|_, _| {}).unwrap();
+    assert_eq!(attempt_times(fleet.store(), &ids[1]), DBG08_STARTS);
+    assert!(matches!(
+        fleet.into_store().quarantine("nope", 1),
+        Err(StoreError::NoInstance(_))
+    ));
+}

@@ -1,0 +1,332 @@
+//! Containment: hold back one failure class or one dependency without
+//! stopping anything else, and set one instance aside.
+//!
+//! - A **pause** (`pauses`, by failure class or by dependency) holds back
+//!   the re-drive of every retry park of that class or dependency. The park
+//!   stays exactly as it was (its timer armed, its due time kept), so
+//!   unpausing loses nothing: a park whose time has passed is due at once.
+//!   The pause is a row in the store, so it survives restarts and holds for
+//!   every process serving the database; a replica that picked a park just
+//!   before the pause committed has its re-drive refused when it applies
+//!   ([`refuse_held_redrive`], inside the applying transaction).
+//! - A **quarantine** (`instances.quarantined_ms`) sets one instance aside:
+//!   it is never claimed, so nothing decides for it (no attempt, no timer,
+//!   no operator action) until it is released.
+//!
+//! A retry timer records the cause of its park when it is armed: the class
+//! of the failure and the dependency (a registered task's name, or the
+//! channel of a call), so a pause is one indexed comparison per timer.
+
+use std::collections::BTreeSet;
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde::Serialize;
+
+use super::{exec, Store, StoreError};
+use crate::instance::history::{Attempt, HistoryEvent, Then};
+use crate::instance::Transition;
+
+/// What a pause holds back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PauseKind {
+    /// A failure class (`transient`, `rate-limited`): the class of the
+    /// failure that parked the retry.
+    Class,
+    /// A dependency: a registered task's name, or a channel.
+    Dependency,
+}
+
+impl PauseKind {
+    /// The word as the store keeps it and the command line's flag names
+    /// it (`--class`, `--dependency`).
+    pub fn flag(self) -> &'static str {
+        match self {
+            PauseKind::Class => "class",
+            PauseKind::Dependency => "dependency",
+        }
+    }
+
+    fn parse(s: &str) -> PauseKind {
+        if s == "class" {
+            PauseKind::Class
+        } else {
+            PauseKind::Dependency
+        }
+    }
+}
+
+/// A pause in force.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pause {
+    pub kind: PauseKind,
+    pub value: String,
+    /// When it was paused (wall clock, ms since the epoch).
+    pub paused_ms: i64,
+    /// Retry parks it holds back right now (armed, of unfinished instances).
+    pub holding: u64,
+}
+
+/// What a pause or an unpause changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PauseChange {
+    pub kind: PauseKind,
+    pub value: String,
+    /// False when it was already so (paused twice, unpaused while not paused).
+    pub changed: bool,
+    /// Retry parks of that class or dependency, armed now.
+    pub parks: u64,
+    /// Of those, the ones already due (what an unpause lets run at once).
+    pub due_now: u64,
+}
+
+/// What a quarantine or a release changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QuarantineChange {
+    pub instance: String,
+    pub status: String,
+    /// False when it was already so.
+    pub changed: bool,
+}
+
+const MATCHES_PAUSE: &str = "(p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)";
+
+impl Store {
+    /// Pause the re-drive of every retry park of a failure class or a
+    /// dependency (idempotent). `wall_now_ms`: when, for the record.
+    pub fn pause(
+        &mut self,
+        kind: PauseKind,
+        value: &str,
+        wall_now_ms: i64,
+    ) -> Result<PauseChange, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let n = exec(
+            &tx,
+            "INSERT OR IGNORE INTO pauses(kind, value, paused_ms) VALUES (?1, ?2, ?3)",
+            params![kind.flag(), value, wall_now_ms],
+        )?;
+        let change = parks(&tx, kind, value, n == 1)?;
+        tx.commit()?;
+        Ok(change)
+    }
+
+    /// Lift a pause (idempotent): its parks are re-driven as they fall due,
+    /// those already due at once.
+    pub fn unpause(&mut self, kind: PauseKind, value: &str) -> Result<PauseChange, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let n = exec(
+            &tx,
+            "DELETE FROM pauses WHERE kind = ?1 AND value = ?2",
+            params![kind.flag(), value],
+        )?;
+        let change = parks(&tx, kind, value, n == 1)?;
+        tx.commit()?;
+        Ok(change)
+    }
+
+    /// The pauses in force, oldest first, with the parks each holds.
+    pub fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT p.kind, p.value, p.paused_ms,
+                    (SELECT COUNT(*) FROM timers t JOIN instances i ON i.id = t.instance_id
+                     WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
+                       AND CASE p.kind WHEN 'class' THEN t.class ELSE t.dependency END = p.value)
+             FROM pauses p ORDER BY p.paused_ms, p.kind, p.value",
+        )?;
+        let rows = st.query_map([], |r| {
+            let kind: String = r.get(0)?;
+            Ok(Pause {
+                kind: PauseKind::parse(&kind),
+                value: r.get(1)?,
+                paused_ms: r.get(2)?,
+                holding: r.get::<_, i64>(3)? as u64,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Set an instance aside: never claimed, so nothing runs it (no
+    /// decision, no operator action, no migration), until released.
+    /// Idempotent; refused for an unknown instance.
+    pub fn quarantine(
+        &mut self,
+        instance: &str,
+        wall_now_ms: i64,
+    ) -> Result<QuarantineChange, StoreError> {
+        self.set_quarantine(instance, Some(wall_now_ms))
+    }
+
+    /// Let a quarantined instance run again.
+    pub fn release_quarantine(&mut self, instance: &str) -> Result<QuarantineChange, StoreError> {
+        self.set_quarantine(instance, None)
+    }
+
+    fn set_quarantine(
+        &mut self,
+        instance: &str,
+        at: Option<i64>,
+    ) -> Result<QuarantineChange, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let row: Option<(String, Option<i64>)> = tx
+            .query_row(
+                "SELECT status, quarantined_ms FROM instances WHERE id = ?1",
+                params![instance],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((status, was)) = row else {
+            return Err(StoreError::NoInstance(instance.into()));
+        };
+        let changed = was.is_some() != at.is_some();
+        if changed {
+            exec(
+                &tx,
+                "UPDATE instances SET quarantined_ms = ?2 WHERE id = ?1",
+                params![instance, at],
+            )?;
+        }
+        tx.commit()?;
+        Ok(QuarantineChange {
+            instance: instance.into(),
+            status,
+            changed,
+        })
+    }
+
+    /// The quarantined instances, with when they were set aside.
+    pub fn quarantined(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT id, quarantined_ms FROM instances WHERE quarantined_ms IS NOT NULL ORDER BY quarantined_ms, rowid",
+        )?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+/// The retry parks of one class or dependency, armed now, and how many are
+/// due at the latest decision the store holds.
+fn parks(
+    c: &Connection,
+    kind: PauseKind,
+    value: &str,
+    changed: bool,
+) -> Result<PauseChange, StoreError> {
+    let column = match kind {
+        PauseKind::Class => "class",
+        PauseKind::Dependency => "dependency",
+    };
+    let (parks, due_now): (i64, i64) = c.query_row(
+        &format!(
+            "SELECT COUNT(*), COALESCE(SUM(t.due_ms <= (SELECT COALESCE(MAX(at_ms), 0) FROM transitions)), 0)
+             FROM timers t JOIN instances i ON i.id = t.instance_id
+             WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting') AND t.{column} = ?1"
+        ),
+        params![value],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(PauseChange {
+        kind,
+        value: value.into(),
+        changed,
+        parks: parks as u64,
+        due_now: due_now as u64,
+    })
+}
+
+/// The armed retry timers of an instance whose re-drive a pause holds back.
+pub(super) fn held_timers(c: &Connection, instance: &str) -> Result<BTreeSet<i64>, StoreError> {
+    let mut st = c.prepare_cached(&format!(
+        "SELECT t.id FROM timers t WHERE t.instance_id = ?1 AND t.state = 'armed' AND t.purpose = 'retry'
+         AND EXISTS (SELECT 1 FROM pauses p WHERE {MATCHES_PAUSE})"
+    ))?;
+    let rows = st.query_map(params![instance], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Refuse a transition that re-drives a paused park: it resolves a retry
+/// timer of a paused class or dependency and makes an attempt of that
+/// timer's node. (A transition that cancels the park, an interrupting
+/// boundary or a migration, is no re-drive and goes through.) Checked inside
+/// the applying transaction, so a replica that read its facts before the
+/// pause committed cannot slip a re-drive past it.
+pub(super) fn refuse_held_redrive(
+    tx: &Connection,
+    instance: &str,
+    t: &Transition,
+) -> Result<(), StoreError> {
+    for id in &t.resolve {
+        let held: Option<(String, String, String)> = tx
+            .prepare_cached(&format!(
+                "SELECT t.node, p.kind, p.value FROM timers t JOIN pauses p ON {MATCHES_PAUSE}
+                 WHERE t.id = ?1 AND t.purpose = 'retry' LIMIT 1"
+            ))?
+            .query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        let Some((node, kind, value)) = held else {
+            continue;
+        };
+        let attempts = t.history.iter().any(|e| {
+            e.line.node.as_deref() == Some(node.as_str())
+                && matches!(e.line.event, HistoryEvent::Attempt(_))
+        });
+        if attempts {
+            return Err(StoreError::Paused {
+                instance: instance.into(),
+                node,
+                kind,
+                value,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The class and dependency of the failure that parks `node`'s retry in
+/// transition `t`: from its own attempt line (a registered task's failed
+/// attempt; a channel call's failed attempt, always transient, whose
+/// channel is on the call's last attempt line), else from the node's last
+/// attempt line in the store (a park re-armed by a migration).
+pub(super) fn park_cause(
+    tx: &Connection,
+    instance: &str,
+    t: &Transition,
+    node: &str,
+) -> Result<(Option<String>, Option<String>), StoreError> {
+    let mut class = None;
+    for e in t
+        .history
+        .iter()
+        .filter(|e| e.line.node.as_deref() == Some(node))
+    {
+        match &e.line.event {
+            HistoryEvent::Attempt(Attempt::Task(a)) if a.then == Some(Then::Backoff) => {
+                return Ok((
+                    a.class.map(|c| c.as_str().to_string()),
+                    Some(a.task.clone()),
+                ));
+            }
+            HistoryEvent::CallFailed {
+                then: Then::Backoff,
+                ..
+            } => class = Some("transient".to_string()),
+            _ => {}
+        }
+    }
+    let last: Option<(Option<String>, Option<String>)> = tx
+        .prepare_cached(
+            "SELECT COALESCE(json_extract(detail, '$.class'), CASE WHEN task IS NULL THEN 'transient' END),
+                    COALESCE(task, json_extract(detail, '$.channel'))
+             FROM history WHERE instance_id = ?1 AND node = ?2 AND kind = 'attempt' ORDER BY seq DESC LIMIT 1",
+        )?
+        .query_row(params![instance, node], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let (last_class, dependency) = last.unwrap_or((None, None));
+    Ok((class.or(last_class), dependency))
+}

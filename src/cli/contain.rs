@@ -1,0 +1,198 @@
+//! Containment: `qflow pause|unpause --db DB --class CLASS | --dependency
+//! NAME` and `qflow quarantine|release INSTANCE --db DB`. The store keeps
+//! the pauses and quarantines ([`qflow_engine::store::contain`]); this
+//! module parses and reports.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use qflow_engine::instance::event::FailureClass;
+use qflow_engine::runtime::clock::system_now_ms;
+use qflow_engine::store::contain::{PauseChange, PauseKind};
+use qflow_engine::store::StoreError;
+use qflow_engine::text::group;
+use serde_json::json;
+
+use super::ops::{self, Format, USAGE};
+use super::run::json_line;
+
+/// Hold back (or let go) every retry park of a failure class or a dependency.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["class", "dependency"])))]
+pub struct PauseArgs {
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// The failure class whose retries to hold: transient or rate-limited
+    /// (the classes that park a retry).
+    #[arg(long, value_name = "CLASS")]
+    pub class: Option<String>,
+    /// The dependency whose retries to hold: a registered task's name
+    /// (`payments.charge`) or a channel (`bank`).
+    #[arg(long, value_name = "NAME")]
+    pub dependency: Option<String>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+/// Set one instance aside (or let it run again).
+#[derive(Debug, clap::Args)]
+pub struct QuarantineArgs {
+    /// The instance's id (`qflow instances` lists them).
+    pub instance: String,
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+fn what(args: &PauseArgs) -> Result<(PauseKind, String), String> {
+    if let Some(d) = &args.dependency {
+        if d.trim().is_empty() {
+            return Err("--dependency needs a name: a registered task (payments.charge) or a channel (bank)".into());
+        }
+        return Ok((PauseKind::Dependency, d.clone()));
+    }
+    let class = args.class.clone().unwrap_or_default();
+    match FailureClass::parse(&class) {
+        Some(FailureClass::Transient | FailureClass::RateLimited) => Ok((PauseKind::Class, class)),
+        Some(FailureClass::Permanent) => Err(
+            "--class permanent: a permanent failure is never retried (it fails at once), so nothing of it parks; pause transient or rate-limited".into(),
+        ),
+        Some(FailureClass::UnknownOutcome) => Err(
+            "--class unknown-outcome: an unknown outcome is never retried blindly (it waits for reconciliation), so nothing of it parks; pause transient or rate-limited".into(),
+        ),
+        None => Err(format!(
+            "--class {class}: not a failure class; the classes that park a retry are transient and rate-limited"
+        )),
+    }
+}
+
+pub fn pause(args: PauseArgs) -> ExitCode {
+    change_pause(args, true)
+}
+
+pub fn unpause(args: PauseArgs) -> ExitCode {
+    change_pause(args, false)
+}
+
+fn change_pause(args: PauseArgs, pause: bool) -> ExitCode {
+    let format = args.format;
+    let (kind, value) = match what(&args) {
+        Ok(w) => w,
+        Err(e) => return ops::fail(format, USAGE, "usage", e),
+    };
+    let mut store = match ops::open_existing(&args.db) {
+        Ok(s) => s,
+        Err(e) => return ops::fail(format, USAGE, "store", e),
+    };
+    let change = if pause {
+        store.pause(kind, &value, system_now_ms())
+    } else {
+        store.unpause(kind, &value)
+    };
+    let change = match change {
+        Ok(c) => c,
+        Err(e) => return ops::fail(format, USAGE, "store", e),
+    };
+    match format {
+        Format::Json => {
+            let mut v = serde_json::to_value(&change).unwrap_or_default();
+            v["paused"] = json!(pause);
+            println!("{}", json_line(&v, &["kind", "value", "paused"]));
+        }
+        Format::Human => println!("{}", pause_text(&change, pause, &args.db)),
+    }
+    ExitCode::SUCCESS
+}
+
+fn pause_text(c: &PauseChange, pause: bool, db: &std::path::Path) -> String {
+    let (kind, value) = (c.kind.flag(), &c.value);
+    let parks = match c.parks {
+        1 => "1 retry park".to_string(),
+        n => format!("{} retry parks", group(n)),
+    };
+    if pause {
+        let head = if c.changed {
+            format!("paused {kind} {value}")
+        } else {
+            format!("{kind} {value} was already paused")
+        };
+        format!(
+            "{head}: {parks} held ({} already due); each keeps its due time, and new parks of it are held too.\n\
+             `qflow unpause --db {} --{kind} {value}` lets them run.",
+            group(c.due_now),
+            db.display()
+        )
+    } else if c.changed {
+        format!(
+            "unpaused {kind} {value}: {parks} let go, each re-driven when due ({} due already)",
+            group(c.due_now)
+        )
+    } else {
+        format!("{kind} {value} was not paused: nothing changed ({parks} armed)")
+    }
+}
+
+pub fn quarantine(args: QuarantineArgs) -> ExitCode {
+    set_quarantine(args, true)
+}
+
+pub fn release(args: QuarantineArgs) -> ExitCode {
+    set_quarantine(args, false)
+}
+
+fn set_quarantine(args: QuarantineArgs, on: bool) -> ExitCode {
+    let format = args.format;
+    let mut store = match ops::open_existing(&args.db) {
+        Ok(s) => s,
+        Err(e) => return ops::fail(format, USAGE, "store", e),
+    };
+    let change = if on {
+        store.quarantine(&args.instance, system_now_ms())
+    } else {
+        store.release_quarantine(&args.instance)
+    };
+    let change = match change {
+        Ok(c) => c,
+        Err(StoreError::NoInstance(id)) => {
+            return ops::fail(
+                format,
+                USAGE,
+                "store",
+                format!(
+                    "no instance {id} in {} (`qflow instances --db {}` lists them)",
+                    args.db.display(),
+                    args.db.display()
+                ),
+            )
+        }
+        Err(e) => return ops::fail(format, USAGE, "store", e),
+    };
+    match format {
+        Format::Json => {
+            let mut v = serde_json::to_value(&change).unwrap_or_default();
+            v["quarantined"] = json!(on);
+            println!("{}", json_line(&v, &["instance", "quarantined"]));
+        }
+        Format::Human => {
+            let id = &change.instance;
+            let db = args.db.display();
+            println!(
+                "{}",
+                match (on, change.changed) {
+                    (true, true) => format!(
+                        "quarantined {id} ({}): nothing runs it until `qflow release {id} --db {db}`",
+                        change.status
+                    ),
+                    (true, false) => format!("{id} was already quarantined: nothing changed"),
+                    (false, true) => format!(
+                        "released {id} ({}): it runs again with whatever serves the database",
+                        change.status
+                    ),
+                    (false, false) => format!("{id} was not quarantined: nothing changed"),
+                }
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,195 @@
+//! Containment through the binary: a pause recorded by one process holds
+//! the park for the next one, whatever serves the database; a quarantined
+//! instance is refused until released; bad input is named.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+const DBG08: &str = "samples/dbg08-long-outage.bpmn";
+const ALWAYS_FAILS: &str = "samples/scenarios/dbg08-long-outage.json";
+
+fn qflow(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .args(args)
+        .output()
+        .expect("qflow runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn last_json(out: &str) -> Value {
+    serde_json::from_str(out.lines().last().expect("a line")).expect("JSON")
+}
+
+#[test]
+fn a_paused_class_holds_the_park_across_processes_and_unpausing_resumes_it_on_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let db = db.to_str().unwrap();
+    // The first attempt fails and parks the retry at 60 s.
+    let (code, out, err) = qflow(&[
+        "run",
+        DBG08,
+        "--scenario",
+        ALWAYS_FAILS,
+        "--db",
+        db,
+        "--until",
+        "PT30S",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(last_json(&out)["due_s"], 60);
+
+    let (code, out, err) = qflow(&[
+        "pause",
+        "--db",
+        db,
+        "--class",
+        "transient",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = last_json(&out);
+    assert_eq!(
+        (v["changed"].clone(), v["parks"].clone()),
+        (true.into(), 1.into())
+    );
+    let (_, out, _) = qflow(&["pause", "--db", db, "--class", "transient"]);
+    assert!(out.contains("was already paused"), "{out}");
+
+    // Another process serving the database leaves the park alone, due
+    // time and all.
+    let (code, out, err) = qflow(&[
+        "resume",
+        "dbg08-1",
+        "--db",
+        db,
+        "--scenario",
+        ALWAYS_FAILS,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = last_json(&out);
+    assert_eq!(
+        (v["status"].clone(), v["due_s"].clone()),
+        ("waiting".into(), 60.into())
+    );
+    assert_eq!(out.lines().count(), 1, "no decision taken: {out}");
+
+    let (code, out, _) = qflow(&["stats", "--db", db, "--format", "json"]);
+    assert_eq!(code, 0);
+    let v = last_json(&out);
+    assert_eq!(v["paused"][0]["value"], "transient");
+    assert_eq!(v["paused"][0]["holding"], 1);
+
+    let (code, out, err) = qflow(&["unpause", "--db", db, "--class", "transient"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("unpaused class transient: 1 retry park let go"),
+        "{out}"
+    );
+    let (code, out, err) = qflow(&[
+        "resume",
+        "dbg08-1",
+        "--db",
+        db,
+        "--scenario",
+        ALWAYS_FAILS,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let attempts: Vec<i64> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["kind"] == "attempt")
+        .map(|v| v["at_s"].as_i64().unwrap())
+        .collect();
+    assert_eq!(attempts, [60, 360, 1_860, 9_360, 46_860]);
+    assert_eq!(last_json(&out)["status"], "failed");
+}
+
+#[test]
+fn a_quarantined_instance_is_refused_until_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db");
+    let db = db.to_str().unwrap();
+    let (code, _, err) = qflow(&[
+        "run",
+        DBG08,
+        "--scenario",
+        ALWAYS_FAILS,
+        "--db",
+        db,
+        "--until",
+        "PT30S",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = qflow(&["quarantine", "dbg08-1", "--db", db]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("quarantined dbg08-1 (waiting)"), "{out}");
+    let (code, _, err) = qflow(&["resume", "dbg08-1", "--db", db, "--scenario", ALWAYS_FAILS]);
+    assert_eq!(code, 2);
+    assert!(err.contains("dbg08-1 is quarantined"), "{err}");
+    assert!(err.contains("qflow release dbg08-1"), "{err}");
+    let (code, out, _) = qflow(&["stats", "--db", db, "--format", "json"]);
+    assert_eq!(code, 0);
+    assert_eq!(last_json(&out)["quarantined"], 1);
+    let (code, _, err) = qflow(&["release", "dbg08-1", "--db", db]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = qflow(&[
+        "resume",
+        "dbg08-1",
+        "--db",
+        db,
+        "--scenario",
+        ALWAYS_FAILS,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(last_json(&out)["status"], "failed");
+}
+
+#[test]
+fn bad_containment_input_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("b.db");
+    let db = db.to_str().unwrap();
+    let (code, _, err) = qflow(&["pause", "--db", db, "--class", "transient"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no such database"), "{err}");
+    qflow(&["run", DBG08, "--db", db]);
+    for (class, says) in [
+        ("permanent", "never retried"),
+        ("unknown-outcome", "reconciliation"),
+        ("flaky", "not a failure class"),
+    ] {
+        let (code, _, err) = qflow(&["pause", "--db", db, "--class", class]);
+        assert_eq!(code, 2, "{class}");
+        assert!(err.contains(says), "{class}: {err}");
+    }
+    let (code, _, err) = qflow(&["pause", "--db", db]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = qflow(&[
+        "pause",
+        "--db",
+        db,
+        "--class",
+        "transient",
+        "--dependency",
+        "x",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = qflow(&["quarantine", "dbg08-9", "--db", db]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no instance dbg08-9"), "{err}");
+}
