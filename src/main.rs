@@ -25,6 +25,8 @@ enum Command {
     Run(cli::run::Args),
     /// Serve a database's instances on the wall clock with real handlers (commands, HTTP), relaying calls over HTTP.
     Serve(cli::serve::Args),
+    /// Answer a channel call by its correlation (instance/node), as a counterpart would; prints the verdict.
+    Respond(cli::respond::Args),
     /// Step one local instance in a terminal inspector (or inspect an existing database).
     Console(cli::console::Args),
     /// Start the language server on stdio.
@@ -83,6 +85,7 @@ fn main() -> ExitCode {
         Command::Check(args) => cli::check::run(args),
         Command::Run(args) => cli::run::run(args),
         Command::Serve(args) => cli::serve::run(args),
+        Command::Respond(args) => cli::respond::run(args),
         Command::Console(args) => cli::console::run(args),
         Command::Lsp(args) => cli::lsp::run(args),
         Command::Render(args) => cli::render::run(args),

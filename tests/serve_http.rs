@@ -470,3 +470,48 @@ fn listening_beyond_loopback_needs_a_token_and_the_token_is_checked() {
         r#"{"status":"ok"}"#
     );
 }
+
+#[test]
+fn qflow_respond_answers_from_the_command_line_with_the_same_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    deploy(dir.path(), CALL);
+    let (url, rx, _) = counterpart(|_| 202);
+    let s = serve(dir.path(), &channel_handlers(&url), &[]);
+    let id = start(&s, "pay", json!({}));
+    let req = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let respond = |key: &str| {
+        qflow()
+            .current_dir(dir.path())
+            .args([
+                "respond",
+                &format!("{id}/authorize"),
+                "--db",
+                "q.db",
+                "--key",
+                key,
+                "--body",
+                r#"{"approved": true}"#,
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = respond(&format!("{id}/authorize/7"));
+    assert_eq!(out.status.code(), Some(4));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"], "unknown-request", "{v}");
+    let out = respond(&req.key);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["verdict"], "accepted");
+    let state = wait_for(&s, &id, |v| v["status"] == "completed");
+    assert_eq!(state["status"], "completed", "{state}");
+    let out = respond(&req.key);
+    assert_eq!(out.status.code(), Some(4));
+}

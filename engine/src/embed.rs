@@ -403,6 +403,10 @@ impl World for Handlers {
     fn attempt_lease(&self, task: &str) -> Option<Duration> {
         Some(self.leases.get(task).copied().unwrap_or(self.lease))
     }
+
+    fn records_in_flight(&self) -> bool {
+        true
+    }
 }
 
 /// How an [`Engine`] tells time.
@@ -457,6 +461,10 @@ pub struct Engine {
     /// taken at it (a loop that never waits is stopped, not spun).
     instants: BTreeMap<String, (i64, u32)>,
 }
+
+/// Instances started before this instant (2000-01-01, wall clock) were
+/// started on a virtual clock, whose epoch is 0.
+const VIRTUAL_EPOCH_LIMIT_MS: i64 = 946_684_800_000;
 
 /// How many instances one round of [`Engine::step`] looks at.
 const ROUND: usize = 256;
@@ -631,6 +639,11 @@ impl Engine {
             if !seen.insert(id.clone()) {
                 continue;
             }
+            // On the wall clock, most looks find nothing due: read that
+            // without taking the claim (a write) for every look.
+            if self.time == Time::System && !self.due_now(&id)? {
+                continue;
+            }
             if let Some(d) = self.take(&id, None)? {
                 return Ok(Some(Step {
                     instance: id,
@@ -639,6 +652,31 @@ impl Engine {
             }
         }
         Ok(None)
+    }
+
+    /// Whether `instance` may have something to decide on the wall clock
+    /// now: a ready token, a due timer, a due delivery. A read without the
+    /// claim, so only a hint: the decision re-reads under the claim.
+    fn due_now(&self, instance: &str) -> Result<bool, EngineError> {
+        let Some(row) = self.store.instance(instance)? else {
+            return Ok(false);
+        };
+        if row.status == crate::instance::Status::Running {
+            return Ok(true);
+        }
+        let now = system_now_ms();
+        if self
+            .store
+            .next_timer(instance)?
+            .is_some_and(|t| t.due_ms <= now)
+        {
+            return Ok(true);
+        }
+        Ok(self
+            .store
+            .pending_requests(instance)?
+            .first()
+            .is_some_and(|(_, next)| *next <= now))
     }
 
     /// Step until nothing can be decided now; the number of decisions.
@@ -731,10 +769,21 @@ impl Engine {
                 }
             },
         );
-        let result = match taken? {
-            Taken::Decided(d) => Some(d),
-            Taken::Idle | Taken::Lost { .. } => None,
+        let (result, ran) = match taken? {
+            Taken::Decided(d) => {
+                let ran = d.events.iter().any(|l| l.event.kind() == "attempt");
+                (Some(d), ran)
+            }
+            // A decision refused at the apply may have run a handler whose
+            // outcome is now unrecorded: its in-flight record stays, and if
+            // the instance is still at that version (a pause committed in
+            // between), the next look decides it as an unknown outcome.
+            Taken::Idle | Taken::Lost { .. } => (None, false),
         };
+        if let (true, Some(d)) = (ran, &result) {
+            // The attempt's outcome is applied: no longer in flight.
+            self.store.close_in_flight(instance, d.at_ms)?;
+        }
         self.store.release(instance, &self.owner)?;
         if let Some(d) = &result {
             for n in d.poisoned_nodes() {
@@ -770,17 +819,20 @@ impl Engine {
     /// The instant "now" is for `instance`: its last decision on virtual
     /// time, the wall clock otherwise.
     fn now_for(&self, instance: &str) -> Result<i64, EngineError> {
+        let row = self
+            .store
+            .instance(instance)?
+            .ok_or_else(|| EngineError::NoInstance(instance.into()))?;
+        // An instance started on a virtual clock (at its epoch, 0) keeps its
+        // own time whatever this engine's clock: a wall-clock instant would
+        // put its next decision half a century after its last.
+        let virtual_instance = row.started_ms < VIRTUAL_EPOCH_LIMIT_MS;
         Ok(match self.time {
-            Time::System => system_now_ms(),
-            Time::Virtual => match self.store.last_decision_ms(instance)? {
-                Some(ms) => ms,
-                None => {
-                    self.store
-                        .instance(instance)?
-                        .ok_or_else(|| EngineError::NoInstance(instance.into()))?
-                        .started_ms
-                }
-            },
+            Time::System if !virtual_instance => system_now_ms(),
+            _ => self
+                .store
+                .last_decision_ms(instance)?
+                .unwrap_or(row.started_ms),
         })
     }
 

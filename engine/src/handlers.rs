@@ -31,6 +31,10 @@ pub const UNREACHABLE: &str = "q.handler.unreachable";
 /// A successful answer that is not a JSON object of variables (permanent:
 /// the handler's contract is broken, a retry would not mend it).
 pub const OUTPUT: &str = "q.handler.output";
+/// The process running an attempt stopped (killed, crashed) before the
+/// attempt's outcome was recorded; the next process decides it as an
+/// unknown outcome instead of running the handler again.
+pub const INTERRUPTED: &str = "q.handler.interrupted";
 /// An endpoint answered 429 (rate-limited, with its `Retry-After`).
 pub const HTTP_429: &str = "q.handler.http-429";
 
@@ -457,6 +461,15 @@ pub fn unknown_outcome(task: &str, what: &str) -> TaskOutcome {
         TIMEOUT,
         FailureClass::UnknownOutcome,
         format!("the handler of `{task}` {what}: the effect may have happened, so it is not retried blindly"),
+    )
+}
+
+/// The attempt a dead process was running: its outcome is unknown.
+pub fn interrupted(task: &str, attempt: u32) -> TaskOutcome {
+    fail(
+        INTERRUPTED,
+        FailureClass::UnknownOutcome,
+        format!("attempt {attempt} of `{task}` was running when its process stopped, before its outcome was recorded: the effect may have happened, so it is not run again"),
     )
 }
 

@@ -44,6 +44,8 @@ Endpoint (JSON in and out; with QFLOW_SERVE_TOKEN set, every request needs
                                          the request it answers); the verdict as status + JSON
   POST /processes/<process>/instances    start an instance (body: its variables)
   GET  /instances/<instance>             the instance's state (qflow run's last line)
+  POST /instances/<instance>/resolve     reconcile an unknown outcome:
+                                         {\"node\": N, \"as\": \"succeeded|failed|retry\", \"variables\": {}}
   GET  /health
 
 Exit status: 2 for an unreadable or invalid handlers file, a database that cannot be
@@ -321,6 +323,14 @@ fn answer(engine: &mut Engine, token: Option<&str>, req: &mut tiny_http::Request
                 Err(e) => (500, json!({"error": e.to_string()})),
             }
         }
+        (Post, Some(("instances", rest))) if rest.ends_with("/resolve") => {
+            let id = rest.trim_end_matches("/resolve");
+            let body = match read_json(req) {
+                Ok(b) => b,
+                Err(e) => return e,
+            };
+            resolve(engine, id, &body)
+        }
         (Get, Some(("instances", id))) if !id.is_empty() => match engine.status(id) {
             Ok(state) => (200, state),
             Err(e @ EngineError::NoInstance(_)) => (404, json!({"error": e.to_string()})),
@@ -330,9 +340,47 @@ fn answer(engine: &mut Engine, token: Option<&str>, req: &mut tiny_http::Request
     }
 }
 
+/// `{"node": …, "as": "succeeded|failed|retry", "variables": {…}}`: the
+/// reconciliation of an unknown outcome.
+fn resolve(engine: &mut Engine, id: &str, body: &Value) -> (u16, Value) {
+    use qflow_engine::embed::Resolution;
+    let node = body["node"].as_str().unwrap_or_default();
+    let Some(how) = body["as"].as_str().and_then(Resolution::parse) else {
+        return (
+            400,
+            json!({"error": "send {\"node\": NODE, \"as\": \"succeeded\" | \"failed\" | \"retry\"} (and \"variables\" for succeeded)"}),
+        );
+    };
+    if node.is_empty() {
+        return (
+            400,
+            json!({"error": "`node`: the node waiting for reconciliation"}),
+        );
+    }
+    let vars = body.get("variables").cloned().unwrap_or(Value::Null);
+    let deadline = std::time::Instant::now() + BUSY_WAIT;
+    loop {
+        match engine.resolve(id, node, how, vars.clone()) {
+            Ok(d) => {
+                let state = engine.status(id).unwrap_or(Value::Null);
+                return (200, json!({"lines": d.lines, "state": state}));
+            }
+            Err(EngineError::Busy(_)) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            Err(e @ EngineError::Busy(_)) => {
+                return (503, json!({"verdict": "busy", "error": e.to_string()}))
+            }
+            Err(e @ EngineError::NoInstance(_)) => return (404, json!({"error": e.to_string()})),
+            Err(e @ EngineError::NotAnObject(_)) => return (400, json!({"error": e.to_string()})),
+            Err(e) => return (500, json!({"error": e.to_string()})),
+        }
+    }
+}
+
 fn not_found(url: &str) -> (u16, Value) {
     (
         404,
-        json!({"error": format!("no endpoint {url}: POST /correlations/<instance>/<node>, POST /processes/<process>/instances, GET /instances/<instance>, GET /health")}),
+        json!({"error": format!("no endpoint {url}: POST /correlations/<instance>/<node>, POST /processes/<process>/instances, GET /instances/<instance>, POST /instances/<instance>/resolve, GET /health")}),
     )
 }

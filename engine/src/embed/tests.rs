@@ -244,3 +244,66 @@ fn refused_models_and_bad_variables_are_errors_not_panics() {
         Err(super::EngineError::NoInstance(_))
     ));
 }
+
+#[test]
+fn an_attempt_whose_process_died_mid_handler_is_an_unknown_outcome_not_a_second_run() {
+    let mut engine = Engine::in_memory().unwrap();
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = calls.clone();
+    engine.register("payments.charge", move |_| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        Ok(Value::Null)
+    });
+    let dep = engine.deploy(EXAMPLE_MODEL).unwrap();
+    let done = engine.start(&dep, Value::Null).unwrap();
+    engine.run_until_idle().unwrap();
+    assert_eq!(engine.status(&done).unwrap()["status"], "completed");
+    // A completed attempt leaves no record open.
+    let open = |e: &Engine, id: &str| {
+        e.store()
+            .incidents(id)
+            .unwrap()
+            .into_iter()
+            .filter(|i| i.kind == crate::store::inflight::KIND && i.closed_ms.is_none())
+            .count()
+    };
+    assert_eq!(open(&engine, &done), 0);
+
+    // What a process killed inside the handler leaves behind: the record of
+    // attempt 1, started from the instance's version as it still stands.
+    let mut engine = Engine::in_memory().unwrap();
+    let calls2 = calls.clone();
+    engine.register("payments.charge", move |_| {
+        calls2.fetch_add(1, Ordering::SeqCst);
+        Ok(Value::Null)
+    });
+    let dep = engine.deploy(EXAMPLE_MODEL).unwrap();
+    let id = engine.start(&dep, Value::Null).unwrap();
+    let version = engine.store().instance(&id).unwrap().unwrap().version;
+    engine
+        .store()
+        .open_in_flight(&id, "charge_card", 1, version, 0, 0)
+        .unwrap();
+    let before = calls.load(Ordering::SeqCst);
+    engine.run_until_idle().unwrap();
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        before,
+        "the handler is not run again"
+    );
+    let status = engine.status(&id).unwrap();
+    assert_eq!(status["for"], "reconciliation", "{status}");
+    assert_eq!(status["code"], crate::handlers::INTERRUPTED);
+    assert_eq!(
+        open(&engine, &id),
+        0,
+        "the record is closed by the decision"
+    );
+    // Reconciled as "retry": the handler runs once more, knowingly.
+    engine
+        .resolve(&id, "charge_card", Resolution::Retry, Value::Null)
+        .unwrap();
+    engine.run_until_idle().unwrap();
+    assert_eq!(engine.status(&id).unwrap()["status"], "completed");
+    assert_eq!(calls.load(Ordering::SeqCst), before + 1);
+}

@@ -428,9 +428,15 @@ impl<C: Clock> LocalRun<C> {
                 })
             },
         )?;
+        // A decision refused at the apply keeps its in-flight record (its
+        // handler's outcome is unrecorded); an applied attempt closes it.
+        let records = self.world.records_in_flight();
         let Some(d) = taken.or_lost()? else {
             return Ok(None);
         };
+        if records && d.events.iter().any(|l| l.event.kind() == "attempt") {
+            self.store.close_in_flight(&self.instance, d.at_ms)?;
+        }
         if woken {
             return Ok(Some(d));
         }
@@ -611,12 +617,34 @@ impl<C: Clock> Ctx<'_, C> {
                 .open(path)?;
             f.write_all(line.as_bytes())?;
         }
+        let attempt = facts.snapshot.attempts(node) + 1;
+        if self.scenario.records_in_flight() {
+            // An attempt recorded as started from these very facts never
+            // had its outcome applied: its process died mid-attempt.
+            if let Some(f) = self.store.in_flight(self.instance, node)? {
+                if f.version == facts.version {
+                    return Ok(Event::Attempt {
+                        node: node.to_string(),
+                        outcome: crate::handlers::interrupted(&task, f.attempt),
+                        timer,
+                    });
+                }
+            }
+            self.store.open_in_flight(
+                self.instance,
+                node,
+                attempt,
+                facts.version,
+                self.clock.now_ms(),
+                crate::runtime::clock::system_now_ms(),
+            )?;
+        }
         let variables = facts.snapshot.variables();
         let call = AttemptCall {
             instance: self.instance,
             node,
             task: &task,
-            attempt: facts.snapshot.attempts(node) + 1,
+            attempt,
             runs,
             variables: &variables,
         };

@@ -80,6 +80,15 @@ pub trait World {
     fn attempt_lease(&self, _task: &str) -> Option<Duration> {
         None
     }
+
+    /// Whether an attempt is recorded as started before the handler runs
+    /// (real handlers: their effects happen outside the store). A process
+    /// that dies mid-attempt then leaves a record, and the next one decides
+    /// that attempt as an unknown outcome rather than running it again. A
+    /// scripted world has no effects to double, and records nothing.
+    fn records_in_flight(&self) -> bool {
+        false
+    }
 }
 
 impl World for Scenario {
@@ -111,5 +120,8 @@ impl<W: World + ?Sized> World for Box<W> {
     }
     fn attempt_lease(&self, task: &str) -> Option<Duration> {
         (**self).attempt_lease(task)
+    }
+    fn records_in_flight(&self) -> bool {
+        (**self).records_in_flight()
     }
 }

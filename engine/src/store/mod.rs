@@ -21,6 +21,7 @@ pub mod batch;
 pub mod contain;
 pub mod explain;
 pub mod fault;
+pub mod inflight;
 pub mod lifecycle;
 #[cfg(test)]
 pub(crate) mod plans;
