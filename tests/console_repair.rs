@@ -1,7 +1,7 @@
 //! Repair by migration in the console: attach mode lists the deployments,
 //! a FAILED instance says why it failed and what a repair would do, `m`
 //! plans the migration (target, suggested mapping, budget) and applies it
-//! after confirmation; the console on the fixed model then completes it.
+//! after confirmation; the attached console then steps it to completion.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -92,12 +92,24 @@ fn the_console_shows_why_and_the_repair_then_migrates_after_confirmation() {
     let snap = Snapshot::decode(&row.snapshot).unwrap();
     assert!(!snap.has_attempts("chargeCard"), "the budget was reset");
     drop(store);
-    // The console on the fixed model resumes the repaired instance and completes it.
+    // The attached console steps the repaired instance to completion.
+    let opened = console(&["console", "--db", &db], "<enter>");
+    assert!(
+        opened.contains("dbg08-1: RUNNING · space steps it (no scenario: tasks succeed)"),
+        "{opened}"
+    );
+    assert!(opened.contains(" m migrate "), "m in the footer: {opened}");
     let done = console(
-        &["console", "samples/dbg08-repaired.bpmn", "--db", &db],
-        "<space><space><space>",
+        &["console", "--db", &db],
+        "<enter><space><space><space><space>",
     );
     assert!(done.contains("COMPLETED"), "{done}");
+    let store = Store::open(Path::new(&db)).unwrap();
+    assert_eq!(
+        store.instance("dbg08-1").unwrap().unwrap().status,
+        qflow_engine::instance::Status::Completed
+    );
+    drop(store);
     let o = qflow(&["retire", "1", "--db", &db]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
 }

@@ -596,3 +596,55 @@ fn an_existing_database_of_the_previous_schema_opens_and_its_deployments_list() 
     assert_eq!(list[0]["retired"], Value::Null);
     assert_eq!(list[0]["model"], Value::Null);
 }
+
+#[test]
+fn resume_runs_under_the_scenario_beside_the_deployments_model_unless_told_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db").display().to_string();
+    // Deployed from its file (the origin is recorded), then parked at +2 min
+    // after two failed attempts under the scenario beside it.
+    let o = qflow(&["deploy", "samples/dbg08-long-outage.bpmn", "--db", &db]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let o = qflow(&[
+        "run",
+        "samples/dbg08-long-outage.bpmn",
+        "--db",
+        &db,
+        "--until",
+        "PT2M",
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let last = |o: &Output| -> Value {
+        serde_json::from_str(String::from_utf8_lossy(&o.stdout).lines().last().unwrap()).unwrap()
+    };
+    // --no-scenario: every task succeeds.
+    let copy = dir.path().join("copy.db").display().to_string();
+    std::fs::copy(&db, &copy).unwrap();
+    let o = qflow(&[
+        "resume",
+        "dbg08-1",
+        "--db",
+        &copy,
+        "--no-scenario",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(last(&o)["status"], "completed", "{}", last(&o));
+    // By default, the scenario beside the deployment's model: the outage goes on.
+    let o = qflow(&["resume", "dbg08-1", "--db", &db, "--format", "json"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("using scenario samples/scenarios/dbg08-long-outage.json (beside the model of deployment 1"),
+        "{stderr}"
+    );
+    let end = last(&o);
+    assert_eq!(
+        (&end["status"], &end["code"], &end["attempts"]),
+        (
+            &Value::from("failed"),
+            &Value::from("PROVIDER_DOWN"),
+            &Value::from(6)
+        ),
+        "{end}"
+    );
+}

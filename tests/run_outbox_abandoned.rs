@@ -118,7 +118,7 @@ fn a_call_caught_by_an_error_boundary_keeps_its_undelivered_request_abandoned_wi
     let o = qflow(dir.path(), &["show", "bank-no-policy-1", "--db", &db2]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("abandoned after 2 delivery(ies), key bank-no-policy-1/authorize/1 (attempt 1 failed (q.timeout) and the error boundary bankSilent took the flow)"),
+        text.contains("abandoned after 2 deliveries, key bank-no-policy-1/authorize/1 (attempt 1 failed (q.timeout) and the error boundary bankSilent took the flow)"),
         "{text}"
     );
 }

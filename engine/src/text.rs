@@ -40,6 +40,12 @@ pub fn capped<S: AsRef<str>>(items: &[S], cap: usize) -> String {
     out
 }
 
+/// `n` things in words, singular or plural: `1 attempt`, `6 attempts`,
+/// `2 deliveries` (thousands grouped), never `attempt(s)`.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", group(n), if n == 1 { one } else { many })
+}
+
 /// [`capped`] at [`LIST_CAP`].
 pub fn capped_list<S: AsRef<str>>(items: &[S]) -> String {
     capped(items, LIST_CAP)
@@ -48,6 +54,14 @@ pub fn capped_list<S: AsRef<str>>(items: &[S]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_in_words() {
+        assert_eq!(counted(1, "attempt", "attempts"), "1 attempt");
+        assert_eq!(counted(6, "attempt", "attempts"), "6 attempts");
+        assert_eq!(counted(0, "delivery", "deliveries"), "0 deliveries");
+        assert_eq!(counted(2_000, "instance", "instances"), "2,000 instances");
+    }
 
     #[test]
     fn groups_thousands() {

@@ -253,8 +253,9 @@ pub fn retire(args: RetireArgs) -> ExitCode {
                 )
             };
             let msg = format!(
-                "deployment {id} cannot be retired: {} instance(s) are FAILED or unfinished: {}; {hint}. Nothing was changed",
-                blocking.len(),
+                "deployment {id} cannot be retired: {} {} FAILED or unfinished: {}; {hint}. Nothing was changed",
+                qflow_engine::text::counted(blocking.len() as u64, "instance", "instances"),
+                if blocking.len() == 1 { "is" } else { "are" },
                 named.join(", ")
             );
             eprintln!("error: {msg}");

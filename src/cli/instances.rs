@@ -8,6 +8,7 @@ use qflow_engine::inspect::fleet::{self, Filter};
 use qflow_engine::inspect::{Inspection, InstanceSummary, NodeKind, NodeState, Waiting};
 use qflow_engine::instance::Status;
 use qflow_engine::runtime::snapshot::canonical_string;
+use qflow_engine::text::counted;
 use serde_json::{json, Value};
 
 use super::ops::{self, Format, USAGE};
@@ -258,11 +259,15 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
     match (&i.status, &i.failure) {
         (Status::Failed, Some(f)) => {
             out.push(format!(
-                "status   {status} at {}: {} ({}), {} attempt(s)",
+                "status   {status} at {}: {} ({}), {}",
                 f.node,
                 f.code,
                 f.reason,
-                i.failed_attempts().unwrap_or(0)
+                counted(
+                    u64::from(i.failed_attempts().unwrap_or(0)),
+                    "attempt",
+                    "attempts"
+                )
             ));
             if let Some(m) = &f.message {
                 let class = f
@@ -322,7 +327,7 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
             .unwrap_or_default();
         let attempts = n
             .attempts
-            .map(|a| format!("  {a} attempt(s) burned"))
+            .map(|a| format!("  {} burned", counted(u64::from(a), "attempt", "attempts")))
             .unwrap_or_default();
         out.push(format!(
             "  {:<w$}  {:<9}  {state}{at}{attempts}",
@@ -372,12 +377,12 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
             .iter()
             .map(|o| {
                 format!(
-                    "{} attempt {} to {}: {} after {} delivery(ies), key {}{}",
+                    "{} attempt {} to {}: {} after {}, key {}{}",
                     o.node,
                     o.attempt,
                     o.channel,
                     o.state,
-                    o.deliveries,
+                    counted(u64::from(o.deliveries), "delivery", "deliveries"),
                     o.idempotency_key,
                     o.reason
                         .as_deref()

@@ -22,6 +22,7 @@ use qflow_engine::runtime::session::{
 };
 use qflow_engine::runtime::{scenario_check, LocalRun, Status};
 use qflow_engine::store::Store;
+use qflow_engine::text::counted;
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -975,7 +976,10 @@ pub(crate) fn human_line(line: &Line, columns: &Columns) -> String {
             reason,
             attempts,
         } => match attempts {
-            Some(n) => format!("FAILED {code}: {reason} after {n} attempt(s)"),
+            Some(n) => format!(
+                "FAILED {code}: {reason} after {}",
+                counted(u64::from(*n), "attempt", "attempts")
+            ),
             None => format!("FAILED {code}: {reason}"),
         },
         HistoryEvent::Gateway {
@@ -1091,7 +1095,7 @@ fn human_final(v: &Value, kept: bool) -> String {
         "completed" => format!("COMPLETED  instance {}", get("instance")),
         "failed" => {
             let mut s = format!(
-                "FAILED     instance {}{}: {} ({}), {} attempt(s)",
+                "FAILED     instance {}{}: {} ({}), {}",
                 get("instance"),
                 match get("node") {
                     "" => String::new(),
@@ -1099,7 +1103,11 @@ fn human_final(v: &Value, kept: bool) -> String {
                 },
                 get("code"),
                 get("reason"),
-                v.get("attempts").and_then(Value::as_u64).unwrap_or(0)
+                counted(
+                    v.get("attempts").and_then(Value::as_u64).unwrap_or(0),
+                    "attempt",
+                    "attempts"
+                )
             );
             // The terminal record: class, dependency, first and last attempt.
             let mut more = Vec::new();

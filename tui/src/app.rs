@@ -418,7 +418,7 @@ impl App {
         };
         if view.read_only {
             self.report = Report::warn(
-                "read-only: an attached database is inspected, not driven (run `qflow console MODEL --db FILE` to step it)",
+                "read-only: this instance is finished, it is inspected, not driven (a FAILED one: m repairs it, then space continues it)",
             );
             return None;
         }

@@ -53,13 +53,18 @@ pub struct Drive {
     pub opening: Report,
 }
 
-/// An existing database, inspected read-only.
+/// An existing database: its deployments and instances listed; the open
+/// instance inspected, and stepped when it is unfinished.
 pub struct Attach {
     store: Store,
+    path: std::path::PathBuf,
     label: String,
     selected: Option<Selected>,
     /// The last migration planned, with the instance version it was planned at.
     preview: Option<(MigrationPreview, Target, i64)>,
+    /// The open instance driven, when it is unfinished: a local run of it
+    /// on the same database (its own connection), as `qflow resume` runs it.
+    driving: Option<Box<Drive>>,
 }
 
 /// The instance an attached console shows, its model compiled and drawn.
@@ -265,9 +270,11 @@ impl EngineBackend {
         let store = Store::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
         Ok(EngineBackend::Attach(Box::new(Attach {
             store,
+            path: db.to_path_buf(),
             label: db.display().to_string(),
             selected: None,
             preview: None,
+            driving: None,
         })))
     }
 
@@ -582,36 +589,42 @@ fn class_of(c: FailClass) -> FailureClass {
     }
 }
 
+impl Drive {
+    /// Run one command on the driven instance.
+    fn execute(&mut self, command: &Command) -> Result<Report, String> {
+        match command {
+            Command::Step => self.step(),
+            Command::Advance { ms } => self.advance(*ms),
+            Command::Fail {
+                code,
+                class,
+                retry_after_ms,
+            } => self.attempt(
+                TaskOutcome::Fail {
+                    code: code.clone(),
+                    class: class_of(*class),
+                    retry_after: retry_after_ms.map(|ms| Duration::from_millis(ms.max(0) as u64)),
+                    message: Some("failed by hand in the console".into()),
+                },
+                "fail",
+            ),
+            Command::Succeed => self.attempt(TaskOutcome::Ok(BTreeMap::new()), "succeed"),
+            Command::Respond { target, body } => self.respond(target, body),
+            Command::Poison => self.poison(),
+            Command::Resolve(r) => self.resolve(*r),
+            Command::Refresh => Ok(Report::info("re-read the store")),
+            Command::Open { .. } => Ok(Report::info("this console drives one instance")),
+            Command::PreviewMigration { .. } | Command::Migrate => Ok(Report::warn(
+                "repair by migration works on a database: `qflow console --db FILE`",
+            )),
+        }
+    }
+}
+
 impl Backend for EngineBackend {
     fn execute(&mut self, command: &Command) -> Result<Report, String> {
         match self {
-            EngineBackend::Drive(d) => match command {
-                Command::Step => d.step(),
-                Command::Advance { ms } => d.advance(*ms),
-                Command::Fail {
-                    code,
-                    class,
-                    retry_after_ms,
-                } => d.attempt(
-                    TaskOutcome::Fail {
-                        code: code.clone(),
-                        class: class_of(*class),
-                        retry_after: retry_after_ms
-                            .map(|ms| Duration::from_millis(ms.max(0) as u64)),
-                        message: Some("failed by hand in the console".into()),
-                    },
-                    "fail",
-                ),
-                Command::Succeed => d.attempt(TaskOutcome::Ok(BTreeMap::new()), "succeed"),
-                Command::Respond { target, body } => d.respond(target, body),
-                Command::Poison => d.poison(),
-                Command::Resolve(r) => d.resolve(*r),
-                Command::Refresh => Ok(Report::info("re-read the store")),
-                Command::Open { .. } => Ok(Report::info("this console drives one instance")),
-                Command::PreviewMigration { .. } | Command::Migrate => Ok(Report::warn(
-                    "repair by migration works on a database: `qflow console --db FILE`",
-                )),
-            },
+            EngineBackend::Drive(d) => d.execute(command),
             EngineBackend::Attach(a) => match command {
                 Command::Open { instance } => {
                     let status = a.select(instance)?;
@@ -619,8 +632,16 @@ impl Backend for EngineBackend {
                     if status == qflow_engine::instance::Status::Failed {
                         return Ok(a.repair_hint(instance));
                     }
+                    if status.is_terminal() {
+                        return Ok(Report::info(format!(
+                            "{instance}: {} · esc back to the list",
+                            status.as_str().to_uppercase()
+                        )));
+                    }
+                    let scenario = a.drive_selected()?;
                     Ok(Report::info(format!(
-                        "{instance}: read-only · m migrates it · esc back to the list"
+                        "{instance}: {} · space steps it{scenario} · m migrates it · esc back to the list",
+                        status.as_str().to_uppercase()
                     )))
                 }
                 Command::PreviewMigration {
@@ -630,9 +651,13 @@ impl Backend for EngineBackend {
                 } => a.preview(target, mapping.as_deref(), *reset_budget),
                 Command::Migrate => a.migrate(),
                 Command::Refresh => Ok(Report::info("re-read the store")),
-                _ => Ok(Report::warn(
-                    "read-only: an attached database is inspected, not driven",
-                )),
+                other => match a.driving.as_mut() {
+                    // The open instance is unfinished: drive it.
+                    Some(d) => d.execute(other),
+                    None => Ok(Report::warn(
+                        "this instance is finished: it is inspected, not driven",
+                    )),
+                },
             },
         }
     }
@@ -642,6 +667,10 @@ impl Backend for EngineBackend {
             EngineBackend::Drive(d) => d.view().map(Some),
             EngineBackend::Attach(a) => match &a.selected {
                 None => Ok(None),
+                // An unfinished instance is driven: the run's view.
+                Some(_) if a.driving.is_some() => {
+                    a.driving.as_ref().expect("checked").view().map(Some)
+                }
                 Some(s) => engine_view::build(&Source {
                     store: &a.store,
                     graph: &s.graph,
@@ -730,9 +759,80 @@ impl Backend for EngineBackend {
     }
 }
 
+impl Drop for Attach {
+    fn drop(&mut self) {
+        self.stop_driving();
+    }
+}
+
 impl Attach {
+    /// Drive the open (unfinished) instance: a local run of it on its own
+    /// connection to the database, under the scenario beside the model its
+    /// deployment was deployed from (as `qflow resume` finds it), else
+    /// none. Returns how the status line names the scenario.
+    fn drive_selected(&mut self) -> Result<String, String> {
+        self.stop_driving();
+        let Some(selected) = &self.selected else {
+            return Ok(String::new());
+        };
+        let id = selected.id.clone();
+        let row = self
+            .store
+            .instance(&id)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("no instance {id}"))?;
+        let origin = self
+            .store
+            .deployments()
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .find(|d| d.id == row.deployment_id)
+            .and_then(|d| d.origin);
+        let file =
+            origin.and_then(|o| qflow_engine::runtime::session::scenario_beside(Path::new(&o)));
+        let scenario = match &file {
+            None => Scenario::default(),
+            Some(p) => {
+                let (s, _) = load_scenario(p, &ScenarioChoice::File(p.clone()))
+                    .map_err(|e| e.to_string())?;
+                let misfits = qflow_engine::runtime::scenario_check::check(&s, &selected.graph);
+                if let Some(m) = misfits.first() {
+                    return Err(format!("scenario {}: {m}", p.display()));
+                }
+                s
+            }
+        };
+        let store = Store::open(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let codes = scenario_codes(&scenario);
+        let run =
+            qflow_engine::runtime::LocalRun::attach(store, &id, scenario, VirtualClock::new(0))
+                .map_err(|e| e.to_string())?;
+        self.driving = Some(Box::new(Drive {
+            session: Session {
+                run,
+                db: SessionDb::new(Some(&self.path), "console"),
+            },
+            diagram: selected.diagram.clone(),
+            label: self.label.clone(),
+            codes,
+            opening: Report::info(""),
+        }));
+        Ok(match file {
+            Some(p) => format!(" (scenario {})", p.display()),
+            None => " (no scenario: tasks succeed)".to_string(),
+        })
+    }
+
+    /// Stop driving the open instance: its claim is given up.
+    fn stop_driving(&mut self) {
+        if let Some(mut d) = self.driving.take() {
+            let _ = d.session.run.release();
+        }
+    }
+
     /// Show this instance: its deployment's model compiled and drawn.
     fn select(&mut self, instance: &str) -> Result<qflow_engine::instance::Status, String> {
+        self.stop_driving();
         let row = self
             .store
             .instance(instance)
@@ -847,14 +947,17 @@ impl Attach {
             Some(version),
         ) {
             Ok((d, deployment)) => {
-                self.select(&p.instance)?;
+                let status = self.select(&p.instance)?;
+                let next = if status.is_terminal() {
+                    String::new()
+                } else {
+                    let scenario = self.drive_selected()?;
+                    format!(" · space continues it{scenario}")
+                };
                 Ok(Report::good(format!(
-                    "migrated {} onto deployment {deployment}: {} · `qflow resume {} --db {}` (or `qflow console MODEL --db {}`) continues it",
+                    "migrated {} onto deployment {deployment}: {}{next}",
                     p.instance,
                     d.status.as_str().to_uppercase(),
-                    p.instance,
-                    self.label,
-                    self.label
                 )))
             }
             Err(e) => Ok(Report::bad(format!(

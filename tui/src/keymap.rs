@@ -129,7 +129,8 @@ pub const KEYMAP: &[Binding] = &[
         short: "migrate",
         help: "repair by migration (attached database): target, mapping, budget; plan, confirm",
         acts: false,
-        footer: false,
+        // Shown on an open instance of an attached database only.
+        footer: true,
     },
     Binding {
         action: Action::FocusNext,

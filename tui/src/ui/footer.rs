@@ -19,6 +19,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         .filter(|b| b.footer && !(read_only && b.acts))
         // The list of instances has no process to draw.
         .filter(|b| !(app.screen == Screen::List && b.action == Action::Diagram))
+        // Migration repairs an open instance of an attached database.
+        .filter(|b| b.action != Action::Migrate || (app.attached && app.screen == Screen::Instance))
         .collect();
     let mut extra: Vec<(&str, &str)> = Vec::new();
     if app.screen == Screen::List {

@@ -42,7 +42,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     ));
     if read_only {
         lines.push(Line::styled(
-            "read-only: acting keys are off for an attached database",
+            "read-only: acting keys are off for a finished instance (m repairs a FAILED one)",
             dim(),
         ));
     }

@@ -118,8 +118,8 @@ impl Plan {
                     .map(|max| format!(", {} of {max} attempts left", max.saturating_sub(b.burned)))
                     .unwrap_or_default();
                 out.push(format!(
-                    "    budget: {} attempt(s) burned{}{left}",
-                    b.burned,
+                    "    budget: {} burned{}{left}",
+                    crate::text::counted(u64::from(b.burned), "attempt", "attempts"),
                     if b.carried { " (carried)" } else { " (reset)" }
                 ));
             }
@@ -144,7 +144,10 @@ fn held_words(h: &Held, from: &str, to: &str) -> String {
             purpose.as_str(),
             crate::duration::compact_ms(*due_ms)
         ),
-        Held::Outbox(n) => format!("{n} outbox row(s), idempotency keys kept"),
+        Held::Outbox(n) => format!(
+            "{}, idempotency keys kept",
+            crate::text::counted(*n as u64, "outbox row", "outbox rows")
+        ),
         Held::Correlation => "live correlation".into(),
         Held::Failure { code } => {
             format!("failed here ({code}): failure cleared, token ready for a fresh attempt")
