@@ -226,4 +226,25 @@ fn a_timer_boundary_that_interrupts_a_call_keeps_its_undelivered_request_abandon
     );
     let rows = show_outbox(dir.path(), &db, "p-1");
     assert_eq!(rows[0]["state"], "abandoned", "{rows:?}");
+
+    // The console's outbox panel shows the row and, below it, why.
+    let o = qflow(
+        dir.path(),
+        &[
+            "console",
+            &model,
+            "--scenario",
+            &scenario,
+            "--headless",
+            "          ",
+            "--size",
+            "220x40",
+        ],
+    );
+    let frame = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        frame.contains("ask #1 abandoned ×2 p-1/ask/1")
+            && frame.contains("└ the timer boundary late interrupted the call"),
+        "{frame}"
+    );
 }

@@ -60,23 +60,25 @@ pub fn outbox(f: &mut Frame, area: Rect, ctx: &Ctx) {
     } else {
         outbox
             .iter()
-            .map(|o| {
+            .flat_map(|o| {
                 let st = match o.state.as_str() {
                     "poisoned" | "abandoned" => failed_style(),
                     "delivered" => ok_style(),
                     _ => Style::new().fg(Color::Yellow),
                 };
-                let mut spans = vec![
+                let row = Line::from(vec![
                     Span::raw(format!("{} #{} ", o.node, o.attempt)),
                     Span::styled(o.state.clone(), st),
                     Span::raw(format!(" ×{} ", o.deliveries)),
                     Span::styled(o.idempotency_key.clone(), dim()),
-                ];
-                // Why an abandoned request will never be delivered.
-                if let Some(r) = &o.reason {
-                    spans.push(Span::raw(format!(": {r}")));
-                }
-                Line::from(spans)
+                ]);
+                // Why an abandoned request will never be delivered, on a
+                // line of its own (as the snapshot's marker shows its cause).
+                let why = o
+                    .reason
+                    .as_ref()
+                    .map(|r| Line::styled(format!(" └ {r}"), dim()));
+                std::iter::once(row).chain(why)
             })
             .collect()
     };
