@@ -661,7 +661,9 @@ impl Engine {
         let Some(row) = self.store.instance(instance)? else {
             return Ok(false);
         };
-        if row.status == crate::instance::Status::Running {
+        if row.status == crate::instance::Status::Running
+            || clock_of(self.time, row.started_ms) == Time::Virtual
+        {
             return Ok(true);
         }
         let now = system_now_ms();
@@ -754,13 +756,13 @@ impl Engine {
                 if let Some(node) = wake {
                     let poisoned = store.has_poisoned_request(instance, &node)?;
                     let ev = Event::PoisonWake { node, poisoned };
-                    let at = match time {
+                    let at = match clock_of(time, facts.started_ms) {
                         Time::Virtual => last,
                         Time::System => system_now_ms(),
                     };
                     return Ok(Some(Choice::event(ev, at)));
                 }
-                match time {
+                match clock_of(time, facts.started_ms) {
                     Time::Virtual => {
                         let clock = VirtualClock::new(last);
                         next_event(store, graph, world, &clock, instance, facts)
@@ -826,10 +828,9 @@ impl Engine {
         // An instance started on a virtual clock (at its epoch, 0) keeps its
         // own time whatever this engine's clock: a wall-clock instant would
         // put its next decision half a century after its last.
-        let virtual_instance = row.started_ms < VIRTUAL_EPOCH_LIMIT_MS;
-        Ok(match self.time {
-            Time::System if !virtual_instance => system_now_ms(),
-            _ => self
+        Ok(match clock_of(self.time, row.started_ms) {
+            Time::System => system_now_ms(),
+            Time::Virtual => self
                 .store
                 .last_decision_ms(instance)?
                 .unwrap_or(row.started_ms),
@@ -942,6 +943,17 @@ impl Engine {
             .ok_or_else(|| EngineError::NoInstance(instance.into()))?;
         let graph = self.graph(row.deployment_id)?;
         Ok(Inspection::read(&self.store, &graph, instance)?)
+    }
+}
+
+/// The clock an instance is decided on: an instance started on a virtual
+/// clock (at its epoch, 0) keeps virtual time under a wall-clock engine, so
+/// its decisions stay on its own time line rather than jumping decades.
+fn clock_of(engine: Time, started_ms: i64) -> Time {
+    if started_ms < VIRTUAL_EPOCH_LIMIT_MS {
+        Time::Virtual
+    } else {
+        engine
     }
 }
 

@@ -345,6 +345,15 @@ fn load_handlers(
     })?;
     let handlers = super::handlers::world(&file, None);
     if let Some(graph) = graph {
+        for channel in qflow_engine::embed::channel_names(graph) {
+            if !file.channels.contains_key(&channel) {
+                eprintln!(
+                    "note: --handlers {}: no [channels.{channel}] url: its requests reach no counterpart, \
+                     so its calls wait for their timeout (add one, or answer with qflow respond)",
+                    path.display()
+                );
+            }
+        }
         let missing = handlers.missing(graph);
         if !missing.is_empty() {
             let names: Vec<String> = missing.iter().map(|m| format!("[tasks.\"{m}\"]")).collect();

@@ -307,3 +307,25 @@ fn an_attempt_whose_process_died_mid_handler_is_an_unknown_outcome_not_a_second_
     assert_eq!(engine.status(&id).unwrap()["status"], "completed");
     assert_eq!(calls.load(Ordering::SeqCst), before + 1);
 }
+
+#[test]
+fn a_virtual_instance_keeps_its_own_time_under_a_wall_clock_engine() {
+    let mut engine = Engine::in_memory().unwrap();
+    let calls = Arc::new(AtomicU32::new(0));
+    let seen = calls.clone();
+    engine.register("payments.charge", move |_| {
+        if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err(TaskError::transient("DOWN"));
+        }
+        Ok(Value::Null)
+    });
+    let dep = engine.deploy(EXAMPLE_MODEL).unwrap();
+    let id = engine.start(&dep, Value::Null).unwrap();
+    // The first attempt parks the instance for 1 min on its virtual clock.
+    engine.step().unwrap().unwrap();
+    assert_eq!(engine.status(&id).unwrap()["for"], "retry");
+    engine.set_time(super::Time::System);
+    engine.run_until_idle().unwrap();
+    assert_eq!(engine.status(&id).unwrap()["status"], "completed");
+    assert_eq!(attempts(&mut engine, &id), vec![(1, 0), (2, 60)]);
+}
