@@ -10,6 +10,7 @@ pub mod migrate;
 pub mod ops;
 pub mod project;
 pub mod render;
+pub mod report;
 pub mod respond;
 pub mod run;
 pub mod sarif;

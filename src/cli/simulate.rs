@@ -36,6 +36,11 @@ pub struct Args {
     /// Instances decided and committed together (one transaction each way).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH)]
     pub batch: usize,
+    /// Also write a self-contained HTML report here: attempts per minute
+    /// over the outage, the backlog's age, each policy's schedule, the
+    /// process diagram.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -122,9 +127,23 @@ pub fn run(args: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(format, 2, "store", e),
     };
-    drop(store);
     let elapsed = wall.elapsed();
     let rss = peak_rss_kb();
+    if let Some(path) = &args.report {
+        let html = match html_report(&report, &store, &args, &text, &defs, outage, elapsed, rss) {
+            Ok(h) => h,
+            Err(e) => return fail(format, 2, "store", e),
+        };
+        if let Err(e) = crate::cli::report::write(path, &html) {
+            return fail(
+                format,
+                2,
+                "unwritable",
+                format!("cannot write the report {}: {e}", path.display()),
+            );
+        }
+    }
+    drop(store);
     match format {
         Format::Json => println!("{}", json_report(&report, &args, outage, elapsed, rss)),
         Format::Human => print!("{}", human_report(&report, &args, outage, elapsed, rss)),
@@ -135,6 +154,94 @@ pub fn run(args: Args) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The HTML report: the run's totals, attempts per minute with the outage
+/// shaded, the backlog left at the end, each policy's schedule and the
+/// process diagram.
+#[allow(clippy::too_many_arguments)]
+fn html_report(
+    r: &Report,
+    store: &qflow_engine::store::Store,
+    args: &Args,
+    text: &str,
+    defs: &qflow_engine::model::Definitions,
+    outage: Duration,
+    elapsed: Duration,
+    rss_kb: Option<u64>,
+) -> Result<String, qflow_engine::store::StoreError> {
+    use qflow_engine::policy::projection;
+    use qflow_engine::text::group;
+    let obs = store.observations()?;
+    let t = &r.totals;
+    let mut summary = vec![
+        ("model".to_string(), args.model.display().to_string()),
+        ("jobs".into(), group(args.jobs as u64)),
+        (
+            "outage".into(),
+            format!(
+                "{} (every attempt fails with {OUTAGE_CODE}, transient)",
+                qflow_engine::duration::to_words(outage)
+            ),
+        ),
+        ("attempts executed".into(), group(t.attempts)),
+        ("completed".into(), group(t.completed)),
+        ("exhausted".into(), group(t.exhausted)),
+    ];
+    if t.failed > 0 {
+        summary.push(("failed (other)".into(), group(t.failed)));
+    }
+    summary.push((
+        "virtual time".into(),
+        qflow_engine::duration::compact_ms(t.virtual_ms),
+    ));
+    if let Some((m, n)) = r.peak() {
+        summary.push((
+            "busiest minute".into(),
+            format!(
+                "{} attempts at +{}",
+                group(n),
+                qflow_engine::duration::compact_ms(m * 60_000)
+            ),
+        ));
+    }
+    summary.push((
+        "wall time".into(),
+        format!(
+            "{:.1} s, {} group commits, peak RSS {}",
+            elapsed.as_secs_f64(),
+            group(r.batches),
+            rss_kb.map_or("unknown".to_string(), |k| format!(
+                "{:.1} MB",
+                k as f64 / 1024.0
+            ))
+        ),
+    ));
+    let policies = projection::of_model(defs, args.jobs as u64, outage);
+    let diagrams = defs
+        .executable_processes()
+        .map(|p| {
+            let d = qflow_engine::diagram::Diagram::of(p, Some(text));
+            let name = p.id.as_ref().map_or("process", |a| a.value.as_str());
+            (
+                format!("The process: {name}"),
+                qflow_engine::diagram::svg::svg(&d, None),
+            )
+        })
+        .collect();
+    Ok(crate::cli::report::html(&crate::cli::report::Report {
+        title: format!(
+            "qflow simulate: {} jobs through a {} outage",
+            group(args.jobs as u64),
+            qflow_engine::duration::to_words(outage)
+        ),
+        summary,
+        per_minute: &r.per_minute,
+        outage_minutes: Some(outage.as_secs_f64() / 60.0),
+        backlog_age: Some(&obs.backlog_age),
+        policies: &policies,
+        diagrams,
+    }))
 }
 
 /// This process's peak resident set (Linux: VmHWM), in KiB.

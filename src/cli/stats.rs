@@ -17,6 +17,10 @@ pub struct Args {
     /// The database to read (it must exist).
     #[arg(long, value_name = "FILE")]
     pub db: PathBuf,
+    /// Also write a self-contained HTML report here: attempts per minute,
+    /// the backlog's age, each deployed policy's schedule, the processes.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -38,10 +42,23 @@ pub fn run(args: Args) -> ExitCode {
             args.db.display()
         ));
     }
-    let obs = match Store::open(&args.db).and_then(|s| s.observations()) {
+    let store = match Store::open(&args.db) {
+        Ok(s) => s,
+        Err(e) => return fail(qflow_engine::store::explain::open_error(&args.db, &e)),
+    };
+    let obs = match store.observations() {
         Ok(o) => o,
         Err(e) => return fail(qflow_engine::store::explain::open_error(&args.db, &e)),
     };
+    if let Some(path) = &args.report {
+        let html = match html_report(&store, &obs, &args) {
+            Ok(h) => h,
+            Err(e) => return fail(qflow_engine::store::explain::open_error(&args.db, &e)),
+        };
+        if let Err(e) = crate::cli::report::write(path, &html) {
+            return fail(format!("cannot write the report {}: {e}", path.display()));
+        }
+    }
     match format {
         Format::Json => {
             let mut v = serde_json::to_value(&obs).unwrap_or_default();
@@ -51,6 +68,98 @@ pub fn run(args: Args) -> ExitCode {
         Format::Human => print!("{}", human(&obs)),
     }
     ExitCode::SUCCESS
+}
+
+/// The HTML report of a store: its observations as a table, attempts per
+/// minute, the backlog's age, the schedule of every deployed policy and
+/// every deployed process.
+fn html_report(
+    store: &Store,
+    o: &Observations,
+    args: &Args,
+) -> Result<String, qflow_engine::store::StoreError> {
+    use qflow_engine::policy::projection;
+    let per_minute = store.attempts_per_minute()?;
+    let mut summary = vec![
+        ("database".to_string(), args.db.display().to_string()),
+        (
+            "instances".into(),
+            format!(
+                "{}: {} unfinished, {} completed, {} failed",
+                group(o.instances),
+                group(o.unfinished),
+                group(o.completed),
+                group(o.terminal.iter().map(|t| t.count).sum())
+            ),
+        ),
+        ("attempts".into(), group(o.attempts)),
+        (
+            "attempts per completed effect".into(),
+            o.attempts_per_completed
+                .map_or_else(|| "none completed".into(), |a| format!("{a:.2}")),
+        ),
+        (
+            "oldest next-eligible time".into(),
+            at(o.oldest_next_eligible_ms),
+        ),
+        (
+            "unknown outcomes awaiting reconciliation".into(),
+            group(o.unknown_outcomes),
+        ),
+    ];
+    for c in &o.pending_by_class {
+        summary.push((format!("pending, class {}", c.label), group(c.count)));
+    }
+    for t in &o.terminal {
+        summary.push((format!("FAILED {} ({})", t.code, t.reason), group(t.count)));
+    }
+    for d in &o.by_dependency {
+        summary.push((
+            format!("attempts on {}", d.dependency),
+            format!(
+                "{}, busiest minute {}, mean {:.1}/min",
+                group(d.attempts),
+                group(d.peak_per_minute),
+                d.mean_per_minute
+            ),
+        ));
+    }
+    for p in &o.paused {
+        summary.push((
+            format!("paused {} {}", p.kind.flag(), p.value),
+            format!("holding {} retry park(s)", group(p.holding)),
+        ));
+    }
+    summary.push(("quarantined".into(), group(o.quarantined)));
+    let mut policies = Vec::new();
+    let mut diagrams = Vec::new();
+    for d in store.deployments()? {
+        let source = store.deployment_source(d.id)?.unwrap_or_default();
+        let Ok(defs) = qflow_engine::load(&source) else {
+            continue;
+        };
+        policies.extend(projection::of_model(
+            &defs,
+            o.instances.max(1),
+            std::time::Duration::from_secs(86_400),
+        ));
+        for p in defs.executable_processes() {
+            let diagram = qflow_engine::diagram::Diagram::of(p, Some(&source));
+            diagrams.push((
+                format!("Deployment {}: {}", d.id, d.process_id),
+                qflow_engine::diagram::svg::svg(&diagram, None),
+            ));
+        }
+    }
+    Ok(crate::cli::report::html(&crate::cli::report::Report {
+        title: format!("qflow stats: {}", args.db.display()),
+        summary,
+        per_minute: &per_minute,
+        outage_minutes: None,
+        backlog_age: Some(&o.backlog_age),
+        policies: &policies,
+        diagrams,
+    }))
 }
 
 fn at(ms: Option<i64>) -> String {

@@ -196,6 +196,20 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Attempts per minute of the store's time (minute index → attempts),
+    /// only minutes that saw one: the load a dependency saw, over time.
+    pub fn attempts_per_minute(&self) -> Result<std::collections::BTreeMap<i64, u64>, StoreError> {
+        let mut st = self.conn().prepare(
+            "SELECT at_ms / 60000, COUNT(*) FROM history WHERE kind = 'attempt' GROUP BY 1 ORDER BY 1",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)? as u64))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
 fn counts(c: &rusqlite::Connection, sql: &str) -> Result<Vec<Count>, StoreError> {
     let mut st = c.prepare(sql)?;
     let rows = st.query_map([], |r| {

@@ -1,0 +1,222 @@
+//! `--report FILE.html` of `simulate` and `stats`: one self-contained HTML
+//! file whose SVG charts carry the run's numbers. Each `<svg>` is parsed as
+//! XML and its elements counted and read.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use quick_xml::events::Event;
+use quick_xml::Reader;
+
+const DBG08: &str = "samples/dbg08-long-outage.bpmn";
+
+fn qflow(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .args(args)
+        .output()
+        .expect("qflow runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// One element of an SVG: its name, classes and attributes.
+#[derive(Debug)]
+struct El {
+    name: String,
+    classes: Vec<String>,
+    attrs: BTreeMap<String, String>,
+}
+
+/// Every `<svg>…</svg>` of the document, parsed: the root's classes, and
+/// every element inside it.
+fn svgs(html: &str) -> Vec<(Vec<String>, Vec<El>)> {
+    let mut out = Vec::new();
+    let mut rest = html;
+    while let Some(start) = rest.find("<svg") {
+        let end = rest[start..].find("</svg>").expect("a closed svg") + start + "</svg>".len();
+        let doc = &rest[start..end];
+        let mut reader = Reader::from_str(doc);
+        let mut els = Vec::new();
+        loop {
+            match reader.read_event().expect("well-formed SVG") {
+                Event::Start(e) | Event::Empty(e) => {
+                    let attrs: BTreeMap<String, String> = e
+                        .attributes()
+                        .map(|a| {
+                            let a = a.unwrap();
+                            (
+                                String::from_utf8(a.key.as_ref().to_vec()).unwrap(),
+                                a.unescape_value().unwrap().into_owned(),
+                            )
+                        })
+                        .collect();
+                    els.push(El {
+                        name: String::from_utf8(e.local_name().as_ref().to_vec()).unwrap(),
+                        classes: attrs
+                            .get("class")
+                            .map(|c| c.split_whitespace().map(str::to_string).collect())
+                            .unwrap_or_default(),
+                        attrs,
+                    });
+                }
+                Event::Eof => break,
+                _ => {}
+            }
+        }
+        let root = els.remove(0);
+        assert_eq!(root.name, "svg");
+        out.push((root.classes, els));
+        rest = &rest[end..];
+    }
+    out
+}
+
+fn chart<'a>(all: &'a [(Vec<String>, Vec<El>)], class: &str) -> Vec<&'a [El]> {
+    all.iter()
+        .filter(|(c, _)| c.iter().any(|x| x == class))
+        .map(|(_, e)| e.as_slice())
+        .collect()
+}
+
+fn with<'a>(els: &'a [El], name: &str, class: &str) -> Vec<&'a El> {
+    els.iter()
+        .filter(|e| e.name == name && e.classes.iter().any(|c| c == class))
+        .collect()
+}
+
+fn attr(els: &[&El], key: &str) -> Vec<i64> {
+    els.iter().map(|e| e.attrs[key].parse().unwrap()).collect()
+}
+
+fn self_contained(html: &str) {
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(!html.contains("<script"), "no script");
+    assert!(!html.contains(" src="), "nothing fetched");
+    assert!(!html.contains("href="), "no link out");
+}
+
+#[test]
+fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("sim.html");
+    let db = dir.path().join("sim.db");
+    let (code, _, err) = qflow(&[
+        "simulate",
+        DBG08,
+        "--jobs",
+        "30",
+        "--outage",
+        "PT2H",
+        "--db",
+        db.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&report).unwrap();
+    self_contained(&html);
+    let all = svgs(&html);
+
+    // Attempts at 0, 60, 360 and 1,860 s fail, the one at 9,360 s succeeds:
+    // five minutes with 30 attempts each, the first two hours shaded.
+    let attempts = chart(&all, "attempts");
+    assert_eq!(attempts.len(), 1);
+    let bars = with(attempts[0], "rect", "bar");
+    assert_eq!(attr(&bars, "data-minute"), [0, 1, 6, 31, 156]);
+    assert_eq!(attr(&bars, "data-attempts"), [30; 5]);
+    let heights: Vec<f64> = bars
+        .iter()
+        .map(|b| b.attrs["height"].parse().unwrap())
+        .collect();
+    assert!(
+        heights.iter().all(|h| *h == heights[0] && *h > 0.0),
+        "{heights:?}"
+    );
+    assert_eq!(with(attempts[0], "rect", "outage").len(), 1);
+
+    // Everything finished: six age buckets, all empty.
+    let backlog = chart(&all, "backlog");
+    let buckets = with(backlog[0], "rect", "bar");
+    assert_eq!(buckets.len(), 6);
+    assert_eq!(attr(&buckets, "data-count"), [0; 6]);
+
+    // The policy's six attempts at the DBG-08 times.
+    let schedule = chart(&all, "schedule");
+    assert_eq!(schedule.len(), 1);
+    let dots = with(schedule[0], "circle", "attempt");
+    assert_eq!(attr(&dots, "data-attempt"), [1, 2, 3, 4, 5, 6]);
+    assert_eq!(attr(&dots, "data-at-s"), [0, 60, 360, 1_860, 9_360, 46_860]);
+    assert_eq!(with(schedule[0], "circle", "last").len(), 1);
+
+    // The engine's drawing of the process: start, charge, end.
+    let diagram: Vec<_> = all
+        .iter()
+        .filter(|(c, _)| !c.iter().any(|x| x == "chart"))
+        .collect();
+    assert_eq!(diagram.len(), 1);
+    assert_eq!(with(&diagram[0].1, "g", "node").len(), 3);
+
+    // The same store read back by stats charts the same minutes.
+    let stats = dir.path().join("stats.html");
+    let (code, _, err) = qflow(&[
+        "stats",
+        "--db",
+        db.to_str().unwrap(),
+        "--report",
+        stats.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&stats).unwrap();
+    self_contained(&html);
+    let all = svgs(&html);
+    let bars = with(chart(&all, "attempts")[0], "rect", "bar");
+    assert_eq!(attr(&bars, "data-minute"), [0, 1, 6, 31, 156]);
+    assert_eq!(attr(&bars, "data-attempts"), [30; 5]);
+    assert!(with(chart(&all, "attempts")[0], "rect", "outage").is_empty());
+    assert_eq!(chart(&all, "schedule").len(), 1);
+}
+
+#[test]
+fn a_long_outage_shows_each_span_of_minutes_by_its_busiest_minute() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("long.html");
+    let (code, _, err) = qflow(&[
+        "simulate",
+        DBG08,
+        "--jobs",
+        "12",
+        "--outage",
+        "P1D",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let all = svgs(&std::fs::read_to_string(&report).unwrap());
+    // Minutes 0 to 781 in at most 240 bars: spans of 4 minutes, so the
+    // attempts of minutes 0 and 1 share a bar (its busiest is minute 0).
+    let bars = with(chart(&all, "attempts")[0], "rect", "bar");
+    assert_eq!(attr(&bars, "data-minute"), [0, 6, 31, 156, 781]);
+    assert_eq!(attr(&bars, "data-attempts"), [12; 5]);
+}
+
+#[test]
+fn an_unwritable_report_is_named() {
+    let (code, _, err) = qflow(&[
+        "simulate",
+        DBG08,
+        "--jobs",
+        "2",
+        "--outage",
+        "PT1M",
+        "--report",
+        "no/such/dir/r.html",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("cannot write the report no/such/dir/r.html"),
+        "{err}"
+    );
+}
