@@ -145,3 +145,35 @@ fn a_loop_that_makes_no_progress_stops_after_a_hundred_returns_to_one_state() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_loop_against_a_counterpart_that_always_declines_stops_instead_of_running_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/call-loop-until-approved.bpmn");
+    std::fs::write(
+        dir.path().join("declines.json"),
+        r#"{"channels":{"bank":[{"respond":{"approved":false},"after":"PT5S"}]}}"#,
+    )
+    .unwrap();
+    let model = model.to_str().unwrap();
+    let args = ["run", model, "--scenario", "declines.json", "--db"];
+    let (out, _) = ok(&qflow(
+        dir.path(),
+        &[&args[..], &["json.db", "--format", "json"]].concat(),
+    ));
+    let last = out.last().unwrap();
+    assert_eq!(
+        (&last["stopped"], &last["returns"]),
+        (&Value::from("no-progress"), &Value::from(100)),
+        "{last}"
+    );
+    // The human final line says where the tokens stopped.
+    let o = qflow(dir.path(), &[&args[..], &["human.db"]].concat());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.lines().last().unwrap().starts_with(
+            "WAITING    instance ask-until-approved-1: stopped, tokens at decide ready"
+        ),
+        "{text}"
+    );
+}

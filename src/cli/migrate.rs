@@ -77,6 +77,7 @@ pub struct ResumeArgs {
     #[arg(long, value_name = "OUTCOME")]
     pub expect: Option<String>,
     /// Stop after this much virtual time since the instance started (ISO-8601).
+    /// Without it, the run stops 30 days of virtual time past where it began.
     #[arg(long, value_name = "DURATION")]
     pub until: Option<String>,
     #[arg(long, value_enum, default_value = "human")]

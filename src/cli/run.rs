@@ -76,6 +76,7 @@ pub struct Args {
     pub expect: Option<String>,
     /// Stop after this much virtual time since the instance started (ISO-8601,
     /// e.g. PT2H); the instance stays parked and a later --db run resumes it.
+    /// Without it, a virtual-clock run stops 30 days past where it began.
     #[arg(long, value_name = "DURATION")]
     pub until: Option<String>,
     #[arg(long, value_enum, default_value = "virtual")]
@@ -113,6 +114,10 @@ is used when it exists; --no-scenario runs without one (every task succeeds).
 
 Resume: with --db pointing at a database that holds an unfinished instance of the same
 model (same source hash), that instance is resumed, not a second one started.
+
+Horizon: on the virtual clock a run stops 30 days of virtual time past where it began
+(--until sets another), or when the instance has come back to the same state 100 times;
+it says so on stderr and in the final line (\"stopped\"), and the instance stays parked.
 
 Unknown outcomes: an attempt whose effect may have happened is never retried blindly;
 the node waits for reconciliation:
@@ -1156,17 +1161,38 @@ fn human_final(v: &Value, kept: bool) -> String {
                 get("code"),
                 get("node")
             ),
-            other => format!(
-                "WAITING    instance {} at {}: {other} due at {}{}",
-                get("instance"),
-                get("node"),
-                secs(v.get("due_s")),
-                if kept {
+            other => {
+                let kept = if kept {
                     " (a run with the same --db resumes it)"
                 } else {
                     " (the instance was in a temporary database, now removed: re-run with --db FILE to keep it)"
+                };
+                match v.get("tokens").and_then(Value::as_object) {
+                    // No one node waits on one thing: say where each token is.
+                    Some(tokens) => {
+                        let at: Vec<String> = tokens
+                            .iter()
+                            .map(|(n, s)| format!("{n} {}", s.as_str().unwrap_or("?")))
+                            .collect();
+                        let why = if v.get("stopped").is_some() {
+                            "stopped".to_string()
+                        } else {
+                            other.to_string()
+                        };
+                        format!(
+                            "WAITING    instance {}: {why}, tokens at {}{kept}",
+                            get("instance"),
+                            qflow_engine::text::capped_list(&at)
+                        )
+                    }
+                    None => format!(
+                        "WAITING    instance {} at {}: {other} due at {}{kept}",
+                        get("instance"),
+                        get("node"),
+                        secs(v.get("due_s")),
+                    ),
                 }
-            ),
+            }
         },
     }
 }
