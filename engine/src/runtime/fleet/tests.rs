@@ -314,7 +314,10 @@ fn fleets_racing_a_pause_never_redrive_a_held_park_and_unpausing_loses_nothing()
     use crate::store::contain::PauseKind;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fleet.db");
-    drop(seeded(&path, 60));
+    // Enough work that the operator's pause lands while the fleets still
+    // re-drive, however fast they run (60 were sometimes all done first).
+    const N: usize = 240;
+    drop(seeded(&path, N));
     let serve = |owner: &'static str| {
         let path = path.clone();
         std::thread::spawn(move || {
@@ -362,7 +365,7 @@ fn fleets_racing_a_pause_never_redrive_a_held_park_and_unpausing_loses_nothing()
         .iter()
         .filter(|r| r.status.is_terminal())
         .count();
-    assert!(done < 60, "the pause came before the end ({a:?} {b:?})");
+    assert!(done < N, "the pause came before the end ({a:?} {b:?})");
     operator.unpause(PauseKind::Class, "transient").unwrap();
     let mut fleet = Fleet::new(
         operator,
