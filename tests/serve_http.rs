@@ -515,3 +515,41 @@ fn qflow_respond_answers_from_the_command_line_with_the_same_verdicts() {
     let out = respond(&req.key);
     assert_eq!(out.status.code(), Some(4));
 }
+
+#[test]
+fn two_serve_processes_on_one_database_run_each_attempt_once() {
+    let dir = tempfile::tempdir().unwrap();
+    deploy(dir.path(), TASK);
+    // Each run appends `instance attempt`; attempt 1 fails transiently.
+    let script = "#!/bin/sh\ncat >/dev/null\necho \"$QFLOW_INSTANCE $QFLOW_ATTEMPT\" >> runs.log\n\
+                  if [ \"$QFLOW_ATTEMPT\" = 1 ]; then echo '{\"code\":\"DOWN\",\"class\":\"transient\"}'; exit 1; fi\n";
+    std::fs::write(dir.path().join("charge.sh"), script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        dir.path().join("charge.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let handlers = "[tasks.\"payments.charge\"]\ncommand = \"./charge.sh\"\ntimeout = \"PT5S\"\n";
+    let a = serve(dir.path(), handlers, &[]);
+    let b = serve(dir.path(), handlers, &[]);
+    let ids: Vec<String> = (0..8)
+        .map(|i| start(if i % 2 == 0 { &a } else { &b }, "charge", json!({"n": i})))
+        .collect();
+    for id in &ids {
+        let state = wait_for(&a, id, |v| v["status"] == "completed");
+        assert_eq!(state["status"], "completed", "{id}: {state}");
+    }
+    let log = std::fs::read_to_string(dir.path().join("runs.log")).unwrap();
+    let mut runs: Vec<&str> = log.lines().collect();
+    runs.sort();
+    let mut want: Vec<String> = ids
+        .iter()
+        .flat_map(|id| [format!("{id} 1"), format!("{id} 2")])
+        .collect();
+    want.sort();
+    assert_eq!(
+        runs, want,
+        "every attempt ran exactly once across both processes"
+    );
+}
