@@ -248,3 +248,39 @@ fn a_timer_boundary_that_interrupts_a_call_keeps_its_undelivered_request_abandon
         "{frame}"
     );
 }
+
+#[test]
+fn an_answer_before_its_request_was_delivered_leaves_the_request_abandoned_never_sent() {
+    use qflow_engine::runtime::{LocalRun, Scenario, VirtualClock};
+    let dir = tempfile::tempdir().unwrap();
+    let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn")).unwrap();
+    let defs = qflow_engine::load(&source).unwrap_or_else(|d| panic!("{d:?}"));
+    let store = qflow_engine::store::Store::open(&dir.path().join("q.db")).unwrap();
+    // Every delivery fails, so the request stays pending.
+    let scenario =
+        Scenario::parse(r#"{"deliveries":{"bank":[{"fail":"connection refused"}]}}"#).unwrap();
+    let mut run = LocalRun::open(store, &source, &defs, scenario, VirtualClock::new(0)).unwrap();
+    run.take_start();
+    let emitted = run.step().unwrap().expect("the request is emitted");
+    assert!(emitted.lines.iter().any(|l| l["kind"] == "attempt"));
+    // An operator answers it (as the console's r does) before any delivery.
+    run.respond_now(None, serde_json::json!({"approved": true}))
+        .unwrap()
+        .expect("the live attempt is answered");
+    let mut later = Vec::new();
+    run.run(|d| later.extend(d.lines.iter().cloned())).unwrap();
+    let inspection = run.inspect().unwrap();
+    assert_eq!(inspection.final_line()["status"], "completed");
+    assert!(
+        !later.iter().any(|l| l["kind"] == "delivery"),
+        "never sent after the answer: {later:?}"
+    );
+    let row = &inspection.outbox[0];
+    assert_eq!(
+        (row.state.as_str(), row.reason.as_deref()),
+        (
+            "abandoned",
+            Some("the call was answered before this request was delivered")
+        )
+    );
+}

@@ -332,6 +332,13 @@ pub(super) fn response(
     w.resolve.extend(task_timers(graph, facts.timers, id));
     w.calls.retire.push(id.to_string());
     w.close_incidents.push(id.to_string());
+    // An answer that came before its request was marked delivered (an
+    // operator's, or a relay that crashed between sending and recording):
+    // the request is kept, abandoned, never sent after the call is over.
+    w.calls.abandon.push(Abandon {
+        node: Some(id.to_string()),
+        reason: "the call was answered before this request was delivered".to_string(),
+    });
     let to = leave(graph, w, node);
     w.entry(
         Some(id),

@@ -228,6 +228,7 @@ fn unmarked_response_resumes_the_flow() {
         set frontier = [{"node":"e","state":"ready"}]
         set var.approved = true
         resolve timer 1
+        abandon undelivered requests of auth: the call was answered before this request was delivered
         retire correlation of auth
         status running
         "###);
