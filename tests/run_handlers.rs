@@ -420,3 +420,51 @@ fn a_dropped_connection_after_sending_is_an_unknown_outcome_and_a_refused_one_tr
     assert_eq!(a[0].2.as_deref(), Some("transient"));
     assert_eq!(a.len(), 2);
 }
+
+#[test]
+fn a_run_killed_inside_its_handler_resumes_with_an_unknown_outcome_not_a_second_run() {
+    // The handler records its run, then kills the `qflow run` that started
+    // it (its parent): a crash at the worst moment, effect done, outcome
+    // never recorded.
+    let handlers = "[tasks.\"payments.charge\"]\ncommand = [\"./charge.sh\"]\n";
+    let script = "#!/bin/sh\ncat >/dev/null\necho run >> runs.log\nkill -9 $PPID\nsleep 5\n";
+    let dir = world(handlers, &[("charge.sh", script)]);
+    let m = model("dbg08-charge.bpmn");
+    let args = [
+        "run",
+        m.as_str(),
+        "--handlers",
+        "handlers.toml",
+        "--db",
+        "q.db",
+        "--format",
+        "json",
+    ];
+    let out = qflow(dir.path(), &args);
+    assert_eq!(out.status.code(), None, "killed by the signal");
+    // Run again: the instance is resumed; attempt 1 is not run a second time.
+    let out = qflow(dir.path(), &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = lines(&out);
+    let a = attempts(&lines);
+    assert_eq!(
+        a,
+        vec![(
+            0,
+            Some("q.handler.interrupted".into()),
+            Some("unknown-outcome".into())
+        )]
+    );
+    assert_eq!(lines.last().unwrap()["for"], "reconciliation");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("runs.log"))
+            .unwrap()
+            .lines()
+            .count(),
+        1
+    );
+}
