@@ -203,8 +203,9 @@ async fn diagnostics_worker(
                 return;
             };
             publish(&client, &shared, &uri).await;
-            // The verdict is out: now free what the edits retired.
-            shared.graveyard.free();
+            // The verdict is out: now free what the edits retired, before
+            // the next analysis starts (not beside it).
+            shared.graveyard.free().await;
         }
     }
 }
