@@ -29,6 +29,7 @@ const STYLE: &str = "
 .flow.taken path.line { stroke: #2e7d32; stroke-width: 3; }
 .flow .default-mark { stroke: #555; stroke-width: 1.5; }
 .flow text { font: 11px sans-serif; fill: #444; }
+.flow text, .node .note, .node .attempts, .node.start .name, .node.end .name, .node.error-end .name, .node.intermediate .name, .node.boundary .name, .node.exclusive .name, .node.parallel .name { paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
 ";
 
 /// The diagram as a standalone SVG document (its own `<style>`, no external
@@ -63,29 +64,28 @@ pub fn svg(d: &Diagram, state: Option<&DiagramState>) -> String {
         r##"<marker id="arrow-taken" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#2e7d32"/></marker>"##,
         "\n</defs>\n<g class=\"flows\">\n"
     ));
+    let mut labels = Labels::new(d);
     for f in &d.flows {
-        flow(&mut s, f, state.is_some_and(|st| st.taken.contains(&f.id)));
+        flow(
+            &mut s,
+            f,
+            state.is_some_and(|st| st.taken.contains(&f.id)),
+            &mut labels,
+        );
     }
     s.push_str("</g>\n<g class=\"nodes\">\n");
+    // Boundaries last: they sit on their task, and their names find room
+    // around what is already placed.
     let (plain, boundaries): (Vec<&DiagramNode>, Vec<&DiagramNode>) =
         d.nodes.iter().partition(|n| n.kind != ShapeKind::Boundary);
-    for n in plain {
-        node(&mut s, n, state, 0);
-    }
-    // Boundaries on one task write their names on successive lines.
-    let mut rows: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for n in boundaries {
-        let row = rows
-            .entry(n.attached_to.as_deref().unwrap_or(""))
-            .or_default();
-        node(&mut s, n, state, *row);
-        *row += 1;
+    for n in plain.into_iter().chain(boundaries) {
+        node(&mut s, n, state, &mut labels);
     }
     s.push_str("</g>\n</svg>\n");
     s
 }
 
-fn flow(s: &mut String, f: &DiagramFlow, taken: bool) {
+fn flow(s: &mut String, f: &DiagramFlow, taken: bool, labels: &mut Labels) {
     let mut class = String::from("flow");
     match f.mark {
         FlowMark::Default => class.push_str(" default"),
@@ -149,18 +149,58 @@ fn flow(s: &mut String, f: &DiagramFlow, taken: bool) {
             [_, _, c2, ..] => (*c2, *c2),
             _ => (*a, *b),
         };
+        let text = clip(&label, 32);
+        let mut spots = vec![Spot {
+            anchor: Anchor::Start,
+            x: (p.x + q.x) / 2.0 + 4.0,
+            y: (p.y + q.y) / 2.0 - 5.0,
+        }];
+        // Else along any of its segments, the branch's own run first.
+        let segments: Vec<(Point, Point)> = f.points.windows(2).map(|w| (w[0], w[1])).collect();
+        let order = (1..segments.len()).chain(std::iter::once(0));
+        for (a, b) in order.filter_map(|i| segments.get(i).copied()) {
+            let m = Point {
+                x: (a.x + b.x) / 2.0,
+                y: (a.y + b.y) / 2.0,
+            };
+            if (a.y - b.y).abs() < 0.5 {
+                spots.push(Spot::middle(m.x, m.y - 5.0));
+                spots.push(Spot::middle(m.x, m.y + 13.0));
+            } else if (a.x - b.x).abs() < 0.5 {
+                spots.push(Spot::start(m.x + 5.0, m.y + 4.0));
+                spots.push(Spot::end(m.x - 5.0, m.y + 4.0));
+            } else {
+                spots.push(Spot::start(m.x + 4.0, m.y - 5.0));
+            }
+        }
+        // A long condition where nothing fits is shortened until it does
+        // (its full text is in the model), else it goes where it covers least.
+        let mut text = text;
+        let fitting = [32, 20, 12].into_iter().find_map(|n| {
+            let t = clip(&label, n);
+            let spot = labels.clear(&spots, t.chars().count(), 1, FLOW_FONT)?;
+            Some((t, spot))
+        });
+        let at = match fitting {
+            Some((t, spot)) => {
+                text = t;
+                labels.take(spot, text.chars().count(), 1, FLOW_FONT)
+            }
+            None => labels.place(&spots, text.chars().count(), 1, FLOW_FONT),
+        };
         let _ = write!(
             s,
-            r#"<text class="label" x="{}" y="{}">{}</text>"#,
-            num((p.x + q.x) / 2.0 + 4.0),
-            num((p.y + q.y) / 2.0 - 5.0),
-            esc(&clip(&label, 32))
+            r#"<text class="label" x="{}" y="{}"{}>{}</text>"#,
+            num(at.x),
+            num(at.y),
+            at.anchor.attribute(),
+            esc(&text)
         );
     }
     s.push_str("</g>\n");
 }
 
-fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, row: usize) {
+fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &mut Labels) {
     let mark = state.and_then(|st| st.nodes.get(&n.id));
     let mut class = format!("node {}", n.kind.class());
     if let Some(m) = mark {
@@ -257,38 +297,57 @@ fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, row: usiz
             n.kind.symbol()
         );
     }
-    names(s, n, row);
+    let name_bottom = names(s, n, labels);
     if let Some(m) = mark {
-        // Notes go above the shape, so boundaries and flows below stay clear.
-        let mut y = r.y - 6.0;
+        let mut notes: Vec<(&str, String)> = Vec::new();
         if let Some(a) = m.attempts {
-            let _ = write!(
-                s,
-                r#"<text class="attempts" x="{}" y="{}">attempts: {a}</text>"#,
-                num(r.x),
-                num(y)
-            );
-            y -= 13.0;
+            notes.push(("attempts", format!("attempts: {a}")));
         }
         if let Some(note) = &m.note {
+            notes.push(("note", note.clone()));
+        }
+        for (i, (class, text)) in notes.iter().enumerate() {
+            // Notes go above the shape, so boundaries and flows below stay
+            // clear (the attempts nearest the shape, the note above them); a
+            // boundary's above is its task, so its notes go under its name.
+            let spot = if n.kind == ShapeKind::Boundary {
+                let y = name_bottom + 13.0;
+                let c = r.center().x;
+                let spots: Vec<Spot> = (0..3)
+                    .flat_map(|k| {
+                        let y = y + 13.0 * k as f64;
+                        [
+                            Spot::middle(c, y),
+                            Spot::start(c + 6.0, y),
+                            Spot::end(c - 6.0, y),
+                        ]
+                    })
+                    .collect();
+                labels.place(&spots, text.chars().count(), 1, NOTE_FONT)
+            } else {
+                let y = r.y - 6.0 - 13.0 * i as f64;
+                labels.place(&[Spot::start(r.x, y)], text.chars().count(), 1, NOTE_FONT)
+            };
             let _ = write!(
                 s,
-                r#"<text class="note" x="{}" y="{}">{}</text>"#,
-                num(r.x),
-                num(y),
-                esc(note)
+                r#"<text class="{class}" x="{}" y="{}"{}>{}</text>"#,
+                num(spot.x),
+                num(spot.y),
+                spot.anchor.attribute(),
+                esc(text)
             );
         }
     }
     s.push_str("</g>\n");
 }
 
-/// The node's name: inside a box, wrapped; below an event or a gateway.
-fn names(s: &mut String, n: &DiagramNode, row: usize) {
-    let Some(name) = n.name.as_deref().or(Some(n.id.as_str())) else {
-        return;
-    };
+/// The node's name: inside a box, wrapped; an event's or a gateway's below
+/// it, else beside the line leaving it downwards, else above it, else
+/// lower down. Returns the baseline of its last line.
+fn names(s: &mut String, n: &DiagramNode, labels: &mut Labels) -> f64 {
+    let name = n.name.as_deref().unwrap_or(n.id.as_str());
     let r = n.rect;
+    let c = r.center();
     let boxed = !n.kind.is_event() && !n.kind.is_gateway();
     let width = if boxed {
         ((r.w - 8.0) / 6.5).max(4.0) as usize
@@ -297,27 +356,240 @@ fn names(s: &mut String, n: &DiagramNode, row: usize) {
     };
     let lines = wrap(name, width);
     let lines = &lines[..lines.len().min(4)];
-    let first_y = if boxed {
-        r.center().y - (lines.len() as f64 - 1.0) * 7.0 + 4.0
+    let widest = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let extra = 14.0 * (lines.len().max(1) as f64 - 1.0);
+    let at = if boxed {
+        Spot::middle(c.x, c.y - extra / 2.0 + 4.0)
     } else {
-        r.bottom() + 14.0 + 14.0 * row as f64
+        let below = r.bottom() + 14.0;
+        let mut spots = vec![
+            Spot::middle(c.x, below),
+            Spot::start(c.x + 6.0, below),
+            Spot::end(c.x - 6.0, below),
+        ];
+        if n.kind != ShapeKind::Boundary {
+            spots.push(Spot::middle(c.x, r.y - 6.0 - extra));
+        }
+        for k in 1..4 {
+            let y = below + 14.0 * k as f64;
+            spots.extend([
+                Spot::middle(c.x, y),
+                Spot::start(c.x + 6.0, y),
+                Spot::end(c.x - 6.0, y),
+            ]);
+        }
+        labels.place(&spots, widest, lines.len(), NAME_FONT)
     };
     let _ = write!(
         s,
-        r#"<text class="name" x="{}" y="{}" text-anchor="middle">"#,
-        num(r.center().x),
-        num(first_y)
+        r#"<text class="name" x="{}" y="{}" text-anchor="{}">"#,
+        num(at.x),
+        num(at.y),
+        at.anchor.name()
     );
     for (i, l) in lines.iter().enumerate() {
         let _ = write!(
             s,
             r#"<tspan x="{}" dy="{}">{}</tspan>"#,
-            num(r.center().x),
+            num(at.x),
             if i == 0 { 0 } else { 14 },
             esc(l)
         );
     }
     s.push_str("</text>");
+    at.y + extra
+}
+
+/// Font sizes of the texts placed around shapes (the style above).
+const NAME_FONT: f64 = 12.0;
+const FLOW_FONT: f64 = 11.0;
+const NOTE_FONT: f64 = 11.0;
+
+/// How a text is anchored at its point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Anchor {
+    Start,
+    Middle,
+    End,
+}
+
+impl Anchor {
+    fn name(self) -> &'static str {
+        match self {
+            Anchor::Start => "start",
+            Anchor::Middle => "middle",
+            Anchor::End => "end",
+        }
+    }
+
+    /// The attribute, omitted for SVG's default (start).
+    fn attribute(self) -> &'static str {
+        match self {
+            Anchor::Start => "",
+            Anchor::Middle => r#" text-anchor="middle""#,
+            Anchor::End => r#" text-anchor="end""#,
+        }
+    }
+}
+
+/// Where a text may go: its anchor and its first baseline.
+#[derive(Debug, Clone, Copy)]
+struct Spot {
+    anchor: Anchor,
+    x: f64,
+    y: f64,
+}
+
+impl Spot {
+    fn start(x: f64, y: f64) -> Spot {
+        Spot {
+            anchor: Anchor::Start,
+            x,
+            y,
+        }
+    }
+    fn middle(x: f64, y: f64) -> Spot {
+        Spot {
+            anchor: Anchor::Middle,
+            x,
+            y,
+        }
+    }
+    fn end(x: f64, y: f64) -> Spot {
+        Spot {
+            anchor: Anchor::End,
+            x,
+            y,
+        }
+    }
+}
+
+/// A box in diagram units.
+#[derive(Debug, Clone, Copy)]
+struct Area {
+    x0: f64,
+    y0: f64,
+    x1: f64,
+    y1: f64,
+}
+
+impl Area {
+    fn meets(&self, o: &Area) -> bool {
+        self.x0 < o.x1 && o.x0 < self.x1 && self.y0 < o.y1 && o.y0 < self.y1
+    }
+
+    fn within(&self, o: &Area) -> bool {
+        self.x0 >= o.x0 && self.x1 <= o.x1 && self.y0 >= o.y0 && self.y1 <= o.y1
+    }
+}
+
+/// Room for texts: the canvas minus every shape, every flow's segments and
+/// every text placed so far. Each text takes the first of its candidate
+/// spots that is clear (else its first): a name never sits on the line
+/// leaving its own event or gateway, a boundary's name never on its task,
+/// a condition never on the box its branch enters.
+struct Labels {
+    canvas: Area,
+    taken: Vec<Area>,
+}
+
+impl Labels {
+    fn new(d: &Diagram) -> Labels {
+        let mut taken = Vec::with_capacity(d.nodes.len() * 2 + d.flows.len() * 4);
+        for n in &d.nodes {
+            let r = n.rect;
+            taken.push(Area {
+                x0: r.x,
+                y0: r.y,
+                x1: r.right(),
+                y1: r.bottom(),
+            });
+        }
+        for f in &d.flows {
+            for w in f.points.windows(2) {
+                let (a, b) = (w[0], w[1]);
+                taken.push(Area {
+                    x0: a.x.min(b.x) - 1.5,
+                    y0: a.y.min(b.y) - 1.5,
+                    x1: a.x.max(b.x) + 1.5,
+                    y1: a.y.max(b.y) + 1.5,
+                });
+            }
+        }
+        Labels {
+            canvas: Area {
+                x0: 0.0,
+                y0: 0.0,
+                x1: d.width,
+                y1: d.height,
+            },
+            taken,
+        }
+    }
+
+    /// The box a text of `lines` lines, the widest `chars` characters, in
+    /// `font` px, covers at `spot` (an average glyph is 0.54 em wide).
+    fn area(spot: &Spot, chars: usize, lines: usize, font: f64) -> Area {
+        let w = chars as f64 * font * 0.54;
+        let x0 = match spot.anchor {
+            Anchor::Start => spot.x,
+            Anchor::Middle => spot.x - w / 2.0,
+            Anchor::End => spot.x - w,
+        };
+        let line = font + 2.0;
+        Area {
+            x0,
+            y0: spot.y - font * 0.8,
+            x1: x0 + w,
+            y1: spot.y + line * (lines.max(1) as f64 - 1.0) + font * 0.25,
+        }
+    }
+
+    /// How much of what is already there a text at `spot` would cover
+    /// (0: the spot is clear; off the canvas counts as covering a lot).
+    fn covered(&self, spot: &Spot, chars: usize, lines: usize, font: f64) -> f64 {
+        let a = Labels::area(spot, chars, lines, font);
+        let outside = if a.within(&self.canvas) { 0.0 } else { 1e12 };
+        outside
+            + self
+                .taken
+                .iter()
+                .filter(|t| t.meets(&a))
+                .map(|t| (a.x1.min(t.x1) - a.x0.max(t.x0)) * (a.y1.min(t.y1) - a.y0.max(t.y0)))
+                .sum::<f64>()
+    }
+
+    /// The first clear spot of `spots`, if any.
+    fn clear(&self, spots: &[Spot], chars: usize, lines: usize, font: f64) -> Option<Spot> {
+        spots
+            .iter()
+            .find(|s| self.covered(s, chars, lines, font) == 0.0)
+            .copied()
+    }
+
+    /// Take a spot: later texts keep clear of it.
+    fn take(&mut self, spot: Spot, chars: usize, lines: usize, font: f64) -> Spot {
+        self.taken.push(Labels::area(&spot, chars, lines, font));
+        spot
+    }
+
+    /// The first clear spot of `spots`, else the one that covers least of
+    /// what is there (its text keeps a white halo, so it stays legible),
+    /// now taken.
+    fn place(&mut self, spots: &[Spot], chars: usize, lines: usize, font: f64) -> Spot {
+        let chosen = self.clear(spots, chars, lines, font).unwrap_or_else(|| {
+            spots
+                .iter()
+                .min_by(|a, b| {
+                    self.covered(a, chars, lines, font)
+                        .total_cmp(&self.covered(b, chars, lines, font))
+                })
+                .copied()
+                .unwrap_or(Spot::start(0.0, 0.0))
+        });
+        self.taken.push(Labels::area(&chosen, chars, lines, font));
+        chosen
+    }
 }
 
 fn wrap(text: &str, width: usize) -> Vec<String> {
