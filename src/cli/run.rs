@@ -310,6 +310,15 @@ pub fn run(args: Args) -> ExitCode {
         expect,
         columns,
     };
+    // A database the user keeps records the model file a run deployed, as
+    // `qflow deploy` does: `qflow resume` finds the scenario beside it, and
+    // `qflow deployments` names it.
+    if let (Some(g), false) = (&graph, db.is_temporary()) {
+        let now = qflow_engine::runtime::clock::system_now_ms();
+        if let Err(e) = store.deploy_from(&g.process_id, &text, Some(&shown), now) {
+            return fail(format, Why::Store, e);
+        }
+    }
     drop(store);
     match args.clock {
         ClockKind::Virtual => {
