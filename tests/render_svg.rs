@@ -397,3 +397,121 @@ fn bad_arguments_name_the_fix() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read no-such.bpmn"));
 }
+
+/// The names of events and gateways are never struck through by a flow: a
+/// boundary's own flow leaving downwards, a gateway's branch. Each name's
+/// box is estimated from its anchor, its lines and half an em per
+/// character (a little narrower than the renderer reserves), and must meet
+/// no segment of any flow's path.
+#[test]
+fn event_and_gateway_names_keep_clear_of_the_flows() {
+    let dir = tempfile::tempdir().unwrap();
+    for sample in [
+        "approval-gateway",
+        "run-order",
+        "run-boundaries",
+        "error-boundary",
+        "call-bank-no-policy",
+        "call-loop-until-approved",
+    ] {
+        let out = dir.path().join(format!("{sample}.svg"));
+        render(sample, None, &out);
+        let text = std::fs::read_to_string(&out).unwrap();
+        let (names, segments) = names_and_segments(&text);
+        assert!(!names.is_empty() && !segments.is_empty(), "{sample}");
+        for (node, (x0, y0, x1, y1)) in &names {
+            for &((ax, ay), (bx, by)) in &segments {
+                let (sx0, sx1) = (ax.min(bx) - 1.0, ax.max(bx) + 1.0);
+                let (sy0, sy1) = (ay.min(by) - 1.0, ay.max(by) + 1.0);
+                assert!(
+                    !(x0 < &sx1 && &sx0 < x1 && y0 < &sy1 && &sy0 < y1),
+                    "{sample}: the name of `{node}` ({x0:.0},{y0:.0})-({x1:.0},{y1:.0}) is crossed by the flow segment ({ax},{ay})-({bx},{by})"
+                );
+            }
+        }
+    }
+}
+
+type Box = (f64, f64, f64, f64);
+type Segment = ((f64, f64), (f64, f64));
+
+/// Every event's and gateway's name box, and every flow path's segments.
+fn names_and_segments(svg: &str) -> (Vec<(String, Box)>, Vec<Segment>) {
+    let mut reader = Reader::from_str(svg);
+    let (mut names, mut segments) = (Vec::new(), Vec::new());
+    let mut node: Option<String> = None; // inside an event's or gateway's group
+    let mut name: Option<(f64, f64, String, Vec<String>)> = None;
+    let mut in_tspan = false;
+    let attr = |e: &quick_xml::events::BytesStart, k: &str| -> Option<String> {
+        e.attributes()
+            .flatten()
+            .find(|a| a.key.as_ref() == k.as_bytes())
+            .map(|a| a.unescape_value().unwrap().into_owned())
+    };
+    loop {
+        match reader.read_event().expect("well-formed") {
+            Event::Start(e) | Event::Empty(e) => match e.local_name().as_ref() {
+                b"g" => {
+                    let kind = attr(&e, "data-kind").unwrap_or_default();
+                    let named = [
+                        "start",
+                        "end",
+                        "error-end",
+                        "intermediate",
+                        "boundary",
+                        "exclusive",
+                        "parallel",
+                    ];
+                    if named.contains(&kind.as_str()) {
+                        node = attr(&e, "data-id");
+                    }
+                }
+                b"path" if attr(&e, "class").as_deref() == Some("line") => {
+                    let d = attr(&e, "d").unwrap();
+                    let points: Vec<(f64, f64)> = d
+                        .split(['M', 'L'])
+                        .filter_map(|p| {
+                            let (x, y) = p.trim().split_once(',')?;
+                            Some((x.parse().ok()?, y.parse().ok()?))
+                        })
+                        .collect();
+                    segments.extend(points.windows(2).map(|w| (w[0], w[1])));
+                }
+                b"text" if node.is_some() && attr(&e, "class").as_deref() == Some("name") => {
+                    let x: f64 = attr(&e, "x").unwrap().parse().unwrap();
+                    let y: f64 = attr(&e, "y").unwrap().parse().unwrap();
+                    let anchor = attr(&e, "text-anchor").unwrap_or_else(|| "start".into());
+                    name = Some((x, y, anchor, Vec::new()));
+                }
+                b"tspan" => in_tspan = true,
+                _ => {}
+            },
+            Event::Text(t) if in_tspan => {
+                if let Some((.., lines)) = name.as_mut() {
+                    lines.push(String::from_utf8(t.to_vec()).unwrap());
+                }
+            }
+            Event::End(e) => match e.local_name().as_ref() {
+                b"tspan" => in_tspan = false,
+                b"text" => {
+                    if let (Some((x, y, anchor, lines)), Some(id)) = (name.take(), &node) {
+                        let w =
+                            lines.iter().map(|l| l.chars().count()).max().unwrap_or(0) as f64 * 6.0;
+                        let x0 = match anchor.as_str() {
+                            "middle" => x - w / 2.0,
+                            "end" => x - w,
+                            _ => x,
+                        };
+                        let y1 = y + 14.0 * (lines.len().max(1) as f64 - 1.0) + 2.0;
+                        names.push((id.clone(), (x0, y - 8.0, x0 + w, y1)));
+                    }
+                }
+                b"g" => node = None,
+                _ => {}
+            },
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    (names, segments)
+}
