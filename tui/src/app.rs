@@ -11,7 +11,7 @@ use crossterm::event::KeyEvent;
 
 use crate::backend::{Backend, Command, Report};
 use crate::keymap::{self, Action};
-use crate::view::{DeploymentRowView, InstanceRowView, Status, View};
+use crate::view::{DeploymentRowView, FleetView, InstanceRowView, Status, View};
 
 mod prompts;
 
@@ -79,6 +79,8 @@ pub struct App {
     pub list: Vec<InstanceRowView>,
     /// Attach mode: the database's deployments, listed above the instances.
     pub deployments: Vec<DeploymentRowView>,
+    /// Attach mode: the fleet's observations, above the lists.
+    pub fleet: Option<FleetView>,
     pub list_selected: usize,
     pub focus: Panel,
     scroll: [u16; 8],
@@ -124,6 +126,7 @@ impl App {
             view: None,
             list: Vec::new(),
             deployments: Vec::new(),
+            fleet: None,
             list_selected: 0,
             focus: Panel::Process,
             scroll: [0; 8],
@@ -153,6 +156,12 @@ impl App {
     /// Read everything the backend has (first frame, and after each command).
     pub fn refresh(&mut self, backend: &mut dyn Backend) {
         if self.attached {
+            // Whole-store reads: only while the fleet is what is shown.
+            if self.screen == Screen::List {
+                if let Ok(fleet) = backend.fleet() {
+                    self.fleet = fleet;
+                }
+            }
             match backend.instances() {
                 Ok(list) => {
                     self.list = list;

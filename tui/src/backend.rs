@@ -4,7 +4,7 @@
 //! them out (on the engine's local driver, or a test double) and hands back a
 //! fresh [`View`] read from the store. The console never computes a decision.
 
-use crate::view::{DeploymentRowView, InstanceRowView, View};
+use crate::view::{DeploymentRowView, FleetView, InstanceRowView, View};
 
 /// How a failed attempt is classified (docs/runtime.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,6 +205,11 @@ pub trait Backend {
     /// Attach mode: the database's deployments. Empty otherwise.
     fn deployments(&mut self) -> Result<Vec<DeploymentRowView>, String> {
         Ok(Vec::new())
+    }
+
+    /// Attach mode: the fleet's observations. `None` otherwise.
+    fn fleet(&mut self) -> Result<Option<FleetView>, String> {
+        Ok(None)
     }
 
     /// The migration planned by the last [`Command::PreviewMigration`].

@@ -33,7 +33,7 @@ use crate::backend::{
 };
 use crate::engine_describe::describe;
 use crate::engine_view::{self, Source};
-use crate::view::{sort_instances, DeploymentRowView, InstanceRowView, View};
+use crate::view::{sort_instances, DeploymentRowView, FleetView, InstanceRowView, View};
 use qflow_engine::repair::{self, Target};
 
 /// Where the console's instance lives.
@@ -709,6 +709,18 @@ impl Backend for EngineBackend {
         Ok(out)
     }
 
+    fn fleet(&mut self) -> Result<Option<FleetView>, String> {
+        let EngineBackend::Attach(a) = self else {
+            return Ok(None);
+        };
+        let o = a.store.observations().map_err(|e| e.to_string())?;
+        let minutes = a.store.attempts_per_minute().map_err(|e| e.to_string())?;
+        Ok(Some(FleetView {
+            observations: fleet_lines(&o),
+            per_minute: minutes.into_iter().collect(),
+        }))
+    }
+
     fn deployments(&mut self) -> Result<Vec<DeploymentRowView>, String> {
         let EngineBackend::Attach(a) = self else {
             return Ok(Vec::new());
@@ -1019,4 +1031,95 @@ impl Attach {
             )),
         }
     }
+}
+
+/// The observations as the fleet panel's lines.
+fn fleet_lines(o: &qflow_engine::store::stats::Observations) -> Vec<(String, String)> {
+    use qflow_engine::text::group;
+    let or_none = |v: Vec<String>| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(" · ")
+        }
+    };
+    let at = |ms: Option<i64>| ms.map_or_else(|| "none".to_string(), crate::fmt::at);
+    let failed: u64 = o.terminal.iter().map(|t| t.count).sum();
+    vec![
+        (
+            "instances".into(),
+            format!(
+                "{}: {} unfinished, {} completed, {} failed",
+                group(o.instances),
+                group(o.unfinished),
+                group(o.completed),
+                group(failed)
+            ),
+        ),
+        (
+            "pending by class".into(),
+            or_none(
+                o.pending_by_class
+                    .iter()
+                    .map(|c| format!("{} {}", c.label, group(c.count)))
+                    .collect(),
+            ),
+        ),
+        (
+            "attempts".into(),
+            format!(
+                "{} · per completed effect {}",
+                group(o.attempts),
+                o.attempts_per_completed
+                    .map_or_else(|| "none yet".into(), |a| format!("{a:.2}"))
+            ),
+        ),
+        ("oldest next eligible".into(), at(o.oldest_next_eligible_ms)),
+        ("unknown outcomes".into(), group(o.unknown_outcomes)),
+        (
+            "FAILED".into(),
+            or_none(
+                o.terminal
+                    .iter()
+                    .map(|t| format!("{} {} {}", t.code, t.reason, group(t.count)))
+                    .collect(),
+            ),
+        ),
+        (
+            "by dependency".into(),
+            or_none(
+                o.by_dependency
+                    .iter()
+                    .map(|d| {
+                        format!(
+                            "{} {} (peak {}/min)",
+                            d.dependency,
+                            group(d.attempts),
+                            group(d.peak_per_minute)
+                        )
+                    })
+                    .collect(),
+            ),
+        ),
+        (
+            "backlog age".into(),
+            or_none(
+                o.backlog_age
+                    .iter()
+                    .filter(|c| c.count > 0)
+                    .map(|c| format!("{} {}", c.label, group(c.count)))
+                    .collect(),
+            ),
+        ),
+        (
+            "paused".into(),
+            or_none(
+                o.paused
+                    .iter()
+                    .map(|p| format!("{} {} (holds {})", p.kind.flag(), p.value, group(p.holding)))
+                    .collect(),
+            ),
+        ),
+        ("quarantined".into(), group(o.quarantined)),
+    ]
 }

@@ -168,3 +168,14 @@ pub struct DeploymentRowView {
     pub instances: String,
     pub retired: bool,
 }
+
+/// Attach mode: the fleet's observations, the operating view above the
+/// lists (the engine reads them from the store; the console only draws).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FleetView {
+    /// One line each: what is observed, and its value.
+    pub observations: Vec<(String, String)>,
+    /// Attempts per minute of the store's time, (minute, attempts), every
+    /// minute that saw an attempt, in order.
+    pub per_minute: Vec<(i64, u64)>,
+}

@@ -303,3 +303,81 @@ fn every_sample_takes_every_key_without_error() {
     }
     assert!(ran >= 8, "only {ran} samples ran");
 }
+
+/// The operating view: an attached database opens on the fleet's
+/// observations and attempts per minute above the lists; a pause made
+/// elsewhere shows on the next refresh.
+#[test]
+fn an_attached_fleet_opens_on_its_observations_and_attempts_per_minute() {
+    use qflow_engine::runtime::fleet::Fleet;
+    use qflow_engine::runtime::graph::Graph;
+    use qflow_engine::runtime::{decide, Scenario};
+    use qflow_engine::store::contain::PauseKind;
+    use qflow_engine::store::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fleet.db");
+    let root = common::repo();
+    let source = std::fs::read_to_string(root.join("samples/dbg08-long-outage.bpmn")).unwrap();
+    let scenario = std::fs::read_to_string(root.join(ALWAYS_FAILING)).unwrap();
+    {
+        let mut store = Store::open(&db).unwrap();
+        let defs = qflow_engine::load(&source).unwrap();
+        let graph = Graph::compile(&defs).unwrap();
+        let dep = store.deploy(&graph.process_id, &source, 0).unwrap();
+        let start = decide::start(&graph, &Default::default(), 0);
+        store.start_instances(&dep, &start, 0, 12).unwrap();
+        // Four instances to exhaustion while the rest are set aside, then
+        // every first attempt of the rest and their re-drive at 60 s.
+        let rest: Vec<String> = (5..=12).map(|n| format!("dbg08-{n}")).collect();
+        for id in &rest {
+            store.quarantine(id, 1).unwrap();
+        }
+        let mut fleet = Fleet::new(store, Scenario::parse(&scenario).unwrap(), "t:1".into());
+        fleet.serve(|_, _| {}).unwrap();
+        let mut store = fleet.into_store();
+        for id in &rest {
+            store.release_quarantine(id).unwrap();
+        }
+        let mut fleet = Fleet::new(store, Scenario::parse(&scenario).unwrap(), "t:1".into());
+        while fleet.stats().decisions < 16 {
+            // (first attempts, then the re-drives due at 60 s)
+            fleet.step(|_, _| {}).unwrap();
+        }
+    }
+    let mut be = EngineBackend::attach(&db).unwrap();
+    be.set_label("fleet.db");
+    let mut app = qflow_tui::App::attached();
+    app.refresh(&mut be);
+    let fleet = app.fleet.clone().expect("the fleet view");
+    let get = |k: &str| {
+        fleet
+            .observations
+            .iter()
+            .find(|(l, _)| l == k)
+            .unwrap_or_else(|| panic!("{k}: {:?}", fleet.observations))
+            .1
+            .clone()
+    };
+    assert_eq!(get("instances"), "12: 8 unfinished, 0 completed, 4 failed");
+    assert_eq!(get("pending by class"), "transient 8");
+    assert_eq!(get("FAILED"), "PROVIDER_DOWN exhausted 4");
+    assert_eq!(get("paused"), "none");
+    assert_eq!(fleet.per_minute.first(), Some(&(0, 12)));
+    common::golden("attach-fleet", &qflow_tui::ui::render_text(&app, 100, 34));
+    // Small terminals keep the lists (the frame of attach-list is unchanged).
+    assert!(!qflow_tui::ui::render_text(&app, 80, 12).contains(" Fleet "));
+
+    // A pause made by another process shows on the next refresh.
+    Store::open(&db)
+        .unwrap()
+        .pause(PauseKind::Class, "transient", 1)
+        .unwrap();
+    app.refresh(&mut be);
+    let paused = &app.fleet.as_ref().unwrap().observations;
+    assert!(
+        paused
+            .iter()
+            .any(|(k, v)| k == "paused" && v == "class transient (holds 8)"),
+        "{paused:?}"
+    );
+}

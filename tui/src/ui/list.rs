@@ -1,6 +1,8 @@
-//! The lists of an attached database: its deployments (instances by
-//! status, retired or not), then its instances, FAILED first with code and
-//! reason, so the instance an operator came for is on top.
+//! The operating view of an attached database: the fleet's observations
+//! and attempts per minute (when the terminal is tall enough), its
+//! deployments (instances by status, retired or not), then its instances,
+//! FAILED first with code and reason, so the instance an operator came for
+//! is on top.
 
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -13,7 +15,22 @@ use crate::app::App;
 use crate::fmt;
 use crate::view::{status_label, Status};
 
+/// Below this height the fleet panel gives way to the lists.
+const FLEET_MIN_HEIGHT: u16 = 24;
+
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
+    let area = match &app.fleet {
+        Some(fleet) if area.height >= FLEET_MIN_HEIGHT => {
+            let h = super::fleet::height(fleet).min(area.height / 2);
+            super::fleet::render(f, Rect { height: h, ..area }, fleet);
+            Rect {
+                y: area.y + h,
+                height: area.height - h,
+                ..area
+            }
+        }
+        _ => area,
+    };
     let area = if app.deployments.is_empty() {
         area
     } else {

@@ -19,6 +19,7 @@ use crate::app::{App, Panel, Screen};
 use crate::view::View;
 
 mod diagram;
+mod fleet;
 mod footer;
 mod help;
 mod history;

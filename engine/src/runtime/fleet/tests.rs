@@ -323,7 +323,9 @@ fn fleets_racing_a_pause_never_redrive_a_held_park_and_unpausing_loses_nothing()
         std::thread::spawn(move || {
             let store = Store::open(&path).unwrap();
             let mut fleet = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), owner.into());
-            fleet.batch(4);
+            // One instance per commit: slow enough for the pause to land
+            // while re-drives are under way.
+            fleet.batch(1);
             fleet.serve(|_, _| {}).unwrap()
         })
     };
@@ -337,7 +339,8 @@ fn fleets_racing_a_pause_never_redrive_a_held_park_and_unpausing_loses_nothing()
             .map(|r| attempt_times(s, &r.id).len())
             .sum::<usize>()
     };
-    while count(&operator) < 90 {
+    // Every first attempt, and re-drives under way.
+    while count(&operator) < N + 60 {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     operator.pause(PauseKind::Class, "transient", 1).unwrap();
