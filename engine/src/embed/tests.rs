@@ -329,3 +329,33 @@ fn a_virtual_instance_keeps_its_own_time_under_a_wall_clock_engine() {
     assert_eq!(engine.status(&id).unwrap()["status"], "completed");
     assert_eq!(attempts(&mut engine, &id), vec![(1, 0), (2, 60)]);
 }
+
+#[test]
+fn serve_takes_decisions_on_the_wall_clock_and_lets_the_caller_answer_between() {
+    let mut engine = Engine::in_memory().unwrap();
+    let requests: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let log = requests.clone();
+    engine.handlers_mut().relay("bank", move |req| {
+        log.lock()
+            .unwrap()
+            .push((req.correlation.to_string(), req.idempotency_key.to_string()));
+        Delivery::Delivered
+    });
+    let dep = engine.deploy(BANK).unwrap();
+    engine.set_time(super::Time::System);
+    let id = engine.start(&dep, json!({})).unwrap();
+    let started = std::time::Instant::now();
+    let mut verdicts = Vec::new();
+    engine
+        .serve(Duration::from_millis(5), |e| {
+            // The counterpart answers as soon as the request is out.
+            if let Some((c, k)) = requests.lock().unwrap().pop() {
+                verdicts.push(e.respond(&c, Some(&k), json!({"approved": true})).unwrap());
+            }
+            e.status(&id).unwrap()["status"] != "completed"
+                && started.elapsed() < Duration::from_secs(10)
+        })
+        .unwrap();
+    assert_eq!(verdicts, vec![Verdict::Accepted]);
+    assert_eq!(engine.status(&id).unwrap()["status"], "completed");
+}
