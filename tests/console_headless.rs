@@ -79,6 +79,49 @@ fn a_database_resumes_then_attaches_with_failed_first() {
     assert!(out.contains("read-only"), "{out}");
 }
 
+/// Done when: a replica serving a PostgreSQL database leaves a FAILED
+/// instance there, and the console attached to the same URL lists it
+/// (FAILED, with its failure) and opens it.
+#[test]
+fn the_console_attached_to_postgres_shows_a_failed_instance_a_replica_left() {
+    use qflow_engine::runtime::graph::Graph;
+    use qflow_engine::runtime::{decide, Scenario};
+    use qflow_engine::store::{Location, Store};
+    let Some(server) = qflow_engine::store::pg::test_server("the console on PostgreSQL") else {
+        return;
+    };
+    let name = format!("qflow_console_attach_{}", std::process::id());
+    let db = qflow_engine::store::pg::scratch_database(&server, &name).unwrap();
+    let model = "samples/dbg08-long-outage.bpmn";
+    let sc = "samples/scenarios/dbg08-long-outage.json";
+    let source = std::fs::read_to_string(repo().join(model)).unwrap();
+    let scenario = Scenario::parse(&std::fs::read_to_string(repo().join(sc)).unwrap()).unwrap();
+    let graph = Graph::compile(&qflow_engine::load(&source).unwrap()).unwrap();
+    let id = {
+        let mut store = Store::connect(&Location::parse(&db).unwrap()).unwrap();
+        let dep = store.deploy(&graph.process_id, &source, 0).unwrap();
+        let start = decide::start(&graph, &scenario.variables, 0);
+        store.start_instance(&dep, &start, 0).unwrap()
+    };
+    let served = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .args(["run", model, "--scenario", sc, "--db", &db, "--replica"])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(served.status.success(), "{}", text(&served).1);
+    let o = console(&["--db", &db, "--headless", "", "--size", "100x12"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains(&format!("FAILED    {id}")), "{out}");
+    assert!(out.contains("PROVIDER_DOWN (exhausted)"), "{out}");
+    // The password-free URL labels the view; opening the instance says why it failed.
+    let o = console(&["--db", &db, "--headless", "<enter>"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("PROVIDER_DOWN"), "{out}");
+}
+
 #[test]
 fn usage_and_input_errors_say_what_to_do() {
     let o = console(&[]);

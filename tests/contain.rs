@@ -25,11 +25,28 @@ fn last_json(out: &str) -> Value {
     serde_json::from_str(out.lines().last().expect("a line")).expect("JSON")
 }
 
+/// A fresh PostgreSQL database for `test`, or `None` (it says it skips).
+fn on_postgres(test: &str) -> Option<String> {
+    let server = qflow_engine::store::pg::test_server(test)?;
+    let name = format!("qflow_{test}_{}", std::process::id());
+    Some(qflow_engine::store::pg::scratch_database(&server, &name).unwrap())
+}
+
 #[test]
 fn a_paused_class_holds_the_park_across_processes_and_unpausing_resumes_it_on_time() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
-    let db = db.to_str().unwrap();
+    a_pause_holds_the_park(db.to_str().unwrap());
+}
+
+#[test]
+fn a_paused_class_holds_the_park_across_processes_on_postgres() {
+    if let Some(db) = on_postgres("contain_pause") {
+        a_pause_holds_the_park(&db);
+    }
+}
+
+fn a_pause_holds_the_park(db: &str) {
     // The first attempt fails and parks the retry at 60 s.
     let (code, out, err) = qflow(&[
         "run",
@@ -121,7 +138,17 @@ fn a_paused_class_holds_the_park_across_processes_and_unpausing_resumes_it_on_ti
 fn a_quarantined_instance_is_refused_until_released() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("q.db");
-    let db = db.to_str().unwrap();
+    quarantine_refuses_until_released(db.to_str().unwrap());
+}
+
+#[test]
+fn a_quarantined_instance_is_refused_until_released_on_postgres() {
+    if let Some(db) = on_postgres("contain_quarantine") {
+        quarantine_refuses_until_released(&db);
+    }
+}
+
+fn quarantine_refuses_until_released(db: &str) {
     let (code, _, err) = qflow(&[
         "run",
         DBG08,

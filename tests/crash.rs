@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use qflow_engine::runtime::snapshot::{Snapshot, TokenState};
-use qflow_engine::store::Store;
+use qflow_engine::store::{Location, Store};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -47,7 +47,42 @@ impl Rng {
     }
 }
 
-fn command(model: &str, scenario: &str, db: &Path) -> Command {
+/// Where a case's databases live: SQLite files in a directory, or fresh
+/// databases on a PostgreSQL server.
+enum Dbs<'a> {
+    Files(&'a Path),
+    Server(&'a str),
+}
+
+impl Dbs<'_> {
+    /// A fresh, empty database named `name`: what `--db` takes.
+    fn fresh(&self, name: &str) -> String {
+        match self {
+            Dbs::Files(dir) => {
+                let path = dir.join(format!("{name}.db"));
+                for suffix in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+                }
+                path.to_str().unwrap().to_string()
+            }
+            Dbs::Server(url) => {
+                let name = format!("qflow_crash_{name}_{}", std::process::id());
+                qflow_engine::store::pg::scratch_database(url, &name).unwrap()
+            }
+        }
+    }
+}
+
+/// The store `db` names; `None` for a SQLite file not created yet.
+fn open(db: &str) -> Option<Store> {
+    let location = Location::parse(db).unwrap();
+    if location.sqlite_path().is_some_and(|p| !p.exists()) {
+        return None;
+    }
+    Some(Store::connect(&location).unwrap_or_else(|e| panic!("database unreadable: {e}")))
+}
+
+fn command(model: &str, scenario: &str, db: &str) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_qflow"));
     c.current_dir(repo())
         .arg("run")
@@ -66,8 +101,8 @@ fn command(model: &str, scenario: &str, db: &Path) -> Command {
 /// byte sequence.
 type Trace = (Vec<(String, u32, i64)>, Vec<Vec<u8>>, String);
 
-fn trace(db: &Path) -> Trace {
-    let store = Store::open(db).unwrap();
+fn trace(db: &str) -> Trace {
+    let store = open(db).expect("the database exists");
     let inst = &store.instances().unwrap()[0];
     let attempts = store
         .history(&inst.id)
@@ -86,13 +121,11 @@ fn trace(db: &Path) -> Trace {
 }
 
 /// The invariants that must hold at any kill point.
-fn check_invariants(db: &Path, seen_instance: &mut Option<String>, ctx: &str) {
-    if !db.exists() {
+fn check_invariants(db: &str, seen_instance: &mut Option<String>, ctx: &str) {
+    let Some(store) = open(db) else {
         assert!(seen_instance.is_none(), "{ctx}: database vanished");
         return;
-    }
-    let store =
-        Store::open(db).unwrap_or_else(|e| panic!("{ctx}: database unreadable after a kill: {e}"));
+    };
     let instances = store.instances().unwrap();
     assert!(instances.len() <= 1, "{ctx}: {} instances", instances.len());
     match (&seen_instance, instances.first()) {
@@ -155,13 +188,26 @@ fn check_invariants(db: &Path, seen_instance: &mut Option<String>, ctx: &str) {
 
 #[test]
 fn sigkill_at_random_points_loses_nothing_and_repeats_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    kill_and_restart(&Dbs::Files(dir.path()));
+}
+
+/// The same kills against PostgreSQL: a killed client's transaction is
+/// rolled back by the server, its claim taken over by the next process.
+#[test]
+fn sigkill_at_random_points_loses_nothing_and_repeats_nothing_on_postgres() {
+    if let Some(server) = qflow_engine::store::pg::test_server("the crash test") {
+        kill_and_restart(&Dbs::Server(&server));
+    }
+}
+
+fn kill_and_restart(dbs: &Dbs<'_>) {
     let started = Instant::now();
     let mut rng = Rng(0x5eed_0008_dbd8_0001);
     let (mut kill_points, mut restarts) = (0usize, 0usize);
-    for (model, scenario) in CASES {
-        let dir = tempfile::tempdir().unwrap();
+    for (n, (model, scenario)) in CASES.iter().enumerate() {
         // The reference: an uninterrupted run.
-        let reference_db = dir.path().join("reference.db");
+        let reference_db = dbs.fresh(&format!("reference_{n}"));
         let t = Instant::now();
         assert!(command(model, scenario, &reference_db)
             .status()
@@ -170,7 +216,7 @@ fn sigkill_at_random_points_loses_nothing_and_repeats_nothing() {
         let span_us = (t.elapsed().as_micros() as u64).max(1_000);
         let reference = trace(&reference_db);
 
-        let db = dir.path().join("crashed.db");
+        let mut db = dbs.fresh(&format!("crashed_{n}"));
         let mut seen = None;
         let mut kills = 0;
         loop {
@@ -192,9 +238,7 @@ fn sigkill_at_random_points_loses_nothing_and_repeats_nothing() {
                     // equal the uninterrupted run; start over on a fresh file.
                     let final_trace = trace(&db);
                     assert_eq!(final_trace, reference, "{model}: a run with kills diverged");
-                    for suffix in ["", "-wal", "-shm"] {
-                        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-                    }
+                    db = dbs.fresh(&format!("crashed_{n}"));
                     seen = None;
                 }
             } else {

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use qflow_engine::store::Store;
+use qflow_engine::store::{Location, Store};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -127,12 +127,17 @@ const CASES: &[(&str, &str, Option<&str>)] = &[
 pub fn run_case(model: &str, scenario: Option<&str>) -> (String, String) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("run.db");
+    run_case_in(db.to_str().unwrap(), model, scenario)
+}
+
+/// Run a case on the store `db` names (a SQLite file or a PostgreSQL URL).
+fn run_case_in(db: &str, model: &str, scenario: Option<&str>) -> (String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_qflow"));
     cmd.current_dir(repo())
         .arg("run")
         .arg(format!("samples/{model}.bpmn"))
         .arg("--db")
-        .arg(&db)
+        .arg(db)
         .args(["--format", "json"]);
     match scenario {
         Some(s) => cmd
@@ -146,7 +151,7 @@ pub fn run_case(model: &str, scenario: Option<&str>) -> (String, String) {
         "qflow run {model}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let store = Store::open(&db).unwrap();
+    let store = Store::connect(&Location::parse(db).unwrap()).unwrap();
     let instances = store.instances().unwrap();
     assert_eq!(instances.len(), 1, "one instance per run");
     let mut snaps = String::new();
@@ -190,6 +195,34 @@ fn decisions_and_snapshot_bytes_match_the_golden_corpus() {
             &snaps,
             &mut failures,
         );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The same corpus on PostgreSQL: every decision line and every persisted
+/// snapshot byte equal SQLite's goldens (never blessed from here: the
+/// stores must agree, and SQLite's run is the reference).
+#[test]
+fn decisions_and_snapshot_bytes_match_the_golden_corpus_on_postgres() {
+    let Some(server) = qflow_engine::store::pg::test_server("the golden corpus") else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for (n, (case, model, scenario)) in CASES.iter().enumerate() {
+        let name = format!("qflow_golden_{n}_{}", std::process::id());
+        let db = qflow_engine::store::pg::scratch_database(&server, &name).unwrap();
+        let (lines, snaps) = run_case_in(&db, model, *scenario);
+        for (kind, actual) in [("run", &lines), ("snapshots", &snaps)] {
+            let ext = if kind == "run" { "jsonl" } else { "snap" };
+            let path = repo().join(format!("tests/golden/{kind}/{case}.{ext}"));
+            let expected = std::fs::read_to_string(&path).unwrap_or_default();
+            if &expected != actual {
+                failures.push(format!(
+                    "{case} on PostgreSQL differs from {}\n--- SQLite (golden)\n{expected}--- PostgreSQL\n{actual}",
+                    path.display()
+                ));
+            }
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -21,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use qflow_engine::runtime::decide;
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::scenario::Scenario;
-use qflow_engine::store::Store;
+use qflow_engine::store::{Location, Store};
 use serde_json::Value;
 
 const INSTANCES: usize = 300;
@@ -59,10 +59,15 @@ fn assert_one_chain(store: &Store, instance: &str) {
 
 /// Deploys `source` into a fresh database at `db` and starts `count`
 /// instances with the scenario's variables; returns their ids.
-fn seed(db: &Path, source: &str, scenario: &Scenario, count: usize) -> Vec<String> {
+fn seed(
+    db: impl AsRef<std::ffi::OsStr>,
+    source: &str,
+    scenario: &Scenario,
+    count: usize,
+) -> Vec<String> {
     let defs = qflow_engine::load(source).unwrap();
     let graph = Graph::compile(&defs).unwrap();
-    let mut store = Store::open(db).unwrap();
+    let mut store = open(db);
     let dep = store.deploy(&graph.process_id, source, 0).unwrap();
     (0..count)
         .map(|_| {
@@ -72,9 +77,20 @@ fn seed(db: &Path, source: &str, scenario: &Scenario, count: usize) -> Vec<Strin
         .collect()
 }
 
+/// The store `db` names (a SQLite file or a PostgreSQL URL), as `--db` reads it.
+fn open(db: impl AsRef<std::ffi::OsStr>) -> Store {
+    let db = db.as_ref().to_str().unwrap();
+    Store::connect(&Location::parse(db).unwrap()).unwrap()
+}
+
 /// One `qflow run --replica` serving `db`, logging its lost races to
 /// `races_log` and printing JSON lines; the caller picks stdio and spawns.
-fn replica(model: &Path, scenario: &Path, db: &Path, races_log: &Path) -> Command {
+fn replica(
+    model: &Path,
+    scenario: &Path,
+    db: impl AsRef<std::ffi::OsStr>,
+    races_log: &Path,
+) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_qflow"));
     cmd.arg("run")
         .arg(model)
@@ -132,15 +148,32 @@ fn detail_lines(store: &Store, instance: &str) -> Vec<Value> {
 fn replicas_racing_on_one_database_take_exactly_one_decision_per_event() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("shared.db");
-    let races_log = dir.path().join("races.log");
-    let effects = dir.path().join("effects.log");
+    dbg08_race(db.to_str().unwrap(), dir.path());
+}
+
+#[test]
+fn replicas_racing_on_one_postgres_database_take_exactly_one_decision_per_event() {
+    let Some(server) = qflow_engine::store::pg::test_server("the replica race") else {
+        return;
+    };
+    let name = format!("qflow_replica_race_{}", std::process::id());
+    let db = qflow_engine::store::pg::scratch_database(&server, &name).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    dbg08_race(&db, dir.path());
+}
+
+/// Four replica processes race over 300 DBG-08 long-outage instances in
+/// `db`: exactly one decision per event, and every handler run recorded once.
+fn dbg08_race(db: &str, dir: &Path) {
+    let races_log = dir.join("races.log");
+    let effects = dir.join("effects.log");
     let model = repo().join("samples/dbg08-long-outage.bpmn");
     let scenario_path = repo().join("samples/scenarios/dbg08-long-outage.json");
     let source = std::fs::read_to_string(&model).unwrap();
     let scenario = Scenario::parse(&std::fs::read_to_string(&scenario_path).unwrap()).unwrap();
-    seed(&db, &source, &scenario, INSTANCES);
+    seed(db, &source, &scenario, INSTANCES);
     let children = spawn_replicas(|| {
-        let mut cmd = replica(&model, &scenario_path, &db, &races_log);
+        let mut cmd = replica(&model, &scenario_path, db, &races_log);
         cmd.arg("--effects-log").arg(&effects);
         cmd
     });
@@ -160,7 +193,7 @@ fn replicas_racing_on_one_database_take_exactly_one_decision_per_event() {
             "a decision was computed from facts another replica changed"
         );
     }
-    let store = Store::open(&db).unwrap();
+    let store = open(db);
     let instances = store.instances().unwrap();
     assert_eq!(instances.len(), INSTANCES);
     let mut transitions = 0u64;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use qflow_engine::runtime::session::{scenario_beside, ScenarioChoice};
+use qflow_engine::store::Location;
 use qflow_tui::engine_backend::{EngineBackend, StartFailure};
 use qflow_tui::{script, ui, App};
 
@@ -21,10 +22,11 @@ pub struct Args {
     /// Ignore a scenario beside the model: every task succeeds.
     #[arg(long, conflicts_with = "scenario")]
     pub no_scenario: bool,
-    /// The SQLite database (default: a temporary one). With MODEL, an
-    /// unfinished instance of the same model in it is resumed.
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
+    /// The database: a SQLite file or a postgres:// URL (default: a
+    /// temporary SQLite file). With MODEL, an unfinished instance of the
+    /// same model in it is resumed.
+    #[arg(long, value_name = "DB")]
+    pub db: Option<Location>,
     /// Feed these keys without a terminal and print the last frame (scripts,
     /// tests): every character is a key; <enter>, <esc>, <tab>, <space> name others.
     #[arg(long, value_name = "KEYS")]
@@ -57,7 +59,7 @@ pub fn run(args: Args) -> ExitCode {
                     ScenarioChoice::BesideModel
                 }
             };
-            EngineBackend::open(model, &choice, db.as_deref()).map_err(|e| {
+            EngineBackend::open(model, &choice, db.as_ref()).map_err(|e| {
                 let code = if e.failure == StartFailure::Refused { 1 } else { 2 };
                 (e.message, code)
             })
@@ -66,10 +68,10 @@ pub fn run(args: Args) -> ExitCode {
             if args.scenario.is_some() || args.no_scenario {
                 return usage("--scenario needs a MODEL to run; --db alone inspects a database read-only");
             }
-            EngineBackend::attach(db).map_err(|e| (e, 2))
+            EngineBackend::attach(db.clone()).map_err(|e| (e, 2))
         }
         (None, None) => {
-            return usage("give a MODEL to run (qflow console samples/dbg08-charge.bpmn), or --db FILE to inspect a database")
+            return usage("give a MODEL to run (qflow console samples/dbg08-charge.bpmn), or --db DB (a SQLite file or a postgres:// URL) to inspect a database")
         }
     };
     let mut backend = match backend {

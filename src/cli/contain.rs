@@ -3,13 +3,12 @@
 //! the pauses and quarantines ([`qflow_engine::store::contain`]); this
 //! module parses and reports.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use qflow_engine::instance::event::FailureClass;
 use qflow_engine::runtime::clock::system_now_ms;
 use qflow_engine::store::contain::{PauseChange, PauseKind};
-use qflow_engine::store::StoreError;
+use qflow_engine::store::{Location, StoreError};
 use qflow_engine::text::group;
 use serde_json::json;
 
@@ -20,8 +19,8 @@ use super::run::json_line;
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["class", "dependency"])))]
 pub struct PauseArgs {
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
     /// The failure class whose retries to hold: transient or rate-limited
     /// (the classes that park a retry).
     #[arg(long, value_name = "CLASS")]
@@ -39,8 +38,8 @@ pub struct PauseArgs {
 pub struct QuarantineArgs {
     /// The instance's id (`qflow instances` lists them).
     pub instance: String,
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
 }
@@ -105,7 +104,7 @@ fn change_pause(args: PauseArgs, pause: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn pause_text(c: &PauseChange, pause: bool, db: &std::path::Path) -> String {
+fn pause_text(c: &PauseChange, pause: bool, db: &Location) -> String {
     let (kind, value) = (c.kind.flag(), &c.value);
     let parks = match c.parks {
         1 => "1 retry park".to_string(),
@@ -121,7 +120,7 @@ fn pause_text(c: &PauseChange, pause: bool, db: &std::path::Path) -> String {
             "{head}: {parks} held ({} already due); each keeps its due time, and new parks of it are held too.\n\
              `qflow unpause --db {} --{kind} {value}` lets them run.",
             group(c.due_now),
-            db.display()
+            db
         )
     } else if c.changed {
         format!(
@@ -161,8 +160,7 @@ fn set_quarantine(args: QuarantineArgs, on: bool) -> ExitCode {
                 "store",
                 format!(
                     "no instance {id} in {} (`qflow instances --db {}` lists them)",
-                    args.db.display(),
-                    args.db.display()
+                    args.db, args.db
                 ),
             )
         }
@@ -176,7 +174,7 @@ fn set_quarantine(args: QuarantineArgs, on: bool) -> ExitCode {
         }
         Format::Human => {
             let id = &change.instance;
-            let db = args.db.display();
+            let db = &args.db;
             println!(
                 "{}",
                 match (on, change.changed) {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use qflow_engine::runtime::clock::system_now_ms;
-use qflow_engine::store::{DeploymentRow, Retirement, StatusCounts};
+use qflow_engine::store::{DeploymentRow, Location, Retirement, StatusCounts};
 use serde_json::{json, Value};
 
 use super::ops::{self, Format, REFUSED, USAGE};
@@ -16,9 +16,9 @@ use super::run::json_line;
 pub struct DeployArgs {
     /// The BPMN model to deploy; refused, with the report, when it has load errors.
     pub model: PathBuf,
-    /// The database file (created if missing).
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    /// The database: a SQLite file (created if missing) or a postgres:// URL.
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
 }
@@ -26,8 +26,8 @@ pub struct DeployArgs {
 /// List the deployments: id, process, model, hash, when, instances by status, retired.
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
 }
@@ -38,8 +38,8 @@ pub struct ListArgs {
 pub struct RetireArgs {
     /// The deployment's id (`qflow deployments` lists them).
     pub deployment: i64,
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
 }
@@ -160,8 +160,7 @@ pub fn list(args: ListArgs) -> ExitCode {
         }
         Format::Human if rows.is_empty() => println!(
             "no deployments in {} (`qflow deploy MODEL --db {}` adds one)",
-            args.db.display(),
-            args.db.display()
+            args.db, args.db
         ),
         Format::Human => {
             let cells: Vec<Vec<String>> = rows
@@ -242,14 +241,11 @@ pub fn retire(args: RetireArgs) -> ExitCode {
                 .map(|(i, s)| format!("{i} ({})", s.as_str().to_uppercase()))
                 .collect();
             let hint = if failed.is_empty() {
-                format!(
-                    "let them finish (`qflow resume INSTANCE --db {}`)",
-                    args.db.display()
-                )
+                format!("let them finish (`qflow resume INSTANCE --db {}`)", args.db)
             } else {
                 format!(
                     "repair the FAILED ones onto a fixed model (`qflow migrate --all-failed-of {id} --to MODEL --db {}`), let unfinished ones finish",
-                    args.db.display()
+                    args.db
                 )
             };
             let msg = format!(

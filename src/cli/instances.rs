@@ -1,13 +1,13 @@
 //! `qflow instances` and `qflow show`: a database's instances, listed and
 //! one in full, rendered from the engine's inspection (docs/cli.md).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use qflow_engine::inspect::fleet::{self, Filter};
 use qflow_engine::inspect::{Inspection, InstanceSummary, NodeKind, NodeState, Waiting};
 use qflow_engine::instance::Status;
 use qflow_engine::runtime::snapshot::canonical_string;
+use qflow_engine::store::Location;
 use qflow_engine::text::counted;
 use serde_json::{json, Value};
 
@@ -17,8 +17,8 @@ use super::run::{human_line, json_line, Columns};
 /// List instances: status, deployment, current node, attempts, next due time, failure.
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
     /// Only instances in this status: running, waiting, completed or failed.
     #[arg(long, value_name = "S")]
     pub status: Option<String>,
@@ -35,8 +35,8 @@ pub struct ListArgs {
 pub struct ShowArgs {
     /// The instance id (`qflow instances` lists them).
     pub instance: String,
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
 }
@@ -87,7 +87,7 @@ pub fn list(args: ListArgs) -> ExitCode {
                     "usage",
                     format!(
                     "--deployment {d}: no such deployment (`qflow deployments --db {}` lists them)",
-                    args.db.display()
+                    args.db
                 ),
                 )
             }
@@ -469,8 +469,7 @@ pub fn show(args: ShowArgs) -> ExitCode {
                 "usage",
                 format!(
                     "no instance {id} in {}{hint}; `qflow instances --db {}` lists them",
-                    args.db.display(),
-                    args.db.display()
+                    args.db, args.db
                 ),
             );
         }
@@ -480,7 +479,7 @@ pub fn show(args: ShowArgs) -> ExitCode {
         Format::Json => println!("{}", json_line(&show_json(&inspection), &["instance"])),
         Format::Human => {
             let columns = Columns::of_ids(inspection.nodes.iter().map(|n| n.id.as_str()));
-            for l in show_human(&inspection, &args.db.display().to_string(), &columns) {
+            for l in show_human(&inspection, &args.db.to_string(), &columns) {
                 println!("{l}");
             }
         }

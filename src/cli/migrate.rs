@@ -12,6 +12,7 @@ use qflow_engine::runtime::outcome::Expectation;
 use qflow_engine::runtime::scenario::Scenario;
 use qflow_engine::runtime::session::{load_scenario, scenario_beside, ScenarioChoice};
 use qflow_engine::runtime::{scenario_check, LocalRun, Status};
+use qflow_engine::store::Location;
 use serde_json::{json, Value};
 
 use super::ops::{self, Format, REFUSED, USAGE};
@@ -33,8 +34,8 @@ pub struct MigrateArgs {
     /// migration's own transaction unless its source is already deployed).
     #[arg(long, value_name = "DEPLOYMENT|MODEL")]
     pub to: String,
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
     /// Node OLD of the instance's model is NEW in the target (repeatable).
     /// Unmapped nodes keep their id.
     #[arg(long = "map", value_name = "OLD=NEW")]
@@ -59,8 +60,8 @@ pub struct MigrateArgs {
 pub struct ResumeArgs {
     /// The instance to continue.
     pub instance: String,
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
     /// A scenario (JSON, docs/run.md) for the handlers and counterparts from
     /// here on. Default: the scenario beside the model the instance's
     /// deployment was deployed from (`<dir>/scenarios/<stem>.json`), as
@@ -274,10 +275,9 @@ pub fn migrate(args: MigrateArgs) -> ExitCode {
                 print_plan(&applied, &to_shown, format, Some(deployment));
                 if format == Format::Human {
                     let next = match decision.status {
-                        Status::Running | Status::Waiting => format!(
-                            "; `qflow resume {id} --db {}` continues it",
-                            args.db.display()
-                        ),
+                        Status::Running | Status::Waiting => {
+                            format!("; `qflow resume {id} --db {}` continues it", args.db)
+                        }
                         _ => String::new(),
                     };
                     println!(
@@ -311,9 +311,7 @@ pub fn resume(args: ResumeArgs) -> ExitCode {
                 "usage",
                 format!(
                     "no instance {} in {}; `qflow instances --db {}` lists them",
-                    args.instance,
-                    args.db.display(),
-                    args.db.display()
+                    args.instance, args.db, args.db
                 ),
             )
         }
@@ -328,7 +326,7 @@ pub fn resume(args: ResumeArgs) -> ExitCode {
                 "instance {} is FAILED: repair it first (`qflow migrate {} --to MODEL|DEPLOYMENT --db {}`), then resume it",
                 args.instance,
                 args.instance,
-                args.db.display()
+                args.db
             ),
         );
     }
@@ -404,7 +402,7 @@ pub fn resume(args: ResumeArgs) -> ExitCode {
         resolves,
         until,
         horizon: Some(qflow_engine::runtime::driver::DEFAULT_HORIZON),
-        db_shown: Some(args.db.display().to_string()),
+        db_shown: Some(args.db.to_string()),
         expect,
         columns: Columns::of(Some(run.graph())),
     };

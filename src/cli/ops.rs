@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use qflow_engine::diagnostic::Report;
 use qflow_engine::runtime::graph::Graph;
-use qflow_engine::store::Store;
+use qflow_engine::store::explain::connect_error;
+use qflow_engine::store::{Location, Store};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -41,21 +42,13 @@ pub fn fail(format: Format, code: u8, why: &str, msg: impl std::fmt::Display) ->
 }
 
 /// Open a database that must already exist (reading commands never create one).
-pub fn open_existing(db: &Path) -> Result<Store, String> {
-    if !db.exists() {
-        return Err(format!(
-            "--db {}: no such database (a run or `qflow deploy MODEL --db {}` creates it)",
-            db.display(),
-            db.display()
-        ));
-    }
-    open(db)
+pub fn open_existing(db: &Location) -> Result<Store, String> {
+    Store::connect_existing(db).map_err(|e| format!("--db {}", connect_error(db, &e)))
 }
 
 /// Open (or create) a database.
-pub fn open(db: &Path) -> Result<Store, String> {
-    Store::open(db)
-        .map_err(|e| format!("--db {}", qflow_engine::store::explain::open_error(db, &e)))
+pub fn open(db: &Location) -> Result<Store, String> {
+    Store::connect(db).map_err(|e| format!("--db {}", connect_error(db, &e)))
 }
 
 /// A model read, checked as `qflow check` checks it (its configuration

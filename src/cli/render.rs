@@ -13,15 +13,15 @@ use qflow_engine::diagram::{Diagram, DiagramState};
 use qflow_engine::inspect::Inspection;
 use qflow_engine::model::{Definitions, Process};
 use qflow_engine::runtime::graph::Graph;
-use qflow_engine::store::Store;
+use qflow_engine::store::{Location, Store};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The BPMN model to draw.
     pub model: PathBuf,
     /// A database holding an instance of the model (with --instance).
-    #[arg(long, value_name = "FILE", requires = "instance")]
-    pub db: Option<PathBuf>,
+    #[arg(long, value_name = "DB", requires = "instance")]
+    pub db: Option<Location>,
     /// The instance whose state to draw on the diagram (with --db).
     #[arg(long, value_name = "ID", requires = "db")]
     pub instance: Option<String>,
@@ -92,25 +92,27 @@ fn pick<'a>(defs: &'a Definitions, wanted: Option<&str>) -> Result<&'a Process, 
 }
 
 /// Read instance `id` from the database, against the model it was deployed with.
-fn inspect(db: &Path, id: &str) -> Result<Inspection, String> {
-    if !db.exists() {
-        return Err(format!("--db {}: no such database file", db.display()));
+fn inspect(db: &Location, id: &str) -> Result<Inspection, String> {
+    if db.sqlite_path().is_some_and(|p| !p.exists()) {
+        return Err(format!("--db {db}: no such database file"));
     }
-    let store = Store::open(db)
-        .map_err(|e| format!("--db {}", qflow_engine::store::explain::open_error(db, &e)))?;
+    let store = Store::connect_existing(db).map_err(|e| {
+        format!(
+            "--db {}",
+            qflow_engine::store::explain::connect_error(db, &e)
+        )
+    })?;
     let row = store
         .instance(id)
-        .map_err(|e| format!("--db {}: {e}", db.display()))?
+        .map_err(|e| format!("--db {db}: {e}"))?
         .ok_or_else(|| {
             format!(
-                "--instance {id}: no such instance in {} (`qflow console --db {}` lists them)",
-                db.display(),
-                db.display()
+                "--instance {id}: no such instance in {db} (`qflow console --db {db}` lists them)"
             )
         })?;
     let source = store
         .deployment_source(row.deployment_id)
-        .map_err(|e| format!("--db {}: {e}", db.display()))?
+        .map_err(|e| format!("--db {db}: {e}"))?
         .ok_or_else(|| format!("--instance {id}: its deployment is missing from the database"))?;
     let defs = qflow_engine::load(&source)
         .map_err(|_| format!("--instance {id}: its deployed model no longer loads"))?;

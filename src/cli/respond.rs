@@ -2,12 +2,13 @@
 //! command line, decided exactly as `qflow serve`'s endpoint decides one
 //! (docs/handlers.md): the verdict of the decision table, as JSON.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use qflow_engine::embed::{Engine, EngineError, Time};
 use qflow_engine::runtime::driver::Verdict;
+use qflow_engine::store::explain::connect_error;
+use qflow_engine::store::{Location, Store};
 use serde_json::{json, Value};
 
 use super::run::{json_line, Format};
@@ -19,8 +20,8 @@ pub struct Args {
     /// The correlation: `instance/node` (a relayed request's Qflow-Correlation).
     pub correlation: String,
     /// The database holding the instance.
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
     /// The idempotency key of the request answered (default: the live attempt's).
     #[arg(long, value_name = "KEY")]
     pub key: Option<String>,
@@ -50,12 +51,12 @@ pub fn run(args: Args) -> ExitCode {
         Ok(other) => return fail(format!("--body: expected a JSON object, found {other}")),
         Err(e) => return fail(format!("--body: not JSON: {e}")),
     };
-    if !args.db.exists() {
-        return fail(format!("--db {}: no such database", args.db.display()));
+    if args.db.sqlite_path().is_some_and(|p| !p.exists()) {
+        return fail(format!("--db {}: no such database", args.db));
     }
-    let mut engine = match Engine::open(&args.db) {
+    let mut engine = match Store::connect_existing(&args.db).map(Engine::with_store) {
         Ok(e) => e,
-        Err(e) => return fail(format!("--db {}: {e}", args.db.display())),
+        Err(e) => return fail(format!("--db {}", connect_error(&args.db, &e))),
     };
     engine.set_time(Time::System);
     // A serving process may hold the instance's claim for a moment.

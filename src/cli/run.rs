@@ -21,7 +21,7 @@ use qflow_engine::runtime::session::{
     load_scenario as session_scenario, ScenarioChoice, Session, SessionDb, SessionError,
 };
 use qflow_engine::runtime::{scenario_check, LocalRun, Status};
-use qflow_engine::store::Store;
+use qflow_engine::store::{Location, Store};
 use qflow_engine::text::counted;
 use serde_json::{json, Value};
 
@@ -60,9 +60,10 @@ pub struct Args {
     /// With --handlers: the new instance's variables, a JSON object.
     #[arg(long, value_name = "JSON", requires = "handlers")]
     pub variables: Option<String>,
-    /// The database file (created if missing). Default: a temporary database.
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
+    /// The database: a SQLite file (created if missing) or a postgres:// URL.
+    /// Default: a temporary SQLite file.
+    #[arg(long, value_name = "DB")]
+    pub db: Option<Location>,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
     /// Reconcile an unknown outcome of NODE: succeeded (the effect happened), failed
@@ -209,11 +210,11 @@ pub fn run(args: Args) -> ExitCode {
             Err(e) => return fail(format, Why::Usage, format!("--until `{u}`: {e}")),
         },
     };
-    let db = SessionDb::new(args.db.as_deref(), "run");
-    let mut store = match Store::open(db.path()) {
+    let db = SessionDb::new(args.db.as_ref(), "run");
+    let mut store = match Store::connect(db.location()) {
         Ok(s) => s,
         Err(e) => {
-            let why = qflow_engine::store::explain::open_error(db.path(), &e);
+            let why = qflow_engine::store::explain::connect_error(db.location(), &e);
             return fail(format, Why::Store, format!("--db {why}"));
         }
     };
@@ -221,8 +222,8 @@ pub fn run(args: Args) -> ExitCode {
     if let Some(instance) = &args.migrate {
         eprintln!(
             "note: `run --migrate` is kept for existing scripts; `qflow migrate {instance} --to {shown} --db {} [--map OLD=NEW] --dry-run` shows the plan first, and `qflow resume {instance} --db {}` continues the instance",
-            db.path().display(),
-            db.path().display()
+            db.location(),
+            db.location()
         );
         let mut mapping = std::collections::BTreeMap::new();
         for m in &args.map {
@@ -283,7 +284,7 @@ pub fn run(args: Args) -> ExitCode {
                         "--resolve: {} holds no unfinished instance of {shown}, so there is nothing to reconcile \
                          (nothing was started). Run the model with this --db first; an instance \
                          waiting for reconciliation is resumed and resolved",
-                        db.path().display()
+                        db.location()
                     ),
                 )
             }
@@ -306,7 +307,7 @@ pub fn run(args: Args) -> ExitCode {
         resolves,
         until,
         horizon: None,
-        db_shown: (!db.is_temporary()).then(|| db.path().display().to_string()),
+        db_shown: (!db.is_temporary()).then(|| db.location().to_string()),
         expect,
         columns,
     };

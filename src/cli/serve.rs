@@ -12,6 +12,7 @@ use std::time::Duration;
 use qflow_engine::embed::{Engine, EngineError, Handlers, Time};
 use qflow_engine::handlers::HandlersFile;
 use qflow_engine::runtime::driver::Verdict;
+use qflow_engine::store::{Location, Store};
 use serde_json::{json, Value};
 
 use super::run::{json_line, Format};
@@ -23,9 +24,9 @@ pub const TOKEN_ENV: &str = "QFLOW_SERVE_TOKEN";
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = AFTER_HELP)]
 pub struct Args {
-    /// The database (created if missing).
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    /// The database (created if missing): a SQLite file or a postgres:// URL.
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
     /// The handlers file (TOML): a command or URL per q:task, a URL per channel.
     #[arg(long, value_name = "FILE")]
     pub handlers: Option<PathBuf>,
@@ -96,19 +97,19 @@ pub fn run(args: Args) -> ExitCode {
     let handlers = super::handlers::world(&file, Some(base.clone()));
     let mut engine = match open(&args.db, handlers.clone()) {
         Ok(e) => e,
-        Err(e) => return fail(format!("--db {}: {e}", args.db.display())),
+        Err(e) => return fail(format!("--db {}: {e}", args.db)),
     };
     if let Err(msg) = refuse_missing(&mut engine, args.handlers.as_deref()) {
         return fail(msg);
     }
     let mut endpoint = match open(&args.db, handlers) {
         Ok(e) => e,
-        Err(e) => return fail(format!("--db {}: {e}", args.db.display())),
+        Err(e) => return fail(format!("--db {}: {e}", args.db)),
     };
     endpoint.set_owner(format!("{}:http", qflow_engine::store::local_owner()));
     std::thread::spawn(move || listen(server, endpoint, token));
     match args.format {
-        Format::Human => eprintln!("listening on {base} (serving {})", args.db.display()),
+        Format::Human => eprintln!("listening on {base} (serving {})", args.db),
         Format::Json => println!(
             "{}",
             json_line(&json!({"status": "listening", "url": base}), &["status"])
@@ -119,13 +120,13 @@ pub fn run(args: Args) -> ExitCode {
             Ok(Some(step)) => print(args.format, &step.instance, &step.decision),
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(EngineError::Busy(_)) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return fail(format!("serving {}: {e}", args.db.display())),
+            Err(e) => return fail(format!("serving {}: {e}", args.db)),
         }
     }
 }
 
-fn open(db: &Path, handlers: Handlers) -> Result<Engine, EngineError> {
-    let mut engine = Engine::open(db)?;
+fn open(db: &Location, handlers: Handlers) -> Result<Engine, EngineError> {
+    let mut engine = Engine::with_store(Store::connect(db)?);
     engine.set_time(Time::System).set_handlers(handlers);
     Ok(engine)
 }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use qflow_engine::runtime::fleet::DEFAULT_BATCH;
 use qflow_engine::runtime::session::SessionDb;
 use qflow_engine::runtime::simulate::{simulate, Plan, Report, OUTAGE_CODE};
+use qflow_engine::store::Location;
 use serde_json::json;
 
 use crate::cli::run::{json_line, Format};
@@ -29,10 +30,10 @@ pub struct Args {
     /// (ISO 8601: PT2H, P1D, PT90M).
     #[arg(long, value_name = "DURATION")]
     pub outage: String,
-    /// Keep the instances in this database (created if missing); else a
-    /// temporary one, removed at the end.
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
+    /// Keep the instances in this database (a SQLite file, created if
+    /// missing, or a postgres:// URL); else a temporary one, removed at the end.
+    #[arg(long, value_name = "DB")]
+    pub db: Option<Location>,
     /// Instances decided and committed together (one transaction each way).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH)]
     pub batch: usize,
@@ -85,7 +86,7 @@ pub fn run(args: Args) -> ExitCode {
             )
         }
     };
-    let db = SessionDb::new(args.db.as_deref(), "simulate");
+    let db = SessionDb::new(args.db.as_ref(), "simulate");
     let store = match db.open() {
         Ok(s) => s,
         Err(e) => return fail(format, 2, "store", e),
@@ -148,9 +149,9 @@ pub fn run(args: Args) -> ExitCode {
         Format::Json => println!("{}", json_report(&report, &args, outage, elapsed, rss)),
         Format::Human => print!("{}", human_report(&report, &args, outage, elapsed, rss)),
     }
-    if let Some(path) = &args.db {
+    if let Some(db) = &args.db {
         if format == Format::Human {
-            println!("instances kept in {}", path.display());
+            println!("instances kept in {db}");
         }
     }
     ExitCode::SUCCESS

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use qflow_engine::duration::compact_ms;
 use qflow_engine::store::stats::Observations;
-use qflow_engine::store::Store;
+use qflow_engine::store::{Location, Store};
 use qflow_engine::text::group;
 use serde_json::json;
 
@@ -14,9 +14,9 @@ use crate::cli::run::{json_line, Format};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The database to read (it must exist).
-    #[arg(long, value_name = "FILE")]
-    pub db: PathBuf,
+    /// The database to read (it must exist): a SQLite file or a postgres:// URL.
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
     /// Also write a self-contained HTML report here: attempts per minute,
     /// the backlog's age, each deployed policy's schedule, the processes.
     #[arg(long, value_name = "FILE.html")]
@@ -36,24 +36,24 @@ pub fn run(args: Args) -> ExitCode {
         }
         ExitCode::from(2)
     };
-    if !args.db.is_file() {
+    if args.db.sqlite_path().is_some_and(|p| !p.is_file()) {
         return fail(format!(
             "{}: no such database (give the --db of a run or a simulation)",
-            args.db.display()
+            args.db
         ));
     }
-    let store = match Store::open(&args.db) {
+    let store = match Store::connect_existing(&args.db) {
         Ok(s) => s,
-        Err(e) => return fail(qflow_engine::store::explain::open_error(&args.db, &e)),
+        Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
     };
     let obs = match store.observations() {
         Ok(o) => o,
-        Err(e) => return fail(qflow_engine::store::explain::open_error(&args.db, &e)),
+        Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
     };
     if let Some(path) = &args.report {
         let html = match html_report(&store, &obs, &args) {
             Ok(h) => h,
-            Err(e) => return fail(qflow_engine::store::explain::open_error(&args.db, &e)),
+            Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
         };
         if let Err(e) = crate::cli::report::write(path, &html) {
             return fail(format!("cannot write the report {}: {e}", path.display()));
@@ -81,7 +81,7 @@ fn html_report(
     use qflow_engine::policy::projection;
     let per_minute = store.attempts_per_minute()?;
     let mut summary = vec![
-        ("database".to_string(), args.db.display().to_string()),
+        ("database".to_string(), args.db.to_string()),
         (
             "instances".into(),
             format!(
@@ -152,7 +152,7 @@ fn html_report(
         }
     }
     Ok(crate::cli::report::html(&crate::cli::report::Report {
-        title: format!("qflow stats: {}", args.db.display()),
+        title: format!("qflow stats: {}", args.db),
         summary,
         per_minute: &per_minute,
         outage_minutes: None,

@@ -25,7 +25,8 @@ use qflow_engine::runtime::session::{
 };
 use qflow_engine::runtime::snapshot::{Snapshot, TokenState};
 use qflow_engine::runtime::{Clock, Decision, Scenario, VirtualClock};
-use qflow_engine::store::Store;
+use qflow_engine::store::explain::connect_error;
+use qflow_engine::store::{Location, Store};
 use serde_json::Value;
 
 use crate::backend::{
@@ -57,7 +58,7 @@ pub struct Drive {
 /// instance inspected, and stepped when it is unfinished.
 pub struct Attach {
     store: Store,
-    path: std::path::PathBuf,
+    location: Location,
     label: String,
     selected: Option<Selected>,
     /// The last migration planned, with the instance version it was planned at.
@@ -169,7 +170,7 @@ impl EngineBackend {
             Some(p) => ScenarioChoice::File(p.to_path_buf()),
             None => ScenarioChoice::None,
         };
-        EngineBackend::open(model, &choice, db)
+        EngineBackend::open(model, &choice, db.map(Location::from).as_ref())
     }
 
     /// Open a session on `model` as `qflow run` does: the scenario chosen
@@ -179,7 +180,7 @@ impl EngineBackend {
     pub fn open(
         model: &Path,
         scenario: &ScenarioChoice,
-        db: Option<&Path>,
+        db: Option<&Location>,
     ) -> Result<EngineBackend, StartError> {
         let shown = model.display().to_string();
         let source = std::fs::read_to_string(model)
@@ -221,13 +222,14 @@ impl EngineBackend {
             VirtualClock::new(0),
         )
         .map_err(|e| match e {
-            SessionError::Database { path, error } => StartError {
-                failure: StartFailure::Store,
-                message: format!(
-                    "--db {}",
-                    qflow_engine::store::explain::open_error(Path::new(&path), &error)
-                ),
-            },
+            SessionError::Database { path, error } => {
+                // The database given, or the temporary file that failed.
+                let at = db.cloned().unwrap_or_else(|| Location::Sqlite(path.into()));
+                StartError {
+                    failure: StartFailure::Store,
+                    message: format!("--db {}", connect_error(&at, &error)),
+                }
+            }
             SessionError::Run(e) => start_err(StartFailure::Store)(format!("{shown}: {e}")),
             other => start_err(StartFailure::Store)(other.to_string()),
         })?;
@@ -237,7 +239,7 @@ impl EngineBackend {
             Report::info(format!(
                 "resumed unfinished instance {} from {} · space steps",
                 run.instance_id(),
-                session.db.path().display()
+                session.db.location()
             ))
         } else {
             Report::info(format!(
@@ -246,7 +248,7 @@ impl EngineBackend {
             ))
         };
         let label = match db {
-            Some(p) => format!("{shown} · {}", p.display()),
+            Some(db) => format!("{shown} · {db}"),
             None => shown,
         };
         let process = session.run.graph().process_id.clone();
@@ -262,16 +264,18 @@ impl EngineBackend {
         })))
     }
 
-    /// Attach to an existing database, read-only.
-    pub fn attach(db: &Path) -> Result<EngineBackend, String> {
-        if !db.exists() {
-            return Err(format!("{}: no such database file", db.display()));
+    /// Attach to an existing database (a SQLite file or a PostgreSQL URL),
+    /// read-only.
+    pub fn attach(db: impl Into<Location>) -> Result<EngineBackend, String> {
+        let db: Location = db.into();
+        if db.sqlite_path().is_some_and(|p| !p.exists()) {
+            return Err(format!("{db}: no such database file"));
         }
-        let store = Store::open(db).map_err(|e| format!("{}: {e}", db.display()))?;
+        let store = Store::connect_existing(&db).map_err(|e| connect_error(&db, &e))?;
         Ok(EngineBackend::Attach(Box::new(Attach {
             store,
-            path: db.to_path_buf(),
-            label: db.display().to_string(),
+            location: db.clone(),
+            label: db.to_string(),
             selected: None,
             preview: None,
             driving: None,
@@ -814,7 +818,8 @@ impl Attach {
                 s
             }
         };
-        let store = Store::open(&self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let store = Store::connect_existing(&self.location)
+            .map_err(|e| connect_error(&self.location, &e))?;
         let codes = scenario_codes(&scenario);
         let run =
             qflow_engine::runtime::LocalRun::attach(store, &id, scenario, VirtualClock::new(0))
@@ -822,7 +827,7 @@ impl Attach {
         self.driving = Some(Box::new(Drive {
             session: Session {
                 run,
-                db: SessionDb::new(Some(&self.path), "console"),
+                db: SessionDb::new(Some(&self.location), "console"),
             },
             diagram: selected.diagram.clone(),
             label: self.label.clone(),

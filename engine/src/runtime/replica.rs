@@ -49,6 +49,10 @@ pub struct Replica {
     /// In-process poison wakes (instance, node): best effort, lost with the
     /// process; the timeout recovers the same condition.
     wakes: Vec<(String, String)>,
+    /// Poison wakes other processes sent through the store (PostgreSQL's
+    /// notifications): prompts, acted on only if the request is still
+    /// poisoned when this replica holds the claim.
+    remote_wakes: Vec<(String, String)>,
     /// Stop serving after this many decisions (a benchmark's window).
     limit: Option<u64>,
 }
@@ -77,6 +81,7 @@ impl Replica {
             races: None,
             rng: rng | 1,
             wakes: Vec::new(),
+            remote_wakes: Vec::new(),
             limit: None,
         }
     }
@@ -131,6 +136,7 @@ impl Replica {
     ) -> Result<ReplicaStats, RunError> {
         let mut stats = ReplicaStats::default();
         let mut idle_rounds = 0;
+        self.store.listen_for_wakes()?;
         loop {
             match self.poll(&mut stats)? {
                 Poll::Decided((instance, d)) => {
@@ -166,7 +172,15 @@ impl Replica {
     }
 
     fn poll(&mut self, stats: &mut ReplicaStats) -> Result<Poll, RunError> {
-        let wake = self.wakes.pop();
+        for w in self.store.wakes(&self.owner)? {
+            if !self.remote_wakes.contains(&w) {
+                self.remote_wakes.push(w);
+            }
+        }
+        let (wake, remote) = match self.wakes.pop() {
+            Some(w) => (Some(w), false),
+            None => (self.remote_wakes.pop(), true),
+        };
         let instance = match &wake {
             Some((instance, _)) => instance.clone(),
             None => {
@@ -211,6 +225,11 @@ impl Replica {
                     // A prompt: re-read the outbox under the claim.
                     Some(node) => {
                         let poisoned = store.has_poisoned_request(&instance, &node)?;
+                        if remote && !poisoned {
+                            // Another process's prompt, already answered.
+                            idle = true;
+                            return Ok(None);
+                        }
                         Event::PoisonWake { node, poisoned }
                     }
                     None => {
@@ -251,7 +270,11 @@ impl Replica {
                 self.lost(&instance, "claimed");
                 if let Some(w) = wake {
                     // The wake is still owed its look once the claim is free.
-                    self.wakes.push(w);
+                    if remote {
+                        self.remote_wakes.push(w);
+                    } else {
+                        self.wakes.push(w);
+                    }
                 }
                 return Ok(Poll::Raced);
             }

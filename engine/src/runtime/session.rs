@@ -5,8 +5,9 @@
 //! - **The scenario**: the one given; else, unless the caller says "none",
 //!   the scenario beside the model (`<dir>/scenarios/<stem>.json`); else no
 //!   scenario (every task succeeds, counterparts answer `{}` at once).
-//! - **The database**: the one given (created if missing); else a temporary
-//!   database made for this session and removed when it ends.
+//! - **The database**: the one given (a SQLite file, created if missing, or
+//!   a PostgreSQL URL); else a temporary SQLite file made for this session
+//!   and removed when it ends.
 //! - **Resume**: a database holding an unfinished instance of the same model
 //!   (same source hash) resumes it instead of starting a second one, and
 //!   virtual time continues from its last decision ([`LocalRun::open`]).
@@ -18,7 +19,7 @@ use crate::model::Definitions;
 use crate::runtime::clock::Clock;
 use crate::runtime::driver::{LocalRun, RunError};
 use crate::runtime::scenario::Scenario;
-use crate::store::{Store, StoreError};
+use crate::store::{Location, Store, StoreError};
 
 /// Which scenario a session runs under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,22 +79,23 @@ pub fn load_scenario(
     Ok((scenario, Some(path)))
 }
 
-/// A session's database file: the one given, or a temporary one removed
-/// (with its WAL files) when this value is dropped.
+/// A session's database: the one given (`--db`: a SQLite file or a
+/// PostgreSQL URL), or a temporary SQLite file removed (with its WAL files)
+/// when this value is dropped.
 #[derive(Debug)]
 pub struct SessionDb {
-    path: PathBuf,
+    location: Location,
     temporary: bool,
 }
 
 impl SessionDb {
-    /// `given`, or a fresh temporary path (unique per process and session;
-    /// `face` names the face in the file name, for whoever finds one left by
-    /// a killed process).
-    pub fn new(given: Option<&Path>, face: &str) -> SessionDb {
+    /// `given`, or a fresh temporary SQLite file (unique per process and
+    /// session; `face` names the face in the file name, for whoever finds
+    /// one left by a killed process).
+    pub fn new(given: Option<&Location>, face: &str) -> SessionDb {
         match given {
-            Some(p) => SessionDb {
-                path: p.to_path_buf(),
+            Some(l) => SessionDb {
+                location: l.clone(),
                 temporary: false,
             },
             None => {
@@ -104,26 +106,27 @@ impl SessionDb {
                     .map_or(0, |d| d.subsec_nanos());
                 let name = format!("qflow-{face}-{}-{n}-{nanos}.db", std::process::id());
                 SessionDb {
-                    path: std::env::temp_dir().join(name),
+                    location: Location::Sqlite(std::env::temp_dir().join(name)),
                     temporary: true,
                 }
             }
         }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Where the store is.
+    pub fn location(&self) -> &Location {
+        &self.location
     }
 
-    /// Whether the file is this session's own, removed when it ends.
+    /// Whether the database is this session's own, removed when it ends.
     pub fn is_temporary(&self) -> bool {
         self.temporary
     }
 
-    /// Open (or create) the store in this file.
+    /// Open (or create) the store.
     pub fn open(&self) -> Result<Store, SessionError> {
-        Store::open(&self.path).map_err(|error| SessionError::Database {
-            path: self.path.display().to_string(),
+        Store::connect(&self.location).map_err(|error| SessionError::Database {
+            path: self.location.to_string(),
             error,
         })
     }
@@ -131,9 +134,9 @@ impl SessionDb {
 
 impl Drop for SessionDb {
     fn drop(&mut self) {
-        if self.temporary {
+        if let (true, Location::Sqlite(path)) = (self.temporary, &self.location) {
             for suffix in ["", "-wal", "-shm"] {
-                let _ = std::fs::remove_file(format!("{}{suffix}", self.path.display()));
+                let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
             }
         }
     }

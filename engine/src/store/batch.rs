@@ -2,8 +2,8 @@
 //! under its own claim and version check.
 //!
 //! A fleet driver claims a batch of instances in one transaction
-//! ([`Store::claim_many`]), decides each from facts read under its claim, and
-//! applies every decision in one more ([`Store::apply_many`]). Inside that
+//! ([`super::Store::claim_many`]), decides each from facts read under its claim, and
+//! applies every decision in one more ([`super::Store::apply_many`]). Inside that
 //! transaction each instance's transition sits in its own savepoint: one
 //! refused (its claim lapsed, its facts went stale, its timer was consumed)
 //! is rolled back alone and reported, the others commit. Two commits — two
@@ -16,7 +16,7 @@
 
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
-use super::{write_transition, Store, StoreError, CLAIM_TTL_MS};
+use super::{write_transition, Sqlite, StoreError, CLAIM_TTL_MS};
 use crate::instance::Transition;
 
 /// One decision of a batch, decided from the facts read at `version`.
@@ -27,7 +27,7 @@ pub struct Pending<'a> {
     pub at_ms: i64,
 }
 
-impl Store {
+impl Sqlite {
     /// Claim every instance of `ids` not held by another live owner and not
     /// quarantined, in one transaction; returns those claimed, in the order
     /// given.

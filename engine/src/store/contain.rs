@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 
-use super::{exec, Store, StoreError};
+use super::{exec, Sqlite, StoreError};
 use crate::instance::history::{Attempt, HistoryEvent, Then};
 use crate::instance::Transition;
 
@@ -91,7 +91,7 @@ pub struct QuarantineChange {
 
 const MATCHES_PAUSE: &str = "(p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)";
 
-impl Store {
+impl Sqlite {
     /// Pause the re-drive of every retry park of a failure class or a
     /// dependency (idempotent). `wall_now_ms`: when, for the record.
     pub fn pause(

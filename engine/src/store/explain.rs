@@ -4,7 +4,17 @@
 
 use std::path::Path;
 
-use super::StoreError;
+use super::{Location, StoreError};
+
+/// `LOCATION: cause` for an error of [`super::Store::connect`] on `location`
+/// (a PostgreSQL URL shown without its password).
+pub fn connect_error(location: &Location, e: &StoreError) -> String {
+    match (location, e) {
+        (_, StoreError::Missing(_)) => format!("{location}: {e}"),
+        (Location::Sqlite(path), _) => open_error(path, e),
+        (Location::Postgres(_), _) => format!("{location}: {e}"),
+    }
+}
 
 /// `PATH: cause` for an error of [`super::Store::open`] on `path`.
 pub fn open_error(path: &Path, e: &StoreError) -> String {

@@ -8,7 +8,7 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{exec, Store, StoreError};
+use super::{exec, Sqlite, StoreError};
 
 /// The incident kind of an attempt in flight.
 pub const KIND: &str = "in-flight";
@@ -24,18 +24,18 @@ pub struct InFlight {
     pub message: String,
 }
 
-fn message(attempt: u32, version: i64, wall_ms: i64) -> String {
+pub(super) fn message(attempt: u32, version: i64, wall_ms: i64) -> String {
     format!("attempt {attempt} started (instance version {version}, wall clock {wall_ms} ms); the handler is running")
 }
 
-fn parse(message: &str) -> Option<(u32, i64)> {
+pub(super) fn parse(message: &str) -> Option<(u32, i64)> {
     let mut words = message.split_whitespace();
     let attempt = words.nth(1)?.parse().ok()?;
     let version = words.nth(3)?.trim_end_matches(',').parse().ok()?;
     Some((attempt, version))
 }
 
-impl Store {
+impl Sqlite {
     /// Record that attempt `attempt` of `node` starts now, from the
     /// instance at `version` (call under the instance's claim).
     pub fn open_in_flight(

@@ -9,7 +9,7 @@
 
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
-use super::{source_hash, Deployment, Store, StoreError};
+use super::{source_hash, Deployment, Sqlite, StoreError};
 
 /// One deployment as the lifecycle commands list it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +45,7 @@ impl StatusCounts {
     }
 }
 
-/// What [`Store::deploy_from`] did.
+/// What [`super::Store::deploy_from`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deployed {
     pub deployment: Deployment,
@@ -57,7 +57,7 @@ pub struct Deployed {
     pub retired_ms: Option<i64>,
 }
 
-/// What [`Store::retire`] did.
+/// What [`super::Store::retire`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Retirement {
     Retired,
@@ -67,7 +67,7 @@ pub enum Retirement {
     Blocked(Vec<(String, crate::instance::Status)>),
 }
 
-impl Store {
+impl Sqlite {
     /// Deploy a model from a file (idempotent by source hash and process
     /// id): a new deployment, or the existing one of the same source.
     pub fn deploy_from(

@@ -18,11 +18,14 @@ use crate::instance::snapshot::{canonical_string, Snapshot};
 use crate::instance::{Facts, OutboxChange, Purpose, Status, TimerRow, Transition};
 
 pub mod batch;
+mod boundary;
 pub mod contain;
 pub mod explain;
 pub mod fault;
 pub mod inflight;
 pub mod lifecycle;
+pub mod location;
+pub mod pg;
 #[cfg(test)]
 pub(crate) mod plans;
 pub mod query;
@@ -30,6 +33,7 @@ pub mod schema;
 pub mod stats;
 
 pub use lifecycle::{Deployed, DeploymentRow, Retirement, StatusCounts};
+pub use location::Location;
 pub use query::{
     CorrelationRow, HistoryRow, IncidentRow, InstanceRow, OutboxEntry, TimerInfo, TransitionRow,
 };
@@ -70,6 +74,14 @@ pub enum StoreError {
     NoDeployment(i64),
     #[error("deployment {0} is retired: it starts no new instance and receives none (deploy a changed model, or choose an active deployment)")]
     Retired(i64),
+    #[error("no such database (a run or `qflow deploy MODEL --db {0}` creates it)")]
+    Missing(String),
+    #[error("database error: {0}")]
+    Postgres(#[from] postgres::Error),
+    #[error("{url}: {why}")]
+    BadUrl { url: String, why: String },
+    #[error("cannot connect to {url}: {cause} (is the server running, and the URL's host, port, user and database right?)")]
+    Connect { url: String, cause: String },
 }
 
 impl StoreError {
@@ -90,7 +102,22 @@ impl StoreError {
 /// How long a claim lasts without renewal (wall clock).
 pub const CLAIM_TTL_MS: i64 = 30_000;
 
+/// The store every face and the runtime use: one public API, whichever
+/// database is behind it (see `docs/store.md`, "Two stores, one boundary").
 pub struct Store {
+    backend: Backend,
+}
+
+/// The database behind a [`Store`]: a closed set, dispatched by `match` in
+/// the forwarding methods below.
+enum Backend {
+    Sqlite(Sqlite),
+    // Boxed: the client is much larger than a SQLite connection.
+    Postgres(Box<pg::Postgres>),
+}
+
+/// The SQLite store: one connection to one database file.
+pub(crate) struct Sqlite {
     conn: Connection,
 }
 
@@ -132,13 +159,47 @@ fn owner_is_dead(owner: &str) -> bool {
 }
 
 impl Store {
-    /// Open (or create) a database file and bring its schema up to date.
+    /// Open the store `--db` named, creating it (a SQLite file, or the
+    /// schema in an empty PostgreSQL database) when missing, and bring its
+    /// schema up to date.
+    pub fn connect(location: &Location) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) => Store::open(path),
+            Location::Postgres(url) => Ok(Store {
+                backend: Backend::Postgres(Box::new(pg::Postgres::connect(url, true)?)),
+            }),
+        }
+    }
+
+    /// Open a store that must exist already (what reading and operating
+    /// commands do: they never create a database).
+    pub fn connect_existing(location: &Location) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) if !path.exists() => {
+                Err(StoreError::Missing(location.to_string()))
+            }
+            Location::Sqlite(_) => Store::connect(location),
+            Location::Postgres(url) => Ok(Store {
+                backend: Backend::Postgres(Box::new(pg::Postgres::connect(url, false)?)),
+            }),
+        }
+    }
+
+    /// Open (or create) a SQLite database file and bring its schema up to date.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         Self::open_at(path, schema::LATEST)
     }
 
     /// Open and migrate only up to `version` (tests build old databases with it).
     pub fn open_at(path: &Path, version: u32) -> Result<Store, StoreError> {
+        Ok(Store {
+            backend: Backend::Sqlite(Sqlite::open_at(path, version)?),
+        })
+    }
+}
+
+impl Sqlite {
+    fn open_at(path: &Path, version: u32) -> Result<Sqlite, StoreError> {
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         // Room for every statement of the decision loop (reads and writes).
@@ -146,12 +207,12 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        let mut store = Store { conn };
+        let mut store = Sqlite { conn };
         store.migrate(&path.display().to_string(), version)?;
         Ok(store)
     }
 
-    pub fn schema_version(&self) -> Result<u32, StoreError> {
+    pub(crate) fn schema_version(&self) -> Result<u32, StoreError> {
         Ok(self
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))?)
@@ -303,7 +364,7 @@ fn insert_instance(
     Ok(id)
 }
 
-impl Store {
+impl Sqlite {
     /// Take (or renew) the claim on an instance. A claim held by someone else
     /// is respected until it expires, unless its owner is a dead process on
     /// this host.
@@ -457,7 +518,7 @@ impl Store {
     }
 }
 
-impl Store {
+impl Sqlite {
     /// Move an instance to another deployment, applying the migration's
     /// transition in the same transaction, under the claim. A retired
     /// deployment receives no instance. (The `fault` points let the crash
@@ -807,6 +868,18 @@ fn write_transition(
         )?;
     }
     Ok(seq)
+}
+
+impl Sqlite {
+    /// Poison wakes cross processes only on PostgreSQL: none here.
+    pub fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Always empty: see [`Store::wakes`].
+    pub fn wakes(&self, _owner: &str) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(Vec::new())
+    }
 }
 
 impl Purpose {

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use rusqlite::trace::{TraceEvent, TraceEventCodes};
 use rusqlite::StatementStatus;
 
-use super::Store;
+use super::Sqlite;
 
 /// Statement text (parameters unexpanded) → the most steps one run took.
 static STEPS: Mutex<BTreeMap<String, i64>> = Mutex::new(BTreeMap::new());
@@ -26,7 +26,7 @@ fn profiled(e: TraceEvent<'_>) {
     }
 }
 
-impl Store {
+impl Sqlite {
     /// Count the steps of every statement this connection runs from now on,
     /// into one table for the whole test binary (so one test at a time).
     pub(crate) fn count_steps(&mut self) {

@@ -4,7 +4,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
-use super::{Store, StoreError};
+use super::{Sqlite, StoreError};
 use crate::instance::history::Line;
 use crate::instance::{OutboxRow, Purpose, Status, TimerRow};
 
@@ -180,7 +180,7 @@ pub(crate) fn keys_sent(
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-impl Store {
+impl Sqlite {
     /// Every instance, oldest first.
     pub fn instances(&self) -> Result<Vec<InstanceRow>, StoreError> {
         let mut st = self.conn().prepare_cached(&format!(

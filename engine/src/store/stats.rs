@@ -11,7 +11,7 @@
 use rusqlite::params;
 use serde::Serialize;
 
-use super::{Store, StoreError};
+use super::{Sqlite, StoreError};
 
 /// A count under a label.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -72,7 +72,7 @@ pub struct Observations {
     pub quarantined: u64,
 }
 
-const AGE_BUCKETS: [(&str, i64); 5] = [
+pub(crate) const AGE_BUCKETS: [(&str, i64); 5] = [
     ("< 1 min", 60_000),
     ("< 10 min", 600_000),
     ("< 1 h", 3_600_000),
@@ -80,7 +80,7 @@ const AGE_BUCKETS: [(&str, i64); 5] = [
     ("< 1 d", 86_400_000),
 ];
 
-impl Store {
+impl Sqlite {
     /// Read the fleet's observations (read-only; whole-table reads, meant
     /// for an operator's look, not the decision loop).
     pub fn observations(&self) -> Result<Observations, StoreError> {
@@ -196,7 +196,7 @@ impl Store {
     }
 }
 
-impl Store {
+impl Sqlite {
     /// Attempts per minute of the store's time (minute index → attempts),
     /// only minutes that saw one: the load a dependency saw, over time.
     pub fn attempts_per_minute(&self) -> Result<std::collections::BTreeMap<i64, u64>, StoreError> {

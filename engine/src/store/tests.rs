@@ -39,7 +39,15 @@ fn transition(
 }
 
 fn setup(dir: &tempfile::TempDir) -> (Store, String) {
-    let mut store = Store::open(&dir.path().join("q.db")).unwrap();
+    setup_in(Store::open(&dir.path().join("q.db")).unwrap())
+}
+
+/// A store on a fresh PostgreSQL database (see `pg::test_store`), or `None`.
+fn on_postgres(test: &str) -> Option<Store> {
+    super::pg::test_store(test)
+}
+
+fn setup_in(mut store: Store) -> (Store, String) {
     let dep = store.deploy("p", MODEL, 0).unwrap();
     let mut snap = Snapshot::new();
     snap.set_frontier(vec![Token::ready("t")]);
@@ -131,9 +139,46 @@ fn a_newer_database_is_refused_with_a_clear_error() {
 }
 
 #[test]
+fn a_newer_postgres_database_is_refused_and_an_older_one_migrates() {
+    let Some(mut store) = on_postgres("schema_versions") else {
+        return;
+    };
+    assert_eq!(store.schema_version().unwrap(), schema::LATEST);
+    let url = match &store.backend {
+        super::Backend::Postgres(p) => p.url.clone(),
+        super::Backend::Sqlite(_) => unreachable!(),
+    };
+    // Opening again (another process) migrates nothing and keeps the rows.
+    let dep = store.deploy("p", MODEL, 0).unwrap();
+    let again = Store::connect(&Location::Postgres(url.clone())).unwrap();
+    assert_eq!(again.deployments().unwrap()[0].id, dep.id);
+    drop(again);
+    store.pg_batch("UPDATE qflow_schema SET version = 99");
+    let err = Store::connect(&Location::Postgres(url.clone()))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        err.contains("schema version 99, newer than this qflow supports")
+            && !err.contains("://postgres:"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_live_claim_of_another_owner_is_respected_and_apply_needs_the_claim() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, id) = setup(&dir);
+    claims_are_leases_and_apply_needs_the_claim(setup(&dir));
+}
+
+#[test]
+fn a_live_claim_of_another_owner_is_respected_and_apply_needs_the_claim_on_postgres() {
+    if let Some(store) = on_postgres("claims_are_leases") {
+        claims_are_leases_and_apply_needs_the_claim(setup_in(store));
+    }
+}
+
+fn claims_are_leases_and_apply_needs_the_claim((mut store, id): (Store, String)) {
     // A live process on another host holds it.
     store.claim(&id, "elsewhere:1", 1_000).unwrap();
     let err = store.claim(&id, "me:2", 2_000).unwrap_err();
@@ -172,7 +217,17 @@ fn a_live_claim_of_another_owner_is_respected_and_apply_needs_the_claim() {
 #[test]
 fn a_dead_local_owner_is_taken_over_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut store, id) = setup(&dir);
+    a_dead_owner_is_taken_over(setup(&dir));
+}
+
+#[test]
+fn a_dead_local_owner_is_taken_over_at_once_on_postgres() {
+    if let Some(store) = on_postgres("dead_owner") {
+        a_dead_owner_is_taken_over(setup_in(store));
+    }
+}
+
+fn a_dead_owner_is_taken_over((mut store, id): (Store, String)) {
     let me = local_owner();
     let host = me.rsplit_once(':').unwrap().0;
     // A pid above any pid_max: no live process has it.

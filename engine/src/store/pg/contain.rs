@@ -1,0 +1,246 @@
+//! Containment on PostgreSQL: pauses and quarantine, with the same meaning
+//! as SQLite's `contain.rs` (see there for why each check sits where it
+//! does). A pause or a quarantine is a row, so it holds for every process
+//! on every host serving the database.
+
+use std::collections::BTreeSet;
+
+use postgres::GenericClient;
+
+use super::super::contain::{Pause, PauseChange, PauseKind, QuarantineChange};
+use super::{Db, Postgres, StoreError};
+use crate::instance::history::{Attempt, HistoryEvent, Then};
+use crate::instance::Transition;
+
+impl Postgres {
+    pub fn pause(
+        &mut self,
+        kind: PauseKind,
+        value: &str,
+        wall_now_ms: i64,
+    ) -> Result<PauseChange, StoreError> {
+        self.write(|db| {
+            let n = db.exec(
+                "INSERT INTO pauses(kind, value, paused_ms) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                &[&kind.flag(), &value, &wall_now_ms],
+            )?;
+            parks(db, kind, value, n == 1)
+        })
+    }
+
+    pub fn unpause(&mut self, kind: PauseKind, value: &str) -> Result<PauseChange, StoreError> {
+        self.write(|db| {
+            let n = db.exec(
+                "DELETE FROM pauses WHERE kind = $1 AND value = $2",
+                &[&kind.flag(), &value],
+            )?;
+            parks(db, kind, value, n == 1)
+        })
+    }
+
+    pub fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
+        self.read(|db| Postgres::pauses_in(self, db))
+    }
+
+    pub(super) fn pauses_in<C: GenericClient>(
+        &self,
+        db: &mut Db<'_, C>,
+    ) -> Result<Vec<Pause>, StoreError> {
+        Ok(db
+            .rows(
+                "SELECT p.kind, p.value, p.paused_ms,
+                        (SELECT COUNT(*) FROM timers t JOIN instances i ON i.id = t.instance_id
+                         WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
+                           AND CASE p.kind WHEN 'class' THEN t.class ELSE t.dependency END = p.value)
+                 FROM pauses p ORDER BY p.paused_ms, p.kind, p.value",
+                &[],
+            )?
+            .iter()
+            .map(|r| {
+                let kind: String = r.get(0);
+                Pause {
+                    kind: if kind == "class" {
+                        PauseKind::Class
+                    } else {
+                        PauseKind::Dependency
+                    },
+                    value: r.get(1),
+                    paused_ms: r.get(2),
+                    holding: r.get::<_, i64>(3) as u64,
+                }
+            })
+            .collect())
+    }
+
+    pub fn quarantine(
+        &mut self,
+        instance: &str,
+        wall_now_ms: i64,
+    ) -> Result<QuarantineChange, StoreError> {
+        self.set_quarantine(instance, Some(wall_now_ms))
+    }
+
+    pub fn release_quarantine(&mut self, instance: &str) -> Result<QuarantineChange, StoreError> {
+        self.set_quarantine(instance, None)
+    }
+
+    fn set_quarantine(
+        &mut self,
+        instance: &str,
+        at: Option<i64>,
+    ) -> Result<QuarantineChange, StoreError> {
+        self.write(|db| {
+            let Some(r) = db.opt(
+                "SELECT status, quarantined_ms FROM instances WHERE id = $1 FOR UPDATE",
+                &[&instance],
+            )?
+            else {
+                return Err(StoreError::NoInstance(instance.into()));
+            };
+            let (status, was): (String, Option<i64>) = (r.get(0), r.get(1));
+            let changed = was.is_some() != at.is_some();
+            if changed {
+                db.exec(
+                    "UPDATE instances SET quarantined_ms = $2 WHERE id = $1",
+                    &[&instance, &at],
+                )?;
+            }
+            Ok(QuarantineChange {
+                instance: instance.into(),
+                status,
+                changed,
+            })
+        })
+    }
+
+    pub fn quarantined(&self) -> Result<Vec<(String, i64)>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(
+                    "SELECT id, quarantined_ms FROM instances WHERE quarantined_ms IS NOT NULL ORDER BY quarantined_ms, seq",
+                    &[],
+                )?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect())
+        })
+    }
+}
+
+fn parks<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    kind: PauseKind,
+    value: &str,
+    changed: bool,
+) -> Result<PauseChange, StoreError> {
+    let sql = match kind {
+        PauseKind::Class => {
+            "SELECT COUNT(*), COUNT(*) FILTER (WHERE t.due_ms <= (SELECT COALESCE(MAX(at_ms), 0) FROM transitions))
+             FROM timers t JOIN instances i ON i.id = t.instance_id
+             WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting') AND t.class = $1"
+        }
+        PauseKind::Dependency => {
+            "SELECT COUNT(*), COUNT(*) FILTER (WHERE t.due_ms <= (SELECT COALESCE(MAX(at_ms), 0) FROM transitions))
+             FROM timers t JOIN instances i ON i.id = t.instance_id
+             WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting') AND t.dependency = $1"
+        }
+    };
+    let r = db.one(sql, &[&value])?;
+    Ok(PauseChange {
+        kind,
+        value: value.into(),
+        changed,
+        parks: r.get::<_, i64>(0) as u64,
+        due_now: r.get::<_, i64>(1) as u64,
+    })
+}
+
+/// The armed retry timers of an instance whose re-drive a pause holds back.
+pub(super) fn held_timers<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    instance: &str,
+) -> Result<BTreeSet<i64>, StoreError> {
+    Ok(db
+        .rows(
+            "SELECT t.id FROM timers t WHERE t.instance_id = $1 AND t.state = 'armed' AND t.purpose = 'retry'
+             AND EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency))",
+            &[&instance],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect())
+}
+
+/// Refuse a transition that re-drives a paused park, inside the applying
+/// transaction.
+pub(super) fn refuse_held_redrive<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    instance: &str,
+    t: &Transition,
+) -> Result<(), StoreError> {
+    for id in &t.resolve {
+        let Some(r) = db.opt(
+            "SELECT t.node, p.kind, p.value FROM timers t JOIN pauses p
+                 ON (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)
+             WHERE t.id = $1 AND t.purpose = 'retry' LIMIT 1",
+            &[id],
+        )?
+        else {
+            continue;
+        };
+        let (node, kind, value): (String, String, String) = (r.get(0), r.get(1), r.get(2));
+        let attempts = t.history.iter().any(|e| {
+            e.line.node.as_deref() == Some(node.as_str())
+                && matches!(e.line.event, HistoryEvent::Attempt(_))
+        });
+        if attempts {
+            return Err(StoreError::Paused {
+                instance: instance.into(),
+                node,
+                kind,
+                value,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The class and dependency of the failure that parks `node`'s retry in
+/// transition `t` (see SQLite's `park_cause`).
+pub(super) fn park_cause<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    instance: &str,
+    t: &Transition,
+    node: &str,
+) -> Result<(Option<String>, Option<String>), StoreError> {
+    let mut class = None;
+    for e in t
+        .history
+        .iter()
+        .filter(|e| e.line.node.as_deref() == Some(node))
+    {
+        match &e.line.event {
+            HistoryEvent::Attempt(Attempt::Task(a)) if a.then == Some(Then::Backoff) => {
+                return Ok((
+                    a.class.map(|c| c.as_str().to_string()),
+                    Some(a.task.clone()),
+                ));
+            }
+            HistoryEvent::CallFailed {
+                then: Then::Backoff,
+                ..
+            } => class = Some("transient".to_string()),
+            _ => {}
+        }
+    }
+    let last: Option<(Option<String>, Option<String>)> = db
+        .opt(
+            "SELECT COALESCE(detail::json->>'class', CASE WHEN task IS NULL THEN 'transient' END),
+                    COALESCE(task, detail::json->>'channel')
+             FROM history WHERE instance_id = $1 AND node = $2 AND kind = 'attempt' ORDER BY seq DESC LIMIT 1",
+            &[&instance, &node],
+        )?
+        .map(|r| (r.get(0), r.get(1)));
+    let (last_class, dependency) = last.unwrap_or((None, None));
+    Ok((class.or(last_class), dependency))
+}
