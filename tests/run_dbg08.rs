@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use qflow_engine::store::Store;
+use qflow_engine::store::{Location, Store};
 use serde_json::Value;
 
 fn repo() -> PathBuf {
@@ -105,14 +105,93 @@ fn transient_outage_backs_off_with_increasing_delays_then_succeeds() {
     assert_eq!(ls.last().unwrap()["status"], "completed");
 }
 
-fn db_in(dir: &Path) -> String {
-    dir.join("q.db").display().to_string()
+/// Fresh databases for one test: SQLite files in a temporary directory,
+/// or new databases on the PostgreSQL server of `QFLOW_TEST_POSTGRES_URL`.
+struct Fresh {
+    dir: tempfile::TempDir,
+    server: Option<String>,
+    test: &'static str,
+    n: std::cell::Cell<u32>,
 }
 
-#[test]
-fn unknown_outcome_waits_for_reconciliation_and_never_retries_blindly() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = db_in(dir.path());
+impl Fresh {
+    fn sqlite(test: &'static str) -> Fresh {
+        Fresh {
+            dir: tempfile::tempdir().unwrap(),
+            server: None,
+            test,
+            n: 0.into(),
+        }
+    }
+
+    /// `None` (the test says it skips) without a server.
+    fn postgres(test: &'static str) -> Option<Fresh> {
+        let server = qflow_engine::store::pg::test_server(test)?;
+        Some(Fresh {
+            server: Some(server),
+            ..Fresh::sqlite(test)
+        })
+    }
+
+    /// A new, empty database: what `--db` takes.
+    fn db(&self) -> String {
+        self.n.set(self.n.get() + 1);
+        match &self.server {
+            None => db_in(self.dir.path(), self.n.get()),
+            Some(server) => {
+                let name = format!(
+                    "qflow_dbg08_{}_{}_{}",
+                    self.test,
+                    self.n.get(),
+                    std::process::id()
+                );
+                qflow_engine::store::pg::scratch_database(server, &name).unwrap()
+            }
+        }
+    }
+}
+
+fn db_in(dir: &Path, n: u32) -> String {
+    dir.join(format!("q{n}.db")).display().to_string()
+}
+
+/// The store `db` names.
+fn open(db: &str) -> Store {
+    Store::connect(&Location::parse(db).unwrap()).unwrap()
+}
+
+/// Each named test runs on a SQLite file and on a PostgreSQL database
+/// (which says it skips without a server).
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn sqlite() {
+                    super::$name(&super::Fresh::sqlite(stringify!($name)));
+                }
+
+                #[test]
+                fn postgres() {
+                    if let Some(f) = super::Fresh::postgres(stringify!($name)) {
+                        super::$name(&f);
+                    }
+                }
+            }
+        )*
+    };
+}
+
+on_both_stores!(
+    unknown_outcome_waits_for_reconciliation_and_never_retries_blindly,
+    reconciliation_as_retry_runs_one_more_attempt_and_as_failed_takes_the_fatal_path,
+    a_terminal_instance_ignores_a_later_delivery,
+    a_run_stopped_with_until_resumes_from_its_database_without_a_second_instance,
+    a_failed_instance_is_repaired_by_migration_and_its_burned_budget_travels,
+);
+
+fn unknown_outcome_waits_for_reconciliation_and_never_retries_blindly(fresh: &Fresh) {
+    let db = fresh.db();
     let ls = run_json("unknown-outcome", &["--db", &db]);
     assert_eq!(attempts(&ls), vec![(1, 0)]);
     let last = ls.last().unwrap();
@@ -145,7 +224,7 @@ fn unknown_outcome_waits_for_reconciliation_and_never_retries_blindly() {
     assert_eq!(done[0]["kind"], "reconciled");
     assert_eq!(done[0]["as"], "succeeded");
     assert_eq!(done.last().unwrap()["status"], "completed");
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     assert_eq!(store.instances().unwrap().len(), 1);
     assert!(store
         .incidents("dbg08-1")
@@ -154,10 +233,8 @@ fn unknown_outcome_waits_for_reconciliation_and_never_retries_blindly() {
         .all(|i| i.closed_ms.is_some()));
 }
 
-#[test]
-fn reconciliation_as_retry_runs_one_more_attempt_and_as_failed_takes_the_fatal_path() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = db_in(dir.path());
+fn reconciliation_as_retry_runs_one_more_attempt_and_as_failed_takes_the_fatal_path(fresh: &Fresh) {
+    let db = fresh.db();
     run_json("unknown-outcome", &["--db", &db]);
     let retried = run_json(
         "unknown-outcome",
@@ -166,8 +243,7 @@ fn reconciliation_as_retry_runs_one_more_attempt_and_as_failed_takes_the_fatal_p
     assert_eq!(attempts(&retried), vec![(2, 0)]);
     assert_eq!(retried.last().unwrap()["status"], "completed");
 
-    let dir = tempfile::tempdir().unwrap();
-    let db = db_in(dir.path());
+    let db = fresh.db();
     run_json("unknown-outcome", &["--db", &db]);
     let failed = run_json(
         "unknown-outcome",
@@ -188,10 +264,8 @@ fn reconciliation_as_retry_runs_one_more_attempt_and_as_failed_takes_the_fatal_p
     );
 }
 
-#[test]
-fn a_terminal_instance_ignores_a_later_delivery() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = db_in(dir.path());
+fn a_terminal_instance_ignores_a_later_delivery(fresh: &Fresh) {
+    let db = fresh.db();
     let ls = run_json("terminal-delivery", &["--db", &db]);
     let n = ls.len();
     assert_eq!(ls[n - 3]["kind"], "failed");
@@ -199,7 +273,7 @@ fn a_terminal_instance_ignores_a_later_delivery() {
     assert_eq!(ls[n - 2]["at_s"], 86400);
     assert_eq!(ls[n - 2]["event"], "redeliver");
     assert_eq!(attempts(&ls).len(), 6);
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     let t = store.transitions("dbg08-1").unwrap();
     // Recorded in history, no effect on the snapshot, no timer armed.
     assert_eq!(t[t.len() - 1].snapshot, t[t.len() - 2].snapshot);
@@ -207,10 +281,8 @@ fn a_terminal_instance_ignores_a_later_delivery() {
     assert!(store.timers("dbg08-1").unwrap().iter().all(|x| !x.armed));
 }
 
-#[test]
-fn a_run_stopped_with_until_resumes_from_its_database_without_a_second_instance() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = db_in(dir.path());
+fn a_run_stopped_with_until_resumes_from_its_database_without_a_second_instance(fresh: &Fresh) {
+    let db = fresh.db();
     let first = run_json("long-outage", &["--db", &db, "--until", "PT30M"]);
     assert_eq!(attempts(&first), vec![(1, 0), (2, 60), (3, 360)]);
     let last = first.last().unwrap();
@@ -222,7 +294,7 @@ fn a_run_stopped_with_until_resumes_from_its_database_without_a_second_instance(
     let rest = run_json("long-outage", &["--db", &db]);
     assert_eq!(attempts(&rest), vec![(4, 1860), (5, 9360), (6, 46860)]);
     assert_eq!(rest.last().unwrap()["reason"], "exhausted");
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     assert_eq!(store.instances().unwrap().len(), 1);
     // Each retry attempt consumed exactly its own timer.
     let h = store.history("dbg08-1").unwrap();
@@ -289,10 +361,8 @@ fn help_documents_reconciliation() {
     assert!(text.contains("succeeded|failed|retry"), "{text}");
 }
 
-#[test]
-fn a_failed_instance_is_repaired_by_migration_and_its_burned_budget_travels() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = db_in(dir.path());
+fn a_failed_instance_is_repaired_by_migration_and_its_burned_budget_travels(fresh: &Fresh) {
+    let db = fresh.db();
     run_json("long-outage", &["--db", &db]);
     let model = "samples/dbg08-repaired.bpmn";
     let s = "samples/scenarios/dbg08-long-outage.json";
@@ -349,6 +419,6 @@ fn a_failed_instance_is_repaired_by_migration_and_its_burned_budget_travels() {
     ));
     assert_eq!(attempts(&again), vec![(1, 84360)]);
     assert_eq!(again.last().unwrap()["status"], "completed");
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     assert_eq!(store.instances().unwrap().len(), 1);
 }
