@@ -301,20 +301,37 @@ fn replicas_arbitrate_late_responses_against_due_timers_on_channel_calls() {
 
 #[test]
 fn a_poison_wake_races_the_timeout_and_exactly_one_fails_the_attempt() {
-    const CALLS: usize = 300;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("poison.db");
-    let races_log = dir.path().join("races.log");
+    poison_wake_against_the_timeout(db.to_str().unwrap(), dir.path());
+}
+
+/// On PostgreSQL the wake also crosses processes (NOTIFY): the other
+/// replicas' prompts must not make a second failure either.
+#[test]
+fn a_poison_wake_races_the_timeout_and_exactly_one_fails_the_attempt_on_postgres() {
+    let Some(server) = qflow_engine::store::pg::test_server("the poison wake race") else {
+        return;
+    };
+    let name = format!("qflow_poison_race_{}", std::process::id());
+    let db = qflow_engine::store::pg::scratch_database(&server, &name).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    poison_wake_against_the_timeout(&db, dir.path());
+}
+
+fn poison_wake_against_the_timeout(db: &str, dir: &Path) {
+    const CALLS: usize = 300;
+    let races_log = dir.join("races.log");
     let model = repo().join("samples/bank-authorize.bpmn");
     let scenario_path = repo().join("samples/scenarios/call-delivery-poisoned.json");
     let source = std::fs::read_to_string(&model).unwrap();
     let scenario = Scenario::parse(&std::fs::read_to_string(&scenario_path).unwrap()).unwrap();
-    seed(&db, &source, &scenario, CALLS);
-    let children = spawn_replicas(|| replica(&model, &scenario_path, &db, &races_log));
+    seed(db, &source, &scenario, CALLS);
+    let children = spawn_replicas(|| replica(&model, &scenario_path, db, &races_log));
     for c in children {
         wait_ok(c);
     }
-    let store = Store::open(&db).unwrap();
+    let store = open(db);
     let mut won: BTreeMap<String, usize> = BTreeMap::new();
     for i in store.instances().unwrap() {
         assert_one_chain(&store, &i.id);

@@ -343,3 +343,89 @@ fn a_version_5_database_gets_the_cause_of_its_armed_retry_parks() {
     assert_eq!(change.parks, 1);
     assert!(store.candidates(10).unwrap().is_empty());
 }
+
+/// The poison wake crosses processes on PostgreSQL: a transition that
+/// poisons a request notifies every listening connection when it commits
+/// (signed by its owner, so the sender's own wake is left out), and a
+/// refused transition notifies no one.
+#[test]
+fn a_poisoned_delivery_wakes_the_other_processes_on_postgres() {
+    let Some(store) = on_postgres("poison_wake") else {
+        return;
+    };
+    let url = match &store.backend {
+        super::Backend::Postgres(p) => p.url.clone(),
+        super::Backend::Sqlite(_) => unreachable!(),
+    };
+    let (mut a, id) = setup_in(store);
+    let mut b = Store::connect(&Location::Postgres(url)).unwrap();
+    b.listen_for_wakes().unwrap();
+    a.claim(&id, "a:1", 1_000).unwrap();
+    let line = || HistoryEvent::Start {
+        variables: BTreeMap::new(),
+    };
+    let mut snap = Snapshot::new();
+    snap.set_frontier(vec![Token::ready("t")]);
+    let emit = |n: u32| {
+        let mut t = transition(snap.clone(), Status::Waiting, line(), Vec::new());
+        t.calls.emit.push(crate::instance::NewRequest {
+            node: "t".into(),
+            channel: "bank".into(),
+            operation: None,
+            attempt: n,
+            idempotency_key: format!("{id}/t/{n}"),
+            key_number: n,
+            payload: serde_json::json!({}),
+        });
+        t
+    };
+    let poison = |row: i64| {
+        let mut t = transition(snap.clone(), Status::Waiting, line(), Vec::new());
+        t.calls.outbox.push(OutboxChange::Poisoned {
+            id: row,
+            deliveries: 1,
+        });
+        t
+    };
+    let pending = |s: &Store| s.pending_requests(&id).unwrap()[0].0.id;
+    // A notification may trail the commit by a moment: look again for up
+    // to 2 s, as a replica's polling loop looks on every round.
+    let wakes_of = |s: &Store, owner: &str| {
+        for _ in 0..100 {
+            let w = s.wakes(owner).unwrap();
+            if !w.is_empty() {
+                return w;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Vec::new()
+    };
+
+    let v = a.facts(&id).unwrap().version;
+    a.apply(&id, "a:1", v, &emit(1), 0, 1_000).unwrap();
+    assert!(b.wakes("b:2").unwrap().is_empty(), "nothing poisoned yet");
+    // A refused poisoning (stale version) notifies no one.
+    let row = pending(&a);
+    assert!(a.apply(&id, "a:1", v, &poison(row), 0, 1_000).is_err());
+    assert!(b.wakes("b:2").unwrap().is_empty());
+    // The committed one wakes the other process.
+    let v = a.facts(&id).unwrap().version;
+    a.apply(&id, "a:1", v, &poison(row), 0, 1_000).unwrap();
+    assert_eq!(wakes_of(&b, "b:2"), vec![(id.clone(), "t".to_string())]);
+    assert!(
+        b.wakes("b:2").unwrap().is_empty(),
+        "a wake is delivered once"
+    );
+    // The sender's own wake is left out (it keeps it in memory).
+    let v = a.facts(&id).unwrap().version;
+    a.apply(&id, "a:1", v, &emit(2), 0, 1_000).unwrap();
+    let v = a.facts(&id).unwrap().version;
+    let row = pending(&a);
+    a.apply(&id, "a:1", v, &poison(row), 0, 1_000).unwrap();
+    assert!(b.wakes("a:1").unwrap().is_empty());
+    // SQLite has no cross-process wake: always empty.
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = setup(&dir);
+    s.listen_for_wakes().unwrap();
+    assert!(s.wakes("x:1").unwrap().is_empty());
+}

@@ -706,6 +706,10 @@ impl Postgres {
     /// them in memory already).
     pub fn wakes(&self, owner: &str) -> Result<Vec<(String, String)>, StoreError> {
         let mut client = self.client.borrow_mut();
+        // One round trip reads what the server sent: a notification
+        // arrives between commands, and the non-blocking iterator alone
+        // sees only what an earlier command already read off the socket.
+        client.batch_execute("SELECT 1")?;
         let mut out = Vec::new();
         let mut notifications = client.notifications();
         let mut it = notifications.iter();
