@@ -220,3 +220,75 @@ fn bad_containment_input_is_named() {
     assert_eq!(code, 2);
     assert!(err.contains("no instance dbg08-9"), "{err}");
 }
+
+#[test]
+fn a_dependency_no_deployment_calls_is_refused_with_the_known_ones_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let db = db.to_str().unwrap();
+    let (code, _, err) = qflow(&[
+        "run",
+        DBG08,
+        "--scenario",
+        ALWAYS_FAILS,
+        "--db",
+        db,
+        "--until",
+        "PT30S",
+    ]);
+    assert_eq!(code, 0, "{err}");
+
+    // The operator's typo: refused, named, the database unchanged.
+    for verb in ["pause", "unpause"] {
+        let (code, out, err) = qflow(&[verb, "--db", db, "--dependency", "payments.chrage"]);
+        assert_eq!(code, 2, "{verb}: {out}");
+        assert!(out.is_empty(), "{verb}: nothing reported as done: {out}");
+        assert!(
+            err.contains("no deployed model calls a dependency `payments.chrage`"),
+            "{err}"
+        );
+        assert!(err.contains("did you mean `payments.charge`?"), "{err}");
+        assert!(
+            err.contains("the known dependencies are payments.charge"),
+            "{err}"
+        );
+        assert!(err.contains("--force"), "{err}");
+    }
+    let (_, out, _) = qflow(&["stats", "--db", db, "--format", "json"]);
+    assert_eq!(last_json(&out)["paused"], serde_json::json!([]));
+
+    // JSON names the refusal too.
+    let (code, out, _) = qflow(&[
+        "pause",
+        "--db",
+        db,
+        "--dependency",
+        "ledger",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 2);
+    let v = last_json(&out);
+    assert_eq!(v["error"], "unknown-dependency");
+    assert!(
+        !v["message"].as_str().unwrap().contains("did you mean"),
+        "nothing close to ledger: {v}"
+    );
+
+    // The real name pauses its park.
+    let (code, out, err) = qflow(&["pause", "--db", db, "--dependency", "payments.charge"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("1 retry park held"), "{out}");
+
+    // --force: a dependency about to be deployed; the forced pause can be
+    // lifted without --force.
+    let (code, out, err) = qflow(&["pause", "--db", db, "--dependency", "ledger", "--force"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("paused dependency ledger: 0 retry parks held"),
+        "{out}"
+    );
+    let (code, out, err) = qflow(&["unpause", "--db", db, "--dependency", "ledger"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("unpaused dependency ledger"), "{out}");
+}

@@ -29,6 +29,12 @@ pub struct PauseArgs {
     /// (`payments.charge`) or a channel (`bank`).
     #[arg(long, value_name = "NAME")]
     pub dependency: Option<String>,
+    /// Pause (or unpause) a dependency no deployed model of the database
+    /// calls (one about to be deployed). Without it such a name is refused,
+    /// with the known ones: a typo must not pass for containment. A class
+    /// is checked by its name alone, so `--force` changes nothing there.
+    #[arg(long)]
+    pub force: bool,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
 }
@@ -84,6 +90,11 @@ fn change_pause(args: PauseArgs, pause: bool) -> ExitCode {
         Ok(s) => s,
         Err(e) => return ops::fail(format, USAGE, "store", e),
     };
+    if kind == PauseKind::Dependency && !args.force {
+        if let Err(e) = store.require_known_dependency(&value, !pause) {
+            return ops::fail(format, USAGE, "unknown-dependency", e);
+        }
+    }
     let change = if pause {
         store.pause(kind, &value, system_now_ms())
     } else {

@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 
-use super::{exec, Sqlite, StoreError};
+use super::{exec, Sqlite, Store, StoreError};
 use crate::instance::history::{Attempt, HistoryEvent, Then};
 use crate::instance::Transition;
 
@@ -329,4 +329,63 @@ pub(super) fn park_cause(
         .optional()?;
     let (last_class, dependency) = last.unwrap_or((None, None));
     Ok((class.or(last_class), dependency))
+}
+
+/// Built on the reads every backend forwards ([`Store::deployments`],
+/// [`Store::deployment_source`], [`Store::pauses`]): the same on SQLite and
+/// PostgreSQL.
+impl Store {
+    /// The dependencies this database knows, sorted: every registered
+    /// task's name (`q:task`) and every channel (`q:channel`) of its deployed
+    /// models, retired ones included. Every retry park's dependency comes
+    /// from one of them, so a pause of any other name would hold nothing,
+    /// now or later: how an operator's typo would pass for containment.
+    pub fn dependencies(&self) -> Result<BTreeSet<String>, StoreError> {
+        let mut known = BTreeSet::new();
+        for d in self.deployments()? {
+            let Some(source) = self.deployment_source(d.id)? else {
+                continue;
+            };
+            // A model loaded when it was deployed; one that no longer does
+            // (another qflow's rules) names no dependency.
+            let Ok(defs) = crate::loader::load(&source) else {
+                continue;
+            };
+            for node in defs.processes.iter().flat_map(|p| &p.nodes) {
+                if let Some(t) = node.task_attrs() {
+                    known.extend(t.task.iter().map(|a| a.value.clone()));
+                    known.extend(t.channel.iter().map(|a| a.value.clone()));
+                }
+            }
+        }
+        Ok(known)
+    }
+
+    /// Refuse a dependency name this database does not know
+    /// ([`Store::dependencies`]; for an unpause, a name paused already is
+    /// known too, so a pause made with force can be lifted), with the
+    /// closest known name as a suggestion. Reads only: call it before
+    /// [`Store::pause`] or [`Store::unpause`] unless the operator insists
+    /// (a dependency about to be deployed).
+    pub fn require_known_dependency(&self, name: &str, unpausing: bool) -> Result<(), StoreError> {
+        let mut known = self.dependencies()?;
+        if unpausing {
+            known.extend(
+                self.pauses()?
+                    .into_iter()
+                    .filter(|p| p.kind == PauseKind::Dependency)
+                    .map(|p| p.value),
+            );
+        }
+        if known.contains(name) {
+            return Ok(());
+        }
+        let suggestion =
+            crate::suggest::closest(name, known.iter().map(String::as_str)).map(str::to_string);
+        Err(StoreError::UnknownDependency {
+            name: name.to_string(),
+            known: known.into_iter().collect(),
+            suggestion,
+        })
+    }
 }

@@ -70,6 +70,18 @@ pub enum StoreError {
     },
     #[error("no instance {0}")]
     NoInstance(String),
+    #[error(
+        "no deployed model calls a dependency `{name}`{}: {}; `--force` goes ahead all the same (a dependency about to be deployed)",
+        .suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(),
+        if .known.is_empty() { "the database knows no dependency yet (no deployed model has a q:task or q:channel)".to_string() } else { format!("the known dependencies are {}", .known.join(", ")) }
+    )]
+    UnknownDependency {
+        name: String,
+        /// Every dependency the database knows, sorted.
+        known: Vec<String>,
+        /// The closest known name, when it is close enough to be a typo.
+        suggestion: Option<String>,
+    },
     #[error("no deployment {0} (`qflow deployments --db DB` lists them)")]
     NoDeployment(i64),
     #[error("deployment {0} is retired: it starts no new instance and receives none (deploy a changed model, or choose an active deployment)")]
