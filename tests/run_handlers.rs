@@ -239,6 +239,33 @@ fn a_hanging_command_is_an_unknown_outcome_and_a_crashing_one_transient() {
 }
 
 #[test]
+fn a_timed_out_command_is_killed_with_everything_it_started() {
+    // The script starts a background child that would write `late.txt`
+    // after 2 s, then hangs: at the 0.5 s timeout the whole process group
+    // goes, the background child with it.
+    let handlers = "[tasks.\"payments.charge\"]\ncommand = \"./charge.sh\"\ntimeout = \"PT0.5S\"\n";
+    let script = "#!/bin/sh\ncat >/dev/null\n(sleep 2; echo late > late.txt) &\nsleep 30\n";
+    let dir = world(handlers, &[("charge.sh", script)]);
+    let started = std::time::Instant::now();
+    let out = run(dir.path(), "dbg08-charge.bpmn", &[]);
+    assert_eq!(
+        attempts(&out),
+        vec![(
+            0,
+            Some("q.handler.timeout".into()),
+            Some("unknown-outcome".into())
+        )]
+    );
+    assert_eq!(out.last().unwrap()["for"], "reconciliation");
+    // Well past the moment the background child would have written.
+    std::thread::sleep(std::time::Duration::from_secs(4).saturating_sub(started.elapsed()));
+    assert!(
+        !dir.path().join("late.txt").exists(),
+        "the background child of the timed-out command survived it"
+    );
+}
+
+#[test]
 fn a_handlers_file_that_misses_a_task_or_misspells_a_key_is_refused_by_name() {
     let dir = world("[tasks.other]\ncommand = \"true\"\n", &[]);
     let out = qflow(

@@ -87,6 +87,10 @@ fn run_task(spec: &TaskHandler, dir: &Path, task: &Task<'_>) -> TaskOutcome {
 /// Run a command: the variables on stdin, its answer on stdout, killed when
 /// it overruns the timeout.
 fn run_command(mut cmd: Command, timeout: Duration, dir: &Path, task: &Task<'_>) -> TaskOutcome {
+    // Its own process group (its id is the command's pid), so a timeout
+    // kills everything the command started, not the command alone.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     cmd.current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -136,9 +140,7 @@ fn run_command(mut cmd: Command, timeout: Duration, dir: &Path, task: &Task<'_>)
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if Instant::now() >= deadline => {
-                // The command itself; what it started in the background is
-                // its own (a script that should not leave any uses `exec`).
-                let _ = child.kill();
+                kill_group(&mut child);
                 let _ = child.wait();
                 return contract::unknown_outcome(
                     task.name,
@@ -162,6 +164,21 @@ fn run_command(mut cmd: Command, timeout: Duration, dir: &Path, task: &Task<'_>)
     let stdout = join_until(out, deadline);
     let stderr = join_until(err, deadline);
     contract::command_outcome(task.name, status.code(), &stdout, &stderr)
+}
+
+/// Kill a timed-out command and everything it started: the process group
+/// it leads (`process_group(0)` at spawn made its id the command's pid, and
+/// the command is not reaped yet, so that id cannot name anyone else's
+/// group). Whatever left the group on purpose (`setsid`) is not followed.
+fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    {
+        let group = rustix::process::Pid::from_child(child);
+        if rustix::process::kill_process_group(group, rustix::process::Signal::KILL).is_ok() {
+            return;
+        }
+    }
+    let _ = child.kill();
 }
 
 fn join_until(h: std::thread::JoinHandle<String>, deadline: Instant) -> String {
