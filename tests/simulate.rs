@@ -98,6 +98,41 @@ fn the_instances_stay_in_the_database_given_and_the_human_report_charts_each_min
     assert!(rows.iter().all(|r| r.status.as_str() == "completed"));
 }
 
+/// The fleet driver's group commit on PostgreSQL: the same attempts, the
+/// same minutes and the same outcome as on SQLite, and the instances stay
+/// in the database for `qflow stats`.
+#[test]
+fn a_simulation_on_postgres_decides_what_it_decides_on_sqlite() {
+    let Some(server) = qflow_engine::store::pg::test_server("simulate on PostgreSQL") else {
+        return;
+    };
+    let name = format!("qflow_simulate_{}", std::process::id());
+    let db = qflow_engine::store::pg::scratch_database(&server, &name).unwrap();
+    let args = [DBG08, "--jobs", "60", "--outage", "PT2H", "--batch", "16"];
+    let on_pg = json(&[&args[..], &["--db", &db]].concat());
+    let on_sqlite = json(&args);
+    for k in [
+        "attempts",
+        "completed",
+        "exhausted",
+        "unfinished",
+        "virtual_end_s",
+    ] {
+        assert_eq!(on_pg[k], on_sqlite[k], "{k}");
+    }
+    assert_eq!(per_minute(&on_pg), per_minute(&on_sqlite));
+    assert_eq!(on_pg["completed"], 60);
+    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .args(["stats", "--db", &db, "--format", "json"])
+        .output()
+        .unwrap();
+    let stats: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (stats["instances"].clone(), stats["attempts"].clone()),
+        (60.into(), 300.into())
+    );
+}
+
 #[test]
 fn bad_arguments_are_named() {
     let (code, _, err) = simulate(&[DBG08, "--jobs", "5", "--outage", "2h"]);

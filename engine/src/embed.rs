@@ -475,6 +475,12 @@ impl Engine {
         Ok(Engine::with_store(Store::open(path.as_ref())?))
     }
 
+    /// Open (or create) the store a `--db` value names: a SQLite file or a
+    /// PostgreSQL database by URL (`Location::parse`).
+    pub fn connect(location: &crate::store::Location) -> Result<Engine, EngineError> {
+        Ok(Engine::with_store(Store::connect(location)?))
+    }
+
     /// A store in memory, gone when the engine is dropped (tests, examples).
     pub fn in_memory() -> Result<Engine, EngineError> {
         Ok(Engine::with_store(Store::open(Path::new(":memory:"))?))

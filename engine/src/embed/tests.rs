@@ -359,3 +359,31 @@ fn serve_takes_decisions_on_the_wall_clock_and_lets_the_caller_answer_between() 
     assert_eq!(verdicts, vec![Verdict::Accepted]);
     assert_eq!(engine.status(&id).unwrap()["status"], "completed");
 }
+
+/// The library on PostgreSQL: `Engine::connect` with a URL runs the
+/// documented example to the same end as in memory.
+#[test]
+fn the_engine_as_a_library_runs_on_postgres() {
+    use crate::embed::{Engine, TaskError};
+    use crate::store::{pg, Location};
+    let Some(server) = pg::test_server("the library on PostgreSQL") else {
+        return;
+    };
+    let name = format!("qflow_unit_embed_{}", std::process::id());
+    let url = pg::scratch_database(&server, &name).unwrap();
+    let mut engine = Engine::connect(&Location::parse(&url).unwrap()).unwrap();
+    engine.register("payments.charge", |task| {
+        let amount = task.var("amount").and_then(|a| a.as_i64()).unwrap_or(0);
+        if amount <= 0 {
+            return Err(TaskError::permanent("INVALID_AMOUNT"));
+        }
+        Ok(serde_json::json!({ "chargeId": format!("ch_{amount}") }))
+    });
+    let deployment = engine.deploy(crate::embed::EXAMPLE_MODEL).unwrap();
+    let instance = engine
+        .start(&deployment, serde_json::json!({ "amount": 42 }))
+        .unwrap();
+    engine.run_until_idle().unwrap();
+    assert_eq!(engine.status(&instance).unwrap()["status"], "completed");
+    assert_eq!(engine.variables(&instance).unwrap()["chargeId"], "ch_42");
+}
