@@ -85,3 +85,71 @@ fn a_missing_database_is_named() {
     assert_eq!(code, 2);
     assert!(err.contains("no/such.db: no such database"), "{err}");
 }
+
+/// The human output against `tests/golden/stats/NAME` (`QFLOW_BLESS=1`
+/// writes it): every observation on an aligned row or a sentence.
+fn golden(name: &str, actual: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden/stats")
+        .join(name);
+    if std::env::var_os("QFLOW_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "{} is missing (QFLOW_BLESS=1 to write it)\n{actual}",
+            path.display()
+        )
+    });
+    assert_eq!(actual, expected, "{} differs", path.display());
+}
+
+#[test]
+fn the_human_output_of_a_failed_only_store_reads_row_by_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sim.db");
+    let db = db.to_str().unwrap();
+    let (code, _, err) = qflow(&[
+        "simulate", DBG08, "--jobs", "40", "--outage", "P1D", "--db", db,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = qflow(&["stats", "--db", db]);
+    assert_eq!(code, 0, "{err}");
+    // Nothing pending: said in words, not a dash and a stray gap.
+    assert!(
+        out.contains("oldest next-eligible time          —  nothing waits for a timer\n"),
+        "{out}"
+    );
+    golden("failed-only.txt", &out);
+}
+
+#[test]
+fn the_human_output_of_a_held_park_names_its_timer_pause_and_quarantine() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("held.db");
+    let db = db.to_str().unwrap();
+    let (code, _, err) = qflow(&[
+        "run",
+        DBG08,
+        "--scenario",
+        "samples/scenarios/dbg08-long-outage.json",
+        "--db",
+        db,
+        "--until",
+        "PT30S",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = qflow(&["pause", "--db", db, "--dependency", "payments.charge"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = qflow(&["quarantine", "dbg08-1", "--db", db]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = qflow(&["stats", "--db", db]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("the earliest armed timer, 1m after the latest decision"),
+        "{out}"
+    );
+    golden("held.txt", &out);
+}

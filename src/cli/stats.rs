@@ -166,55 +166,105 @@ fn at(ms: Option<i64>) -> String {
     ms.map_or_else(|| "—".into(), |ms| format!("+{}", compact_ms(ms)))
 }
 
+/// `n thing` or `n things`, grouped.
+fn count(n: u64, one: &str, many: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        n => format!("{} {many}", group(n)),
+    }
+}
+
+/// A per-minute mean: one decimal, or three when it is below a tenth (six
+/// attempts over thirteen hours is not "0.0/min").
+fn per_minute(mean: f64) -> String {
+    if mean > 0.0 && mean < 0.1 {
+        format!("{mean:.3}")
+    } else {
+        format!("{mean:.1}")
+    }
+}
+
+/// The observations as an aligned table: a label, a value right-aligned,
+/// then what the value means; each section says so in words when empty.
 fn human(o: &Observations) -> String {
+    let row = |label: &str, value: &str, note: &str| {
+        let line = format!("{label:<26}{value:>10}  {note}");
+        format!("{}\n", line.trim_end())
+    };
     let mut out = String::new();
-    out += &format!(
-        "instances {}: {} unfinished, {} completed, {} failed\n",
-        group(o.instances),
-        group(o.unfinished),
-        group(o.completed),
-        group(o.terminal.iter().map(|t| t.count).sum())
+    out += &row(
+        "instances",
+        &group(o.instances),
+        &format!(
+            "{} unfinished, {} completed, {} failed",
+            group(o.unfinished),
+            group(o.completed),
+            group(o.terminal.iter().map(|t| t.count).sum())
+        ),
     );
+    out += &row(
+        "attempts",
+        &group(o.attempts),
+        &o.attempts_per_completed.map_or_else(
+            || "none completed yet: no cost per completed effect".into(),
+            |a| format!("{a:.2} per completed effect"),
+        ),
+    );
+    let next = match (o.oldest_next_eligible_ms, o.now_ms) {
+        (None, _) => "nothing waits for a timer".to_string(),
+        (Some(due), Some(now)) if due > now => format!(
+            "the earliest armed timer, {} after the latest decision",
+            compact_ms(due - now)
+        ),
+        (Some(_), Some(_)) => "the earliest armed timer, due already".to_string(),
+        (Some(_), None) => "the earliest armed timer".to_string(),
+    };
+    out += &row(
+        "oldest next-eligible time",
+        &at(o.oldest_next_eligible_ms),
+        &next,
+    );
+    out += &row(
+        "unknown outcomes",
+        &group(o.unknown_outcomes),
+        "awaiting reconciliation",
+    );
+    out += &row(
+        "latest decision",
+        &at(o.now_ms),
+        "on the store's clock: what the backlog's ages count from",
+    );
+
     out += "\npending by failure class (of the last attempt)\n";
     if o.pending_by_class.is_empty() {
-        out += "  (none pending)\n";
+        out += "  nothing pending\n";
     }
     for c in &o.pending_by_class {
-        out += &format!("  {:<24} {:>10}\n", c.label, group(c.count));
+        out += &format!("  {:<24}{:>10}\n", c.label, group(c.count));
     }
-    out += &format!(
-        "\nattempts {}; per completed effect {}\n",
-        group(o.attempts),
-        o.attempts_per_completed
-            .map_or_else(|| "— (none completed)".into(), |a| format!("{a:.2}"))
-    );
-    out += &format!(
-        "oldest next-eligible time {}   (store's latest decision {})\n",
-        at(o.oldest_next_eligible_ms),
-        at(o.now_ms)
-    );
-    out += &format!(
-        "unknown outcomes awaiting reconciliation {}\n",
-        group(o.unknown_outcomes)
-    );
     out += "\nterminal failures by code and reason\n";
     if o.terminal.is_empty() {
-        out += "  (none)\n";
+        out += "  no terminal failure\n";
     }
     for t in &o.terminal {
-        out += &format!("  {:<24} {:<16} {:>10}\n", t.code, t.reason, group(t.count));
+        out += &format!("  {:<24}{:>10}  {}\n", t.code, group(t.count), t.reason);
     }
     out += "\nattempt rate by dependency (per minute of the store's time)\n";
     if o.by_dependency.is_empty() {
-        out += "  (no attempts)\n";
+        out += "  no attempt yet\n";
     }
     for d in &o.by_dependency {
         out += &format!(
-            "  {:<24} {:>10} attempts, peak {}/min, mean {:.1}/min, {}..{}\n",
+            "  {:<24}{:>10}  {}, peak {}/min, mean {}/min, from {} to {}\n",
             d.dependency,
             group(d.attempts),
+            if d.attempts == 1 {
+                "attempt"
+            } else {
+                "attempts"
+            },
             group(d.peak_per_minute),
-            d.mean_per_minute,
+            per_minute(d.mean_per_minute),
             at(Some(d.first_ms)),
             at(Some(d.last_ms))
         );
@@ -225,16 +275,23 @@ fn human(o: &Observations) -> String {
     }
     for p in &o.paused {
         out += &format!(
-            "  paused {:<10} {:<24} holding {} retry park(s)\n",
+            "  paused {} {}: holding {}\n",
             p.kind.flag(),
             p.value,
-            group(p.holding)
+            count(p.holding, "retry park", "retry parks")
         );
     }
-    out += &format!("  quarantined instances {}\n", group(o.quarantined));
+    out += &match o.quarantined {
+        0 => "  no instance quarantined\n".to_string(),
+        n => format!("  {} quarantined\n", count(n, "instance", "instances")),
+    };
     out += "\nbacklog age by creation time (unfinished instances)\n";
-    for c in &o.backlog_age {
-        out += &format!("  {:<24} {:>10}\n", c.label, group(c.count));
+    if o.unfinished == 0 {
+        out += "  no unfinished instance\n";
+    } else {
+        for c in &o.backlog_age {
+            out += &format!("  {:<24}{:>10}\n", c.label, group(c.count));
+        }
     }
     out
 }
