@@ -1,0 +1,350 @@
+//! The facade: an [`Engine`] over a store and its handlers (open, deploy,
+//! start, answer, reconcile, read); the driving loop is in `drive`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::diagnostic::Diagnostic;
+use crate::inspect::Inspection;
+use crate::instance::event::{ExternalEvent, Resolution};
+use crate::instance::Event;
+use crate::runtime::clock::system_now_ms;
+use crate::runtime::decide;
+use crate::runtime::driver::{self, Decision, RunError, Verdict};
+use crate::runtime::graph::Graph;
+use crate::runtime::shell::{self, deployed_graph, Choice, Taken};
+use crate::store::{local_owner, Deployment, Store, StoreError};
+
+use super::task::{Task, TaskResult, Variables};
+use super::world::Handlers;
+
+/// How an [`Engine`] tells time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Time {
+    /// Every instance on its own time-skipping clock, starting at 0: a due
+    /// timer is taken at once, at its own instant (tests, simulations).
+    #[default]
+    Virtual,
+    /// The wall clock: a timer is taken when it is due.
+    System,
+}
+
+/// Why the engine could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the model is refused: {}", .0.iter().map(|d| format!("{} {}", d.code.as_str(), d.message)).collect::<Vec<_>>().join("; "))]
+    Refused(Vec<Diagnostic>),
+    #[error("variables must be a JSON object, not {0}")]
+    NotAnObject(String),
+    #[error("no instance `{0}` in this store")]
+    NoInstance(String),
+    #[error("no deployment of a process `{0}` that may start instances (deploy it first: qflow deploy MODEL --db DB)")]
+    NoProcess(String),
+    #[error("no handler for the task{} {}: add them to the handlers", if .0.len() == 1 { "" } else { "s" }, .0.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "))]
+    MissingHandlers(Vec<String>),
+    #[error("another process holds the claim on instance `{0}`; try again when it lets go")]
+    Busy(String),
+}
+
+/// One decision an [`Engine`] took, and the instance it was for.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub instance: String,
+    pub decision: Decision,
+}
+
+/// The engine, embedded: a store, the handlers, and a driver.
+pub struct Engine {
+    pub(super) store: Store,
+    pub(super) handlers: Handlers,
+    pub(super) time: Time,
+    pub(super) owner: String,
+    pub(super) graphs: BTreeMap<i64, Arc<Graph>>,
+    /// Best-effort poison wakes (instance, node): prompts, never facts.
+    pub(super) wakes: Vec<(String, String)>,
+    /// Per instance: the instant of its last decision and how many were
+    /// taken at it (a loop that never waits is stopped, not spun).
+    pub(super) instants: BTreeMap<String, (i64, u32)>,
+}
+
+/// Instances started before this instant (2000-01-01, wall clock) were
+/// started on a virtual clock, whose epoch is 0.
+pub(super) const VIRTUAL_EPOCH_LIMIT_MS: i64 = 946_684_800_000;
+
+/// How many instances one round of [`Engine::step`] looks at.
+pub(super) const ROUND: usize = 256;
+
+impl Engine {
+    /// Open (or create) the SQLite store at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Engine, EngineError> {
+        Ok(Engine::with_store(Store::open(path.as_ref())?))
+    }
+
+    /// Open (or create) the store a `--db` value names: a SQLite file or a
+    /// PostgreSQL database by URL (`Location::parse`).
+    pub fn connect(location: &crate::store::Location) -> Result<Engine, EngineError> {
+        Ok(Engine::with_store(Store::connect(location)?))
+    }
+
+    /// A store in memory, gone when the engine is dropped (tests, examples).
+    pub fn in_memory() -> Result<Engine, EngineError> {
+        Ok(Engine::with_store(Store::open(Path::new(":memory:"))?))
+    }
+
+    /// An engine over an open store.
+    pub fn with_store(store: Store) -> Engine {
+        Engine {
+            store,
+            handlers: Handlers::new(),
+            time: Time::Virtual,
+            owner: local_owner(),
+            graphs: BTreeMap::new(),
+            wakes: Vec::new(),
+            instants: BTreeMap::new(),
+        }
+    }
+
+    /// Take claims as `owner` (by default this process, `host:pid`): a
+    /// second engine in the same process, such as a server's endpoint
+    /// thread, needs a name of its own for the claims to arbitrate.
+    pub fn set_owner(&mut self, owner: impl Into<String>) -> &mut Engine {
+        self.owner = owner.into();
+        self
+    }
+
+    /// Tell time this way from now on ([`Time::Virtual`] by default).
+    pub fn set_time(&mut self, time: Time) -> &mut Engine {
+        self.time = time;
+        self
+    }
+
+    /// Run `handler` for every attempt of the `q:task` named `name`.
+    pub fn register<F>(&mut self, name: &str, handler: F) -> &mut Engine
+    where
+        F: Fn(&Task<'_>) -> TaskResult + Send + Sync + 'static,
+    {
+        self.handlers.task(name, handler);
+        self
+    }
+
+    /// The handlers and relays, to register more ([`Handlers::relay`],
+    /// [`Handlers::task_with_lease`]).
+    pub fn handlers_mut(&mut self) -> &mut Handlers {
+        &mut self.handlers
+    }
+
+    /// Replace every handler and relay at once.
+    pub fn set_handlers(&mut self, handlers: Handlers) -> &mut Engine {
+        self.handlers = handlers;
+        self
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Load `source` (refused with its diagnostics if any rule refuses it),
+    /// compile it and record it as a deployment (the same source is the
+    /// same deployment).
+    pub fn deploy(&mut self, source: &str) -> Result<Deployment, EngineError> {
+        let defs = crate::load(source).map_err(|d| {
+            EngineError::Refused(
+                d.into_iter()
+                    .filter(|d| d.severity == crate::Severity::Error)
+                    .collect(),
+            )
+        })?;
+        let graph = Graph::compile(&defs).map_err(RunError::from)?;
+        let dep = self
+            .store
+            .deploy(&graph.process_id, source, system_now_ms())?;
+        self.graphs.insert(dep.id, Arc::new(graph));
+        Ok(dep)
+    }
+
+    /// The `q:task` names of a deployment no handler is registered for
+    /// (each would fail its first attempt with [`MISSING`]).
+    pub fn missing_handlers(
+        &mut self,
+        deployment: &Deployment,
+    ) -> Result<Vec<String>, EngineError> {
+        let graph = self.graph(deployment.id)?;
+        Ok(self.handlers.missing(&graph))
+    }
+
+    pub(super) fn graph(&mut self, deployment: i64) -> Result<Arc<Graph>, EngineError> {
+        if let Some(g) = self.graphs.get(&deployment) {
+            return Ok(g.clone());
+        }
+        let g = Arc::new(deployed_graph(&self.store, deployment)?);
+        self.graphs.insert(deployment, g.clone());
+        Ok(g)
+    }
+
+    pub(super) fn start_ms(&self) -> i64 {
+        match self.time {
+            Time::Virtual => 0,
+            Time::System => system_now_ms(),
+        }
+    }
+
+    /// Start an instance of `deployment` with `variables` (a JSON object,
+    /// or `Value::Null` for none); its id.
+    pub fn start(
+        &mut self,
+        deployment: &Deployment,
+        variables: Value,
+    ) -> Result<String, EngineError> {
+        let vars: Variables = match variables {
+            Value::Null => Variables::new(),
+            Value::Object(m) => m.into_iter().collect(),
+            other => return Err(EngineError::NotAnObject(other.to_string())),
+        };
+        let graph = self.graph(deployment.id)?;
+        let now = self.start_ms();
+        let start = decide::start(&graph, &vars, now);
+        Ok(self.store.start_instance(deployment, &start, now)?)
+    }
+
+    /// Start an instance of the newest deployment of `process_id` that is
+    /// not retired; its id. Refused when a task of that deployment has no
+    /// handler ([`EngineError::MissingHandlers`]).
+    pub fn start_process(
+        &mut self,
+        process_id: &str,
+        variables: Value,
+    ) -> Result<String, EngineError> {
+        let row = self
+            .store
+            .deployments()?
+            .into_iter()
+            .filter(|d| d.process_id == process_id && d.retired_ms.is_none())
+            .max_by_key(|d| d.id)
+            .ok_or_else(|| EngineError::NoProcess(process_id.into()))?;
+        let dep = Deployment {
+            id: row.id,
+            process_id: row.process_id,
+            hash: row.hash,
+        };
+        let missing = self.missing_handlers(&dep)?;
+        if !missing.is_empty() {
+            return Err(EngineError::MissingHandlers(missing));
+        }
+        self.start(&dep, variables)
+    }
+
+    /// A counterpart's answer on `correlation` (`instance/node`, what a
+    /// relay's [`Request::correlation`] says) to the request with
+    /// `idempotency_key` (`None`: whichever attempt is live). The verdict
+    /// is the runtime's: accepted, a retry pending, superseded, failed, or
+    /// no such instance.
+    pub fn respond(
+        &mut self,
+        correlation: &str,
+        idempotency_key: Option<&str>,
+        body: Value,
+    ) -> Result<Verdict, EngineError> {
+        let Some((instance, _)) = self.store.correlation(correlation)? else {
+            return Ok(Verdict::NoSuchInstance);
+        };
+        let now = self.now_for(&instance)?;
+        match driver::respond_as(
+            &mut self.store,
+            &self.owner,
+            correlation,
+            idempotency_key.unwrap_or(""),
+            body,
+            now,
+        ) {
+            Ok((verdict, _)) => Ok(verdict),
+            Err(RunError::Store(StoreError::Claimed { .. } | StoreError::Conflict(_))) => {
+                Err(EngineError::Busy(instance))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Reconcile an unknown outcome at `node`: the effect happened
+    /// (`Succeeded`, merging `variables`), did not and must not be retried
+    /// (`Failed`), or did not and may be (`Retry`: the next attempt now,
+    /// within the policy's budget). The decision taken, or `None` when the
+    /// instance was not waiting for that (the history says why).
+    pub fn resolve(
+        &mut self,
+        instance: &str,
+        node: &str,
+        resolution: Resolution,
+        variables: Value,
+    ) -> Result<Decision, EngineError> {
+        let variables: Variables = match variables {
+            Value::Null => Variables::new(),
+            Value::Object(m) => m.into_iter().collect(),
+            other => return Err(EngineError::NotAnObject(other.to_string())),
+        };
+        let now = self.now_for(instance)?;
+        let ev = Event::External {
+            event: ExternalEvent::Resolve {
+                node: node.to_string(),
+                resolution,
+                variables,
+            },
+            index: None,
+        };
+        let owner = self.owner.clone();
+        let taken = shell::take(
+            &mut self.store,
+            &owner,
+            instance,
+            |store, facts| deployed_graph(store, facts.deployment_id).map(Box::new),
+            |_, _, _| Ok(Some(Choice::event(ev, now))),
+        );
+        self.store.release(instance, &owner)?;
+        match taken? {
+            Taken::Decided(d) => Ok(d),
+            Taken::Idle => Err(EngineError::NoInstance(instance.into())),
+            Taken::Lost { .. } => Err(EngineError::Busy(instance.into())),
+        }
+    }
+
+    /// The instance's state as `qflow run`'s last line says it:
+    /// `{"status": "completed"}`, `{"status": "failed", "code": …}`, or
+    /// `{"status": "waiting", …}` with what it waits for.
+    pub fn status(&self, instance: &str) -> Result<Value, EngineError> {
+        if self.store.instance(instance)?.is_none() {
+            return Err(EngineError::NoInstance(instance.into()));
+        }
+        Ok(driver::final_state(&self.store, instance)?)
+    }
+
+    /// The instance's variables, as persisted.
+    pub fn variables(&self, instance: &str) -> Result<Value, EngineError> {
+        let facts = match self.store.facts(instance) {
+            Err(StoreError::NoInstance(_)) => return Err(EngineError::NoInstance(instance.into())),
+            other => other?,
+        };
+        Ok(Value::Object(
+            facts
+                .snapshot
+                .variables()
+                .into_iter()
+                .collect::<Map<_, _>>(),
+        ))
+    }
+
+    /// The instance as plain data (nodes, timers, outbox, history, …).
+    pub fn inspect(&mut self, instance: &str) -> Result<Inspection, EngineError> {
+        let row = self
+            .store
+            .instance(instance)?
+            .ok_or_else(|| EngineError::NoInstance(instance.into()))?;
+        let graph = self.graph(row.deployment_id)?;
+        Ok(Inspection::read(&self.store, &graph, instance)?)
+    }
+}
