@@ -363,6 +363,14 @@ impl App {
             }
             Action::Open => None,
             Action::Migrate => self.migrate_key(),
+            Action::Pause => {
+                self.report = Report::info(if self.attached {
+                    "P pauses from the fleet: esc back to the list"
+                } else {
+                    "P pauses on a database: `qflow console --db FILE`"
+                });
+                None
+            }
             acting => self.acting_key(acting),
         }
     }
@@ -392,6 +400,16 @@ impl App {
                 self.list.get(self.list_selected).map(|r| Command::Open {
                     instance: r.id.clone(),
                 })
+            }
+            Action::Pause => {
+                match &self.fleet {
+                    Some(f) if !f.targets.is_empty() => self.open(Stage::Pause),
+                    _ => {
+                        self.report =
+                            Report::info("nothing to pause: no failure class or dependency yet")
+                    }
+                }
+                None
             }
             _ => {
                 self.report = Report::info("open an instance first (enter)");

@@ -120,6 +120,13 @@ pub enum Command {
     },
     /// Apply the migration that was previewed, if the instance has not moved.
     Migrate,
+    /// Attach mode: pause (or unpause) every retry park of a failure class
+    /// (`kind` `class`) or a dependency (`dependency`).
+    SetPause {
+        kind: String,
+        value: String,
+        pause: bool,
+    },
 }
 
 /// A planned migration, as the confirmation shows it.

@@ -621,6 +621,9 @@ impl Drive {
             Command::PreviewMigration { .. } | Command::Migrate => Ok(Report::warn(
                 "repair by migration works on a database: `qflow console --db FILE`",
             )),
+            Command::SetPause { .. } => Ok(Report::warn(
+                "pausing works on a database: `qflow console --db FILE`",
+            )),
         }
     }
 }
@@ -654,6 +657,9 @@ impl Backend for EngineBackend {
                     reset_budget,
                 } => a.preview(target, mapping.as_deref(), *reset_budget),
                 Command::Migrate => a.migrate(),
+                Command::SetPause { kind, value, pause } => {
+                    set_pause(&mut a.store, kind, value, *pause)
+                }
                 Command::Refresh => Ok(Report::info("re-read the store")),
                 other => match a.driving.as_mut() {
                     // The open instance is unfinished: drive it.
@@ -722,6 +728,7 @@ impl Backend for EngineBackend {
         Ok(Some(FleetView {
             observations: fleet_lines(&o),
             per_minute: minutes.into_iter().collect(),
+            targets: pause_targets(&o),
         }))
     }
 
@@ -1127,4 +1134,79 @@ fn fleet_lines(o: &qflow_engine::store::stats::Observations) -> Vec<(String, Str
         ),
         ("quarantined".into(), group(o.quarantined)),
     ]
+}
+
+/// What the fleet's `P` offers: the classes that park a retry, then every
+/// dependency that made an attempt, then any other pause in force.
+fn pause_targets(o: &qflow_engine::store::stats::Observations) -> Vec<crate::view::PauseTarget> {
+    use qflow_engine::text::group;
+    let mut out: Vec<crate::view::PauseTarget> = Vec::new();
+    let mut push = |kind: &str, value: &str, about: String| {
+        if out.iter().any(|t| t.kind == kind && t.value == value) {
+            return;
+        }
+        let p = o
+            .paused
+            .iter()
+            .find(|p| p.kind.flag() == kind && p.value == value);
+        out.push(crate::view::PauseTarget {
+            kind: kind.into(),
+            value: value.into(),
+            paused: p.is_some(),
+            hint: match p {
+                Some(p) => format!("paused, holding {} retry park(s)", group(p.holding)),
+                None => about,
+            },
+        });
+    };
+    for class in ["transient", "rate-limited"] {
+        let pending = o
+            .pending_by_class
+            .iter()
+            .find(|c| c.label == class)
+            .map_or(0, |c| c.count);
+        push("class", class, format!("{} pending", group(pending)));
+    }
+    for d in &o.by_dependency {
+        push(
+            "dependency",
+            &d.dependency,
+            format!("{} attempts", group(d.attempts)),
+        );
+    }
+    for p in &o.paused {
+        push(p.kind.flag(), &p.value, String::new());
+    }
+    out
+}
+
+/// Pause or unpause, from the fleet view.
+fn set_pause(
+    store: &mut qflow_engine::store::Store,
+    of: &str,
+    value: &str,
+    pause: bool,
+) -> Result<Report, String> {
+    use qflow_engine::store::contain::PauseKind;
+    let k = if of == "class" {
+        PauseKind::Class
+    } else {
+        PauseKind::Dependency
+    };
+    let c = if pause {
+        store.pause(k, value, qflow_engine::runtime::clock::system_now_ms())
+    } else {
+        store.unpause(k, value)
+    };
+    let c = c.map_err(|e| e.to_string())?;
+    let n = qflow_engine::text::group(c.parks);
+    Ok(if pause {
+        Report::warn(format!(
+            "paused {of} {value}: {n} retry park(s) held, each keeps its due time · P again unpauses"
+        ))
+    } else {
+        Report::good(format!(
+            "unpaused {of} {value}: {n} retry park(s) re-driven when due"
+        ))
+    })
 }

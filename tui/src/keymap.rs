@@ -15,6 +15,8 @@ pub enum Action {
     Resolve,
     /// Repair by migration: target, mapping, budget, plan, confirmation.
     Migrate,
+    /// On the fleet: pause or unpause a failure class or a dependency.
+    Pause,
     FocusNext,
     FocusPrev,
     ScrollUp,
@@ -130,6 +132,16 @@ pub const KEYMAP: &[Binding] = &[
         help: "repair by migration (attached database): target, mapping, budget; plan, confirm",
         acts: false,
         // Shown on an open instance of an attached database only.
+        footer: true,
+    },
+    Binding {
+        action: Action::Pause,
+        keys: &[KeyCode::Char('P')],
+        key_label: "P",
+        short: "pause",
+        help: "the fleet (attached database): pause or unpause a failure class or a dependency",
+        acts: false,
+        // Shown on the fleet of an attached database only.
         footer: true,
     },
     Binding {

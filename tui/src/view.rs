@@ -178,4 +178,18 @@ pub struct FleetView {
     /// Attempts per minute of the store's time, (minute, attempts), every
     /// minute that saw an attempt, in order.
     pub per_minute: Vec<(i64, u64)>,
+    /// What `P` can pause or unpause: the classes that park a retry and
+    /// every dependency seen, with whether each is paused now.
+    pub targets: Vec<PauseTarget>,
+}
+
+/// A failure class or a dependency, and whether its retry parks are held.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PauseTarget {
+    /// `class` or `dependency`.
+    pub kind: String,
+    pub value: String,
+    pub paused: bool,
+    /// What the picker says beside it.
+    pub hint: String,
 }

@@ -380,4 +380,27 @@ fn an_attached_fleet_opens_on_its_observations_and_attempts_per_minute() {
             .any(|(k, v)| k == "paused" && v == "class transient (holds 8)"),
         "{paused:?}"
     );
+
+    // `P` on the fleet: the classes and dependencies, the paused one
+    // offered for unpausing; a digit picks, enter confirms.
+    type_keys(&mut app, &mut be, "P");
+    common::golden(
+        "attach-fleet-pause",
+        &qflow_tui::ui::render_text(&app, 100, 34),
+    );
+    type_keys(&mut app, &mut be, "1\n");
+    assert!(
+        app.report
+            .message
+            .starts_with("unpaused class transient: 8 retry park(s)"),
+        "{}",
+        app.report.message
+    );
+    assert!(be.store().pauses().unwrap().is_empty());
+    // And pausing the dependency, the third choice.
+    type_keys(&mut app, &mut be, "P3\n");
+    let pauses = be.store().pauses().unwrap();
+    assert_eq!(pauses.len(), 1);
+    assert_eq!(pauses[0].value, "payments.charge");
+    assert_eq!(pauses[0].holding, 8);
 }

@@ -305,7 +305,14 @@ fn the_footer_shows_the_keymap_keys() {
     let footer = text.lines().last().unwrap();
     // `m` repairs an instance of an attached database: a model's console
     // has none to repair (the attached footer is in tests/console_repair.rs).
-    let migrate = |b: &&qflow_tui::keymap::Binding| b.action == qflow_tui::keymap::Action::Migrate;
+    // `P` pauses on the fleet of an attached database (its footer is in
+    // tui/tests/golden/attach-fleet.txt).
+    let migrate = |b: &&qflow_tui::keymap::Binding| {
+        matches!(
+            b.action,
+            qflow_tui::keymap::Action::Migrate | qflow_tui::keymap::Action::Pause
+        )
+    };
     for b in qflow_tui::keymap::KEYMAP
         .iter()
         .filter(|b| b.footer && !migrate(b))
@@ -316,6 +323,7 @@ fn the_footer_shows_the_keymap_keys() {
         );
     }
     assert!(!footer.contains("m migrate"), "{footer}");
+    assert!(!footer.contains("P pause"), "{footer}");
 }
 
 #[test]

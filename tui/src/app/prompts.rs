@@ -45,6 +45,8 @@ pub enum Stage {
     MigrateTarget,
     /// Migration: the plan, to apply, edit (mapping, budget) or cancel.
     MigrateConfirm(Box<MigrationPreview>),
+    /// The fleet: which class or dependency to pause or unpause.
+    Pause,
 }
 
 /// A small modal: a list of choices, the last of which may open a text field.
@@ -207,6 +209,26 @@ impl App {
                 ("Deliver a response to".into(), choices, false, "")
             }
             Stage::RespondBody { .. } => ("Response body".into(), Vec::new(), true, "JSON body"),
+            Stage::Pause => (
+                "Pause or unpause the retries of".into(),
+                self.fleet
+                    .iter()
+                    .flat_map(|f| &f.targets)
+                    .map(|t| {
+                        Choice::new(
+                            format!(
+                                "{} {} {}",
+                                if t.paused { "unpause" } else { "pause" },
+                                t.kind,
+                                t.value
+                            ),
+                            t.hint.clone(),
+                        )
+                    })
+                    .collect(),
+                false,
+                "",
+            ),
             Stage::Resolve => (
                 "Resolve the reconciliation as".into(),
                 Resolution::ALL
@@ -394,6 +416,22 @@ impl App {
                 Some(Command::Respond {
                     target,
                     body: label,
+                })
+            }
+            Stage::Pause => {
+                let Value::Index(i) = value else {
+                    return None;
+                };
+                let t = self
+                    .fleet
+                    .as_ref()
+                    .and_then(|f| f.targets.get(i))
+                    .cloned()?;
+                self.prompt = None;
+                Some(Command::SetPause {
+                    kind: t.kind,
+                    value: t.value,
+                    pause: !t.paused,
                 })
             }
             Stage::Resolve => {

@@ -21,6 +21,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         .filter(|b| !(app.screen == Screen::List && b.action == Action::Diagram))
         // Migration repairs an open instance of an attached database.
         .filter(|b| b.action != Action::Migrate || (app.attached && app.screen == Screen::Instance))
+        // Pausing acts on the fleet of an attached database.
+        .filter(|b| b.action != Action::Pause || (app.attached && app.screen == Screen::List))
         .collect();
     let mut extra: Vec<(&str, &str)> = Vec::new();
     if app.screen == Screen::List {
