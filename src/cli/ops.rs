@@ -114,6 +114,38 @@ pub fn read_model(path: &Path, format: Format) -> Result<Model, ExitCode> {
     })
 }
 
+/// A model's path as shown, its text, and its definitions: for commands that
+/// read a model's policies without running one instance of it (`project`,
+/// `simulate`). Exit 2 for an unreadable file, 1 for a model that does not
+/// load (the reports say where), as everywhere.
+pub fn read_definitions(
+    path: &Path,
+    format: Format,
+) -> Result<(String, String, qflow_engine::model::Definitions), ExitCode> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| {
+        fail(
+            format,
+            USAGE,
+            "unreadable",
+            format!("cannot read {shown}: {e}"),
+        )
+    })?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    match qflow_engine::load(&text) {
+        Ok(defs) => Ok((shown, text, defs)),
+        Err(diags) => Err(fail(
+            format,
+            1,
+            "model",
+            format!(
+                "{shown} does not load ({}): `qflow check {shown}` shows where",
+                qflow_engine::text::counted(diags.len() as u64, "error", "errors")
+            ),
+        )),
+    }
+}
+
 /// A wall-clock instant as RFC 3339 UTC, to the second.
 pub fn timestamp(ms: i64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);

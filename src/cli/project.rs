@@ -12,7 +12,8 @@ use qflow_engine::policy::projection::{self, PeakMinute, Projection};
 use qflow_engine::text::group;
 use serde_json::{json, Value};
 
-use crate::cli::run::{json_line, Format};
+use crate::cli::ops::{fail, Format};
+use crate::cli::run::json_line;
 
 /// What every figure is, in the seed's words: printed with them.
 pub const LABEL: &str = "scheduled opportunities, not observed requests";
@@ -33,19 +34,8 @@ pub struct Args {
     pub format: Format,
 }
 
-fn fail(format: Format, code: u8, error: &str, msg: impl std::fmt::Display) -> ExitCode {
-    let msg = msg.to_string();
-    eprintln!("error: {msg}");
-    if format == Format::Json {
-        let rec = json!({"status": "error", "error": error, "message": msg});
-        println!("{}", json_line(&rec, &["status", "error", "message"]));
-    }
-    ExitCode::from(code)
-}
-
 pub fn run(args: Args) -> ExitCode {
     let format = args.format;
-    let shown = args.model.display().to_string();
     let outage = match qflow_engine::duration::parse(&args.outage) {
         Ok(d) => d,
         Err(e) => return fail(format, 2, "usage", format!("--outage {}: {e}", args.outage)),
@@ -53,24 +43,9 @@ pub fn run(args: Args) -> ExitCode {
     if args.jobs == 0 {
         return fail(format, 2, "usage", "--jobs must be at least 1");
     }
-    let bytes = match std::fs::read(&args.model) {
-        Ok(b) => b,
-        Err(e) => return fail(format, 2, "unreadable", format!("cannot read {shown}: {e}")),
-    };
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    let defs = match qflow_engine::load(&text) {
-        Ok(d) => d,
-        Err(diags) => {
-            return fail(
-                format,
-                1,
-                "model",
-                format!(
-                    "{shown} does not load ({} error(s)): `qflow check {shown}` shows where",
-                    diags.len()
-                ),
-            )
-        }
+    let (shown, _, defs) = match crate::cli::ops::read_definitions(&args.model, format) {
+        Ok(read) => read,
+        Err(code) => return code,
     };
     let nodes = projection::of_model(&defs, args.jobs, outage);
     let old = projection::unbounded_loop().project("", "", args.jobs, outage, Duration::ZERO);

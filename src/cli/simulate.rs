@@ -17,7 +17,8 @@ use qflow_engine::runtime::simulate::{simulate, Plan, Report, OUTAGE_CODE};
 use qflow_engine::store::Location;
 use serde_json::json;
 
-use crate::cli::run::{json_line, Format};
+use crate::cli::ops::{fail, Format};
+use crate::cli::run::json_line;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -47,19 +48,8 @@ pub struct Args {
     pub format: Format,
 }
 
-fn fail(format: Format, code: u8, error: &str, msg: impl std::fmt::Display) -> ExitCode {
-    let msg = msg.to_string();
-    eprintln!("error: {msg}");
-    if format == Format::Json {
-        let rec = json!({"status": "error", "error": error, "message": msg});
-        println!("{}", json_line(&rec, &["status", "error", "message"]));
-    }
-    ExitCode::from(code)
-}
-
 pub fn run(args: Args) -> ExitCode {
     let format = args.format;
-    let shown = args.model.display().to_string();
     let outage = match qflow_engine::duration::parse(&args.outage) {
         Ok(d) => d,
         Err(e) => return fail(format, 2, "usage", format!("--outage {}: {e}", args.outage)),
@@ -67,24 +57,9 @@ pub fn run(args: Args) -> ExitCode {
     if args.jobs == 0 {
         return fail(format, 2, "usage", "--jobs must be at least 1");
     }
-    let bytes = match std::fs::read(&args.model) {
-        Ok(b) => b,
-        Err(e) => return fail(format, 2, "unreadable", format!("cannot read {shown}: {e}")),
-    };
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    let defs = match qflow_engine::load(&text) {
-        Ok(d) => d,
-        Err(diags) => {
-            return fail(
-                format,
-                1,
-                "model",
-                format!(
-                    "{shown} does not load ({} error(s)): `qflow check {shown}` shows where",
-                    diags.len()
-                ),
-            )
-        }
+    let (_, text, defs) = match crate::cli::ops::read_definitions(&args.model, format) {
+        Ok(read) => read,
+        Err(code) => return code,
     };
     let db = SessionDb::new(args.db.as_ref(), "simulate");
     let store = match db.open() {
