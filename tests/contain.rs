@@ -2,24 +2,13 @@
 //! the park for the next one, whatever serves the database; a quarantined
 //! instance is refused until released; bad input is named.
 
-use std::process::Command;
-
 use serde_json::Value;
 
 const DBG08: &str = "samples/dbg08-long-outage.bpmn";
 const ALWAYS_FAILS: &str = "samples/scenarios/dbg08-long-outage.json";
 
-fn qflow(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
-        .args(args)
-        .output()
-        .expect("qflow runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod support;
+use support::qflow_here as qflow;
 
 fn last_json(out: &str) -> Value {
     serde_json::from_str(out.lines().last().expect("a line")).expect("JSON")

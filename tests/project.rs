@@ -2,23 +2,12 @@
 //! the DBG-08 policy and the old unbounded loop; and a projection that
 //! agrees with a simulation of the same jobs.
 
-use std::process::Command;
-
 use serde_json::{json, Value};
 
 const DBG08: &str = "samples/dbg08-long-outage.bpmn";
 
-fn qflow(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
-        .args(args)
-        .output()
-        .expect("qflow runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod support;
+use support::qflow_here as qflow;
 
 fn project(args: &[&str]) -> Value {
     let mut all = vec!["project"];

@@ -2,25 +2,14 @@
 //! file whose SVG charts carry the run's numbers. Each `<svg>` is parsed as
 //! XML and its elements counted and read.
 
-use std::collections::BTreeMap;
-use std::process::Command;
-
 use quick_xml::events::Event;
 use quick_xml::Reader;
+use std::collections::BTreeMap;
 
 const DBG08: &str = "samples/dbg08-long-outage.bpmn";
 
-fn qflow(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
-        .args(args)
-        .output()
-        .expect("qflow runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod support;
+use support::qflow_here as qflow;
 
 /// One element of an SVG: its name, classes and attributes.
 #[derive(Debug)]

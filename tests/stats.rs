@@ -1,23 +1,12 @@
 //! `qflow stats`: the fleet's observations read back from a store that
 //! `qflow simulate` filled.
 
-use std::process::Command;
-
 use serde_json::Value;
 
 const DBG08: &str = "samples/dbg08-long-outage.bpmn";
 
-fn qflow(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
-        .args(args)
-        .output()
-        .expect("qflow runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod support;
+use support::qflow_here as qflow;
 
 fn stats(db: &str) -> Value {
     let (code, out, err) = qflow(&["stats", "--db", db, "--format", "json"]);

@@ -1,6 +1,9 @@
 //! Helpers the end-to-end tests that drive the `qflow` binary in a
 //! temporary directory share.
 
+// Each test crate compiles this module and uses only some of it.
+#![allow(dead_code)]
+
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -20,4 +23,18 @@ pub fn lines(o: &Output) -> Vec<Value> {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
+}
+
+/// Runs the built `qflow` binary from the package root, as the samples'
+/// relative paths expect: its exit code, stdout and stderr.
+pub fn qflow_here(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .args(args)
+        .output()
+        .expect("qflow runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
