@@ -4,14 +4,16 @@
 //! and the handler's unknown outcome waits for a reconciliation instead of
 //! being run a second time; reconciled, the instance completes.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+mod support;
+use support::serve::{agent, post, Serve};
 
 /// A channel call (its request relayed over HTTP), then a registered task.
 const MODEL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -39,71 +41,8 @@ const MODEL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 </definitions>
 "#;
 
-struct Serve {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn serve(dir: &Path) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_qflow"))
-        .current_dir(dir)
-        .args([
-            "serve",
-            "--db",
-            "q.db",
-            "--handlers",
-            "handlers.toml",
-            "--listen",
-            "127.0.0.1:0",
-            "--format",
-            "json",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                if v["status"] == "listening" {
-                    let _ = tx.send(v["url"].as_str().unwrap_or_default().to_string());
-                }
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("serve listens");
-    Serve { child, url }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(10)))
-        .build()
-        .into()
-}
-
-fn post(url: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
-    let mut req = agent().post(url);
-    if let Some(k) = key {
-        req = req.header("Idempotency-Key", k);
-    }
-    let mut resp = req.send(body.to_string().as_bytes()).unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap_or_default();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    support::serve::spawn(dir, &[])
 }
 
 fn state(s: &Serve, id: &str) -> Value {

@@ -4,14 +4,16 @@
 //! table given over real HTTP (docs/handlers.md). Policies are seconds
 //! long so each test stays short.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+mod support;
+use support::serve::{agent, get, post, Serve};
 
 /// A channel call with a 2 s timeout, 3 attempts 1 s apart, and an outbox
 /// curve of 3 deliveries 300 ms apart; then a gateway on `approved`.
@@ -63,20 +65,6 @@ fn qflow() -> Command {
     Command::new(env!("CARGO_BIN_EXE_qflow"))
 }
 
-/// A running `qflow serve`, killed when dropped; its stdout lines.
-struct Serve {
-    child: Child,
-    url: String,
-    lines: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn deploy(dir: &Path, model: &str) {
     std::fs::write(dir.join("model.bpmn"), model).unwrap();
     let out = qflow()
@@ -93,72 +81,7 @@ fn deploy(dir: &Path, model: &str) {
 
 fn serve(dir: &Path, handlers: &str, env: &[(&str, &str)]) -> Serve {
     std::fs::write(dir.join("handlers.toml"), handlers).unwrap();
-    let mut cmd = qflow();
-    cmd.current_dir(dir)
-        .args([
-            "serve",
-            "--db",
-            "q.db",
-            "--handlers",
-            "handlers.toml",
-            "--listen",
-            "127.0.0.1:0",
-            "--format",
-            "json",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let lines: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let (tx, rx) = mpsc::channel();
-    let sink = lines.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                continue;
-            };
-            if v["status"] == "listening" {
-                let _ = tx.send(v["url"].as_str().unwrap_or_default().to_string());
-            }
-            sink.lock().unwrap().push(v);
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("serve listens");
-    Serve { child, url, lines }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(10)))
-        .build()
-        .into()
-}
-
-/// POST JSON; (status, JSON body).
-fn post(url: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
-    let mut req = agent().post(url).header("Content-Type", "application/json");
-    if let Some(k) = key {
-        req = req.header("Idempotency-Key", k);
-    }
-    let mut resp = req.send(body.to_string().as_bytes()).unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap_or_default();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-fn get(url: &str) -> (u16, Value) {
-    let mut resp = agent().get(url).call().unwrap();
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap_or_default();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    support::serve::spawn(dir, env)
 }
 
 /// Poll the instance's state until `done` holds (at most 20 s).

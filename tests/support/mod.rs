@@ -4,6 +4,8 @@
 // Each test crate compiles this module and uses only some of it.
 #![allow(dead_code)]
 
+pub mod serve;
+
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};

@@ -1,0 +1,98 @@
+//! A `qflow serve` process for the end-to-end tests that talk to it over
+//! HTTP on loopback, and the small client they talk with.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A running `qflow serve`, killed when dropped; the JSON lines it printed.
+pub struct Serve {
+    pub child: Child,
+    pub url: String,
+    pub lines: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `qflow serve --db q.db --handlers handlers.toml` in `dir` on a free
+/// loopback port, with `env` set, and wait until it says where it listens.
+pub fn spawn(dir: &Path, env: &[(&str, &str)]) -> Serve {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_qflow"));
+    cmd.current_dir(dir)
+        .args([
+            "serve",
+            "--db",
+            "q.db",
+            "--handlers",
+            "handlers.toml",
+            "--listen",
+            "127.0.0.1:0",
+            "--format",
+            "json",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let lines: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let (tx, rx) = mpsc::channel();
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if v["status"] == "listening" {
+                let _ = tx.send(v["url"].as_str().unwrap_or_default().to_string());
+            }
+            sink.lock().unwrap().push(v);
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("serve listens");
+    Serve { child, url, lines }
+}
+
+/// A client that hands back every status (a 409 is an answer, not an error).
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into()
+}
+
+/// POST JSON, with an `Idempotency-Key` when given; (status, JSON body).
+pub fn post(url: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
+    let mut req = agent().post(url).header("Content-Type", "application/json");
+    if let Some(k) = key {
+        req = req.header("Idempotency-Key", k);
+    }
+    let mut resp = req.send(body.to_string().as_bytes()).unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// GET; (status, JSON body).
+pub fn get(url: &str) -> (u16, Value) {
+    let mut resp = agent().get(url).call().unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
