@@ -288,6 +288,43 @@ pub(super) fn refuse_held_redrive(
     Ok(())
 }
 
+/// What transition `t` itself says of the failure that parks `node`'s
+/// retry: one pure reading both stores share before they fall back to the
+/// node's last attempt line in their own history table.
+pub(super) enum CauseInTransition {
+    /// A registered task's failed attempt: its class and task name.
+    Task(Option<String>, String),
+    /// A channel call's failed attempt (always transient); its channel is
+    /// on the call's last attempt line.
+    Call,
+    /// Nothing in `t` (a park re-armed by a migration).
+    None,
+}
+
+pub(super) fn cause_in_transition(t: &Transition, node: &str) -> CauseInTransition {
+    let mut cause = CauseInTransition::None;
+    for e in t
+        .history
+        .iter()
+        .filter(|e| e.line.node.as_deref() == Some(node))
+    {
+        match &e.line.event {
+            HistoryEvent::Attempt(Attempt::Task(a)) if a.then == Some(Then::Backoff) => {
+                return CauseInTransition::Task(
+                    a.class.map(|c| c.as_str().to_string()),
+                    a.task.clone(),
+                );
+            }
+            HistoryEvent::CallFailed {
+                then: Then::Backoff,
+                ..
+            } => cause = CauseInTransition::Call,
+            _ => {}
+        }
+    }
+    cause
+}
+
 /// The class and dependency of the failure that parks `node`'s retry in
 /// transition `t`: from its own attempt line (a registered task's failed
 /// attempt; a channel call's failed attempt, always transient, whose
@@ -299,26 +336,11 @@ pub(super) fn park_cause(
     t: &Transition,
     node: &str,
 ) -> Result<(Option<String>, Option<String>), StoreError> {
-    let mut class = None;
-    for e in t
-        .history
-        .iter()
-        .filter(|e| e.line.node.as_deref() == Some(node))
-    {
-        match &e.line.event {
-            HistoryEvent::Attempt(Attempt::Task(a)) if a.then == Some(Then::Backoff) => {
-                return Ok((
-                    a.class.map(|c| c.as_str().to_string()),
-                    Some(a.task.clone()),
-                ));
-            }
-            HistoryEvent::CallFailed {
-                then: Then::Backoff,
-                ..
-            } => class = Some("transient".to_string()),
-            _ => {}
-        }
-    }
+    let class = match cause_in_transition(t, node) {
+        CauseInTransition::Task(class, task) => return Ok((class, Some(task))),
+        CauseInTransition::Call => Some("transient".to_string()),
+        CauseInTransition::None => None,
+    };
     let last: Option<(Option<String>, Option<String>)> = tx
         .prepare_cached(
             "SELECT COALESCE(json_extract(detail, '$.class'), CASE WHEN task IS NULL THEN 'transient' END),

@@ -7,9 +7,11 @@ use std::collections::BTreeSet;
 
 use postgres::GenericClient;
 
-use super::super::contain::{Pause, PauseChange, PauseKind, QuarantineChange};
+use super::super::contain::{
+    cause_in_transition, CauseInTransition, Pause, PauseChange, PauseKind, QuarantineChange,
+};
 use super::{Db, Postgres, StoreError};
-use crate::instance::history::{Attempt, HistoryEvent, Then};
+use crate::instance::history::HistoryEvent;
 use crate::instance::Transition;
 
 impl Postgres {
@@ -213,26 +215,11 @@ pub(super) fn park_cause<C: GenericClient>(
     t: &Transition,
     node: &str,
 ) -> Result<(Option<String>, Option<String>), StoreError> {
-    let mut class = None;
-    for e in t
-        .history
-        .iter()
-        .filter(|e| e.line.node.as_deref() == Some(node))
-    {
-        match &e.line.event {
-            HistoryEvent::Attempt(Attempt::Task(a)) if a.then == Some(Then::Backoff) => {
-                return Ok((
-                    a.class.map(|c| c.as_str().to_string()),
-                    Some(a.task.clone()),
-                ));
-            }
-            HistoryEvent::CallFailed {
-                then: Then::Backoff,
-                ..
-            } => class = Some("transient".to_string()),
-            _ => {}
-        }
-    }
+    let class = match cause_in_transition(t, node) {
+        CauseInTransition::Task(class, task) => return Ok((class, Some(task))),
+        CauseInTransition::Call => Some("transient".to_string()),
+        CauseInTransition::None => None,
+    };
     let last: Option<(Option<String>, Option<String>)> = db
         .opt(
             "SELECT COALESCE(detail::json->>'class', CASE WHEN task IS NULL THEN 'transient' END),
