@@ -481,26 +481,12 @@ impl Sqlite {
     pub fn facts(&self, instance: &str) -> Result<InstanceFacts, StoreError> {
         let row = query::instance(&self.conn, instance)?
             .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-        // Bytes that are not a snapshot at all are a fact too: the decision
-        // fails the instance on them (never this read), and the bytes stay.
-        let (snapshot, damage) = match Snapshot::decode(&row.snapshot) {
-            Ok(s) => (s, None),
-            Err(e) => (Snapshot::new(), Some(e.to_string())),
-        };
-        let timers = query::armed_timers(&self.conn, instance)?;
-        let held = contain::held_timers(&self.conn, instance)?;
-        let keys_sent = query::keys_sent(&self.conn, instance)?;
-        Ok(InstanceFacts {
-            deployment_id: row.deployment_id,
-            status: row.status,
-            version: row.version,
-            started_ms: row.started_ms,
-            snapshot,
-            damage,
-            timers,
-            held,
-            keys_sent,
-        })
+        Ok(InstanceFacts::of_row(
+            &row,
+            query::armed_timers(&self.conn, instance)?,
+            contain::held_timers(&self.conn, instance)?,
+            query::keys_sent(&self.conn, instance)?,
+        ))
     }
 
     /// Apply a transition in one transaction under the claim: refused if the
@@ -628,6 +614,33 @@ pub struct InstanceFacts {
 }
 
 impl InstanceFacts {
+    /// The facts from an instance's row and its other tables' reads: one
+    /// assembly for every store. Bytes that are not a snapshot at all are a
+    /// fact too: the decision fails the instance on them (never this read),
+    /// and the bytes stay.
+    pub(crate) fn of_row(
+        row: &InstanceRow,
+        timers: Vec<TimerRow>,
+        held: std::collections::BTreeSet<i64>,
+        keys_sent: std::collections::BTreeMap<String, u32>,
+    ) -> InstanceFacts {
+        let (snapshot, damage) = match Snapshot::decode(&row.snapshot) {
+            Ok(s) => (s, None),
+            Err(e) => (Snapshot::new(), Some(e.to_string())),
+        };
+        InstanceFacts {
+            deployment_id: row.deployment_id,
+            status: row.status,
+            version: row.version,
+            started_ms: row.started_ms,
+            snapshot,
+            damage,
+            timers,
+            held,
+            keys_sent,
+        }
+    }
+
     /// The durable facts a decision is a pure function of, borrowed from what
     /// the store read (every caller of `decide` and `migrate` starts here).
     pub fn as_facts<'a>(&'a self, instance_id: &'a str) -> Facts<'a> {

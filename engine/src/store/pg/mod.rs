@@ -411,24 +411,10 @@ impl Postgres {
         self.read(|db| {
             let row = instance_row_of(db, instance)?
                 .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-            let (snapshot, damage) = match Snapshot::decode(&row.snapshot) {
-                Ok(s) => (s, None),
-                Err(e) => (Snapshot::new(), Some(e.to_string())),
-            };
             let timers = armed_timers(db, instance)?;
             let held = contain::held_timers(db, instance)?;
             let keys_sent = keys_sent(db, instance)?;
-            Ok(InstanceFacts {
-                deployment_id: row.deployment_id,
-                status: row.status,
-                version: row.version,
-                started_ms: row.started_ms,
-                snapshot,
-                damage,
-                timers,
-                held,
-                keys_sent,
-            })
+            Ok(InstanceFacts::of_row(&row, timers, held, keys_sent))
         })
     }
 
