@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use qflow_engine::inspect::fleet::{self, Filter};
-use qflow_engine::inspect::{Inspection, InstanceSummary, NodeKind, NodeState, Waiting};
+use qflow_engine::inspect::{Held, Inspection, InstanceSummary, NodeKind, NodeState, Waiting};
 use qflow_engine::instance::Status;
 use qflow_engine::runtime::snapshot::canonical_string;
 use qflow_engine::store::Location;
@@ -63,7 +63,22 @@ fn summary_json(s: &InstanceSummary) -> Value {
         "waiting_for": s.waiting_for,
         "code": s.failure_code,
         "reason": s.failure_reason,
+        "quarantined_ms": s.quarantined_ms,
+        "held_by": s.held_by.iter().map(|h| json!({"kind": h.kind.flag(), "value": h.value,
+            "paused_ms": h.paused_ms})).collect::<Vec<_>>(),
         "unreadable": s.unreadable,
+    })
+}
+
+/// A retry park's pauses in a list's NEXT cell: `held by paused dependency
+/// payments.charge` (its due time, kept, is beside it).
+fn held_words(held: &[Held]) -> Option<String> {
+    (!held.is_empty()).then(|| {
+        let pauses: Vec<String> = held
+            .iter()
+            .map(|h| format!("paused {}", h.pause()))
+            .collect();
+        format!("held by {}", pauses.join(" and "))
     })
 }
 
@@ -112,7 +127,11 @@ pub fn list(args: ListArgs) -> ExitCode {
             let cells: Vec<Vec<String>> = rows
                 .iter()
                 .map(|s| {
-                    let next = match (s.next_ms, &s.waiting_for) {
+                    let waits = match (&s.waiting_for, held_words(&s.held_by)) {
+                        (Some(w), Some(h)) => Some(format!("{w}, {h}")),
+                        (w, h) => w.clone().or(h),
+                    };
+                    let next = match (s.next_ms, &waits) {
                         (Some(ms), Some(w)) => format!("{} ({w})", ops::since_start(ms)),
                         (Some(ms), None) => ops::since_start(ms),
                         (None, Some(w)) => format!("({w})"),
@@ -124,9 +143,13 @@ pub fn list(args: ListArgs) -> ExitCode {
                         (Some(c), None, _) => c.clone(),
                         _ => "-".into(),
                     };
+                    let status = s.status.as_str().to_uppercase();
                     vec![
                         s.id.clone(),
-                        s.status.as_str().to_uppercase(),
+                        match s.quarantined_ms {
+                            Some(_) => format!("{status} (quarantined)"),
+                            None => status,
+                        },
                         s.deployment_id.to_string(),
                         s.node.clone().unwrap_or_else(|| "-".into()),
                         s.attempts.map_or("-".into(), |a| a.to_string()),
@@ -230,6 +253,10 @@ fn show_json(i: &Inspection) -> Value {
         "current": i.current,
         "failure": failure,
         "waiting": waiting,
+        "quarantined_ms": i.quarantined_ms,
+        "held": i.held.iter().map(|h| json!({"node": h.node, "timer": h.timer,
+            "due_s": ops::seconds(h.due_ms), "kind": h.kind.flag(), "value": h.value,
+            "paused_ms": h.paused_ms})).collect::<Vec<_>>(),
         "nodes": nodes,
         "snapshot": snapshot,
         "timers": i.timers.iter().map(|t| json!({"id": t.id, "node": t.node,
@@ -247,6 +274,35 @@ fn show_json(i: &Inspection) -> Value {
         "history": i.history.iter().map(|h| h.line.as_ref().map_or(Value::Null,
             |l| serde_json::from_str(&l.to_canonical()).unwrap_or(Value::Null))).collect::<Vec<_>>(),
     })
+}
+
+/// What holds the instance back, in `show`'s status block: each held retry
+/// park with its pause (since when; who paused is not recorded) and the
+/// command that lifts it, and the quarantine with the one that releases it.
+fn containment_lines(i: &Inspection, db: &str) -> Vec<String> {
+    let mut out: Vec<String> = i
+        .held
+        .iter()
+        .map(|h| {
+            format!(
+                "held     the retry of {} due at {} is held by the pause of {} (since {}); its due time is kept: `qflow unpause --{} {} --db {db}` lets it run",
+                h.node,
+                ops::since_start(h.due_ms),
+                h.pause(),
+                ops::timestamp(h.paused_ms),
+                h.kind.flag(),
+                h.value,
+            )
+        })
+        .collect();
+    if let Some(ms) = i.quarantined_ms {
+        out.push(format!(
+            "quarantined since {}: nothing decides for it until `qflow release {} --db {db}`",
+            ops::timestamp(ms),
+            i.id
+        ));
+    }
+    out
 }
 
 /// `qflow show`: the inspection in sections, for people.
@@ -284,6 +340,12 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
         }
         _ => {
             let waits = match &i.waiting {
+                // Resuming a quarantined instance is refused: its own line
+                // below says what releases it.
+                _ if i.status == Status::Running && i.quarantined_ms.is_some() => format!(
+                    ": a token is ready at {}",
+                    i.current.as_deref().unwrap_or("?")
+                ),
                 _ if i.status == Status::Running => format!(
                     ": a token is ready at {} (`qflow resume {} --db {db}` continues it)",
                     i.current.as_deref().unwrap_or("?"),
@@ -308,6 +370,7 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
             out.push(format!("status   {status}{waits}"));
         }
     }
+    out.extend(containment_lines(i, db));
     out.push(format!(
         "last decision at {}",
         ops::since_start(i.updated_ms - i.started_ms)

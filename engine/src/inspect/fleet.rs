@@ -10,7 +10,7 @@ use crate::runtime::graph::Graph;
 use crate::runtime::shell::deployed_graph;
 use crate::store::{DeploymentRow, Store, StoreError};
 
-use super::{Inspection, Waiting};
+use super::{Held, Inspection, Waiting};
 
 /// One instance in a list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +30,11 @@ pub struct InstanceSummary {
     pub waiting_for: Option<String>,
     pub failure_code: Option<String>,
     pub failure_reason: Option<String>,
+    /// When it was quarantined (wall clock, ms since the epoch), if it is.
+    pub quarantined_ms: Option<i64>,
+    /// The pauses holding the retry park it waits for (its due time is
+    /// kept: `next_ms`), one per pause; empty when nothing holds it.
+    pub held_by: Vec<Held>,
     /// Set when the instance could not be inspected (its deployment's source
     /// no longer compiles): the row's status is still listed.
     pub unreadable: Option<String>,
@@ -73,6 +78,8 @@ impl Inspection {
             waiting_for: waiting_for.filter(|_| self.status == Status::Waiting),
             failure_code: failure.map(|f| f.code.clone()),
             failure_reason: failure.map(|f| f.reason.clone()),
+            quarantined_ms: self.quarantined_ms,
+            held_by: self.held_wait().into_iter().cloned().collect(),
             unreadable: None,
         }
     }
@@ -117,6 +124,10 @@ pub fn instances(store: &Store, filter: &Filter) -> Result<Vec<InstanceSummary>,
                 waiting_for: None,
                 failure_code: None,
                 failure_reason: None,
+                // Read from the row itself, so even an instance that
+                // cannot be inspected says it is set aside.
+                quarantined_ms: store.containment(&row.id)?.quarantined_ms,
+                held_by: Vec::new(),
                 unreadable: Some(why.clone()),
             },
         };

@@ -19,6 +19,7 @@ use crate::instance::history::{HistoryEvent, Line};
 use crate::instance::snapshot::{canonical_string, Failure, Family, Snapshot, TokenState};
 use crate::instance::{Purpose, Status};
 use crate::runtime::graph::Graph;
+use crate::store::contain::PauseKind;
 use crate::store::{CorrelationRow, IncidentRow, OutboxEntry, Store, StoreError, TimerInfo};
 
 pub mod fleet;
@@ -64,6 +65,36 @@ pub struct Inspection {
     pub schedules: Vec<SchedulePlan>,
     /// Whether the model has channel calls.
     pub channel_calls: bool,
+    /// When it was quarantined (wall clock, ms since the epoch), if it is:
+    /// nothing decides for it until it is released.
+    pub quarantined_ms: Option<i64>,
+    /// Its retry parks that a pause holds back, earliest due first (one
+    /// per pause holding it).
+    pub held: Vec<Held>,
+}
+
+/// A retry park a pause holds: its due time is kept, and it is re-driven
+/// when the pause is lifted (at once if that time has passed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub node: String,
+    pub timer: i64,
+    /// When the park falls due, in ms since the instance started.
+    pub due_ms: i64,
+    /// The pause holding it: a failure class or a dependency, and its value.
+    pub kind: PauseKind,
+    pub value: String,
+    /// When that pause was made (wall clock, ms since the epoch).
+    pub paused_ms: i64,
+}
+
+impl Held {
+    /// The pause in an operator's words: `dependency payments.charge`,
+    /// `class transient`; the flag of `qflow unpause` that lifts it is
+    /// `--` followed by the same two words.
+    pub fn pause(&self) -> String {
+        format!("{} {}", self.kind.flag(), self.value)
+    }
 }
 
 /// What a waiting instance waits for.
@@ -197,6 +228,19 @@ impl Inspection {
                 node,
             })
             .collect();
+        let contained = store.containment(id)?;
+        let held = contained
+            .held
+            .into_iter()
+            .map(|h| Held {
+                node: h.node,
+                timer: h.timer,
+                due_ms: h.due_ms - start,
+                kind: h.kind,
+                value: h.value,
+                paused_ms: h.paused_ms,
+            })
+            .collect();
         Ok(Inspection {
             id: row.id.clone(),
             process: row.process_id.clone(),
@@ -217,7 +261,27 @@ impl Inspection {
             history,
             schedules,
             channel_calls: graph.nodes.values().any(|n| n.call().is_some()),
+            quarantined_ms: contained.quarantined_ms,
+            held,
         })
+    }
+
+    /// The pauses holding the park the instance waits for (its earliest
+    /// armed timer), if that park is held: what a list names beside the
+    /// due time. Empty when it waits for something no pause holds.
+    pub fn held_wait(&self) -> Vec<&Held> {
+        match &self.waiting {
+            Some(Waiting::Timer {
+                node,
+                purpose: Purpose::Retry,
+                due_ms,
+            }) => self
+                .held
+                .iter()
+                .filter(|h| &h.node == node && h.due_ms == *due_ms)
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// The plan of `node`, if it has one.

@@ -119,6 +119,10 @@ forward! {
         /// Attempts per minute of the store's time (minute index →
         /// attempts), only minutes that saw one.
         fn attempts_per_minute() -> Result<std::collections::BTreeMap<i64, u64>, StoreError>;
+        /// What holds one instance back: its quarantine and the retry
+        /// parks a pause holds, each with its pause (refused for an
+        /// unknown instance).
+        fn containment(instance: &str) -> Result<super::contain::Containment, StoreError>;
         /// The quarantined instances, with when they were set aside.
         fn quarantined() -> Result<Vec<(String, i64)>, StoreError>;
         /// Record that attempt `attempt` of `node` starts now, from the

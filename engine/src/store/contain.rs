@@ -47,7 +47,7 @@ impl PauseKind {
         }
     }
 
-    fn parse(s: &str) -> PauseKind {
+    pub(super) fn parse(s: &str) -> PauseKind {
         if s == "class" {
             PauseKind::Class
         } else {
@@ -87,6 +87,35 @@ pub struct QuarantineChange {
     pub status: String,
     /// False when it was already so.
     pub changed: bool,
+}
+
+/// One retry park a pause holds back, as the store records it: the park's
+/// timer, node and due time (kept while held), and the pause holding it.
+/// A park matched by two pauses (its class and its dependency) is held by
+/// each, and listed once per pause.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldPark {
+    pub timer: i64,
+    pub node: String,
+    /// When the park falls due (the run's clock, absolute ms): kept as it
+    /// was armed, so an unpause loses nothing.
+    pub due_ms: i64,
+    pub kind: PauseKind,
+    pub value: String,
+    /// When the pause was made (wall clock, ms since the epoch). Who made
+    /// it is not recorded.
+    pub paused_ms: i64,
+}
+
+/// What holds one instance back, from the durable facts alone: whether it
+/// is quarantined (and since when), and which of its retry parks a pause
+/// holds. What `qflow show`, `qflow instances` and the console say of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Containment {
+    /// When it was set aside (wall clock, ms since the epoch), if it is.
+    pub quarantined_ms: Option<i64>,
+    /// Its armed retry parks that a pause holds, earliest due first.
+    pub held: Vec<HeldPark>,
 }
 
 const MATCHES_PAUSE: &str = "(p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)";
@@ -197,6 +226,42 @@ impl Sqlite {
             instance: instance.into(),
             status,
             changed,
+        })
+    }
+
+    /// What holds instance `instance` back: its quarantine and its retry
+    /// parks a pause holds (refused for an unknown instance).
+    pub fn containment(&self, instance: &str) -> Result<Containment, StoreError> {
+        let row: Option<Option<i64>> = self
+            .conn
+            .prepare_cached("SELECT quarantined_ms FROM instances WHERE id = ?1")?
+            .query_row(params![instance], |r| r.get(0))
+            .optional()?;
+        let Some(quarantined_ms) = row else {
+            return Err(StoreError::NoInstance(instance.into()));
+        };
+        let mut st = self.conn.prepare_cached(&format!(
+            "SELECT t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms
+             FROM timers t JOIN pauses p ON {MATCHES_PAUSE}
+             WHERE t.instance_id = ?1 AND t.state = 'armed' AND t.purpose = 'retry'
+             ORDER BY t.due_ms, t.id, p.paused_ms, p.kind, p.value"
+        ))?;
+        let held = st
+            .query_map(params![instance], |r| {
+                let kind: String = r.get(3)?;
+                Ok(HeldPark {
+                    timer: r.get(0)?,
+                    node: r.get(1)?,
+                    due_ms: r.get(2)?,
+                    kind: PauseKind::parse(&kind),
+                    value: r.get(4)?,
+                    paused_ms: r.get(5)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(Containment {
+            quarantined_ms,
+            held,
         })
     }
 

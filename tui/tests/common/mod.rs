@@ -187,6 +187,8 @@ pub fn rich_view() -> View {
         history,
         schedules: vec![charge_plan],
         channel_calls: true,
+        quarantined_ms: None,
+        held: Vec::new(),
     };
     View {
         source: "samples/dbg08-charge.bpmn".into(),

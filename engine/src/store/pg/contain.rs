@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use postgres::GenericClient;
 
 use super::super::contain::{
-    cause_in_transition, CauseInTransition, Pause, PauseChange, PauseKind, QuarantineChange,
+    cause_in_transition, CauseInTransition, Containment, HeldPark, Pause, PauseChange, PauseKind,
+    QuarantineChange,
 };
 use super::{Db, Postgres, StoreError};
 use crate::instance::history::HistoryEvent;
@@ -111,6 +112,41 @@ impl Postgres {
                 instance: instance.into(),
                 status,
                 changed,
+            })
+        })
+    }
+
+    pub fn containment(&self, instance: &str) -> Result<Containment, StoreError> {
+        self.read(|db| {
+            let Some(row) = db.opt(
+                "SELECT quarantined_ms FROM instances WHERE id = $1",
+                &[&instance],
+            )?
+            else {
+                return Err(StoreError::NoInstance(instance.into()));
+            };
+            let held = db
+                .rows(
+                    "SELECT t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms
+                     FROM timers t JOIN pauses p
+                       ON (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)
+                     WHERE t.instance_id = $1 AND t.state = 'armed' AND t.purpose = 'retry'
+                     ORDER BY t.due_ms, t.id, p.paused_ms, p.kind, p.value",
+                    &[&instance],
+                )?
+                .iter()
+                .map(|r| HeldPark {
+                    timer: r.get(0),
+                    node: r.get(1),
+                    due_ms: r.get(2),
+                    kind: PauseKind::parse(r.get(3)),
+                    value: r.get(4),
+                    paused_ms: r.get(5),
+                })
+                .collect();
+            Ok(Containment {
+                quarantined_ms: row.get(0),
+                held,
             })
         })
     }
