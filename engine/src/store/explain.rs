@@ -48,7 +48,7 @@ pub fn open_error(path: &Path, e: &StoreError) -> String {
     }
     match e {
         // TooNew already names the path.
-        StoreError::TooNew { .. } => e.to_string(),
+        StoreError::TooNew { .. } | StoreError::Foreign { .. } => e.to_string(),
         _ => format!("{shown}: {e}"),
     }
 }
@@ -79,5 +79,62 @@ mod tests {
             "{}",
             open_error(&text, &e)
         );
+    }
+
+    #[test]
+    fn another_programs_database_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let theirs = dir.path().join("theirs.db");
+        {
+            let c = rusqlite::Connection::open(&theirs).unwrap();
+            c.execute_batch("CREATE TABLE notes(a); CREATE TABLE tags(b);")
+                .unwrap();
+        }
+        let e = Store::open(&theirs).err().expect("a foreign database");
+        let shown = open_error(&theirs, &e);
+        assert!(
+            shown.contains("has the tables notes, tags, and no qflow schema"),
+            "{shown}"
+        );
+        let c = rusqlite::Connection::open(&theirs).unwrap();
+        let tables: Vec<String> = c
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(tables, ["notes", "tags"], "nothing was added");
+        // An empty file made by `touch` is still a new database.
+        let empty = dir.path().join("empty.db");
+        std::fs::write(&empty, b"").unwrap();
+        Store::open(&empty).expect("an empty file becomes a store");
+    }
+
+    #[test]
+    fn a_damaged_database_says_how_to_salvage_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("run.db");
+        {
+            let c = rusqlite::Connection::open(&db).unwrap();
+            c.execute_batch(
+                "PRAGMA page_size=1024; CREATE TABLE t(a); \
+                 INSERT INTO t SELECT zeroblob(900) FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i<20) SELECT i FROM n);",
+            )
+            .unwrap();
+        }
+        let mut bytes = std::fs::read(&db).unwrap();
+        for b in &mut bytes[1024..4096] {
+            *b = 0x5a;
+        }
+        std::fs::write(&db, bytes).unwrap();
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let e: StoreError = c
+            .query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))
+            .unwrap_err()
+            .into();
+        let shown = e.to_string();
+        assert!(shown.contains("the file is damaged"), "{shown}");
+        assert!(shown.contains(".recover"), "{shown}");
     }
 }

@@ -40,8 +40,14 @@ pub use query::{
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("database error: {0}")]
+    #[error("database error: {0}{hint}", hint = damage_hint(.0))]
     Sql(#[from] rusqlite::Error),
+    #[error(
+        "{path} is a SQLite database of something else (it has the tables {}, and no qflow schema): \
+         qflow does not add its tables to another program's database; give --db a new file or a qflow store",
+        .tables.join(", ")
+    )]
+    Foreign { path: String, tables: Vec<String> },
     #[error(
         "the database {path} has schema version {found}, newer than this qflow supports ({supported}): \
          open it with a newer qflow, or use another --db file"
@@ -94,6 +100,17 @@ pub enum StoreError {
     BadUrl { url: String, why: String },
     #[error("cannot connect to {url}: {cause} (is the server running, and the URL's host, port, user and database right?)")]
     Connect { url: String, cause: String },
+}
+
+/// What to do about a database SQLite finds damaged: the bare "database disk
+/// image is malformed" says what happened but not what a user can do.
+fn damage_hint(e: &rusqlite::Error) -> &'static str {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+            " (the file is damaged: restore it from a backup, or salvage what SQLite can still read with `sqlite3 DB .recover | sqlite3 recovered.db` and point --db at recovered.db)"
+        }
+        _ => "",
+    }
 }
 
 impl StoreError {
@@ -232,6 +249,9 @@ impl Sqlite {
 
     fn migrate(&mut self, path: &str, target: u32) -> Result<(), StoreError> {
         let found = self.schema_version()?;
+        if found == 0 {
+            self.refuse_foreign(path)?;
+        }
         if found > schema::LATEST {
             return Err(StoreError::TooNew {
                 path: path.to_string(),
@@ -253,6 +273,24 @@ impl Sqlite {
             tx.commit()?;
         }
         Ok(())
+    }
+
+    /// A database at schema 0 is new only if it holds no table: a file
+    /// another program made is refused rather than given qflow's tables.
+    fn refuse_foreign(&self, path: &str) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+        )?;
+        let tables = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        if tables.is_empty() {
+            return Ok(());
+        }
+        Err(StoreError::Foreign {
+            path: path.to_string(),
+            tables,
+        })
     }
 
     pub(crate) fn conn(&self) -> &Connection {
