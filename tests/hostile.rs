@@ -240,6 +240,31 @@ fn invalid_utf8() {
 }
 
 #[test]
+fn a_utf16_model_checks_exactly_as_its_utf8_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("samples/broken/QF022-retry-beside-routed-timer.bpmn"),
+    )
+    .unwrap();
+    let utf8 = write(dir.path(), "model.bpmn", original.as_bytes());
+    let le: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(original.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    let utf16 = write(dir.path(), "model16.bpmn", &le);
+    let a = check(&utf8, &["--format", "json"]);
+    let b = check(&utf16, &["--format", "json"]);
+    assert_eq!(a.code, Some(1), "the sample has an error: {}", a.stderr);
+    assert_eq!(b.code, a.code);
+    assert_eq!(
+        b.stdout.replace("model16.bpmn", "model.bpmn"),
+        a.stdout,
+        "same findings, same spans"
+    );
+}
+
+#[test]
 fn empty_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "empty.bpmn", b"");

@@ -101,6 +101,17 @@ pub fn analyze_bytes_with<'b>(
     bytes: &'b [u8],
     settings: &Settings,
 ) -> (std::borrow::Cow<'b, str>, Analysis) {
+    // XML processors must accept UTF-16 (XML 1.0, 4.3.3); Windows tools
+    // still save it. Spans then point into the UTF-8 text every face shows.
+    if let Some(utf16) = xml::utf16_text(bytes) {
+        return match utf16 {
+            Ok(text) => {
+                let analysis = analyze_with(&text, settings);
+                (std::borrow::Cow::Owned(text), analysis)
+            }
+            Err(e) => (std::borrow::Cow::Owned(String::new()), xml_fault(e)),
+        };
+    }
     match xml::decode(bytes) {
         Ok(text) => (
             std::borrow::Cow::Borrowed(text),

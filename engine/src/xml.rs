@@ -178,6 +178,44 @@ impl XmlError {
         }
     }
 }
+/// A file that starts with a UTF-16 byte order mark, decoded to UTF-8
+/// (`None` for any other file). An unpaired surrogate is a QF001 at the
+/// start of the file: its byte offset has no place in the decoded text.
+pub fn utf16_text(bytes: &[u8]) -> Option<Result<String, XmlError>> {
+    let little = match bytes {
+        [0xFF, 0xFE, ..] => true,
+        [0xFE, 0xFF, ..] => false,
+        _ => return None,
+    };
+    let body = &bytes[2..];
+    let units = body.chunks(2).map(|pair| match (pair, little) {
+        ([lo, hi], true) => u16::from_le_bytes([*lo, *hi]),
+        ([hi, lo], false) => u16::from_be_bytes([*hi, *lo]),
+        // A dangling last byte: not a code unit, so not text.
+        _ => 0xDC00,
+    });
+    let mut text = String::with_capacity(body.len() / 2);
+    for (i, c) in char::decode_utf16(units).enumerate() {
+        match c {
+            Ok(c) => text.push(c),
+            Err(_) => {
+                return Some(Err(XmlError::new(
+                    Span::at(0),
+                    format!(
+                        "the file is UTF-16 but its code unit {i} (byte {}) is not text (an unpaired surrogate or an odd last byte)",
+                        2 + 2 * i
+                    ),
+                    "re-save the file as UTF-8 (or valid UTF-16) from the tool that wrote it",
+                )))
+            }
+        }
+    }
+    if let Err(e) = decode(text.as_bytes()) {
+        return Some(Err(e));
+    }
+    Some(Ok(text))
+}
+
 /// Check the raw bytes are text qflow can read, returning it as `&str`.
 ///
 /// qflow reads UTF-8 (and therefore ASCII). An `encoding="ISO-8859-1"`
@@ -727,6 +765,29 @@ fn check_unique_names(tag: &str, raws: &[attrs::RawAttr]) -> Result<(), usize> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn utf16_with_either_byte_order_reads_as_the_same_text() {
+        let xml = "<?xml version=\"1.0\" encoding=\"UTF-16\"?><a x=\"é😀\"/>";
+        let le: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain(xml.encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        let be: Vec<u8> = [0xFE, 0xFF]
+            .into_iter()
+            .chain(xml.encode_utf16().flat_map(u16::to_be_bytes))
+            .collect();
+        assert_eq!(super::utf16_text(&le).unwrap().unwrap(), xml);
+        assert_eq!(super::utf16_text(&be).unwrap().unwrap(), xml);
+        assert!(
+            super::utf16_text(xml.as_bytes()).is_none(),
+            "UTF-8 is not UTF-16"
+        );
+        let mut odd = le.clone();
+        odd.push(b'<');
+        let e = super::utf16_text(&odd).unwrap().unwrap_err();
+        assert!(e.message.contains("is not text"), "{}", e.message);
+    }
+
     use super::*;
 
     #[test]
