@@ -179,9 +179,7 @@ fn an_answered_call_is_accepted_and_routes_on_the_answer() {
     let state = wait_for(&s, &id, |v| v["status"] == "completed");
     assert_eq!(state["status"], "completed", "{state}");
     let ended: Vec<String> = s
-        .lines
-        .lock()
-        .unwrap()
+        .lines_once(|l| l["kind"] == "end")
         .iter()
         .filter(|l| l["kind"] == "end")
         .filter_map(|l| l["node"].as_str().map(str::to_string))
@@ -325,9 +323,7 @@ fn a_command_handler_recovers_from_a_transient_outage_on_the_wall_clock() {
         "the 1 s backoff is waited for on the wall clock"
     );
     let attempts: Vec<Value> = s
-        .lines
-        .lock()
-        .unwrap()
+        .lines_once(|l| l["kind"] == "end")
         .iter()
         .filter(|l| l["kind"] == "attempt")
         .cloned()

@@ -24,6 +24,22 @@ impl Drop for Serve {
     }
 }
 
+impl Serve {
+    /// The lines printed so far, once one of them satisfies `seen` (or after
+    /// 20 s): the store can say "completed" before the reader thread has
+    /// collected the decision lines printed for it.
+    pub fn lines_once(&self, seen: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let lines = self.lines.lock().unwrap().clone();
+            if lines.iter().any(&seen) || std::time::Instant::now() > deadline {
+                return lines;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// Start `qflow serve --db q.db --handlers handlers.toml` in `dir` on a free
 /// loopback port, with `env` set, and wait until it says where it listens.
 pub fn spawn(dir: &Path, env: &[(&str, &str)]) -> Serve {
