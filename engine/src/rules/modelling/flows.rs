@@ -1,0 +1,132 @@
+//! Rules on sequence flows: QF107 (a conditional flow needs a label), QF112
+//! (duplicate flows, with the fix removing one), QF124 (a label on an
+//! unconditional flow).
+
+use foldhash::HashMap;
+
+use crate::diagnostic::{Code, Edit};
+use crate::model::Flow;
+use crate::rules::edit::Ctx;
+
+use super::graph::Graph;
+use super::{flow_diag, node_diag, what, Emit};
+
+/// QF107, QF112 and QF124 on every flow of the process.
+pub(super) fn check(ctx: &Ctx<'_>, g: &Graph<'_>, e: &mut Emit<'_, '_>) {
+    let p = g.p;
+    let mut seen: HashMap<(&str, &str, &str), usize> = HashMap::with_capacity_and_hasher(
+        if e.on(Code::QF112) { p.flows.len() } else { 0 },
+        Default::default(),
+    );
+    let mut dup_source = Vec::new();
+    let mut dup_target = Vec::new();
+    for f in &p.flows {
+        let source = f
+            .source
+            .as_ref()
+            .map_or(f.id.value.as_str(), |s| s.value.as_str());
+        let target = f
+            .target
+            .as_ref()
+            .map_or(f.id.value.as_str(), |t| t.value.as_str());
+        let named = f.name.as_ref().is_some_and(|a| !a.value.trim().is_empty());
+        if f.condition.is_some() && !named {
+            e.push(
+                flow_diag(
+                    ctx,
+                    Code::QF107,
+                    f,
+                    format!("conditional sequence flow `{}` has no label", f.id.value),
+                )
+                .label("missing name")
+                .help("name the flow after its condition (name=\"approved\")"),
+            );
+        }
+        if named && f.condition.is_none() {
+            let s = g.node_index(source);
+            let default = s.is_some_and(|s| g.is_default(s, f));
+            let gateway_fork = s.is_some_and(|s| {
+                matches!(
+                    &*p.nodes[s].element,
+                    "exclusiveGateway" | "inclusiveGateway"
+                ) && g.out_count(s) > 1
+            });
+            if !default && !gateway_fork {
+                e.push(
+                    flow_diag(ctx, Code::QF124, f, format!("unconditional sequence flow `{}` has a label", f.id.value))
+                        .label("superfluous label")
+                        .help("remove the name, or, to mark a milestone, model an intermediate event on the flow"),
+                );
+            }
+        }
+        if e.on(Code::QF112) {
+            let condition = f.condition.as_ref().map_or("", |c| c.value.as_str());
+            if seen.insert((source, target, condition), 0).is_some() {
+                let mut d = flow_diag(
+                    ctx,
+                    Code::QF112,
+                    f,
+                    format!(
+                        "sequence flow `{}` duplicates another flow from `{source}` to `{target}`",
+                        f.id.value
+                    ),
+                )
+                .label("duplicate sequence flow")
+                .help("remove one of the two flows");
+                d = d.fix(
+                    format!("Remove duplicate flow `{}`", f.id.value),
+                    remove_flow(ctx, g, f),
+                );
+                e.push(d);
+                if !dup_source.contains(&source) {
+                    dup_source.push(source);
+                    if let Some(s) = g.node_index(source) {
+                        let n = &p.nodes[s];
+                        e.push(
+                            node_diag(
+                                Code::QF112,
+                                n,
+                                format!("{} has duplicate outgoing sequence flows", what(n)),
+                            )
+                            .label("duplicate outgoing flows")
+                            .help("remove one of the two flows"),
+                        );
+                    }
+                }
+                if !dup_target.contains(&target) {
+                    dup_target.push(target);
+                    if let Some(t) = g.node_index(target) {
+                        let n = &p.nodes[t];
+                        e.push(
+                            node_diag(
+                                Code::QF112,
+                                n,
+                                format!("{} has duplicate incoming sequence flows", what(n)),
+                            )
+                            .label("duplicate incoming flows")
+                            .help("remove one of the two flows"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Edits removing a flow: the element, its drawing, and the
+/// `<incoming>`/`<outgoing>` entries that name it.
+fn remove_flow(ctx: &Ctx<'_>, g: &Graph<'_>, f: &Flow) -> Vec<Edit> {
+    let mut edits = vec![ctx.remove(f.span)];
+    edits.extend(ctx.remove_drawing(&f.id.value));
+    for end in [&f.source, &f.target].into_iter().flatten() {
+        if let Some(i) = g.node_index(&end.value) {
+            let n = &g.p.nodes[i];
+            for r in n.incoming_refs.iter().chain(&n.outgoing_refs) {
+                if r.value == f.id.value {
+                    edits.push(ctx.remove(r.full_span));
+                }
+            }
+        }
+    }
+    edits
+}
