@@ -47,12 +47,27 @@ fn check_reports_no_loader_error_for_any_corpus_model() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(
-        stderr.contains(&format!("{} file(s) checked", files.len())),
+        stderr.contains(&format!("{} files checked", files.len())),
         "{stderr}"
     );
     for code in ["QF001", "QF002", "QF003", "QF004"] {
         assert!(!stderr.contains(&format!("{code} (")), "{code}: {stderr}");
     }
+    // The folder itself, as a user would give it: the same models, in the
+    // same order, so the same report.
+    let folder = files[0].parent().unwrap();
+    let by_folder = qflow()
+        .arg("check")
+        .arg(folder)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("qflow runs");
+    assert_eq!(
+        String::from_utf8_lossy(&by_folder.stderr),
+        stderr,
+        "checking the folder is checking its .bpmn files"
+    );
+    assert_eq!(by_folder.status.code(), out.status.code());
 }
 
 /// Every finding on the corpus, one line each, against the reviewed golden.

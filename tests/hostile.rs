@@ -78,7 +78,7 @@ fn assert_qf001(file: &Path, message: &str, line: u64, column: u64) -> Run {
     assert!(human.stderr.contains("QF001"), "{}", human.stderr);
     assert!(human.stderr.contains(message), "{}", human.stderr);
     assert!(
-        human.stderr.contains("1 error(s)"),
+        human.stderr.contains("1 error,"),
         "one summary line: {}",
         human.stderr
     );
@@ -224,7 +224,7 @@ fn fifty_megabyte_attribute_loads() {
     write(dir.path(), ".bpmnlintrc", b"{}");
     let run = check(&file, &[]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    assert!(run.stderr.contains("0 error(s)"), "{}", run.stderr);
+    assert!(run.stderr.contains("0 errors"), "{}", run.stderr);
     // The file itself (50 MB) plus the name as one model string (50 MB).
     assert_peak_below(&run, "50 MB attribute", 250);
 }
@@ -386,7 +386,7 @@ fn real_world_variants_load() {
         let human = check(&file, &[]);
         assert_eq!(human.code, Some(0), "{name}: {}", human.stderr);
         assert!(
-            human.stderr.contains("0 error(s)"),
+            human.stderr.contains("0 errors"),
             "{name}: {}",
             human.stderr
         );
@@ -402,7 +402,7 @@ fn generated_twenty_thousand_task_model_checks_within_memory() {
     drop(src);
     let run = check(&file, &[]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    assert!(run.stderr.contains("0 error(s)"), "{}", run.stderr);
+    assert!(run.stderr.contains("0 errors"), "{}", run.stderr);
     assert_peak_below(&run, "20,000-task model", 300);
 }
 
