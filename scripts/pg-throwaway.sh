@@ -9,6 +9,13 @@
 # directory, whatever CMD did (exit status: CMD's). Run as root, the
 # cluster runs as the `postgres` user (PostgreSQL refuses to run as root).
 #
+# The cluster serves TLS as well as plain connections: the script makes a
+# throwaway CA and a server certificate for localhost and 127.0.0.1 with
+# openssl, and exports QFLOW_TEST_POSTGRES_TLS_DIR, a directory holding
+# ca.crt (the CA that signed the server's certificate; sslrootcert for
+# sslmode=verify-full) and other-ca.crt (a CA that signed nothing the
+# server has, to see a certificate fail to verify).
+#
 # Environment: PG_BIN (default: the newest /usr/lib/postgresql/*/bin, e.g.
 # Debian's postgresql-15), QFLOW_PG_FSYNC=on to keep fsync on (the
 # benchmark does; tests do not need a throwaway cluster to survive a power
@@ -45,6 +52,32 @@ trap stop EXIT
     exit 2
 }
 
+# A throwaway CA, its server certificate, and an unrelated CA.
+tls="$dir/tls"
+mkdir -p "$tls"
+{
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=qflow throwaway CA" \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+        -keyout "$tls/ca.key" -out "$tls/ca.crt"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=qflow unrelated CA" \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+        -keyout "$tls/other-ca.key" -out "$tls/other-ca.crt"
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+        -keyout "$tls/server.key" -out "$tls/server.csr"
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$tls/server.ext"
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" \
+        -CAcreateserial -days 2 -extfile "$tls/server.ext" -out "$tls/server.crt"
+} >"$dir/openssl.log" 2>&1 || {
+    echo "error: openssl could not make the throwaway certificates:" >&2
+    cat "$dir/openssl.log" >&2
+    exit 2
+}
+chmod 600 "$tls/server.key"
+chmod 644 "$tls/ca.crt" "$tls/other-ca.crt" "$tls/server.crt"
+if [ "$(id -u)" = 0 ]; then
+    chown -R postgres: "$tls"
+fi
+
 fsync="${QFLOW_PG_FSYNC:-off}"
 started=""
 for _ in 1 2 3 4 5 6 7 8 9 10; do
@@ -53,7 +86,7 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
         continue # taken
     fi
     if "${as_owner[@]}" "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=$fsync" \
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=$fsync -c ssl=on -c ssl_cert_file=$tls/server.crt -c ssl_key_file=$tls/server.key" \
         start >/dev/null; then
         started=1
         break
@@ -66,7 +99,8 @@ if [ -z "$started" ]; then
 fi
 
 export QFLOW_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres"
-echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on $QFLOW_TEST_POSTGRES_URL (throwaway, in $dir)" >&2
+export QFLOW_TEST_POSTGRES_TLS_DIR="$tls"
+echo "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on $QFLOW_TEST_POSTGRES_URL (throwaway, in $dir; TLS too, CA $tls/ca.crt)" >&2
 set +e
 "$@"
 status=$?

@@ -5,12 +5,15 @@
 //! database's path masked); re-bless with
 //! `QFLOW_BLESS=1 cargo test --test lifecycle` and review the diff.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use qflow_engine::runtime::snapshot::Snapshot;
 use qflow_engine::store::Store;
 use serde_json::Value;
+
+mod support;
+use support::stores::{open, Fresh};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -53,9 +56,9 @@ fn mask_times(s: &str) -> String {
 }
 
 /// One command of a transcript: the command line, exit code, stdout and stderr.
-fn step(transcript: &mut String, db: &Path, args: &[&str]) -> Output {
+fn step(transcript: &mut String, db: &str, args: &[&str]) -> Output {
     let o = qflow(args);
-    let shown_db = db.display().to_string();
+    let shown_db = db.to_string();
     let clean = |s: &[u8]| mask_times(&String::from_utf8_lossy(s).replace(&shown_db, "DB"));
     let line = args
         .iter()
@@ -75,9 +78,11 @@ fn step(transcript: &mut String, db: &Path, args: &[&str]) -> Output {
     o
 }
 
-fn check_golden(name: &str, actual: &str) {
+/// Compares with the golden file `name`; `QFLOW_BLESS` rewrites it from the
+/// SQLite run only (the PostgreSQL run must agree with it, never bless).
+fn check_golden(fresh: &Fresh, name: &str, actual: &str) {
     let path = repo().join("tests/golden/lifecycle").join(name);
-    if std::env::var_os("QFLOW_BLESS").is_some() {
+    if std::env::var_os("QFLOW_BLESS").is_some() && !fresh.is_postgres() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, actual).unwrap();
         return;
@@ -99,15 +104,24 @@ fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
 
+crate::on_both_stores!(
+    the_long_outage_is_repaired_and_its_deployment_retired_golden,
+    a_failed_instance_blocks_retirement_and_is_named,
+    a_mapping_that_drops_a_node_holding_state_is_refused_and_nothing_changes,
+    migrating_to_a_fixed_model_completes_the_instance_and_keeps_its_burned_budget,
+    a_parked_retry_keeps_its_due_time_across_a_migration,
+    counters_markers_timers_outbox_rows_and_correlations_are_renamed_with_their_node,
+    every_failed_instance_of_a_deployment_is_repaired_at_once,
+    an_existing_database_of_the_previous_schema_opens_and_its_deployments_list,
+    resume_runs_under_the_scenario_beside_the_deployments_model_unless_told_otherwise,
+);
+
 /// The walk a user takes: the long outage to FAILED, a fixed model
 /// deployed, retirement refused, the plan, the migration, the completion,
 /// the retirement; in both formats.
-#[test]
-fn the_long_outage_is_repaired_and_its_deployment_retired_golden() {
+fn the_long_outage_is_repaired_and_its_deployment_retired_golden(fresh: &Fresh) {
     for (format, golden) in [("human", "walk.txt"), ("json", "walk-json.txt")] {
-        let dir = tempfile::tempdir().unwrap();
-        let db_path = dir.path().join("q.db");
-        let db = db_path.to_str().unwrap();
+        let db = &fresh.db();
         let mut t = String::new();
         let f = ["--format", format];
         let run = [
@@ -118,11 +132,11 @@ fn the_long_outage_is_repaired_and_its_deployment_retired_golden() {
             "--format",
             format,
         ];
-        let o = step(&mut t, &db_path, &run);
+        let o = step(&mut t, db, &run);
         assert_eq!(code(&o), 0);
         let o = step(
             &mut t,
-            &db_path,
+            db,
             &[
                 &["deploy", "samples/dbg08-repaired.bpmn", "--db", db],
                 &f[..],
@@ -130,30 +144,18 @@ fn the_long_outage_is_repaired_and_its_deployment_retired_golden() {
             .concat(),
         );
         assert_eq!(code(&o), 0);
+        step(&mut t, db, &[&["deployments", "--db", db], &f[..]].concat());
+        step(&mut t, db, &[&["instances", "--db", db], &f[..]].concat());
         step(
             &mut t,
-            &db_path,
-            &[&["deployments", "--db", db], &f[..]].concat(),
-        );
-        step(
-            &mut t,
-            &db_path,
-            &[&["instances", "--db", db], &f[..]].concat(),
-        );
-        step(
-            &mut t,
-            &db_path,
+            db,
             &[&["show", "dbg08-1", "--db", db], &f[..]].concat(),
         );
-        let o = step(
-            &mut t,
-            &db_path,
-            &[&["retire", "1", "--db", db], &f[..]].concat(),
-        );
+        let o = step(&mut t, db, &[&["retire", "1", "--db", db], &f[..]].concat());
         assert_eq!(code(&o), 4, "a FAILED instance blocks retirement");
         let o = step(
             &mut t,
-            &db_path,
+            db,
             &[
                 &["migrate", "dbg08-1", "--to", "2", "--db", db, "--dry-run"],
                 &f[..],
@@ -163,7 +165,7 @@ fn the_long_outage_is_repaired_and_its_deployment_retired_golden() {
         assert_eq!(code(&o), 4, "charge is not in the new model: refused");
         let o = step(
             &mut t,
-            &db_path,
+            db,
             &[
                 &[
                     "migrate",
@@ -182,7 +184,7 @@ fn the_long_outage_is_repaired_and_its_deployment_retired_golden() {
         assert_eq!(code(&o), 0);
         let o = step(
             &mut t,
-            &db_path,
+            db,
             &[
                 &["resume", "dbg08-1", "--db", db, "--expect", "completed"],
                 &f[..],
@@ -190,26 +192,18 @@ fn the_long_outage_is_repaired_and_its_deployment_retired_golden() {
             .concat(),
         );
         assert_eq!(code(&o), 0, "the repaired instance completes");
-        let o = step(
-            &mut t,
-            &db_path,
-            &[&["retire", "1", "--db", db], &f[..]].concat(),
-        );
+        let o = step(&mut t, db, &[&["retire", "1", "--db", db], &f[..]].concat());
         assert_eq!(code(&o), 0);
-        step(
-            &mut t,
-            &db_path,
-            &[&["deployments", "--db", db], &f[..]].concat(),
-        );
-        let o = step(&mut t, &db_path, &run);
+        step(&mut t, db, &[&["deployments", "--db", db], &f[..]].concat());
+        let o = step(&mut t, db, &run);
         assert_eq!(code(&o), 2, "a retired deployment starts no new instance");
-        check_golden(golden, &t);
+        check_golden(fresh, golden, &t);
     }
 }
 
 /// A database holding one FAILED long-outage instance (deployment 1).
-fn failed_long_outage(dir: &Path) -> String {
-    let db = dir.join("q.db").display().to_string();
+fn failed_long_outage(fresh: &Fresh) -> String {
+    let db = fresh.db();
     let o = qflow(&["run", "samples/dbg08-long-outage.bpmn", "--db", &db]);
     assert_eq!(code(&o), 0);
     db
@@ -221,7 +215,7 @@ type State = (Vec<u8>, i64, i64, usize, Vec<(i64, Option<i64>)>, usize);
 
 /// Everything about the instance and the deployments, to compare before and after.
 fn state(db: &str) -> State {
-    let store = Store::open(Path::new(db)).unwrap();
+    let store = open(db);
     let i = &store.instances().unwrap()[0];
     let deps = store
         .deployments()
@@ -240,10 +234,8 @@ fn state(db: &str) -> State {
     )
 }
 
-#[test]
-fn a_failed_instance_blocks_retirement_and_is_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = failed_long_outage(dir.path());
+fn a_failed_instance_blocks_retirement_and_is_named(fresh: &Fresh) {
+    let db = failed_long_outage(fresh);
     let before = state(&db);
     let o = qflow(&["retire", "1", "--db", &db, "--format", "json"]);
     assert_eq!(code(&o), 4);
@@ -254,10 +246,8 @@ fn a_failed_instance_blocks_retirement_and_is_named() {
     assert_eq!(state(&db), before, "a refused retirement changes nothing");
 }
 
-#[test]
-fn a_mapping_that_drops_a_node_holding_state_is_refused_and_nothing_changes() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = failed_long_outage(dir.path());
+fn a_mapping_that_drops_a_node_holding_state_is_refused_and_nothing_changes(fresh: &Fresh) {
+    let db = failed_long_outage(fresh);
     let before = state(&db);
     // The repaired model has no `charge`: unmapped, the node's token, failure
     // and counters would be dropped.
@@ -296,10 +286,8 @@ fn a_mapping_that_drops_a_node_holding_state_is_refused_and_nothing_changes() {
     );
 }
 
-#[test]
-fn migrating_to_a_fixed_model_completes_the_instance_and_keeps_its_burned_budget() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = failed_long_outage(dir.path());
+fn migrating_to_a_fixed_model_completes_the_instance_and_keeps_its_burned_budget(fresh: &Fresh) {
+    let db = failed_long_outage(fresh);
     let o = qflow(&[
         "migrate",
         "dbg08-1",
@@ -318,7 +306,7 @@ fn migrating_to_a_fixed_model_completes_the_instance_and_keeps_its_burned_budget
     assert_eq!(plan["status_after"], "running");
     assert_eq!(plan["moves"][0]["budget"]["burned"], 6);
     assert_eq!(plan["moves"][0]["budget"]["max_attempts"], 8);
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     let snap = Snapshot::decode(&store.instances().unwrap()[0].snapshot).unwrap();
     assert_eq!(
         snap.attempts("chargeCard"),
@@ -341,7 +329,7 @@ fn migrating_to_a_fixed_model_completes_the_instance_and_keeps_its_burned_budget
     let last: Value =
         serde_json::from_str(String::from_utf8_lossy(&o.stdout).lines().last().unwrap()).unwrap();
     assert_eq!(last["status"], "completed", "{last}");
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     assert_eq!(
         store.instances().unwrap().len(),
         1,
@@ -349,10 +337,8 @@ fn migrating_to_a_fixed_model_completes_the_instance_and_keeps_its_burned_budget
     );
 }
 
-#[test]
-fn a_parked_retry_keeps_its_due_time_across_a_migration() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db").display().to_string();
+fn a_parked_retry_keeps_its_due_time_across_a_migration(fresh: &Fresh) {
+    let db = fresh.db();
     // Two failed attempts (0 s, 60 s): attempt 3 is parked until 360 s.
     let o = qflow(&[
         "run",
@@ -363,7 +349,7 @@ fn a_parked_retry_keeps_its_due_time_across_a_migration() {
         "PT2M",
     ]);
     assert_eq!(code(&o), 0);
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     let armed = |store: &Store| -> Vec<(String, i64)> {
         store
             .timers("dbg08-1")
@@ -390,7 +376,7 @@ fn a_parked_retry_keeps_its_due_time_across_a_migration() {
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("retry timer due at +6m (kept)"), "{text}");
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     assert_eq!(armed(&store), vec![("chargeCard".to_string(), due)]);
     drop(store);
     let o = qflow(&["resume", "dbg08-1", "--db", &db, "--format", "json"]);
@@ -422,10 +408,8 @@ fn renamed_bank() -> String {
         )
 }
 
-#[test]
-fn counters_markers_timers_outbox_rows_and_correlations_are_renamed_with_their_node() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db").display().to_string();
+fn counters_markers_timers_outbox_rows_and_correlations_are_renamed_with_their_node(fresh: &Fresh) {
+    let db = fresh.db();
     // Attempt 1 times out at 30 s: the call parks in a backoff window.
     let o = qflow(&[
         "run",
@@ -439,7 +423,7 @@ fn counters_markers_timers_outbox_rows_and_correlations_are_renamed_with_their_n
     ]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     let id = "bank-authorize-1";
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     let snap = Snapshot::decode(&store.instances().unwrap()[0].snapshot).unwrap();
     assert!(snap.in_backoff("authorize"), "parked in a backoff window");
     let attempts = snap.attempts("authorize");
@@ -452,7 +436,7 @@ fn counters_markers_timers_outbox_rows_and_correlations_are_renamed_with_their_n
         .collect();
     let outbox_before = store.outbox(id).unwrap().len();
     drop(store);
-    let model = dir.path().join("bank-renamed.bpmn");
+    let model = fresh.dir().join("bank-renamed.bpmn");
     std::fs::write(&model, renamed_bank()).unwrap();
     let o = qflow(&[
         "migrate",
@@ -465,7 +449,7 @@ fn counters_markers_timers_outbox_rows_and_correlations_are_renamed_with_their_n
         "authorize=authorizeBank",
     ]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     let snap = Snapshot::decode(&store.instances().unwrap()[0].snapshot).unwrap();
     assert_eq!(snap.attempts("authorizeBank"), attempts);
     assert!(snap.in_backoff("authorizeBank"), "the marker is renamed");
@@ -498,7 +482,7 @@ fn counters_markers_timers_outbox_rows_and_correlations_are_renamed_with_their_n
     );
     drop(store);
     // The call on another channel is not a compatible node.
-    let other = dir.path().join("bank-other-channel.bpmn");
+    let other = fresh.dir().join("bank-other-channel.bpmn");
     std::fs::write(
         &other,
         renamed_bank()
@@ -530,10 +514,8 @@ fn counters_markers_timers_outbox_rows_and_correlations_are_renamed_with_their_n
     );
 }
 
-#[test]
-fn every_failed_instance_of_a_deployment_is_repaired_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = failed_long_outage(dir.path());
+fn every_failed_instance_of_a_deployment_is_repaired_at_once(fresh: &Fresh) {
+    let db = failed_long_outage(fresh);
     // A second FAILED instance of the same deployment.
     let o = qflow(&["run", "samples/dbg08-long-outage.bpmn", "--db", &db]);
     assert_eq!(code(&o), 0);
@@ -574,22 +556,15 @@ fn every_failed_instance_of_a_deployment_is_repaired_at_once() {
         .all(|i| i["status"] == "running"));
 }
 
-#[test]
-fn an_existing_database_of_the_previous_schema_opens_and_its_deployments_list() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("old.db");
+fn an_existing_database_of_the_previous_schema_opens_and_its_deployments_list(fresh: &Fresh) {
+    let db = fresh.db();
     {
         let previous = qflow_engine::store::schema::LATEST - 1;
-        let mut old = Store::open_at(&path, previous).unwrap();
+        let location = qflow_engine::store::Location::parse(&db).unwrap();
+        let mut old = Store::connect_at(&location, previous).unwrap();
         old.deploy("p", "<definitions/>", 0).unwrap();
     }
-    let o = qflow(&[
-        "deployments",
-        "--db",
-        path.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let o = qflow(&["deployments", "--db", &db, "--format", "json"]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     let list: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(list[0]["deployment"], 1);
@@ -597,27 +572,29 @@ fn an_existing_database_of_the_previous_schema_opens_and_its_deployments_list() 
     assert_eq!(list[0]["model"], Value::Null);
 }
 
-#[test]
-fn resume_runs_under_the_scenario_beside_the_deployments_model_unless_told_otherwise() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db").display().to_string();
+fn resume_runs_under_the_scenario_beside_the_deployments_model_unless_told_otherwise(
+    fresh: &Fresh,
+) {
+    let db = fresh.db();
     // A run with --db records the model file it deployed; parked at +2 min
-    // after two failed attempts under the scenario beside it.
-    let o = qflow(&[
-        "run",
-        "samples/dbg08-long-outage.bpmn",
-        "--db",
-        &db,
-        "--until",
-        "PT2M",
-    ]);
-    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    // after two failed attempts under the scenario beside it. Twice: one
+    // database per way of resuming.
+    let copy = fresh.db();
+    for db in [&db, &copy] {
+        let o = qflow(&[
+            "run",
+            "samples/dbg08-long-outage.bpmn",
+            "--db",
+            db,
+            "--until",
+            "PT2M",
+        ]);
+        assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    }
     let last = |o: &Output| -> Value {
         serde_json::from_str(String::from_utf8_lossy(&o.stdout).lines().last().unwrap()).unwrap()
     };
     // --no-scenario: every task succeeds.
-    let copy = dir.path().join("copy.db").display().to_string();
-    std::fs::copy(&db, &copy).unwrap();
     let o = qflow(&[
         "resume",
         "dbg08-1",

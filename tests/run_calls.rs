@@ -4,7 +4,7 @@
 //! to end through `qflow run` and the store (outbox withdrawal, correlations).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use qflow_engine::runtime::decide::{self, Event, Facts, Purpose, Status, TimerRow, Transition};
@@ -12,7 +12,9 @@ use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::snapshot::Snapshot;
 use qflow_engine::store::Store;
 use serde_json::{json, Value};
-use tempfile::TempDir;
+
+mod support;
+use support::stores::{open, Fresh};
 
 const MODEL: &str = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
   <q:channelConfig channel="bank" maxDeliveries="2" deliveryInterval="PT2S"/>
@@ -411,7 +413,7 @@ fn repo() -> PathBuf {
 }
 
 /// `qflow run <args> --format json --db <db>` from the repo root.
-fn qflow_run(args: &[&str], db: &Path) -> Output {
+fn qflow_run(args: &[&str], db: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_qflow"))
         .current_dir(repo())
         .arg("run")
@@ -436,12 +438,12 @@ fn json_lines(out: Output) -> Vec<Value> {
         .collect()
 }
 
-fn run(model: &str, scenario: &str, db: &Path) -> Vec<Value> {
+fn run(model: &str, scenario: &str, db: &str) -> Vec<Value> {
     json_lines(qflow_run(&[model, "--scenario", scenario], db))
 }
 
 /// The bank sample under `scenario`, stopped at virtual time `until`.
-fn run_bank_until(scenario: &str, until: &str, db: &Path) -> Output {
+fn run_bank_until(scenario: &str, until: &str, db: &str) -> Output {
     qflow_run(
         &[
             "samples/bank-authorize.bpmn",
@@ -454,17 +456,23 @@ fn run_bank_until(scenario: &str, until: &str, db: &Path) -> Output {
     )
 }
 
-/// A fresh database path in its own temporary directory (kept alive by
-/// the returned guard).
-fn temp_db() -> (TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
-    (dir, db)
-}
+crate::on_both_stores!(
+    a_poisoned_request_is_withdrawn_at_the_park_and_the_retry_gets_a_fresh_key,
+    the_correlation_stays_live_through_the_backoff_window,
+    a_response_by_correlation_returns_its_verdict_to_the_caller,
+    a_lost_poison_wake_is_recovered_by_the_timeout,
+    backoff_park_is_one_transaction_withdrawing_the_dead_attempts_pending_and_poisoned_rows,
+    redrive_is_a_new_incarnation_in_history_not_an_update,
+    response_to_failed_instance_is_answered_failed,
+    response_to_unknown_correlation_is_answered_no_such_instance,
+    migration_moves_a_waiting_calls_outbox_rows_and_correlation_with_its_node,
+    repair_with_a_reset_budget_gives_the_restarted_attempts_keys_never_sent_before,
+    a_call_entered_again_through_a_loop_sends_never_sent_keys,
+    a_loop_that_never_waits_stops_as_a_livelock_with_the_instance_kept,
+);
 
-#[test]
-fn a_poisoned_request_is_withdrawn_at_the_park_and_the_retry_gets_a_fresh_key() {
-    let (_dir, db) = temp_db();
+fn a_poisoned_request_is_withdrawn_at_the_park_and_the_retry_gets_a_fresh_key(fresh: &Fresh) {
+    let db = fresh.db();
     let lines = run(
         "samples/bank-authorize.bpmn",
         "samples/scenarios/call-delivery-poisoned.json",
@@ -482,7 +490,7 @@ fn a_poisoned_request_is_withdrawn_at_the_park_and_the_retry_gets_a_fresh_key() 
             "bank-authorize-1/authorize/2"
         ]
     );
-    let store = Store::open(&db).unwrap();
+    let store = open(&db);
     let rows = store.outbox("bank-authorize-1").unwrap();
     // Attempt 1's poisoned row was withdrawn; attempt 2's was delivered.
     assert_eq!(rows.len(), 1, "{rows:?}");
@@ -506,27 +514,25 @@ fn a_poisoned_request_is_withdrawn_at_the_park_and_the_retry_gets_a_fresh_key() 
     );
 }
 
-#[test]
-fn the_correlation_stays_live_through_the_backoff_window() {
-    let (_dir, db) = temp_db();
+fn the_correlation_stays_live_through_the_backoff_window(fresh: &Fresh) {
+    let db = fresh.db();
     let out = run_bank_until("samples/scenarios/call-late-answer.json", "PT33S", &db);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains(r#""verdict":"retry-pending""#), "{text}");
-    let store = Store::open(&db).unwrap();
+    let store = open(&db);
     assert_eq!(
         store.correlation("bank-authorize-1/authorize").unwrap(),
         Some(("bank-authorize-1".to_string(), "authorize".to_string()))
     );
 }
 
-#[test]
-fn a_response_by_correlation_returns_its_verdict_to_the_caller() {
+fn a_response_by_correlation_returns_its_verdict_to_the_caller(fresh: &Fresh) {
     use qflow_engine::runtime::driver::{respond, Verdict};
-    let (_dir, db) = temp_db();
+    let db = fresh.db();
     // Attempt 1 timed out at 30 s; the instance waits in its backoff window.
     let out = run_bank_until("samples/scenarios/call-silent-forever.json", "PT31S", &db);
     assert!(out.status.success());
-    let mut store = Store::open(&db).unwrap();
+    let mut store = open(&db);
     let key = "bank-authorize-1/authorize";
     let (v, _) = respond(
         &mut store,
@@ -566,19 +572,18 @@ fn a_response_by_correlation_returns_its_verdict_to_the_caller() {
     assert_eq!(d.unwrap().lines[0]["verdict"], "accepted");
 }
 
-#[test]
-fn a_lost_poison_wake_is_recovered_by_the_timeout() {
+fn a_lost_poison_wake_is_recovered_by_the_timeout(fresh: &Fresh) {
     use qflow_engine::runtime::driver::LocalRun;
     use qflow_engine::runtime::scenario::Scenario;
     use qflow_engine::runtime::VirtualClock;
-    let (_dir, db) = temp_db();
+    let db = fresh.db();
     let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn")).unwrap();
     let defs = qflow_engine::load(&source).unwrap();
     let scenario_text =
         std::fs::read_to_string(repo().join("samples/scenarios/call-delivery-poisoned.json"))
             .unwrap();
     let open = || {
-        let store = Store::open(&db).unwrap();
+        let store = open(&db);
         let scenario = Scenario::parse(&scenario_text).unwrap();
         LocalRun::open(store, &source, &defs, scenario, VirtualClock::new(0)).unwrap()
     };
@@ -610,11 +615,11 @@ fn a_lost_poison_wake_is_recovered_by_the_timeout() {
 fn local_run(
     source: &str,
     scenario: &str,
-    db: &Path,
+    db: &str,
 ) -> qflow_engine::runtime::LocalRun<qflow_engine::runtime::VirtualClock> {
     use qflow_engine::runtime::{LocalRun, Scenario, VirtualClock};
     let defs = qflow_engine::load(source).unwrap();
-    let store = Store::open(db).unwrap();
+    let store = open(db);
     let scenario = Scenario::parse(scenario).unwrap();
     LocalRun::open(store, source, &defs, scenario, VirtualClock::new(0)).unwrap()
 }
@@ -673,11 +678,12 @@ fn assert_one_transaction_park(store: &Store, park: &qflow_engine::runtime::Deci
     );
 }
 
-#[test]
-fn backoff_park_is_one_transaction_withdrawing_the_dead_attempts_pending_and_poisoned_rows() {
+fn backoff_park_is_one_transaction_withdrawing_the_dead_attempts_pending_and_poisoned_rows(
+    fresh: &Fresh,
+) {
     let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn")).unwrap();
     // A poisoned row: the outbox gave up on attempt 1; the wake parks.
-    let (_dir, db) = temp_db();
+    let db = fresh.db();
     let scenario =
         std::fs::read_to_string(repo().join("samples/scenarios/call-delivery-poisoned.json"))
             .unwrap();
@@ -688,7 +694,7 @@ fn backoff_park_is_one_transaction_withdrawing_the_dead_attempts_pending_and_poi
     drop(run);
     // A pending row: without a delivery ceiling the outbox retries attempt
     // 1's request forever; the timeout parks while it is still pending.
-    let (_dir, db) = temp_db();
+    let db = fresh.db();
     let unbounded = source.replace(r#" maxDeliveries="5""#, "");
     assert_ne!(unbounded, source, "the sample sets a ceiling");
     let scenario = r#"{"deliveries": {"bank": [{"fail": "connection refused"}]}}"#;
@@ -698,13 +704,12 @@ fn backoff_park_is_one_transaction_withdrawing_the_dead_attempts_pending_and_poi
     assert_one_transaction_park(run.store(), &park, "q.timeout");
 }
 
-#[test]
-fn redrive_is_a_new_incarnation_in_history_not_an_update() {
+fn redrive_is_a_new_incarnation_in_history_not_an_update(fresh: &Fresh) {
     let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn")).unwrap();
     let scenario =
         std::fs::read_to_string(repo().join("samples/scenarios/call-silent-then-answer.json"))
             .unwrap();
-    let (_dir, db) = temp_db();
+    let db = fresh.db();
     let mut run = local_run(&source, &scenario, &db);
     run.run(|_| {}).unwrap();
     let history = run.store().history("bank-authorize-1").unwrap();
@@ -724,17 +729,16 @@ fn redrive_is_a_new_incarnation_in_history_not_an_update() {
     assert!(attempts[1].seq > attempts[0].seq);
 }
 
-#[test]
-fn response_to_failed_instance_is_answered_failed() {
+fn response_to_failed_instance_is_answered_failed(fresh: &Fresh) {
     use qflow_engine::runtime::driver::{respond, Verdict};
-    let (_dir, db) = temp_db();
+    let db = fresh.db();
     let lines = run(
         "samples/bank-authorize.bpmn",
         "samples/scenarios/call-silent-forever.json",
         &db,
     );
     assert_eq!(lines.last().unwrap()["status"], "failed");
-    let mut store = Store::open(&db).unwrap();
+    let mut store = open(&db);
     // FAILED keeps its correlation so the counterpart hears the truth.
     let (v, d) = respond(
         &mut store,
@@ -750,11 +754,10 @@ fn response_to_failed_instance_is_answered_failed() {
     assert_eq!(d.lines[0]["verdict"], "failed");
 }
 
-#[test]
-fn response_to_unknown_correlation_is_answered_no_such_instance() {
+fn response_to_unknown_correlation_is_answered_no_such_instance(fresh: &Fresh) {
     use qflow_engine::runtime::driver::{respond, Verdict};
-    let (_dir, db) = temp_db();
-    let mut store = Store::open(&db).unwrap();
+    let db = fresh.db();
+    let mut store = open(&db);
     let (v, d) = respond(
         &mut store,
         "nobody-1/authorize",
@@ -766,10 +769,9 @@ fn response_to_unknown_correlation_is_answered_no_such_instance() {
     assert_eq!((v, d), (Verdict::NoSuchInstance, None));
 }
 
-#[test]
-fn migration_moves_a_waiting_calls_outbox_rows_and_correlation_with_its_node() {
+fn migration_moves_a_waiting_calls_outbox_rows_and_correlation_with_its_node(fresh: &Fresh) {
     use qflow_engine::runtime::driver::{migrate_instance, respond, Verdict};
-    let (_dir, db) = temp_db();
+    let db = fresh.db();
     // Attempt 1 is out and delivered; the bank has not answered yet.
     let out = run_bank_until("samples/scenarios/call-silent-forever.json", "PT5S", &db);
     assert!(out.status.success());
@@ -782,7 +784,7 @@ fn migration_moves_a_waiting_calls_outbox_rows_and_correlation_with_its_node() {
         );
     }
     let defs = qflow_engine::load(&renamed).unwrap();
-    let mut store = Store::open(&db).unwrap();
+    let mut store = open(&db);
     let mapping = BTreeMap::from([("authorize".to_string(), "authorize-v2".to_string())]);
     let d = migrate_instance(
         &mut store,
@@ -822,9 +824,8 @@ fn migration_moves_a_waiting_calls_outbox_rows_and_correlation_with_its_node() {
     assert_eq!(v, Verdict::Accepted, "{:?}", d.map(|d| d.lines));
 }
 
-#[test]
-fn repair_with_a_reset_budget_gives_the_restarted_attempts_keys_never_sent_before() {
-    let (_dir, db) = temp_db();
+fn repair_with_a_reset_budget_gives_the_restarted_attempts_keys_never_sent_before(fresh: &Fresh) {
+    let db = fresh.db();
     let first = run(
         "samples/bank-authorize.bpmn",
         "samples/scenarios/call-silent-forever.json",
@@ -866,13 +867,11 @@ fn repair_with_a_reset_budget_gives_the_restarted_attempts_keys_never_sent_befor
     assert_eq!(lines.last().unwrap()["status"], "failed");
 }
 
-#[test]
-fn a_call_entered_again_through_a_loop_sends_never_sent_keys() {
-    let dir = tempfile::tempdir().unwrap();
+fn a_call_entered_again_through_a_loop_sends_never_sent_keys(fresh: &Fresh) {
     let lines = run(
         "samples/call-loop-until-approved.bpmn",
         "samples/scenarios/call-loop-until-approved.json",
-        &dir.path().join("run.db"),
+        &fresh.db(),
     );
     let keys: Vec<&str> = lines
         .iter()
@@ -891,20 +890,18 @@ fn a_call_entered_again_through_a_loop_sends_never_sent_keys() {
     assert_eq!(lines.last().unwrap()["status"], "completed");
 }
 
-#[test]
-fn a_loop_that_never_waits_stops_as_a_livelock_with_the_instance_kept() {
+fn a_loop_that_never_waits_stops_as_a_livelock_with_the_instance_kept(fresh: &Fresh) {
     // The gateway always routes back and the counterpart answers at once:
     // virtual time never moves.
-    let dir = tempfile::tempdir().unwrap();
     let model = std::fs::read_to_string(repo().join("samples/call-loop-until-approved.bpmn"))
         .unwrap()
         .replace(
             "approved == false",
             "approved == false || approved != false",
         );
-    let path = dir.path().join("livelock.bpmn");
+    let path = fresh.dir().join("livelock.bpmn");
     std::fs::write(&path, model).unwrap();
-    let db = dir.path().join("run.db");
+    let db = fresh.db();
     let out = qflow_run(&[path.to_str().unwrap(), "--no-scenario"], &db);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -920,5 +917,11 @@ fn a_loop_that_never_waits_stops_as_a_livelock_with_the_instance_kept() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert!(lines.iter().filter(|l| l["kind"] == "attempt").count() > 100);
-    assert!(db.exists());
+    let store = open(&db);
+    let kept = store.instances().unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(
+        ["running", "waiting"].contains(&kept[0].status.as_str()),
+        "unfinished, not terminal: {kept:?}"
+    );
 }

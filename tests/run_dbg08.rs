@@ -1,11 +1,13 @@
 //! The DBG-08 shapes (docs/retry-policy.md) as a user runs them:
 //! `qflow run samples/dbg08-<shape>.bpmn`, checked line by line.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use qflow_engine::store::{Location, Store};
+mod support;
+
 use serde_json::Value;
+use support::stores::{open, Fresh};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -105,84 +107,7 @@ fn transient_outage_backs_off_with_increasing_delays_then_succeeds() {
     assert_eq!(ls.last().unwrap()["status"], "completed");
 }
 
-/// Fresh databases for one test: SQLite files in a temporary directory,
-/// or new databases on the PostgreSQL server of `QFLOW_TEST_POSTGRES_URL`.
-struct Fresh {
-    dir: tempfile::TempDir,
-    server: Option<String>,
-    test: &'static str,
-    n: std::cell::Cell<u32>,
-}
-
-impl Fresh {
-    fn sqlite(test: &'static str) -> Fresh {
-        Fresh {
-            dir: tempfile::tempdir().unwrap(),
-            server: None,
-            test,
-            n: 0.into(),
-        }
-    }
-
-    /// `None` (the test says it skips) without a server.
-    fn postgres(test: &'static str) -> Option<Fresh> {
-        let server = qflow_engine::store::pg::test_server(test)?;
-        Some(Fresh {
-            server: Some(server),
-            ..Fresh::sqlite(test)
-        })
-    }
-
-    /// A new, empty database: what `--db` takes.
-    fn db(&self) -> String {
-        self.n.set(self.n.get() + 1);
-        match &self.server {
-            None => db_in(self.dir.path(), self.n.get()),
-            Some(server) => {
-                let name = format!(
-                    "qflow_dbg08_{}_{}_{}",
-                    self.test,
-                    self.n.get(),
-                    std::process::id()
-                );
-                qflow_engine::store::pg::scratch_database(server, &name).unwrap()
-            }
-        }
-    }
-}
-
-fn db_in(dir: &Path, n: u32) -> String {
-    dir.join(format!("q{n}.db")).display().to_string()
-}
-
-/// The store `db` names.
-fn open(db: &str) -> Store {
-    Store::connect(&Location::parse(db).unwrap()).unwrap()
-}
-
-/// Each named test runs on a SQLite file and on a PostgreSQL database
-/// (which says it skips without a server).
-macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[test]
-                fn sqlite() {
-                    super::$name(&super::Fresh::sqlite(stringify!($name)));
-                }
-
-                #[test]
-                fn postgres() {
-                    if let Some(f) = super::Fresh::postgres(stringify!($name)) {
-                        super::$name(&f);
-                    }
-                }
-            }
-        )*
-    };
-}
-
-on_both_stores!(
+crate::on_both_stores!(
     unknown_outcome_waits_for_reconciliation_and_never_retries_blindly,
     reconciliation_as_retry_runs_one_more_attempt_and_as_failed_takes_the_fatal_path,
     a_terminal_instance_ignores_a_later_delivery,

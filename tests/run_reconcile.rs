@@ -7,6 +7,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod support;
+use support::stores::{open, Fresh};
+
 const MODEL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
   <bpmn:process id="ship" isExecutable="true">
@@ -24,12 +27,12 @@ const SCENARIO: &str = r#"{"tasks": {"carrier.book": [
   {"ok": {"booking": "B-1"}}
 ]}}"#;
 
-fn run(dir: &Path, extra: &[&str]) -> Vec<Value> {
+fn run(dir: &Path, db: &str, extra: &[&str]) -> Vec<Value> {
     let mut args = vec![
         "run",
         "ship.bpmn",
         "--db",
-        "q.db",
+        db,
         "--scenario",
         "ship.json",
         "--format",
@@ -53,22 +56,26 @@ fn run(dir: &Path, extra: &[&str]) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn reconciling_a_task_without_a_policy_as_retry_numbers_its_attempts_truthfully() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("ship.bpmn"), MODEL).unwrap();
-    std::fs::write(dir.path().join("ship.json"), SCENARIO).unwrap();
-    let first = run(dir.path(), &[]);
+crate::on_both_stores!(
+    reconciling_a_task_without_a_policy_as_retry_numbers_its_attempts_truthfully
+);
+
+fn reconciling_a_task_without_a_policy_as_retry_numbers_its_attempts_truthfully(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    std::fs::write(dir.join("ship.bpmn"), MODEL).unwrap();
+    std::fs::write(dir.join("ship.json"), SCENARIO).unwrap();
+    let first = run(dir, &db, &[]);
     let end = first.last().unwrap();
     assert_eq!(
         (end["for"].as_str(), end["attempts"].as_u64()),
         (Some("reconciliation"), Some(1)),
         "{end}"
     );
-    let second = run(dir.path(), &["--resolve", "book=retry"]);
+    let second = run(dir, &db, &["--resolve", "book=retry"]);
     let end = second.last().unwrap();
     assert_eq!(end["attempts"], 2, "the operator sees it ran twice: {end}");
-    let third = run(dir.path(), &["--resolve", "book=retry"]);
+    let third = run(dir, &db, &["--resolve", "book=retry"]);
     assert_eq!(third.last().unwrap()["status"], "completed");
     let all: Vec<&Value> = first.iter().chain(&second).chain(&third).collect();
     let attempts: Vec<u64> = all
@@ -84,7 +91,7 @@ fn reconciling_a_task_without_a_policy_as_retry_numbers_its_attempts_truthfully(
         .collect();
     assert_eq!(reconciled, [1, 2]);
     // No counter family in a process without <q:retry>.
-    let store = qflow_engine::store::Store::open(&dir.path().join("q.db")).unwrap();
+    let store = open(&db);
     for t in store.transitions("ship-1").unwrap() {
         let text = String::from_utf8(t.snapshot).unwrap();
         assert!(!text.contains("attempts."), "{text}");

@@ -1,4 +1,5 @@
-//! Several `qflow run --replica` processes serve one database file at once
+//! Several `qflow run --replica` processes serve one database at once (a
+//! SQLite file, and a PostgreSQL database when a server is given)
 //! and race for the same ready instances and due timers; in the last test
 //! this process joins them as a counterpart answering channel calls. The
 //! claim must make exactly one decision per event: every instance's
@@ -21,8 +22,11 @@ use std::process::{Child, Command, Stdio};
 use qflow_engine::runtime::decide;
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::scenario::Scenario;
-use qflow_engine::store::{Location, Store};
+use qflow_engine::store::Store;
+
+mod support;
 use serde_json::Value;
+use support::stores::{open, Fresh};
 
 const INSTANCES: usize = 300;
 const REPLICAS: usize = 4;
@@ -67,7 +71,7 @@ fn seed(
 ) -> Vec<String> {
     let defs = qflow_engine::load(source).unwrap();
     let graph = Graph::compile(&defs).unwrap();
-    let mut store = open(db);
+    let mut store = open(db.as_ref().to_str().unwrap());
     let dep = store.deploy(&graph.process_id, source, 0).unwrap();
     (0..count)
         .map(|_| {
@@ -75,12 +79,6 @@ fn seed(
             store.start_instance(&dep, &start, 0).unwrap()
         })
         .collect()
-}
-
-/// The store `db` names (a SQLite file or a PostgreSQL URL), as `--db` reads it.
-fn open(db: impl AsRef<std::ffi::OsStr>) -> Store {
-    let db = db.as_ref().to_str().unwrap();
-    Store::connect(&Location::parse(db).unwrap()).unwrap()
 }
 
 /// One `qflow run --replica` serving `db`, logging its lost races to
@@ -144,25 +142,18 @@ fn detail_lines(store: &Store, instance: &str) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn replicas_racing_on_one_database_take_exactly_one_decision_per_event() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("shared.db");
-    dbg08_race(db.to_str().unwrap(), dir.path());
+crate::on_both_stores!(
+    replicas_racing_on_one_database_take_exactly_one_decision_per_event,
+    replicas_arbitrate_late_responses_against_due_timers_on_channel_calls,
+    a_poison_wake_races_the_timeout_and_exactly_one_fails_the_attempt,
+    a_poison_wake_races_a_counterpart_response_across_processes,
+);
+
+/// Four replica processes over 300 DBG-08 instances on one database.
+fn replicas_racing_on_one_database_take_exactly_one_decision_per_event(fresh: &Fresh) {
+    dbg08_race(&fresh.db(), fresh.dir());
 }
 
-#[test]
-fn replicas_racing_on_one_postgres_database_take_exactly_one_decision_per_event() {
-    let Some(server) = qflow_engine::store::pg::test_server("the replica race") else {
-        return;
-    };
-    let name = format!("qflow_replica_race_{}", std::process::id());
-    let db = qflow_engine::store::pg::scratch_database(&server, &name).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    dbg08_race(&db, dir.path());
-}
-
-/// Four replica processes race over 300 DBG-08 long-outage instances in
 /// `db`: exactly one decision per event, and every handler run recorded once.
 fn dbg08_race(db: &str, dir: &Path) {
     let races_log = dir.join("races.log");
@@ -251,12 +242,10 @@ fn dbg08_race(db: &str, dir: &Path) {
     );
 }
 
-#[test]
-fn replicas_arbitrate_late_responses_against_due_timers_on_channel_calls() {
+fn replicas_arbitrate_late_responses_against_due_timers_on_channel_calls(fresh: &Fresh) {
     const CALLS: usize = 400;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("calls.db");
-    let races_log = dir.path().join("races.log");
+    let db = fresh.db();
+    let races_log = fresh.dir().join("races.log");
     let model = repo().join("samples/bank-authorize.bpmn");
     let scenario_path = repo().join("samples/scenarios/call-late-answer.json");
     let source = std::fs::read_to_string(&model).unwrap();
@@ -270,7 +259,7 @@ fn replicas_arbitrate_late_responses_against_due_timers_on_channel_calls() {
         races +=
             last["claimed_elsewhere"].as_u64().unwrap() + last["nothing_to_do"].as_u64().unwrap();
     }
-    let store = Store::open(&db).unwrap();
+    let store = open(&db);
     for i in store.instances().unwrap() {
         assert_one_chain(&store, &i.id);
         assert_eq!(i.status.as_str(), "completed", "{}", i.id);
@@ -299,24 +288,10 @@ fn replicas_arbitrate_late_responses_against_due_timers_on_channel_calls() {
     );
 }
 
-#[test]
-fn a_poison_wake_races_the_timeout_and_exactly_one_fails_the_attempt() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("poison.db");
-    poison_wake_against_the_timeout(db.to_str().unwrap(), dir.path());
-}
-
 /// On PostgreSQL the wake also crosses processes (NOTIFY): the other
 /// replicas' prompts must not make a second failure either.
-#[test]
-fn a_poison_wake_races_the_timeout_and_exactly_one_fails_the_attempt_on_postgres() {
-    let Some(server) = qflow_engine::store::pg::test_server("the poison wake race") else {
-        return;
-    };
-    let name = format!("qflow_poison_race_{}", std::process::id());
-    let db = qflow_engine::store::pg::scratch_database(&server, &name).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    poison_wake_against_the_timeout(&db, dir.path());
+fn a_poison_wake_races_the_timeout_and_exactly_one_fails_the_attempt(fresh: &Fresh) {
+    poison_wake_against_the_timeout(&fresh.db(), fresh.dir());
 }
 
 fn poison_wake_against_the_timeout(db: &str, dir: &Path) {
@@ -371,21 +346,20 @@ fn poison_wake_against_the_timeout(db: &str, dir: &Path) {
 /// window in which the wake is owed. The claim lets exactly one act: either
 /// the response is accepted (the wake then finds nothing waiting) or the wake
 /// fails the attempt (the response then hears it is gone or superseded).
-#[test]
-fn a_poison_wake_races_a_counterpart_response_across_processes() {
+fn a_poison_wake_races_a_counterpart_response_across_processes(fresh: &Fresh) {
     use qflow_engine::runtime::driver::{respond, Verdict};
     const CALLS: usize = 1600;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("wake-vs-response.db");
-    let races_log = dir.path().join("races.log");
+    let db = fresh.db();
+    let dir = fresh.dir();
+    let races_log = dir.join("races.log");
     // One delivery poisons a request; two attempts in all.
     let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn"))
         .unwrap()
         .replace(r#"maxDeliveries="5""#, r#"maxDeliveries="1""#)
         .replace(r#"maxAttempts="4""#, r#"maxAttempts="2""#);
-    let model = dir.path().join("bank-poison-race.bpmn");
+    let model = dir.join("bank-poison-race.bpmn");
     std::fs::write(&model, &source).unwrap();
-    let scenario_path = dir.path().join("poison-race.json");
+    let scenario_path = dir.join("poison-race.json");
     let scenario_text = r#"{"variables": {"paymentId": "P-9", "amount": 120},
         "deliveries": {"bank": [{"fail": "connection reset"}]},
         "channels": {"bank": [{"silent": true}]}}"#;
@@ -395,7 +369,7 @@ fn a_poison_wake_races_a_counterpart_response_across_processes() {
     // Each replica's lines go to a file: this process is busy answering and
     // must not leave a replica blocked on a full pipe.
     let outputs: Vec<PathBuf> = (0..REPLICAS)
-        .map(|r| dir.path().join(format!("replica-{r}.jsonl")))
+        .map(|r| dir.join(format!("replica-{r}.jsonl")))
         .collect();
     let mut children: Vec<_> = outputs
         .iter()
@@ -410,7 +384,7 @@ fn a_poison_wake_races_a_counterpart_response_across_processes() {
     // The counterpart: answer each instance's attempt 1 once, as soon as its
     // request shows poisoned; instances it never caught in the window are
     // answered late, after the replicas are done.
-    let mut store = Store::open(&db).unwrap();
+    let mut store = open(&db);
     let mut answered: BTreeMap<String, (bool, Verdict)> = BTreeMap::new();
     let mut responder_lost = BTreeSet::new();
     let answer = |store: &mut Store, id: &str, lost: &mut BTreeSet<(String, i64)>| -> Verdict {

@@ -7,7 +7,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn run(model: &str, scenario: &str, db: &std::path::Path) -> Value {
+mod support;
+use support::stores::{open, Fresh};
+
+fn run(model: &str, scenario: &str, db: &str) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args([
@@ -31,8 +34,8 @@ fn run(model: &str, scenario: &str, db: &std::path::Path) -> Value {
     serde_json::from_str(text.lines().last().unwrap()).unwrap()
 }
 
-fn failed_incident(db: &std::path::Path, instance: &str) -> String {
-    let store = qflow_engine::store::Store::open(db).unwrap();
+fn failed_incident(db: &str, instance: &str) -> String {
+    let store = open(db);
     store
         .incidents(instance)
         .unwrap()
@@ -42,11 +45,11 @@ fn failed_incident(db: &std::path::Path, instance: &str) -> String {
         .message
 }
 
-#[test]
-fn the_terminal_record_keeps_class_first_and_last_attempt_and_the_dependency() {
-    let dir = tempfile::tempdir().unwrap();
+crate::on_both_stores!(the_terminal_record_keeps_class_first_and_last_attempt_and_the_dependency);
+
+fn the_terminal_record_keeps_class_first_and_last_attempt_and_the_dependency(fresh: &Fresh) {
     // A registered task: six attempts over the DBG-08 schedule.
-    let db = dir.path().join("task.db");
+    let db = fresh.db();
     let end = run(
         "samples/dbg08-long-outage.bpmn",
         "samples/scenarios/dbg08-long-outage.json",
@@ -62,7 +65,7 @@ fn the_terminal_record_keeps_class_first_and_last_attempt_and_the_dependency() {
         (Some(0), Some(46_860)),
         "attempt 1 at once, attempt 6 after 60+300+1500+7500+37500 s: {end}"
     );
-    let store = qflow_engine::store::Store::open(&db).unwrap();
+    let store = open(&db);
     let row = store.instance("dbg08-1").unwrap().unwrap();
     let snap = qflow_engine::instance::snapshot::Snapshot::decode(&row.snapshot).unwrap();
     let f = snap.failure().unwrap();
@@ -79,7 +82,7 @@ fn the_terminal_record_keeps_class_first_and_last_attempt_and_the_dependency() {
     );
     // A channel call: the channel is the dependency; its attempts started
     // when each request was sent, the last one timed out after it.
-    let db = dir.path().join("call.db");
+    let db = fresh.db();
     let end = run(
         "samples/bank-authorize.bpmn",
         "samples/scenarios/call-silent-forever.json",

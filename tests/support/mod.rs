@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod serve;
+pub mod stores;
 
 use serde_json::Value;
 use std::path::Path;

@@ -22,6 +22,8 @@ mod boundary;
 pub mod contain;
 pub mod explain;
 pub mod fault;
+#[cfg(test)]
+pub(crate) mod fresh;
 pub mod inflight;
 pub mod lifecycle;
 pub mod location;
@@ -100,6 +102,14 @@ pub enum StoreError {
     BadUrl { url: String, why: String },
     #[error("cannot connect to {url}: {cause} (is the server running, and the URL's host, port, user and database right?)")]
     Connect { url: String, cause: String },
+    /// The server refused TLS, or its certificate did not verify: `fix`
+    /// says what to change (the server's settings or the URL's).
+    #[error("cannot connect to {url} over TLS: {cause}; {fix}")]
+    Tls {
+        url: String,
+        cause: String,
+        fix: String,
+    },
 }
 
 /// What to do about a database SQLite finds damaged: the bare "database disk
@@ -210,6 +220,17 @@ impl Store {
             Location::Sqlite(_) => Store::connect(location),
             Location::Postgres(url) => Ok(Store {
                 backend: Backend::Postgres(Box::new(pg::Postgres::connect(url, false)?)),
+            }),
+        }
+    }
+
+    /// [`Store::connect`], migrating only up to `version`: tests build
+    /// databases of an earlier schema on either store with it.
+    pub fn connect_at(location: &Location, version: u32) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) => Store::open_at(path, version),
+            Location::Postgres(url) => Ok(Store {
+                backend: Backend::Postgres(Box::new(pg::Postgres::connect_at(url, true, version)?)),
             }),
         }
     }

@@ -9,13 +9,14 @@ use crate::runtime::decide;
 use crate::runtime::graph::Graph;
 use crate::runtime::{LocalRun, Scenario, VirtualClock};
 use crate::store::batch::Pending;
-use crate::store::{Store, StoreError};
+use crate::store::fresh::{on_both_stores, open, Fresh};
+use crate::store::{Location, Store, StoreError};
 
 const DBG08: &str = include_str!("../../../../samples/dbg08-long-outage.bpmn");
 const ALWAYS_FAILS: &str = include_str!("../../../../samples/scenarios/dbg08-long-outage.json");
 
-fn seeded(path: &std::path::Path, n: usize) -> Store {
-    let mut store = Store::open(path).unwrap();
+fn seeded(at: &Location, n: usize) -> Store {
+    let mut store = open(at);
     let defs = crate::load(DBG08).unwrap();
     let graph = Graph::compile(&defs).unwrap();
     let scenario = Scenario::parse(ALWAYS_FAILS).unwrap();
@@ -24,6 +25,18 @@ fn seeded(path: &std::path::Path, n: usize) -> Store {
     store.start_instances(&dep, &start, 0, n).unwrap();
     store
 }
+
+on_both_stores!(
+    a_fleet_in_batches_decides_what_a_local_run_decides,
+    a_world_decides_by_the_instant_a_ten_minute_outage_fails_three_attempts,
+    a_refused_decision_in_a_batch_is_rolled_back_alone,
+    two_fleets_racing_on_one_database_take_every_attempt_once,
+    observations_count_pending_by_class_and_backlog_age_by_creation_time,
+    a_pause_holds_the_parks_of_its_class_or_dependency_through_restarts_and_unpausing_loses_nothing,
+    fleets_racing_a_pause_never_redrive_a_held_park_and_unpausing_loses_nothing,
+    a_redrive_decided_before_a_pause_is_refused_when_applied_after_it,
+    a_quarantined_instance_is_never_claimed_until_released,
+);
 
 /// The decision lines of an instance, as stored.
 fn lines(store: &Store, id: &str) -> Vec<String> {
@@ -35,12 +48,10 @@ fn lines(store: &Store, id: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_fleet_in_batches_decides_what_a_local_run_decides() {
-    let dir = tempfile::tempdir().unwrap();
+fn a_fleet_in_batches_decides_what_a_local_run_decides(fresh: &Fresh) {
     // One instance run alone, the way `qflow run` does.
     let defs = crate::load(DBG08).unwrap();
-    let alone = Store::open(&dir.path().join("alone.db")).unwrap();
+    let alone = open(&fresh.db());
     let scenario = Scenario::parse(ALWAYS_FAILS).unwrap();
     let mut run = LocalRun::open(alone, DBG08, &defs, scenario, VirtualClock::new(0)).unwrap();
     run.run(|_| {}).unwrap();
@@ -52,7 +63,7 @@ fn a_fleet_in_batches_decides_what_a_local_run_decides() {
     assert_eq!(attempts, 6, "{expected:#?}");
 
     // Seven instances, three at a time (batches that cut across them).
-    let store = seeded(&dir.path().join("fleet.db"), 7);
+    let store = seeded(&fresh.db(), 7);
     let mut fleet = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), "t:1".into());
     fleet.batch(3);
     let stats = fleet.serve(|_, _| {}).unwrap();
@@ -85,10 +96,8 @@ impl World for Outage {
     }
 }
 
-#[test]
-fn a_world_decides_by_the_instant_a_ten_minute_outage_fails_three_attempts() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = seeded(&dir.path().join("fleet.db"), 4);
+fn a_world_decides_by_the_instant_a_ten_minute_outage_fails_three_attempts(fresh: &Fresh) {
+    let store = seeded(&fresh.db(), 4);
     let mut fleet = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), "t:1".into());
     fleet.world(Box::new(Outage { until_ms: 600_000 }));
     fleet.serve(|_, _| {}).unwrap();
@@ -108,10 +117,8 @@ fn a_world_decides_by_the_instant_a_ten_minute_outage_fails_three_attempts() {
     }
 }
 
-#[test]
-fn a_refused_decision_in_a_batch_is_rolled_back_alone() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = seeded(&dir.path().join("fleet.db"), 3);
+fn a_refused_decision_in_a_batch_is_rolled_back_alone(fresh: &Fresh) {
+    let mut store = seeded(&fresh.db(), 3);
     let ids: Vec<String> = store
         .instances()
         .unwrap()
@@ -172,15 +179,13 @@ fn a_refused_decision_in_a_batch_is_rolled_back_alone() {
     );
 }
 
-#[test]
-fn two_fleets_racing_on_one_database_take_every_attempt_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fleet.db");
-    drop(seeded(&path, 30));
+fn two_fleets_racing_on_one_database_take_every_attempt_once(fresh: &Fresh) {
+    let at = fresh.db();
+    drop(seeded(&at, 30));
     let serve = |owner: &'static str| {
-        let path = path.clone();
+        let at = at.clone();
         std::thread::spawn(move || {
-            let store = Store::open(&path).unwrap();
+            let store = open(&at);
             let mut fleet = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), owner.into());
             fleet.batch(4);
             fleet.serve(|_, _| {}).unwrap()
@@ -189,7 +194,7 @@ fn two_fleets_racing_on_one_database_take_every_attempt_once() {
     let (a, b) = (serve("a:1"), serve("b:2"));
     let (a, b) = (a.join().unwrap(), b.join().unwrap());
     assert_eq!(a.decisions + b.decisions, 180, "{a:?} {b:?}");
-    let store = Store::open(&path).unwrap();
+    let store = open(&at);
     for row in store.instances().unwrap() {
         assert_eq!(row.status.as_str(), "failed");
         let attempts = store
@@ -202,11 +207,9 @@ fn two_fleets_racing_on_one_database_take_every_attempt_once() {
     }
 }
 
-#[test]
-fn observations_count_pending_by_class_and_backlog_age_by_creation_time() {
+fn observations_count_pending_by_class_and_backlog_age_by_creation_time(fresh: &Fresh) {
     use crate::store::stats::Count;
-    let dir = tempfile::tempdir().unwrap();
-    let store = seeded(&dir.path().join("fleet.db"), 9);
+    let store = seeded(&fresh.db(), 9);
     let mut fleet = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), "t:1".into());
     fleet.batch(9);
     // Every first attempt: nine instances parked on a retry timer at 60 s.
@@ -245,24 +248,23 @@ fn attempt_times(store: &Store, id: &str) -> Vec<i64> {
 
 const DBG08_STARTS: [i64; 6] = [0, 60, 360, 1_860, 9_360, 46_860];
 
-#[test]
-fn a_pause_holds_the_parks_of_its_class_or_dependency_through_restarts_and_unpausing_loses_nothing()
-{
+fn a_pause_holds_the_parks_of_its_class_or_dependency_through_restarts_and_unpausing_loses_nothing(
+    fresh: &Fresh,
+) {
     use crate::store::contain::PauseKind;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fleet.db");
+    let at = fresh.db();
     let fleet_on = |store| {
         let mut f = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), "t:1".into());
         f.batch(8);
         f
     };
-    let mut fleet = fleet_on(seeded(&path, 20));
+    let mut fleet = fleet_on(seeded(&at, 20));
     // Every first attempt: twenty parks due at 60 s.
     while fleet.stats().decisions < 20 {
         fleet.step(|_, _| {}).unwrap();
     }
     // The operator pauses the class from another process.
-    let mut operator = Store::open(&path).unwrap();
+    let mut operator = open(&at);
     let change = operator.pause(PauseKind::Class, "transient", 1).unwrap();
     assert!(change.changed);
     assert_eq!((change.parks, change.due_now), (20, 0));
@@ -270,7 +272,7 @@ fn a_pause_holds_the_parks_of_its_class_or_dependency_through_restarts_and_unpau
     assert_eq!(held.decisions, 20, "no re-drive while paused");
     // A restart changes nothing: the pause is in the store.
     drop(fleet);
-    let mut fleet = fleet_on(Store::open(&path).unwrap());
+    let mut fleet = fleet_on(open(&at));
     assert_eq!(fleet.serve(|_, _| {}).unwrap().decisions, 0);
     // Each park is still armed, due when it was.
     for row in fleet.store().instances().unwrap() {
@@ -309,19 +311,17 @@ fn a_pause_holds_the_parks_of_its_class_or_dependency_through_restarts_and_unpau
     }
 }
 
-#[test]
-fn fleets_racing_a_pause_never_redrive_a_held_park_and_unpausing_loses_nothing() {
+fn fleets_racing_a_pause_never_redrive_a_held_park_and_unpausing_loses_nothing(fresh: &Fresh) {
     use crate::store::contain::PauseKind;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fleet.db");
+    let at = fresh.db();
     // Enough work that the operator's pause lands while the fleets still
     // re-drive, however fast they run (60 were sometimes all done first).
     const N: usize = 240;
-    drop(seeded(&path, N));
+    drop(seeded(&at, N));
     let serve = |owner: &'static str| {
-        let path = path.clone();
+        let at = at.clone();
         std::thread::spawn(move || {
-            let store = Store::open(&path).unwrap();
+            let store = open(&at);
             let mut fleet = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), owner.into());
             // One instance per commit: slow enough for the pause to land
             // while re-drives are under way.
@@ -331,7 +331,7 @@ fn fleets_racing_a_pause_never_redrive_a_held_park_and_unpausing_loses_nothing()
     };
     let (a, b) = (serve("a:1"), serve("b:2"));
     // Pause once the fleets are re-driving.
-    let mut operator = Store::open(&path).unwrap();
+    let mut operator = open(&at);
     let count = |s: &Store| {
         s.instances()
             .unwrap()
@@ -387,13 +387,11 @@ fn fleets_racing_a_pause_never_redrive_a_held_park_and_unpausing_loses_nothing()
     }
 }
 
-#[test]
-fn a_redrive_decided_before_a_pause_is_refused_when_applied_after_it() {
+fn a_redrive_decided_before_a_pause_is_refused_when_applied_after_it(fresh: &Fresh) {
     use crate::store::contain::PauseKind;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fleet.db");
+    let at = fresh.db();
     let mut fleet = Fleet::new(
-        seeded(&path, 1),
+        seeded(&at, 1),
         Scenario::parse(ALWAYS_FAILS).unwrap(),
         "t:1".into(),
     );
@@ -413,8 +411,7 @@ fn a_redrive_decided_before_a_pause_is_refused_when_applied_after_it() {
     };
     let t = decide::decide(&graph, &facts.as_facts(&id), &ev, 60_000);
     // The pause commits between the read and the apply.
-    Store::open(&path)
-        .unwrap()
+    open(&at)
         .pause(PauseKind::Dependency, "payments.charge", 1)
         .unwrap();
     let pending = [Pending {
@@ -442,11 +439,9 @@ fn a_redrive_decided_before_a_pause_is_refused_when_applied_after_it() {
     assert!(store.facts(&id).unwrap().held.contains(&timer));
 }
 
-#[test]
-fn a_quarantined_instance_is_never_claimed_until_released() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("fleet.db");
-    let mut store = seeded(&path, 3);
+fn a_quarantined_instance_is_never_claimed_until_released(fresh: &Fresh) {
+    let at = fresh.db();
+    let mut store = seeded(&at, 3);
     let ids: Vec<String> = store
         .instances()
         .unwrap()

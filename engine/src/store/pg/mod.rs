@@ -126,15 +126,24 @@ impl Postgres {
     /// Connect to `url` and bring the schema up to date; with `create`
     /// false, refuse a database that holds no qflow store yet.
     pub(crate) fn connect(url: &str, create: bool) -> Result<Postgres, StoreError> {
+        Self::connect_at(url, create, super::schema::LATEST)
+    }
+
+    /// [`Postgres::connect`], migrating only up to `version` (tests build
+    /// databases of an earlier schema with it, as on SQLite).
+    pub(crate) fn connect_at(
+        url: &str,
+        create: bool,
+        version: u32,
+    ) -> Result<Postgres, StoreError> {
         let shown = super::location::redact(url);
         let (config, tls) = tls::config(url).map_err(|why| StoreError::BadUrl {
             url: shown.clone(),
             why,
         })?;
-        let mut client = config.connect(tls).map_err(|e| StoreError::Connect {
-            url: shown.clone(),
-            cause: e.to_string(),
-        })?;
+        let mut client = config
+            .connect(tls)
+            .map_err(|e| tls::connect_error(url, &shown, &e))?;
         // A committed decision is on the server's disk before the commit
         // returns, whatever the server's default for sessions.
         client.batch_execute("SET synchronous_commit TO on")?;
@@ -151,14 +160,14 @@ impl Postgres {
             stmts: RefCell::new(HashMap::new()),
             url: url.to_string(),
         };
-        pg.migrate(&shown)?;
+        pg.migrate(&shown, version)?;
         Ok(pg)
     }
 
     /// Apply the missing migrations, one transaction each, under an
     /// advisory lock (two processes opening a fresh database never both
     /// migrate it); a newer schema is refused.
-    fn migrate(&self, shown: &str) -> Result<(), StoreError> {
+    fn migrate(&self, shown: &str, version: u32) -> Result<(), StoreError> {
         let mut client = self.client.borrow_mut();
         loop {
             let mut tx = client.transaction()?;
@@ -178,7 +187,7 @@ impl Postgres {
                     supported: super::schema::LATEST,
                 });
             }
-            if found == latest {
+            if found >= i64::from(version) {
                 tx.commit()?;
                 return Ok(());
             }
@@ -679,6 +688,19 @@ impl Postgres {
         self.client.get_mut().batch_execute(sql).unwrap();
     }
 
+    /// Whether this connection is encrypted, as the server sees it.
+    #[cfg(test)]
+    pub(crate) fn encrypted(&mut self) -> bool {
+        self.client
+            .get_mut()
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    }
+
     /// Start receiving poison wakes from every process on this database.
     pub fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
         self.client
@@ -774,18 +796,26 @@ fn insert_deployment<C: GenericClient>(
     wall_ms: i64,
 ) -> Result<(i64, bool), StoreError> {
     let hash = source_hash(source);
+    // Numbered as on SQLite, the next after the newest: a sequence would
+    // also be advanced by a deploy of a source already there (or one rolled
+    // back), and the ids a user types (`--to 2`) would differ between the
+    // stores. The advisory lock makes concurrent deploys take turns.
+    db.exec(
+        "SELECT pg_advisory_xact_lock($1)",
+        &[&schema::NUMBERING_LOCK],
+    )?;
     if let Some(r) = db.opt(
-        "INSERT INTO deployments(process_id, hash, source, deployed_ms, origin) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (hash, process_id) DO NOTHING RETURNING id",
-        &[&process_id, &hash, &source, &wall_ms, &origin],
-    )? {
-        return Ok((r.get(0), true));
-    }
-    let r = db.one(
         "SELECT id FROM deployments WHERE hash = $1 AND process_id = $2",
         &[&hash, &process_id],
+    )? {
+        return Ok((r.get(0), false));
+    }
+    let r = db.one(
+        "INSERT INTO deployments(id, process_id, hash, source, deployed_ms, origin)
+         SELECT COALESCE(MAX(id), 0) + 1, $1, $2, $3, $4, $5 FROM deployments RETURNING id",
+        &[&process_id, &hash, &source, &wall_ms, &origin],
     )?;
-    Ok((r.get(0), false))
+    Ok((r.get(0), true))
 }
 
 fn insert_instance<C: GenericClient>(
@@ -1402,10 +1432,9 @@ pub fn scratch_database(url: &str, name: &str) -> Result<String, StoreError> {
     })?;
     let mut admin = config.clone();
     admin.dbname("postgres");
-    let mut client = admin.connect(tls).map_err(|e| StoreError::Connect {
-        url: shown.clone(),
-        cause: e.to_string(),
-    })?;
+    let mut client = admin
+        .connect(tls)
+        .map_err(|e| tls::connect_error(url, &shown, &e))?;
     let name: String = name
         .chars()
         .map(|c| {

@@ -175,8 +175,9 @@ const _: () = assert!(MIGRATIONS.len() == super::super::schema::MIGRATIONS.len()
 pub const VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS qflow_schema (version BIGINT NOT NULL);
 INSERT INTO qflow_schema(version) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM qflow_schema);";
 
-/// The advisory lock key a transaction starting instances takes, so two
-/// hosts never number two instances alike.
+/// The advisory lock key a transaction starting instances or deploying a
+/// model takes, so two hosts never number two instances (or two
+/// deployments) alike.
 pub const NUMBERING_LOCK: i64 = 0x7166_6c6f_775f_6964; // "qflow_id"
 
 /// The advisory lock key every migrating process takes, so two processes

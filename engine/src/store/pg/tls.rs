@@ -14,6 +14,8 @@
 
 use postgres_native_tls::MakeTlsConnector;
 
+use crate::store::StoreError;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Verify {
     Nothing,
@@ -78,9 +80,79 @@ pub(super) fn config(url: &str) -> Result<(postgres::Config, MakeTlsConnector), 
     Ok((config, MakeTlsConnector::new(connector)))
 }
 
+/// Why connecting to `url` (shown as `shown`, without its password)
+/// failed, with the fix when TLS is the cause: a server that refuses TLS
+/// where the URL requires it, or a certificate that does not verify.
+pub(super) fn connect_error(url: &str, shown: &str, e: &postgres::Error) -> StoreError {
+    let cause = full_cause(e);
+    let root = url.split_once('?').and_then(|(_, q)| {
+        q.split('&')
+            .find_map(|kv| kv.strip_prefix("sslrootcert="))
+            .map(str::to_string)
+    });
+    let fix = if cause.contains("server does not support TLS") {
+        Some(
+            "the server refuses TLS connections: turn TLS on in its postgresql.conf \
+             (ssl = on, with ssl_cert_file and ssl_key_file) and reload it, or, where an \
+             unencrypted connection is acceptable, remove sslmode from the URL"
+                .to_string(),
+        )
+    } else if cause.contains("certificate verify failed") {
+        let against = match &root {
+            Some(path) => format!("the CA in sslrootcert={path}"),
+            None => "the system's trusted roots".to_string(),
+        };
+        Some(
+            if cause.to_ascii_lowercase().contains("hostname mismatch") {
+                format!(
+                    "the server's certificate does not name the URL's host: connect by a name \
+                 or address the certificate lists, or use sslmode=verify-ca to check the \
+                 chain to {against} without the host name"
+                )
+            } else {
+                format!(
+                    "the server's certificate does not verify against {against}: give the \
+                 certificate of the CA that signed it as sslrootcert=/path/to/ca.crt, or \
+                 use sslmode=require to encrypt without checking the certificate"
+                )
+            },
+        )
+    } else {
+        None
+    };
+    match fix {
+        Some(fix) => StoreError::Tls {
+            url: shown.to_string(),
+            cause,
+            fix,
+        },
+        None => StoreError::Connect {
+            url: shown.to_string(),
+            cause,
+        },
+    }
+}
+
+/// An error with every cause under it, `outer: inner: …` (the client's
+/// own text leaves the TLS library's reason out).
+fn full_cause(e: &postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::config;
+    use crate::store::StoreError;
 
     #[test]
     fn libpq_modes_are_understood_and_bad_urls_named() {
@@ -101,5 +173,146 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.starts_with("sslrootcert /no/such.pem:"), "{e}");
+    }
+
+    /// The server and its TLS directory (`scripts/pg-throwaway.sh` makes
+    /// both: ca.crt signed the server's certificate, other-ca.crt did
+    /// not); `None`, saying the test skips, without them — a failure under
+    /// `QFLOW_REQUIRE_POSTGRES`.
+    fn tls_server(test: &str) -> Option<(String, std::path::PathBuf)> {
+        let url = super::super::test_server(test)?;
+        match std::env::var("QFLOW_TEST_POSTGRES_TLS_DIR") {
+            Ok(dir) if !dir.trim().is_empty() => Some((url, dir.into())),
+            _ => {
+                let required = std::env::var("QFLOW_REQUIRE_POSTGRES")
+                    .is_ok_and(|v| !v.is_empty() && v != "0");
+                assert!(
+                    !required,
+                    "{test}: QFLOW_REQUIRE_POSTGRES is set but QFLOW_TEST_POSTGRES_TLS_DIR is not: \
+                     run the tests under scripts/pg-throwaway.sh run …"
+                );
+                eprintln!(
+                    "{test}: skipped (QFLOW_TEST_POSTGRES_TLS_DIR is not set: \
+                     `scripts/pg-throwaway.sh run cargo test` provides a server with TLS)"
+                );
+                None
+            }
+        }
+    }
+
+    /// A fresh database on the server, its URL with `query` appended.
+    fn fresh(server: &str, test: &str, query: &str) -> String {
+        let name = format!("qflow_tls_{}_{test}", std::process::id());
+        let url = super::super::scratch_database(server, &name).unwrap();
+        format!("{url}?{query}")
+    }
+
+    fn connect(url: &str) -> Result<crate::store::Store, crate::store::StoreError> {
+        crate::store::Store::connect(&crate::store::Location::Postgres(url.to_string()))
+    }
+
+    fn encrypted(store: &mut crate::store::Store) -> bool {
+        match &mut store.backend {
+            crate::store::Backend::Postgres(p) => p.encrypted(),
+            crate::store::Backend::Sqlite(_) => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn require_encrypts_verify_full_checks_the_ca_and_plain_stays_allowed() {
+        let Some((server, dir)) = tls_server("tls_modes") else {
+            return;
+        };
+        let ca = dir.join("ca.crt");
+        let url = fresh(&server, "modes", "sslmode=require");
+        let base = url.split_once('?').unwrap().0;
+        for (query, tls) in [
+            ("sslmode=require".to_string(), true),
+            (
+                format!("sslmode=verify-full&sslrootcert={}", ca.display()),
+                true,
+            ),
+            (
+                format!("sslmode=verify-ca&sslrootcert={}", ca.display()),
+                true,
+            ),
+            ("sslmode=disable".to_string(), false),
+        ] {
+            let url = format!("{base}?{query}");
+            let mut store = connect(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(encrypted(&mut store), tls, "{url}");
+            // The same store either way: a deployment made over one
+            // connection is seen over the others.
+            store.deploy("p", "<definitions/>", 0).unwrap();
+            assert_eq!(store.deployments().unwrap().len(), 1, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_certificate_that_does_not_verify_is_named_with_the_fix() {
+        let Some((server, dir)) = tls_server("tls_unverified") else {
+            return;
+        };
+        let other = dir.join("other-ca.crt");
+        let url = fresh(
+            &server,
+            "unverified",
+            &format!("sslmode=verify-full&sslrootcert={}", other.display()),
+        );
+        // With a password in the URL (the throwaway server trusts any).
+        let url = match url.split_once("://").and_then(|(_, r)| r.split_once('@')) {
+            Some((user, _)) if !user.contains(':') => {
+                url.replacen(&format!("{user}@"), &format!("{user}:s3cret-pw@"), 1)
+            }
+            _ => url,
+        };
+        let e = connect(&url)
+            .err()
+            .expect("the certificate does not verify");
+        assert!(matches!(e, StoreError::Tls { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(!text.contains("s3cret-pw"), "{text}");
+        assert!(
+            text.contains(&crate::store::location::redact(&url))
+                && text.contains("certificate verify failed")
+                && text.contains(&format!(
+                    "does not verify against the CA in sslrootcert={}",
+                    other.display()
+                ))
+                && text.contains("sslrootcert=/path/to/ca.crt")
+                && text.contains("sslmode=require"),
+            "{text}"
+        );
+    }
+
+    /// A server that answers the TLS request with "no" (as PostgreSQL does
+    /// with ssl off): a PostgreSQL server of its own, no cluster needed.
+    #[test]
+    fn a_server_that_refuses_tls_is_named_with_the_fix() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut peer, _) = listener.accept().unwrap();
+            let mut request = [0u8; 8];
+            peer.read_exact(&mut request).unwrap();
+            // SSLRequest: length 8, code 80877103.
+            assert_eq!(request, [0, 0, 0, 8, 4, 210, 22, 47]);
+            peer.write_all(b"N").unwrap();
+        });
+        let url = format!("postgres://qflow:s3cret-pw@127.0.0.1:{port}/q?sslmode=require");
+        let e = connect(&url).err().expect("refused");
+        server.join().unwrap();
+        let text = e.to_string();
+        assert!(matches!(e, StoreError::Tls { .. }), "{e:?}");
+        assert!(
+            text.starts_with(&format!(
+                "cannot connect to postgres://qflow:***@127.0.0.1:{port}/q?sslmode=require over TLS"
+            )) && text.contains("server does not support TLS")
+                && text.contains("ssl = on")
+                && text.contains("remove sslmode from the URL")
+                && !text.contains("s3cret-pw"),
+            "{text}"
+        );
     }
 }

@@ -1,0 +1,130 @@
+//! Runtime tests on both stores: one list of cases, each run on a SQLite
+//! file and, when `QFLOW_TEST_POSTGRES_URL` names a server, on a fresh
+//! PostgreSQL database of its own (without a server the PostgreSQL case
+//! prints that it skips; under `QFLOW_REQUIRE_POSTGRES` it fails instead).
+//!
+//! ```ignore
+//! crate::on_both_stores!(a_case, another_case);
+//! fn a_case(fresh: &Fresh) {
+//!     let db = fresh.db(); // what `--db` takes
+//!     let store = open(&db);
+//! }
+//! ```
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use qflow_engine::store::{Location, Store};
+
+/// Fresh databases for one test: SQLite files in a temporary directory, or
+/// new databases on the PostgreSQL server of `QFLOW_TEST_POSTGRES_URL`.
+pub struct Fresh {
+    dir: tempfile::TempDir,
+    server: Option<String>,
+    test: &'static str,
+}
+
+/// Numbers every PostgreSQL database this test process makes, so two
+/// tests (or two databases of one test) never share one.
+static MADE: AtomicU32 = AtomicU32::new(0);
+
+impl Fresh {
+    pub fn sqlite(test: &'static str) -> Fresh {
+        Fresh {
+            dir: tempfile::tempdir().unwrap(),
+            server: None,
+            test,
+        }
+    }
+
+    /// `None` (the test says it skips) without a server.
+    pub fn postgres(test: &'static str) -> Option<Fresh> {
+        let server = qflow_engine::store::pg::test_server(test)?;
+        Some(Fresh {
+            server: Some(server),
+            ..Fresh::sqlite(test)
+        })
+    }
+
+    /// Whether this case runs on PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.server.is_some()
+    }
+
+    /// A scratch directory for the test's other files (models, logs).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A new, empty database: what `--db` takes (a file path or a URL).
+    pub fn db(&self) -> String {
+        let n = MADE.fetch_add(1, Ordering::Relaxed);
+        match &self.server {
+            None => self
+                .dir
+                .path()
+                .join(format!("q{n}.db"))
+                .display()
+                .to_string(),
+            Some(server) => {
+                // The unique part first: PostgreSQL names are cut at 60.
+                let name = format!("qflow_{}_{n}_{}", std::process::id(), self.test);
+                qflow_engine::store::pg::scratch_database(server, &name)
+                    .unwrap_or_else(|e| panic!("{}: {e}", self.test))
+            }
+        }
+    }
+}
+
+/// The throwaway server's TLS directory (`scripts/pg-throwaway.sh`: ca.crt
+/// signed the server's certificate, other-ca.crt did not), beside the
+/// server of a `Fresh` on PostgreSQL; `None`, saying the test skips,
+/// without it — a failure under `QFLOW_REQUIRE_POSTGRES`.
+pub fn tls_dir(test: &str) -> Option<std::path::PathBuf> {
+    match std::env::var("QFLOW_TEST_POSTGRES_TLS_DIR") {
+        Ok(dir) if !dir.trim().is_empty() => Some(dir.into()),
+        _ => {
+            let required =
+                std::env::var("QFLOW_REQUIRE_POSTGRES").is_ok_and(|v| !v.is_empty() && v != "0");
+            assert!(
+                !required,
+                "{test}: QFLOW_REQUIRE_POSTGRES is set but QFLOW_TEST_POSTGRES_TLS_DIR is not: \
+                 run the tests under scripts/pg-throwaway.sh run …"
+            );
+            eprintln!(
+                "{test}: skipped (QFLOW_TEST_POSTGRES_TLS_DIR is not set: \
+                 `scripts/pg-throwaway.sh run cargo test` provides a server with TLS)"
+            );
+            None
+        }
+    }
+}
+
+/// The store `db` names (a SQLite file or a PostgreSQL URL), as `--db`
+/// reads it.
+pub fn open(db: &str) -> Store {
+    Store::connect(&Location::parse(db).unwrap()).unwrap_or_else(|e| panic!("{db}: {e}"))
+}
+
+/// Each named test function (`fn(&Fresh)`) runs as `NAME::sqlite` and
+/// `NAME::postgres`.
+#[macro_export]
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn sqlite() {
+                    super::$name(&$crate::support::stores::Fresh::sqlite(stringify!($name)));
+                }
+
+                #[test]
+                fn postgres() {
+                    if let Some(f) = $crate::support::stores::Fresh::postgres(stringify!($name)) {
+                        super::$name(&f);
+                    }
+                }
+            }
+        )*
+    };
+}
