@@ -290,6 +290,20 @@ fn snapshot_bytes_that_are_not_an_object_fail_that_instance_and_the_others_are_s
         Some("[1,2,\"not a snapshot\"")
     );
     assert_eq!(seen.failure.unwrap().code, "q.snapshot.damaged");
+    // And `qflow show` says so, with the bytes, in words and in JSON.
+    let shown = qflow(dir.path(), &["show", "pa-1", "--db", "q.db"]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        text.contains("damaged: the stored bytes are not a snapshot")
+            && text.contains("[1,2,\"not a snapshot\""),
+        "{text}"
+    );
+    let shown = qflow(
+        dir.path(),
+        &["show", "pa-1", "--db", "q.db", "--format", "json"],
+    );
+    let v: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(v["raw_snapshot"], "[1,2,\"not a snapshot\"");
     assert!(store
         .incidents("pa-1")
         .unwrap()

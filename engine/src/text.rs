@@ -51,9 +51,28 @@ pub fn capped_list<S: AsRef<str>>(items: &[S]) -> String {
     capped(items, LIST_CAP)
 }
 
+/// `text` cut to its first `max` characters, saying how much was left out:
+/// damaged bytes can be megabytes, and a report must stay readable.
+pub fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((at, _)) => format!(
+            "{}… ({} in all)",
+            &text[..at],
+            counted(text.len() as u64, "byte", "bytes")
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clips_long_text_and_says_how_long_it_was() {
+        assert_eq!(clip("short", 10), "short");
+        assert_eq!(clip("ééééé", 2), "éé… (10 bytes in all)");
+    }
 
     #[test]
     fn counts_in_words() {

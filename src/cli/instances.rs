@@ -259,6 +259,7 @@ fn show_json(i: &Inspection) -> Value {
             "paused_ms": h.paused_ms})).collect::<Vec<_>>(),
         "nodes": nodes,
         "snapshot": snapshot,
+        "raw_snapshot": i.raw_snapshot,
         "timers": i.timers.iter().map(|t| json!({"id": t.id, "node": t.node,
             "purpose": t.purpose.as_str(), "due_s": ops::seconds(t.due_ms - i.started_ms),
             "attempt": t.attempt})).collect::<Vec<_>>(),
@@ -406,14 +407,20 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
         }
         out.extend(lines.into_iter().map(|l| format!("  {l}")));
     };
-    section(
-        &mut out,
-        "snapshot",
-        i.snapshot
-            .iter()
-            .map(|k| format!("{} = {}", k.key, k.value))
-            .collect(),
-    );
+    let mut snapshot: Vec<String> = i
+        .snapshot
+        .iter()
+        .map(|k| format!("{} = {}", k.key, k.value))
+        .collect();
+    // Bytes that are not a snapshot are shown as stored, never hidden.
+    if let Some(raw) = &i.raw_snapshot {
+        snapshot.push(
+            "damaged: the stored bytes are not a snapshot (kept as stored; the next decision fails the instance with q.snapshot.damaged):"
+                .into(),
+        );
+        snapshot.push(qflow_engine::text::clip(raw, 400));
+    }
+    section(&mut out, "snapshot", snapshot);
     section(
         &mut out,
         "timers (armed)",

@@ -137,4 +137,16 @@ mod tests {
         assert!(shown.contains("the file is damaged"), "{shown}");
         assert!(shown.contains(".recover"), "{shown}");
     }
+
+    #[test]
+    fn a_store_missing_one_of_its_tables_is_called_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("run.db");
+        let store = Store::open(&db).unwrap();
+        store.conn().execute_batch("DROP TABLE timers").unwrap();
+        let e = store.timers("x").unwrap_err();
+        let shown = e.to_string();
+        assert!(shown.contains("no such table: timers"), "{shown}");
+        assert!(shown.contains("restore it from a backup"), "{shown}");
+    }
 }

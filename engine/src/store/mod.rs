@@ -119,6 +119,11 @@ fn damage_hint(e: &rusqlite::Error) -> &'static str {
         Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
             " (the file is damaged: restore it from a backup, or salvage what SQLite can still read with `sqlite3 DB .recover | sqlite3 recovered.db` and point --db at recovered.db)"
         }
+        _ if e.to_string().starts_with("no such table")
+            || e.to_string().starts_with("no such column") =>
+        {
+            " (the database's schema version promises what is missing here: it was changed by hand or by another program; restore it from a backup)"
+        }
         _ => "",
     }
 }
