@@ -11,7 +11,7 @@ use crossterm::event::KeyEvent;
 
 use crate::backend::{Backend, Command, Report};
 use crate::keymap::{self, Action};
-use crate::view::{DeploymentRowView, FleetView, InstanceRowView, Status, View};
+use crate::view::{DeploymentRowView, FleetView, InstanceRowView, PauseTarget, Status, View};
 
 mod prompts;
 
@@ -200,6 +200,19 @@ impl App {
         // The diagram follows the step that just ran.
         self.pan = (0, 0);
         self.refresh(backend);
+        // A pause or a quarantine made from an instance changes what the
+        // fleet shows and offers: read it again now.
+        if self.attached
+            && self.screen == Screen::Instance
+            && matches!(
+                cmd,
+                Command::SetPause { .. } | Command::SetQuarantine { .. }
+            )
+        {
+            if let Ok(fleet) = backend.fleet() {
+                self.fleet = fleet;
+            }
+        }
         if self.report.tone != crate::backend::Tone::Bad {
             self.report = report;
         }
@@ -364,11 +377,17 @@ impl App {
             Action::Open => None,
             Action::Migrate => self.migrate_key(),
             Action::Pause => {
-                self.report = Report::info(if self.attached {
-                    "P pauses from the fleet: esc back to the list"
-                } else {
-                    "P pauses on a database: `qflow console --db FILE`"
+                self.pause_instance_key();
+                None
+            }
+            Action::Quarantine => {
+                let target = self.view.as_ref().map(|v| {
+                    (
+                        v.inspection.id.clone(),
+                        v.inspection.quarantined_ms.is_none(),
+                    )
                 });
+                self.quarantine_key(target);
                 None
             }
             acting => self.acting_key(acting),
@@ -403,7 +422,10 @@ impl App {
             }
             Action::Pause => {
                 match &self.fleet {
-                    Some(f) if !f.targets.is_empty() => self.open(Stage::Pause),
+                    Some(f) if !f.targets.is_empty() => {
+                        let targets = f.targets.clone();
+                        self.open(Stage::Pause { targets })
+                    }
                     _ => {
                         self.report =
                             Report::info("nothing to pause: no failure class or dependency yet")
@@ -411,11 +433,85 @@ impl App {
                 }
                 None
             }
+            Action::Quarantine => {
+                let target = self
+                    .list
+                    .get(self.list_selected)
+                    .map(|r| (r.id.clone(), !r.quarantined));
+                self.quarantine_key(target);
+                None
+            }
             _ => {
                 self.report = Report::info("open an instance first (enter)");
                 None
             }
         }
+    }
+
+    /// `Q`: quarantine or release `target` (an instance, and whether to
+    /// quarantine it), after a confirmation.
+    fn quarantine_key(&mut self, target: Option<(String, bool)>) {
+        if !self.attached {
+            self.report = Report::warn("quarantine works on a database: `qflow console --db FILE`");
+            return;
+        }
+        match target {
+            Some((instance, quarantine)) => self.open(Stage::Quarantine {
+                instance,
+                quarantine,
+            }),
+            None => self.report = Report::info("no instance selected"),
+        }
+    }
+
+    /// `P` on an instance: pause or unpause its own failure class or
+    /// dependency (the engine says which), each shown paused when the
+    /// fleet lists it so or a pause holds one of its parks.
+    fn pause_instance_key(&mut self) {
+        if !self.attached {
+            self.report = Report::warn("pausing works on a database: `qflow console --db FILE`");
+            return;
+        }
+        let Some(view) = &self.view else {
+            self.report = Report::info("no instance selected");
+            return;
+        };
+        let i = &view.inspection;
+        let targets: Vec<PauseTarget> = i
+            .pause_targets()
+            .into_iter()
+            .map(|(pause, value)| {
+                let kind = pause.flag().to_string();
+                let holding = i.held.iter().any(|h| h.kind == pause && h.value == value);
+                let listed = self
+                    .fleet
+                    .iter()
+                    .flat_map(|f| &f.targets)
+                    .any(|t| t.paused && t.kind == kind && t.value == value);
+                let hint = if holding {
+                    "paused: it holds this instance's retry park"
+                } else if listed {
+                    "paused"
+                } else if pause == qflow_engine::store::contain::PauseKind::Class {
+                    "the class of its last failure"
+                } else {
+                    "what its last attempt called"
+                };
+                PauseTarget {
+                    paused: listed || holding,
+                    kind,
+                    value,
+                    hint: hint.to_string(),
+                }
+            })
+            .collect();
+        if targets.is_empty() {
+            self.report = Report::info(
+                "nothing to pause for this instance: it has made no attempt at its current node",
+            );
+            return;
+        }
+        self.open(Stage::Pause { targets });
     }
 
     /// `m`: repair by migration, on an instance of an attached database.
@@ -443,6 +539,12 @@ impl App {
             self.report = Report::warn("no instance to act on");
             return None;
         };
+        if view.inspection.quarantined_ms.is_some() {
+            self.report = Report::warn(
+                "quarantined: nothing decides for this instance until it is released (Q)",
+            );
+            return None;
+        }
         if view.read_only {
             self.report = Report::warn(
                 "read-only: this instance is finished, it is inspected, not driven (a FAILED one: m repairs it, then space continues it)",

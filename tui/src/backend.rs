@@ -127,6 +127,9 @@ pub enum Command {
         value: String,
         pause: bool,
     },
+    /// Attach mode: quarantine an instance (`quarantine` true: nothing
+    /// decides for it) or release it.
+    SetQuarantine { instance: String, quarantine: bool },
 }
 
 /// A planned migration, as the confirmation shows it.

@@ -624,6 +624,9 @@ impl Drive {
             Command::SetPause { .. } => Ok(Report::warn(
                 "pausing works on a database: `qflow console --db FILE`",
             )),
+            Command::SetQuarantine { .. } => Ok(Report::warn(
+                "quarantine works on a database: `qflow console --db FILE`",
+            )),
         }
     }
 }
@@ -660,6 +663,10 @@ impl Backend for EngineBackend {
                 Command::SetPause { kind, value, pause } => {
                     set_pause(&mut a.store, kind, value, *pause)
                 }
+                Command::SetQuarantine {
+                    instance,
+                    quarantine,
+                } => set_quarantine(&mut a.store, instance, *quarantine),
                 Command::Refresh => Ok(Report::info("re-read the store")),
                 other => match a.driving.as_mut() {
                     // The open instance is unfinished: drive it.
@@ -700,6 +707,22 @@ impl Backend for EngineBackend {
             return Ok(Vec::new());
         };
         let rows = a.store.instances().map_err(|e| e.to_string())?;
+        // Two whole-store reads, not one per instance.
+        let mut held: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for (id, h) in a.store.held_parks().map_err(|e| e.to_string())? {
+            let words = format!("{} {}", h.kind.flag(), h.value);
+            let v = held.entry(id).or_default();
+            if !v.contains(&words) {
+                v.push(words);
+            }
+        }
+        let quarantined: std::collections::BTreeSet<String> = a
+            .store
+            .quarantined()
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         let mut out: Vec<InstanceRowView> = rows
             .into_iter()
             .map(|r| {
@@ -710,6 +733,8 @@ impl Backend for EngineBackend {
                     code: f.as_ref().map(|f| f.code.clone()),
                     reason: f.as_ref().map(|f| f.reason.clone()),
                     last_at_ms: r.updated_ms - r.started_ms,
+                    held_by: held.remove(&r.id).unwrap_or_default(),
+                    quarantined: quarantined.contains(&r.id),
                     process: r.process_id,
                     id: r.id,
                 }
@@ -1178,6 +1203,30 @@ fn pause_targets(o: &qflow_engine::store::stats::Observations) -> Vec<crate::vie
         push(p.kind.flag(), &p.value, String::new());
     }
     out
+}
+
+/// Quarantine or release an instance, as `qflow quarantine` and `release` do.
+fn set_quarantine(
+    store: &mut qflow_engine::store::Store,
+    instance: &str,
+    quarantine: bool,
+) -> Result<Report, String> {
+    let c = if quarantine {
+        store.quarantine(instance, qflow_engine::runtime::clock::system_now_ms())
+    } else {
+        store.release_quarantine(instance)
+    };
+    let c = c.map_err(|e| e.to_string())?;
+    let already = if c.changed { "" } else { " (it already was)" };
+    Ok(if quarantine {
+        Report::warn(format!(
+            "quarantined {instance}{already}: nothing decides for it, its state is kept · Q again releases it"
+        ))
+    } else {
+        Report::good(format!(
+            "released {instance}{already}: it runs again, what fell due meanwhile is due at once"
+        ))
+    })
 }
 
 /// Pause or unpause, from the fleet view.

@@ -15,8 +15,11 @@ pub enum Action {
     Resolve,
     /// Repair by migration: target, mapping, budget, plan, confirmation.
     Migrate,
-    /// On the fleet: pause or unpause a failure class or a dependency.
+    /// Attached database: pause or unpause a failure class or a
+    /// dependency (on the fleet: any; on an instance: its own).
     Pause,
+    /// Attached database: quarantine or release the selected instance.
+    Quarantine,
     FocusNext,
     FocusPrev,
     ScrollUp,
@@ -139,9 +142,19 @@ pub const KEYMAP: &[Binding] = &[
         keys: &[KeyCode::Char('P')],
         key_label: "P",
         short: "pause",
-        help: "the fleet (attached database): pause or unpause a failure class or a dependency",
+        help: "attached database: pause or unpause a class or dependency (an instance: its own)",
         acts: false,
-        // Shown on the fleet of an attached database only.
+        // Shown on an attached database only.
+        footer: true,
+    },
+    Binding {
+        action: Action::Quarantine,
+        keys: &[KeyCode::Char('Q')],
+        key_label: "Q",
+        short: "quarantine",
+        help: "attached database: quarantine or release the selected instance (asks first)",
+        acts: false,
+        // Shown on an attached database only.
         footer: true,
     },
     Binding {

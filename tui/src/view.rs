@@ -142,6 +142,11 @@ pub struct InstanceRowView {
     pub reason: Option<String>,
     /// Virtual time of its last decision since it started.
     pub last_at_ms: i64,
+    /// The pauses holding one of its retry parks (`dependency
+    /// payments.charge`), from the store; empty when none holds it.
+    pub held_by: Vec<String>,
+    /// Whether it is quarantined (nothing decides for it until released).
+    pub quarantined: bool,
 }
 
 /// The list order: FAILED first (they are what an operator attaches for),

@@ -404,3 +404,123 @@ fn an_attached_fleet_opens_on_its_observations_and_attempts_per_minute() {
     assert_eq!(pauses[0].value, "payments.charge");
     assert_eq!(pauses[0].holding, 8);
 }
+
+/// Two DBG-08 instances whose first attempt failed, each parked for its
+/// retry at +1m, in a database at `db`.
+fn two_parked(db: &std::path::Path) {
+    use qflow_engine::runtime::fleet::Fleet;
+    use qflow_engine::runtime::graph::Graph;
+    use qflow_engine::runtime::{decide, Scenario};
+    use qflow_engine::store::Store;
+    let root = common::repo();
+    let source = std::fs::read_to_string(root.join("samples/dbg08-long-outage.bpmn")).unwrap();
+    let scenario = std::fs::read_to_string(root.join(ALWAYS_FAILING)).unwrap();
+    let mut store = Store::open(db).unwrap();
+    let defs = qflow_engine::load(&source).unwrap();
+    let graph = Graph::compile(&defs).unwrap();
+    let dep = store.deploy(&graph.process_id, &source, 0).unwrap();
+    let start = decide::start(&graph, &Default::default(), 0);
+    store.start_instances(&dep, &start, 0, 2).unwrap();
+    let mut fleet = Fleet::new(store, Scenario::parse(&scenario).unwrap(), "t:1".into());
+    while fleet.stats().decisions < 2 {
+        fleet.step(|_, _| {}).unwrap();
+    }
+}
+
+/// `Q` quarantines or releases the selected instance, on the list and on
+/// the instance, after a confirmation; `P` on an instance pauses its own
+/// class or dependency; the list and the status line say what holds it.
+#[test]
+fn q_quarantines_and_p_pauses_the_selected_instance_and_the_console_says_what_holds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("held.db");
+    two_parked(&db);
+    let mut be = EngineBackend::attach(&db).unwrap();
+    be.set_label("held.db");
+    let mut app = qflow_tui::App::attached();
+    app.refresh(&mut be);
+    assert_eq!(app.list[0].id, "dbg08-1");
+
+    // Q on the list asks first; cancelling changes nothing.
+    type_keys(&mut app, &mut be, "Q");
+    common::golden(
+        "attach-quarantine-confirm",
+        &qflow_tui::ui::render_text(&app, 100, 34),
+    );
+    type_keys(&mut app, &mut be, "2\n");
+    assert!(be.store().quarantined().unwrap().is_empty());
+    assert!(
+        app.report.message.starts_with("cancelled"),
+        "{}",
+        app.report.message
+    );
+    // Confirmed: the store has it, the list says so.
+    type_keys(&mut app, &mut be, "Q\n");
+    let q = be.store().quarantined().unwrap();
+    assert_eq!(q.len(), 1);
+    assert_eq!(q[0].0, "dbg08-1");
+    assert!(
+        app.report.message.starts_with("quarantined dbg08-1"),
+        "{}",
+        app.report.message
+    );
+    assert!(app.list[0].quarantined);
+    let frame = qflow_tui::ui::render_text(&app, 100, 34);
+    assert!(frame.contains("dbg08-1  +0s       quarantined"), "{frame}");
+
+    // P on the open instance offers its own class and dependency.
+    type_keys(&mut app, &mut be, "\n");
+    assert_eq!(app.view.as_ref().unwrap().inspection.id, "dbg08-1");
+    type_keys(&mut app, &mut be, "P");
+    common::golden(
+        "attach-instance-pause",
+        &qflow_tui::ui::render_text(&app, 120, 30),
+    );
+    type_keys(&mut app, &mut be, "2\n");
+    let pauses = be.store().pauses().unwrap();
+    assert_eq!(pauses.len(), 1);
+    assert_eq!(
+        (pauses[0].kind.flag(), pauses[0].value.as_str()),
+        ("dependency", "payments.charge")
+    );
+    assert_eq!(pauses[0].holding, 2);
+    // The status line says the park is held and the instance set aside;
+    // the footer shows P and Q.
+    let frame = qflow_tui::ui::render_text(&app, 120, 30);
+    assert!(
+        frame.contains("held by paused dependency payments.charge"),
+        "{frame}"
+    );
+    common::golden("attach-instance-held", &frame);
+    // Nothing steps a quarantined instance: the console says why.
+    let before = be.store().transitions("dbg08-1").unwrap().len();
+    type_keys(&mut app, &mut be, " ");
+    assert_eq!(be.store().transitions("dbg08-1").unwrap().len(), before);
+    assert!(
+        app.report
+            .message
+            .starts_with("quarantined: nothing decides"),
+        "{}",
+        app.report.message
+    );
+
+    // Q on the instance releases it (after the confirmation); P again
+    // offers the unpause.
+    type_keys(&mut app, &mut be, "Q\n");
+    assert!(be.store().quarantined().unwrap().is_empty());
+    type_keys(&mut app, &mut be, "P");
+    let p = app.prompt.as_ref().expect("the pause picker");
+    assert_eq!(p.choices[1].label, "unpause dependency payments.charge");
+    type_keys(&mut app, &mut be, "\x1b");
+
+    // Back on the list: each instance says which pause holds its park.
+    type_keys(&mut app, &mut be, "\x1b");
+    assert_eq!(
+        app.list[1].held_by,
+        vec!["dependency payments.charge".to_string()]
+    );
+    common::golden(
+        "attach-list-held",
+        &qflow_tui::ui::render_text(&app, 100, 34),
+    );
+}

@@ -305,12 +305,15 @@ fn the_footer_shows_the_keymap_keys() {
     let footer = text.lines().last().unwrap();
     // `m` repairs an instance of an attached database: a model's console
     // has none to repair (the attached footer is in tests/console_repair.rs).
-    // `P` pauses on the fleet of an attached database (its footer is in
-    // tui/tests/golden/attach-fleet.txt).
+    // `P` and `Q` pause and quarantine on an attached database (its
+    // footers are in tui/tests/golden/attach-fleet.txt and
+    // attach-instance-held.txt).
     let migrate = |b: &&qflow_tui::keymap::Binding| {
         matches!(
             b.action,
-            qflow_tui::keymap::Action::Migrate | qflow_tui::keymap::Action::Pause
+            qflow_tui::keymap::Action::Migrate
+                | qflow_tui::keymap::Action::Pause
+                | qflow_tui::keymap::Action::Quarantine
         )
     };
     for b in qflow_tui::keymap::KEYMAP
@@ -324,6 +327,7 @@ fn the_footer_shows_the_keymap_keys() {
     }
     assert!(!footer.contains("m migrate"), "{footer}");
     assert!(!footer.contains("P pause"), "{footer}");
+    assert!(!footer.contains("Q quarantine"), "{footer}");
 }
 
 #[test]
@@ -369,6 +373,8 @@ fn attach_mode_lists_failed_first_and_opens_the_selection() {
             code: Some("PROVIDER_DOWN".into()),
             reason: Some("exhausted".into()),
             last_at_ms: 0,
+            held_by: Vec::new(),
+            quarantined: false,
         },
         InstanceRowView {
             id: "charge-2".into(),
@@ -377,6 +383,8 @@ fn attach_mode_lists_failed_first_and_opens_the_selection() {
             code: None,
             reason: None,
             last_at_ms: 0,
+            held_by: Vec::new(),
+            quarantined: false,
         },
     ];
     let mut app = App::attached();
@@ -415,7 +423,7 @@ fn the_help_overlay_scrolls_on_a_small_terminal() {
     type_keys(&mut app, &mut tape, "?");
     let top = ui::render_text(&app, 60, 15);
     assert!(top.contains("take the next decision"), "{top}");
-    type_keys(&mut app, &mut tape, "jjjjjjjjjjjjjjjjjjjj");
+    type_keys(&mut app, &mut tape, "jjjjjjjjjjjjjjjjjjjjjjjjj");
     let down = ui::render_text(&app, 60, 15);
     assert!(down.contains("quit and restore the terminal"), "{down}");
     assert!(tape.commands.is_empty());

@@ -284,6 +284,55 @@ impl Inspection {
         }
     }
 
+    /// What an operator can pause to hold this instance's retries: the
+    /// failure class (`transient` or `rate-limited`, the classes that park
+    /// a retry) and the dependency (the registered task's name, or the
+    /// call's channel) of the last attempt at its current node, then any
+    /// other pause holding one of its parks. Empty when it has made no
+    /// attempt there.
+    pub fn pause_targets(&self) -> Vec<(PauseKind, String)> {
+        use crate::instance::history::Attempt;
+        let mut out: Vec<(PauseKind, String)> = Vec::new();
+        let mut push = |k: PauseKind, v: &str| {
+            if !out.iter().any(|(ok, ov)| *ok == k && ov == v) {
+                out.push((k, v.to_string()));
+            }
+        };
+        let at_node = |h: &&HistoryItem| h.node.is_some() && h.node == self.current;
+        let mut class: Option<String> = None;
+        let mut dependency: Option<String> = None;
+        for h in self.history.iter().rev().filter(at_node) {
+            match h.line.as_ref().map(|l| &l.event) {
+                Some(HistoryEvent::Attempt(Attempt::Task(a))) => {
+                    if class.is_none() {
+                        class = a.class.map(|c| c.as_str().to_string());
+                    }
+                    dependency = Some(a.task.clone());
+                    break;
+                }
+                Some(HistoryEvent::Attempt(Attempt::Call(c))) => {
+                    dependency = Some(c.channel.clone());
+                    break;
+                }
+                // A call's failed attempt is always transient.
+                Some(HistoryEvent::CallFailed { .. }) if class.is_none() => {
+                    class = Some("transient".into());
+                }
+                _ => {}
+            }
+        }
+        if let Some(c) = class.filter(|c| c == "transient" || c == "rate-limited") {
+            push(PauseKind::Class, &c);
+        }
+        if let Some(d) = dependency {
+            push(PauseKind::Dependency, &d);
+        }
+        for h in &self.held {
+            push(h.kind, &h.value);
+        }
+        out
+    }
+
     /// The plan of `node`, if it has one.
     pub fn schedule(&self, node: &str) -> Option<&SchedulePlan> {
         self.schedules.iter().find(|s| s.node == node)

@@ -123,6 +123,9 @@ forward! {
         /// parks a pause holds, each with its pause (refused for an
         /// unknown instance).
         fn containment(instance: &str) -> Result<super::contain::Containment, StoreError>;
+        /// Every retry park a pause holds, of every unfinished instance,
+        /// with its instance id, by instance then due time.
+        fn held_parks() -> Result<Vec<(String, super::contain::HeldPark)>, StoreError>;
         /// The quarantined instances, with when they were set aside.
         fn quarantined() -> Result<Vec<(String, i64)>, StoreError>;
         /// Record that attempt `attempt` of `node` starts now, from the

@@ -265,6 +265,33 @@ impl Sqlite {
         })
     }
 
+    /// Every retry park a pause holds, of every unfinished instance, with
+    /// its instance: what a list of instances marks as held.
+    pub fn held_parks(&self) -> Result<Vec<(String, HeldPark)>, StoreError> {
+        let mut st = self.conn.prepare_cached(&format!(
+            "SELECT t.instance_id, t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms
+             FROM pauses p JOIN timers t ON {MATCHES_PAUSE}
+             JOIN instances i ON i.id = t.instance_id
+             WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
+             ORDER BY t.instance_id, t.due_ms, t.id, p.paused_ms, p.kind, p.value"
+        ))?;
+        let rows = st.query_map([], |r| {
+            let kind: String = r.get(4)?;
+            Ok((
+                r.get(0)?,
+                HeldPark {
+                    timer: r.get(1)?,
+                    node: r.get(2)?,
+                    due_ms: r.get(3)?,
+                    kind: PauseKind::parse(&kind),
+                    value: r.get(5)?,
+                    paused_ms: r.get(6)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// The quarantined instances, with when they were set aside.
     pub fn quarantined(&self) -> Result<Vec<(String, i64)>, StoreError> {
         let mut st = self.conn.prepare_cached(

@@ -7,6 +7,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::App;
 use crate::backend::{Command, FailClass, MigrationPreview, Report, Resolution, ResponseTarget};
+use crate::view::PauseTarget;
 
 /// One line of a picker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,8 +46,16 @@ pub enum Stage {
     MigrateTarget,
     /// Migration: the plan, to apply, edit (mapping, budget) or cancel.
     MigrateConfirm(Box<MigrationPreview>),
-    /// The fleet: which class or dependency to pause or unpause.
-    Pause,
+    /// Which class or dependency to pause or unpause: every one on the
+    /// fleet, the instance's own on an instance.
+    Pause {
+        targets: Vec<PauseTarget>,
+    },
+    /// Quarantine (or release) one instance: confirm or cancel.
+    Quarantine {
+        instance: String,
+        quarantine: bool,
+    },
 }
 
 /// A small modal: a list of choices, the last of which may open a text field.
@@ -209,11 +218,41 @@ impl App {
                 ("Deliver a response to".into(), choices, false, "")
             }
             Stage::RespondBody { .. } => ("Response body".into(), Vec::new(), true, "JSON body"),
-            Stage::Pause => (
+            Stage::Quarantine {
+                instance,
+                quarantine,
+            } => {
+                let choices = if *quarantine {
+                    vec![
+                        Choice::new(
+                            format!("quarantine {instance}"),
+                            "nothing decides for it until released; its state is kept",
+                        ),
+                        Choice::new("cancel", "nothing is changed"),
+                    ]
+                } else {
+                    vec![
+                        Choice::new(
+                            format!("release {instance}"),
+                            "it runs again; what fell due meanwhile is due at once",
+                        ),
+                        Choice::new("cancel", "nothing is changed"),
+                    ]
+                };
+                (
+                    format!(
+                        "{} {instance}?",
+                        if *quarantine { "Quarantine" } else { "Release" }
+                    ),
+                    choices,
+                    false,
+                    "",
+                )
+            }
+            Stage::Pause { targets } => (
                 "Pause or unpause the retries of".into(),
-                self.fleet
+                targets
                     .iter()
-                    .flat_map(|f| &f.targets)
                     .map(|t| {
                         Choice::new(
                             format!(
@@ -418,15 +457,26 @@ impl App {
                     body: label,
                 })
             }
-            Stage::Pause => {
+            Stage::Quarantine {
+                instance,
+                quarantine,
+            } => {
+                self.prompt = None;
+                if value_is(&value, 0) {
+                    Some(Command::SetQuarantine {
+                        instance,
+                        quarantine,
+                    })
+                } else {
+                    self.report = Report::info("cancelled: nothing was changed");
+                    None
+                }
+            }
+            Stage::Pause { targets } => {
                 let Value::Index(i) = value else {
                     return None;
                 };
-                let t = self
-                    .fleet
-                    .as_ref()
-                    .and_then(|f| f.targets.get(i))
-                    .cloned()?;
+                let t = targets.get(i).cloned()?;
                 self.prompt = None;
                 Some(Command::SetPause {
                     kind: t.kind,
@@ -499,6 +549,10 @@ impl App {
 enum Value {
     Index(usize),
     Text(String),
+}
+
+fn value_is(v: &Value, i: usize) -> bool {
+    matches!(v, Value::Index(x) if *x == i)
 }
 
 /// A duration typed at a prompt, in milliseconds: the short form the menus

@@ -21,8 +21,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         .filter(|b| !(app.screen == Screen::List && b.action == Action::Diagram))
         // Migration repairs an open instance of an attached database.
         .filter(|b| b.action != Action::Migrate || (app.attached && app.screen == Screen::Instance))
-        // Pausing acts on the fleet of an attached database.
-        .filter(|b| b.action != Action::Pause || (app.attached && app.screen == Screen::List))
+        // Pausing and quarantine act on an attached database.
+        .filter(|b| !matches!(b.action, Action::Pause | Action::Quarantine) || app.attached)
         .collect();
     let mut extra: Vec<(&str, &str)> = Vec::new();
     if app.screen == Screen::List {
@@ -36,11 +36,19 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     for b in wanted.iter().filter(|b| keep(b.action)) {
         budget = budget.saturating_sub(item_w(b.key_label, b.short));
     }
+    // On an attached database the operator's keys (pause, quarantine)
+    // come first, so a narrow footer cuts the stepping keys instead.
+    let operating = |a: Action| app.attached && matches!(a, Action::Pause | Action::Quarantine);
     let mut items: Vec<(&str, &str)> = Vec::new();
     for (k, s) in extra.iter().copied().chain(
         wanted
             .iter()
-            .filter(|b| !keep(b.action))
+            .filter(|b| !keep(b.action) && operating(b.action))
+            .chain(
+                wanted
+                    .iter()
+                    .filter(|b| !keep(b.action) && !operating(b.action)),
+            )
             .map(|b| (b.key_label, b.short)),
     ) {
         let w = item_w(k, s);

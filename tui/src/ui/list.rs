@@ -75,13 +75,24 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         if let Some(reason) = &r.reason {
             detail.push_str(&format!(" ({reason})"));
         }
-        lines.push(Line::from(vec![
+        let mut spans = vec![
             Span::styled(if sel { "▸ " } else { "  " }, row_style),
             Span::styled(format!("{:<10}", status_label(r.status)), st),
             Span::styled(format!("{:<id_w$}  ", fmt::clip(&r.id, id_w)), row_style),
             Span::raw(format!("{:<9}", fmt::at(r.last_at_ms))),
             Span::styled(detail, st),
-        ]));
+        ];
+        // What holds it back, as `qflow instances` says it.
+        if r.quarantined {
+            spans.push(Span::styled(" quarantined", held_style()));
+        }
+        if !r.held_by.is_empty() {
+            spans.push(Span::styled(
+                format!(" held by paused {}", r.held_by.join(" and ")),
+                held_style(),
+            ));
+        }
+        lines.push(Line::from(spans));
     }
     let off = app.list_selected.saturating_sub(inner_h.saturating_sub(1));
     let width = block.inner(area).width as usize;
@@ -91,6 +102,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         .map(|l| super::clip_line(l, width))
         .collect();
     f.render_widget(Paragraph::new(shown).block(block), area);
+}
+
+fn held_style() -> Style {
+    Style::new().fg(ratatui::style::Color::Magenta)
 }
 
 fn deployments(f: &mut Frame, area: Rect, app: &App) {

@@ -45,6 +45,24 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
                 );
             }
             spans.push(Span::styled(status, st));
+            // Set aside: said beside the status, before anything is cut.
+            if i.quarantined_ms.is_some() {
+                spans.push(Span::styled(
+                    " quarantined ",
+                    Style::new().bg(Color::Magenta).fg(Color::White),
+                ));
+            }
+            // What holds it back: a pause on the park it waits for, a
+            // quarantine (the engine's reading of the store).
+            let held = Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD);
+            let pauses: Vec<String> = i.held_wait().iter().map(|h| h.pause()).collect();
+            if !pauses.is_empty() {
+                spans.push(Span::styled(
+                    format!(" held by paused {} ", pauses.join(" and ")),
+                    held,
+                ));
+            }
+
             spans.push(Span::styled(
                 format!(" now {} ", fmt::at(v.now_ms)),
                 Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),

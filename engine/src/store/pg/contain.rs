@@ -151,6 +151,36 @@ impl Postgres {
         })
     }
 
+    pub fn held_parks(&self) -> Result<Vec<(String, HeldPark)>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(
+                    "SELECT t.instance_id, t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms
+                     FROM pauses p JOIN timers t
+                       ON (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)
+                     JOIN instances i ON i.id = t.instance_id
+                     WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
+                     ORDER BY t.instance_id, t.due_ms, t.id, p.paused_ms, p.kind, p.value",
+                    &[],
+                )?
+                .iter()
+                .map(|r| {
+                    (
+                        r.get(0),
+                        HeldPark {
+                            timer: r.get(1),
+                            node: r.get(2),
+                            due_ms: r.get(3),
+                            kind: PauseKind::parse(r.get(4)),
+                            value: r.get(5),
+                            paused_ms: r.get(6),
+                        },
+                    )
+                })
+                .collect())
+        })
+    }
+
     pub fn quarantined(&self) -> Result<Vec<(String, i64)>, StoreError> {
         self.read(|db| {
             Ok(db
