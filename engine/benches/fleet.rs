@@ -84,11 +84,13 @@ fn fleet(n: usize, batch: usize) -> f64 {
     let mut f = Fleet::new(store, scenario, "bench:1".into());
     f.batch(batch);
     let mut failed = 0u64;
+    let io0 = io();
     let t = Instant::now();
     let stats = f
         .serve(|_, d| failed += u64::from(d.status.as_str() == "failed"))
         .expect("serves");
     let secs = t.elapsed().as_secs_f64();
+    let io1 = io();
     assert_eq!(stats.decisions, 6 * n as u64, "six attempts per instance");
     assert_eq!(failed, n as u64, "every instance exhausted");
     let rate = stats.decisions as f64 / secs;
@@ -108,7 +110,48 @@ fn fleet(n: usize, batch: usize) -> f64 {
         per(stats.decide_ns), share(stats.decide_ns),
         per(stats.apply_ns), share(stats.apply_ns),
     );
+    print_io(io0, io1, stats.decisions);
     rate
+}
+
+/// This process's I/O counters from `/proc/self/io` (Linux): bytes passed
+/// to read and write calls, and how many calls. Unlike the rates they do
+/// not move with the machine's load: they count the pages SQLite reads
+/// and writes (log frames, checkpoints) per attempt.
+fn io() -> [u64; 5] {
+    // The process's time on a CPU, in ns (first field of schedstat): what
+    // the work cost, without the time spent waiting for the disk or for a
+    // core on a busy machine.
+    let cpu = std::fs::read_to_string("/proc/self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0);
+    let text = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    [
+        field("rchar:"),
+        field("wchar:"),
+        field("syscr:"),
+        field("syscw:"),
+        cpu,
+    ]
+}
+
+fn print_io(a: [u64; 5], b: [u64; 5], attempts: u64) {
+    let per = |i: usize| (b[i] - a[i]) as f64 / attempts as f64;
+    println!(
+        "         per attempt: {:.0} µs on a CPU; read {:.1} KiB in {:.1} calls, written {:.1} KiB in {:.1} calls",
+        per(4) / 1000.0,
+        per(0) / 1024.0,
+        per(2),
+        per(1) / 1024.0,
+        per(3)
+    );
 }
 
 /// `t` transactions of a decision's shape, one commit each, over `n` seeded
@@ -134,6 +177,7 @@ fn raw(t: usize, n: usize) -> f64 {
     let mut timer: Vec<Option<i64>> = vec![None; ids.len()];
     let snapshot = vec![b'x'; 160];
     let detail = "{\"at_s\":60,\"attempt\":2,\"code\":\"PROVIDER_DOWN\",\"kind\":\"attempt\",\"node\":\"charge\",\"outcome\":\"failed\"}";
+    let io0 = io();
     let start = Instant::now();
     for i in 0..t {
         let k = i % ids.len();
@@ -178,10 +222,12 @@ fn raw(t: usize, n: usize) -> f64 {
         tx.commit().unwrap();
     }
     let secs = start.elapsed().as_secs_f64();
+    let io1 = io();
     let rate = t as f64 / secs;
     println!(
         "raw      N={n:>6}  {t:>7} transactions in {secs:>7.1} s  = {rate:>7.0} transactions/s"
     );
+    print_io(io0, io1, t as u64);
     rate
 }
 

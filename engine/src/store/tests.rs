@@ -429,3 +429,16 @@ fn a_poisoned_delivery_wakes_the_other_processes_on_postgres() {
     s.listen_for_wakes().unwrap();
     assert!(s.wakes("x:1").unwrap().is_empty());
 }
+
+#[test]
+fn a_batch_journals_its_savepoints_in_memory_not_in_a_temporary_file() {
+    // Group commit opens a savepoint per instance; on a file that journal
+    // kept a copy of every page the batch touched until the commit.
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("q.db")).unwrap();
+    let mode: i64 = store
+        .conn()
+        .query_row("PRAGMA temp_store", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, 2, "temp_store=MEMORY");
+}
