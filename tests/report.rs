@@ -126,6 +126,18 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
     );
     assert_eq!(with(attempts[0], "rect", "outage").len(), 1);
 
+    // The pending backlog: all thirty from minute 0 to 155, none once the
+    // fifth attempt completes them at minute 156; one bar a minute.
+    let pending = chart(&all, "pending");
+    assert_eq!(pending.len(), 1);
+    let bars = with(pending[0], "rect", "bar");
+    assert_eq!(attr(&bars, "data-minute"), (0..=156).collect::<Vec<_>>());
+    let mut expected = vec![30; 156];
+    expected.push(0);
+    assert_eq!(attr(&bars, "data-pending"), expected);
+    assert_eq!(bars[156].attrs["height"], "0.00");
+    assert_eq!(with(pending[0], "rect", "outage").len(), 1);
+
     // Everything finished: six age buckets, all empty.
     let backlog = chart(&all, "backlog");
     let buckets = with(backlog[0], "rect", "bar");
@@ -165,6 +177,8 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
     assert_eq!(attr(&bars, "data-minute"), [0, 1, 6, 31, 156]);
     assert_eq!(attr(&bars, "data-attempts"), [30; 5]);
     assert!(with(chart(&all, "attempts")[0], "rect", "outage").is_empty());
+    // A store has no simulation's timeline: no pending chart.
+    assert!(chart(&all, "pending").is_empty());
     assert_eq!(chart(&all, "schedule").len(), 1);
 }
 
@@ -189,6 +203,14 @@ fn a_long_outage_shows_each_span_of_minutes_by_its_busiest_minute() {
     let bars = with(chart(&all, "attempts")[0], "rect", "bar");
     assert_eq!(attr(&bars, "data-minute"), [0, 6, 31, 156, 781]);
     assert_eq!(attr(&bars, "data-attempts"), [12; 5]);
+    // The backlog over minutes 0 to 781 in spans of 4 minutes, each its
+    // highest: twelve pending in every span (the last, 780-781, too).
+    let pending = with(chart(&all, "pending")[0], "rect", "bar");
+    assert_eq!(
+        attr(&pending, "data-minute"),
+        (0..=780).step_by(4).collect::<Vec<_>>()
+    );
+    assert!(attr(&pending, "data-pending").iter().all(|n| *n == 12));
 }
 
 #[test]

@@ -42,6 +42,20 @@ fn per_minute(v: &Value) -> Vec<(i64, u64)> {
         .collect()
 }
 
+fn backlog(v: &Value) -> Vec<(i64, u64)> {
+    v["backlog"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["minute"].as_i64().unwrap(),
+                m["pending"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn an_outage_longer_than_the_schedule_exhausts_every_job_after_six_attempts() {
     // DBG-08: attempts at 0, 60, 360, 1,860, 9,360 and 46,860 s, then FAILED.
@@ -55,6 +69,8 @@ fn an_outage_longer_than_the_schedule_exhausts_every_job_after_six_attempts() {
         per_minute(&v),
         [(0, 30), (1, 30), (6, 30), (31, 30), (156, 30), (781, 30)]
     );
+    // All thirty pend until the sixth attempt fails them at +13h 1m.
+    assert_eq!(backlog(&v), [(0, 30), (781, 0)]);
 }
 
 #[test]
@@ -66,6 +82,28 @@ fn a_two_hour_outage_costs_four_failed_attempts_and_the_fifth_succeeds() {
     assert_eq!(
         per_minute(&v),
         [(0, 25), (1, 25), (6, 25), (31, 25), (156, 25)]
+    );
+    assert_eq!(backlog(&v), [(0, 25), (156, 0)]);
+}
+
+#[test]
+fn the_human_report_charts_the_pending_backlog_by_the_levels_it_held() {
+    let (code, out, err) = simulate(&[DBG08, "--jobs", "30", "--outage", "PT2H"]);
+    assert_eq!(code, 0, "{err}");
+    let chart: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("pending backlog"))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let bar = "█".repeat(50);
+    assert_eq!(
+        chart,
+        [
+            "pending backlog (unfinished instances at the end of each minute)",
+            &format!("        +0m..2h35m {bar} 30"),
+            &format!("            +2h36m {} 0", " ".repeat(50)),
+        ],
+        "{out}"
     );
 }
 

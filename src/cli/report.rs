@@ -9,6 +9,11 @@
 //!   span of minutes when there are more than [`MAX_BARS`], each showing its
 //!   busiest minute), `data-minute`/`data-attempts` on each; the outage as
 //!   `rect.outage`.
+//! - `svg.pending` (a simulation's): the pending backlog (unfinished
+//!   instances) at the end of each minute, one `rect.bar` per minute (or
+//!   per span when there are more than [`MAX_BARS`], each showing the
+//!   span's highest), `data-minute` (the span's first)/`data-pending` on
+//!   each; the outage as `rect.outage`.
 //! - `svg.backlog`: unfinished instances by age since creation, one
 //!   `rect.bar` per bucket with `data-label`/`data-count`.
 //! - `svg.schedule` per retry policy: one `circle.attempt` per attempt of an
@@ -39,6 +44,9 @@ pub struct Report<'a> {
     pub per_minute: &'a BTreeMap<i64, u64>,
     /// When the outage ended, in minutes (a simulation's), for the shading.
     pub outage_minutes: Option<f64>,
+    /// The pending backlog at the end of every minute (a simulation's,
+    /// from minute 0); `None`: not shown.
+    pub pending: Option<&'a [(i64, u64)]>,
     /// Unfinished instances by age since creation; `None`: not shown.
     pub backlog_age: Option<&'a [Count]>,
     pub policies: &'a [NodeProjection],
@@ -73,6 +81,8 @@ svg.chart .axis { stroke: #999; stroke-width: 1; }
 svg.attempts .bar { fill: #1565c0; }
 svg.attempts .outage { fill: #ffebee; }
 svg.backlog .bar { fill: #ef6c00; }
+svg.pending .bar { fill: #6a1b9a; }
+svg.pending .outage { fill: #ffebee; }
 svg.schedule .line { stroke: #999; stroke-width: 2; }
 svg.schedule .attempt { fill: #c62828; }
 svg.schedule .attempt.last { fill: #6d4c41; }
@@ -95,6 +105,11 @@ pub fn html(r: &Report<'_>) -> String {
     s.push_str("</table>\n");
     s.push_str("<h2>Attempts per minute</h2>\n");
     s.push_str(&attempts_chart(r.per_minute, r.outage_minutes));
+    if let Some(pending) = r.pending {
+        s.push_str("<h2>Pending backlog per minute</h2>\n");
+        s.push_str("<p class=\"note\">Instances started and not finished (parked for a retry, or waiting) at the end of each minute of virtual time.</p>\n");
+        s.push_str(&pending_chart(pending, r.outage_minutes));
+    }
     if let Some(ages) = r.backlog_age {
         s.push_str("<h2>Backlog age, by original creation time</h2>\n");
         s.push_str("<p class=\"note\">Unfinished instances by the time since they were created, not since their last attempt: every retry is a fresh execution, the request behind it is as old as the instance.</p>\n");
@@ -219,6 +234,89 @@ pub fn attempts_chart(per_minute: &BTreeMap<i64, u64>, outage_minutes: Option<f6
         esc(&compact_ms(last * 60_000)),
         if width > 1 {
             format!(" (each bar: the busiest minute of {width})")
+        } else {
+            String::new()
+        }
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The pending backlog: one bar per minute from minute 0 (a minute with
+/// nothing pending is a bar of height 0), or per span of minutes when there
+/// are more than [`MAX_BARS`], each showing the span's highest.
+pub fn pending_chart(pending: &[(i64, u64)], outage_minutes: Option<f64>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "<svg class=\"chart pending\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\">"
+    );
+    let (Some(&(first, _)), Some(&(last, _))) = (pending.first(), pending.last()) else {
+        let _ = write!(
+            s,
+            "<text x=\"{LEFT}\" y=\"{}\">nothing was pending</text>\n</svg>\n",
+            H / 2.0
+        );
+        return s;
+    };
+    let span = (last - first + 1).max(1) as usize;
+    let width = span.div_ceil(MAX_BARS) as i64;
+    // (first minute of the span, highest pending in it)
+    let mut bars: Vec<(i64, u64)> = Vec::new();
+    for (m, n) in pending {
+        let start = first + (m - first) / width * width;
+        match bars.last_mut() {
+            Some(b) if b.0 == start => b.1 = b.1.max(*n),
+            _ => bars.push((start, *n)),
+        }
+    }
+    let max = bars.iter().map(|b| b.1).max().unwrap_or(1).max(1);
+    let slots = span.div_ceil(width as usize) as f64;
+    let plot_w = W - LEFT - 10.0;
+    let plot_h = H - TOP - BOTTOM;
+    let slot_w = plot_w / slots;
+    if let Some(end) = outage_minutes {
+        let x1 = ((end - first as f64) / width as f64 * slot_w).clamp(0.0, plot_w);
+        let _ = writeln!(
+            s,
+            "<rect class=\"outage\" x=\"{LEFT}\" y=\"{TOP}\" width=\"{x1:.1}\" height=\"{plot_h:.1}\"><title>outage: first {} </title></rect>",
+            esc(&compact_ms((end * 60_000.0) as i64))
+        );
+    }
+    for (start, n) in &bars {
+        let x = LEFT + (start - first) as f64 / width as f64 * slot_w;
+        let h = *n as f64 / max as f64 * plot_h;
+        let _ = writeln!(
+            s,
+            "<rect class=\"bar\" x=\"{x:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{h:.2}\" data-minute=\"{start}\" data-pending=\"{n}\"><title>+{}: {} pending</title></rect>",
+            TOP + plot_h - h,
+            (slot_w * 0.9).max(0.5),
+            esc(&compact_ms(start * 60_000)),
+            group(*n)
+        );
+    }
+    let base = TOP + plot_h;
+    let _ = writeln!(
+        s,
+        "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{base}\" x2=\"{}\" y2=\"{base}\"/>",
+        W - 10.0
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"4\" y=\"{}\">{}</text>\n<text x=\"4\" y=\"{base}\">0</text>",
+        TOP + 10.0,
+        group(max)
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"{LEFT}\" y=\"{}\">+{}</text>\n<text x=\"{}\" y=\"{}\" text-anchor=\"end\">+{}{}</text>",
+        H - 10.0,
+        esc(&compact_ms(first * 60_000)),
+        W - 10.0,
+        H - 10.0,
+        esc(&compact_ms(last * 60_000)),
+        if width > 1 {
+            format!(" (each bar: the highest of {width} minutes)")
         } else {
             String::new()
         }

@@ -214,6 +214,7 @@ fn html_report(
         summary,
         per_minute: &r.per_minute,
         outage_minutes: Some(outage.as_secs_f64() / 60.0),
+        pending: Some(&r.backlog_per_minute()),
         backlog_age: Some(&obs.backlog_age),
         policies: &policies,
         diagrams,
@@ -251,6 +252,8 @@ fn json_report(
         "unfinished": t.jobs as u64 - t.finished(),
         "virtual_end_s": t.virtual_ms / 1000,
         "per_minute": per_minute,
+        "backlog": r.backlog().iter().map(|(m, n)| json!({"minute": m, "pending": n}))
+            .collect::<Vec<_>>(),
         "batches": r.batches,
         "wall_ms": elapsed.as_millis() as u64,
         "peak_rss_kb": rss_kb,
@@ -290,6 +293,8 @@ fn human_report(
     );
     out += "\nattempts per minute (virtual time)\n";
     out += &chart(&r.per_minute, 40, 50);
+    out += "\npending backlog (unfinished instances at the end of each minute)\n";
+    out += &backlog_chart(&r.backlog(), t.virtual_ms.div_euclid(60_000), 40, 50);
     out += &format!(
         "\nwall {:.1} s, {} group commits, peak RSS {}\n",
         elapsed.as_secs_f64(),
@@ -340,6 +345,54 @@ fn chart(per_minute: &std::collections::BTreeMap<i64, u64>, rows: usize, width: 
             "█".repeat(len),
             qflow_engine::text::group(n),
             if from == to { "" } else { " (busiest minute)" }
+        );
+    }
+    out
+}
+
+/// The pending backlog as horizontal bars: one row per level it held (from
+/// the minute it changed to the minute before it changed again; the last
+/// row to the last decision's minute), or, when it changed more than `rows`
+/// times, `rows` equal spans of time, each showing its highest.
+fn backlog_chart(steps: &[(i64, u64)], last: i64, rows: usize, width: usize) -> String {
+    let Some(&(first, _)) = steps.first() else {
+        return "  (nothing pending)\n".into();
+    };
+    // (from, to, pending)
+    let buckets: Vec<(i64, i64, u64)> = if steps.len() <= rows {
+        steps
+            .iter()
+            .enumerate()
+            .map(|(i, (m, n))| {
+                let to = steps.get(i + 1).map_or(last.max(*m), |next| next.0 - 1);
+                (*m, to, *n)
+            })
+            .collect()
+    } else {
+        let w = ((last - first + 1) as usize).div_ceil(rows).max(1) as i64;
+        let mut b: Vec<(i64, i64, u64)> = Vec::new();
+        for (m, n) in steps {
+            let start = first + (m - first) / w * w;
+            match b.last_mut() {
+                Some(x) if x.0 == start => x.2 = x.2.max(*n),
+                _ => b.push((start, (start + w - 1).min(last), *n)),
+            }
+        }
+        b
+    };
+    let max = buckets.iter().map(|b| b.2).max().unwrap_or(1).max(1);
+    let mut out = String::new();
+    for (from, to, n) in buckets {
+        let len = ((n as f64 / max as f64) * width as f64).ceil() as usize;
+        let label = if from == to {
+            format!("+{}", minutes(from))
+        } else {
+            format!("+{}..{}", minutes(from), minutes(to))
+        };
+        out += &format!(
+            "  {label:>16} {:<width$} {}\n",
+            "█".repeat(len),
+            qflow_engine::text::group(n),
         );
     }
     out

@@ -156,6 +156,7 @@ fn html_report(
         summary,
         per_minute: &per_minute,
         outage_minutes: None,
+        pending: None,
         backlog_age: Some(&o.backlog_age),
         policies: &policies,
         diagrams,

@@ -68,11 +68,56 @@ pub struct Report {
     /// Attempts per minute of virtual time (minute index → attempts); only
     /// minutes that saw an attempt.
     pub per_minute: BTreeMap<i64, u64>,
+    /// Instances that finished (completed or failed) per minute of virtual
+    /// time (minute index → instances); only minutes where one did. The
+    /// backlog series ([`Report::backlog`]) is read from it.
+    pub finished_per_minute: BTreeMap<i64, u64>,
     /// Group commits applied.
     pub batches: u64,
 }
 
 impl Report {
+    /// The pending backlog over the simulation, as steps: (minute, pending)
+    /// where pending is the number of instances started and not finished
+    /// (parked for a retry, or waiting) at the end of that minute of
+    /// virtual time, once for minute 0 and then once for each minute where
+    /// it changes; it holds until the next step. Ends at the minute of the
+    /// last decision. Every instance starts at 0, so it only falls.
+    pub fn backlog(&self) -> Vec<(i64, u64)> {
+        let jobs = self.totals.jobs as u64;
+        let mut out = vec![(0, jobs)];
+        let mut pending = jobs;
+        for (m, n) in &self.finished_per_minute {
+            pending = pending.saturating_sub(*n);
+            let m = (*m).max(0);
+            match out.last_mut() {
+                Some((at, p)) if *at == m => *p = pending,
+                _ => out.push((m, pending)),
+            }
+        }
+        out
+    }
+
+    /// The pending backlog at the end of every minute from 0 to the last
+    /// decision's minute (one entry per minute: what a chart plots).
+    pub fn backlog_per_minute(&self) -> Vec<(i64, u64)> {
+        let steps = self.backlog();
+        let last = self
+            .totals
+            .virtual_ms
+            .div_euclid(60_000)
+            .max(steps.last().map_or(0, |s| s.0));
+        let mut out = Vec::with_capacity(last as usize + 1);
+        let mut i = 0;
+        for m in 0..=last {
+            while i + 1 < steps.len() && steps[i + 1].0 <= m {
+                i += 1;
+            }
+            out.push((m, steps[i].1));
+        }
+        out
+    }
+
     /// The busiest minute: (minute index, attempts).
     pub fn peak(&self) -> Option<(i64, u64)> {
         self.per_minute
@@ -132,6 +177,7 @@ pub fn simulate(
         until_ms: plan.outage.as_millis().min(i64::MAX as u128) as i64,
     }));
     let mut per_minute = BTreeMap::new();
+    let mut finished_per_minute = BTreeMap::new();
     loop {
         let looked = fleet.step(|_, d| {
             p.virtual_ms = p.virtual_ms.max(d.at_ms);
@@ -151,6 +197,11 @@ pub fn simulate(
             if d.status == Status::Completed {
                 p.completed += 1;
             }
+            if d.status.is_terminal() {
+                *finished_per_minute
+                    .entry(d.at_ms.div_euclid(60_000))
+                    .or_insert(0) += 1;
+            }
         })?;
         progress(&p);
         if looked == 0 {
@@ -162,8 +213,49 @@ pub fn simulate(
         Report {
             totals: p,
             per_minute,
+            finished_per_minute,
             batches,
         },
         fleet.into_store(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(jobs: usize, finished: &[(i64, u64)], virtual_ms: i64) -> Report {
+        Report {
+            totals: Progress {
+                jobs,
+                virtual_ms,
+                ..Progress::default()
+            },
+            per_minute: BTreeMap::new(),
+            finished_per_minute: finished.iter().copied().collect(),
+            batches: 0,
+        }
+    }
+
+    #[test]
+    fn the_backlog_falls_by_the_instances_finished_in_each_minute() {
+        let r = report(30, &[(156, 25), (781, 5)], 46_860_000);
+        assert_eq!(r.backlog(), [(0, 30), (156, 5), (781, 0)]);
+        let dense = r.backlog_per_minute();
+        assert_eq!(dense.len(), 782);
+        assert_eq!(dense[155], (155, 30));
+        assert_eq!(dense[156], (156, 5));
+        assert_eq!(dense[780], (780, 5));
+        assert_eq!(dense[781], (781, 0));
+    }
+
+    #[test]
+    fn what_finishes_in_minute_zero_is_not_pending_at_its_end() {
+        let r = report(4, &[(0, 3)], 10_000);
+        assert_eq!(r.backlog(), [(0, 1)]);
+        assert_eq!(r.backlog_per_minute(), [(0, 1)]);
+        // Nothing finished: the whole fleet pends until the last decision.
+        let r = report(4, &[], 130_000);
+        assert_eq!(r.backlog_per_minute(), [(0, 4), (1, 4), (2, 4)]);
+    }
 }
