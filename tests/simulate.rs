@@ -183,3 +183,75 @@ fn bad_arguments_are_named() {
     assert_eq!(code, 2);
     assert!(err.contains("cannot read no/such.bpmn"), "{err}");
 }
+
+const BANK: &str = "samples/bank-outage.bpmn";
+
+/// A model whose dependency is a channel call: during the outage every
+/// delivery of its request fails, the outbox gives up after three and the
+/// call's 30 s timeout fails the attempt (q.timeout); after it, the bank
+/// answers and the call completes. The attempts are the call's, by its
+/// channel.
+#[test]
+fn a_channel_call_is_simulated_down_during_the_outage_and_answered_after_it() {
+    let v = json(&[BANK, "--jobs", "20", "--outage", "PT10M", "--batch", "6"]);
+    // Attempts at +0s, +1m 30s and +7m time out; the one at +32m 30s is
+    // answered.
+    assert_eq!(v["attempts"], 80);
+    assert_eq!(v["completed"], 20);
+    assert_eq!(v["exhausted"], 0);
+    assert_eq!(v["virtual_end_s"], 1_950);
+    assert_eq!(per_minute(&v), [(0, 20), (1, 20), (7, 20), (32, 20)]);
+    assert_eq!(
+        v["by_dependency"],
+        serde_json::json!([{"dependency": "bank", "attempts": 80}])
+    );
+    assert_eq!(backlog(&v), [(0, 20), (32, 0)]);
+}
+
+#[test]
+fn a_channel_down_longer_than_the_schedule_exhausts_the_calls_and_stats_names_the_channel() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("bank.db");
+    let db_arg = db.to_str().unwrap();
+    let (code, out, err) = simulate(&[BANK, "--jobs", "8", "--outage", "P1D", "--db", db_arg]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("exhausted                     8"), "{out}");
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("attempts by dependency"))
+        .take(2)
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "attempts by dependency (a task's name, or a call's channel)",
+            "  bank            40"
+        ],
+        "{out}"
+    );
+    // The store's observations: five attempts each on the bank channel,
+    // every instance FAILED q.timeout, exhausted at +2h 33m 30s.
+    let stats = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .args(["stats", "--db", db_arg, "--format", "json"])
+        .output()
+        .unwrap();
+    let s: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(s["by_dependency"][0]["dependency"], "bank");
+    assert_eq!(s["by_dependency"][0]["attempts"], 40);
+    assert_eq!(
+        s["terminal"],
+        serde_json::json!([{"code": "q.timeout", "reason": "exhausted", "count": 8}])
+    );
+    // Each attempt's request failed to be delivered during the outage.
+    let show = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .args(["show", "bank-outage-1", "--db", db_arg])
+        .output()
+        .unwrap();
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert_eq!(
+        show.matches("failed (DEPENDENCY_DOWN)").count(),
+        15,
+        "three deliveries of each of five requests: {show}"
+    );
+    assert_eq!(show.matches("POISONED").count(), 5, "{show}");
+}

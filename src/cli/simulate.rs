@@ -1,6 +1,7 @@
 //! `qflow simulate MODEL --jobs N --outage DURATION [--db DB]`: N real
 //! instances through the engine and the store on the virtual clock, with
-//! every registered task's dependency down for the outage and up after it.
+//! every dependency (a registered task's, a channel call's) down for the
+//! outage and up after it.
 //!
 //! The engine runs the simulation ([`simulate`]); this module parses the
 //! arguments, shows a progress bar on a terminal and renders the report
@@ -27,8 +28,8 @@ pub struct Args {
     /// How many instances to start together at virtual time 0.
     #[arg(long, value_name = "N")]
     pub jobs: usize,
-    /// How long every registered task's dependency is down, from the start
-    /// (ISO 8601: PT2H, P1D, PT90M).
+    /// How long every dependency (a registered task's, a channel call's) is
+    /// down, from the start (ISO 8601: PT2H, P1D, PT90M).
     #[arg(long, value_name = "DURATION")]
     pub outage: String,
     /// Keep the instances in this database (a SQLite file, created if
@@ -156,7 +157,7 @@ fn html_report(
         (
             "outage".into(),
             format!(
-                "{} (every attempt fails with {OUTAGE_CODE}, transient)",
+                "{} (every attempt of a task fails with {OUTAGE_CODE}, transient; every delivery of a call's request fails)",
                 qflow_engine::duration::to_words(outage)
             ),
         ),
@@ -252,6 +253,8 @@ fn json_report(
         "unfinished": t.jobs as u64 - t.finished(),
         "virtual_end_s": t.virtual_ms / 1000,
         "per_minute": per_minute,
+        "by_dependency": r.by_dependency.iter()
+            .map(|(d, n)| json!({"dependency": d, "attempts": n})).collect::<Vec<_>>(),
         "backlog": r.backlog().iter().map(|(m, n)| json!({"minute": m, "pending": n}))
             .collect::<Vec<_>>(),
         "batches": r.batches,
@@ -272,7 +275,7 @@ fn human_report(
     let mut out = String::new();
     let n = qflow_engine::text::group;
     out += &format!(
-        "SIMULATED  {} jobs, every task's dependency down for {} ({} on each attempt), then up\n",
+        "SIMULATED  {} jobs, every dependency down for {} ({} on each attempt or delivery), then up\n",
         n(args.jobs as u64),
         qflow_engine::duration::to_words(outage),
         OUTAGE_CODE
@@ -291,6 +294,18 @@ fn human_report(
         "virtual time       {:>12}\n",
         qflow_engine::duration::compact_ms(t.virtual_ms)
     );
+    if !r.by_dependency.is_empty() {
+        out += "\nattempts by dependency (a task's name, or a call's channel)\n";
+        let w = r
+            .by_dependency
+            .keys()
+            .map(|k| k.chars().count())
+            .max()
+            .unwrap_or(0);
+        for (dependency, attempts) in &r.by_dependency {
+            out += &format!("  {dependency:<w$}  {:>12}\n", n(*attempts));
+        }
+    }
     out += "\nattempts per minute (virtual time)\n";
     out += &chart(&r.per_minute, 40, 50);
     out += "\npending backlog (unfinished instances at the end of each minute)\n";

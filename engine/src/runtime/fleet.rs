@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::instance::event::TaskOutcome;
+use crate::instance::event::{ChannelOutcome, DeliveryOutcome, TaskOutcome};
 use crate::instance::Event;
 use crate::runtime::clock::{system_now_ms, Clock, VirtualClock};
 use crate::runtime::decide;
@@ -41,6 +41,17 @@ pub trait World {
     /// The outcome of an attempt of handler `task` at `at_ms`, its `run`-th
     /// run (0-based) for this instance.
     fn attempt(&self, task: &str, run: usize, at_ms: i64) -> TaskOutcome;
+
+    /// What becomes of a channel call's request delivered on `channel` at
+    /// `at_ms`: the delivery's luck and, when it gets through, what the
+    /// counterpart does. `None` (the default): as the scenario says.
+    fn deliver(
+        &self,
+        _channel: &str,
+        _at_ms: i64,
+    ) -> Option<(DeliveryOutcome, Option<ChannelOutcome>)> {
+        None
+    }
 }
 
 /// What a fleet did so far.
@@ -222,6 +233,20 @@ impl Fleet {
             {
                 let run = self.store.handler_runs(id, task)?;
                 *outcome = world.attempt(task, run, at);
+            }
+        }
+        if let (
+            Some(world),
+            Event::Delivery {
+                row,
+                outcome,
+                counterpart,
+            },
+        ) = (&self.world, &mut event)
+        {
+            if let Some((o, c)) = world.deliver(&row.channel, at) {
+                *outcome = o;
+                *counterpart = c;
             }
         }
         let t1 = Instant::now();

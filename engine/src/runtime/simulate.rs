@@ -1,7 +1,11 @@
 //! A simulated outage over a fleet: N real instances of a model, started
 //! together, driven through the decisions and the store by the fleet driver
-//! on the virtual clock. Every registered task's dependency fails
-//! transiently from the start until the outage ends and succeeds after it.
+//! on the virtual clock. Every dependency is down from the start until the
+//! outage ends and up after it: a registered task's attempt fails
+//! transiently, a channel call's request cannot be delivered (the outbox
+//! retries it until its channel's `maxDeliveries` poisons it, or the call's
+//! `<q:timeout>` fails the attempt first); after it, requests are delivered
+//! and the counterpart answers at once.
 //!
 //! What it counts is what the seed asks a fleet to show: attempts executed,
 //! instances completed, instances exhausted, and attempts per minute of
@@ -12,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::instance::event::{FailureClass, TaskOutcome};
+use crate::instance::event::{ChannelOutcome, DeliveryOutcome, FailureClass, TaskOutcome};
 use crate::instance::history::{Attempt, HistoryEvent};
 use crate::instance::Status;
 use crate::model::Definitions;
@@ -30,7 +34,8 @@ pub const OUTAGE_CODE: &str = "DEPENDENCY_DOWN";
 pub struct Plan {
     /// Instances started together at virtual time 0.
     pub jobs: usize,
-    /// How long every task's dependency is down, from virtual time 0.
+    /// How long every dependency (tasks and channels) is down, from
+    /// virtual time 0.
     pub outage: Duration,
     /// Instances per group commit.
     pub batch: usize,
@@ -42,7 +47,8 @@ pub struct Progress {
     pub jobs: usize,
     /// Instances started so far (seeding comes first).
     pub started: usize,
-    /// Task attempts executed (handler runs).
+    /// Attempts executed: a registered task's handler runs and a channel
+    /// call's requests.
     pub attempts: u64,
     pub completed: u64,
     /// Instances FAILED with their retry budget spent.
@@ -72,6 +78,9 @@ pub struct Report {
     /// time (minute index → instances); only minutes where one did. The
     /// backlog series ([`Report::backlog`]) is read from it.
     pub finished_per_minute: BTreeMap<i64, u64>,
+    /// Attempts by dependency (a registered task's name, or a call's
+    /// channel).
+    pub by_dependency: BTreeMap<String, u64>,
     /// Group commits applied.
     pub batches: u64,
 }
@@ -145,6 +154,24 @@ impl World for Outage {
             TaskOutcome::Ok(BTreeMap::new())
         }
     }
+
+    fn deliver(
+        &self,
+        _channel: &str,
+        at_ms: i64,
+    ) -> Option<(DeliveryOutcome, Option<ChannelOutcome>)> {
+        Some(if at_ms < self.until_ms {
+            (DeliveryOutcome::Fail(OUTAGE_CODE.into()), None)
+        } else {
+            (
+                DeliveryOutcome::Ok,
+                Some(ChannelOutcome::Respond {
+                    body: serde_json::Value::Object(Default::default()),
+                    after: None,
+                }),
+            )
+        })
+    }
 }
 
 /// Deploy `source` into `store`, start `plan.jobs` instances at virtual time
@@ -178,14 +205,25 @@ pub fn simulate(
     }));
     let mut per_minute = BTreeMap::new();
     let mut finished_per_minute = BTreeMap::new();
+    let mut by_dependency: BTreeMap<String, u64> = BTreeMap::new();
     loop {
         let looked = fleet.step(|_, d| {
             p.virtual_ms = p.virtual_ms.max(d.at_ms);
             for line in &d.events {
                 match &line.event {
-                    HistoryEvent::Attempt(Attempt::Task(_)) => {
+                    HistoryEvent::Attempt(a) => {
                         p.attempts += 1;
                         *per_minute.entry(d.at_ms.div_euclid(60_000)).or_insert(0) += 1;
+                        let dependency = match a {
+                            Attempt::Task(t) => &t.task,
+                            Attempt::Call(c) => &c.channel,
+                        };
+                        match by_dependency.get_mut(dependency) {
+                            Some(n) => *n += 1,
+                            None => {
+                                by_dependency.insert(dependency.clone(), 1);
+                            }
+                        }
                     }
                     HistoryEvent::Failed { reason, .. } if reason == "exhausted" => {
                         p.exhausted += 1
@@ -214,6 +252,7 @@ pub fn simulate(
             totals: p,
             per_minute,
             finished_per_minute,
+            by_dependency,
             batches,
         },
         fleet.into_store(),
@@ -233,6 +272,7 @@ mod tests {
             },
             per_minute: BTreeMap::new(),
             finished_per_minute: finished.iter().copied().collect(),
+            by_dependency: BTreeMap::new(),
             batches: 0,
         }
     }
