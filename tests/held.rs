@@ -171,4 +171,59 @@ fn postgres_says_the_same_as_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let sqlite = dir.path().join("held.db");
     assert_eq!(t, walk(sqlite.to_str().unwrap(), "json"));
+    let name = format!("qflow_held_parks_{}", std::process::id());
+    let db = qflow_engine::store::pg::scratch_database(&server, &name).unwrap();
+    held_parks_read_the_same(&db);
+}
+
+#[test]
+fn the_held_parks_of_a_store_are_listed_by_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("parks.db");
+    held_parks_read_the_same(db.to_str().unwrap());
+}
+
+/// Two instances parked, a class paused: the store lists both parks held
+/// (what the console's list marks), each with the pause and its due time;
+/// after the unpause, none.
+fn held_parks_read_the_same(db: &str) {
+    use qflow_engine::runtime::fleet::Fleet;
+    use qflow_engine::runtime::graph::Graph;
+    use qflow_engine::runtime::{decide, Scenario};
+    use qflow_engine::store::{Location, Store};
+    {
+        let source = std::fs::read_to_string(repo().join(DBG08)).unwrap();
+        let scenario = std::fs::read_to_string(repo().join(ALWAYS_FAILS)).unwrap();
+        let mut store = Store::connect(&Location::parse(db).unwrap()).unwrap();
+        let graph = Graph::compile(&qflow_engine::load(&source).unwrap()).unwrap();
+        let dep = store.deploy(&graph.process_id, &source, 0).unwrap();
+        let start = decide::start(&graph, &Default::default(), 0);
+        store.start_instances(&dep, &start, 0, 2).unwrap();
+        // Each first attempt fails and parks its retry at +1m.
+        let mut fleet = Fleet::new(store, Scenario::parse(&scenario).unwrap(), "t:1".into());
+        while fleet.stats().decisions < 2 {
+            fleet.step(|_, _| {}).unwrap();
+        }
+    }
+    let (code, _, err) = qflow(&["pause", "--db", db, "--class", "transient"]);
+    assert_eq!(code, 0, "{err}");
+    let store = Store::connect(&Location::parse(db).unwrap()).unwrap();
+    let parks = store.held_parks().unwrap();
+    let seen: Vec<(&str, &str, &str, i64)> = parks
+        .iter()
+        .map(|(id, h)| (id.as_str(), h.kind.flag(), h.value.as_str(), h.due_ms))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("dbg08-1", "class", "transient", 60_000),
+            ("dbg08-2", "class", "transient", 60_000)
+        ],
+        "{parks:?}"
+    );
+    drop(store);
+    let (code, _, err) = qflow(&["unpause", "--db", db, "--class", "transient"]);
+    assert_eq!(code, 0, "{err}");
+    let store = Store::connect(&Location::parse(db).unwrap()).unwrap();
+    assert!(store.held_parks().unwrap().is_empty());
 }
