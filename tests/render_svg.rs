@@ -131,8 +131,8 @@ fn model_ids(sample: &str) -> (Vec<String>, Vec<String>) {
     let defs = qflow_engine::analyze(&text).definitions.unwrap();
     let p = &defs.processes[0];
     (
-        p.nodes.iter().map(|n| n.id.value.clone()).collect(),
-        p.flows.iter().map(|f| f.id.value.clone()).collect(),
+        p.nodes.iter().map(|n| n.id.value.to_string()).collect(),
+        p.flows.iter().map(|f| f.id.value.to_string()).collect(),
     )
 }
 

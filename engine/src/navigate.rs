@@ -55,7 +55,7 @@ pub fn flow_text_references(defs: &Definitions) -> Vec<(String, Span)> {
         .flat_map(|p| p.nodes.iter())
         .flat_map(|n| n.incoming_refs.iter().chain(n.outgoing_refs.iter()))
         .filter(|a| !a.value.is_empty())
-        .map(|a| (a.value.clone(), a.span))
+        .map(|a| (a.value.to_string(), a.span))
         .collect()
 }
 
@@ -64,7 +64,7 @@ fn all_occurrences(defs: &Definitions) -> Vec<(String, Occurrence)> {
     let mut out: Vec<(String, Occurrence)> = Vec::new();
     for d in &defs.ids {
         out.push((
-            d.id.value.clone(),
+            d.id.value.to_string(),
             Occurrence {
                 usage: Usage::Declaration,
                 span: d.id.span,
@@ -73,7 +73,7 @@ fn all_occurrences(defs: &Definitions) -> Vec<(String, Occurrence)> {
     }
     for r in &defs.references {
         out.push((
-            r.target.value.clone(),
+            r.target.value.to_string(),
             Occurrence {
                 usage: Usage::Attribute(r.kind),
                 span: r.target.span,

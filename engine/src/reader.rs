@@ -156,7 +156,7 @@ fn name(s: &str) -> Name {
 
 fn attr(a: XmlAttr<'_>) -> Attr {
     Attr {
-        value: a.value.to_string(),
+        value: Text::from(a.value.as_ref()),
         span: a.value_span,
         full_span: a.span,
     }
@@ -177,7 +177,7 @@ fn text_attr(doc: &XmlDoc<'_>, el: &XmlElement<'_>) -> Option<Attr> {
     let raw = &doc.source[span.start..span.end];
     let lead = raw.len() - raw.trim_start().len();
     let trail = raw.len() - raw.trim_end().len();
-    let value = el.text.trim().to_string();
+    let value = Text::from(el.text.trim());
     let inner = if lead + trail >= raw.len() {
         Span::at(span.start)
     } else {
@@ -337,8 +337,8 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
                     .attrs
                     .iter()
                     .map(|a| NamedAttr {
-                        qname: a.qname.to_string(),
-                        local: a.local.to_string(),
+                        qname: Text::from(a.qname),
+                        local: Text::from(a.local),
                         in_qflow_ns: a.ns.as_deref() == Some(QFLOW_NS),
                         is_xmlns: a.is_namespace_declaration(),
                         name_span: a.name_span,
@@ -372,9 +372,9 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
             {
                 defs.namespace_bindings
                     .push(crate::model::NamespaceBinding {
-                        qname: a.qname.to_string(),
+                        qname: Text::from(a.qname),
                         uri: Attr {
-                            value: a.value.to_string(),
+                            value: Text::from(a.value.as_ref()),
                             span: a.value_span,
                             full_span: a.span,
                         },
@@ -401,7 +401,7 @@ fn index_ids_refs_and_qflow(doc: &XmlDoc<'_>, defs: &mut Definitions) {
                         shapes.push((i as u32, defs.diagram_elements.len() as u32, expanded));
                     }
                     defs.diagram_elements.push(DiagramElement {
-                        bpmn_element: a.value.to_string(),
+                        bpmn_element: Text::from(a.value.as_ref()),
                         span: el.span,
                     });
                 }
@@ -571,7 +571,7 @@ fn read_container(
 /// never match it, and the runtime never sees it because the loader refuses it).
 fn missing_attr(el: &XmlElement<'_>) -> Attr {
     Attr {
-        value: String::new(),
+        value: Text::default(),
         span: el.name_span(),
         full_span: el.name_span(),
     }
@@ -644,7 +644,7 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
                 retries.push(RetrySpec {
                     span: q.span,
                     name_span: q.name_span(),
-                    qname: q.qname.to_string(),
+                    qname: Text::from(q.qname),
                     max_attempts: plain_attr(q, "maxAttempts"),
                     backoff: plain_attr(q, "backoff"),
                     initial: plain_attr(q, "initial"),
@@ -658,7 +658,7 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
                 timeouts.push(TimeoutSpec {
                     span: q.span,
                     name_span: q.name_span(),
-                    qname: q.qname.to_string(),
+                    qname: Text::from(q.qname),
                     duration: plain_attr(q, "duration"),
                 });
             }

@@ -288,8 +288,8 @@ fn channel_names(model: Option<&Definitions>) -> Vec<String> {
         .flat_map(|p| p.nodes.iter())
         .filter_map(|n| n.channel_call());
     for a in configured.chain(called) {
-        if !a.value.is_empty() && !out.contains(&a.value) {
-            out.push(a.value.clone());
+        if !a.value.is_empty() && !out.iter().any(|o| *o == a.value) {
+            out.push(a.value.to_string());
         }
     }
     out

@@ -217,9 +217,9 @@ impl Diagram {
                 let kind = shape_kind(n);
                 let (w, h) = kind.size();
                 DiagramNode {
-                    id: n.id.value.clone(),
+                    id: n.id.value.to_string(),
                     kind,
-                    name: n.name.as_ref().map(|a| a.value.clone()),
+                    name: n.name.as_ref().map(|a| a.value.to_string()),
                     rect: Rect {
                         x: 0.0,
                         y: 0.0,
@@ -228,7 +228,7 @@ impl Diagram {
                     },
                     attached_to: match &n.kind {
                         NodeKind::BoundaryEvent { attached_to, .. } => {
-                            attached_to.as_ref().map(|a| a.value.clone())
+                            attached_to.as_ref().map(|a| a.value.to_string())
                         }
                         _ => None,
                     },
@@ -246,8 +246,8 @@ impl Diagram {
             .flows
             .iter()
             .filter_map(|f| {
-                let source = f.source.as_ref()?.value.clone();
-                let target = f.target.as_ref()?.value.clone();
+                let source = f.source.as_ref()?.value.to_string();
+                let target = f.target.as_ref()?.value.to_string();
                 let source_node = by_id.get(source.as_str())?;
                 by_id.get(target.as_str())?;
                 let is_default = matches!(
@@ -256,14 +256,14 @@ impl Diagram {
                 );
                 let mark = match (&f.condition, is_default) {
                     (_, true) => FlowMark::Default,
-                    (Some(c), false) => FlowMark::Condition(c.value.clone()),
+                    (Some(c), false) => FlowMark::Condition(c.value.to_string()),
                     (None, false) => FlowMark::Plain,
                 };
                 Some(DiagramFlow {
-                    id: f.id.value.clone(),
+                    id: f.id.value.to_string(),
                     source,
                     target,
-                    name: f.name.as_ref().map(|a| a.value.clone()),
+                    name: f.name.as_ref().map(|a| a.value.to_string()),
                     mark,
                     points: Vec::new(),
                     back: false,
@@ -274,7 +274,7 @@ impl Diagram {
             process: process
                 .id
                 .as_ref()
-                .map(|a| a.value.clone())
+                .map(|a| a.value.to_string())
                 .unwrap_or_default(),
             nodes,
             flows,

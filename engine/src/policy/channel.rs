@@ -179,7 +179,7 @@ pub fn delivery_load(defs: &Definitions, node: &Node) -> Option<DeliveryLoad> {
         (a, b) => a.or(b),
     };
     Some(DeliveryLoad {
-        channel: channel.value.clone(),
+        channel: channel.value.to_string(),
         policy,
         configured: defs.channel_config(&channel.value).is_some(),
         timeout,

@@ -121,7 +121,7 @@ pub(crate) mod testing {
 
     pub fn attr(v: &str) -> Option<Attr> {
         Some(Attr {
-            value: v.to_string(),
+            value: v.into(),
             span: Span::new(0, v.len()),
             full_span: Span::new(0, v.len()),
         })

@@ -234,10 +234,10 @@ pub fn of_model(defs: &Definitions, jobs: u64, window: Duration) -> Vec<NodeProj
                 continue;
             };
             let dependency = match (node.registered_task(), node.channel_call()) {
-                (Some(t), _) => t.value.clone(),
+                (Some(t), _) => t.value.to_string(),
                 (None, Some(c)) => match node.task_attrs().and_then(|t| t.operation.as_ref()) {
                     Some(op) => format!("{}.{}", c.value, op.value),
-                    None => c.value.clone(),
+                    None => c.value.to_string(),
                 },
                 (None, None) => continue,
             };
@@ -246,7 +246,7 @@ pub fn of_model(defs: &Definitions, jobs: u64, window: Duration) -> Vec<NodeProj
             out.push(NodeProjection {
                 process_id: process_id.to_string(),
                 node: node.id().to_string(),
-                name: node.name.as_ref().map(|n| n.value.clone()),
+                name: node.name.as_ref().map(|n| n.value.to_string()),
                 dependency,
                 policy,
                 projection,

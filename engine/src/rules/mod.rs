@@ -225,7 +225,7 @@ fn stray_extensions(defs: &Definitions, out: &mut Vec<Diagnostic>) {
             let spec = crate::model::RetrySpec {
                 span: item.span,
                 name_span: item.name_span,
-                qname: item.qname.to_string(),
+                qname: crate::model::Text::from(&*item.qname),
                 ..Default::default()
             };
             tasks::misplaced_retry(&spec, &place)

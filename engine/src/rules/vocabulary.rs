@@ -122,7 +122,7 @@ fn element_attribute(item: &QflowItem, a: &NamedAttr, known: &[&str], out: &mut 
                     format!("Change to `{}`", a.local),
                     vec![Edit {
                         span: a.name_span,
-                        new_text: a.local.clone(),
+                        new_text: a.local.to_string(),
                     }],
                 ),
             );

@@ -194,7 +194,7 @@ fn timer_duration(id: &str, trigger: &EventTrigger) -> Result<Option<Duration>, 
 fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError> {
     let process_id =
         p.id.as_ref()
-            .map_or("process".to_string(), |a| a.value.clone());
+            .map_or("process".to_string(), |a| a.value.to_string());
     let mut nodes = BTreeMap::new();
     let mut start = None;
     for n in &p.nodes {
@@ -221,8 +221,8 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
                     let code = error_ref
                         .as_ref()
                         .and_then(|r| defs.error(&r.value))
-                        .and_then(|e| e.error_code.as_ref().map(|c| c.value.clone()))
-                        .or_else(|| error_ref.as_ref().map(|r| r.value.clone()))
+                        .and_then(|e| e.error_code.as_ref().map(|c| c.value.to_string()))
+                        .or_else(|| error_ref.as_ref().map(|r| r.value.to_string()))
                         .unwrap_or_else(|| id.clone());
                     Kind::ErrorEnd { code }
                 }
@@ -234,7 +234,7 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
                 }
             },
             NodeKind::ExclusiveGateway { default } => Kind::Exclusive {
-                default: default.as_ref().map(|d| d.value.clone()),
+                default: default.as_ref().map(|d| d.value.to_string()),
             },
             NodeKind::ParallelGateway => Kind::Parallel,
             NodeKind::ServiceTask(_) => {
@@ -247,7 +247,7 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
                         Some(op) => format!("{}.{op}", c.channel),
                         None => c.channel.clone(),
                     },
-                    (None, Some(t)) => t.value.clone(),
+                    (None, Some(t)) => t.value.to_string(),
                     (None, None) => {
                         return Err(gerr(&id, "serviceTask without q:task or q:channel"))
                     }
@@ -271,9 +271,9 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
                                 let code = error_ref.as_ref().map(|r| {
                                     defs.error(&r.value)
                                         .and_then(|e| {
-                                            e.error_code.as_ref().map(|c| c.value.clone())
+                                            e.error_code.as_ref().map(|c| c.value.to_string())
                                         })
-                                        .unwrap_or_else(|| r.value.clone())
+                                        .unwrap_or_else(|| r.value.to_string())
                                 });
                                 error_boundaries.push((b.id().to_string(), code));
                             }
@@ -304,7 +304,7 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
             } => {
                 let attached_to = attached_to
                     .as_ref()
-                    .map(|a| a.value.clone())
+                    .map(|a| a.value.to_string())
                     .ok_or_else(|| gerr(&id, "boundary event without attachedToRef"))?;
                 let host = p
                     .node(&attached_to)
@@ -354,7 +354,7 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
         );
     }
     for f in &p.flows {
-        let flow = f.id.value.clone();
+        let flow = f.id.value.to_string();
         let (Some(s), Some(t)) = (&f.source, &f.target) else {
             return Err(gerr(&flow, "sequence flow without sourceRef or targetRef"));
         };
@@ -369,13 +369,13 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
             }
             _ => None,
         };
-        if !nodes.contains_key(&t.value) {
+        if !nodes.contains_key(t.value.as_str()) {
             return Err(gerr(
                 &flow,
                 format!("targetRef `{}` is not an executed node", t.value),
             ));
         }
-        let src = nodes.get_mut(&s.value).ok_or_else(|| {
+        let src = nodes.get_mut(s.value.as_str()).ok_or_else(|| {
             gerr(
                 &flow,
                 format!("sourceRef `{}` is not an executed node", s.value),
@@ -383,11 +383,11 @@ fn compile_process(defs: &Definitions, p: &Process) -> Result<Graph, GraphError>
         })?;
         src.outgoing.push(Out {
             flow: flow.clone(),
-            target: t.value.clone(),
+            target: t.value.to_string(),
             condition,
         });
         nodes
-            .get_mut(&t.value)
+            .get_mut(t.value.as_str())
             .expect("checked above")
             .incoming
             .push(flow);
@@ -433,7 +433,7 @@ fn call_spec(
         operation: n
             .task_attrs()
             .and_then(|t| t.operation.as_ref())
-            .map(|o| o.value.clone()),
+            .map(|o| o.value.to_string()),
         timeout,
         max_deliveries: policy.max_deliveries,
         delivery_interval: policy.delivery_interval,

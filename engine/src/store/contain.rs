@@ -467,8 +467,8 @@ impl Store {
             };
             for node in defs.processes.iter().flat_map(|p| &p.nodes) {
                 if let Some(t) = node.task_attrs() {
-                    known.extend(t.task.iter().map(|a| a.value.clone()));
-                    known.extend(t.channel.iter().map(|a| a.value.clone()));
+                    known.extend(t.task.iter().map(|a| a.value.to_string()));
+                    known.extend(t.channel.iter().map(|a| a.value.to_string()));
                 }
             }
         }

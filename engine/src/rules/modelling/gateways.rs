@@ -192,7 +192,7 @@ fn remove_gateway(ctx: &Ctx<'_>, g: &Graph<'_>, i: usize) -> Option<Vec<Edit>> {
         ctx.remove(out.span),
         Edit {
             span: inc.target.as_ref()?.span,
-            new_text: target.value.clone(),
+            new_text: target.value.to_string(),
         },
     ];
     edits.extend(ctx.remove_drawing(gateway.id()));
@@ -202,7 +202,7 @@ fn remove_gateway(ctx: &Ctx<'_>, g: &Graph<'_>, i: usize) -> Option<Vec<Edit>> {
             if r.value == out.id.value {
                 edits.push(Edit {
                     span: r.span,
-                    new_text: inc.id.value.clone(),
+                    new_text: inc.id.value.to_string(),
                 });
             }
         }

@@ -91,7 +91,7 @@ pub(super) fn check(g: &Graph<'_>, scopes: &[Scope], e: &mut Emit<'_, '_>) {
         let (span, element, kind) = match scope.node {
             None => (
                 p.name_span,
-                p.id.as_ref().map(|a| a.value.clone()),
+                p.id.as_ref().map(|a| a.value.to_string()),
                 "process".to_string(),
             ),
             Some(i) => (
