@@ -201,3 +201,56 @@ fn the_console_reads_the_models_configuration() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o).1);
 }
+
+/// `qflow console MODEL --db DB` records the model file on the deployment
+/// it makes, exactly as `qflow run MODEL --db DB` does (both open their
+/// session through the engine's one path): `qflow deployments` names the
+/// file, never "(by a run)", and `qflow resume` can find its scenario.
+#[test]
+fn the_console_records_the_model_file_on_its_deployment_as_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = "samples/dbg08-charge.bpmn";
+    let by_console = dir.path().join("console.db");
+    let by_run = dir.path().join("run.db");
+    let o = console(&[
+        model,
+        "--db",
+        by_console.to_str().unwrap(),
+        "--headless",
+        "   ",
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .args(["run", model, "--db"])
+        .arg(&by_run)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    let deployments = |db: &Path| -> serde_json::Value {
+        let o = Command::new(env!("CARGO_BIN_EXE_qflow"))
+            .current_dir(repo())
+            .args(["deployments", "--format", "json", "--db"])
+            .arg(db)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o).1);
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let (c, r) = (deployments(&by_console), deployments(&by_run));
+    assert_eq!(c[0]["model"], model, "{c}");
+    assert_eq!(c[0]["model"], r[0]["model"]);
+    assert_eq!(c[0]["hash"], r[0]["hash"]);
+    assert_eq!(c.as_array().unwrap().len(), 1, "one deployment: {c}");
+
+    // A second session on the same database resumes on that deployment.
+    let o = console(&[
+        model,
+        "--db",
+        by_console.to_str().unwrap(),
+        "--headless",
+        "",
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert_eq!(deployments(&by_console).as_array().unwrap().len(), 1);
+}

@@ -311,15 +311,6 @@ pub fn run(args: Args) -> ExitCode {
         expect,
         columns,
     };
-    // A database the user keeps records the model file a run deployed, as
-    // `qflow deploy` does: `qflow resume` finds the scenario beside it, and
-    // `qflow deployments` names it.
-    if let (Some(g), false) = (&graph, db.is_temporary()) {
-        let now = qflow_engine::runtime::clock::system_now_ms();
-        if let Err(e) = store.deploy_from(&g.process_id, &text, Some(&shown), now) {
-            return fail(format, Why::Store, e);
-        }
-    }
     drop(store);
     match args.clock {
         ClockKind::Virtual => {
@@ -327,9 +318,9 @@ pub fn run(args: Args) -> ExitCode {
                 horizon: Some(DEFAULT_HORIZON),
                 ..opts
             };
-            drive(db, &text, &defs, world, VirtualClock::new(0), &opts)
+            drive(db, &shown, &text, &defs, world, VirtualClock::new(0), &opts)
         }
-        ClockKind::System => drive(db, &text, &defs, world, SystemClock, &opts),
+        ClockKind::System => drive(db, &shown, &text, &defs, world, SystemClock, &opts),
     }
 }
 
@@ -632,8 +623,11 @@ pub(crate) fn parse_resolve(s: &str, graph: Option<&Graph>) -> Result<ExternalEv
     })
 }
 
+/// Open the session (a kept database records the model file `model` on its
+/// deployment, the same path the console opens through) and drive it.
 fn drive<C: Clock>(
     db: SessionDb,
+    model: &str,
     source: &str,
     defs: &qflow_engine::model::Definitions,
     world: World,
@@ -642,12 +636,14 @@ fn drive<C: Clock>(
 ) -> ExitCode {
     let format = opts.format;
     let opened = match world {
-        World::Scenario(scenario) => Session::open(db, source, defs, scenario, clock),
-        World::Handlers(handlers, variables) => db.open().and_then(|store| {
-            let run =
-                LocalRun::open_in(store, source, defs, &variables, Box::new(handlers), clock)?;
-            Ok(Session { run, db })
-        }),
+        World::Scenario(scenario) => Session::open(db, model, source, defs, scenario, clock),
+        World::Handlers(handlers, variables) => {
+            db.open_for(model, source, defs).and_then(|store| {
+                let run =
+                    LocalRun::open_in(store, source, defs, &variables, Box::new(handlers), clock)?;
+                Ok(Session { run, db })
+            })
+        }
     };
     let mut session = match opened {
         Ok(s) => s,

@@ -216,6 +216,7 @@ impl EngineBackend {
         let codes = scenario_codes(&scenario);
         let mut session = Session::open(
             SessionDb::new(db, "console"),
+            &shown,
             &source,
             &defs,
             scenario,

@@ -8,6 +8,9 @@
 //! - **The database**: the one given (a SQLite file, created if missing, or
 //!   a PostgreSQL URL); else a temporary SQLite file made for this session
 //!   and removed when it ends.
+//! - **The model file**: a database the user keeps (`--db`) records the
+//!   model file on its deployment, as `qflow deploy` does, whichever face
+//!   opened the session ([`SessionDb::open_for`]).
 //! - **Resume**: a database holding an unfinished instance of the same model
 //!   (same source hash) resumes it instead of starting a second one, and
 //!   virtual time continues from its last decision ([`LocalRun::open`]).
@@ -18,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::model::Definitions;
 use crate::runtime::clock::Clock;
 use crate::runtime::driver::{LocalRun, RunError};
+use crate::runtime::graph::Graph;
 use crate::runtime::scenario::Scenario;
 use crate::store::{Location, Store, StoreError};
 
@@ -125,10 +129,40 @@ impl SessionDb {
 
     /// Open (or create) the store.
     pub fn open(&self) -> Result<Store, SessionError> {
-        Store::connect(&self.location).map_err(|error| SessionError::Database {
+        Store::connect(&self.location).map_err(|error| self.error(error))
+    }
+
+    /// Open (or create) the store for a session on the model file `model`
+    /// (as the user named it; `source` is its text). A database the user
+    /// keeps records that file on the model's deployment, as `qflow deploy`
+    /// does, so `qflow resume` finds the scenario beside it and `qflow
+    /// deployments` and the console's list name it; a temporary database
+    /// records nothing. `qflow run` and `qflow console` both open here, so
+    /// a database reads the same whichever made it. A model the runtime
+    /// cannot execute records nothing either: opening its run says why.
+    pub fn open_for(
+        &self,
+        model: &str,
+        source: &str,
+        defs: &Definitions,
+    ) -> Result<Store, SessionError> {
+        let mut store = self.open()?;
+        if !self.temporary {
+            if let Ok(graph) = Graph::compile(defs) {
+                let now = crate::runtime::clock::system_now_ms();
+                store
+                    .deploy_from(&graph.process_id, source, Some(model), now)
+                    .map_err(|error| self.error(error))?;
+            }
+        }
+        Ok(store)
+    }
+
+    fn error(&self, error: StoreError) -> SessionError {
+        SessionError::Database {
             path: self.location.to_string(),
             error,
-        })
+        }
     }
 }
 
@@ -150,16 +184,18 @@ pub struct Session<C: Clock> {
 }
 
 impl<C: Clock> Session<C> {
-    /// Open the store in `db` and start the model's instance there, or
-    /// resume the unfinished one.
+    /// Open the store in `db` for the model file `model` (whose text is
+    /// `source`; [`SessionDb::open_for`]) and start the model's instance
+    /// there, or resume the unfinished one.
     pub fn open(
         db: SessionDb,
+        model: &str,
         source: &str,
         defs: &Definitions,
         scenario: Scenario,
         clock: C,
     ) -> Result<Session<C>, SessionError> {
-        let store = db.open()?;
+        let store = db.open_for(model, source, defs)?;
         let run = LocalRun::open(store, source, defs, scenario, clock)?;
         Ok(Session { run, db })
     }
