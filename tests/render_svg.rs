@@ -515,3 +515,220 @@ fn names_and_segments(svg: &str) -> (Vec<(String, Box)>, Vec<Segment>) {
     }
     (names, segments)
 }
+
+/// A fired boundary event is drawn done (its ring and fill green, as every
+/// node the instance executed), the one that never fired stays idle; an
+/// instance's note that would run off the drawing's right edge ends at its
+/// shape instead.
+#[test]
+fn a_fired_boundary_is_done_and_notes_stay_on_the_drawing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("b.svg");
+    let db = dir.path().join("declined.db");
+    let id = run_into(&db, "run-boundaries", "run-boundaries-declined");
+    render("run-boundaries", Some((&db, &id)), &out);
+    let text = std::fs::read_to_string(&out).unwrap();
+    golden("run-boundaries-declined", &text.replace(&id, "INSTANCE"));
+    let svg = parse(&text);
+    assert!(
+        svg.nodes["onDeclined"].has("done"),
+        "the error boundary fired"
+    );
+    assert!(svg.nodes["tooLong"].has("idle"), "the timer never fired");
+    assert!(
+        text.contains(".node.done .symbol { stroke: #2e7d32; }")
+            && text.contains(".node.boundary.done .shape { fill: #c8e6c9; }"),
+        "a done boundary's inner ring and fill are shaded"
+    );
+
+    // The escalation: FAILED at the end event on the drawing's right edge.
+    let db = dir.path().join("escalate.db");
+    let id = run_into(&db, "run-boundaries", "run-boundaries-escalate");
+    render("run-boundaries", Some((&db, &id)), &out);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let svg = parse(&text);
+    assert!(svg.nodes["tooLong"].has("done"), "the timer boundary fired");
+    let width: f64 = svg.root["width"].parse().unwrap();
+    let notes = texts_of(&text, "note");
+    assert!(!notes.is_empty());
+    for (x, anchor, body) in notes {
+        // 11 px bold: a little under 0.6 em a glyph.
+        let w = body.chars().count() as f64 * 11.0 * 0.54;
+        let (x0, x1) = match anchor.as_str() {
+            "end" => (x - w, x),
+            "middle" => (x - w / 2.0, x + w / 2.0),
+            _ => (x, x + w),
+        };
+        assert!(
+            x0 >= 0.0 && x1 <= width,
+            "note `{body}` spans {x0:.0}..{x1:.0}, the drawing is {width} wide"
+        );
+    }
+}
+
+/// Every `text` of `class`: its x, its anchor and its content.
+fn texts_of(svg: &str, class: &str) -> Vec<(f64, String, String)> {
+    let mut reader = Reader::from_str(svg);
+    let mut out = Vec::new();
+    let mut open: Option<(f64, String, String)> = None;
+    loop {
+        match reader.read_event().expect("well-formed") {
+            Event::Start(e) if e.local_name().as_ref() == b"text" => {
+                let attr = |k: &[u8]| {
+                    e.attributes()
+                        .flatten()
+                        .find(|a| a.key.as_ref() == k)
+                        .map(|a| a.unescape_value().unwrap().into_owned())
+                };
+                if attr(b"class").as_deref() == Some(class) {
+                    let x = attr(b"x").unwrap().parse().unwrap();
+                    let anchor = attr(b"text-anchor").unwrap_or_else(|| "start".into());
+                    open = Some((x, anchor, String::new()));
+                }
+            }
+            Event::Text(t) => {
+                if let Some(o) = open.as_mut() {
+                    o.2.push_str(&String::from_utf8_lossy(&t));
+                }
+            }
+            Event::End(e) if e.local_name().as_ref() == b"text" => {
+                out.extend(open.take());
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A box's name stays inside its box and below the kind icon in its top
+/// left corner, however many lines it wraps to: the samples, and every model
+/// of the BPMN interchange corpus (their own drawings: short boxes with long
+/// names, such as B.2.0's `User Task 12 Muti-Inst. Seq.`).
+#[test]
+fn box_names_stay_inside_the_box_and_clear_of_the_icon() {
+    let mut models: Vec<PathBuf> = std::fs::read_dir(repo().join("samples"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "bpmn"))
+        .collect();
+    let corpus = repo().join("../shared/corpus/miwg");
+    match std::fs::read_dir(&corpus) {
+        Ok(dir) => models.extend(
+            dir.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "bpmn")),
+        ),
+        Err(_) => eprintln!(
+            "skipping the interchange corpus: {} is absent",
+            corpus.display()
+        ),
+    }
+    models.sort();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.svg");
+    let mut boxes = 0;
+    for model in &models {
+        let o = qflow()
+            .arg("render")
+            .arg(model)
+            .arg("--svg")
+            .arg(&out)
+            .output()
+            .unwrap();
+        if !o.status.success() {
+            continue; // not drawable (no process): other tests cover refusals
+        }
+        let text = std::fs::read_to_string(&out).unwrap();
+        for b in boxed_names(&text) {
+            boxes += 1;
+            let (font, step) = if b.small { (10.0, 12.0) } else { (12.0, 14.0) };
+            let top = b.baseline - font * 0.8;
+            let bottom = b.baseline + step * (b.lines as f64 - 1.0) + font * 0.25;
+            assert!(
+                top >= b.y + 19.0 && bottom <= b.y + b.h,
+                "{}: the name of `{}` ({} lines, {top:.1}..{bottom:.1}) leaves its box {:.1}..{:.1} or meets its icon (down to {:.1})",
+                model.display(),
+                b.id,
+                b.lines,
+                b.y,
+                b.y + b.h,
+                b.y + 19.0
+            );
+        }
+    }
+    assert!(boxes > 20, "only {boxes} boxes drawn");
+}
+
+struct BoxedName {
+    id: String,
+    y: f64,
+    h: f64,
+    baseline: f64,
+    lines: usize,
+    small: bool,
+}
+
+/// Every node drawn as a box (a `rect` shape) with its name's baseline,
+/// line count and size.
+fn boxed_names(svg: &str) -> Vec<BoxedName> {
+    let mut reader = Reader::from_str(svg);
+    let mut out = Vec::new();
+    let mut node: Option<String> = None;
+    let mut rect: Option<(f64, f64)> = None;
+    let mut name: Option<(f64, bool, usize)> = None;
+    loop {
+        match reader.read_event().expect("well-formed") {
+            Event::Start(e) | Event::Empty(e) => {
+                let attr = |k: &[u8]| {
+                    e.attributes()
+                        .flatten()
+                        .find(|a| a.key.as_ref() == k)
+                        .map(|a| a.unescape_value().unwrap().into_owned())
+                };
+                let class = attr(b"class").unwrap_or_default();
+                match e.local_name().as_ref() {
+                    b"g" if class.starts_with("node ") => {
+                        node = attr(b"data-id");
+                        rect = None;
+                    }
+                    b"rect" if class == "shape" => {
+                        let y: f64 = attr(b"y").unwrap().parse().unwrap();
+                        let h: f64 = attr(b"height").unwrap().parse().unwrap();
+                        rect = Some((y, h));
+                    }
+                    b"text" if class.starts_with("name") && rect.is_some() => {
+                        let y = attr(b"y").unwrap().parse().unwrap();
+                        name = Some((y, class.contains("small"), 0));
+                    }
+                    b"tspan" => {
+                        if let Some(n) = name.as_mut() {
+                            n.2 += 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Event::End(e) if e.local_name().as_ref() == b"text" => {
+                if let (Some((baseline, small, lines)), Some((y, h)), Some(id)) =
+                    (name.take(), rect, node.as_ref())
+                {
+                    if lines > 0 {
+                        out.push(BoxedName {
+                            id: id.clone(),
+                            y,
+                            h,
+                            baseline,
+                            lines,
+                            small,
+                        });
+                    }
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    out
+}

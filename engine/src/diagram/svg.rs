@@ -19,6 +19,9 @@ const STYLE: &str = "
 .node .note { font-size: 11px; font-weight: bold; fill: #0d47a1; }
 .node .attempts { font-size: 11px; fill: #6d4c41; }
 .node.done .shape { fill: #eef6ee; stroke: #2e7d32; }
+.node.done .symbol { stroke: #2e7d32; }
+.node.boundary.done .shape { fill: #c8e6c9; }
+.node text.name.small { font-size: 10px; }
 .node.token .shape { fill: #e3f2fd; stroke: #1565c0; stroke-width: 3; }
 .node.parked .shape, .node.timer .shape, .node.waiting .shape, .node.joined .shape { fill: #fff8e1; stroke: #ef6c00; stroke-width: 3; }
 .node.reconcile .shape { fill: #f3e5f5; stroke: #6a1b9a; stroke-width: 3; }
@@ -326,7 +329,17 @@ fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &
                 labels.place(&spots, text.chars().count(), 1, NOTE_FONT)
             } else {
                 let y = r.y - 6.0 - 13.0 * i as f64;
-                labels.place(&[Spot::start(r.x, y)], text.chars().count(), 1, NOTE_FONT)
+                let chars = text.chars().count();
+                let start = Spot::start(r.x, y);
+                // A note that would run off the drawing's right edge ends
+                // at the shape's right edge instead.
+                let end = Spot::end(r.right(), y);
+                let spot = if labels.on_canvas(&start, chars, 1, NOTE_FONT) {
+                    start
+                } else {
+                    end
+                };
+                labels.place(&[spot], chars, 1, NOTE_FONT)
             };
             let _ = write!(
                 s,
@@ -346,43 +359,105 @@ fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &
 /// lower down. Returns the baseline of its last line.
 fn names(s: &mut String, n: &DiagramNode, labels: &mut Labels) -> f64 {
     let name = n.name.as_deref().unwrap_or(n.id.as_str());
+    if !n.kind.is_event() && !n.kind.is_gateway() {
+        return boxed_name(s, n, name);
+    }
     let r = n.rect;
     let c = r.center();
-    let boxed = !n.kind.is_event() && !n.kind.is_gateway();
-    let width = if boxed {
-        ((r.w - 8.0) / 6.5).max(4.0) as usize
-    } else {
-        18
-    };
-    let lines = wrap(name, width);
+    let lines = wrap(name, 18);
     let lines = &lines[..lines.len().min(4)];
     let widest = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let extra = 14.0 * (lines.len().max(1) as f64 - 1.0);
-    let at = if boxed {
-        Spot::middle(c.x, c.y - extra / 2.0 + 4.0)
-    } else {
-        let below = r.bottom() + 14.0;
-        let mut spots = vec![
-            Spot::middle(c.x, below),
-            Spot::start(c.x + 6.0, below),
-            Spot::end(c.x - 6.0, below),
-        ];
-        if n.kind != ShapeKind::Boundary {
-            spots.push(Spot::middle(c.x, r.y - 6.0 - extra));
+    let below = r.bottom() + 14.0;
+    let mut spots = vec![
+        Spot::middle(c.x, below),
+        Spot::start(c.x + 6.0, below),
+        Spot::end(c.x - 6.0, below),
+    ];
+    if n.kind != ShapeKind::Boundary {
+        spots.push(Spot::middle(c.x, r.y - 6.0 - extra));
+    }
+    for k in 1..4 {
+        let y = below + 14.0 * k as f64;
+        spots.extend([
+            Spot::middle(c.x, y),
+            Spot::start(c.x + 6.0, y),
+            Spot::end(c.x - 6.0, y),
+        ]);
+    }
+    let at = labels.place(&spots, widest, lines.len(), NAME_FONT);
+    name_text(s, at, lines, "name", 14.0);
+    at.y + extra
+}
+
+/// A box's name, wrapped inside it and centred, clear of the kind icon in
+/// its top-left corner: a name that would reach the icon's row moves down
+/// below it; one too long for the room under the icon is set smaller, and
+/// if it still does not fit, its last line ends in `…` (the full name is
+/// the group's `title`). Returns the baseline of its last line.
+fn boxed_name(s: &mut String, n: &DiagramNode, name: &str) -> f64 {
+    let r = n.rect;
+    let c = r.center();
+    // The room under the icon (its baseline 16 below the top, a descent).
+    let (top, bottom) = (r.y + ICON_ROW, r.bottom() - 3.0);
+    // (font, line step, class): the name's size, then the small one.
+    let sizes = [
+        (NAME_FONT, 14.0, "name"),
+        (SMALL_NAME_FONT, 12.0, "name small"),
+    ];
+    let height = |font: f64, step: f64, lines: usize| font * 1.05 + step * (lines as f64 - 1.0);
+    let mut chosen = None;
+    for (k, &(font, step, class)) in sizes.iter().enumerate() {
+        let width = ((r.w - 8.0) / (6.5 * font / NAME_FONT)).max(4.0) as usize;
+        let mut lines = wrap(name, width);
+        lines.truncate(4);
+        let n_lines = lines.len().max(1);
+        // Centred in the box, as long as it keeps clear of the icon.
+        let centred = c.y - step * (n_lines as f64 - 1.0) / 2.0 + 4.0;
+        if k == 0 && centred - font * 0.8 >= top {
+            chosen = Some((lines, centred, step, class, false));
+            break;
         }
-        for k in 1..4 {
-            let y = below + 14.0 * k as f64;
-            spots.extend([
-                Spot::middle(c.x, y),
-                Spot::start(c.x + 6.0, y),
-                Spot::end(c.x - 6.0, y),
-            ]);
+        let room = bottom - top;
+        let fits = |l: usize| height(font, step, l) <= room;
+        if fits(n_lines) {
+            let first = top + (room - height(font, step, n_lines)) / 2.0 + font * 0.8;
+            chosen = Some((lines, first, step, class, false));
+            break;
         }
-        labels.place(&spots, widest, lines.len(), NAME_FONT)
-    };
+        if k + 1 < sizes.len() {
+            continue;
+        }
+        // The smallest size and still too long: as many lines as fit, the
+        // last one shortened.
+        let keep = (1..=n_lines).rev().find(|&l| fits(l)).unwrap_or(1);
+        let clipped = lines.len() > keep;
+        lines.truncate(keep);
+        if clipped {
+            if let Some(last) = lines.last_mut() {
+                *last = clip(&format!("{last} …"), width);
+                if !last.ends_with('…') {
+                    last.push('…');
+                }
+            }
+        }
+        let first = top + (room - height(font, step, keep)).max(0.0) / 2.0 + font * 0.8;
+        chosen = Some((lines, first, step, class, clipped));
+    }
+    let (lines, first, step, class, clipped) = chosen.expect("the last size always chooses");
+    if clipped {
+        let _ = write!(s, "<title>{}</title>", esc(name));
+    }
+    let at = Spot::middle(c.x, first);
+    name_text(s, at, &lines, class, step);
+    at.y + step * (lines.len().max(1) as f64 - 1.0)
+}
+
+/// A `text` of one `tspan` per line, `step` apart.
+fn name_text(s: &mut String, at: Spot, lines: &[String], class: &str, step: f64) {
     let _ = write!(
         s,
-        r#"<text class="name" x="{}" y="{}" text-anchor="{}">"#,
+        r#"<text class="{class}" x="{}" y="{}" text-anchor="{}">"#,
         num(at.x),
         num(at.y),
         at.anchor.name()
@@ -392,18 +467,21 @@ fn names(s: &mut String, n: &DiagramNode, labels: &mut Labels) -> f64 {
             s,
             r#"<tspan x="{}" dy="{}">{}</tspan>"#,
             num(at.x),
-            if i == 0 { 0 } else { 14 },
+            num(if i == 0 { 0.0 } else { step }),
             esc(l)
         );
     }
     s.push_str("</text>");
-    at.y + extra
 }
 
 /// Font sizes of the texts placed around shapes (the style above).
 const NAME_FONT: f64 = 12.0;
 const FLOW_FONT: f64 = 11.0;
 const NOTE_FONT: f64 = 11.0;
+/// A box's name too long for the room under the icon at the name's size.
+const SMALL_NAME_FONT: f64 = 10.0;
+/// How far below a box's top its kind icon reaches.
+const ICON_ROW: f64 = 20.0;
 
 /// How a text is anchored at its point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -557,6 +635,11 @@ impl Labels {
                 .filter(|t| t.meets(&a))
                 .map(|t| (a.x1.min(t.x1) - a.x0.max(t.x0)) * (a.y1.min(t.y1) - a.y0.max(t.y0)))
                 .sum::<f64>()
+    }
+
+    /// Whether a text at `spot` stays on the drawing.
+    fn on_canvas(&self, spot: &Spot, chars: usize, lines: usize, font: f64) -> bool {
+        Labels::area(spot, chars, lines, font).within(&self.canvas)
     }
 
     /// The first clear spot of `spots`, if any.
