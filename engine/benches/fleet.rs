@@ -19,6 +19,14 @@
 //!   store's own settings, on a database of the store's schema holding the
 //!   last fleet's size of instances.
 //!
+//! - `views N`: N instances half way through the outage (every instance's
+//!   first three attempts taken), then what an operator's look reads, each
+//!   timed best of three: `Store::observations` and `attempts_per_minute`
+//!   (`qflow stats`, the console's fleet view), `Store::instances` with
+//!   `held_parks` and `quarantined` (the console's list), `deployments`,
+//!   and `inspect::fleet::instances` (`qflow instances`). `--keep FILE`
+//!   writes the database there and leaves it (for `EXPLAIN QUERY PLAN`).
+//!
 //! Run: `cargo bench -p qflow-engine --bench fleet -- fleet 50000 raw 300000`.
 //! Figures go to stdout; nothing is asserted about time.
 
@@ -231,6 +239,63 @@ fn raw(t: usize, n: usize) -> f64 {
     rate
 }
 
+/// Best of three wall times of `f`, in ms, and its last result.
+fn best_of_3<T>(mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut best = f64::MAX;
+    let mut last = None;
+    for _ in 0..3 {
+        let t = Instant::now();
+        last = Some(f());
+        best = best.min(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    (best, last.expect("ran"))
+}
+
+fn views(n: usize, keep: Option<&Path>) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = keep.map_or_else(|| dir.path().join("fleet.db"), Path::to_path_buf);
+    let store = seed(&path, n);
+    let scenario = Scenario::parse(ALWAYS_FAILS).expect("scenario parses");
+    let mut fleet = Fleet::new(store, scenario, "bench:0".into());
+    while fleet.stats().decisions < 3 * n as u64 {
+        fleet.step(|_, _| {}).expect("steps");
+    }
+    let store = fleet.into_store();
+    let (ms, o) = best_of_3(|| store.observations().expect("observations"));
+    println!(
+        "views    N={n:>6}  observations (qflow stats)            {ms:>8.1} ms  ({} unfinished, {} attempts)",
+        o.unfinished, o.attempts
+    );
+    let (ms, m) = best_of_3(|| store.attempts_per_minute().expect("per minute"));
+    println!(
+        "views    N={n:>6}  attempts per minute (the chart)        {ms:>8.1} ms  ({} minutes)",
+        m.len()
+    );
+    let (ms, rows) = best_of_3(|| {
+        let rows = store.instances().expect("instances");
+        let held = store.held_parks().expect("held parks");
+        let q = store.quarantined().expect("quarantined");
+        rows.len() + held.len() + q.len()
+    });
+    println!(
+        "views    N={n:>6}  instances + held parks + quarantined   {ms:>8.1} ms  ({rows} rows, the console's list)"
+    );
+    let (ms, d) = best_of_3(|| store.deployments().expect("deployments"));
+    println!(
+        "views    N={n:>6}  deployments with counts               {ms:>8.1} ms  ({} deployments)",
+        d.len()
+    );
+    let filter = qflow_engine::inspect::fleet::Filter::default();
+    let (ms, rows) = best_of_3(|| {
+        qflow_engine::inspect::fleet::instances(&store, &filter)
+            .expect("instances")
+            .len()
+    });
+    println!(
+        "views    N={n:>6}  inspect::fleet::instances (qflow instances) {ms:>8.1} ms  ({rows} rows)"
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (mut window, mut batch, mut last_n) = (
@@ -239,6 +304,7 @@ fn main() {
         50_000,
     );
     let mut mode = String::new();
+    let mut keep: Option<std::path::PathBuf> = None;
     let (mut fleet_rate, mut raw_rate) = (None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -246,7 +312,8 @@ fn main() {
             "--bench" => {}
             "--window" => window = it.next().and_then(|w| w.parse().ok()).unwrap_or(window),
             "--batch" => batch = it.next().and_then(|w| w.parse().ok()).unwrap_or(batch),
-            "replica" | "fleet" | "raw" => mode = a.clone(),
+            "--keep" => keep = it.next().map(Into::into),
+            "replica" | "fleet" | "raw" | "views" => mode = a.clone(),
             n => {
                 let Ok(n) = n.parse::<usize>() else {
                     eprintln!("fleet: unknown argument {n}");
@@ -259,8 +326,9 @@ fn main() {
                         last_n = n;
                     }
                     "raw" => raw_rate = Some(raw(n, last_n)),
+                    "views" => views(n, keep.as_deref()),
                     _ => {
-                        eprintln!("fleet: give a mode (replica, fleet, raw) before a size");
+                        eprintln!("fleet: give a mode (replica, fleet, raw, views) before a size");
                         std::process::exit(2);
                     }
                 }

@@ -148,14 +148,13 @@ impl Fleet {
         let t1 = Instant::now();
         let claimed = self.store.claim_many(&ids, &self.owner, system_now_ms())?;
         let t2 = Instant::now();
-        let mut decided = Vec::with_capacity(claimed.len());
-        let mut idle = Vec::new();
-        for id in claimed {
-            match self.decide_one(&id)? {
-                Some((version, t, at)) => decided.push((id, version, t, at)),
-                None => idle.push(id),
-            }
-        }
+        // The batch's facts from one snapshot: one read transaction, ended
+        // before the apply takes the write lock, even when a read failed.
+        self.store.begin_reads()?;
+        let read = self.decide_all(claimed);
+        let ended = self.store.end_reads();
+        let (decided, idle) = read?;
+        ended?;
         let t3 = Instant::now();
         let pending: Vec<Pending<'_>> = decided
             .iter()
@@ -188,6 +187,30 @@ impl Fleet {
         // Instances picked but claimed elsewhere count as looked at: another
         // party is working, so the caller keeps stepping.
         Ok(ids.len())
+    }
+
+    /// The decision of each claimed instance; those with nothing to decide
+    /// apart (`idle`), their claims to release.
+    #[allow(clippy::type_complexity)]
+    fn decide_all(
+        &mut self,
+        claimed: Vec<String>,
+    ) -> Result<
+        (
+            Vec<(String, i64, crate::instance::Transition, i64)>,
+            Vec<String>,
+        ),
+        RunError,
+    > {
+        let mut decided = Vec::with_capacity(claimed.len());
+        let mut idle = Vec::new();
+        for id in claimed {
+            match self.decide_one(&id)? {
+                Some((version, t, at)) => decided.push((id, version, t, at)),
+                None => idle.push(id),
+            }
+        }
+        Ok((decided, idle))
     }
 
     /// The decision for one claimed instance: its transition, the version it

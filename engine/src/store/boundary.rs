@@ -97,6 +97,13 @@ forward! {
         fn candidates(limit: usize) -> Result<Vec<String>, StoreError>;
         /// The time of the instance's last decision.
         fn last_decision_ms(instance: &str) -> Result<Option<i64>, StoreError>;
+        /// Read everything until [`Store::end_reads`] from one snapshot of
+        /// the database (a batch's facts): on SQLite one read transaction,
+        /// where each statement alone takes and drops its own locks (15
+        /// lock calls per decision). Writing in between is an error.
+        fn begin_reads() -> Result<(), StoreError>;
+        /// End what [`Store::begin_reads`] began (nothing when none is open).
+        fn end_reads() -> Result<(), StoreError>;
         /// The deployed source of a deployment.
         fn deployment_source(deployment_id: i64) -> Result<Option<String>, StoreError>;
         /// Every deployment, oldest first, with its instances by status.

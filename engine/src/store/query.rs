@@ -458,6 +458,17 @@ impl Sqlite {
         Ok(due)
     }
 
+    pub fn begin_reads(&self) -> Result<(), StoreError> {
+        Ok(self.conn().execute_batch("BEGIN DEFERRED")?)
+    }
+
+    pub fn end_reads(&self) -> Result<(), StoreError> {
+        if !self.conn().is_autocommit() {
+            self.conn().execute_batch("COMMIT")?;
+        }
+        Ok(())
+    }
+
     /// The time of the instance's last decision (its start if none).
     pub fn last_decision_ms(&self, instance: &str) -> Result<Option<i64>, StoreError> {
         Ok(self

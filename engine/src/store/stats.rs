@@ -96,11 +96,6 @@ impl Sqlite {
              LEFT JOIN history h ON h.seq = (SELECT MAX(seq) FROM history WHERE instance_id = i.id AND kind = 'attempt')
              WHERE i.status IN ('running','waiting') GROUP BY class ORDER BY 2 DESC, 1",
         )?;
-        let attempts: i64 = c.query_row(
-            "SELECT COUNT(*) FROM history WHERE kind = 'attempt'",
-            [],
-            |r| r.get(0),
-        )?;
         let of_completed: i64 = c.query_row(
             "SELECT COUNT(*) FROM history h JOIN instances i ON i.id = h.instance_id WHERE h.kind = 'attempt' AND i.status = 'completed'",
             [],
@@ -151,24 +146,41 @@ impl Sqlite {
                     last_ms: r.get(6)?,
                 })
             })?
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<DependencyLoad>, _>>()?;
+        // Every attempt line is in exactly one dependency's count: their sum
+        // is the attempts recorded, without another pass over the history.
+        let attempts: u64 = by_dependency.iter().map(|d| d.attempts).sum();
         let now_ms: Option<i64> =
             c.query_row("SELECT MAX(at_ms) FROM transitions", [], |r| r.get(0))?;
+        // One pass over the unfinished instances, each counted in the first
+        // bucket its age is under (six passes before, one per bucket).
         let mut backlog_age = Vec::new();
         if let Some(now) = now_ms {
-            let mut lower = i64::MIN;
-            for (label, upper) in AGE_BUCKETS.iter().copied().chain([(">= 1 d", i64::MAX)]) {
-                let n: i64 = c.query_row(
-                    "SELECT COUNT(*) FROM instances WHERE status IN ('running','waiting')
-                     AND ?1 - started_ms >= ?2 AND ?1 - started_ms < ?3",
-                    params![now, lower, upper],
-                    |r| r.get(0),
-                )?;
+            let mut by_bucket = [0u64; AGE_BUCKETS.len() + 1];
+            let mut st = c.prepare_cached(
+                "SELECT CASE WHEN ?1 - started_ms < ?2 THEN 0 WHEN ?1 - started_ms < ?3 THEN 1
+                             WHEN ?1 - started_ms < ?4 THEN 2 WHEN ?1 - started_ms < ?5 THEN 3
+                             WHEN ?1 - started_ms < ?6 THEN 4 ELSE 5 END AS bucket, COUNT(*)
+                 FROM instances WHERE status IN ('running','waiting') GROUP BY bucket",
+            )?;
+            let [a, b, cc, d, e] = AGE_BUCKETS.map(|(_, upper)| upper);
+            let rows = st.query_map(params![now, a, b, cc, d, e], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+            })?;
+            for row in rows {
+                let (bucket, n) = row?;
+                by_bucket[bucket as usize] = n as u64;
+            }
+            for ((label, _), count) in AGE_BUCKETS
+                .iter()
+                .copied()
+                .chain([(">= 1 d", i64::MAX)])
+                .zip(by_bucket)
+            {
                 backlog_age.push(Count {
                     label: label.into(),
-                    count: n as u64,
+                    count,
                 });
-                lower = upper;
             }
         }
         let paused = self.pauses()?;
@@ -184,7 +196,7 @@ impl Sqlite {
             unfinished: unfinished as u64,
             completed: completed as u64,
             pending_by_class,
-            attempts: attempts as u64,
+            attempts,
             attempts_per_completed: (completed > 0).then(|| of_completed as f64 / completed as f64),
             oldest_next_eligible_ms,
             terminal,
