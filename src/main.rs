@@ -73,6 +73,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -122,13 +123,51 @@ fn main() -> ExitCode {
     }
 }
 
+/// Exit status when the reader of stdout went away (`qflow check DIR | head`):
+/// 141, what a shell reports for a program ended by SIGPIPE, so a pipeline
+/// under `set -o pipefail` sees what it sees of any other Unix tool.
+const CLOSED_STDOUT: i32 = 141;
+
+/// A closed stdout ends the command quietly instead of with a panic and a
+/// backtrace. `println!` panics when its write fails; the workspace forbids
+/// the unsafe call that would restore SIGPIPE's default action, so the panic
+/// hook recognises that one panic and exits with [`CLOSED_STDOUT`]. Every
+/// other panic is reported as before.
+fn quiet_on_closed_stdout() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.ends_with(&broken_pipe()) {
+            std::process::exit(CLOSED_STDOUT);
+        }
+        report(info);
+    }));
+}
+
+/// How the standard library words EPIPE in a failed print's panic message
+/// ("Broken pipe (os error 32)" on Linux).
+#[cfg(unix)]
+fn broken_pipe() -> String {
+    std::io::Error::from_raw_os_error(rustix::io::Errno::PIPE.raw_os_error()).to_string()
+}
+
+#[cfg(not(unix))]
+fn broken_pipe() -> String {
+    std::io::Error::from(std::io::ErrorKind::BrokenPipe).to_string()
+}
+
 /// Write generated text to stdout; a closed pipe (`qflow man | head`) is not
-/// an error worth a panic.
+/// an error worth a panic: it ends like any other command's closed stdout.
 fn write_out(bytes: &[u8]) -> ExitCode {
     use std::io::Write;
     match std::io::stdout().write_all(bytes) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(CLOSED_STDOUT as u8),
         Err(e) => {
             eprintln!("error: cannot write to stdout: {e}");
             ExitCode::from(2)

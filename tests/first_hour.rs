@@ -455,3 +455,38 @@ fn completions_and_the_man_page_are_generated() {
     assert_eq!(code(&o), 0);
     assert!(stdout(&o).contains(".TH qflow 1"));
 }
+
+/// `qflow check --format json samples | head -1`: the reader goes away after
+/// one line. The command ends quietly with 141 (what a shell reports for a
+/// program ended by SIGPIPE), not with a panic and a backtrace on stderr.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(repo())
+        .env("NO_COLOR", "1")
+        .env("RUST_BACKTRACE", "1")
+        .args(["check", "--format", "json", "samples"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("qflow runs");
+    // The report is well over a pipe's buffer: read its first bytes, then
+    // close the pipe while qflow is still writing.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    stdout.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"[");
+    drop(stdout);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(141), "stderr: {err}");
+    assert!(!err.contains("panicked"), "stderr: {err}");
+}
