@@ -79,6 +79,9 @@ fn main() -> ExitCode {
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
+            if e.use_stderr() {
+                usage_error_as_json(&e);
+            }
             return ExitCode::from(code);
         }
     };
@@ -121,6 +124,49 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// A usage error (an unknown flag, a missing argument) of a command asked for
+/// `--format json` still leaves JSON on stdout, as every other error does:
+/// `check`'s empty array of diagnostics, any other command's error record
+/// `{"status":"error","error":"usage","message":…}`. The parser's own text
+/// (with the usage line) is on stderr.
+fn usage_error_as_json(e: &clap::Error) {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let json = args
+        .windows(2)
+        .any(|w| w[0] == "--format" && w[1] == "json")
+        || args.iter().any(|a| a == "--format=json");
+    if !json {
+        return;
+    }
+    if args
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        == Some("check")
+    {
+        println!("[]");
+        return;
+    }
+    // The parser's first paragraph ("error: the following required
+    // arguments were not provided:" and the names under it), on one line.
+    let text = e.to_string();
+    let paragraph: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let joined = paragraph.join(" ");
+    let message = joined.strip_prefix("error: ").unwrap_or(&joined);
+    let record = serde_json::json!({"status": "error", "error": "usage", "message": message});
+    println!(
+        "{}",
+        cli::run::json_line(&record, &["status", "error", "message"])
+    );
 }
 
 /// Exit status when the reader of stdout went away (`qflow check DIR | head`):

@@ -490,3 +490,51 @@ fn a_closed_stdout_ends_the_command_quietly() {
     assert_eq!(status.code(), Some(141), "stderr: {err}");
     assert!(!err.contains("panicked"), "stderr: {err}");
 }
+
+/// A script asked for JSON and made a usage mistake (a missing model, an
+/// unknown flag, a bad value): stdout is still JSON, exit 2, and the parser's
+/// own text with the usage line is on stderr.
+#[test]
+fn usage_errors_with_format_json_still_print_json() {
+    for (args, message) in [
+        (
+            &["run", "--format", "json"][..],
+            "the following required arguments were not provided: <MODEL>",
+        ),
+        (
+            &["instances", "--db", "x.db", "--format=json", "--bogus"][..],
+            "unexpected argument '--bogus' found",
+        ),
+        (
+            &["project", "--format", "json", "samples/checkout.bpmn"][..],
+            "the following required arguments were not provided: --jobs <N>",
+        ),
+    ] {
+        let o = qflow(args);
+        assert_eq!(code(&o), 2, "{args:?}");
+        let v: Value = serde_json::from_str(stdout(&o).trim())
+            .unwrap_or_else(|e| panic!("{args:?}: not JSON: {}: {e}", stdout(&o)));
+        assert_eq!(v["status"], "error", "{args:?}: {v}");
+        assert_eq!(v["error"], "usage", "{args:?}: {v}");
+        assert_eq!(v["message"], message, "{args:?}: {v}");
+        assert!(
+            stderr(&o).contains("Usage: qflow"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    // check's JSON is an array of diagnostics: an empty one.
+    let o = qflow(&[
+        "check",
+        "--format",
+        "json",
+        "--bogus",
+        "samples/checkout.bpmn",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(stdout(&o).trim(), "[]");
+    // Without --format json the parser's text alone, stdout empty.
+    let o = qflow(&["run"]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(stdout(&o), "");
+}
