@@ -23,6 +23,11 @@ impl Postgres {
         wall_now_ms: i64,
     ) -> Result<PauseChange, StoreError> {
         self.write(|db| {
+            // Wait for the re-drives that checked before this pause to commit.
+            db.exec(
+                "SELECT pg_advisory_xact_lock($1)",
+                &[&super::schema::PAUSE_LOCK],
+            )?;
             let n = db.exec(
                 "INSERT INTO pauses(kind, value, paused_ms) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
                 &[&kind.flag(), &value, &wall_now_ms],
@@ -33,6 +38,10 @@ impl Postgres {
 
     pub fn unpause(&mut self, kind: PauseKind, value: &str) -> Result<PauseChange, StoreError> {
         self.write(|db| {
+            db.exec(
+                "SELECT pg_advisory_xact_lock($1)",
+                &[&super::schema::PAUSE_LOCK],
+            )?;
             let n = db.exec(
                 "DELETE FROM pauses WHERE kind = $1 AND value = $2",
                 &[&kind.flag(), &value],
@@ -246,6 +255,15 @@ pub(super) fn refuse_held_redrive<C: GenericClient>(
     instance: &str,
     t: &Transition,
 ) -> Result<(), StoreError> {
+    if t.resolve.is_empty() {
+        return Ok(());
+    }
+    // Held until commit: a pause committing meanwhile waits for this
+    // transition, and one already committed is seen by the check below.
+    db.exec(
+        "SELECT pg_advisory_xact_lock_shared($1)",
+        &[&super::schema::PAUSE_LOCK],
+    )?;
     for id in &t.resolve {
         let Some(r) = db.opt(
             "SELECT t.node, p.kind, p.value FROM timers t JOIN pauses p
@@ -296,4 +314,73 @@ pub(super) fn park_cause<C: GenericClient>(
         .map(|r| (r.get(0), r.get(1)));
     let (last_class, dependency) = last.unwrap_or((None, None));
     Ok((class.or(last_class), dependency))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{schema::PAUSE_LOCK, scratch_database, test_server};
+    use crate::store::contain::PauseKind;
+    use crate::store::{Location, Store};
+
+    /// A re-drive that checked for pauses before a pause committed must not
+    /// commit after it: the pause waits for the re-drive's shared lock.
+    /// (Staged with a raw transaction holding that lock, as an applying
+    /// transition does between its check and its commit.)
+    #[test]
+    fn a_pause_waits_for_a_redrive_already_past_its_check() {
+        let test = "a_pause_waits_for_a_redrive";
+        let Some(server) = test_server(test) else {
+            return;
+        };
+        let db = scratch_database(
+            &server,
+            &format!("qflow_unit_{test}_{}", std::process::id()),
+        )
+        .unwrap();
+        drop(Store::connect(&Location::Postgres(db.clone())).unwrap());
+        let mut redrive = postgres::Client::connect(&db, postgres::NoTls).unwrap();
+        let mut in_flight = redrive.transaction().unwrap();
+        in_flight
+            .execute("SELECT pg_advisory_xact_lock_shared($1)", &[&PAUSE_LOCK])
+            .unwrap();
+        let pausing = {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut operator = Store::connect(&Location::Postgres(db)).unwrap();
+                operator.pause(PauseKind::Class, "transient", 1).unwrap();
+            })
+        };
+        // The pause is seen waiting on the lock, not committed.
+        let mut watcher = postgres::Client::connect(&db, postgres::NoTls).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let waiting: i64 = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            if waiting == 1 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline && !pausing.is_finished(),
+                "the pause did not wait for the in-flight re-drive"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let paused: i64 = watcher
+            .query_one("SELECT count(*) FROM pauses", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(paused, 0, "not committed while the re-drive is in flight");
+        in_flight.commit().unwrap();
+        pausing.join().unwrap();
+        let paused: i64 = watcher
+            .query_one("SELECT count(*) FROM pauses", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(paused, 1);
+    }
 }

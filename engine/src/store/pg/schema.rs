@@ -180,6 +180,13 @@ INSERT INTO qflow_schema(version) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM qflow
 /// deployments) alike.
 pub const NUMBERING_LOCK: i64 = 0x7166_6c6f_775f_6964; // "qflow_id"
 
+/// The advisory lock that orders pauses against re-drives: a transition
+/// that resolves retry timers holds it shared from its pause check to its
+/// commit, a pause or unpause holds it exclusively. Under READ COMMITTED a
+/// re-drive that checked before a pause committed could otherwise commit
+/// after it; SQLite gets the same order from its single writer.
+pub const PAUSE_LOCK: i64 = 0x7166_6c6f_775f_7073; // "qflow_ps"
+
 /// The advisory lock key every migrating process takes, so two processes
 /// opening a fresh database never both migrate it.
 pub const MIGRATION_LOCK: i64 = 0x7166_6c6f_775f_6d67; // "qflow_mg"
