@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use qflow_engine::store::Store;
+mod support;
+use support::stores::{open, Fresh};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -18,18 +19,18 @@ fn qflow(args: &[&str]) -> std::process::Output {
         .expect("qflow runs")
 }
 
-#[test]
-fn an_instance_claimed_by_a_live_process_is_not_run_by_a_second_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("q.db");
-    let db_s = db.to_str().unwrap();
+crate::on_both_stores!(an_instance_claimed_by_a_live_process_is_not_run_by_a_second_one);
+
+fn an_instance_claimed_by_a_live_process_is_not_run_by_a_second_one(fresh: &Fresh) {
+    let db = fresh.db();
+    let db_s = db.as_str();
     let model = "samples/dbg08-long-outage.bpmn";
     let first = qflow(&[
         "run", model, "--db", db_s, "--until", "PT2M", "--format", "json",
     ]);
     assert!(first.status.success());
     // Another live process (this test, under another host name) holds the claim.
-    let mut store = Store::open(&db).unwrap();
+    let mut store = open(&db);
     let owner = format!("elsewhere:{}", std::process::id());
     store
         .claim(

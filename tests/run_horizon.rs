@@ -8,6 +8,7 @@ mod support;
 
 use serde_json::Value;
 use std::path::Path;
+use support::stores::Fresh;
 use support::{lines, qflow};
 
 /// A poll that never ends: wait, check (the task succeeds without setting
@@ -45,14 +46,17 @@ fn ok(o: &std::process::Output) -> (Vec<Value>, String) {
     (lines(o), stderr)
 }
 
-#[test]
-fn a_virtual_run_stops_at_its_default_horizon_and_resume_goes_as_far_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let m = model(dir.path(), "P1D");
-    let (out, stderr) = ok(&qflow(
-        dir.path(),
-        &["run", &m, "--db", "q.db", "--format", "json"],
-    ));
+crate::on_both_stores!(
+    a_virtual_run_stops_at_its_default_horizon_and_resume_goes_as_far_again,
+    a_loop_that_makes_no_progress_stops_after_a_hundred_returns_to_one_state,
+    a_loop_against_a_counterpart_that_always_declines_stops_instead_of_running_on,
+);
+
+fn a_virtual_run_stops_at_its_default_horizon_and_resume_goes_as_far_again(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    let m = model(dir, "P1D");
+    let (out, stderr) = ok(&qflow(dir, &["run", &m, "--db", &db, "--format", "json"]));
     let last = out.last().unwrap();
     assert_eq!(
         (&last["status"], &last["stopped"], &last["horizon_s"]),
@@ -70,14 +74,14 @@ fn a_virtual_run_stops_at_its_default_horizon_and_resume_goes_as_far_again() {
     assert_eq!(latest, (30 * 86_400) as f64, "decided up to the horizon");
     assert!(
         stderr.contains("note: stopped at +30d, the run's horizon (30 days of virtual time past where this run began, the default; --until DURATION sets another)")
-            && stderr.contains("`qflow resume poll-1 --db q.db`"),
+            && stderr.contains(&format!("`qflow resume poll-1 --db {db}`")),
         "{stderr}"
     );
 
     // Parked: resume continues it, for another horizon.
     let (out, _) = ok(&qflow(
-        dir.path(),
-        &["resume", "poll-1", "--db", "q.db", "--format", "json"],
+        dir,
+        &["resume", "poll-1", "--db", &db, "--format", "json"],
     ));
     let first = out.first().unwrap();
     assert_eq!(first["at_s"], 31 * 86_400, "{first}");
@@ -85,10 +89,7 @@ fn a_virtual_run_stops_at_its_default_horizon_and_resume_goes_as_far_again() {
     assert_eq!(last["horizon_s"], 60 * 86_400, "{last}");
 
     // And so does a run of the same model with the same database.
-    let (out, stderr) = ok(&qflow(
-        dir.path(),
-        &["run", &m, "--db", "q.db", "--format", "json"],
-    ));
+    let (out, stderr) = ok(&qflow(dir, &["run", &m, "--db", &db, "--format", "json"]));
     assert!(
         stderr.contains("resuming unfinished instance poll-1"),
         "{stderr}"
@@ -117,14 +118,11 @@ fn until_sets_the_horizon_and_the_run_says_so() {
     );
 }
 
-#[test]
-fn a_loop_that_makes_no_progress_stops_after_a_hundred_returns_to_one_state() {
-    let dir = tempfile::tempdir().unwrap();
-    let m = model(dir.path(), "PT1M");
-    let (out, stderr) = ok(&qflow(
-        dir.path(),
-        &["run", &m, "--db", "q.db", "--format", "json"],
-    ));
+fn a_loop_that_makes_no_progress_stops_after_a_hundred_returns_to_one_state(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    let m = model(dir, "PT1M");
+    let (out, stderr) = ok(&qflow(dir, &["run", &m, "--db", &db, "--format", "json"]));
     let last = out.last().unwrap();
     assert_eq!(
         (&last["status"], &last["stopped"], &last["returns"]),
@@ -146,20 +144,20 @@ fn a_loop_that_makes_no_progress_stops_after_a_hundred_returns_to_one_state() {
     );
 }
 
-#[test]
-fn a_loop_against_a_counterpart_that_always_declines_stops_instead_of_running_on() {
-    let dir = tempfile::tempdir().unwrap();
+fn a_loop_against_a_counterpart_that_always_declines_stops_instead_of_running_on(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
     let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/call-loop-until-approved.bpmn");
     std::fs::write(
-        dir.path().join("declines.json"),
+        dir.join("declines.json"),
         r#"{"channels":{"bank":[{"respond":{"approved":false},"after":"PT5S"}]}}"#,
     )
     .unwrap();
     let model = model.to_str().unwrap();
     let args = ["run", model, "--scenario", "declines.json", "--db"];
     let (out, _) = ok(&qflow(
-        dir.path(),
-        &[&args[..], &["json.db", "--format", "json"]].concat(),
+        dir,
+        &[&args[..], &[&db, "--format", "json"]].concat(),
     ));
     let last = out.last().unwrap();
     assert_eq!(
@@ -168,7 +166,8 @@ fn a_loop_against_a_counterpart_that_always_declines_stops_instead_of_running_on
         "{last}"
     );
     // The human final line says where the tokens stopped.
-    let o = qflow(dir.path(), &[&args[..], &["human.db"]].concat());
+    let human = fresh.db();
+    let o = qflow(dir, &[&args[..], &[&human]].concat());
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         text.lines().last().unwrap().starts_with(

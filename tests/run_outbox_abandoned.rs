@@ -7,6 +7,7 @@ mod support;
 
 use serde_json::Value;
 use std::path::Path;
+use support::stores::{open, Fresh};
 use support::{lines, qflow};
 
 fn repo() -> &'static Path {
@@ -68,19 +69,28 @@ fn show_outbox(dir: &Path, db: &str, instance: &str) -> Vec<Value> {
     v["outbox"].as_array().unwrap().clone()
 }
 
-#[test]
-fn a_call_caught_by_an_error_boundary_keeps_its_undelivered_request_abandoned_with_the_reason() {
-    let dir = tempfile::tempdir().unwrap();
+crate::on_both_stores!(
+    a_call_caught_by_an_error_boundary_keeps_its_undelivered_request_abandoned_with_the_reason,
+    the_fatal_path_keeps_a_poisoned_request_abandoned_and_says_it_was_poisoned,
+    the_backoff_park_withdraws_dead_attempts_and_exhaustion_keeps_the_last_request_abandoned,
+    a_timer_boundary_that_interrupts_a_call_keeps_its_undelivered_request_abandoned,
+    an_answer_before_its_request_was_delivered_leaves_the_request_abandoned_never_sent,
+);
+
+fn a_call_caught_by_an_error_boundary_keeps_its_undelivered_request_abandoned_with_the_reason(
+    fresh: &Fresh,
+) {
+    let dir = fresh.dir();
     // Deliveries 20 s apart: the 30 s timeout fires while the request is
     // still pending, and the boundary takes the flow to the manual review.
     let model = sample_with_curve(
-        dir.path(),
+        dir,
         "call-bank-no-policy.bpmn",
         r#"maxDeliveries="5" deliveryInterval="PT20S""#,
     );
-    let scenario = write(dir.path(), "s.json", UNREACHABLE);
-    let db = dir.path().join("q.db").display().to_string();
-    let out = run_json(dir.path(), &model, &scenario, &db);
+    let scenario = write(dir, "s.json", UNREACHABLE);
+    let db = fresh.db();
+    let out = run_json(dir, &model, &scenario, &db);
     let last = out.last().unwrap();
     assert_eq!(last["status"], "completed", "{last}");
     let abandoned = last["abandoned"].as_array().expect("the run lists it");
@@ -99,23 +109,20 @@ fn a_call_caught_by_an_error_boundary_keeps_its_undelivered_request_abandoned_wi
             .any(|l| l["kind"] == "delivery" && l["at_s"].as_f64() > Some(30.0)),
         "{out:?}"
     );
-    let rows = show_outbox(dir.path(), &db, "bank-no-policy-1");
+    let rows = show_outbox(dir, &db, "bank-no-policy-1");
     assert_eq!(rows.len(), 1, "kept, not deleted: {rows:?}");
     assert_eq!(rows[0]["state"], "abandoned");
     assert_eq!(rows[0]["reason"], abandoned[0]["reason"]);
 
     // The human run says it too, after the final line.
-    let db2 = dir.path().join("h.db").display().to_string();
-    let o = qflow(
-        dir.path(),
-        &["run", &model, "--scenario", &scenario, "--db", &db2],
-    );
+    let db2 = fresh.db();
+    let o = qflow(dir, &["run", &model, "--scenario", &scenario, "--db", &db2]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         text.contains("ABANDONED  request bank-no-policy-1/authorize/1 to bank (attempt 1), never delivered: attempt 1 failed (q.timeout)"),
         "{text}"
     );
-    let o = qflow(dir.path(), &["show", "bank-no-policy-1", "--db", &db2]);
+    let o = qflow(dir, &["show", "bank-no-policy-1", "--db", &db2]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         text.contains("abandoned after 2 deliveries, key bank-no-policy-1/authorize/1 (attempt 1 failed (q.timeout) and the error boundary bankSilent took the flow)"),
@@ -123,15 +130,14 @@ fn a_call_caught_by_an_error_boundary_keeps_its_undelivered_request_abandoned_wi
     );
 }
 
-#[test]
-fn the_fatal_path_keeps_a_poisoned_request_abandoned_and_says_it_was_poisoned() {
-    let dir = tempfile::tempdir().unwrap();
+fn the_fatal_path_keeps_a_poisoned_request_abandoned_and_says_it_was_poisoned(fresh: &Fresh) {
+    let dir = fresh.dir();
     // The sample's curve: poisoned at the fifth delivery (8 s); the boundary
     // catches q.timeout only, so the poisoning fails the instance.
     let model = repo().join("samples/call-bank-no-policy.bpmn");
-    let scenario = write(dir.path(), "s.json", UNREACHABLE);
-    let db = dir.path().join("q.db").display().to_string();
-    let out = run_json(dir.path(), &model.display().to_string(), &scenario, &db);
+    let scenario = write(dir, "s.json", UNREACHABLE);
+    let db = fresh.db();
+    let out = run_json(dir, &model.display().to_string(), &scenario, &db);
     let last = out.last().unwrap();
     assert_eq!(
         (&last["status"], &last["code"], &last["reason"]),
@@ -147,22 +153,23 @@ fn the_fatal_path_keeps_a_poisoned_request_abandoned_and_says_it_was_poisoned() 
         "poisoned, then the instance failed at authorize: q.delivery.poisoned (uncaught-error)",
         "{last}"
     );
-    let rows = show_outbox(dir.path(), &db, "bank-no-policy-1");
+    let rows = show_outbox(dir, &db, "bank-no-policy-1");
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0]["state"], "abandoned");
 }
 
-#[test]
-fn the_backoff_park_withdraws_dead_attempts_and_exhaustion_keeps_the_last_request_abandoned() {
-    let dir = tempfile::tempdir().unwrap();
+fn the_backoff_park_withdraws_dead_attempts_and_exhaustion_keeps_the_last_request_abandoned(
+    fresh: &Fresh,
+) {
+    let dir = fresh.dir();
     let model = sample_with_curve(
-        dir.path(),
+        dir,
         "bank-authorize.bpmn",
         r#"maxDeliveries="5" deliveryInterval="PT20S""#,
     );
-    let scenario = write(dir.path(), "s.json", UNREACHABLE);
-    let db = dir.path().join("q.db").display().to_string();
-    let out = run_json(dir.path(), &model, &scenario, &db);
+    let scenario = write(dir, "s.json", UNREACHABLE);
+    let db = fresh.db();
+    let out = run_json(dir, &model, &scenario, &db);
     let last = out.last().unwrap();
     assert_eq!(
         (&last["status"], &last["reason"], &last["attempts"]),
@@ -173,7 +180,7 @@ fn the_backoff_park_withdraws_dead_attempts_and_exhaustion_keeps_the_last_reques
         ),
         "{last}"
     );
-    let rows = show_outbox(dir.path(), &db, "bank-authorize-1");
+    let rows = show_outbox(dir, &db, "bank-authorize-1");
     // Attempts 1-3 were withdrawn at their backoff parks; attempt 4's
     // request is kept.
     assert_eq!(rows.len(), 1, "{rows:?}");
@@ -206,13 +213,12 @@ const BOUNDARY_CALL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
   </bpmn:process>
 </bpmn:definitions>"#;
 
-#[test]
-fn a_timer_boundary_that_interrupts_a_call_keeps_its_undelivered_request_abandoned() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = write(dir.path(), "late.bpmn", BOUNDARY_CALL);
-    let scenario = write(dir.path(), "s.json", UNREACHABLE);
-    let db = dir.path().join("q.db").display().to_string();
-    let out = run_json(dir.path(), &model, &scenario, &db);
+fn a_timer_boundary_that_interrupts_a_call_keeps_its_undelivered_request_abandoned(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let model = write(dir, "late.bpmn", BOUNDARY_CALL);
+    let scenario = write(dir, "s.json", UNREACHABLE);
+    let db = fresh.db();
+    let out = run_json(dir, &model, &scenario, &db);
     let last = out.last().unwrap();
     assert_eq!(last["status"], "completed", "{last}");
     assert_eq!(
@@ -224,12 +230,12 @@ fn a_timer_boundary_that_interrupts_a_call_keeps_its_undelivered_request_abandon
             .any(|l| l["kind"] == "delivery" && l["at_s"].as_f64() > Some(60.0)),
         "no delivery after the boundary: {out:?}"
     );
-    let rows = show_outbox(dir.path(), &db, "p-1");
+    let rows = show_outbox(dir, &db, "p-1");
     assert_eq!(rows[0]["state"], "abandoned", "{rows:?}");
 
     // The console's outbox panel shows the row and, below it, why.
     let o = qflow(
-        dir.path(),
+        dir,
         &[
             "console",
             &model,
@@ -249,13 +255,13 @@ fn a_timer_boundary_that_interrupts_a_call_keeps_its_undelivered_request_abandon
     );
 }
 
-#[test]
-fn an_answer_before_its_request_was_delivered_leaves_the_request_abandoned_never_sent() {
+fn an_answer_before_its_request_was_delivered_leaves_the_request_abandoned_never_sent(
+    fresh: &Fresh,
+) {
     use qflow_engine::runtime::{LocalRun, Scenario, VirtualClock};
-    let dir = tempfile::tempdir().unwrap();
     let source = std::fs::read_to_string(repo().join("samples/bank-authorize.bpmn")).unwrap();
     let defs = qflow_engine::load(&source).unwrap_or_else(|d| panic!("{d:?}"));
-    let store = qflow_engine::store::Store::open(&dir.path().join("q.db")).unwrap();
+    let store = open(&fresh.db());
     // Every delivery fails, so the request stays pending.
     let scenario =
         Scenario::parse(r#"{"deliveries":{"bank":[{"fail":"connection refused"}]}}"#).unwrap();

@@ -2,6 +2,7 @@
 //! token: the flow continues at the node it stopped at, on the same instance.
 
 mod support;
+use support::stores::{open, Fresh};
 use support::{lines, qflow};
 
 const GATEWAY: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -17,20 +18,19 @@ const GATEWAY: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
   </bpmn:process>
 </bpmn:definitions>"#;
 
-#[test]
-fn a_gateway_failure_is_repaired_on_the_same_instance_never_a_second() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("gw.bpmn"), GATEWAY).unwrap();
+crate::on_both_stores!(a_gateway_failure_is_repaired_on_the_same_instance_never_a_second);
+
+fn a_gateway_failure_is_repaired_on_the_same_instance_never_a_second(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    std::fs::write(dir.join("gw.bpmn"), GATEWAY).unwrap();
     let fixed = GATEWAY.replace(
         r#"<bpmn:exclusiveGateway id="gw"/>"#,
         r#"<bpmn:exclusiveGateway id="gw" default="f3"/>
     <bpmn:sequenceFlow id="f3" sourceRef="gw" targetRef="e"/>"#,
     );
-    std::fs::write(dir.path().join("gw-fixed.bpmn"), fixed).unwrap();
-    let first = qflow(
-        dir.path(),
-        &["run", "gw.bpmn", "--db", "q.db", "--format", "json"],
-    );
+    std::fs::write(dir.join("gw-fixed.bpmn"), fixed).unwrap();
+    let first = qflow(dir, &["run", "gw.bpmn", "--db", &db, "--format", "json"]);
     let end = lines(&first).pop().expect("a final line");
     assert_eq!(
         (end["status"].as_str(), end["code"].as_str()),
@@ -38,12 +38,12 @@ fn a_gateway_failure_is_repaired_on_the_same_instance_never_a_second() {
         "{end}"
     );
     let repaired = qflow(
-        dir.path(),
+        dir,
         &[
             "run",
             "gw-fixed.bpmn",
             "--db",
-            "q.db",
+            &db,
             "--migrate",
             "p-1",
             "--format",
@@ -63,7 +63,7 @@ fn a_gateway_failure_is_repaired_on_the_same_instance_never_a_second() {
         (Some("completed"), Some("p-1")),
         "{end}"
     );
-    let store = qflow_engine::store::Store::open(&dir.path().join("q.db")).unwrap();
+    let store = open(&db);
     assert_eq!(
         store.instances().unwrap().len(),
         1,

@@ -7,6 +7,7 @@ const DBG08: &str = "samples/dbg08-long-outage.bpmn";
 
 mod support;
 use support::qflow_here as qflow;
+use support::stores::Fresh;
 
 fn stats(db: &str) -> Value {
     let (code, out, err) = qflow(&["stats", "--db", db, "--format", "json"]);
@@ -14,11 +15,15 @@ fn stats(db: &str) -> Value {
     serde_json::from_str(out.trim()).expect("one JSON line")
 }
 
-#[test]
-fn an_exhausting_outage_shows_terminal_failures_and_the_dependencys_load() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("sim.db");
-    let db = db.to_str().unwrap();
+crate::on_both_stores!(
+    an_exhausting_outage_shows_terminal_failures_and_the_dependencys_load,
+    a_recovered_outage_costs_five_attempts_per_completed_effect,
+    the_human_output_of_a_failed_only_store_reads_row_by_row,
+    the_human_output_of_a_held_park_names_its_timer_pause_and_quarantine,
+);
+
+fn an_exhausting_outage_shows_terminal_failures_and_the_dependencys_load(fresh: &Fresh) {
+    let db = &fresh.db();
     let (code, _, err) = qflow(&[
         "simulate", DBG08, "--jobs", "40", "--outage", "P1D", "--db", db,
     ]);
@@ -53,11 +58,8 @@ fn an_exhausting_outage_shows_terminal_failures_and_the_dependencys_load() {
     assert!(out.contains("exhausted"), "{out}");
 }
 
-#[test]
-fn a_recovered_outage_costs_five_attempts_per_completed_effect() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("sim.db");
-    let db = db.to_str().unwrap();
+fn a_recovered_outage_costs_five_attempts_per_completed_effect(fresh: &Fresh) {
+    let db = &fresh.db();
     let (code, _, err) = qflow(&[
         "simulate", DBG08, "--jobs", "10", "--outage", "PT2H", "--db", db,
     ]);
@@ -77,11 +79,12 @@ fn a_missing_database_is_named() {
 
 /// The human output against `tests/golden/stats/NAME` (`QFLOW_BLESS=1`
 /// writes it): every observation on an aligned row or a sentence.
-fn golden(name: &str, actual: &str) {
+/// Blessed from SQLite only: PostgreSQL must read the same.
+fn golden(fresh: &Fresh, name: &str, actual: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden/stats")
         .join(name);
-    if std::env::var_os("QFLOW_BLESS").is_some() {
+    if std::env::var_os("QFLOW_BLESS").is_some() && !fresh.is_postgres() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, actual).unwrap();
         return;
@@ -95,11 +98,8 @@ fn golden(name: &str, actual: &str) {
     assert_eq!(actual, expected, "{} differs", path.display());
 }
 
-#[test]
-fn the_human_output_of_a_failed_only_store_reads_row_by_row() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("sim.db");
-    let db = db.to_str().unwrap();
+fn the_human_output_of_a_failed_only_store_reads_row_by_row(fresh: &Fresh) {
+    let db = &fresh.db();
     let (code, _, err) = qflow(&[
         "simulate", DBG08, "--jobs", "40", "--outage", "P1D", "--db", db,
     ]);
@@ -111,14 +111,11 @@ fn the_human_output_of_a_failed_only_store_reads_row_by_row() {
         out.contains("oldest next-eligible time          —  nothing waits for a timer\n"),
         "{out}"
     );
-    golden("failed-only.txt", &out);
+    golden(fresh, "failed-only.txt", &out);
 }
 
-#[test]
-fn the_human_output_of_a_held_park_names_its_timer_pause_and_quarantine() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("held.db");
-    let db = db.to_str().unwrap();
+fn the_human_output_of_a_held_park_names_its_timer_pause_and_quarantine(fresh: &Fresh) {
+    let db = &fresh.db();
     let (code, _, err) = qflow(&[
         "run",
         DBG08,
@@ -140,5 +137,5 @@ fn the_human_output_of_a_held_park_names_its_timer_pause_and_quarantine() {
         out.contains("the earliest armed timer, 1m after the latest decision"),
         "{out}"
     );
-    golden("held.txt", &out);
+    golden(fresh, "held.txt", &out);
 }
