@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use qflow_engine::store::Store;
+mod support;
+use support::stores::{open, Fresh};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn migrate(db: &Path) -> Command {
+fn migrate(db: &str) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_qflow"));
     c.current_dir(repo())
         .args([
@@ -50,8 +51,8 @@ struct State {
     deployments: Vec<String>,
 }
 
-fn state(db: &Path) -> State {
-    let store = Store::open(db).unwrap_or_else(|e| panic!("unreadable after a crash: {e}"));
+fn state(db: &str) -> State {
+    let store = open(db);
     let i = store.instance("dbg08-1").unwrap().expect("the instance");
     State {
         snapshot: i.snapshot.clone(),
@@ -74,11 +75,18 @@ fn state(db: &Path) -> State {
     }
 }
 
-/// A fresh copy of the database holding the FAILED instance.
-fn copy(base: &Path, to: &Path) {
+/// A fresh copy of the database `base` holding the FAILED instance: a
+/// copied file (with its log) on SQLite, a database made from it as a
+/// template on PostgreSQL.
+fn copy(fresh: &Fresh, base: &str, name: &str) -> String {
+    if fresh.is_postgres() {
+        let name = format!("qflow_{}_crash_{name}", std::process::id());
+        return qflow_engine::store::pg::copy_database(base, &name).unwrap();
+    }
+    let to = fresh.dir().join(format!("{name}.db"));
     for suffix in ["", "-wal", "-shm"] {
         let (from, dest) = (
-            format!("{}{suffix}", base.display()),
+            format!("{base}{suffix}"),
             format!("{}{suffix}", to.display()),
         );
         let _ = std::fs::remove_file(&dest);
@@ -86,12 +94,13 @@ fn copy(base: &Path, to: &Path) {
             std::fs::copy(&from, &dest).unwrap();
         }
     }
+    to.display().to_string()
 }
 
 /// The base database (one FAILED long-outage instance), the state before
 /// and the state after an uninterrupted migration.
-fn setup(dir: &Path) -> (PathBuf, State, State) {
-    let base = dir.join("base.db");
+fn setup(fresh: &Fresh) -> (String, State, State) {
+    let base = fresh.db();
     let ok = Command::new(env!("CARGO_BIN_EXE_qflow"))
         .current_dir(repo())
         .args(["run", "samples/dbg08-long-outage.bpmn", "--db"])
@@ -103,8 +112,7 @@ fn setup(dir: &Path) -> (PathBuf, State, State) {
     assert!(ok.success());
     let old = state(&base);
     assert_eq!(old.status, "failed");
-    let reference = dir.join("reference.db");
-    copy(&base, &reference);
+    let reference = copy(fresh, &base, "reference");
     assert!(migrate(&reference).status().unwrap().success());
     let new = state(&reference);
     assert_eq!(new.status, "running");
@@ -112,18 +120,20 @@ fn setup(dir: &Path) -> (PathBuf, State, State) {
     (base, old, new)
 }
 
-#[test]
-fn a_migration_stopped_at_each_fault_point_is_all_or_nothing_and_can_be_finished() {
-    let dir = tempfile::tempdir().unwrap();
-    let (base, old, new) = setup(dir.path());
+crate::on_both_stores!(
+    a_migration_stopped_at_each_fault_point_is_all_or_nothing_and_can_be_finished,
+    a_migration_killed_at_random_instants_leaves_the_old_state_or_the_new,
+);
+
+fn a_migration_stopped_at_each_fault_point_is_all_or_nothing_and_can_be_finished(fresh: &Fresh) {
+    let (base, old, new) = setup(fresh);
     for (point, committed) in [
         ("migrate.begin", false),
         ("migrate.written", false),
         ("migrate.before-commit", false),
         ("migrate.committed", true),
     ] {
-        let db = dir.path().join(format!("{point}.db"));
-        copy(&base, &db);
+        let db = copy(fresh, &base, &point.replace(['.', '-'], "_"));
         let status = migrate(&db).env("QFLOW_FAULT", point).status().unwrap();
         assert!(
             !status.success(),
@@ -155,20 +165,16 @@ impl Rng {
     }
 }
 
-#[test]
-fn a_migration_killed_at_random_instants_leaves_the_old_state_or_the_new() {
-    let dir = tempfile::tempdir().unwrap();
-    let (base, old, new) = setup(dir.path());
-    let probe = dir.path().join("probe.db");
-    copy(&base, &probe);
+fn a_migration_killed_at_random_instants_leaves_the_old_state_or_the_new(fresh: &Fresh) {
+    let (base, old, new) = setup(fresh);
+    let probe = copy(fresh, &base, "probe");
     let t = Instant::now();
     assert!(migrate(&probe).status().unwrap().success());
     let span_us = (t.elapsed().as_micros() as u64).max(1_000);
     let mut rng = Rng(0x5eed_0013_d3b1_0001);
     let (mut olds, mut news) = (0, 0);
     for k in 0..40 {
-        let db = dir.path().join("killed.db");
-        copy(&base, &db);
+        let db = copy(fresh, &base, "killed");
         let mut child = migrate(&db).spawn().unwrap();
         std::thread::sleep(Duration::from_micros(rng.next() % span_us));
         child.kill().ok();

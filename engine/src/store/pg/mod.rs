@@ -1435,6 +1435,18 @@ impl Postgres {
 /// `url` (created through the server's `postgres` database), and its URL.
 /// Each test gets its own, so tests run in parallel without sharing rows.
 pub fn scratch_database(url: &str, name: &str) -> Result<String, StoreError> {
+    create_database(url, name, false)
+}
+
+/// For tests: a new database `name` holding a copy of `url`'s database
+/// (`CREATE DATABASE … TEMPLATE`, so nothing may be connected to `url`'s
+/// database meanwhile), and its URL: what copying a SQLite file is to the
+/// crash tests, which start each run from the same state.
+pub fn copy_database(url: &str, name: &str) -> Result<String, StoreError> {
+    create_database(url, name, true)
+}
+
+fn create_database(url: &str, name: &str, copy: bool) -> Result<String, StoreError> {
     let shown = super::location::redact(url);
     let (config, tls) = tls::config(url).map_err(|why| StoreError::BadUrl {
         url: shown.clone(),
@@ -1457,7 +1469,17 @@ pub fn scratch_database(url: &str, name: &str) -> Result<String, StoreError> {
         .take(60)
         .collect();
     client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))?;
-    client.batch_execute(&format!("CREATE DATABASE {name}"))?;
+    let template = match (copy, config.get_dbname()) {
+        (false, _) => String::new(),
+        (true, Some(from)) => format!(" TEMPLATE \"{}\"", from.replace('"', "\"\"")),
+        (true, None) => {
+            return Err(StoreError::BadUrl {
+                url: shown,
+                why: "names no database to copy".into(),
+            })
+        }
+    };
+    client.batch_execute(&format!("CREATE DATABASE {name}{template}"))?;
     Ok(with_dbname(url, &name))
 }
 
