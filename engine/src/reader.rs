@@ -166,10 +166,6 @@ fn plain_attr(el: &XmlElement<'_>, local: &str) -> Option<Attr> {
     el.attr(local).map(attr)
 }
 
-fn q_attr(el: &XmlElement<'_>, local: &str) -> Option<Attr> {
-    el.attr_ns(QFLOW_NS, local).map(attr)
-}
-
 /// An element's text content as an [`Attr`], trimmed, with the span of the
 /// trimmed text in the source.
 fn text_attr(doc: &XmlDoc<'_>, el: &XmlElement<'_>) -> Option<Attr> {
@@ -529,11 +525,13 @@ fn read_container(
                 .children(child_id)
                 .find(|(_, c)| is_bpmn(c, "conditionExpression"))
                 .and_then(|(_, c)| text_attr(doc, c));
+            let a = Plain::read(child, &["id", "name", "sourceRef", "targetRef"]);
+            let [id, name_attr, source, target] = a.0;
             process.flows.push(Flow {
-                id: plain_attr(child, "id").unwrap_or_else(|| missing_attr(child)),
-                name: plain_attr(child, "name"),
-                source: plain_attr(child, "sourceRef"),
-                target: plain_attr(child, "targetRef"),
+                id: id.map(attr).unwrap_or_else(|| missing_attr(child)),
+                name: name_attr.map(attr),
+                source: source.map(attr),
+                target: target.map(attr),
                 condition,
                 span: child.span,
                 scope,
@@ -544,9 +542,10 @@ fn read_container(
             continue;
         }
         let index = process.nodes.len();
-        process.nodes.push(read_node(doc, child_id, scope));
+        let (node, default) = read_node(doc, child_id, scope);
+        process.nodes.push(node);
         if child.local != "exclusiveGateway" {
-            if let Some(d) = plain_attr(child, "default").filter(|d| !d.value.is_empty()) {
+            if let Some(d) = default.filter(|d| !d.value.is_empty()) {
                 process.other_defaults.push((index as u32, d));
             }
         }
@@ -577,33 +576,88 @@ fn missing_attr(el: &XmlElement<'_>) -> Attr {
     }
 }
 
-fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
+/// The attributes a node is read from, found in one pass over its start tag
+/// (each lookup by name lexes the tag again).
+const NODE_ATTRS: [&str; 8] = [
+    "id",
+    "name",
+    "default",
+    "attachedToRef",
+    "cancelActivity",
+    "triggeredByEvent",
+    "isForCompensation",
+    "isInterrupting",
+];
+
+/// Unprefixed attributes of one element looked up by name in one pass: slot
+/// `k` holds the first attribute named `names[k]`, as [`XmlElement::attr`]
+/// would find it. The `q:` attributes a service task names come along.
+struct Plain<'a, const N: usize>([Option<XmlAttr<'a>>; N], [Option<XmlAttr<'a>>; 3]);
+
+impl<'a, const N: usize> Plain<'a, N> {
+    fn read(el: &XmlElement<'a>, names: &[&str; N]) -> Self {
+        let mut found = Plain(std::array::from_fn(|_| None), [None, None, None]);
+        for a in &el.attrs {
+            match a.ns.as_deref() {
+                None => {
+                    if let Some(k) = names.iter().position(|n| *n == a.qname) {
+                        if found.0[k].is_none() {
+                            found.0[k] = Some(a);
+                        }
+                    }
+                }
+                Some(QFLOW_NS) => {
+                    let k = match a.local {
+                        "task" => 0,
+                        "channel" => 1,
+                        "operation" => 2,
+                        _ => continue,
+                    };
+                    if found.1[k].is_none() {
+                        found.1[k] = Some(a);
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        found
+    }
+}
+
+fn is_true(a: &Option<XmlAttr<'_>>) -> bool {
+    a.as_ref().is_some_and(|a| a.value.trim() == "true")
+}
+
+/// A node, and its `default` attribute (kept beside the node unless it is an
+/// exclusive gateway's).
+fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> (Node, Option<Attr>) {
     let el = doc.element(id);
     let trigger = read_trigger(doc, id);
+    let Plain(
+        [id_attr, name_attr, default, attached_to, cancel_activity, triggered_by_event, for_compensation, is_interrupting],
+        [task, channel, operation],
+    ) = Plain::read(el, &NODE_ATTRS);
+    let mut default = default.map(attr);
     let kind = match el.local {
         "startEvent" => NodeKind::StartEvent { trigger },
         "endEvent" => NodeKind::EndEvent { trigger },
         "exclusiveGateway" => NodeKind::ExclusiveGateway {
-            default: plain_attr(el, "default"),
+            default: default.take(),
         },
         "parallelGateway" => NodeKind::ParallelGateway,
         "serviceTask" => NodeKind::ServiceTask(TaskAttrs {
-            task: q_attr(el, "task"),
-            channel: q_attr(el, "channel"),
-            operation: q_attr(el, "operation"),
+            task: task.map(attr),
+            channel: channel.map(attr),
+            operation: operation.map(attr),
         }),
         "boundaryEvent" => NodeKind::BoundaryEvent {
-            attached_to: plain_attr(el, "attachedToRef"),
-            interrupting: el
-                .attr("cancelActivity")
-                .is_none_or(|a| a.value.trim() != "false"),
+            attached_to: attached_to.map(attr),
+            interrupting: cancel_activity.is_none_or(|a| a.value.trim() != "false"),
             trigger,
         },
         "intermediateCatchEvent" => NodeKind::IntermediateCatchEvent { trigger },
         "subProcess" | "transaction" | "adHocSubProcess" => NodeKind::SubProcess {
-            triggered_by_event: el
-                .attr("triggeredByEvent")
-                .is_some_and(|a| a.value.trim() == "true"),
+            triggered_by_event: is_true(&triggered_by_event),
         },
         _ => NodeKind::Other,
     };
@@ -664,9 +718,9 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
             }
         }
     }
-    Node {
-        id: plain_attr(el, "id").unwrap_or_else(|| missing_attr(el)),
-        name: plain_attr(el, "name"),
+    let node = Node {
+        id: id_attr.map(attr).unwrap_or_else(|| missing_attr(el)),
+        name: name_attr.map(attr),
         element: name(el.local),
         kind,
         span: el.span,
@@ -674,9 +728,7 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
         scope,
         retries,
         timeouts,
-        for_compensation: el
-            .attr("isForCompensation")
-            .is_some_and(|a| a.value.trim() == "true"),
+        for_compensation: is_true(&for_compensation),
         qname: name(el.qname),
         tag: element_spans(el),
         extension_elements,
@@ -684,10 +736,9 @@ fn read_node(doc: &XmlDoc<'_>, id: ElementId, scope: Option<usize>) -> Node {
         incoming_refs,
         outgoing_refs,
         non_interrupting: el.local == "startEvent"
-            && el
-                .attr("isInterrupting")
-                .is_some_and(|a| a.value.trim() == "false"),
-    }
+            && is_interrupting.is_some_and(|a| a.value.trim() == "false"),
+    };
+    (node, default)
 }
 
 fn element_spans(el: &XmlElement<'_>) -> ElementSpans {
