@@ -403,7 +403,7 @@ fn generated_twenty_thousand_task_model_checks_within_memory() {
     let run = check(&file, &[]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stderr.contains("0 errors"), "{}", run.stderr);
-    assert_peak_below(&run, "20,000-task model", 300);
+    assert_peak_below(&run, "20,000-task model", 200);
 }
 
 /// QF040 on 20,000 tasks (2,000 of them retried) is one short note: each kind
