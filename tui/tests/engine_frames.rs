@@ -96,6 +96,11 @@ fn help_overlay_and_fail_picker_over_the_engine() {
     let (mut app, mut be) = engine(DBG08, Some(ALWAYS_FAILING));
     type_keys(&mut app, &mut be, "?");
     golden("help-overlay", &render_text(&app, 100, 30));
+    // On an 80-column terminal a long help line wraps under its own text,
+    // past the key column, not back at the border.
+    let f = render_text(&app, 80, 24);
+    assert!(f.contains("║        due timer)"), "{f}");
+    golden("help-overlay-80x24", &f);
     type_keys(&mut app, &mut be, "?f1\n");
     golden("fail-class-picker", &render_text(&app, 100, 30));
 }

@@ -10,22 +10,38 @@ use super::{centered, dim};
 use crate::app::App;
 use crate::keymap::KEYMAP;
 
+/// The overlay's width, borders included, on a terminal wide enough.
+const WIDTH: u16 = 92;
+/// The key column: the key right-aligned in six cells, two spaces.
+const KEY_COLUMN: usize = 8;
+
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let read_only = app.view.as_ref().is_some_and(|v| v.read_only);
     let mut lines: Vec<Line> = Vec::new();
+    // A help line too long for the overlay wraps under its own text (a
+    // hanging indent past the key column), not back at the key column.
+    let inner = WIDTH.min(area.width).saturating_sub(2) as usize;
+    let text_width = inner.saturating_sub(KEY_COLUMN).max(16);
     for b in KEYMAP {
         let style = if read_only && b.acts {
             dim()
         } else {
             Style::new()
         };
-        lines.push(Line::from(vec![
-            Span::styled(
-                format!("{:>6}  ", b.key_label),
-                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-            ),
-            Span::styled(b.help, style),
-        ]));
+        for (i, part) in textwrap::wrap(b.help, text_width).into_iter().enumerate() {
+            let key = if i == 0 {
+                format!("{:>6}  ", b.key_label)
+            } else {
+                " ".repeat(KEY_COLUMN)
+            };
+            lines.push(Line::from(vec![
+                Span::styled(
+                    key,
+                    Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(part.into_owned(), style),
+            ]));
+        }
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled(
@@ -47,7 +63,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         ));
     }
     let total = lines.len() as u16;
-    let r = centered(area, 92, total + 2);
+    let r = centered(area, WIDTH, total + 2);
     let block = Block::bordered()
         .border_type(BorderType::Double)
         .border_style(Style::new().fg(Color::Cyan))

@@ -43,7 +43,10 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
             Line::from(spans)
         })
         .collect();
-    let title = format!("{} decisions", v.inspection.history.len());
+    let title = match v.inspection.history.len() {
+        1 => "1 decision".to_string(),
+        n => format!("{n} decisions"),
+    };
     lines_panel(
         f,
         area,
