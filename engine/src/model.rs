@@ -197,7 +197,9 @@ pub struct TimerDef {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventTrigger {
     None,
-    Timer(TimerDef),
+    /// Boxed: three optional attributes inline would make every node's
+    /// `NodeKind` 248 bytes for the few nodes that are timers.
+    Timer(Box<TimerDef>),
     Error {
         error_ref: Option<Attr>,
         span: Span,

@@ -772,7 +772,7 @@ fn read_trigger(doc: &XmlDoc<'_>, id: ElementId) -> EventTrigger {
                     _ => {}
                 }
             }
-            EventTrigger::Timer(timer)
+            EventTrigger::Timer(Box::new(timer))
         }
         [(_, def)] if def.local == "errorEventDefinition" => EventTrigger::Error {
             error_ref: plain_attr(def, "errorRef"),
