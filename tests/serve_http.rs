@@ -472,3 +472,88 @@ fn two_serve_processes_on_one_database_run_each_attempt_once() {
         "every attempt ran exactly once across both processes"
     );
 }
+
+/// Two answers that must wait (each instance's claim is held elsewhere, as
+/// while the driving thread decides it) are in flight at once: the one
+/// whose instance comes free first is answered first, while the other still
+/// waits, and both are accepted. One request at a time would keep the
+/// second answer queued behind the first until the first gave up (`503
+/// busy` after 3 s).
+#[test]
+fn two_waiting_answers_overlap_and_the_first_freed_is_answered_first() {
+    use qflow_engine::store::{local_owner, Location, Store};
+    let dir = tempfile::tempdir().unwrap();
+    // The call's timeout is long: only the answers decide here.
+    deploy(
+        dir.path(),
+        &CALL.replace(
+            r#"<q:timeout duration="PT2S"/>"#,
+            r#"<q:timeout duration="PT60S"/>"#,
+        ),
+    );
+    let (url, rx, _) = counterpart(|_| 202);
+    let s = serve(dir.path(), &channel_handlers(&url), &[]);
+    let a = start(&s, "pay", json!({"n": 1}));
+    let b = start(&s, "pay", json!({"n": 2}));
+    let mut requests = std::collections::BTreeMap::new();
+    for _ in 0..2 {
+        let r = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("each call is relayed");
+        requests.insert(r.key.split('/').next().unwrap().to_string(), r);
+    }
+    // This test holds both instances' claims, as a replica deciding them would.
+    let mut store = Store::connect(&Location::Sqlite(dir.path().join("q.db"))).unwrap();
+    let owner = local_owner();
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+    };
+    for id in [&a, &b] {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while store.claim(id, &owner, now()).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the claim on {id} never came free"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let (tx, answered) = mpsc::channel();
+    for id in [&a, &b] {
+        let r = requests[id.as_str()].clone();
+        let (tx, id) = (tx.clone(), id.clone());
+        std::thread::spawn(move || {
+            let (status, verdict) = post(&r.reply_to, Some(&r.key), &json!({"approved": true}));
+            let _ = tx.send((id, status, verdict));
+        });
+        // A's answer reaches the endpoint first.
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Both wait; B comes free first and is answered while A still waits.
+    std::thread::sleep(Duration::from_millis(200));
+    store.release(&b, &owner).unwrap();
+    let (first, status, verdict) = answered
+        .recv_timeout(Duration::from_secs(10))
+        .expect("an answer");
+    assert_eq!(
+        (first.as_str(), status, verdict["verdict"].as_str()),
+        (b.as_str(), 200, Some("accepted")),
+        "B's answer came back first, accepted, while A's still waited: {verdict}"
+    );
+    store.release(&a, &owner).unwrap();
+    let (second, status, verdict) = answered
+        .recv_timeout(Duration::from_secs(10))
+        .expect("an answer");
+    assert_eq!(
+        (second.as_str(), status, verdict["verdict"].as_str()),
+        (a.as_str(), 200, Some("accepted")),
+        "A's answer waited for its claim and was accepted: {verdict}"
+    );
+    for id in [&a, &b] {
+        let state = wait_for(&s, id, |v| v["status"] == "completed");
+        assert_eq!(state["status"], "completed", "{state}");
+    }
+}

@@ -102,12 +102,22 @@ pub fn run(args: Args) -> ExitCode {
     if let Err(msg) = refuse_missing(&mut engine, args.handlers.as_deref()) {
         return fail(msg);
     }
-    let mut endpoint = match open(&args.db, handlers) {
-        Ok(e) => e,
-        Err(e) => return fail(format!("--db {}: {e}", args.db)),
-    };
-    endpoint.set_owner(format!("{}:http", qflow_engine::store::local_owner()));
-    std::thread::spawn(move || listen(server, endpoint, token));
+    // The endpoint answers WORKERS requests at once, each worker with its
+    // own engine: its own store connection and claim owner, as another
+    // `qflow serve` on the database would have.
+    let server = std::sync::Arc::new(server);
+    for worker in 0..WORKERS {
+        let mut endpoint = match open(&args.db, handlers.clone()) {
+            Ok(e) => e,
+            Err(e) => return fail(format!("--db {}: {e}", args.db)),
+        };
+        endpoint.set_owner(format!(
+            "{}:http{worker}",
+            qflow_engine::store::local_owner()
+        ));
+        let (server, token) = (server.clone(), token.clone());
+        std::thread::spawn(move || listen(&server, endpoint, token));
+    }
     match args.format {
         Format::Human => eprintln!("listening on {base} (serving {})", args.db),
         Format::Json => println!(
@@ -222,7 +232,17 @@ pub fn verdict_reply(v: &Verdict) -> (u16, Value) {
     }
 }
 
-fn listen(server: tiny_http::Server, mut engine: Engine, token: Option<String>) {
+/// How many requests the endpoint answers at once. An answer to a busy
+/// instance waits up to [`BUSY_WAIT`] for its claim; with one worker every
+/// other request (another instance's answer, a health check) would queue
+/// behind it. Concurrent workers are as safe as several `qflow serve`
+/// processes on one database: every decision is taken under the instance's
+/// claim and applied only if the instance has not moved, so two answers to
+/// one instance are decided one after the other, never both on one state.
+const WORKERS: usize = 4;
+
+/// Answer requests until the server closes: one of [`WORKERS`] threads.
+fn listen(server: &tiny_http::Server, mut engine: Engine, token: Option<String>) {
     for mut req in server.incoming_requests() {
         let (status, body) = answer(&mut engine, token.as_deref(), &mut req);
         let retry = status == 503;
