@@ -106,21 +106,7 @@ pub fn deploy(args: DeployArgs) -> ExitCode {
 
 /// `1 failed, 2 completed`, or `none`.
 pub fn counts_words(c: &StatusCounts) -> String {
-    let parts: Vec<String> = [
-        (c.failed, "failed"),
-        (c.running, "running"),
-        (c.waiting, "waiting"),
-        (c.completed, "completed"),
-    ]
-    .into_iter()
-    .filter(|(n, _)| *n > 0)
-    .map(|(n, w)| format!("{n} {w}"))
-    .collect();
-    if parts.is_empty() {
-        "none".into()
-    } else {
-        parts.join(", ")
-    }
+    c.in_words().unwrap_or_else(|| "none".into())
 }
 
 fn deployment_json(d: &DeploymentRow) -> Value {

@@ -765,30 +765,13 @@ impl Backend for EngineBackend {
         let rows = a.store.deployments().map_err(|e| e.to_string())?;
         Ok(rows
             .into_iter()
-            .map(|d| {
-                let c = d.counts;
-                let parts: Vec<String> = [
-                    (c.failed, "failed"),
-                    (c.running, "running"),
-                    (c.waiting, "waiting"),
-                    (c.completed, "completed"),
-                ]
-                .into_iter()
-                .filter(|(n, _)| *n > 0)
-                .map(|(n, w)| format!("{n} {w}"))
-                .collect();
-                DeploymentRowView {
-                    id: d.id,
-                    process: d.process_id,
-                    model: d.origin,
-                    hash: d.hash.chars().take(12).collect(),
-                    instances: if parts.is_empty() {
-                        "no instances".into()
-                    } else {
-                        parts.join(", ")
-                    },
-                    retired: d.retired_ms.is_some(),
-                }
+            .map(|d| DeploymentRowView {
+                id: d.id,
+                process: d.process_id,
+                model: d.origin,
+                hash: d.hash.chars().take(12).collect(),
+                instances: d.counts.in_words().unwrap_or_else(|| "no instances".into()),
+                retired: d.retired_ms.is_some(),
             })
             .collect())
     }

@@ -43,6 +43,23 @@ impl StatusCounts {
     pub fn total(&self) -> u32 {
         self.running + self.waiting + self.completed + self.failed
     }
+
+    /// `1 failed, 2 completed` (FAILED first, the statuses with none left
+    /// out), or `None` when there is no instance: `qflow deployments` and
+    /// the console's list of deployments say it in the same words.
+    pub fn in_words(&self) -> Option<String> {
+        let parts: Vec<String> = [
+            (self.failed, "failed"),
+            (self.running, "running"),
+            (self.waiting, "waiting"),
+            (self.completed, "completed"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{n} {w}"))
+        .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
 }
 
 /// What [`super::Store::deploy_from`] did.
