@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use qflow_engine::diagnostic::Report;
 use qflow_engine::runtime::graph::Graph;
@@ -112,6 +113,18 @@ pub fn read_model(path: &Path, format: Format) -> Result<Model, ExitCode> {
         source: text.into_owned(),
         graph,
     })
+}
+
+/// `--outage DURATION` and `--jobs N` as `project` and `simulate` take
+/// them: the outage parsed, and at least one job; else the usage error
+/// (exit 2), said once for both commands.
+pub fn outage_and_jobs(outage: &str, jobs: u64, format: Format) -> Result<Duration, ExitCode> {
+    let d = qflow_engine::duration::parse(outage)
+        .map_err(|e| fail(format, USAGE, "usage", format!("--outage {outage}: {e}")))?;
+    if jobs == 0 {
+        return Err(fail(format, USAGE, "usage", "--jobs must be at least 1"));
+    }
+    Ok(d)
 }
 
 /// A model's path as shown, its text, and its definitions: for commands that

@@ -12,7 +12,7 @@ use qflow_engine::policy::projection::{self, PeakMinute, Projection};
 use qflow_engine::text::group;
 use serde_json::{json, Value};
 
-use crate::cli::ops::{fail, Format};
+use crate::cli::ops::Format;
 use crate::cli::run::json_line;
 
 /// What every figure is, in the seed's words: printed with them.
@@ -36,13 +36,10 @@ pub struct Args {
 
 pub fn run(args: Args) -> ExitCode {
     let format = args.format;
-    let outage = match qflow_engine::duration::parse(&args.outage) {
+    let outage = match crate::cli::ops::outage_and_jobs(&args.outage, args.jobs, format) {
         Ok(d) => d,
-        Err(e) => return fail(format, 2, "usage", format!("--outage {}: {e}", args.outage)),
+        Err(code) => return code,
     };
-    if args.jobs == 0 {
-        return fail(format, 2, "usage", "--jobs must be at least 1");
-    }
     let (shown, _, defs) = match crate::cli::ops::read_definitions(&args.model, format) {
         Ok(read) => read,
         Err(code) => return code,

@@ -51,13 +51,10 @@ pub struct Args {
 
 pub fn run(args: Args) -> ExitCode {
     let format = args.format;
-    let outage = match qflow_engine::duration::parse(&args.outage) {
+    let outage = match crate::cli::ops::outage_and_jobs(&args.outage, args.jobs as u64, format) {
         Ok(d) => d,
-        Err(e) => return fail(format, 2, "usage", format!("--outage {}: {e}", args.outage)),
+        Err(code) => return code,
     };
-    if args.jobs == 0 {
-        return fail(format, 2, "usage", "--jobs must be at least 1");
-    }
     let (_, text, defs) = match crate::cli::ops::read_definitions(&args.model, format) {
         Ok(read) => read,
         Err(code) => return code,
