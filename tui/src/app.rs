@@ -164,8 +164,15 @@ impl App {
             }
             match backend.instances() {
                 Ok(list) => {
+                    // The selection follows its instance, not its row: a
+                    // new FAILED instance is listed first and would
+                    // otherwise move the highlight onto another one.
+                    let selected = self.list.get(self.list_selected).map(|r| r.id.clone());
                     self.list = list;
-                    self.list_selected = self.list_selected.min(self.list.len().saturating_sub(1));
+                    self.list_selected = selected
+                        .and_then(|id| self.list.iter().position(|r| r.id == id))
+                        .unwrap_or(self.list_selected)
+                        .min(self.list.len().saturating_sub(1));
                 }
                 Err(e) => self.report = Report::bad(format!("error: {e}")),
             }
@@ -181,6 +188,18 @@ impl App {
         if self.codes.is_empty() {
             self.codes = backend.failure_codes();
         }
+    }
+
+    /// Read the database again when the user is idle: replicas and other
+    /// operators change a shared store while the console looks at it. Not
+    /// while a prompt or overlay is open (its answer must apply to what was
+    /// asked about), and never in a local run (nothing else writes there).
+    pub fn tick(&mut self, backend: &mut dyn Backend) -> bool {
+        if !self.attached || self.prompt.is_some() || self.help || self.incident {
+            return false;
+        }
+        self.refresh(backend);
+        true
     }
 
     /// Handle a key: update the console and run the command it completes.

@@ -3,6 +3,7 @@
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use crossterm::event::{self, Event};
 use ratatui::DefaultTerminal;
@@ -59,8 +60,19 @@ pub fn enter() -> io::Result<(DefaultTerminal, Restore)> {
 pub fn run(backend: &mut dyn Backend, mut app: App) -> io::Result<()> {
     let (mut terminal, _restore) = enter()?;
     app.refresh(backend);
+    // Attached to a database, an idle console reads it again: every 2 s, or
+    // ten times as long as the last read took (a fleet of 50,000 takes
+    // about half a second), so watching never keeps the store busy.
+    let mut every = Duration::from_secs(2);
     while !app.quit {
         terminal.draw(|f| ui::draw(f, &app))?;
+        if app.attached && !event::poll(every)? {
+            let began = Instant::now();
+            if app.tick(backend) {
+                every = (began.elapsed() * 10).max(Duration::from_secs(2));
+            }
+            continue;
+        }
         match event::read()? {
             Event::Key(key) => app.handle(backend, key),
             // A resize redraws at the new size on the next turn.

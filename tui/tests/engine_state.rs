@@ -526,3 +526,48 @@ fn q_quarantines_and_p_pauses_the_selected_instance_and_the_console_says_what_ho
         &qflow_tui::ui::render_text(&app, 100, 34),
     );
 }
+
+/// An attached console reads the database again when idle: another
+/// process's quarantine and a new instance show up without a key, the
+/// highlight stays on the instance it was on, and an open prompt holds the
+/// view still (its answer applies to what it asked about).
+#[test]
+fn an_idle_attached_console_shows_what_another_process_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shared.db");
+    two_parked(&db);
+    let mut be = EngineBackend::attach(&db).unwrap();
+    let mut app = qflow_tui::App::attached();
+    app.refresh(&mut be);
+    assert_eq!(app.list.len(), 2);
+    type_keys(&mut app, &mut be, "j");
+    assert_eq!(app.list[app.list_selected].id, "dbg08-2");
+
+    // Another process: quarantines dbg08-2 and starts a third instance.
+    {
+        use qflow_engine::runtime::graph::Graph;
+        let mut other = qflow_engine::store::Store::open(&db).unwrap();
+        other.quarantine("dbg08-2", 1).unwrap();
+        let source =
+            std::fs::read_to_string(common::repo().join("samples/dbg08-long-outage.bpmn")).unwrap();
+        let graph = Graph::compile(&qflow_engine::load(&source).unwrap()).unwrap();
+        let dep = other.deploy(&graph.process_id, &source, 0).unwrap();
+        let start = qflow_engine::runtime::decide::start(&graph, &Default::default(), 0);
+        other.start_instances(&dep, &start, 0, 1).unwrap();
+    }
+    // A prompt is open: the tick leaves the view as it was.
+    type_keys(&mut app, &mut be, "Q");
+    assert!(app.prompt.is_some());
+    assert!(!app.tick(&mut be));
+    assert_eq!(app.list.len(), 2);
+    type_keys(&mut app, &mut be, "2\n");
+    // Idle: the tick reads the store again.
+    assert!(app.tick(&mut be));
+    assert_eq!(app.list.len(), 3, "the new instance is listed");
+    let selected = &app.list[app.list_selected];
+    assert_eq!(selected.id, "dbg08-2", "the highlight follows its instance");
+    assert!(
+        selected.quarantined,
+        "another process's quarantine is shown"
+    );
+}
