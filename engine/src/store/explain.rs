@@ -11,6 +11,11 @@ use super::{Location, StoreError};
 pub fn connect_error(location: &Location, e: &StoreError) -> String {
     match (location, e) {
         (_, StoreError::Missing(_)) => format!("{location}: {e}"),
+        // These name the URL themselves (password hidden): said once.
+        (
+            Location::Postgres(_),
+            StoreError::Connect { .. } | StoreError::Tls { .. } | StoreError::BadUrl { .. },
+        ) => e.to_string(),
         (Location::Sqlite(path), _) => open_error(path, e),
         (Location::Postgres(_), _) => format!("{location}: {e}"),
     }
@@ -57,6 +62,22 @@ pub fn open_error(path: &Path, e: &StoreError) -> String {
 mod tests {
     use super::*;
     use crate::store::Store;
+
+    #[test]
+    fn a_postgres_connection_error_names_its_url_once() {
+        let url = "postgres://me:pw@db.example/q?sslmode=verify-full";
+        let location = Location::parse(url).unwrap();
+        let shown = location.to_string();
+        assert!(!shown.contains("pw@"), "{shown}");
+        let e = StoreError::Tls {
+            url: shown.clone(),
+            cause: "certificate verify failed".into(),
+            fix: "give the CA as sslrootcert".into(),
+        };
+        let text = connect_error(&location, &e);
+        assert_eq!(text.matches(&shown).count(), 1, "{text}");
+        assert!(text.starts_with(&format!("cannot connect to {shown} over TLS")));
+    }
 
     #[test]
     fn a_missing_directory_and_a_non_database_are_named() {
