@@ -212,33 +212,14 @@ pub fn attempts_chart(per_minute: &BTreeMap<i64, u64>, outage_minutes: Option<f6
             group(*n)
         );
     }
-    let base = TOP + plot_h;
-    let _ = writeln!(
-        s,
-        "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{base}\" x2=\"{}\" y2=\"{base}\"/>",
-        W - 10.0
+    minute_axes(
+        &mut s,
+        plot_h,
+        max,
+        (first, last),
+        width,
+        &format!("the busiest minute of {width}"),
     );
-    let _ = writeln!(
-        s,
-        "<text x=\"4\" y=\"{}\">{}</text>\n<text x=\"4\" y=\"{base}\">0</text>",
-        TOP + 10.0,
-        group(max)
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"{LEFT}\" y=\"{}\">+{}</text>\n<text x=\"{}\" y=\"{}\" text-anchor=\"end\">+{}{}</text>",
-        H - 10.0,
-        esc(&compact_ms(first * 60_000)),
-        W - 10.0,
-        H - 10.0,
-        esc(&compact_ms(last * 60_000)),
-        if width > 1 {
-            format!(" (each bar: the busiest minute of {width})")
-        } else {
-            String::new()
-        }
-    );
-    s.push_str("</svg>\n");
     s
 }
 
@@ -295,33 +276,14 @@ pub fn pending_chart(pending: &[(i64, u64)], outage_minutes: Option<f64>) -> Str
             group(*n)
         );
     }
-    let base = TOP + plot_h;
-    let _ = writeln!(
-        s,
-        "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{base}\" x2=\"{}\" y2=\"{base}\"/>",
-        W - 10.0
+    minute_axes(
+        &mut s,
+        plot_h,
+        max,
+        (first, last),
+        width,
+        &format!("the highest of {width} minutes"),
     );
-    let _ = writeln!(
-        s,
-        "<text x=\"4\" y=\"{}\">{}</text>\n<text x=\"4\" y=\"{base}\">0</text>",
-        TOP + 10.0,
-        group(max)
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"{LEFT}\" y=\"{}\">+{}</text>\n<text x=\"{}\" y=\"{}\" text-anchor=\"end\">+{}{}</text>",
-        H - 10.0,
-        esc(&compact_ms(first * 60_000)),
-        W - 10.0,
-        H - 10.0,
-        esc(&compact_ms(last * 60_000)),
-        if width > 1 {
-            format!(" (each bar: the highest of {width} minutes)")
-        } else {
-            String::new()
-        }
-    );
-    s.push_str("</svg>\n");
     s
 }
 
@@ -427,4 +389,44 @@ pub fn write(path: &std::path::Path, html: &str) -> std::io::Result<()> {
     let tmp = path.with_extension("html.tmp");
     std::fs::write(&tmp, html)?;
     std::fs::rename(&tmp, path)
+}
+
+/// The axis, the value scale and the first and last minute under a chart
+/// of one bar per minute (or per `width` minutes, each bar then what
+/// `each` says), and the closing tag.
+fn minute_axes(
+    s: &mut String,
+    plot_h: f64,
+    max: u64,
+    (first, last): (i64, i64),
+    width: i64,
+    each: &str,
+) {
+    let base = TOP + plot_h;
+    let _ = writeln!(
+        s,
+        "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{base}\" x2=\"{}\" y2=\"{base}\"/>",
+        W - 10.0
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"4\" y=\"{}\">{}</text>\n<text x=\"4\" y=\"{base}\">0</text>",
+        TOP + 10.0,
+        group(max)
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"{LEFT}\" y=\"{}\">+{}</text>\n<text x=\"{}\" y=\"{}\" text-anchor=\"end\">+{}{}</text>",
+        H - 10.0,
+        esc(&compact_ms(first * 60_000)),
+        W - 10.0,
+        H - 10.0,
+        esc(&compact_ms(last * 60_000)),
+        if width > 1 {
+            format!(" (each bar: {each})")
+        } else {
+            String::new()
+        }
+    );
+    s.push_str("</svg>\n");
 }
