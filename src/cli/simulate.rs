@@ -343,23 +343,7 @@ fn chart(per_minute: &std::collections::BTreeMap<i64, u64>, rows: usize, width: 
         }
         b
     };
-    let max = buckets.iter().map(|b| b.2).max().unwrap_or(1).max(1);
-    let mut out = String::new();
-    for (from, to, n) in buckets {
-        let len = ((n as f64 / max as f64) * width as f64).ceil() as usize;
-        let label = if from == to {
-            format!("+{}", minutes(from))
-        } else {
-            format!("+{}..{}", minutes(from), minutes(to))
-        };
-        out += &format!(
-            "  {label:>16} {:<width$} {}{}\n",
-            "█".repeat(len),
-            qflow_engine::text::group(n),
-            if from == to { "" } else { " (busiest minute)" }
-        );
-    }
-    out
+    bar_rows(buckets, width, " (busiest minute)")
 }
 
 /// The pending backlog as horizontal bars: one row per level it held (from
@@ -392,6 +376,13 @@ fn backlog_chart(steps: &[(i64, u64)], last: i64, rows: usize, width: usize) -> 
         }
         b
     };
+    bar_rows(buckets, width, "")
+}
+
+/// One bar per `(from, to, value)` row, scaled to the highest, labelled
+/// `+from` or `+from..to`; a row spanning several minutes ends with
+/// `span_note` (what its value is of the span).
+fn bar_rows(buckets: Vec<(i64, i64, u64)>, width: usize, span_note: &str) -> String {
     let max = buckets.iter().map(|b| b.2).max().unwrap_or(1).max(1);
     let mut out = String::new();
     for (from, to, n) in buckets {
@@ -402,9 +393,10 @@ fn backlog_chart(steps: &[(i64, u64)], last: i64, rows: usize, width: usize) -> 
             format!("+{}..{}", minutes(from), minutes(to))
         };
         out += &format!(
-            "  {label:>16} {:<width$} {}\n",
+            "  {label:>16} {:<width$} {}{}\n",
             "█".repeat(len),
             qflow_engine::text::group(n),
+            if from == to { "" } else { span_note }
         );
     }
     out
