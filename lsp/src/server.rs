@@ -409,6 +409,9 @@ impl LanguageServer for Backend {
 
     async fn did_open(&self, p: DidOpenTextDocumentParams) {
         let d = p.text_document;
+        if !is_model(&d.language_id, d.uri.path().as_str(), &d.text) {
+            return;
+        }
         self.changed(d.uri, d.version, d.text);
     }
 
@@ -611,4 +614,16 @@ impl LanguageServer for Backend {
             })
             .await
     }
+}
+
+/// Whether an opened document is a process model this server checks.
+/// Editors set up for XML hand the server every XML document (some, every
+/// document): a Maven POM or a README must not get QF001/QF002. A `.bpmn`
+/// file, a document the client calls `bpmn`, or XML declaring BPMN's model
+/// namespace is a model; anything else is left alone (its edits and
+/// requests find nothing tracked and get no answer).
+fn is_model(language_id: &str, path: &str, text: &str) -> bool {
+    language_id.eq_ignore_ascii_case("bpmn")
+        || path.to_ascii_lowercase().ends_with(".bpmn")
+        || text.contains("http://www.omg.org/spec/BPMN/20100524/MODEL")
 }

@@ -246,3 +246,52 @@ async fn an_absurd_content_length_is_refused_without_allocating_it() {
         "{r}"
     );
 }
+
+/// An editor set up for XML (or for everything) opens documents that are
+/// not models: they get no diagnostics, and the model opened next does.
+#[tokio::test]
+async fn documents_that_are_not_models_are_left_alone() {
+    let mut h = Harness::initialized().await;
+    for (uri, language, text) in [
+        ("file:///w/README.md", "markdown", "# Notes\n\nnot XML at all\n"),
+        (
+            "file:///w/pom.xml",
+            "xml",
+            "<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion></project>",
+        ),
+    ] {
+        h.notify(
+            "textDocument/didOpen",
+            json!({ "textDocument": { "uri": uri, "languageId": language, "version": 1, "text": text } }),
+        )
+        .await;
+    }
+    // A model the client calls xml, found by its namespace.
+    let model = fixture("dbg08.bpmn");
+    h.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": "file:///w/process.xml", "languageId": "xml", "version": 1, "text": model } }),
+    )
+    .await;
+    // Every publication up to the model's: none is for the other two.
+    let mut seen = Vec::new();
+    for (uri, open) in [("file:///w/process.xml", false), (URI, true)] {
+        if open {
+            h.open(URI, 1, &model).await;
+        }
+        loop {
+            let n = h.notification("textDocument/publishDiagnostics").await;
+            let got = n["params"]["uri"].as_str().unwrap().to_string();
+            seen.push(got.clone());
+            if got == uri {
+                break;
+            }
+        }
+    }
+    let others: Vec<&String> = seen
+        .iter()
+        .filter(|u| u.ends_with("README.md") || u.ends_with("pom.xml"))
+        .collect();
+    assert!(others.is_empty(), "{others:?}");
+    h.stop().await;
+}
