@@ -732,3 +732,33 @@ fn boxed_names(svg: &str) -> Vec<BoxedName> {
     }
     out
 }
+
+/// BPMN draws a non-interrupting boundary event dashed and an interrupting
+/// one solid: the class says which, so the stylesheet can.
+#[test]
+fn only_a_non_interrupting_boundary_is_marked_to_be_drawn_dashed() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = std::fs::read_to_string(repo().join("samples/run-boundaries.bpmn"))
+        .unwrap()
+        .replace(
+            r#"<bpmn:boundaryEvent id="tooLong" attachedToRef="charge">"#,
+            r#"<bpmn:boundaryEvent id="tooLong" attachedToRef="charge" cancelActivity="false">"#,
+        );
+    assert!(source.contains("cancelActivity=\"false\""));
+    let model = dir.path().join("m.bpmn");
+    std::fs::write(&model, source).unwrap();
+    let out = dir.path().join("m.svg");
+    let o = qflow()
+        .arg("render")
+        .arg(&model)
+        .arg("--svg")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let svg = parse(&text);
+    assert!(svg.nodes["tooLong"].has("non-interrupting"));
+    assert!(!svg.nodes["onDeclined"].has("non-interrupting"));
+    assert!(text.contains(".node.boundary.non-interrupting .shape { stroke-dasharray"));
+}

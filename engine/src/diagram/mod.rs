@@ -155,6 +155,9 @@ pub struct DiagramNode {
     pub rect: Rect,
     /// A boundary event's task.
     pub attached_to: Option<String>,
+    /// A boundary event that does not interrupt its task
+    /// (`cancelActivity="false"`): BPMN draws it dashed.
+    pub non_interrupting: bool,
 }
 
 /// What a sequence flow says about when it is taken.
@@ -232,6 +235,13 @@ impl Diagram {
                         }
                         _ => None,
                     },
+                    non_interrupting: matches!(
+                        &n.kind,
+                        NodeKind::BoundaryEvent {
+                            interrupting: false,
+                            ..
+                        }
+                    ),
                 }
             })
             .collect();

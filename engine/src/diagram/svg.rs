@@ -12,7 +12,7 @@ use super::{Diagram, DiagramFlow, DiagramNode, DiagramState, FlowMark, Point, Sh
 const STYLE: &str = "
 .node .shape { fill: #fff; stroke: #333; stroke-width: 1.5; }
 .node.end .shape, .node.error-end .shape { stroke-width: 3.5; }
-.node.boundary .shape { stroke-dasharray: 4 2; }
+.node.boundary.non-interrupting .shape { stroke-dasharray: 4 2; }
 .node .symbol { fill: none; stroke: #333; stroke-width: 2; }
 .node text { font: 12px sans-serif; fill: #222; }
 .node .icon { font-size: 13px; fill: #555; }
@@ -206,6 +206,9 @@ fn flow(s: &mut String, f: &DiagramFlow, taken: bool, labels: &mut Labels) {
 fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &mut Labels) {
     let mark = state.and_then(|st| st.nodes.get(&n.id));
     let mut class = format!("node {}", n.kind.class());
+    if n.non_interrupting {
+        class.push_str(" non-interrupting");
+    }
     if let Some(m) = mark {
         class.push(' ');
         class.push_str(m.class);
