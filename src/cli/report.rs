@@ -187,39 +187,22 @@ pub fn attempts_chart(per_minute: &BTreeMap<i64, u64>, outage_minutes: Option<f6
             _ => bars.push((start, *m, *n)),
         }
     }
-    let max = bars.iter().map(|b| b.2).max().unwrap_or(1).max(1);
-    let slots = span.div_ceil(width as usize) as f64;
-    let plot_w = W - LEFT - 10.0;
-    let plot_h = H - TOP - BOTTOM;
-    let slot_w = plot_w / slots;
-    if let Some(end) = outage_minutes {
-        let x1 = ((end - first as f64) / width as f64 * slot_w).clamp(0.0, plot_w);
-        let _ = writeln!(
-            s,
-            "<rect class=\"outage\" x=\"{LEFT}\" y=\"{TOP}\" width=\"{x1:.1}\" height=\"{plot_h:.1}\"><title>outage: first {} </title></rect>",
-            esc(&compact_ms((end * 60_000.0) as i64))
-        );
-    }
+    let plot = MinutePlot::new(first, span, width, bars.iter().map(|b| b.2).max());
+    plot.outage(&mut s, outage_minutes);
     for (start, busiest, n) in &bars {
-        let x = LEFT + (start - first) as f64 / width as f64 * slot_w;
-        let h = *n as f64 / max as f64 * plot_h;
-        let _ = writeln!(
-            s,
-            "<rect class=\"bar\" x=\"{x:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{h:.2}\" data-minute=\"{busiest}\" data-attempts=\"{n}\"><title>+{}: {} attempts</title></rect>",
-            TOP + plot_h - h,
-            (slot_w * 0.9).max(0.5),
-            esc(&compact_ms(busiest * 60_000)),
-            group(*n)
+        plot.bar(
+            &mut s,
+            *start,
+            *n,
+            &format!("data-minute=\"{busiest}\" data-attempts=\"{n}\""),
+            &format!(
+                "+{}: {} attempts",
+                esc(&compact_ms(busiest * 60_000)),
+                group(*n)
+            ),
         );
     }
-    minute_axes(
-        &mut s,
-        plot_h,
-        max,
-        (first, last),
-        width,
-        &format!("the busiest minute of {width}"),
-    );
+    plot.axes(&mut s, last, &format!("the busiest minute of {width}"));
     s
 }
 
@@ -251,39 +234,22 @@ pub fn pending_chart(pending: &[(i64, u64)], outage_minutes: Option<f64>) -> Str
             _ => bars.push((start, *n)),
         }
     }
-    let max = bars.iter().map(|b| b.1).max().unwrap_or(1).max(1);
-    let slots = span.div_ceil(width as usize) as f64;
-    let plot_w = W - LEFT - 10.0;
-    let plot_h = H - TOP - BOTTOM;
-    let slot_w = plot_w / slots;
-    if let Some(end) = outage_minutes {
-        let x1 = ((end - first as f64) / width as f64 * slot_w).clamp(0.0, plot_w);
-        let _ = writeln!(
-            s,
-            "<rect class=\"outage\" x=\"{LEFT}\" y=\"{TOP}\" width=\"{x1:.1}\" height=\"{plot_h:.1}\"><title>outage: first {} </title></rect>",
-            esc(&compact_ms((end * 60_000.0) as i64))
-        );
-    }
+    let plot = MinutePlot::new(first, span, width, bars.iter().map(|b| b.1).max());
+    plot.outage(&mut s, outage_minutes);
     for (start, n) in &bars {
-        let x = LEFT + (start - first) as f64 / width as f64 * slot_w;
-        let h = *n as f64 / max as f64 * plot_h;
-        let _ = writeln!(
-            s,
-            "<rect class=\"bar\" x=\"{x:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{h:.2}\" data-minute=\"{start}\" data-pending=\"{n}\"><title>+{}: {} pending</title></rect>",
-            TOP + plot_h - h,
-            (slot_w * 0.9).max(0.5),
-            esc(&compact_ms(start * 60_000)),
-            group(*n)
+        plot.bar(
+            &mut s,
+            *start,
+            *n,
+            &format!("data-minute=\"{start}\" data-pending=\"{n}\""),
+            &format!(
+                "+{}: {} pending",
+                esc(&compact_ms(start * 60_000)),
+                group(*n)
+            ),
         );
     }
-    minute_axes(
-        &mut s,
-        plot_h,
-        max,
-        (first, last),
-        width,
-        &format!("the highest of {width} minutes"),
-    );
+    plot.axes(&mut s, last, &format!("the highest of {width} minutes"));
     s
 }
 
@@ -391,42 +357,87 @@ pub fn write(path: &std::path::Path, html: &str) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// The axis, the value scale and the first and last minute under a chart
-/// of one bar per minute (or per `width` minutes, each bar then what
-/// `each` says), and the closing tag.
-fn minute_axes(
-    s: &mut String,
-    plot_h: f64,
-    max: u64,
-    (first, last): (i64, i64),
+/// Where the bars of a chart of one bar per minute (or per `width`
+/// minutes) go: both minute charts share their geometry, outage band, bar
+/// shape and axes.
+struct MinutePlot {
+    first: i64,
     width: i64,
-    each: &str,
-) {
-    let base = TOP + plot_h;
-    let _ = writeln!(
-        s,
-        "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{base}\" x2=\"{}\" y2=\"{base}\"/>",
-        W - 10.0
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"4\" y=\"{}\">{}</text>\n<text x=\"4\" y=\"{base}\">0</text>",
-        TOP + 10.0,
-        group(max)
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"{LEFT}\" y=\"{}\">+{}</text>\n<text x=\"{}\" y=\"{}\" text-anchor=\"end\">+{}{}</text>",
-        H - 10.0,
-        esc(&compact_ms(first * 60_000)),
-        W - 10.0,
-        H - 10.0,
-        esc(&compact_ms(last * 60_000)),
-        if width > 1 {
-            format!(" (each bar: {each})")
-        } else {
-            String::new()
+    max: u64,
+    plot_w: f64,
+    plot_h: f64,
+    slot_w: f64,
+}
+
+impl MinutePlot {
+    fn new(first: i64, span: usize, width: i64, max: Option<u64>) -> MinutePlot {
+        let slots = span.div_ceil(width as usize) as f64;
+        let plot_w = W - LEFT - 10.0;
+        MinutePlot {
+            first,
+            width,
+            max: max.unwrap_or(1).max(1),
+            plot_w,
+            plot_h: H - TOP - BOTTOM,
+            slot_w: plot_w / slots,
         }
-    );
-    s.push_str("</svg>\n");
+    }
+
+    /// The outage shaded from the first minute to `end` (minutes).
+    fn outage(&self, s: &mut String, end: Option<f64>) {
+        let Some(end) = end else { return };
+        let x1 =
+            ((end - self.first as f64) / self.width as f64 * self.slot_w).clamp(0.0, self.plot_w);
+        let _ = writeln!(
+            s,
+            "<rect class=\"outage\" x=\"{LEFT}\" y=\"{TOP}\" width=\"{x1:.1}\" height=\"{:.1}\"><title>outage: first {} </title></rect>",
+            self.plot_h,
+            esc(&compact_ms((end * 60_000.0) as i64))
+        );
+    }
+
+    /// One bar of height `n` in the slot of minute `start`, with its data
+    /// attributes and its tooltip.
+    fn bar(&self, s: &mut String, start: i64, n: u64, data: &str, title: &str) {
+        let x = LEFT + (start - self.first) as f64 / self.width as f64 * self.slot_w;
+        let h = n as f64 / self.max as f64 * self.plot_h;
+        let _ = writeln!(
+            s,
+            "<rect class=\"bar\" x=\"{x:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{h:.2}\" {data}><title>{title}</title></rect>",
+            TOP + self.plot_h - h,
+            (self.slot_w * 0.9).max(0.5),
+        );
+    }
+
+    /// The axis, the value scale and the first and last minute, and the
+    /// closing tag; a bar of several minutes is what `each` says.
+    fn axes(&self, s: &mut String, last: i64, each: &str) {
+        let base = TOP + self.plot_h;
+        let _ = writeln!(
+            s,
+            "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{base}\" x2=\"{}\" y2=\"{base}\"/>",
+            W - 10.0
+        );
+        let _ = writeln!(
+            s,
+            "<text x=\"4\" y=\"{}\">{}</text>\n<text x=\"4\" y=\"{base}\">0</text>",
+            TOP + 10.0,
+            group(self.max)
+        );
+        let _ = writeln!(
+            s,
+            "<text x=\"{LEFT}\" y=\"{}\">+{}</text>\n<text x=\"{}\" y=\"{}\" text-anchor=\"end\">+{}{}</text>",
+            H - 10.0,
+            esc(&compact_ms(self.first * 60_000)),
+            W - 10.0,
+            H - 10.0,
+            esc(&compact_ms(last * 60_000)),
+            if self.width > 1 {
+                format!(" (each bar: {each})")
+            } else {
+                String::new()
+            }
+        );
+        s.push_str("</svg>\n");
+    }
 }
