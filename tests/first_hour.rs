@@ -538,3 +538,68 @@ fn usage_errors_with_format_json_still_print_json() {
     assert_eq!(code(&o), 2);
     assert_eq!(stdout(&o), "");
 }
+
+/// The checkout sample, copied under a directory whose parent holds a
+/// `.bpmnlintrc` extending bpmnlint's recommended rules (a team's, or a
+/// stray one in `/tmp`): the diagram and label rules become errors and
+/// `run` refuses the model that runs from the repository. The refusal, the
+/// check and the console name the file that decided it; without that the
+/// user sees eleven "missing from the diagram" errors on a sample that
+/// "works on the other machine".
+#[test]
+fn a_refusal_decided_by_a_parent_bpmnlintrc_names_that_file() {
+    let team = tempfile::tempdir().unwrap();
+    write(
+        &team,
+        ".bpmnlintrc",
+        r#"{ "extends": "bpmnlint:recommended" }"#,
+    );
+    std::fs::create_dir(team.path().join("models")).unwrap();
+    let model = team.path().join("models/checkout.bpmn");
+    std::fs::copy(repo().join("samples/checkout.bpmn"), &model).unwrap();
+    let (model, rc) = (
+        model.display().to_string(),
+        team.path().join(".bpmnlintrc").display().to_string(),
+    );
+    let run = qflow(&["run", &model, "--no-scenario"]);
+    assert_eq!(code(&run), 1, "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains(&format!(
+            "checkout.bpmn: the model is refused (modelling rules configured by {rc}); nothing was run"
+        )),
+        "{}",
+        stderr(&run)
+    );
+    let check = qflow(&["check", "-q", &model]);
+    assert!(
+        stderr(&check).contains(&format!(
+            "note: modelling rules configured by {rc}\n1 file checked: 11 errors"
+        )),
+        "{}",
+        stderr(&check)
+    );
+    let console = qflow(&["console", &model, "--no-scenario", "--headless", "q"]);
+    assert!(
+        stderr(&console).contains(&format!(
+            "does not load (modelling rules configured by {rc}):"
+        )),
+        "{}",
+        stderr(&console)
+    );
+    // qflow's own verdicts are not the configuration's: with a
+    // `.bpmnlintrc` that runs no rule, a model refused for a bad duration
+    // alone does not blame the file.
+    write(&team, ".bpmnlintrc", r#"{ "rules": {} }"#);
+    let broken = std::fs::read_to_string(&model)
+        .unwrap()
+        .replace(r#"backoff="PT30S PT2M""#, r#"backoff="PT30""#);
+    std::fs::write(&model, broken).unwrap();
+    let refused = qflow(&["run", &model, "--no-scenario"]);
+    assert_eq!(code(&refused), 1, "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("QF008")
+            && stderr(&refused).contains("checkout.bpmn: the model is refused; nothing was run"),
+        "{}",
+        stderr(&refused)
+    );
+}

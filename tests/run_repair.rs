@@ -70,3 +70,42 @@ fn a_gateway_failure_is_repaired_on_the_same_instance_never_a_second(fresh: &Fre
         "never a second instance"
     );
 }
+
+crate::on_both_stores!(a_spent_budget_carried_by_a_repair_says_one_last_attempt_runs);
+
+/// The checkout sample fails exhausted after its four attempts. Repaired onto
+/// the same deployment with the burned budget carried, the plan used to say
+/// "0 of 4 attempts left", which reads as "resuming does nothing", while the
+/// resume does run one attempt (and its failure is final). The plan says so.
+fn a_spent_budget_carried_by_a_repair_says_one_last_attempt_runs(fresh: &Fresh) {
+    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let model = samples.join("checkout.bpmn");
+    let outage = samples.join("scenarios/checkout-outage.json");
+    let (model, outage) = (model.to_str().unwrap(), outage.to_str().unwrap());
+    let (dir, db) = (fresh.dir(), fresh.db());
+    let failed = qflow(dir, &["run", model, "--scenario", outage, "--db", &db]);
+    assert_eq!(failed.status.code(), Some(0));
+    let plan = qflow(dir, &["migrate", "checkout-1", "--to", "1", "--db", &db]);
+    let said = String::from_utf8_lossy(&plan.stdout);
+    assert!(
+        said.contains(
+            "budget: 4 attempts burned (carried), none of 4 attempts left: one last attempt runs, and its failure is final"
+        ),
+        "{said}"
+    );
+    let resumed = qflow(
+        dir,
+        &["resume", "checkout-1", "--scenario", outage, "--db", &db],
+    );
+    let out = String::from_utf8_lossy(&resumed.stdout);
+    assert!(
+        out.contains(
+            "attempt 5 of payments.charge: failed PROVIDER_DOWN (transient); no further attempt"
+        ),
+        "one attempt ran, as the plan said: {out}"
+    );
+    assert!(
+        out.contains("FAILED PROVIDER_DOWN: exhausted after 5 attempts"),
+        "{out}"
+    );
+}

@@ -135,6 +135,7 @@ pub fn run(args: Args) -> ExitCode {
     let (mut errors, mut warnings, mut others, mut unreadable, mut hidden) =
         (0usize, 0usize, 0usize, 0usize, 0usize);
     let mut reported: Vec<PathBuf> = Vec::new();
+    let mut configured: Vec<String> = Vec::new();
     let mut emit = |shown: &str, text: &str, index: &LineIndex, d: &Diagnostic| {
         match d.severity {
             Severity::Error => errors += 1,
@@ -189,6 +190,12 @@ pub fn run(args: Args) -> ExitCode {
             Some(file) => Config::from_files(std::slice::from_ref(file)),
             None => Config::for_model(path),
         };
+        // Which files set the rules, once per set, before the summary.
+        if let Some(by) = config.configured_by() {
+            if !configured.contains(&by) {
+                configured.push(by);
+            }
+        }
         // A configuration file's own problems, once per file.
         for file in &config.files {
             if reported.contains(&file.path) {
@@ -197,12 +204,7 @@ pub fn run(args: Args) -> ExitCode {
             reported.push(file.path.clone());
             let index = LineIndex::new(&file.text);
             // Shown relative to the working directory, like the models.
-            let shown = std::env::current_dir()
-                .ok()
-                .and_then(|cwd| file.path.strip_prefix(cwd).ok().map(|p| p.to_path_buf()))
-                .unwrap_or_else(|| file.path.clone())
-                .display()
-                .to_string();
+            let shown = file.shown();
             for d in &file.diagnostics {
                 emit(&shown, &file.text, &index, d);
             }
@@ -232,23 +234,28 @@ pub fn run(args: Args) -> ExitCode {
             "{}",
             serde_json::to_string_pretty(&sarif.finish()).expect("a SARIF log serializes")
         ),
-        Format::Human => eprintln!(
-            "{} checked: {}, {}, {}{}{}",
-            counted(files.len(), "file", "files"),
-            counted(errors, "error", "errors"),
-            counted(warnings, "warning", "warnings"),
-            counted(others, "note", "notes"),
-            if unreadable > 0 {
-                format!(", {unreadable} unreadable")
-            } else {
-                String::new()
-            },
-            if hidden > 0 {
-                format!(" ({hidden} below the minimum severity not shown)")
-            } else {
-                String::new()
+        Format::Human => {
+            for by in &configured {
+                eprintln!("note: {by}");
             }
-        ),
+            eprintln!(
+                "{} checked: {}, {}, {}{}{}",
+                counted(files.len(), "file", "files"),
+                counted(errors, "error", "errors"),
+                counted(warnings, "warning", "warnings"),
+                counted(others, "note", "notes"),
+                if unreadable > 0 {
+                    format!(", {unreadable} unreadable")
+                } else {
+                    String::new()
+                },
+                if hidden > 0 {
+                    format!(" ({hidden} below the minimum severity not shown)")
+                } else {
+                    String::new()
+                }
+            )
+        }
     }
     if unreadable > 0 {
         ExitCode::from(2)

@@ -80,7 +80,12 @@ pub fn read_model(path: &Path, format: Format) -> Result<Model, ExitCode> {
             let report = miette::Report::new(Report::new((*d).clone(), &shown, &text));
             eprintln!("{report:?}");
         }
-        let message = format!("{shown}: the model is refused (load errors); nothing was changed");
+        let message = match config.configured(refusals.iter().copied()) {
+            Some(by) => {
+                format!("{shown}: the model is refused (load errors; {by}); nothing was changed")
+            }
+            None => format!("{shown}: the model is refused (load errors); nothing was changed"),
+        };
         eprintln!("{message}");
         if format == Format::Json {
             let index = qflow_engine::span::LineIndex::new(&text);

@@ -176,7 +176,8 @@ pub fn run(args: Args) -> ExitCode {
     let (text, analysis) = qflow_engine::analyze_bytes_with(&bytes, &config.settings);
     let refusals: Vec<&qflow_engine::Diagnostic> = analysis.refusals().collect();
     if !refusals.is_empty() || analysis.definitions.is_none() {
-        return refuse(format, &shown, &text, &refusals);
+        let by = config.configured(refusals.iter().copied());
+        return refuse(format, &shown, &text, &refusals, by.as_deref());
     }
     let defs = analysis.definitions.expect("checked above");
     // A model the runtime cannot execute is reported when the run opens it.
@@ -426,12 +427,16 @@ fn refuse(
     shown: &str,
     text: &str,
     refusals: &[&qflow_engine::Diagnostic],
+    configured_by: Option<&str>,
 ) -> ExitCode {
     for d in refusals {
         let report = miette::Report::new(Report::new((*d).clone(), shown, text));
         eprintln!("{report:?}");
     }
-    let message = format!("{shown}: the model is refused; nothing was run");
+    let message = match configured_by {
+        Some(by) => format!("{shown}: the model is refused ({by}); nothing was run"),
+        None => format!("{shown}: the model is refused; nothing was run"),
+    };
     eprintln!("{message}");
     if format == Format::Json {
         let index = qflow_engine::span::LineIndex::new(text);

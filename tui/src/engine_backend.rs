@@ -89,9 +89,9 @@ fn diagram_of(defs: &Definitions, source: &str, id: &str) -> Option<Arc<Diagram>
 fn load_model(
     source: &str,
     shown: &str,
-    settings: &qflow_engine::config::Settings,
+    config: &qflow_engine::config::Config,
 ) -> Result<Definitions, String> {
-    qflow_engine::load_with(source, settings).map_err(|diags| {
+    qflow_engine::load_with(source, &config.settings).map_err(|diags| {
         let index = qflow_engine::span::LineIndex::new(source);
         let first: Vec<String> = diags
             .iter()
@@ -108,8 +108,12 @@ fn load_model(
                 )
             })
             .collect();
+        let by = config
+            .configured(diags.iter().filter(|d| d.refuses_run()))
+            .map(|by| format!(" ({by})"))
+            .unwrap_or_default();
         format!(
-            "{shown} does not load:\n{}\nrun `qflow check {shown}` for every verdict with its place",
+            "{shown} does not load{by}:\n{}\nrun `qflow check {shown}` for every verdict with its place",
             first.join("\n")
         )
     })
@@ -190,8 +194,8 @@ impl EngineBackend {
         // found walking up from it) decide which modelling rules refuse it,
         // exactly as `qflow check`, `qflow run` and the editor judge it.
         let config = qflow_engine::config::Config::for_model(model);
-        let defs = load_model(&source, &shown, &config.settings)
-            .map_err(start_err(StartFailure::Refused))?;
+        let defs =
+            load_model(&source, &shown, &config).map_err(start_err(StartFailure::Refused))?;
         let (scenario, file) = load_scenario(model, scenario).map_err(|e| StartError {
             failure: match e {
                 SessionError::ScenarioUnreadable { .. } => StartFailure::Unreadable,
@@ -881,7 +885,7 @@ impl Attach {
         let defs = load_model(
             &source,
             &format!("deployment {}", row.deployment_id),
-            &qflow_engine::config::Settings::default(),
+            &qflow_engine::config::Config::default(),
         )?;
         let graph = Graph::compile(&defs).map_err(|e| e.to_string())?;
         let diagram = diagram_of(&defs, &source, &row.process_id)
@@ -903,7 +907,7 @@ impl Attach {
         }
         let source = std::fs::read_to_string(to).map_err(|e| format!("cannot read {to}: {e}"))?;
         let config = qflow_engine::config::Config::for_model(Path::new(to));
-        let defs = load_model(&source, to, &config.settings)?;
+        let defs = load_model(&source, to, &config)?;
         let graph = Graph::compile(&defs).map_err(|e| format!("{to}: {e}"))?;
         Ok(Target::Model {
             source,
@@ -1028,14 +1032,8 @@ impl Attach {
                     .map(|m| {
                         let budget = m
                             .budget
-                            .and_then(|b| {
-                                b.max_attempts.map(|max| {
-                                    format!(
-                                        ", {} of {max} attempts left",
-                                        max.saturating_sub(b.burned)
-                                    )
-                                })
-                            })
+                            .and_then(|b| b.left())
+                            .map(|l| format!(", {l}"))
                             .unwrap_or_default();
                         format!("{} → {}{budget}", m.from, m.to)
                     })

@@ -87,11 +87,55 @@ impl Config {
         found
     }
 
+    /// The files that set the modelling rules, named for a person
+    /// (`modelling rules configured by ../.bpmnlintrc`), or `None` under
+    /// qflow's defaults. A `.bpmnlintrc` in any parent directory (a home
+    /// directory, `/tmp`) can make rules errors that refuse a run; a
+    /// refusal or a check that does not name it leaves the user comparing
+    /// two machines' output with no clue why they differ.
+    pub fn configured_by(&self) -> Option<String> {
+        if self.files.is_empty() {
+            return None;
+        }
+        let names: Vec<String> = self.files.iter().map(ConfigFile::shown).collect();
+        Some(format!(
+            "modelling rules configured by {}",
+            names.join(" and ")
+        ))
+    }
+
+    /// [`Config::configured_by`] when it may have decided one of these
+    /// verdicts: a modelling rule's severity is the configuration's to set,
+    /// qflow's own codes are not.
+    pub fn configured<'a>(
+        &self,
+        verdicts: impl IntoIterator<Item = &'a Diagnostic>,
+    ) -> Option<String> {
+        verdicts
+            .into_iter()
+            .any(|d| d.code.alias().is_some())
+            .then(|| self.configured_by())
+            .flatten()
+    }
+
     /// Every problem found in the configuration files, with the file.
     pub fn problems(&self) -> impl Iterator<Item = (&ConfigFile, &Diagnostic)> {
         self.files
             .iter()
             .flat_map(|f| f.diagnostics.iter().map(move |d| (f, d)))
+    }
+}
+
+impl ConfigFile {
+    /// Its path as a face shows it: relative to the working directory when
+    /// it is under it (as the models are shown), else as found.
+    pub fn shown(&self) -> String {
+        std::env::current_dir()
+            .ok()
+            .and_then(|cwd| self.path.strip_prefix(cwd).ok().map(Path::to_path_buf))
+            .unwrap_or_else(|| self.path.clone())
+            .display()
+            .to_string()
     }
 }
 

@@ -59,6 +59,24 @@ pub struct Budget {
     pub max_attempts: Option<u32>,
 }
 
+impl Budget {
+    /// What is left of the budget, in words, for the plan and the console
+    /// (`2 of 8 attempts left`), or `None` without a `maxAttempts`. A
+    /// budget already spent still gets its repaired token one attempt (the
+    /// decision counts a failure after it as exhaustion, not before it), so
+    /// "0 left" would tell the operator that the resume does nothing: it
+    /// says that one last attempt runs instead.
+    pub fn left(&self) -> Option<String> {
+        let max = self.max_attempts?;
+        Some(match max.checked_sub(self.burned) {
+            Some(left) if left > 0 => format!("{left} of {max} attempts left"),
+            _ => format!(
+                "none of {max} attempts left: one last attempt runs, and its failure is final"
+            ),
+        })
+    }
+}
+
 /// One node holding state, and what it becomes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeMove {
@@ -113,10 +131,7 @@ impl Plan {
                 out.push(format!("    {}", held_words(h, &m.from, &m.to)));
             }
             if let Some(b) = m.budget {
-                let left = b
-                    .max_attempts
-                    .map(|max| format!(", {} of {max} attempts left", max.saturating_sub(b.burned)))
-                    .unwrap_or_default();
+                let left = b.left().map(|l| format!(", {l}")).unwrap_or_default();
                 out.push(format!(
                     "    budget: {} burned{}{left}",
                     crate::text::counted(u64::from(b.burned), "attempt", "attempts"),
