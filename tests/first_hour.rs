@@ -557,10 +557,11 @@ fn a_refusal_decided_by_a_parent_bpmnlintrc_names_that_file() {
     std::fs::create_dir(team.path().join("models")).unwrap();
     let model = team.path().join("models/checkout.bpmn");
     std::fs::copy(repo().join("samples/checkout.bpmn"), &model).unwrap();
-    let (model, rc) = (
-        model.display().to_string(),
-        team.path().join(".bpmnlintrc").display().to_string(),
-    );
+    // The file as the commands show it: relative to the working directory
+    // (the repository here) when under it, else absolute.
+    let rc = team.path().join(".bpmnlintrc");
+    let rc = rc.strip_prefix(repo()).unwrap_or(&rc).display().to_string();
+    let model = model.display().to_string();
     let run = qflow(&["run", &model, "--no-scenario"]);
     assert_eq!(code(&run), 1, "{}", stderr(&run));
     assert!(
