@@ -225,9 +225,13 @@ impl Code {
             Code::QF030 | Code::QF031 | Code::QF032 | Code::QF043 | Code::QF044 | Code::QF091 => {
                 Severity::Warning
             }
-            Code::QF105 | Code::QF106 | Code::QF118 | Code::QF123 | Code::QF124 | Code::QF125 => {
-                Severity::Warning
-            }
+            Code::QF105
+            | Code::QF106
+            | Code::QF117
+            | Code::QF118
+            | Code::QF123
+            | Code::QF124
+            | Code::QF125 => Severity::Warning,
             Code::QF033 => Severity::Hint,
             Code::QF040 => Severity::Info,
             _ => Severity::Error,
@@ -265,7 +269,7 @@ impl Code {
             Code::QF044 => "qflow task attributes on a process that is not executable",
             Code::QF090 => "configuration file cannot be read",
             Code::QF091 => "configuration entry ignored",
-            Code::QF100 => "start, end or dead-end catch event in an ad-hoc sub-process",
+            Code::QF100 => "start or end event in an ad-hoc sub-process",
             Code::QF101 => {
                 "flow out of a conditional fork with neither a condition nor default status"
             }

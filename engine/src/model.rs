@@ -316,7 +316,10 @@ pub struct Flow {
     pub name: Option<Attr>,
     pub source: Option<Attr>,
     pub target: Option<Attr>,
-    /// The condition's text, if any (trimmed), with the span of the text.
+    /// The condition's text (trimmed), with the span of the text, when the
+    /// flow has a `conditionExpression`; an empty expression is an empty
+    /// value (the flow is conditional for the modelling rules, as in
+    /// bpmnlint; the runtime reads it as no condition).
     pub condition: Option<Attr>,
     pub span: Span,
     pub scope: Option<usize>,

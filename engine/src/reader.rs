@@ -521,10 +521,19 @@ fn read_container(
             continue;
         }
         if child.local == "sequenceFlow" {
+            // A written conditionExpression makes the flow conditional even
+            // when it is empty (as BPMN tools and bpmnlint read it): an empty
+            // one is an empty value, which the runtime treats as no condition.
             let condition = doc
                 .children(child_id)
                 .find(|(_, c)| is_bpmn(c, "conditionExpression"))
-                .and_then(|(_, c)| text_attr(doc, c));
+                .map(|(_, c)| {
+                    text_attr(doc, c).unwrap_or_else(|| Attr {
+                        value: Text::default(),
+                        span: Span::at(c.span.end),
+                        full_span: c.span,
+                    })
+                });
             let a = Plain::read(child, &["id", "name", "sourceRef", "targetRef"]);
             let [id, name_attr, source, target] = a.0;
             process.flows.push(Flow {

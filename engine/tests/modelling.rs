@@ -91,13 +91,11 @@ fn qf100_ad_hoc_sub_process() {
       <bpmn:endEvent id="out"/>
     </bpmn:adHocSubProcess>"#,
     );
+    // The catch event without an outgoing flow is allowed (bpmnlint 11.15
+    // reports start and end events only).
     assert_eq!(
         hits(&src, Code::QF100),
-        pairs(&[
-            ("in", "bpmn:startEvent"),
-            ("c", "bpmn:intermediateCatchEvent"),
-            ("out", "bpmn:endEvent")
-        ])
+        pairs(&[("in", "bpmn:startEvent"), ("out", "bpmn:endEvent")])
     );
     assert_eq!(of(&src, Code::QF100)[0].severity, Severity::Error);
     // Inside an ad-hoc sub-process, disconnected tasks are fine (the
@@ -149,6 +147,64 @@ fn qf101_conditional_flows_and_the_default_fix() {
     // Plain document: bpmnlint's error too; non-executable qflow: a warning.
     let off = src.replace("isExecutable=\"true\"", "isExecutable=\"false\"");
     assert_eq!(of(&off, Code::QF101)[0].severity, Severity::Warning);
+}
+
+#[test]
+fn qf101_a_gateway_without_conditions_is_no_conditional_fork_as_in_bpmnlint() {
+    // bpmnlint's conditional-flows judges a fork conditional when it has a
+    // default or a conditional flow: two bare flows out of an exclusive
+    // gateway are not reported in a plain document.
+    let body = r#"    <bpmn:startEvent id="s" name="S"/>
+    <bpmn:exclusiveGateway id="g" name="Which?"/>
+    <bpmn:task id="a" name="A"/>
+    <bpmn:task id="b" name="B"/>
+    <bpmn:endEvent id="e" name="E"/>
+    <bpmn:endEvent id="e2" name="E2"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="g"/>
+    <bpmn:sequenceFlow id="one" sourceRef="g" targetRef="a"/>
+    <bpmn:sequenceFlow id="two" sourceRef="g" targetRef="b"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="a" targetRef="e"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="b" targetRef="e2"/>"#;
+    let src = plain(body);
+    // Nothing but the missing diagram: the model reads, QF101 is silent.
+    let all = analyze(&src).diagnostics;
+    assert!(all.iter().all(|d| d.code == Code::QF109), "{all:#?}");
+    assert!(of(&src, Code::QF101).is_empty());
+    // In an executable qflow process the runtime would always take `one`:
+    // both flows are reported, as errors.
+    let q = qflow(
+        &body
+            .replace(
+                r#"<bpmn:task id="a" name="A"/>"#,
+                r#"<bpmn:serviceTask id="a" name="A" q:task="a"/>"#,
+            )
+            .replace(
+                r#"<bpmn:task id="b" name="B"/>"#,
+                r#"<bpmn:serviceTask id="b" name="B" q:task="b"/>"#,
+            ),
+    );
+    assert_eq!(
+        hits(&q, Code::QF101),
+        pairs(&[("one", "bpmn:sequenceFlow"), ("two", "bpmn:sequenceFlow")])
+    );
+    assert!(of(&q, Code::QF101)
+        .iter()
+        .all(|d| d.severity == Severity::Error));
+    // A written but empty conditionExpression makes a flow conditional (as
+    // bpmnlint reads it): the fork is conditional, the other flow is
+    // reported, and the conditional flow needs a label.
+    let empty = plain(&body.replace(
+        r#"<bpmn:sequenceFlow id="one" sourceRef="g" targetRef="a"/>"#,
+        r#"<bpmn:sequenceFlow id="one" sourceRef="g" targetRef="a"><bpmn:conditionExpression/></bpmn:sequenceFlow>"#,
+    ));
+    assert_eq!(
+        hits(&empty, Code::QF101),
+        pairs(&[("two", "bpmn:sequenceFlow")])
+    );
+    assert_eq!(
+        hits(&empty, Code::QF107),
+        pairs(&[("one", "bpmn:sequenceFlow")])
+    );
 }
 
 #[test]

@@ -4,7 +4,8 @@
 use foldhash::HashMap;
 
 use crate::diagnostic::{Code, Diagnostic};
-use crate::model::{Definitions, NodeKind, Process};
+use crate::model::{Definitions, NodeKind, Process, ShapeBounds};
+use crate::span::Span;
 
 use super::{node_diag, what, Emit};
 
@@ -51,38 +52,63 @@ pub(super) fn no_bpmndi(defs: &Definitions, e: &mut Emit<'_, '_>) {
     }
 }
 
-/// QF118 no-overlapping-elements: shapes of one container overlap (a
-/// boundary event and its host aside), or a shape leaves its expanded
-/// sub-process or pool.
+/// A shape QF118 judges: a flow node of a process, or a data object or data
+/// store reference (flow elements too, drawn as shapes; bpmnlint compares
+/// them with the nodes of their container).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Item {
+    /// (process, node)
+    Node(usize, usize),
+    /// index into `defs.ids`
+    Data(usize),
+}
+
+/// QF118 no-overlapping-elements, as bpmnlint judges it: the participants of
+/// one collaboration overlap; the shapes of one process or sub-process (its
+/// flow nodes and data references) overlap, a boundary event and its host
+/// aside; or a shape leaves its expanded sub-process or the pool drawing its
+/// process (a data store reference may). Where an element is drawn twice,
+/// the last drawing counts.
 pub(super) fn overlapping(defs: &Definitions, e: &mut Emit<'_, '_>) {
     if !e.on(Code::QF118) || defs.shape_bounds.is_empty() {
         return;
     }
-    // Bounds by drawn id.
+    // Bounds by drawn id (the last shape drawing it, as bpmnlint keeps it).
     let mut by_id: HashMap<&str, usize> =
         HashMap::with_capacity_and_hasher(defs.shape_bounds.len(), Default::default());
     for (k, b) in defs.shape_bounds.iter().enumerate() {
-        by_id
-            .entry(
-                defs.diagram_elements[b.diagram as usize]
-                    .bpmn_element
-                    .as_str(),
-            )
-            .or_insert(k);
+        by_id.insert(
+            defs.diagram_elements[b.diagram as usize]
+                .bpmn_element
+                .as_str(),
+            k,
+        );
     }
-    let mut overlaps: Vec<(usize, usize)> = Vec::new(); // (process, node) reported
-    let mut outside: Vec<(usize, usize)> = Vec::new();
-    // Participant overlaps.
-    let parts: Vec<(usize, &crate::model::ShapeBounds)> = defs
+    let bounds = |id: &str| by_id.get(id).map(|&b| &defs.shape_bounds[b]);
+    let mut overlaps: Vec<Item> = Vec::new();
+    let mut outside: Vec<Item> = Vec::new();
+    // Participants overlap within their collaboration.
+    let collaborations: Vec<Span> = defs
+        .ids
+        .iter()
+        .filter(|d| d.element.local == "collaboration")
+        .map(|d| d.element.span)
+        .collect();
+    let collaboration_of = |at: usize| {
+        collaborations
+            .iter()
+            .position(|c| c.start <= at && at < c.end)
+    };
+    let parts: Vec<(usize, Option<usize>, &ShapeBounds)> = defs
         .participants
         .iter()
         .enumerate()
-        .filter_map(|(k, pa)| by_id.get(pa.id()).map(|&b| (k, &defs.shape_bounds[b])))
+        .filter_map(|(k, pa)| bounds(pa.id()).map(|b| (k, collaboration_of(pa.name_span.start), b)))
         .collect();
     let mut part_hits = vec![false; defs.participants.len()];
-    for (a, (ka, ba)) in parts.iter().enumerate() {
-        for (kb, bb) in &parts[a + 1..] {
-            if collide(ba, bb) {
+    for (a, (ka, ca, ba)) in parts.iter().enumerate() {
+        for (kb, cb, bb) in &parts[a + 1..] {
+            if ca == cb && collide(ba, bb) {
                 part_hits[*ka] = true;
                 part_hits[*kb] = true;
             }
@@ -106,39 +132,70 @@ pub(super) fn overlapping(defs: &Definitions, e: &mut Emit<'_, '_>) {
             );
         }
     }
+    // Data object and data store references: their process and sub-process,
+    // found by where they are written.
+    let mut data: Vec<(usize, Option<usize>, usize)> = Vec::new(); // (process, scope, id)
+    for (k, d) in defs.ids.iter().enumerate() {
+        if !matches!(
+            &*d.element.local,
+            "dataObjectReference" | "dataStoreReference"
+        ) {
+            continue;
+        }
+        let at = d.element.span.start;
+        let Some(pi) = defs
+            .processes
+            .iter()
+            .position(|p| p.span.start <= at && at < p.span.end)
+        else {
+            continue;
+        };
+        let scope = defs.processes[pi]
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.span.start < at && at < n.span.end)
+            .max_by_key(|(_, n)| n.span.start)
+            .map(|(i, _)| i);
+        data.push((pi, scope, k));
+    }
     for (pi, p) in defs.processes.iter().enumerate() {
-        // The pool drawing this process, if any.
+        // The pool drawing this process, if any (the last participant naming it).
         let pool = p.id.as_ref().and_then(|pid| {
-            let part = defs.participants.iter().find(|pa| {
+            let part = defs.participants.iter().rev().find(|pa| {
                 pa.process_ref
                     .as_ref()
                     .is_some_and(|r| r.value == pid.value)
             })?;
-            by_id.get(part.id()).map(|&b| &defs.shape_bounds[b])
+            bounds(part.id())
         });
-        // Group the process's drawn nodes by scope.
-        let mut groups: HashMap<Option<usize>, Vec<(usize, &crate::model::ShapeBounds)>> =
-            HashMap::default();
+        // Group the process's drawn shapes by scope.
+        let mut groups: HashMap<Option<usize>, Vec<(Item, &ShapeBounds)>> = HashMap::default();
         for (i, n) in p.nodes.iter().enumerate() {
-            if let Some(&b) = by_id.get(n.id()) {
+            if let Some(b) = bounds(n.id()) {
                 groups
                     .entry(n.scope)
                     .or_default()
-                    .push((i, &defs.shape_bounds[b]));
+                    .push((Item::Node(pi, i), b));
+            }
+        }
+        for &(dp, scope, k) in &data {
+            if dp == pi {
+                if let Some(b) = bounds(&defs.ids[k].id.value) {
+                    groups.entry(scope).or_default().push((Item::Data(k), b));
+                }
             }
         }
         for (scope, mut shapes) in groups {
             let parent = match scope {
                 None => pool,
-                Some(s) => by_id
-                    .get(p.nodes[s].id())
-                    .map(|&b| &defs.shape_bounds[b])
-                    .filter(|b| b.expanded),
+                Some(s) => bounds(p.nodes[s].id()).filter(|b| b.expanded),
             };
             if let Some(parent) = parent {
-                for (i, b) in &shapes {
-                    if !inside(b, parent) {
-                        outside.push((pi, *i));
+                for (item, b) in &shapes {
+                    let store = matches!(item, Item::Data(k) if defs.ids[*k].element.local == "dataStoreReference");
+                    if !store && !inside(b, parent) {
+                        outside.push(*item);
                     }
                 }
             }
@@ -150,12 +207,14 @@ pub(super) fn overlapping(defs: &Definitions, e: &mut Emit<'_, '_>) {
                     if bb.x > ba.x + ba.width {
                         break;
                     }
-                    if attached(p, ia, ib) || attached(p, ib, ia) {
-                        continue;
+                    if let (Item::Node(_, na), Item::Node(_, nb)) = (ia, ib) {
+                        if attached(p, na, nb) || attached(p, nb, na) {
+                            continue;
+                        }
                     }
                     if collide(ba, bb) {
-                        overlaps.push((pi, ia));
-                        overlaps.push((pi, ib));
+                        overlaps.push(ia);
+                        overlaps.push(ib);
                     }
                 }
             }
@@ -165,31 +224,33 @@ pub(super) fn overlapping(defs: &Definitions, e: &mut Emit<'_, '_>) {
     overlaps.dedup();
     outside.sort_unstable();
     outside.dedup();
-    for (pi, i) in overlaps {
-        let n = &defs.processes[pi].nodes[i];
-        e.push(
-            node_diag(
+    let diag = |item: Item, message: &str| match item {
+        Item::Node(pi, i) => {
+            let n = &defs.processes[pi].nodes[i];
+            node_diag(Code::QF118, n, format!("{} {message}", what(n)))
+        }
+        Item::Data(k) => {
+            let d = &defs.ids[k];
+            Diagnostic::new(
                 Code::QF118,
-                n,
-                format!("{} overlaps another element in the diagram", what(n)),
+                d.element.name_span,
+                format!("<{}> `{}` {message}", d.element.local, d.id.value),
             )
-            .label("overlaps")
-            .help("move the shapes apart in the diagram"),
+            .element(d.id.value.as_str())
+        }
+    };
+    for item in overlaps {
+        e.push(
+            diag(item, "overlaps another element in the diagram")
+                .label("overlaps")
+                .help("move the shapes apart in the diagram"),
         );
     }
-    for (pi, i) in outside {
-        let n = &defs.processes[pi].nodes[i];
+    for item in outside {
         e.push(
-            node_diag(
-                Code::QF118,
-                n,
-                format!(
-                    "{} lies outside its parent's boundary in the diagram",
-                    what(n)
-                ),
-            )
-            .label("outside its parent")
-            .help("move the shape inside its pool or expanded sub-process"),
+            diag(item, "lies outside its parent's boundary in the diagram")
+                .label("outside its parent")
+                .help("move the shape inside its pool or expanded sub-process"),
         );
     }
 }
@@ -198,11 +259,11 @@ fn attached(p: &Process, boundary: usize, host: usize) -> bool {
     matches!(&p.nodes[boundary].kind, NodeKind::BoundaryEvent { attached_to: Some(a), .. } if a.value == p.nodes[host].id())
 }
 
-fn collide(a: &crate::model::ShapeBounds, b: &crate::model::ShapeBounds) -> bool {
+fn collide(a: &ShapeBounds, b: &ShapeBounds) -> bool {
     a.x + a.width >= b.x && b.x + b.width >= a.x && a.y + a.height >= b.y && b.y + b.height >= a.y
 }
 
-fn inside(child: &crate::model::ShapeBounds, parent: &crate::model::ShapeBounds) -> bool {
+fn inside(child: &ShapeBounds, parent: &ShapeBounds) -> bool {
     child.x >= parent.x
         && child.y >= parent.y
         && child.x + child.width <= parent.x + parent.width

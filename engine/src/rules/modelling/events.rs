@@ -7,19 +7,16 @@ use crate::model::{Node, NodeKind, Process};
 
 use super::{is_event, is_event_sub_process, is_sub_process, node_diag, what, At, Emit};
 
-/// QF100 ad-hoc-sub-process: no start or end event, and no catch event
-/// without an outgoing flow, inside an ad-hoc sub-process.
+/// QF100 ad-hoc-sub-process: no start or end event directly inside an
+/// ad-hoc sub-process (an intermediate catch event is allowed, with or
+/// without an outgoing flow, as in bpmnlint).
 pub(super) fn ad_hoc(at: &At<'_>, e: &mut Emit<'_, '_>) {
     let n = at.n;
     let parent = at.parent;
-    let outgoing = at.outgoing;
     if parent.is_some_and(|p| p.element == "adHocSubProcess") {
         let bad = match n.kind {
             NodeKind::StartEvent { .. } => Some("a start event"),
             NodeKind::EndEvent { .. } => Some("an end event"),
-            NodeKind::IntermediateCatchEvent { .. } if outgoing == 0 => {
-                Some("an intermediate catch event without an outgoing flow")
-            }
             _ => None,
         };
         if let Some(bad) = bad {
@@ -30,7 +27,7 @@ pub(super) fn ad_hoc(at: &At<'_>, e: &mut Emit<'_, '_>) {
                     format!("{} is {bad} inside an ad-hoc sub-process", what(n)),
                 )
                 .label("not allowed in an ad-hoc sub-process")
-                .help("an ad-hoc sub-process has no start or end events: its activities run in any order; remove the event, or give a catch event the flow it triggers"),
+                .help("an ad-hoc sub-process has no start or end events: its activities run in any order; remove the event"),
             );
         }
     }

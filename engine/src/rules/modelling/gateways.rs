@@ -42,9 +42,13 @@ pub(super) fn event_based(at: &At<'_>, e: &mut Emit<'_, '_>) {
     }
 }
 
-/// QF101 conditional-flows: out of a conditional split, every flow has a
-/// condition or is the default (fix: make it the default of an exclusive
-/// gateway that has none).
+/// QF101 conditional-flows: out of a conditional split (a node with a
+/// default flow or a conditional outgoing flow, as bpmnlint judges it), every
+/// flow has a condition or is the default (fix: make it the default of an
+/// exclusive gateway that has none). In an executable process of a qflow
+/// document, an exclusive or inclusive gateway forking into flows none of
+/// which has a condition is one too: qflow's runtime would always take the
+/// first of them (bpmnlint does not report it).
 pub(super) fn conditional_flows(at: &At<'_>, e: &mut Emit<'_, '_>) {
     let ctx = at.ctx;
     let g = at.g;
@@ -53,8 +57,9 @@ pub(super) fn conditional_flows(at: &At<'_>, e: &mut Emit<'_, '_>) {
     let outgoing = at.outgoing;
     let qflow_executable = at.qflow_executable;
     let p = at.g.p;
-    let conditional_gateway =
-        matches!(&*n.element, "exclusiveGateway" | "inclusiveGateway") && outgoing > 1;
+    let conditional_gateway = qflow_executable
+        && matches!(&*n.element, "exclusiveGateway" | "inclusiveGateway")
+        && outgoing > 1;
     if p.default_of(i).is_some()
         || conditional_gateway
         || g.outgoing(i).any(|f| f.condition.is_some())

@@ -131,7 +131,7 @@ pub(super) fn implicit_ends(at: &At<'_>, e: &mut Emit<'_, '_>) {
             && !in_ad_hoc(p, n)
             && !matches!(n.kind, NodeKind::EndEvent { .. })
             && !compensation_boundary
-            && !(is_task(n) && n.for_compensation);
+            && !(is_activity(n) && n.for_compensation);
         if implicit_end {
             e.push(
                 node_diag(
