@@ -2,12 +2,15 @@
 //! a FAILED instance says why it failed and what a repair would do, `m`
 //! plans the migration (target, suggested mapping, budget) and applies it
 //! after confirmation; the attached console then steps it to completion.
+//! On a SQLite file and on a fresh PostgreSQL database (`support::stores`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use qflow_engine::runtime::snapshot::Snapshot;
-use qflow_engine::store::Store;
+
+mod support;
+use support::stores::{open, Fresh};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -25,11 +28,11 @@ fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
 
-/// A database holding one FAILED long-outage instance (deployment 1).
-fn failed_long_outage(dir: &Path) -> String {
-    let db = dir.join("q.db").display().to_string();
+/// A new database holding one FAILED long-outage instance (deployment 1).
+fn failed_long_outage(fresh: &Fresh) -> String {
+    let db = fresh.db();
     let o = qflow(&["run", "samples/dbg08-long-outage.bpmn", "--db", &db]);
-    assert_eq!(code(&o), 0);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     db
 }
 
@@ -40,10 +43,10 @@ fn console(args: &[&str], keys: &str) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
 
-#[test]
-fn the_console_shows_why_and_the_repair_then_migrates_after_confirmation() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = failed_long_outage(dir.path());
+crate::on_both_stores!(the_console_shows_why_and_the_repair_then_migrates_after_confirmation);
+
+fn the_console_shows_why_and_the_repair_then_migrates_after_confirmation(fresh: &Fresh) {
+    let db = failed_long_outage(fresh);
     let o = qflow(&["deploy", "samples/dbg08-repaired.bpmn", "--db", &db]);
     assert_eq!(code(&o), 0);
     // Attach mode lists the deployments as well as the instances.
@@ -74,7 +77,7 @@ fn the_console_shows_why_and_the_repair_then_migrates_after_confirmation() {
         "{planned}"
     );
     assert!(planned.contains("mapping: charge=chargeCard"), "{planned}");
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     assert_eq!(store.instance("dbg08-1").unwrap().unwrap().deployment_id, 1);
     drop(store);
     // Reset the budget (plans again), then apply: the result is on screen.
@@ -86,7 +89,7 @@ fn the_console_shows_why_and_the_repair_then_migrates_after_confirmation() {
         applied.contains("migrated dbg08-1 onto deployment 2: RUNNING"),
         "{applied}"
     );
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     let row = store.instance("dbg08-1").unwrap().unwrap();
     assert_eq!(row.deployment_id, 2);
     let snap = Snapshot::decode(&row.snapshot).unwrap();
@@ -104,7 +107,7 @@ fn the_console_shows_why_and_the_repair_then_migrates_after_confirmation() {
         "<enter><space><space><space><space>",
     );
     assert!(done.contains("COMPLETED"), "{done}");
-    let store = Store::open(Path::new(&db)).unwrap();
+    let store = open(&db);
     assert_eq!(
         store.instance("dbg08-1").unwrap().unwrap().status,
         qflow_engine::instance::Status::Completed

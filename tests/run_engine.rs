@@ -1,5 +1,7 @@
 //! The runtime through its engine API: `LocalRun::step` one decision at a
 //! time (what the console drives), and the decisions the samples do not show.
+//! Each run keeps its instance in a store: a SQLite file and a fresh
+//! PostgreSQL database (`support::stores`).
 
 use std::collections::BTreeMap;
 
@@ -8,8 +10,10 @@ use qflow_engine::runtime::driver::LocalRun;
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::scenario::Scenario;
 use qflow_engine::runtime::VirtualClock;
-use qflow_engine::store::Store;
 use serde_json::Value;
+
+mod support;
+use support::stores::{open, Fresh};
 
 fn model(process: &str) -> String {
     format!(
@@ -34,25 +38,24 @@ fn task_with(retry: &str) -> String {
     ))
 }
 
-/// Run to the end; returns every line and the final state.
-fn run(source: &str, scenario: &str) -> (Vec<Value>, Value, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
+/// Run to the end in a new database of `fresh`; returns every line, the
+/// final state and the database (what `--db` takes).
+fn run(fresh: &Fresh, source: &str, scenario: &str) -> (Vec<Value>, Value, String) {
+    let db = fresh.db();
     let defs = qflow_engine::load(source).unwrap_or_else(|d| panic!("model loads: {d:?}"));
-    let store = Store::open(&dir.path().join("q.db")).unwrap();
+    let store = open(&db);
     let scenario = Scenario::parse(scenario).unwrap();
     let mut run = LocalRun::open(store, source, &defs, scenario, VirtualClock::new(0)).unwrap();
     let mut lines = Vec::new();
     run.run(|d| lines.extend(d.lines.iter().cloned())).unwrap();
     let last = run.final_state().unwrap();
-    (lines, last, dir)
+    (lines, last, db)
 }
 
-#[test]
-fn step_takes_exactly_one_decision_and_the_store_shows_it() {
+fn step_takes_exactly_one_decision_and_the_store_shows_it(fresh: &Fresh) {
     let source = task_with(r#"<q:retry maxAttempts="3" backoff="PT1M" jitter="none"/>"#);
-    let dir = tempfile::tempdir().unwrap();
     let defs = qflow_engine::load(&source).unwrap();
-    let store = Store::open(&dir.path().join("q.db")).unwrap();
+    let store = open(&fresh.db());
     let scenario = Scenario::parse(
         r#"{"tasks":{"x.y":[{"fail":{"code":"DOWN","class":"transient"}},{"ok":{}}]}}"#,
     )
@@ -86,10 +89,10 @@ fn step_takes_exactly_one_decision_and_the_store_shows_it() {
     assert!(!String::from_utf8(snap).unwrap().contains("attempts."));
 }
 
-#[test]
-fn max_elapsed_expires_the_retry_series() {
+fn max_elapsed_expires_the_retry_series(fresh: &Fresh) {
     let source = task_with(r#"<q:retry maxElapsed="PT10M" backoff="PT4M" jitter="none"/>"#);
-    let (lines, last, _d) = run(
+    let (lines, last, _) = run(
+        fresh,
         &source,
         r#"{"tasks":{"x.y":[{"fail":{"code":"DOWN","class":"transient"}}]}}"#,
     );
@@ -105,11 +108,11 @@ fn max_elapsed_expires_the_retry_series() {
     );
 }
 
-#[test]
-fn a_rate_limited_retry_after_is_capped_by_max_delay() {
+fn a_rate_limited_retry_after_is_capped_by_max_delay(fresh: &Fresh) {
     let source =
         task_with(r#"<q:retry maxAttempts="3" backoff="PT1M" maxDelay="PT5M" jitter="none"/>"#);
-    let (lines, last, _d) = run(
+    let (lines, last, _) = run(
+        fresh,
         &source,
         r#"{"tasks":{"x.y":[{"fail":{"code":"SLOW_DOWN","class":"rate-limited","retryAfter":"PT1H"}},{"ok":{}}]}}"#,
     );
@@ -118,10 +121,10 @@ fn a_rate_limited_retry_after_is_capped_by_max_delay() {
     assert_eq!(last["status"], "completed");
 }
 
-#[test]
-fn a_thirty_day_retry_after_parks_for_the_default_maximum_without_max_delay() {
+fn a_thirty_day_retry_after_parks_for_the_default_maximum_without_max_delay(fresh: &Fresh) {
     let source = task_with(r#"<q:retry maxAttempts="3" backoff="PT1M" jitter="none"/>"#);
-    let (lines, last, _d) = run(
+    let (lines, last, _) = run(
+        fresh,
         &source,
         r#"{"tasks":{"x.y":[{"fail":{"code":"SLOW_DOWN","class":"rate-limited","retryAfter":"P30D"}},{"ok":{}}]}}"#,
     );
@@ -136,19 +139,20 @@ fn a_thirty_day_retry_after_parks_for_the_default_maximum_without_max_delay() {
     // A maxDelay longer than the default is the user's choice, and wins.
     let week =
         task_with(r#"<q:retry maxAttempts="3" backoff="PT1M" maxDelay="P7D" jitter="none"/>"#);
-    let (lines, _, _d) = run(
+    let (lines, _, _) = run(
+        fresh,
         &week,
         r#"{"tasks":{"x.y":[{"fail":{"code":"SLOW_DOWN","class":"rate-limited","retryAfter":"P30D"}},{"ok":{}}]}}"#,
     );
     assert_eq!(lines[1]["delay_s"], 7 * day);
 }
 
-#[test]
-fn a_non_retryable_code_fails_at_once_even_when_transient() {
+fn a_non_retryable_code_fails_at_once_even_when_transient(fresh: &Fresh) {
     let source = task_with(
         r#"<q:retry maxAttempts="5" backoff="PT1M" nonRetryableCodes="AUTH_EXPIRED" jitter="none"/>"#,
     );
-    let (_, last, _d) = run(
+    let (_, last, _) = run(
+        fresh,
         &source,
         r#"{"tasks":{"x.y":[{"fail":{"code":"AUTH_EXPIRED","class":"transient"}}]}}"#,
     );
@@ -158,10 +162,10 @@ fn a_non_retryable_code_fails_at_once_even_when_transient() {
     );
 }
 
-#[test]
-fn a_failure_without_a_policy_is_terminal_and_writes_no_counter() {
+fn a_failure_without_a_policy_is_terminal_and_writes_no_counter(fresh: &Fresh) {
     let source = task_with("");
-    let (_, last, dir) = run(
+    let (_, last, db) = run(
+        fresh,
         &source,
         r#"{"tasks":{"x.y":[{"fail":{"code":"DOWN","class":"transient"}}]}}"#,
     );
@@ -169,7 +173,7 @@ fn a_failure_without_a_policy_is_terminal_and_writes_no_counter() {
         (last["reason"].as_str(), last["attempts"].as_u64()),
         (Some("exhausted"), Some(1))
     );
-    let store = Store::open(&dir.path().join("q.db")).unwrap();
+    let store = open(&db);
     let snap = String::from_utf8(store.instances().unwrap()[0].snapshot.clone()).unwrap();
     assert!(!snap.contains("attempts.t"), "{snap}");
     assert!(snap.contains(r#""failure":{"attempts":1"#), "{snap}");
@@ -183,9 +187,8 @@ const GATEWAY: &str = r#"<bpmn:startEvent id="s"/>
     <bpmn:endEvent id="e1"/>
     <bpmn:endEvent id="e2"><bpmn:errorEventDefinition errorRef="err"/></bpmn:endEvent>"#;
 
-#[test]
-fn a_gateway_with_no_matching_flow_and_no_default_fails_with_a_clear_reason() {
-    let (lines, last, _d) = run(&model(GATEWAY), r#"{"variables":{"amount":50}}"#);
+fn a_gateway_with_no_matching_flow_and_no_default_fails_with_a_clear_reason(fresh: &Fresh) {
+    let (lines, last, _) = run(fresh, &model(GATEWAY), r#"{"variables":{"amount":50}}"#);
     let g = lines.iter().find(|l| l["kind"] == "gateway").unwrap();
     assert!(
         g["reason"]
@@ -200,17 +203,28 @@ fn a_gateway_with_no_matching_flow_and_no_default_fails_with_a_clear_reason() {
     );
 }
 
-#[test]
-fn conditions_route_and_an_error_end_event_fails_the_instance_with_its_code() {
-    let (_, last, _d) = run(&model(GATEWAY), r#"{"variables":{"amount":500}}"#);
+fn conditions_route_and_an_error_end_event_fails_the_instance_with_its_code(fresh: &Fresh) {
+    let (_, last, _) = run(fresh, &model(GATEWAY), r#"{"variables":{"amount":500}}"#);
     assert_eq!(last["status"], "completed");
-    let (_, last, _d) = run(&model(GATEWAY), r#"{"variables":{"amount":5}}"#);
+    let (_, last, _) = run(fresh, &model(GATEWAY), r#"{"variables":{"amount":5}}"#);
     assert_eq!(
         (last["code"].as_str(), last["reason"].as_str()),
         (Some("BROKEN"), Some("uncaught-error"))
     );
 }
 
+crate::on_both_stores!(
+    step_takes_exactly_one_decision_and_the_store_shows_it,
+    max_elapsed_expires_the_retry_series,
+    a_rate_limited_retry_after_is_capped_by_max_delay,
+    a_thirty_day_retry_after_parks_for_the_default_maximum_without_max_delay,
+    a_non_retryable_code_fails_at_once_even_when_transient,
+    a_failure_without_a_policy_is_terminal_and_writes_no_counter,
+    a_gateway_with_no_matching_flow_and_no_default_fails_with_a_clear_reason,
+    conditions_route_and_an_error_end_event_fails_the_instance_with_its_code,
+);
+
+/// Pure: no store, so one case.
 #[test]
 fn decisions_are_pure_and_stale_events_are_recorded_without_effect() {
     let source = task_with(r#"<q:retry maxAttempts="3" backoff="PT1M" jitter="none"/>"#);

@@ -2,6 +2,8 @@
 //! place of a scenario, classified by the handler contract (docs/handlers.md).
 //! Commands that succeed, fail with each class, hang and crash; endpoints
 //! that answer 2xx, 429 with Retry-After, 5xx, 4xx, or drop the connection.
+//! The run that keeps a database (`--db`) runs on a SQLite file and on a
+//! fresh PostgreSQL database (`support::stores`).
 
 mod support;
 
@@ -10,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
+use support::stores::Fresh;
 use support::{lines, qflow};
 
 fn root() -> PathBuf {
@@ -448,8 +451,11 @@ fn a_dropped_connection_after_sending_is_an_unknown_outcome_and_a_refused_one_tr
     assert_eq!(a.len(), 2);
 }
 
-#[test]
-fn a_run_killed_inside_its_handler_resumes_with_an_unknown_outcome_not_a_second_run() {
+crate::on_both_stores!(
+    a_run_killed_inside_its_handler_resumes_with_an_unknown_outcome_not_a_second_run
+);
+
+fn a_run_killed_inside_its_handler_resumes_with_an_unknown_outcome_not_a_second_run(fresh: &Fresh) {
     // The handler records its run, then kills the `qflow run` that started
     // it (its parent): a crash at the worst moment, effect done, outcome
     // never recorded.
@@ -457,13 +463,14 @@ fn a_run_killed_inside_its_handler_resumes_with_an_unknown_outcome_not_a_second_
     let script = "#!/bin/sh\ncat >/dev/null\necho run >> runs.log\nkill -9 $PPID\nsleep 5\n";
     let dir = world(handlers, &[("charge.sh", script)]);
     let m = model("dbg08-charge.bpmn");
+    let db = fresh.db();
     let args = [
         "run",
         m.as_str(),
         "--handlers",
         "handlers.toml",
         "--db",
-        "q.db",
+        &db,
         "--format",
         "json",
     ];

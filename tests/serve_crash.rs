@@ -2,7 +2,8 @@
 //! a handler is in flight. Afterwards no instance is lost, the request keeps
 //! its one idempotency key (re-delivered, never re-issued as a new attempt),
 //! and the handler's unknown outcome waits for a reconciliation instead of
-//! being run a second time; reconciled, the instance completes.
+//! being run a second time; reconciled, the instance completes. On a
+//! SQLite file and on a fresh PostgreSQL database (`support::stores`).
 
 use std::path::Path;
 use std::process::Command;
@@ -14,6 +15,7 @@ use serde_json::{json, Value};
 
 mod support;
 use support::serve::{agent, post, Serve};
+use support::stores::Fresh;
 
 /// A channel call (its request relayed over HTTP), then a registered task.
 const MODEL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -41,8 +43,8 @@ const MODEL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 </definitions>
 "#;
 
-fn serve(dir: &Path) -> Serve {
-    support::serve::spawn(dir, &[])
+fn serve(dir: &Path, db: &str) -> Serve {
+    support::serve::spawn(dir, db, &[])
 }
 
 fn state(s: &Serve, id: &str) -> Value {
@@ -61,17 +63,22 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-fn kill_9_mid_delivery_and_mid_handler_loses_nothing_and_runs_nothing_twice() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+crate::on_both_stores!(kill_9_mid_delivery_and_mid_handler_loses_nothing_and_runs_nothing_twice);
+
+fn kill_9_mid_delivery_and_mid_handler_loses_nothing_and_runs_nothing_twice(fresh: &Fresh) {
+    let d = fresh.dir();
+    let db = fresh.db();
     std::fs::write(d.join("model.bpmn"), MODEL).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
         .current_dir(d)
-        .args(["deploy", "model.bpmn", "--db", "q.db"])
+        .args(["deploy", "model.bpmn", "--db", &db])
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // The counterpart: the first delivery is held 3 s (in flight when serve
     // dies), later ones are taken at once. Every request's key is recorded.
@@ -120,7 +127,7 @@ fn kill_9_mid_delivery_and_mid_handler_loses_nothing_and_runs_nothing_twice() {
     .unwrap();
 
     // 1. Killed while the first delivery is in flight.
-    let s = serve(d);
+    let s = serve(d, &db);
     let (status, started) = post(
         &format!("{}/processes/order/instances", s.url),
         None,
@@ -132,7 +139,7 @@ fn kill_9_mid_delivery_and_mid_handler_loses_nothing_and_runs_nothing_twice() {
     drop(s); // SIGKILL, mid-delivery
 
     // 2. Restarted: the same request is delivered again, with its one key.
-    let s = serve(d);
+    let s = serve(d, &db);
     let (again_key, reply_to) = deliveries.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(
         again_key, first_key,
@@ -155,7 +162,7 @@ fn kill_9_mid_delivery_and_mid_handler_loses_nothing_and_runs_nothing_twice() {
     let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
 
     // 4. Restarted: the attempt is an unknown outcome, not a second run.
-    let s = serve(d);
+    let s = serve(d, &db);
     wait_until("the interrupted attempt to be decided", || {
         state(&s, &id)["for"] == "reconciliation"
     });
@@ -191,7 +198,7 @@ fn kill_9_mid_delivery_and_mid_handler_loses_nothing_and_runs_nothing_twice() {
     );
     let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
         .current_dir(d)
-        .args(["instances", "--db", "q.db", "--format", "json"])
+        .args(["instances", "--db", &db, "--format", "json"])
         .output()
         .unwrap();
     let listed = String::from_utf8_lossy(&out.stdout);

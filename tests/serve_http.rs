@@ -2,7 +2,8 @@
 //! relayed over HTTP to a test counterpart that answers, stays silent,
 //! answers late or fails deliveries, and every verdict of the decision
 //! table given over real HTTP (docs/handlers.md). Policies are seconds
-//! long so each test stays short.
+//! long so each test stays short. Each test runs on a SQLite file and on a
+//! fresh PostgreSQL database (`support::stores`).
 
 use std::path::Path;
 use std::process::Command;
@@ -14,6 +15,7 @@ use serde_json::{json, Value};
 
 mod support;
 use support::serve::{agent, get, post, Serve};
+use support::stores::{open, Fresh};
 
 /// A channel call with a 2 s timeout, 3 attempts 1 s apart, and an outbox
 /// curve of 3 deliveries 300 ms apart; then a gateway on `approved`.
@@ -61,15 +63,26 @@ const TASK: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 </definitions>
 "#;
 
+crate::on_both_stores!(
+    an_answered_call_is_accepted_and_routes_on_the_answer,
+    a_silent_then_late_counterpart_gets_retry_pending_superseded_and_unknown_request,
+    failing_deliveries_poison_each_attempt_and_the_failed_instance_says_so,
+    a_command_handler_recovers_from_a_transient_outage_on_the_wall_clock,
+    listening_beyond_loopback_needs_a_token_and_the_token_is_checked,
+    qflow_respond_answers_from_the_command_line_with_the_same_verdicts,
+    two_serve_processes_on_one_database_run_each_attempt_once,
+    two_waiting_answers_overlap_and_the_first_freed_is_answered_first,
+);
+
 fn qflow() -> Command {
     Command::new(env!("CARGO_BIN_EXE_qflow"))
 }
 
-fn deploy(dir: &Path, model: &str) {
+fn deploy(dir: &Path, db: &str, model: &str) {
     std::fs::write(dir.join("model.bpmn"), model).unwrap();
     let out = qflow()
         .current_dir(dir)
-        .args(["deploy", "model.bpmn", "--db", "q.db"])
+        .args(["deploy", "model.bpmn", "--db", db])
         .output()
         .unwrap();
     assert!(
@@ -79,9 +92,9 @@ fn deploy(dir: &Path, model: &str) {
     );
 }
 
-fn serve(dir: &Path, handlers: &str, env: &[(&str, &str)]) -> Serve {
+fn serve(dir: &Path, db: &str, handlers: &str, env: &[(&str, &str)]) -> Serve {
     std::fs::write(dir.join("handlers.toml"), handlers).unwrap();
-    support::serve::spawn(dir, env)
+    support::serve::spawn(dir, db, env)
 }
 
 /// Poll the instance's state until `done` holds (at most 20 s).
@@ -155,12 +168,12 @@ fn channel_handlers(url: &str) -> String {
     format!("[channels.bank]\nurl = \"{url}\"\ntimeout = \"PT2S\"\n")
 }
 
-#[test]
-fn an_answered_call_is_accepted_and_routes_on_the_answer() {
-    let dir = tempfile::tempdir().unwrap();
-    deploy(dir.path(), CALL);
+fn an_answered_call_is_accepted_and_routes_on_the_answer(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    deploy(dir, &db, CALL);
     let (url, rx, _) = counterpart(|_| 202);
-    let s = serve(dir.path(), &channel_handlers(&url), &[]);
+    let s = serve(dir, &db, &channel_handlers(&url), &[]);
     let id = start(&s, "pay", json!({"amount": 42}));
     let req = rx
         .recv_timeout(Duration::from_secs(10))
@@ -204,12 +217,12 @@ fn an_answered_call_is_accepted_and_routes_on_the_answer() {
     );
 }
 
-#[test]
-fn a_silent_then_late_counterpart_gets_retry_pending_superseded_and_unknown_request() {
-    let dir = tempfile::tempdir().unwrap();
-    deploy(dir.path(), CALL);
+fn a_silent_then_late_counterpart_gets_retry_pending_superseded_and_unknown_request(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    deploy(dir, &db, CALL);
     let (url, rx, _) = counterpart(|_| 202);
-    let s = serve(dir.path(), &channel_handlers(&url), &[]);
+    let s = serve(dir, &db, &channel_handlers(&url), &[]);
     let id = start(&s, "pay", json!({}));
     // Attempt 1: silent. Its 2 s timeout parks the call for 1 s.
     let first = rx.recv_timeout(Duration::from_secs(10)).unwrap();
@@ -264,12 +277,12 @@ fn a_silent_then_late_counterpart_gets_retry_pending_superseded_and_unknown_requ
     assert_eq!(state["status"], "completed", "{state}");
 }
 
-#[test]
-fn failing_deliveries_poison_each_attempt_and_the_failed_instance_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    deploy(dir.path(), CALL);
+fn failing_deliveries_poison_each_attempt_and_the_failed_instance_says_so(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    deploy(dir, &db, CALL);
     let (url, _rx, all) = counterpart(|_| 500);
-    let s = serve(dir.path(), &channel_handlers(&url), &[]);
+    let s = serve(dir, &db, &channel_handlers(&url), &[]);
     let id = start(&s, "pay", json!({}));
     let state = wait_for(&s, &id, |v| v["status"] == "failed");
     assert_eq!(state["status"], "failed", "{state}");
@@ -294,23 +307,24 @@ fn failing_deliveries_poison_each_attempt_and_the_failed_instance_says_so() {
     );
 }
 
-#[test]
-fn a_command_handler_recovers_from_a_transient_outage_on_the_wall_clock() {
-    let dir = tempfile::tempdir().unwrap();
-    deploy(dir.path(), TASK);
+fn a_command_handler_recovers_from_a_transient_outage_on_the_wall_clock(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    deploy(dir, &db, TASK);
     let script = "#!/bin/sh\nn=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count\n\
                   cat >/dev/null\n\
                   if [ $n -le 1 ]; then echo '{\"code\":\"DOWN\",\"class\":\"transient\"}'; exit 1; fi\n\
                   echo \"{\\\"chargeId\\\":\\\"ch_$n\\\"}\"\n";
-    std::fs::write(dir.path().join("charge.sh"), script).unwrap();
+    std::fs::write(dir.join("charge.sh"), script).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(
-        dir.path().join("charge.sh"),
+        dir.join("charge.sh"),
         std::fs::Permissions::from_mode(0o755),
     )
     .unwrap();
     let s = serve(
-        dir.path(),
+        dir,
+        &db,
         "[tasks.\"payments.charge\"]\ncommand = \"./charge.sh\"\ntimeout = \"PT5S\"\n",
         &[],
     );
@@ -345,21 +359,21 @@ fn a_command_handler_recovers_from_a_transient_outage_on_the_wall_clock() {
     assert_eq!(status, 422);
 }
 
-#[test]
-fn listening_beyond_loopback_needs_a_token_and_the_token_is_checked() {
-    let dir = tempfile::tempdir().unwrap();
-    deploy(dir.path(), TASK);
+fn listening_beyond_loopback_needs_a_token_and_the_token_is_checked(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    deploy(dir, &db, TASK);
     std::fs::write(
-        dir.path().join("handlers.toml"),
+        dir.join("handlers.toml"),
         "[tasks.\"payments.charge\"]\ncommand = \"true\"\n",
     )
     .unwrap();
     let out = qflow()
-        .current_dir(dir.path())
+        .current_dir(dir)
         .args([
             "serve",
             "--db",
-            "q.db",
+            &db,
             "--handlers",
             "handlers.toml",
             "--listen",
@@ -372,7 +386,8 @@ fn listening_beyond_loopback_needs_a_token_and_the_token_is_checked() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("QFLOW_SERVE_TOKEN"));
 
     let s = serve(
-        dir.path(),
+        dir,
+        &db,
         "[tasks.\"payments.charge\"]\ncommand = \"true\"\n",
         &[("QFLOW_SERVE_TOKEN", "s3cret")],
     );
@@ -390,22 +405,22 @@ fn listening_beyond_loopback_needs_a_token_and_the_token_is_checked() {
     );
 }
 
-#[test]
-fn qflow_respond_answers_from_the_command_line_with_the_same_verdicts() {
-    let dir = tempfile::tempdir().unwrap();
-    deploy(dir.path(), CALL);
+fn qflow_respond_answers_from_the_command_line_with_the_same_verdicts(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    deploy(dir, &db, CALL);
     let (url, rx, _) = counterpart(|_| 202);
-    let s = serve(dir.path(), &channel_handlers(&url), &[]);
+    let s = serve(dir, &db, &channel_handlers(&url), &[]);
     let id = start(&s, "pay", json!({}));
     let req = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     let respond = |key: &str| {
         qflow()
-            .current_dir(dir.path())
+            .current_dir(dir)
             .args([
                 "respond",
                 &format!("{id}/authorize"),
                 "--db",
-                "q.db",
+                &db,
                 "--key",
                 key,
                 "--body",
@@ -435,23 +450,23 @@ fn qflow_respond_answers_from_the_command_line_with_the_same_verdicts() {
     assert_eq!(out.status.code(), Some(4));
 }
 
-#[test]
-fn two_serve_processes_on_one_database_run_each_attempt_once() {
-    let dir = tempfile::tempdir().unwrap();
-    deploy(dir.path(), TASK);
+fn two_serve_processes_on_one_database_run_each_attempt_once(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    deploy(dir, &db, TASK);
     // Each run appends `instance attempt`; attempt 1 fails transiently.
     let script = "#!/bin/sh\ncat >/dev/null\necho \"$QFLOW_INSTANCE $QFLOW_ATTEMPT\" >> runs.log\n\
                   if [ \"$QFLOW_ATTEMPT\" = 1 ]; then echo '{\"code\":\"DOWN\",\"class\":\"transient\"}'; exit 1; fi\n";
-    std::fs::write(dir.path().join("charge.sh"), script).unwrap();
+    std::fs::write(dir.join("charge.sh"), script).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(
-        dir.path().join("charge.sh"),
+        dir.join("charge.sh"),
         std::fs::Permissions::from_mode(0o755),
     )
     .unwrap();
     let handlers = "[tasks.\"payments.charge\"]\ncommand = \"./charge.sh\"\ntimeout = \"PT5S\"\n";
-    let a = serve(dir.path(), handlers, &[]);
-    let b = serve(dir.path(), handlers, &[]);
+    let a = serve(dir, &db, handlers, &[]);
+    let b = serve(dir, &db, handlers, &[]);
     let ids: Vec<String> = (0..8)
         .map(|i| start(if i % 2 == 0 { &a } else { &b }, "charge", json!({"n": i})))
         .collect();
@@ -459,7 +474,7 @@ fn two_serve_processes_on_one_database_run_each_attempt_once() {
         let state = wait_for(&a, id, |v| v["status"] == "completed");
         assert_eq!(state["status"], "completed", "{id}: {state}");
     }
-    let log = std::fs::read_to_string(dir.path().join("runs.log")).unwrap();
+    let log = std::fs::read_to_string(dir.join("runs.log")).unwrap();
     let mut runs: Vec<&str> = log.lines().collect();
     runs.sort();
     let mut want: Vec<String> = ids
@@ -479,20 +494,21 @@ fn two_serve_processes_on_one_database_run_each_attempt_once() {
 /// waits, and both are accepted. One request at a time would keep the
 /// second answer queued behind the first until the first gave up (`503
 /// busy` after 3 s).
-#[test]
-fn two_waiting_answers_overlap_and_the_first_freed_is_answered_first() {
-    use qflow_engine::store::{local_owner, Location, Store};
-    let dir = tempfile::tempdir().unwrap();
+fn two_waiting_answers_overlap_and_the_first_freed_is_answered_first(fresh: &Fresh) {
+    use qflow_engine::store::local_owner;
+    let dir = fresh.dir();
+    let db = fresh.db();
     // The call's timeout is long: only the answers decide here.
     deploy(
-        dir.path(),
+        dir,
+        &db,
         &CALL.replace(
             r#"<q:timeout duration="PT2S"/>"#,
             r#"<q:timeout duration="PT60S"/>"#,
         ),
     );
     let (url, rx, _) = counterpart(|_| 202);
-    let s = serve(dir.path(), &channel_handlers(&url), &[]);
+    let s = serve(dir, &db, &channel_handlers(&url), &[]);
     let a = start(&s, "pay", json!({"n": 1}));
     let b = start(&s, "pay", json!({"n": 2}));
     let mut requests = std::collections::BTreeMap::new();
@@ -503,7 +519,7 @@ fn two_waiting_answers_overlap_and_the_first_freed_is_answered_first() {
         requests.insert(r.key.split('/').next().unwrap().to_string(), r);
     }
     // This test holds both instances' claims, as a replica deciding them would.
-    let mut store = Store::connect(&Location::Sqlite(dir.path().join("q.db"))).unwrap();
+    let mut store = open(&db);
     let owner = local_owner();
     let now = || {
         std::time::SystemTime::now()

@@ -40,15 +40,17 @@ impl Serve {
     }
 }
 
-/// Start `qflow serve --db q.db --handlers handlers.toml` in `dir` on a free
+/// Start `qflow serve --db DB --handlers handlers.toml` in `dir` on a free
 /// loopback port, with `env` set, and wait until it says where it listens.
-pub fn spawn(dir: &Path, env: &[(&str, &str)]) -> Serve {
+/// `db` is what `--db` takes: a SQLite file (relative to `dir`) or a
+/// PostgreSQL URL (a `Fresh` database of `support::stores`).
+pub fn spawn(dir: &Path, db: &str, env: &[(&str, &str)]) -> Serve {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_qflow"));
     cmd.current_dir(dir)
         .args([
             "serve",
             "--db",
-            "q.db",
+            db,
             "--handlers",
             "handlers.toml",
             "--listen",
