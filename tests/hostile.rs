@@ -436,3 +436,76 @@ fn the_twenty_thousand_task_report_caps_its_lists() {
     assert!(lines <= 40, "{lines} lines of report:\n{report}");
     assert!(report.len() <= 4_000, "{} bytes of report", report.len());
 }
+
+/// No control character but tab and newline on a terminal, from any of these.
+fn assert_no_control(what: &str, text: &str) {
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|c| c.is_control() && !matches!(c, '\t' | '\n'))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what} printed control characters {bad:?}:\n{text}"
+    );
+}
+
+/// Terminal escapes in someone else's model (an attribute value) and in a
+/// handler's failure (its code and message, as a scenario scripts them and
+/// an HTTP handler would send them) used to reach the terminal raw: `check`
+/// printed the model's line with `ESC]0;…BEL` (a new window title) and
+/// `ESC[2J` (a cleared screen, the report gone), and `run`, `show`,
+/// `instances` and `stats` printed the code and message. Each is shown as
+/// `?` now, at the place it was (the report's underline still points at the
+/// mistake).
+#[test]
+fn terminal_escapes_from_a_model_or_a_handler_never_reach_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sample = std::fs::read_to_string(repo.join("samples/checkout.bpmn")).unwrap();
+    let hostile = sample.replace(
+        r#"maxAttempts="4""#,
+        "maxAtempts=\"4\" name=\"\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{9b}31m\"",
+    );
+    let model = write(dir.path(), "model.bpmn", hostile.as_bytes());
+    let run = check(&model, &[]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_no_control("check", &run.stderr);
+    assert!(
+        run.stderr.contains("name=\"?]0;PWNED??[2J¿31m\""),
+        "the line is shown, each control character as a visible mark: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("has no such attribute"),
+        "{}",
+        run.stderr
+    );
+
+    let scenario = write(
+        dir.path(),
+        "escapes.json",
+        br#"{"tasks": {"payments.charge": [{"fail": {"code": "DOWN\u001b[31m", "class": "permanent", "message": "boom \u001b]0;T\u0007\u001b[2J"}}]}}"#,
+    );
+    let db = dir.path().join("q.db");
+    let sample = repo.join("samples/checkout.bpmn");
+    let qflow = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+            .args(args)
+            .output()
+            .expect("qflow runs");
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let (sample, scenario, db) = (
+        sample.to_str().unwrap(),
+        scenario.to_str().unwrap(),
+        db.to_str().unwrap(),
+    );
+    let ran = qflow(&["run", sample, "--scenario", scenario, "--db", db]);
+    assert!(ran.contains("failed DOWN?[31m (permanent)"), "{ran}");
+    assert_no_control("run", &ran);
+    let shown = qflow(&["show", "checkout-1", "--db", db]);
+    assert!(shown.contains("boom ?]0;T??[2J"), "{shown}");
+    assert_no_control("show", &shown);
+    assert_no_control("instances", &qflow(&["instances", "--db", db]));
+    assert_no_control("stats", &qflow(&["stats", "--db", db]));
+}

@@ -525,10 +525,28 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(diagnostic: Diagnostic, path: &str, source: &str) -> Self {
+    /// The report a terminal shows: the source, the path and every text
+    /// made [`printable`](crate::text::printable) (control characters from
+    /// someone else's model never reach the terminal; spans stay exact).
+    pub fn new(mut diagnostic: Diagnostic, path: &str, source: &str) -> Self {
+        use crate::text::printable;
+        let clean = |s: &mut String| {
+            if let std::borrow::Cow::Owned(p) = printable(s) {
+                *s = p;
+            }
+        };
+        clean(&mut diagnostic.message);
+        clean(&mut diagnostic.primary.message);
+        diagnostic
+            .related
+            .iter_mut()
+            .for_each(|l| clean(&mut l.message));
+        if let Some(h) = diagnostic.help.as_mut() {
+            clean(h);
+        }
         Report {
             diagnostic,
-            source: miette::NamedSource::new(path, source.to_string()),
+            source: miette::NamedSource::new(printable(path), printable(source).into_owned()),
         }
     }
 }

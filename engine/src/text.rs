@@ -64,9 +64,43 @@ pub fn clip(text: &str, max: usize) -> String {
     }
 }
 
+/// `text` safe to print on a terminal, byte for byte as long: every
+/// control character but tab, line feed and carriage return becomes `?`
+/// (one byte, as C0 controls and DEL are) or `¿` (two bytes, as the C1
+/// controls U+0080–U+009F are), so spans into the text stay exact. A model
+/// is often someone else's file: an ESC sequence in an attribute value,
+/// shown raw in a report's snippet, would retitle, recolour or clear the
+/// reader's terminal (and hide the report itself).
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && !matches!(c, '\t' | '\n' | '\r');
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| match c {
+            c if !unsafe_char(c) => c,
+            c if c.len_utf8() == 1 => '?',
+            _ => '¿',
+        })
+        .collect::<String>()
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_become_visible_at_the_same_byte_length() {
+        let hostile = "name=\"\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{9b}31m\"\tok\r\n";
+        let shown = printable(hostile);
+        assert_eq!(shown, "name=\"?]0;PWNED??[2J¿31m\"\tok\r\n");
+        assert_eq!(shown.len(), hostile.len(), "spans into the text stay exact");
+        assert!(matches!(
+            printable("plain é"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 
     #[test]
     fn clips_long_text_and_says_how_long_it_was() {

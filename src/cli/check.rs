@@ -9,6 +9,7 @@ use miette::{GraphicalReportHandler, GraphicalTheme};
 use qflow_engine::config::Config;
 use qflow_engine::diagnostic::{Diagnostic, Report};
 use qflow_engine::span::LineIndex;
+use qflow_engine::text::printable;
 use qflow_engine::Severity;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -118,7 +119,7 @@ fn one_line(d: &Diagnostic, shown: &str, text: &str, index: &LineIndex) -> Strin
         d.code,
         p.line + 1,
         p.column_chars + 1,
-        d.message,
+        printable(&d.message),
         d.code
     )
 }
@@ -160,7 +161,7 @@ pub fn run(args: Args) -> ExitCode {
                     "{} {}: {}\n  at {shown}:{}:{}\n",
                     d.code,
                     d.severity.as_str(),
-                    d.message,
+                    printable(&d.message),
                     p.line + 1,
                     p.column_chars + 1
                 );

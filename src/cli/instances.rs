@@ -550,7 +550,7 @@ pub fn show(args: ShowArgs) -> ExitCode {
         Format::Human => {
             let columns = Columns::of_ids(inspection.nodes.iter().map(|n| n.id.as_str()));
             for l in show_human(&inspection, &args.db.to_string(), &columns) {
-                println!("{l}");
+                println!("{}", qflow_engine::text::printable(&l));
             }
         }
     }

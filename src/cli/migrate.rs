@@ -184,7 +184,7 @@ fn print_plan(planned: &Planned, to_shown: &str, format: Format, applied: Option
                 planned.plan.instance, planned.from_deployment
             );
             for l in planned.plan.describe() {
-                println!("  {l}");
+                println!("  {}", qflow_engine::text::printable(&l));
             }
         }
     }

@@ -203,7 +203,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
                 s.push_str(&format!("{c:<w$}  ", w = widths[i]));
             }
         }
-        s.trim_end().to_string()
+        qflow_engine::text::printable(s.trim_end()).into_owned()
     };
     println!("{}", line(header.iter().map(|h| h.to_string()).collect()));
     for r in rows {

@@ -897,6 +897,12 @@ fn parked(park: Option<&Park>) -> String {
 /// words. Rendered from the typed line, so a new kind of line is a compile
 /// error here rather than a silent fallback.
 pub(crate) fn human_line(line: &Line, columns: &Columns) -> String {
+    // Codes and messages come from handlers and scenarios: no control
+    // character of theirs reaches the terminal.
+    qflow_engine::text::printable(&decision_words(line, columns)).into_owned()
+}
+
+fn decision_words(line: &Line, columns: &Columns) -> String {
     let event = &line.event;
     let detail = match event {
         HistoryEvent::Start { .. } => "instance started".to_string(),
@@ -1109,6 +1115,10 @@ fn abandoned(v: &Value) -> Vec<String> {
 /// The final line. `kept`: the instance is in a database the user named (it
 /// can be resumed); otherwise the temporary database is already gone.
 fn human_final(v: &Value, kept: bool) -> String {
+    qflow_engine::text::printable(&final_words(v, kept)).into_owned()
+}
+
+fn final_words(v: &Value, kept: bool) -> String {
     let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
     // How many times a task waiting for reconciliation has run.
     let ran = match v.get("attempts").and_then(Value::as_u64) {

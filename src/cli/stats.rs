@@ -65,7 +65,7 @@ pub fn run(args: Args) -> ExitCode {
             v["status"] = json!("stats");
             println!("{}", json_line(&v, &["status"]));
         }
-        Format::Human => print!("{}", human(&obs)),
+        Format::Human => print!("{}", qflow_engine::text::printable(&human(&obs))),
     }
     ExitCode::SUCCESS
 }
