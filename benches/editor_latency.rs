@@ -218,6 +218,7 @@ fn measure(tasks: usize, rounds: usize) {
         let at = server.diagnostics(&uri, version);
         burst.push((at - start).as_secs_f64() * 1e3);
     }
+    requests(&mut server, &uri, &text, tasks, rounds.min(7));
     server.stop();
     let best_burst = min(&burst);
     println!(
@@ -235,6 +236,79 @@ fn measure(tasks: usize, rounds: usize) {
         median(&mut lsp) - median(&mut check),
         best_lsp - best_check,
     );
+}
+
+/// The LSP position (line, UTF-16 column) of byte `offset` of `text`
+/// (testgen writes ASCII, so a byte is a UTF-16 unit).
+fn position_of(text: &str, offset: usize) -> Value {
+    let line = text[..offset].matches('\n').count();
+    let character = offset - text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    json!({"line": line, "character": character})
+}
+
+/// The requests an author makes while reading the model, each timed from
+/// writing the request to reading its answer (the document's analysis is
+/// current: the last edit's diagnostics were read): the outline, a hover on
+/// a task and on a retry's backoff, go-to-definition from a flow's
+/// `sourceRef`, and completion inside a `targetRef` (every id is offered).
+fn requests(server: &mut Server, uri: &str, text: &str, tasks: usize, rounds: usize) {
+    let mid = tasks / 2 / 10 * 10; // a task with a <q:retry>
+    let at = |needle: &str, skip: usize| -> Value {
+        let i = text
+            .find(needle)
+            .unwrap_or_else(|| panic!("testgen writes {needle}"));
+        position_of(text, i + skip)
+    };
+    // The backoff of the retry under the task `mid`, found from the task.
+    let task = text.find(&format!("id=\"Task_{mid}\"")).unwrap();
+    let backoff = task + text[task..].find("backoff=\"").unwrap() + 10;
+    let doc = json!({"uri": uri});
+    let cases: Vec<(&str, &str, Value)> = vec![
+        ("documentSymbol", "textDocument/documentSymbol", json!({"textDocument": doc})),
+        (
+            "hover on a task",
+            "textDocument/hover",
+            json!({"textDocument": doc, "position": at(&format!("name=\"Step {mid}\""), 7)}),
+        ),
+        (
+            "hover on a backoff",
+            "textDocument/hover",
+            json!({"textDocument": doc, "position": position_of(text, backoff)}),
+        ),
+        (
+            "definition",
+            "textDocument/definition",
+            json!({"textDocument": doc,
+                   "position": at(&format!("sourceRef=\"Task_{mid}\""), 12)}),
+        ),
+        (
+            "completion",
+            "textDocument/completion",
+            json!({"textDocument": doc,
+                   "position": at(&format!("targetRef=\"Task_{}\"", mid + 1), 13)}),
+        ),
+    ];
+    for (name, method, params) in cases {
+        let mut times = Vec::new();
+        let mut size = 0;
+        for _ in 0..=rounds {
+            let start = Instant::now();
+            let answer = server.request(method, params.clone());
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+            assert!(
+                answer.get("error").is_none(),
+                "{method} answered an error: {answer}"
+            );
+            assert!(!answer["result"].is_null(), "{method} found nothing: {answer}");
+            size = answer["result"].to_string().len();
+        }
+        times.remove(0); // the first one warms the server's caches
+        println!(
+            "{tasks} tasks: {name:<20} median {:>8.1} ms, best {:>8.1} ms ({size} bytes of answer)",
+            median(&mut times),
+            min(&times)
+        );
+    }
 }
 
 fn main() {

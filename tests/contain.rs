@@ -67,8 +67,31 @@ fn a_pause_holds_the_park(db: &str) {
         (v["changed"].clone(), v["parks"].clone()),
         (true.into(), 1.into())
     );
-    let (_, out, _) = qflow(&["pause", "--db", db, "--class", "transient"]);
-    assert!(out.contains("was already paused"), "{out}");
+    // Without --by, the record names the account and host: user@host.
+    let me = v["by"].as_str().unwrap_or_default().to_string();
+    assert!(me.contains('@') && !me.starts_with('@'), "{v}");
+    assert_eq!(v["reason"], serde_json::Value::Null);
+    // A second pause keeps the first one's record.
+    let (_, out, _) = qflow(&[
+        "pause",
+        "--db",
+        db,
+        "--class",
+        "transient",
+        "--by",
+        "bob",
+        "--reason",
+        "again",
+    ]);
+    assert!(
+        out.contains(&format!(
+            "class transient was already paused by {me} (kept)"
+        )),
+        "{out}"
+    );
+    let (code, _, err) = qflow(&["pause", "--db", db, "--class", "transient", "--by", " "]);
+    assert_eq!(code, 2, "a blank --by names no one");
+    assert!(err.contains("--by needs a name"), "{err}");
 
     // Another process serving the database leaves the park alone, due
     // time and all.
@@ -95,11 +118,13 @@ fn a_pause_holds_the_park(db: &str) {
     let v = last_json(&out);
     assert_eq!(v["paused"][0]["value"], "transient");
     assert_eq!(v["paused"][0]["holding"], 1);
+    assert_eq!(v["paused"][0]["by"], me.as_str());
 
     let (code, out, err) = qflow(&["unpause", "--db", db, "--class", "transient"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("unpaused class transient: 1 retry park let go"),
+        out.contains("unpaused class transient: 1 retry park let go")
+            && out.contains(&format!("it was paused by {me}")),
         "{out}"
     );
     let (code, out, err) = qflow(&[
@@ -149,9 +174,21 @@ fn quarantine_refuses_until_released(db: &str) {
         "PT30S",
     ]);
     assert_eq!(code, 0, "{err}");
-    let (code, out, err) = qflow(&["quarantine", "dbg08-1", "--db", db]);
+    let (code, out, err) = qflow(&[
+        "quarantine",
+        "dbg08-1",
+        "--db",
+        db,
+        "--by",
+        "ops-dave",
+        "--reason",
+        "replays a bad order",
+    ]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("quarantined dbg08-1 (waiting)"), "{out}");
+    assert!(
+        out.contains("quarantined dbg08-1 (waiting) by ops-dave (\"replays a bad order\")"),
+        "{out}"
+    );
     let (code, _, err) = qflow(&["resume", "dbg08-1", "--db", db, "--scenario", ALWAYS_FAILS]);
     assert_eq!(code, 2);
     assert!(err.contains("dbg08-1 is quarantined"), "{err}");
@@ -271,10 +308,23 @@ fn a_dependency_no_deployment_calls_is_refused_with_the_known_ones_unless_forced
 
     // --force: a dependency about to be deployed; the forced pause can be
     // lifted without --force.
-    let (code, out, err) = qflow(&["pause", "--db", db, "--dependency", "ledger", "--force"]);
+    let (code, out, err) = qflow(&[
+        "pause",
+        "--db",
+        db,
+        "--dependency",
+        "ledger",
+        "--force",
+        "--by",
+        "ops-carol",
+        "--reason",
+        "ledger migration tonight",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("paused dependency ledger: 0 retry parks held"),
+        out.contains(
+            "paused dependency ledger by ops-carol (\"ledger migration tonight\"): 0 retry parks held"
+        ),
         "{out}"
     );
     let (code, out, err) = qflow(&["unpause", "--db", db, "--dependency", "ledger"]);

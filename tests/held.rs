@@ -115,7 +115,17 @@ fn walk(db: &str, format: &str) -> String {
         "PT30S",
     ]);
     assert_eq!(code, 0, "{err}");
-    let pause = ["pause", "--db", db, "--dependency", "payments.charge"];
+    let pause = [
+        "pause",
+        "--db",
+        db,
+        "--dependency",
+        "payments.charge",
+        "--by",
+        "ops-alice",
+        "--reason",
+        "bank outage",
+    ];
     let (code, _, err) = qflow(&pause);
     assert_eq!(code, 0, "{err}");
     step(&mut t, db, &[&["instances", "--db", db][..], &f].concat());
@@ -128,13 +138,19 @@ fn walk(db: &str, format: &str) -> String {
         let v: Value = serde_json::from_str(&shown).unwrap();
         assert_eq!(v["held"][0]["value"], "payments.charge", "{v}");
         assert_eq!(v["held"][0]["due_s"], 60, "the due time is kept: {v}");
+        assert_eq!(v["held"][0]["paused_by"], "ops-alice", "{v}");
+        assert_eq!(v["held"][0]["reason"], "bank outage", "{v}");
     } else {
         assert!(
             shown.contains("is held by the pause of dependency payments.charge"),
             "{shown}"
         );
+        assert!(
+            shown.contains("by ops-alice (\"bank outage\"); its due time is kept"),
+            "{shown}"
+        );
     }
-    let (code, _, err) = qflow(&["quarantine", "dbg08-1", "--db", db]);
+    let (code, _, err) = qflow(&["quarantine", "dbg08-1", "--db", db, "--by", "ops-bob"]);
     assert_eq!(code, 0, "{err}");
     step(&mut t, db, &[&["instances", "--db", db][..], &f].concat());
     step(

@@ -127,7 +127,17 @@ fn the_human_output_of_a_held_park_names_its_timer_pause_and_quarantine(fresh: &
         "PT30S",
     ]);
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) = qflow(&["pause", "--db", db, "--dependency", "payments.charge"]);
+    let (code, _, err) = qflow(&[
+        "pause",
+        "--db",
+        db,
+        "--dependency",
+        "payments.charge",
+        "--by",
+        "ops-alice",
+        "--reason",
+        "bank outage",
+    ]);
     assert_eq!(code, 0, "{err}");
     let (code, _, err) = qflow(&["quarantine", "dbg08-1", "--db", db]);
     assert_eq!(code, 0, "{err}");

@@ -31,6 +31,10 @@ pub struct Args {
     /// tests): every character is a key; <enter>, <esc>, <tab>, <space> name others.
     #[arg(long, value_name = "KEYS")]
     pub headless: Option<String>,
+    /// Who the pauses and quarantines made from an attached console are
+    /// recorded as (default: the account and host it runs as, user@host).
+    #[arg(long, value_name = "NAME")]
+    pub by: Option<String>,
     /// The frame size for --headless, as WIDTHxHEIGHT.
     #[arg(long, value_name = "WxH", default_value = "100x30")]
     pub size: String,
@@ -81,6 +85,16 @@ pub fn run(args: Args) -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    match args.by.as_deref().map(str::trim) {
+        Some("") => return usage("--by needs a name (leave it out to record user@host)"),
+        Some(by) if args.model.is_some() => {
+            return usage(&format!(
+                "--by {by}: only an attached console (--db without a MODEL) pauses or quarantines"
+            ))
+        }
+        Some(by) => backend.act_as(qflow_engine::store::contain::Actor::new(by)),
+        None => {}
+    }
     let mut app = if args.model.is_some() {
         App::new()
     } else {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use qflow_engine::instance::event::FailureClass;
 use qflow_engine::runtime::clock::system_now_ms;
-use qflow_engine::store::contain::{PauseChange, PauseKind};
+use qflow_engine::store::contain::{Actor, PauseChange, PauseKind};
 use qflow_engine::store::{Location, StoreError};
 use qflow_engine::text::group;
 use serde_json::json;
@@ -15,10 +15,48 @@ use serde_json::json;
 use super::ops::{self, Format, USAGE};
 use super::run::json_line;
 
-/// Hold back (or let go) every retry park of a failure class or a dependency.
+/// Hold back every retry park of a failure class or a dependency.
+#[derive(Debug, clap::Args)]
+pub struct PauseArgs {
+    #[command(flatten)]
+    pub what: UnpauseArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
+}
+
+/// Who contains, and why: kept with the pause or the quarantine and shown
+/// wherever it is (`instances`, `show`, `stats`, the console).
+#[derive(Debug, clap::Args)]
+pub struct RecordArgs {
+    /// Who is pausing or quarantining, for the record (default: the
+    /// account and host this runs as, user@host).
+    #[arg(long, value_name = "NAME")]
+    pub by: Option<String>,
+    /// Why, for the record (shown beside it).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+}
+
+impl RecordArgs {
+    /// The actor to record: `--by`, else `user@host`; a blank `--by` is
+    /// refused (the record would name no one).
+    fn actor(&self) -> Result<Actor, String> {
+        let actor = match &self.by {
+            Some(b) if b.trim().is_empty() => {
+                return Err("--by needs a name (leave it out to record user@host)".into())
+            }
+            Some(b) => Actor::new(b.trim()),
+            None => Actor::this_user(),
+        };
+        Ok(actor.because(self.reason.as_deref()))
+    }
+}
+
+/// Let go every retry park of a failure class or a dependency (and what a
+/// pause names).
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["class", "dependency"])))]
-pub struct PauseArgs {
+pub struct UnpauseArgs {
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// The failure class whose retries to hold: transient or rate-limited
@@ -39,9 +77,18 @@ pub struct PauseArgs {
     pub format: Format,
 }
 
-/// Set one instance aside (or let it run again).
+/// Set one instance aside.
 #[derive(Debug, clap::Args)]
 pub struct QuarantineArgs {
+    #[command(flatten)]
+    pub which: ReleaseArgs,
+    #[command(flatten)]
+    pub record: RecordArgs,
+}
+
+/// Let one quarantined instance run again (and what a quarantine names).
+#[derive(Debug, clap::Args)]
+pub struct ReleaseArgs {
     /// The instance's id (`qflow instances` lists them).
     pub instance: String,
     #[arg(long, value_name = "DB")]
@@ -50,7 +97,7 @@ pub struct QuarantineArgs {
     pub format: Format,
 }
 
-fn what(args: &PauseArgs) -> Result<(PauseKind, String), String> {
+fn what(args: &UnpauseArgs) -> Result<(PauseKind, String), String> {
     if let Some(d) = &args.dependency {
         if d.trim().is_empty() {
             return Err("--dependency needs a name: a registered task (payments.charge) or a channel (bank)".into());
@@ -73,15 +120,20 @@ fn what(args: &PauseArgs) -> Result<(PauseKind, String), String> {
 }
 
 pub fn pause(args: PauseArgs) -> ExitCode {
-    change_pause(args, true)
+    match args.record.actor() {
+        Ok(actor) => change_pause(args.what, Some(actor)),
+        Err(e) => ops::fail(args.what.format, USAGE, "usage", e),
+    }
 }
 
-pub fn unpause(args: PauseArgs) -> ExitCode {
-    change_pause(args, false)
+pub fn unpause(args: UnpauseArgs) -> ExitCode {
+    change_pause(args, None)
 }
 
-fn change_pause(args: PauseArgs, pause: bool) -> ExitCode {
+/// Pause (with who and why) or unpause (`actor` none).
+fn change_pause(args: UnpauseArgs, actor: Option<Actor>) -> ExitCode {
     let format = args.format;
+    let pause = actor.is_some();
     let (kind, value) = match what(&args) {
         Ok(w) => w,
         Err(e) => return ops::fail(format, USAGE, "usage", e),
@@ -95,8 +147,8 @@ fn change_pause(args: PauseArgs, pause: bool) -> ExitCode {
             return ops::fail(format, USAGE, "unknown-dependency", e);
         }
     }
-    let change = if pause {
-        store.pause(kind, &value, system_now_ms())
+    let change = if let Some(actor) = &actor {
+        store.pause(kind, &value, system_now_ms(), actor)
     } else {
         store.unpause(kind, &value)
     };
@@ -117,15 +169,16 @@ fn change_pause(args: PauseArgs, pause: bool) -> ExitCode {
 
 fn pause_text(c: &PauseChange, pause: bool, db: &Location) -> String {
     let (kind, value) = (c.kind.flag(), &c.value);
+    let by = Actor::words(c.by.as_deref(), c.reason.as_deref());
     let parks = match c.parks {
         1 => "1 retry park".to_string(),
         n => format!("{} retry parks", group(n)),
     };
     if pause {
         let head = if c.changed {
-            format!("paused {kind} {value}")
+            format!("paused {kind} {value} {by}")
         } else {
-            format!("{kind} {value} was already paused")
+            format!("{kind} {value} was already paused {by} (kept)")
         };
         format!(
             "{head}: {parks} held ({} already due); each keeps its due time, and new parks of it are held too.\n\
@@ -135,7 +188,7 @@ fn pause_text(c: &PauseChange, pause: bool, db: &Location) -> String {
         )
     } else if c.changed {
         format!(
-            "unpaused {kind} {value}: {parks} let go, each re-driven when due ({} due already)",
+            "unpaused {kind} {value}: {parks} let go, each re-driven when due ({} due already); it was paused {by}",
             group(c.due_now)
         )
     } else {
@@ -144,21 +197,26 @@ fn pause_text(c: &PauseChange, pause: bool, db: &Location) -> String {
 }
 
 pub fn quarantine(args: QuarantineArgs) -> ExitCode {
-    set_quarantine(args, true)
+    match args.record.actor() {
+        Ok(actor) => set_quarantine(args.which, Some(actor)),
+        Err(e) => ops::fail(args.which.format, USAGE, "usage", e),
+    }
 }
 
-pub fn release(args: QuarantineArgs) -> ExitCode {
-    set_quarantine(args, false)
+pub fn release(args: ReleaseArgs) -> ExitCode {
+    set_quarantine(args, None)
 }
 
-fn set_quarantine(args: QuarantineArgs, on: bool) -> ExitCode {
+/// Quarantine (with who and why) or release (`actor` none).
+fn set_quarantine(args: ReleaseArgs, actor: Option<Actor>) -> ExitCode {
     let format = args.format;
+    let on = actor.is_some();
     let mut store = match ops::open_existing(&args.db) {
         Ok(s) => s,
         Err(e) => return ops::fail(format, USAGE, "store", e),
     };
-    let change = if on {
-        store.quarantine(&args.instance, system_now_ms())
+    let change = if let Some(actor) = &actor {
+        store.quarantine(&args.instance, system_now_ms(), actor)
     } else {
         store.release_quarantine(&args.instance)
     };
@@ -186,16 +244,18 @@ fn set_quarantine(args: QuarantineArgs, on: bool) -> ExitCode {
         Format::Human => {
             let id = &change.instance;
             let db = &args.db;
+            let by = Actor::words(change.by.as_deref(), change.reason.as_deref());
             println!(
                 "{}",
                 match (on, change.changed) {
                     (true, true) => format!(
-                        "quarantined {id} ({}): nothing runs it until `qflow release {id} --db {db}`",
+                        "quarantined {id} ({}) {by}: nothing runs it until `qflow release {id} --db {db}`",
                         change.status
                     ),
-                    (true, false) => format!("{id} was already quarantined: nothing changed"),
+                    (true, false) =>
+                        format!("{id} was already quarantined {by}: nothing changed"),
                     (false, true) => format!(
-                        "released {id} ({}): it runs again with whatever serves the database",
+                        "released {id} ({}; quarantined {by}): it runs again with whatever serves the database",
                         change.status
                     ),
                     (false, false) => format!("{id} was not quarantined: nothing changed"),

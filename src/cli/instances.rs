@@ -7,6 +7,7 @@ use qflow_engine::inspect::fleet::{self, Filter};
 use qflow_engine::inspect::{Held, Inspection, InstanceSummary, NodeKind, NodeState, Waiting};
 use qflow_engine::instance::Status;
 use qflow_engine::runtime::snapshot::canonical_string;
+use qflow_engine::store::contain::Actor;
 use qflow_engine::store::Location;
 use qflow_engine::text::counted;
 use serde_json::{json, Value};
@@ -64,19 +65,29 @@ fn summary_json(s: &InstanceSummary) -> Value {
         "code": s.failure_code,
         "reason": s.failure_reason,
         "quarantined_ms": s.quarantined_ms,
+        "quarantined_by": s.quarantined_by,
+        "quarantine_reason": s.quarantine_reason,
         "held_by": s.held_by.iter().map(|h| json!({"kind": h.kind.flag(), "value": h.value,
-            "paused_ms": h.paused_ms})).collect::<Vec<_>>(),
+            "paused_ms": h.paused_ms, "paused_by": h.paused_by, "reason": h.reason}))
+            .collect::<Vec<_>>(),
         "unreadable": s.unreadable,
     })
 }
 
-/// A retry park's pauses in a list's NEXT cell: `held by paused dependency
-/// payments.charge` (its due time, kept, is beside it).
+/// A retry park's pauses in a list's NEXT cell: `held by dependency
+/// payments.charge paused by alice@ops1` (its due time, kept, is beside it;
+/// the reason is `show`'s).
 fn held_words(held: &[Held]) -> Option<String> {
     (!held.is_empty()).then(|| {
         let pauses: Vec<String> = held
             .iter()
-            .map(|h| format!("paused {}", h.pause()))
+            .map(|h| {
+                format!(
+                    "{} paused {}",
+                    h.pause(),
+                    Actor::words(h.paused_by.as_deref(), None)
+                )
+            })
             .collect();
         format!("held by {}", pauses.join(" and "))
     })
@@ -147,7 +158,10 @@ pub fn list(args: ListArgs) -> ExitCode {
                     vec![
                         s.id.clone(),
                         match s.quarantined_ms {
-                            Some(_) => format!("{status} (quarantined)"),
+                            Some(_) => format!(
+                                "{status} (quarantined {})",
+                                Actor::words(s.quarantined_by.as_deref(), None)
+                            ),
                             None => status,
                         },
                         s.deployment_id.to_string(),
@@ -254,9 +268,12 @@ fn show_json(i: &Inspection) -> Value {
         "failure": failure,
         "waiting": waiting,
         "quarantined_ms": i.quarantined_ms,
+        "quarantined_by": i.quarantined_by,
+        "quarantine_reason": i.quarantine_reason,
         "held": i.held.iter().map(|h| json!({"node": h.node, "timer": h.timer,
             "due_s": ops::seconds(h.due_ms), "kind": h.kind.flag(), "value": h.value,
-            "paused_ms": h.paused_ms})).collect::<Vec<_>>(),
+            "paused_ms": h.paused_ms, "paused_by": h.paused_by, "reason": h.reason}))
+            .collect::<Vec<_>>(),
         "nodes": nodes,
         "snapshot": snapshot,
         "raw_snapshot": i.raw_snapshot,
@@ -278,19 +295,20 @@ fn show_json(i: &Inspection) -> Value {
 }
 
 /// What holds the instance back, in `show`'s status block: each held retry
-/// park with its pause (since when; who paused is not recorded) and the
-/// command that lifts it, and the quarantine with the one that releases it.
+/// park with its pause (since when, by whom, why) and the command that
+/// lifts it, and the quarantine (the same) with the one that releases it.
 fn containment_lines(i: &Inspection, db: &str) -> Vec<String> {
     let mut out: Vec<String> = i
         .held
         .iter()
         .map(|h| {
             format!(
-                "held     the retry of {} due at {} is held by the pause of {} (since {}); its due time is kept: `qflow unpause --{} {} --db {db}` lets it run",
+                "held     the retry of {} due at {} is held by the pause of {} since {} {}; its due time is kept: `qflow unpause --{} {} --db {db}` lets it run",
                 h.node,
                 ops::since_start(h.due_ms),
                 h.pause(),
                 ops::timestamp(h.paused_ms),
+                h.by(),
                 h.kind.flag(),
                 h.value,
             )
@@ -298,8 +316,9 @@ fn containment_lines(i: &Inspection, db: &str) -> Vec<String> {
         .collect();
     if let Some(ms) = i.quarantined_ms {
         out.push(format!(
-            "quarantined since {}: nothing decides for it until `qflow release {} --db {db}`",
+            "quarantined since {} {}: nothing decides for it until `qflow release {} --db {db}`",
             ops::timestamp(ms),
+            Actor::words(i.quarantined_by.as_deref(), i.quarantine_reason.as_deref()),
             i.id
         ));
     }

@@ -127,7 +127,11 @@ fn html_report(
     for p in &o.paused {
         summary.push((
             format!("paused {} {}", p.kind.flag(), p.value),
-            format!("holding {} retry park(s)", group(p.holding)),
+            format!(
+                "holding {} retry park(s), {}",
+                group(p.holding),
+                qflow_engine::store::contain::Actor::words(p.by.as_deref(), p.reason.as_deref())
+            ),
         ));
     }
     summary.push(("quarantined".into(), group(o.quarantined)));
@@ -276,9 +280,10 @@ fn human(o: &Observations) -> String {
     }
     for p in &o.paused {
         out += &format!(
-            "  paused {} {}: holding {}\n",
+            "  paused {} {} {}: holding {}\n",
             p.kind.flag(),
             p.value,
+            qflow_engine::store::contain::Actor::words(p.by.as_deref(), p.reason.as_deref()),
             count(p.holding, "retry park", "retry parks")
         );
     }

@@ -25,6 +25,7 @@ use qflow_engine::runtime::session::{
 };
 use qflow_engine::runtime::snapshot::{Snapshot, TokenState};
 use qflow_engine::runtime::{Clock, Decision, Scenario, VirtualClock};
+use qflow_engine::store::contain::Actor;
 use qflow_engine::store::explain::connect_error;
 use qflow_engine::store::{Location, Store};
 use serde_json::Value;
@@ -66,6 +67,8 @@ pub struct Attach {
     /// The open instance driven, when it is unfinished: a local run of it
     /// on the same database (its own connection), as `qflow resume` runs it.
     driving: Option<Box<Drive>>,
+    /// Who the pauses and quarantines made here are recorded as.
+    actor: Actor,
 }
 
 /// The instance an attached console shows, its model compiled and drawn.
@@ -284,7 +287,17 @@ impl EngineBackend {
             selected: None,
             preview: None,
             driving: None,
+            actor: Actor::this_user(),
         })))
+    }
+
+    /// Record the pauses and quarantines made from this console as
+    /// `actor` (`qflow console --by NAME`); by default the account and
+    /// host it runs as. Nothing to record outside an attached database.
+    pub fn act_as(&mut self, actor: Actor) {
+        if let EngineBackend::Attach(a) = self {
+            a.actor = actor;
+        }
     }
 
     /// The store being shown (tests check it directly).
@@ -666,12 +679,12 @@ impl Backend for EngineBackend {
                 } => a.preview(target, mapping.as_deref(), *reset_budget),
                 Command::Migrate => a.migrate(),
                 Command::SetPause { kind, value, pause } => {
-                    set_pause(&mut a.store, kind, value, *pause)
+                    set_pause(&mut a.store, &a.actor, kind, value, *pause)
                 }
                 Command::SetQuarantine {
                     instance,
                     quarantine,
-                } => set_quarantine(&mut a.store, instance, *quarantine),
+                } => set_quarantine(&mut a.store, &a.actor, instance, *quarantine),
                 Command::Refresh => Ok(Report::info("re-read the store")),
                 other => match a.driving.as_mut() {
                     // The open instance is unfinished: drive it.
@@ -726,7 +739,7 @@ impl Backend for EngineBackend {
             .quarantined()
             .map_err(|e| e.to_string())?
             .into_iter()
-            .map(|(id, _)| id)
+            .map(|q| q.instance)
             .collect();
         let mut out: Vec<InstanceRowView> = rows
             .into_iter()
@@ -1135,7 +1148,15 @@ fn fleet_lines(o: &qflow_engine::store::stats::Observations) -> Vec<(String, Str
             or_none(
                 o.paused
                     .iter()
-                    .map(|p| format!("{} {} (holds {})", p.kind.flag(), p.value, group(p.holding)))
+                    .map(|p| {
+                        format!(
+                            "{} {} (holds {}) {}",
+                            p.kind.flag(),
+                            p.value,
+                            group(p.holding),
+                            Actor::words(p.by.as_deref(), p.reason.as_deref())
+                        )
+                    })
                     .collect(),
             ),
         ),
@@ -1161,7 +1182,11 @@ fn pause_targets(o: &qflow_engine::store::stats::Observations) -> Vec<crate::vie
             value: value.into(),
             paused: p.is_some(),
             hint: match p {
-                Some(p) => format!("paused, holding {} retry park(s)", group(p.holding)),
+                Some(p) => format!(
+                    "paused {}, holding {} retry park(s)",
+                    Actor::words(p.by.as_deref(), None),
+                    group(p.holding)
+                ),
                 None => about,
             },
         });
@@ -1190,19 +1215,25 @@ fn pause_targets(o: &qflow_engine::store::stats::Observations) -> Vec<crate::vie
 /// Quarantine or release an instance, as `qflow quarantine` and `release` do.
 fn set_quarantine(
     store: &mut qflow_engine::store::Store,
+    actor: &Actor,
     instance: &str,
     quarantine: bool,
 ) -> Result<Report, String> {
     let c = if quarantine {
-        store.quarantine(instance, qflow_engine::runtime::clock::system_now_ms())
+        store.quarantine(
+            instance,
+            qflow_engine::runtime::clock::system_now_ms(),
+            actor,
+        )
     } else {
         store.release_quarantine(instance)
     };
     let c = c.map_err(|e| e.to_string())?;
     let already = if c.changed { "" } else { " (it already was)" };
+    let by = Actor::words(c.by.as_deref(), c.reason.as_deref());
     Ok(if quarantine {
         Report::warn(format!(
-            "quarantined {instance}{already}: nothing decides for it, its state is kept · Q again releases it"
+            "quarantined {instance} {by}{already}: nothing decides for it, its state is kept · Q again releases it"
         ))
     } else {
         Report::good(format!(
@@ -1214,6 +1245,7 @@ fn set_quarantine(
 /// Pause or unpause, from the fleet view.
 fn set_pause(
     store: &mut qflow_engine::store::Store,
+    actor: &Actor,
     of: &str,
     value: &str,
     pause: bool,
@@ -1225,15 +1257,21 @@ fn set_pause(
         PauseKind::Dependency
     };
     let c = if pause {
-        store.pause(k, value, qflow_engine::runtime::clock::system_now_ms())
+        store.pause(
+            k,
+            value,
+            qflow_engine::runtime::clock::system_now_ms(),
+            actor,
+        )
     } else {
         store.unpause(k, value)
     };
     let c = c.map_err(|e| e.to_string())?;
     let n = qflow_engine::text::group(c.parks);
+    let by = Actor::words(c.by.as_deref(), None);
     Ok(if pause {
         Report::warn(format!(
-            "paused {of} {value}: {n} retry park(s) held, each keeps its due time · P again unpauses"
+            "paused {of} {value} {by}: {n} retry park(s) held, each keeps its due time · P again unpauses"
         ))
     } else {
         Report::good(format!(

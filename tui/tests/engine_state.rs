@@ -314,7 +314,7 @@ fn an_attached_fleet_opens_on_its_observations_and_attempts_per_minute() {
     use qflow_engine::runtime::fleet::Fleet;
     use qflow_engine::runtime::graph::Graph;
     use qflow_engine::runtime::{decide, Scenario};
-    use qflow_engine::store::contain::PauseKind;
+    use qflow_engine::store::contain::{Actor, PauseKind};
     use qflow_engine::store::Store;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("fleet.db");
@@ -332,7 +332,7 @@ fn an_attached_fleet_opens_on_its_observations_and_attempts_per_minute() {
         // every first attempt of the rest and their re-drive at 60 s.
         let rest: Vec<String> = (5..=12).map(|n| format!("dbg08-{n}")).collect();
         for id in &rest {
-            store.quarantine(id, 1).unwrap();
+            store.quarantine(id, 1, &Actor::new("ops")).unwrap();
         }
         let mut fleet = Fleet::new(store, Scenario::parse(&scenario).unwrap(), "t:1".into());
         fleet.serve(|_, _| {}).unwrap();
@@ -372,14 +372,14 @@ fn an_attached_fleet_opens_on_its_observations_and_attempts_per_minute() {
     // A pause made by another process shows on the next refresh.
     Store::open(&db)
         .unwrap()
-        .pause(PauseKind::Class, "transient", 1)
+        .pause(PauseKind::Class, "transient", 1, &Actor::new("ops"))
         .unwrap();
     app.refresh(&mut be);
     let paused = &app.fleet.as_ref().unwrap().observations;
     assert!(
         paused
             .iter()
-            .any(|(k, v)| k == "paused" && v == "class transient (holds 8)"),
+            .any(|(k, v)| k == "paused" && v == "class transient (holds 8) by ops"),
         "{paused:?}"
     );
 
@@ -439,6 +439,7 @@ fn q_quarantines_and_p_pauses_the_selected_instance_and_the_console_says_what_ho
     two_parked(&db);
     let mut be = EngineBackend::attach(&db).unwrap();
     be.set_label("held.db");
+    be.act_as(qflow_engine::store::contain::Actor::new("ops-erin"));
     let mut app = qflow_tui::App::attached();
     app.refresh(&mut be);
     assert_eq!(app.list[0].id, "dbg08-1");
@@ -460,7 +461,16 @@ fn q_quarantines_and_p_pauses_the_selected_instance_and_the_console_says_what_ho
     type_keys(&mut app, &mut be, "Q\n");
     let q = be.store().quarantined().unwrap();
     assert_eq!(q.len(), 1);
-    assert_eq!(q[0].0, "dbg08-1");
+    assert_eq!(q[0].instance, "dbg08-1");
+    // The console records who it acts as (`qflow console --by`).
+    assert_eq!(q[0].by.as_deref(), Some("ops-erin"));
+    assert!(
+        app.report
+            .message
+            .contains("quarantined dbg08-1 by ops-erin"),
+        "{}",
+        app.report.message
+    );
     assert!(
         app.report.message.starts_with("quarantined dbg08-1"),
         "{}",
@@ -486,6 +496,7 @@ fn q_quarantines_and_p_pauses_the_selected_instance_and_the_console_says_what_ho
         ("dependency", "payments.charge")
     );
     assert_eq!(pauses[0].holding, 2);
+    assert_eq!(pauses[0].by.as_deref(), Some("ops-erin"));
     // The status line says the park is held and the instance set aside;
     // the footer shows P and Q.
     let frame = qflow_tui::ui::render_text(&app, 120, 30);
@@ -547,7 +558,13 @@ fn an_idle_attached_console_shows_what_another_process_wrote() {
     {
         use qflow_engine::runtime::graph::Graph;
         let mut other = qflow_engine::store::Store::open(&db).unwrap();
-        other.quarantine("dbg08-2", 1).unwrap();
+        other
+            .quarantine(
+                "dbg08-2",
+                1,
+                &qflow_engine::store::contain::Actor::new("ops"),
+            )
+            .unwrap();
         let source =
             std::fs::read_to_string(common::repo().join("samples/dbg08-long-outage.bpmn")).unwrap();
         let graph = Graph::compile(&qflow_engine::load(&source).unwrap()).unwrap();

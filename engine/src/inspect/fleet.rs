@@ -32,6 +32,9 @@ pub struct InstanceSummary {
     pub failure_reason: Option<String>,
     /// When it was quarantined (wall clock, ms since the epoch), if it is.
     pub quarantined_ms: Option<i64>,
+    /// Who quarantined it, and why.
+    pub quarantined_by: Option<String>,
+    pub quarantine_reason: Option<String>,
     /// The pauses holding the retry park it waits for (its due time is
     /// kept: `next_ms`), one per pause; empty when nothing holds it.
     pub held_by: Vec<Held>,
@@ -79,6 +82,8 @@ impl Inspection {
             failure_code: failure.map(|f| f.code.clone()),
             failure_reason: failure.map(|f| f.reason.clone()),
             quarantined_ms: self.quarantined_ms,
+            quarantined_by: self.quarantined_by.clone(),
+            quarantine_reason: self.quarantine_reason.clone(),
             held_by: self.held_wait().into_iter().cloned().collect(),
             unreadable: None,
         }
@@ -113,23 +118,28 @@ pub fn instances(store: &Store, filter: &Filter) -> Result<Vec<InstanceSummary>,
             .or_insert_with(|| deployed_graph(store, row.deployment_id).map_err(|e| e.to_string()));
         let summary = match graph {
             Ok(g) => Inspection::read(store, g, &row.id)?.summary(),
-            Err(why) => InstanceSummary {
-                id: row.id.clone(),
-                process: row.process_id.clone(),
-                deployment_id: row.deployment_id,
-                status: row.status,
-                node: None,
-                attempts: None,
-                next_ms: None,
-                waiting_for: None,
-                failure_code: None,
-                failure_reason: None,
+            Err(why) => {
                 // Read from the row itself, so even an instance that
-                // cannot be inspected says it is set aside.
-                quarantined_ms: store.containment(&row.id)?.quarantined_ms,
-                held_by: Vec::new(),
-                unreadable: Some(why.clone()),
-            },
+                // cannot be inspected says it is set aside, and by whom.
+                let c = store.containment(&row.id)?;
+                InstanceSummary {
+                    id: row.id.clone(),
+                    process: row.process_id.clone(),
+                    deployment_id: row.deployment_id,
+                    status: row.status,
+                    node: None,
+                    attempts: None,
+                    next_ms: None,
+                    waiting_for: None,
+                    failure_code: None,
+                    failure_reason: None,
+                    quarantined_ms: c.quarantined_ms,
+                    quarantined_by: c.quarantined_by,
+                    quarantine_reason: c.quarantine_reason,
+                    held_by: Vec::new(),
+                    unreadable: Some(why.clone()),
+                }
+            }
         };
         out.push(summary);
     }

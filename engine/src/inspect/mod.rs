@@ -68,6 +68,9 @@ pub struct Inspection {
     /// When it was quarantined (wall clock, ms since the epoch), if it is:
     /// nothing decides for it until it is released.
     pub quarantined_ms: Option<i64>,
+    /// Who quarantined it and why (`None`: not recorded, or not quarantined).
+    pub quarantined_by: Option<String>,
+    pub quarantine_reason: Option<String>,
     /// Its retry parks that a pause holds back, earliest due first (one
     /// per pause holding it).
     pub held: Vec<Held>,
@@ -86,6 +89,9 @@ pub struct Held {
     pub value: String,
     /// When that pause was made (wall clock, ms since the epoch).
     pub paused_ms: i64,
+    /// Who made it and why (`None`: made before qflow recorded who).
+    pub paused_by: Option<String>,
+    pub reason: Option<String>,
 }
 
 impl Held {
@@ -94,6 +100,11 @@ impl Held {
     /// `--` followed by the same two words.
     pub fn pause(&self) -> String {
         format!("{} {}", self.kind.flag(), self.value)
+    }
+
+    /// Who made the pause and why, in words: `by alice@ops1 ("…")`.
+    pub fn by(&self) -> String {
+        crate::store::contain::Actor::words(self.paused_by.as_deref(), self.reason.as_deref())
     }
 }
 
@@ -239,6 +250,8 @@ impl Inspection {
                 kind: h.kind,
                 value: h.value,
                 paused_ms: h.paused_ms,
+                paused_by: h.paused_by,
+                reason: h.reason,
             })
             .collect();
         Ok(Inspection {
@@ -262,6 +275,8 @@ impl Inspection {
             schedules,
             channel_calls: graph.nodes.values().any(|n| n.call().is_some()),
             quarantined_ms: contained.quarantined_ms,
+            quarantined_by: contained.quarantined_by,
+            quarantine_reason: contained.quarantine_reason,
             held,
         })
     }

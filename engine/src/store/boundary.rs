@@ -134,7 +134,7 @@ forward! {
         /// with its instance id, by instance then due time.
         fn held_parks() -> Result<Vec<(String, super::contain::HeldPark)>, StoreError>;
         /// The quarantined instances, with when they were set aside.
-        fn quarantined() -> Result<Vec<(String, i64)>, StoreError>;
+        fn quarantined() -> Result<Vec<super::contain::Quarantined>, StoreError>;
         /// Record that attempt `attempt` of `node` starts now, from the
         /// instance at `version` (call under the instance's claim).
         fn open_in_flight(
@@ -244,11 +244,13 @@ forward! {
         /// database ([`Store::wakes`]); nothing to do on SQLite.
         fn listen_for_wakes() -> Result<(), StoreError>;
         /// Pause the re-drive of every retry park of a failure class or a
-        /// dependency (idempotent). `wall_now_ms`: when, for the record.
+        /// dependency (idempotent: a second pause keeps the first one's
+        /// record). `wall_now_ms` and `actor`: when, by whom and why.
         fn pause(
             kind: super::contain::PauseKind,
             value: &str,
             wall_now_ms: i64,
+            actor: &super::contain::Actor,
         ) -> Result<super::contain::PauseChange, StoreError>;
         /// Lift a pause (idempotent): its parks are re-driven as they fall
         /// due, those already due at once.
@@ -261,6 +263,7 @@ forward! {
         fn quarantine(
             instance: &str,
             wall_now_ms: i64,
+            actor: &super::contain::Actor,
         ) -> Result<super::contain::QuarantineChange, StoreError>;
         /// Let a quarantined instance run again.
         fn release_quarantine(instance: &str) -> Result<super::contain::QuarantineChange, StoreError>;

@@ -13,6 +13,9 @@
 //!   it is never claimed, so nothing decides for it (no attempt, no timer,
 //!   no operator action) until it is released.
 //!
+//! Each records who made it and why ([`Actor`]): an operator reading a
+//! held fleet must be able to ask the one who held it.
+//!
 //! A retry timer records the cause of its park when it is armed: the class
 //! of the failure and the dependency (a registered task's name, or the
 //! channel of a call), so a pause is one indexed comparison per timer.
@@ -25,6 +28,62 @@ use serde::Serialize;
 use super::{exec, Sqlite, Store, StoreError};
 use crate::instance::history::{Attempt, HistoryEvent, Then};
 use crate::instance::Transition;
+
+/// Who made a pause or a quarantine, and why: kept with it, shown
+/// wherever it is shown, so an operator finding a held fleet knows whom
+/// to ask. `by` is the operator's name (`qflow pause --by NAME`), else the
+/// account and host the command ran from ([`Actor::this_user`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Actor {
+    pub by: String,
+    /// Why, in the operator's words (`--reason`), if given.
+    pub reason: Option<String>,
+}
+
+impl Actor {
+    /// `by`, with no reason.
+    pub fn new(by: impl Into<String>) -> Actor {
+        Actor {
+            by: by.into(),
+            reason: None,
+        }
+    }
+
+    /// The same actor, giving `reason` (an empty or blank one is none).
+    pub fn because(mut self, reason: Option<&str>) -> Actor {
+        self.reason = reason
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(str::to_string);
+        self
+    }
+
+    /// The account and host this process runs as, `user@host`: who made a
+    /// pause when no name was given. Either part the system does not tell
+    /// is `unknown`, so the record is never empty.
+    pub fn this_user() -> Actor {
+        let user = whoami::username()
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| "unknown".into());
+        let host = whoami::hostname()
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "unknown".into());
+        Actor::new(format!("{user}@{host}"))
+    }
+
+    /// `by alice@ops1 ("bank outage")`: how every face says it.
+    /// `by` and `reason` as the store has them (`None` for a record made
+    /// before qflow kept who).
+    pub fn words(by: Option<&str>, reason: Option<&str>) -> String {
+        let by = by.unwrap_or("an operator not recorded");
+        match reason {
+            Some(r) => format!("by {by} (\"{r}\")"),
+            None => format!("by {by}"),
+        }
+    }
+}
 
 /// What a pause holds back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -63,6 +122,10 @@ pub struct Pause {
     pub value: String,
     /// When it was paused (wall clock, ms since the epoch).
     pub paused_ms: i64,
+    /// Who paused it (`None`: made before qflow recorded who).
+    pub by: Option<String>,
+    /// Why, if they said.
+    pub reason: Option<String>,
     /// Retry parks it holds back right now (armed, of unfinished instances).
     pub holding: u64,
 }
@@ -78,6 +141,11 @@ pub struct PauseChange {
     pub parks: u64,
     /// Of those, the ones already due (what an unpause lets run at once).
     pub due_now: u64,
+    /// The pause in force after a pause (who made it and why: the earlier
+    /// one when it was already paused); after an unpause, the one lifted.
+    /// `None` when there was none, or it predates the record.
+    pub by: Option<String>,
+    pub reason: Option<String>,
 }
 
 /// What a quarantine or a release changed.
@@ -87,6 +155,22 @@ pub struct QuarantineChange {
     pub status: String,
     /// False when it was already so.
     pub changed: bool,
+    /// Who quarantined it and why: the quarantine in force after a
+    /// quarantine (the earlier one when it was already quarantined), the
+    /// one lifted after a release.
+    pub by: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// A quarantined instance, with when, by whom and why it was set aside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Quarantined {
+    pub instance: String,
+    /// Wall clock, ms since the epoch.
+    pub at_ms: i64,
+    /// `None`: quarantined before qflow recorded who.
+    pub by: Option<String>,
+    pub reason: Option<String>,
 }
 
 /// One retry park a pause holds back, as the store records it: the park's
@@ -102,9 +186,11 @@ pub struct HeldPark {
     pub due_ms: i64,
     pub kind: PauseKind,
     pub value: String,
-    /// When the pause was made (wall clock, ms since the epoch). Who made
-    /// it is not recorded.
+    /// When the pause was made (wall clock, ms since the epoch).
     pub paused_ms: i64,
+    /// Who made the pause, and why ([`Pause::by`], [`Pause::reason`]).
+    pub paused_by: Option<String>,
+    pub reason: Option<String>,
 }
 
 /// What holds one instance back, from the durable facts alone: whether it
@@ -114,6 +200,9 @@ pub struct HeldPark {
 pub struct Containment {
     /// When it was set aside (wall clock, ms since the epoch), if it is.
     pub quarantined_ms: Option<i64>,
+    /// Who set it aside, and why (with `quarantined_ms`).
+    pub quarantined_by: Option<String>,
+    pub quarantine_reason: Option<String>,
     /// Its armed retry parks that a pause holds, earliest due first.
     pub held: Vec<HeldPark>,
 }
@@ -122,22 +211,26 @@ const MATCHES_PAUSE: &str = "(p.kind = 'class' AND p.value = t.class) OR (p.kind
 
 impl Sqlite {
     /// Pause the re-drive of every retry park of a failure class or a
-    /// dependency (idempotent). `wall_now_ms`: when, for the record.
+    /// dependency (idempotent: a second pause keeps the first one's
+    /// record). `wall_now_ms` and `actor`: when, by whom and why, for the
+    /// record.
     pub fn pause(
         &mut self,
         kind: PauseKind,
         value: &str,
         wall_now_ms: i64,
+        actor: &Actor,
     ) -> Result<PauseChange, StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let n = exec(
             &tx,
-            "INSERT OR IGNORE INTO pauses(kind, value, paused_ms) VALUES (?1, ?2, ?3)",
-            params![kind.flag(), value, wall_now_ms],
+            "INSERT OR IGNORE INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![kind.flag(), value, wall_now_ms, actor.by, actor.reason],
         )?;
-        let change = parks(&tx, kind, value, n == 1)?;
+        let record = pause_record(&tx, kind, value)?;
+        let change = parks(&tx, kind, value, n == 1, record)?;
         tx.commit()?;
         Ok(change)
     }
@@ -148,12 +241,13 @@ impl Sqlite {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let record = pause_record(&tx, kind, value)?;
         let n = exec(
             &tx,
             "DELETE FROM pauses WHERE kind = ?1 AND value = ?2",
             params![kind.flag(), value],
         )?;
-        let change = parks(&tx, kind, value, n == 1)?;
+        let change = parks(&tx, kind, value, n == 1, record)?;
         tx.commit()?;
         Ok(change)
     }
@@ -161,7 +255,7 @@ impl Sqlite {
     /// The pauses in force, oldest first, with the parks each holds.
     pub fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
         let mut st = self.conn.prepare_cached(
-            "SELECT p.kind, p.value, p.paused_ms,
+            "SELECT p.kind, p.value, p.paused_ms, p.paused_by, p.reason,
                     (SELECT COUNT(*) FROM timers t JOIN instances i ON i.id = t.instance_id
                      WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
                        AND CASE p.kind WHEN 'class' THEN t.class ELSE t.dependency END = p.value)
@@ -173,7 +267,9 @@ impl Sqlite {
                 kind: PauseKind::parse(&kind),
                 value: r.get(1)?,
                 paused_ms: r.get(2)?,
-                holding: r.get::<_, i64>(3)? as u64,
+                by: r.get(3)?,
+                reason: r.get(4)?,
+                holding: r.get::<_, i64>(5)? as u64,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -181,13 +277,16 @@ impl Sqlite {
 
     /// Set an instance aside: never claimed, so nothing runs it (no
     /// decision, no operator action, no migration), until released.
-    /// Idempotent; refused for an unknown instance.
+    /// Idempotent (a second quarantine keeps the first one's record);
+    /// refused for an unknown instance. `wall_now_ms` and `actor`: when,
+    /// by whom and why, for the record.
     pub fn quarantine(
         &mut self,
         instance: &str,
         wall_now_ms: i64,
+        actor: &Actor,
     ) -> Result<QuarantineChange, StoreError> {
-        self.set_quarantine(instance, Some(wall_now_ms))
+        self.set_quarantine(instance, Some((wall_now_ms, actor)))
     }
 
     /// Let a quarantined instance run again.
@@ -198,50 +297,65 @@ impl Sqlite {
     fn set_quarantine(
         &mut self,
         instance: &str,
-        at: Option<i64>,
+        at: Option<(i64, &Actor)>,
     ) -> Result<QuarantineChange, StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let row: Option<(String, Option<i64>)> = tx
+        type Row = (String, Option<i64>, Option<String>, Option<String>);
+        let row: Option<Row> = tx
             .query_row(
-                "SELECT status, quarantined_ms FROM instances WHERE id = ?1",
+                "SELECT status, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE id = ?1",
                 params![instance],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
             .optional()?;
-        let Some((status, was)) = row else {
+        let Some((status, was, mut by, mut reason)) = row else {
             return Err(StoreError::NoInstance(instance.into()));
         };
         let changed = was.is_some() != at.is_some();
         if changed {
+            let (ms, who) = at.map_or((None, None), |(ms, a)| (Some(ms), Some(a)));
             exec(
                 &tx,
-                "UPDATE instances SET quarantined_ms = ?2 WHERE id = ?1",
-                params![instance, at],
+                "UPDATE instances SET quarantined_ms = ?2, quarantined_by = ?3, quarantine_reason = ?4 WHERE id = ?1",
+                params![
+                    instance,
+                    ms,
+                    who.map(|a| &a.by),
+                    who.and_then(|a| a.reason.as_ref())
+                ],
             )?;
+            if let Some(a) = who {
+                (by, reason) = (Some(a.by.clone()), a.reason.clone());
+            }
         }
         tx.commit()?;
         Ok(QuarantineChange {
             instance: instance.into(),
             status,
             changed,
+            by,
+            reason,
         })
     }
 
     /// What holds instance `instance` back: its quarantine and its retry
     /// parks a pause holds (refused for an unknown instance).
     pub fn containment(&self, instance: &str) -> Result<Containment, StoreError> {
-        let row: Option<Option<i64>> = self
+        type Row = (Option<i64>, Option<String>, Option<String>);
+        let row: Option<Row> = self
             .conn
-            .prepare_cached("SELECT quarantined_ms FROM instances WHERE id = ?1")?
-            .query_row(params![instance], |r| r.get(0))
+            .prepare_cached(
+                "SELECT quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE id = ?1",
+            )?
+            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()?;
-        let Some(quarantined_ms) = row else {
+        let Some((quarantined_ms, quarantined_by, quarantine_reason)) = row else {
             return Err(StoreError::NoInstance(instance.into()));
         };
         let mut st = self.conn.prepare_cached(&format!(
-            "SELECT t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms
+            "SELECT t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms, p.paused_by, p.reason
              FROM timers t JOIN pauses p ON {MATCHES_PAUSE}
              WHERE t.instance_id = ?1 AND t.state = 'armed' AND t.purpose = 'retry'
              ORDER BY t.due_ms, t.id, p.paused_ms, p.kind, p.value"
@@ -256,11 +370,15 @@ impl Sqlite {
                     kind: PauseKind::parse(&kind),
                     value: r.get(4)?,
                     paused_ms: r.get(5)?,
+                    paused_by: r.get(6)?,
+                    reason: r.get(7)?,
                 })
             })?
             .collect::<Result<_, _>>()?;
         Ok(Containment {
             quarantined_ms,
+            quarantined_by,
+            quarantine_reason,
             held,
         })
     }
@@ -269,7 +387,7 @@ impl Sqlite {
     /// its instance: what a list of instances marks as held.
     pub fn held_parks(&self) -> Result<Vec<(String, HeldPark)>, StoreError> {
         let mut st = self.conn.prepare_cached(&format!(
-            "SELECT t.instance_id, t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms
+            "SELECT t.instance_id, t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms, p.paused_by, p.reason
              FROM pauses p JOIN timers t ON {MATCHES_PAUSE}
              JOIN instances i ON i.id = t.instance_id
              WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
@@ -286,18 +404,28 @@ impl Sqlite {
                     kind: PauseKind::parse(&kind),
                     value: r.get(5)?,
                     paused_ms: r.get(6)?,
+                    paused_by: r.get(7)?,
+                    reason: r.get(8)?,
                 },
             ))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// The quarantined instances, with when they were set aside.
-    pub fn quarantined(&self) -> Result<Vec<(String, i64)>, StoreError> {
+    /// The quarantined instances, with when, by whom and why they were
+    /// set aside.
+    pub fn quarantined(&self) -> Result<Vec<Quarantined>, StoreError> {
         let mut st = self.conn.prepare_cached(
-            "SELECT id, quarantined_ms FROM instances WHERE quarantined_ms IS NOT NULL ORDER BY quarantined_ms, rowid",
+            "SELECT id, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE quarantined_ms IS NOT NULL ORDER BY quarantined_ms, rowid",
         )?;
-        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let rows = st.query_map([], |r| {
+            Ok(Quarantined {
+                instance: r.get(0)?,
+                at_ms: r.get(1)?,
+                by: r.get(2)?,
+                reason: r.get(3)?,
+            })
+        })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 }
@@ -309,6 +437,7 @@ fn parks(
     kind: PauseKind,
     value: &str,
     changed: bool,
+    (by, reason): (Option<String>, Option<String>),
 ) -> Result<PauseChange, StoreError> {
     let column = match kind {
         PauseKind::Class => "class",
@@ -329,7 +458,25 @@ fn parks(
         changed,
         parks: parks as u64,
         due_now: due_now as u64,
+        by,
+        reason,
     })
+}
+
+/// Who made the pause of `kind` `value` and why (both `None` when there
+/// is no such pause, or it predates the record).
+fn pause_record(
+    c: &Connection,
+    kind: PauseKind,
+    value: &str,
+) -> Result<(Option<String>, Option<String>), StoreError> {
+    Ok(c.query_row(
+        "SELECT paused_by, reason FROM pauses WHERE kind = ?1 AND value = ?2",
+        params![kind.flag(), value],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()?
+    .unwrap_or((None, None)))
 }
 
 /// The armed retry timers of an instance whose re-drive a pause holds back.

@@ -183,6 +183,16 @@ UPDATE timers SET
                   ORDER BY h.seq DESC LIMIT 1)
 WHERE state = 'armed' AND purpose = 'retry';
 "#,
+    // 7: who contained, and why. A pause and a quarantine record the
+    // operator who made it (`--by`, else the account and host it was made
+    // from) and the reason given, if any. Rows made before this version
+    // keep NULL: who made them was never recorded.
+    r#"
+ALTER TABLE pauses ADD COLUMN paused_by TEXT;
+ALTER TABLE pauses ADD COLUMN reason TEXT;
+ALTER TABLE instances ADD COLUMN quarantined_by TEXT;
+ALTER TABLE instances ADD COLUMN quarantine_reason TEXT;
+"#,
 ];
 
 /// The version that added the deployment lifecycle (`deployments.origin`,

@@ -338,7 +338,12 @@ fn a_version_5_database_gets_the_cause_of_its_armed_retry_parks() {
     assert_eq!(cause, ("rate-limited".into(), "svc.call".into()));
     assert_eq!(store.candidates(10).unwrap(), ["p-1"]);
     let change = store
-        .pause(super::contain::PauseKind::Class, "rate-limited", 1)
+        .pause(
+            super::contain::PauseKind::Class,
+            "rate-limited",
+            1,
+            &super::contain::Actor::new("ops"),
+        )
         .unwrap();
     assert_eq!(change.parks, 1);
     assert!(store.candidates(10).unwrap().is_empty());
@@ -441,4 +446,56 @@ fn a_batch_journals_its_savepoints_in_memory_not_in_a_temporary_file() {
         .query_row("PRAGMA temp_store", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode, 2, "temp_store=MEMORY");
+}
+
+#[test]
+fn a_version_6_database_keeps_its_pauses_and_quarantines_with_no_one_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v6.db");
+    {
+        let (old, id) = setup_in(Store::open_at(&path, 6).unwrap());
+        let c = old.conn();
+        c.execute(
+            "INSERT INTO pauses(kind, value, paused_ms) VALUES ('class', 'transient', 5)",
+            [],
+        )
+        .unwrap();
+        c.execute(
+            "UPDATE instances SET quarantined_ms = 7 WHERE id = ?1",
+            rusqlite::params![id],
+        )
+        .unwrap();
+    }
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), schema::LATEST);
+    let pauses = store.pauses().unwrap();
+    assert_eq!(
+        (
+            pauses[0].paused_ms,
+            pauses[0].by.clone(),
+            pauses[0].reason.clone()
+        ),
+        (5, None, None),
+        "made before anyone was recorded"
+    );
+    let q = store.quarantined().unwrap();
+    assert_eq!((q[0].at_ms, q[0].by.clone()), (7, None));
+    // A new pause records who and why; lifting the old one says no one.
+    let change = store
+        .pause(
+            super::contain::PauseKind::Dependency,
+            "svc.call",
+            9,
+            &super::contain::Actor::new("ops").because(Some("slow")),
+        )
+        .unwrap();
+    assert_eq!(
+        (change.by.as_deref(), change.reason.as_deref()),
+        (Some("ops"), Some("slow"))
+    );
+    let lifted = store
+        .unpause(super::contain::PauseKind::Class, "transient")
+        .unwrap();
+    assert!(lifted.changed);
+    assert_eq!(lifted.by, None);
 }

@@ -7,6 +7,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
+use qflow_engine::store::contain::Actor;
+
 use crate::app::{App, Screen};
 use crate::fmt;
 use crate::view::{status_label, Status, View, Waiting};
@@ -48,7 +50,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             // Set aside: said beside the status, before anything is cut.
             if i.quarantined_ms.is_some() {
                 spans.push(Span::styled(
-                    " quarantined ",
+                    format!(
+                        " quarantined {} ",
+                        Actor::words(i.quarantined_by.as_deref(), None)
+                    ),
                     Style::new().bg(Color::Magenta).fg(Color::White),
                 ));
             }

@@ -188,6 +188,8 @@ pub fn rich_view() -> View {
         schedules: vec![charge_plan],
         channel_calls: true,
         quarantined_ms: None,
+        quarantined_by: None,
+        quarantine_reason: None,
         held: Vec::new(),
     };
     View {

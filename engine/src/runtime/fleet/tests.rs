@@ -9,6 +9,7 @@ use crate::runtime::decide;
 use crate::runtime::graph::Graph;
 use crate::runtime::{LocalRun, Scenario, VirtualClock};
 use crate::store::batch::Pending;
+use crate::store::contain::Actor;
 use crate::store::fresh::{on_both_stores, open, Fresh};
 use crate::store::{Location, Store, StoreError};
 
@@ -265,9 +266,21 @@ fn a_pause_holds_the_parks_of_its_class_or_dependency_through_restarts_and_unpau
     }
     // The operator pauses the class from another process.
     let mut operator = open(&at);
-    let change = operator.pause(PauseKind::Class, "transient", 1).unwrap();
+    let alice = Actor::new("alice@ops1").because(Some("  payments outage  "));
+    let change = operator
+        .pause(PauseKind::Class, "transient", 1, &alice)
+        .unwrap();
     assert!(change.changed);
     assert_eq!((change.parks, change.due_now), (20, 0));
+    // Paused again by someone else: the first record stands.
+    let again = operator
+        .pause(PauseKind::Class, "transient", 5, &Actor::new("bob"))
+        .unwrap();
+    assert!(!again.changed);
+    assert_eq!(
+        (again.by.as_deref(), again.reason.as_deref()),
+        (Some("alice@ops1"), Some("payments outage"))
+    );
     let held = fleet.serve(|_, _| {}).unwrap();
     assert_eq!(held.decisions, 20, "no re-drive while paused");
     // A restart changes nothing: the pause is in the store.
@@ -285,24 +298,44 @@ fn a_pause_holds_the_parks_of_its_class_or_dependency_through_restarts_and_unpau
     let pauses = operator.pauses().unwrap();
     assert_eq!(pauses.len(), 1);
     assert_eq!(pauses[0].holding, 20);
+    assert_eq!(
+        (
+            pauses[0].paused_ms,
+            pauses[0].by.as_deref(),
+            pauses[0].reason.as_deref()
+        ),
+        (1, Some("alice@ops1"), Some("payments outage"))
+    );
+    let id = &fleet.store().instances().unwrap()[0].id;
+    let held = operator.containment(id).unwrap().held;
+    assert_eq!(
+        (held[0].paused_by.as_deref(), held[0].reason.as_deref()),
+        (Some("alice@ops1"), Some("payments outage"))
+    );
 
     // Swap the class for the dependency: still held.
-    assert!(
-        operator
-            .unpause(PauseKind::Class, "transient")
-            .unwrap()
-            .changed
-    );
+    let lifted = operator.unpause(PauseKind::Class, "transient").unwrap();
+    assert!(lifted.changed);
+    assert_eq!(lifted.by.as_deref(), Some("alice@ops1"), "the pause lifted");
     operator
-        .pause(PauseKind::Dependency, "payments.charge", 2)
+        .pause(
+            PauseKind::Dependency,
+            "payments.charge",
+            2,
+            &Actor::new("ops"),
+        )
         .unwrap();
     assert_eq!(fleet.serve(|_, _| {}).unwrap().decisions, 0);
     // A pause of something else holds nothing.
     operator
         .unpause(PauseKind::Dependency, "payments.charge")
         .unwrap();
-    operator.pause(PauseKind::Dependency, "bank", 3).unwrap();
-    operator.pause(PauseKind::Class, "rate-limited", 3).unwrap();
+    operator
+        .pause(PauseKind::Dependency, "bank", 3, &Actor::new("ops"))
+        .unwrap();
+    operator
+        .pause(PauseKind::Class, "rate-limited", 3, &Actor::new("ops"))
+        .unwrap();
     let stats = fleet.serve(|_, _| {}).unwrap();
     assert_eq!(stats.decisions, 20 * 5);
     for row in fleet.store().instances().unwrap() {
@@ -343,7 +376,9 @@ fn fleets_racing_a_pause_never_redrive_a_held_park_and_unpausing_loses_nothing(f
     while count(&operator) < N + 60 {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    operator.pause(PauseKind::Class, "transient", 1).unwrap();
+    operator
+        .pause(PauseKind::Class, "transient", 1, &Actor::new("ops"))
+        .unwrap();
     let paused_at = operator
         .instances()
         .unwrap()
@@ -412,7 +447,12 @@ fn a_redrive_decided_before_a_pause_is_refused_when_applied_after_it(fresh: &Fre
     let t = decide::decide(&graph, &facts.as_facts(&id), &ev, 60_000);
     // The pause commits between the read and the apply.
     open(&at)
-        .pause(PauseKind::Dependency, "payments.charge", 1)
+        .pause(
+            PauseKind::Dependency,
+            "payments.charge",
+            1,
+            &Actor::new("ops"),
+        )
         .unwrap();
     let pending = [Pending {
         instance: &id,
@@ -448,11 +488,24 @@ fn a_quarantined_instance_is_never_claimed_until_released(fresh: &Fresh) {
         .into_iter()
         .map(|r| r.id)
         .collect();
-    let change = store.quarantine(&ids[1], 1).unwrap();
+    let carol = Actor::new("carol").because(Some("replays a bad order"));
+    let change = store.quarantine(&ids[1], 1, &carol).unwrap();
     assert!(change.changed);
-    assert!(
-        !store.quarantine(&ids[1], 2).unwrap().changed,
-        "once is enough"
+    let again = store.quarantine(&ids[1], 2, &Actor::new("dave")).unwrap();
+    assert!(!again.changed, "once is enough");
+    assert_eq!(
+        again.by.as_deref(),
+        Some("carol"),
+        "the first record stands"
+    );
+    let held = store.containment(&ids[1]).unwrap();
+    assert_eq!(
+        (
+            held.quarantined_ms,
+            held.quarantined_by.as_deref(),
+            held.quarantine_reason.as_deref()
+        ),
+        (Some(1), Some("carol"), Some("replays a bad order"))
     );
     let wall = crate::runtime::clock::system_now_ms();
     let err = store.claim(&ids[1], "me:1", wall).unwrap_err();
@@ -466,13 +519,23 @@ fn a_quarantined_instance_is_never_claimed_until_released(fresh: &Fresh) {
     assert_eq!(stats.decisions, 12, "the two others, six attempts each");
     assert!(attempt_times(fleet.store(), &ids[1]).is_empty());
     let mut store = fleet.into_store();
-    assert_eq!(store.quarantined().unwrap().len(), 1);
-    assert!(store.release_quarantine(&ids[1]).unwrap().changed);
+    let q = store.quarantined().unwrap();
+    assert_eq!(q.len(), 1);
+    assert_eq!((q[0].by.as_deref(), q[0].at_ms), (Some("carol"), 1));
+    let released = store.release_quarantine(&ids[1]).unwrap();
+    assert!(released.changed);
+    assert_eq!(
+        released.by.as_deref(),
+        Some("carol"),
+        "the quarantine lifted"
+    );
+    let after = store.containment(&ids[1]).unwrap();
+    assert_eq!((after.quarantined_ms, after.quarantined_by), (None, None));
     let mut fleet = Fleet::new(store, Scenario::parse(ALWAYS_FAILS).unwrap(), "t:1".into());
     fleet.serve(|_, _| {}).unwrap();
     assert_eq!(attempt_times(fleet.store(), &ids[1]), DBG08_STARTS);
     assert!(matches!(
-        fleet.into_store().quarantine("nope", 1),
+        fleet.into_store().quarantine("nope", 1, &Actor::new("ops")),
         Err(StoreError::NoInstance(_))
     ));
 }

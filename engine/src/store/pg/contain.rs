@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use postgres::GenericClient;
 
 use super::super::contain::{
-    cause_in_transition, CauseInTransition, Containment, HeldPark, Pause, PauseChange, PauseKind,
-    QuarantineChange,
+    cause_in_transition, Actor, CauseInTransition, Containment, HeldPark, Pause, PauseChange,
+    PauseKind, QuarantineChange, Quarantined,
 };
 use super::{Db, Postgres, StoreError};
 use crate::instance::history::HistoryEvent;
@@ -21,6 +21,7 @@ impl Postgres {
         kind: PauseKind,
         value: &str,
         wall_now_ms: i64,
+        actor: &Actor,
     ) -> Result<PauseChange, StoreError> {
         self.write(|db| {
             // Wait for the re-drives that checked before this pause to commit.
@@ -29,10 +30,11 @@ impl Postgres {
                 &[&super::schema::PAUSE_LOCK],
             )?;
             let n = db.exec(
-                "INSERT INTO pauses(kind, value, paused_ms) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                &[&kind.flag(), &value, &wall_now_ms],
+                "INSERT INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                &[&kind.flag(), &value, &wall_now_ms, &actor.by, &actor.reason],
             )?;
-            parks(db, kind, value, n == 1)
+            let record = pause_record(db, kind, value)?;
+            parks(db, kind, value, n == 1, record)
         })
     }
 
@@ -42,11 +44,12 @@ impl Postgres {
                 "SELECT pg_advisory_xact_lock($1)",
                 &[&super::schema::PAUSE_LOCK],
             )?;
+            let record = pause_record(db, kind, value)?;
             let n = db.exec(
                 "DELETE FROM pauses WHERE kind = $1 AND value = $2",
                 &[&kind.flag(), &value],
             )?;
-            parks(db, kind, value, n == 1)
+            parks(db, kind, value, n == 1, record)
         })
     }
 
@@ -60,7 +63,7 @@ impl Postgres {
     ) -> Result<Vec<Pause>, StoreError> {
         Ok(db
             .rows(
-                "SELECT p.kind, p.value, p.paused_ms,
+                "SELECT p.kind, p.value, p.paused_ms, p.paused_by, p.reason,
                         (SELECT COUNT(*) FROM timers t JOIN instances i ON i.id = t.instance_id
                          WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
                            AND CASE p.kind WHEN 'class' THEN t.class ELSE t.dependency END = p.value)
@@ -78,7 +81,9 @@ impl Postgres {
                     },
                     value: r.get(1),
                     paused_ms: r.get(2),
-                    holding: r.get::<_, i64>(3) as u64,
+                    by: r.get(3),
+                    reason: r.get(4),
+                    holding: r.get::<_, i64>(5) as u64,
                 }
             })
             .collect())
@@ -88,8 +93,9 @@ impl Postgres {
         &mut self,
         instance: &str,
         wall_now_ms: i64,
+        actor: &Actor,
     ) -> Result<QuarantineChange, StoreError> {
-        self.set_quarantine(instance, Some(wall_now_ms))
+        self.set_quarantine(instance, Some((wall_now_ms, actor)))
     }
 
     pub fn release_quarantine(&mut self, instance: &str) -> Result<QuarantineChange, StoreError> {
@@ -99,28 +105,40 @@ impl Postgres {
     fn set_quarantine(
         &mut self,
         instance: &str,
-        at: Option<i64>,
+        at: Option<(i64, &Actor)>,
     ) -> Result<QuarantineChange, StoreError> {
         self.write(|db| {
             let Some(r) = db.opt(
-                "SELECT status, quarantined_ms FROM instances WHERE id = $1 FOR UPDATE",
+                "SELECT status, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE id = $1 FOR UPDATE",
                 &[&instance],
             )?
             else {
                 return Err(StoreError::NoInstance(instance.into()));
             };
             let (status, was): (String, Option<i64>) = (r.get(0), r.get(1));
+            let (mut by, mut reason): (Option<String>, Option<String>) = (r.get(2), r.get(3));
             let changed = was.is_some() != at.is_some();
             if changed {
+                let (ms, who) = at.map_or((None, None), |(ms, a)| (Some(ms), Some(a)));
                 db.exec(
-                    "UPDATE instances SET quarantined_ms = $2 WHERE id = $1",
-                    &[&instance, &at],
+                    "UPDATE instances SET quarantined_ms = $2, quarantined_by = $3, quarantine_reason = $4 WHERE id = $1",
+                    &[
+                        &instance,
+                        &ms,
+                        &who.map(|a| &a.by),
+                        &who.and_then(|a| a.reason.as_ref()),
+                    ],
                 )?;
+                if let Some(a) = who {
+                    (by, reason) = (Some(a.by.clone()), a.reason.clone());
+                }
             }
             Ok(QuarantineChange {
                 instance: instance.into(),
                 status,
                 changed,
+                by,
+                reason,
             })
         })
     }
@@ -128,7 +146,7 @@ impl Postgres {
     pub fn containment(&self, instance: &str) -> Result<Containment, StoreError> {
         self.read(|db| {
             let Some(row) = db.opt(
-                "SELECT quarantined_ms FROM instances WHERE id = $1",
+                "SELECT quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE id = $1",
                 &[&instance],
             )?
             else {
@@ -136,7 +154,7 @@ impl Postgres {
             };
             let held = db
                 .rows(
-                    "SELECT t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms
+                    "SELECT t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms, p.paused_by, p.reason
                      FROM timers t JOIN pauses p
                        ON (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)
                      WHERE t.instance_id = $1 AND t.state = 'armed' AND t.purpose = 'retry'
@@ -151,10 +169,14 @@ impl Postgres {
                     kind: PauseKind::parse(r.get(3)),
                     value: r.get(4),
                     paused_ms: r.get(5),
+                    paused_by: r.get(6),
+                    reason: r.get(7),
                 })
                 .collect();
             Ok(Containment {
                 quarantined_ms: row.get(0),
+                quarantined_by: row.get(1),
+                quarantine_reason: row.get(2),
                 held,
             })
         })
@@ -164,7 +186,7 @@ impl Postgres {
         self.read(|db| {
             Ok(db
                 .rows(
-                    "SELECT t.instance_id, t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms
+                    "SELECT t.instance_id, t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms, p.paused_by, p.reason
                      FROM pauses p JOIN timers t
                        ON (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)
                      JOIN instances i ON i.id = t.instance_id
@@ -183,6 +205,8 @@ impl Postgres {
                             kind: PauseKind::parse(r.get(4)),
                             value: r.get(5),
                             paused_ms: r.get(6),
+                            paused_by: r.get(7),
+                            reason: r.get(8),
                         },
                     )
                 })
@@ -190,15 +214,20 @@ impl Postgres {
         })
     }
 
-    pub fn quarantined(&self) -> Result<Vec<(String, i64)>, StoreError> {
+    pub fn quarantined(&self) -> Result<Vec<Quarantined>, StoreError> {
         self.read(|db| {
             Ok(db
                 .rows(
-                    "SELECT id, quarantined_ms FROM instances WHERE quarantined_ms IS NOT NULL ORDER BY quarantined_ms, seq",
+                    "SELECT id, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE quarantined_ms IS NOT NULL ORDER BY quarantined_ms, seq",
                     &[],
                 )?
                 .iter()
-                .map(|r| (r.get(0), r.get(1)))
+                .map(|r| Quarantined {
+                    instance: r.get(0),
+                    at_ms: r.get(1),
+                    by: r.get(2),
+                    reason: r.get(3),
+                })
                 .collect())
         })
     }
@@ -209,6 +238,7 @@ fn parks<C: GenericClient>(
     kind: PauseKind,
     value: &str,
     changed: bool,
+    (by, reason): (Option<String>, Option<String>),
 ) -> Result<PauseChange, StoreError> {
     let sql = match kind {
         PauseKind::Class => {
@@ -229,7 +259,23 @@ fn parks<C: GenericClient>(
         changed,
         parks: r.get::<_, i64>(0) as u64,
         due_now: r.get::<_, i64>(1) as u64,
+        by,
+        reason,
     })
+}
+
+/// Who made the pause of `kind` `value` and why (see SQLite's).
+fn pause_record<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    kind: PauseKind,
+    value: &str,
+) -> Result<(Option<String>, Option<String>), StoreError> {
+    Ok(db
+        .opt(
+            "SELECT paused_by, reason FROM pauses WHERE kind = $1 AND value = $2",
+            &[&kind.flag(), &value],
+        )?
+        .map_or((None, None), |r| (r.get(0), r.get(1))))
 }
 
 /// The armed retry timers of an instance whose re-drive a pause holds back.
@@ -319,7 +365,7 @@ pub(super) fn park_cause<C: GenericClient>(
 #[cfg(test)]
 mod tests {
     use super::super::{schema::PAUSE_LOCK, scratch_database, test_server};
-    use crate::store::contain::PauseKind;
+    use crate::store::contain::{Actor, PauseKind};
     use crate::store::{Location, Store};
 
     /// A re-drive that checked for pauses before a pause committed must not
@@ -347,7 +393,9 @@ mod tests {
             let db = db.clone();
             std::thread::spawn(move || {
                 let mut operator = Store::connect(&Location::Postgres(db)).unwrap();
-                operator.pause(PauseKind::Class, "transient", 1).unwrap();
+                operator
+                    .pause(PauseKind::Class, "transient", 1, &Actor::new("ops"))
+                    .unwrap();
             })
         };
         // The pause is seen waiting on the lock, not committed.

@@ -166,6 +166,13 @@ UPDATE timers SET
                   ORDER BY h.seq DESC LIMIT 1)
 WHERE state = 'armed' AND purpose = 'retry';
 "#,
+    // 7: who contained, and why (NULL for rows made before).
+    r#"
+ALTER TABLE pauses ADD COLUMN paused_by TEXT;
+ALTER TABLE pauses ADD COLUMN reason TEXT;
+ALTER TABLE instances ADD COLUMN quarantined_by TEXT;
+ALTER TABLE instances ADD COLUMN quarantine_reason TEXT;
+"#,
 ];
 
 // Each SQLite migration has its PostgreSQL twin: whoever adds one adds both.
