@@ -8,9 +8,17 @@
 //! with the same configuration on each model and requires the same multiset,
 //! so it needs neither Node nor bpmnlint. The models are
 //! `tests/conformance/models/*.bpmn` (small models written from bpmnlint's
-//! rule descriptions, one mistake or exemption each), the repository's
-//! samples and the MIWG interchange corpus (read from `../shared/corpus/miwg`
-//! and skipped with a message when absent).
+//! rule descriptions, one mistake or exemption each, written with the
+//! `<incoming>`/`<outgoing>` references a modeller writes), the repository's
+//! samples (hand-written, most without those references: recorded with
+//! `--complete-refs`, see docs/conformance.md; the broken samples of QF001–
+//! QF003 aside, which bpmnlint cannot read or reads ambiguously) and the MIWG
+//! interchange corpus (read from `../shared/corpus/miwg` and skipped with a
+//! message when absent).
+//!
+//! `bpmnlint/rules-switched/` holds the same models recorded under a
+//! `.bpmnlintrc` that switches rules off and changes severities, so a rule
+//! turned off is silent and a severity changed is that severity.
 //!
 //! A model that declares the qflow namespace is also checked under qflow's
 //! own defaults (no configuration): the same (rule, element) pairs, the
@@ -20,7 +28,8 @@
 //! [`DELIBERATE`], each with its reason; any other difference fails.
 //!
 //! To record a new model: `node scripts/bpmnlint-diff.js --record
-//! tests/conformance/bpmnlint tests/conformance/models/NEW.bpmn`.
+//! tests/conformance/bpmnlint tests/conformance/models/NEW.bpmn` (add
+//! `--complete-refs` for a model without `<incoming>`/`<outgoing>`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,18 +56,38 @@ const DELIBERATE: &[(&str, &str, &str, Side, &str)] = &[
         "a compensation boundary event whose association is in its sub-process (QF115)",
     ),
     (
+        "QF005-no-start-event.bpmn",
+        "start-event-required",
+        "p",
+        Side::Bpmnlint,
+        "an executable qflow process without a start event is QF005, which the loader refuses, never also QF121",
+    ),
+    (
         "links.bpmn",
         "link-event",
         "noName",
         Side::Bpmnlint,
         "bpmnlint also groups unnamed link events under the name `_` and reports the lone one again (QF108)",
     ),
+    (
+        "qflow-bare-fork.bpmn",
+        "conditional-flows",
+        "toA",
+        Side::Qflow,
+        "an executable qflow process's exclusive fork without conditions: the runtime would always take the first flow (QF101)",
+    ),
+    (
+        "qflow-bare-fork.bpmn",
+        "conditional-flows",
+        "toB",
+        Side::Qflow,
+        "the same fork's second flow (QF101)",
+    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
     Bpmnlint,
-    #[allow(dead_code)]
     Qflow,
 }
 
@@ -126,15 +155,29 @@ fn minus<'a>(a: &'a [Finding], b: &[Finding]) -> Vec<&'a Finding> {
         .collect()
 }
 
-fn deliberate(file: &str, f: &Finding, side: Side) -> bool {
-    DELIBERATE
+/// Whether the difference is a deliberate one; marks it seen.
+fn deliberate(file: &str, f: &Finding, side: Side, used: &mut [bool]) -> bool {
+    match DELIBERATE
         .iter()
-        .any(|(m, r, e, s, _)| *m == file && *r == f.0 && *e == f.1 && *s == side)
+        .position(|(m, r, e, s, _)| *m == file && *r == f.0 && *e == f.1 && *s == side)
+    {
+        Some(k) => {
+            used[k] = true;
+            true
+        }
+        None => false,
+    }
 }
 
 /// Compare every recorded model under `records` with `models`; returns the
 /// number compared and the disagreements found.
-fn compare_dir(records: &Path, models: &Path, problems: &mut Vec<String>) -> usize {
+fn compare_dir(
+    records: &Path,
+    models: &Path,
+    problems: &mut Vec<String>,
+    used: &mut [bool],
+    files: &mut Vec<String>,
+) -> usize {
     let mut n = 0;
     let mut entries: Vec<_> = std::fs::read_dir(records)
         .unwrap()
@@ -154,24 +197,26 @@ fn compare_dir(records: &Path, models: &Path, problems: &mut Vec<String>) -> usi
             rec.display(),
             model.display()
         );
+        files.push(file.clone());
         let (expected, config) = recorded(&rec);
         let rc = dir.path().join(format!("{stem}.bpmnlintrc"));
         std::fs::write(&rc, config.to_string()).unwrap();
         let actual = qflow(&model, Some(&rc));
         for f in minus(&expected, &actual) {
-            if !deliberate(&file, f, Side::Bpmnlint) {
+            if !deliberate(&file, f, Side::Bpmnlint, used) {
                 problems.push(format!("{file}: bpmnlint reports {f:?}, qflow does not"));
             }
         }
         for f in minus(&actual, &expected) {
-            if !deliberate(&file, f, Side::Qflow) {
+            if !deliberate(&file, f, Side::Qflow, used) {
                 problems.push(format!("{file}: qflow reports {f:?}, bpmnlint does not"));
             }
         }
         // A qflow document under qflow's own defaults: the same findings,
         // at qflow's severities, the diagram rules (off by default) aside.
         let source = std::fs::read_to_string(&model).unwrap();
-        if source.contains("urn:qflow:bpmn:1") {
+        let recommended = config == serde_json::json!({ "extends": "bpmnlint:recommended" });
+        if recommended && source.contains("urn:qflow:bpmn:1") {
             let pairs = |v: &[Finding]| {
                 let mut p: Vec<(String, String)> = v
                     .iter()
@@ -199,20 +244,46 @@ fn compare_dir(records: &Path, models: &Path, problems: &mut Vec<String>) -> usi
 fn qflow_reports_what_bpmnlint_reports() {
     let root = repo().join("tests/conformance");
     let mut problems = Vec::new();
-    let own = compare_dir(&root.join("bpmnlint"), &root.join("models"), &mut problems);
-    assert!(own >= 1, "no recorded models");
+    let mut used = vec![false; DELIBERATE.len()];
+    let mut compared = 0;
+    let mut sets = vec![
+        (root.join("bpmnlint"), root.join("models")),
+        // The same models under a .bpmnlintrc that switches rules off and
+        // changes severities (recorded with that file).
+        (root.join("bpmnlint/rules-switched"), root.join("models")),
+        (root.join("bpmnlint/samples"), repo().join("samples")),
+        (
+            root.join("bpmnlint/samples-broken"),
+            repo().join("samples/broken"),
+        ),
+    ];
     let corpus = repo().join("../shared/corpus/miwg");
     if corpus.is_dir() {
-        compare_dir(&root.join("bpmnlint/miwg"), &corpus, &mut problems);
+        sets.push((root.join("bpmnlint/miwg"), corpus));
     } else {
         eprintln!(
             "note: {} is absent; the MIWG corpus is not compared",
             corpus.display()
         );
     }
+    let mut files = Vec::new();
+    for (records, models) in &sets {
+        let n = compare_dir(records, models, &mut problems, &mut used, &mut files);
+        assert!(n >= 1, "no recorded models in {}", records.display());
+        compared += n;
+    }
+    // A deliberate difference that no longer shows is stale: remove it here
+    // and from docs/conformance.md.
+    for (k, (file, rule, element, side, _)) in DELIBERATE.iter().enumerate() {
+        if files.iter().any(|f| f == file) && !used[k] {
+            problems.push(format!(
+                "{file}: the deliberate difference {side:?} {rule} {element} no longer shows"
+            ));
+        }
+    }
     assert!(
         problems.is_empty(),
-        "{} disagreement(s) with bpmnlint:\n{}",
+        "{} disagreement(s) with bpmnlint over {compared} models:\n{}",
         problems.len(),
         problems.join("\n")
     );

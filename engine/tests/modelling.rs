@@ -425,6 +425,90 @@ fn qf109_and_qf118_the_diagram() {
     assert!(of(&di(201, true), Code::QF118).is_empty());
 }
 
+/// QF118 as bpmnlint judges it: participants overlap only within their
+/// collaboration; a data object reference is a shape of its process like a
+/// task (a data store reference may leave the pool); an element drawn twice
+/// counts where it is drawn last.
+#[test]
+fn qf118_collaborations_data_references_and_the_last_drawing() {
+    let src = format!(
+        r#"<bpmn:definitions xmlns:bpmn="{BPMN}" xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI" xmlns:dc="http://www.omg.org/spec/DD/20100524/DC" id="d">
+  <bpmn:collaboration id="c1"><bpmn:participant id="shop" name="Shop" processRef="p"/></bpmn:collaboration>
+  <bpmn:collaboration id="c2"><bpmn:participant id="bank" name="Bank"/></bpmn:collaboration>
+  <bpmn:process id="p">
+    <bpmn:task id="t" name="T"/>
+    <bpmn:dataObjectReference id="dor" name="Order" dataObjectRef="do"/>
+    <bpmn:dataObject id="do"/>
+    <bpmn:dataStoreReference id="dsr" name="Orders"/>
+    <bpmn:subProcess id="sub" name="Sub">
+      <bpmn:dataObjectReference id="inner" name="Inner" dataObjectRef="do"/>
+    </bpmn:subProcess>
+    <bpmn:task id="twice" name="Twice"/>
+  </bpmn:process>
+  <bpmndi:BPMNDiagram id="d1"><bpmndi:BPMNPlane id="pl1" bpmnElement="c1">
+    <bpmndi:BPMNShape id="shop_di" bpmnElement="shop"><dc:Bounds x="0" y="0" width="600" height="300"/></bpmndi:BPMNShape>
+    <bpmndi:BPMNShape id="bank_di" bpmnElement="bank"><dc:Bounds x="0" y="250" width="600" height="100"/></bpmndi:BPMNShape>
+    <bpmndi:BPMNShape id="t_di" bpmnElement="t"><dc:Bounds x="100" y="100" width="100" height="80"/></bpmndi:BPMNShape>
+    <bpmndi:BPMNShape id="dor_di" bpmnElement="dor"><dc:Bounds x="180" y="120" width="36" height="50"/></bpmndi:BPMNShape>
+    <bpmndi:BPMNShape id="dsr_di" bpmnElement="dsr"><dc:Bounds x="700" y="100" width="50" height="50"/></bpmndi:BPMNShape>
+    <bpmndi:BPMNShape id="sub_di" bpmnElement="sub" isExpanded="true"><dc:Bounds x="300" y="100" width="200" height="100"/></bpmndi:BPMNShape>
+    <bpmndi:BPMNShape id="inner_di" bpmnElement="inner"><dc:Bounds x="480" y="120" width="36" height="50"/></bpmndi:BPMNShape>
+    <bpmndi:BPMNShape id="twice_first" bpmnElement="twice"><dc:Bounds x="100" y="100" width="100" height="80"/></bpmndi:BPMNShape>
+  </bpmndi:BPMNPlane></bpmndi:BPMNDiagram>
+  <bpmndi:BPMNDiagram id="d2"><bpmndi:BPMNPlane id="pl2" bpmnElement="p">
+    <bpmndi:BPMNShape id="twice_last" bpmnElement="twice"><dc:Bounds x="20" y="20" width="50" height="40"/></bpmndi:BPMNShape>
+  </bpmndi:BPMNPlane></bpmndi:BPMNDiagram>
+</bpmn:definitions>"#
+    );
+    let found = of(&src, Code::QF118);
+    let got: Vec<(String, String, String)> = found
+        .iter()
+        .map(|d| {
+            (
+                d.element.clone().unwrap_or_default(),
+                text(&src, d).to_string(),
+                d.message.clone(),
+            )
+        })
+        .collect();
+    let want = |e: &str, t: &str, m: &str| (e.to_string(), t.to_string(), m.to_string());
+    assert_eq!(
+        got,
+        vec![
+            // `shop` and `bank` overlap, but in two collaborations: neither
+            // is reported. `twice` was first drawn on `t`, last elsewhere.
+            want(
+                "t",
+                "bpmn:task",
+                "<task> `t` overlaps another element in the diagram"
+            ),
+            want(
+                "dor",
+                "bpmn:dataObjectReference",
+                "<dataObjectReference> `dor` overlaps another element in the diagram"
+            ),
+            // `dsr` lies outside the pool too, which a data store may.
+            want(
+                "inner",
+                "bpmn:dataObjectReference",
+                "<dataObjectReference> `inner` lies outside its parent's boundary in the diagram"
+            ),
+        ],
+        "{found:#?}"
+    );
+    // In one collaboration the two pools overlap.
+    let one = src
+        .replace(
+            r#"<bpmn:collaboration id="c1"><bpmn:participant id="shop" name="Shop" processRef="p"/></bpmn:collaboration>
+  <bpmn:collaboration id="c2"><bpmn:participant id="bank" name="Bank"/></bpmn:collaboration>"#,
+            r#"<bpmn:collaboration id="c1"><bpmn:participant id="shop" name="Shop" processRef="p"/><bpmn:participant id="bank" name="Bank"/></bpmn:collaboration>"#,
+        );
+    assert_eq!(
+        hits(&one, Code::QF118)[..2],
+        pairs(&[("shop", "bpmn:participant"), ("bank", "bpmn:participant")])[..]
+    );
+}
+
 #[test]
 fn qf110_qf117_discouraged_gateways() {
     let src = plain(
@@ -439,6 +523,10 @@ fn qf110_qf117_discouraged_gateways() {
         hits(&src, Code::QF117),
         pairs(&[("i", "bpmn:inclusiveGateway")])
     );
+    // bpmnlint's recommended severities: no-complex-gateway an error,
+    // no-inclusive-gateway a warning.
+    assert_eq!(of(&src, Code::QF110)[0].severity, Severity::Error);
+    assert_eq!(of(&src, Code::QF117)[0].severity, Severity::Warning);
 }
 
 #[test]
@@ -589,6 +677,48 @@ fn qf115_qf116_implicit_end_and_start_with_bpmnlints_exemptions() {
     );
     assert_eq!(hits(&src, Code::QF115), pairs(&[("sink", "bpmn:task")]));
     assert_eq!(hits(&src, Code::QF116), pairs(&[("orphan", "bpmn:task")]));
+}
+
+/// Compensation handlers are neither implicit starts nor implicit ends, a
+/// sub-process or call activity as much as a task; a compensation boundary
+/// event is no implicit end when an association leads from it, wherever the
+/// association is written (here in the sub-process, where modellers put it).
+#[test]
+fn qf115_qf116_compensation_handlers_and_boundaries() {
+    let src = plain(
+        r#"    <bpmn:startEvent id="s" name="S"/>
+    <bpmn:subProcess id="outer" name="Outer">
+      <bpmn:startEvent id="os" name="In"/>
+      <bpmn:task id="book" name="Book"/>
+      <bpmn:boundaryEvent id="undo" name="Undo" attachedToRef="book"><bpmn:compensateEventDefinition/></bpmn:boundaryEvent>
+      <bpmn:subProcess id="cancel" name="Cancel" isForCompensation="true">
+        <bpmn:startEvent id="cs" name="C"/>
+        <bpmn:endEvent id="ce" name="C done"/>
+        <bpmn:sequenceFlow id="c1" sourceRef="cs" targetRef="ce"/>
+      </bpmn:subProcess>
+      <bpmn:endEvent id="oe" name="Out"/>
+      <bpmn:sequenceFlow id="o1" sourceRef="os" targetRef="book"/>
+      <bpmn:sequenceFlow id="o2" sourceRef="book" targetRef="oe"/>
+      <bpmn:association id="as" associationDirection="One" sourceRef="undo" targetRef="cancel"/>
+    </bpmn:subProcess>
+    <bpmn:task id="charge" name="Charge"/>
+    <bpmn:boundaryEvent id="loose" name="Loose" attachedToRef="charge"><bpmn:compensateEventDefinition/></bpmn:boundaryEvent>
+    <bpmn:callActivity id="refund" name="Refund" isForCompensation="true"/>
+    <bpmn:endEvent id="e" name="E"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="outer"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="outer" targetRef="charge"/>
+    <bpmn:sequenceFlow id="f3" sourceRef="charge" targetRef="e"/>"#,
+    );
+    // Only the compensation boundary event without an association.
+    assert_eq!(
+        hits(&src, Code::QF115),
+        pairs(&[("loose", "bpmn:boundaryEvent")])
+    );
+    assert!(
+        of(&src, Code::QF116).is_empty(),
+        "{:#?}",
+        of(&src, Code::QF116)
+    );
 }
 
 #[test]
