@@ -264,7 +264,11 @@ fn requests(server: &mut Server, uri: &str, text: &str, tasks: usize, rounds: us
     let backoff = task + text[task..].find("backoff=\"").unwrap() + 10;
     let doc = json!({"uri": uri});
     let cases: Vec<(&str, &str, Value)> = vec![
-        ("documentSymbol", "textDocument/documentSymbol", json!({"textDocument": doc})),
+        (
+            "documentSymbol",
+            "textDocument/documentSymbol",
+            json!({"textDocument": doc}),
+        ),
         (
             "hover on a task",
             "textDocument/hover",
@@ -299,7 +303,10 @@ fn requests(server: &mut Server, uri: &str, text: &str, tasks: usize, rounds: us
                 answer.get("error").is_none(),
                 "{method} answered an error: {answer}"
             );
-            assert!(!answer["result"].is_null(), "{method} found nothing: {answer}");
+            assert!(
+                !answer["result"].is_null(),
+                "{method} found nothing: {answer}"
+            );
             size = answer["result"].to_string().len();
         }
         times.remove(0); // the first one warms the server's caches
