@@ -112,6 +112,28 @@ fn a_pause_holds_the_park(db: &str) {
         ("waiting".into(), 60.into())
     );
     assert_eq!(out.lines().count(), 1, "no decision taken: {out}");
+    // It says why nothing ran, and what lets it run: it used to end
+    // "(a run with the same --db resumes it)", which does nothing here.
+    assert_eq!(
+        (v["stopped"].clone(), v["pause"].clone()),
+        (
+            "held".into(),
+            serde_json::json!({"kind": "class", "value": "transient"})
+        ),
+        "{v}"
+    );
+    assert!(
+        err.contains(&format!(
+            "the retry of charge due at +1m is held by the pause of class transient, its due time kept; `qflow unpause --class transient --db {db}` lets it run"
+        )),
+        "{err}"
+    );
+    let (_, out, _) = qflow(&["resume", "dbg08-1", "--db", db, "--scenario", ALWAYS_FAILS]);
+    assert!(
+        out.contains("(held by the pause of class transient: see the note above)")
+            && !out.contains("resumes it"),
+        "{out}"
+    );
 
     let (code, out, _) = qflow(&["stats", "--db", db, "--format", "json"]);
     assert_eq!(code, 0);
@@ -190,9 +212,15 @@ fn quarantine_refuses_until_released(db: &str) {
         "{out}"
     );
     let (code, _, err) = qflow(&["resume", "dbg08-1", "--db", db, "--scenario", ALWAYS_FAILS]);
-    assert_eq!(code, 2);
+    assert_eq!(
+        code, 4,
+        "refused by the store's state, as a FAILED instance's resume: {err}"
+    );
     assert!(err.contains("dbg08-1 is quarantined"), "{err}");
-    assert!(err.contains("qflow release dbg08-1"), "{err}");
+    assert!(
+        err.contains(&format!("qflow release dbg08-1 --db {db}")),
+        "{err}"
+    );
     let (code, out, _) = qflow(&["stats", "--db", db, "--format", "json"]);
     assert_eq!(code, 0);
     assert_eq!(last_json(&out)["quarantined"], 1);

@@ -11,7 +11,8 @@ use qflow_engine::instance::history::{
 };
 use qflow_engine::runtime::clock::{Clock, SystemClock, VirtualClock};
 use qflow_engine::runtime::driver::{
-    final_state, migrate_instance, Decision, Stop, DEFAULT_HORIZON, MAX_RETURNS_TO_A_STATE,
+    final_state, migrate_instance, Decision, RunError, Stop, DEFAULT_HORIZON,
+    MAX_RETURNS_TO_A_STATE,
 };
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::outcome::{unfinished_instance_of, Expectation};
@@ -21,7 +22,7 @@ use qflow_engine::runtime::session::{
     load_scenario as session_scenario, ScenarioChoice, Session, SessionDb, SessionError,
 };
 use qflow_engine::runtime::{scenario_check, LocalRun, Status};
-use qflow_engine::store::{Location, Store};
+use qflow_engine::store::{Location, Store, StoreError};
 use qflow_engine::text::counted;
 use serde_json::{json, Value};
 
@@ -137,6 +138,8 @@ enum Why {
     Unreadable,
     Scenario,
     Store,
+    /// Refused by the state of the store (a quarantine): exit 4.
+    Refused,
 }
 
 impl Why {
@@ -146,6 +149,7 @@ impl Why {
             Why::Unreadable => "unreadable",
             Why::Scenario => "scenario",
             Why::Store => "store",
+            Why::Refused => "refused",
         }
     }
 }
@@ -160,7 +164,26 @@ fn fail(format: Format, why: Why, msg: impl std::fmt::Display) -> ExitCode {
         let rec = json!({"status": "error", "error": why.as_str(), "message": msg});
         println!("{}", json_line(&rec, &["status", "error", "message"]));
     }
-    ExitCode::from(2)
+    ExitCode::from(if matches!(why, Why::Refused) { 4 } else { 2 })
+}
+
+/// A run the store stopped: a quarantined instance is refused by the
+/// store's state (exit 4, as resuming a FAILED one is), with the command
+/// that releases it; any other store error is exit 2.
+fn store_fail(format: Format, e: RunError, db: Option<&str>) -> ExitCode {
+    match &e {
+        RunError::Store(StoreError::Quarantined(id)) => {
+            let db = db.map(|d| format!(" --db {d}")).unwrap_or_default();
+            fail(
+                format,
+                Why::Refused,
+                format!(
+                    "instance {id} is quarantined: nothing runs it until `qflow release {id}{db}`"
+                ),
+            )
+        }
+        _ => fail(format, Why::Store, e),
+    }
 }
 
 pub fn run(args: Args) -> ExitCode {
@@ -710,12 +733,12 @@ pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCod
             decided = true;
             print(d)
         }) {
-            return fail(format, Why::Store, e);
+            return store_fail(format, e, opts.db_shown.as_deref());
         }
         if let Some(ev) = resolves.next() {
             match run.deliver(ev.clone()) {
                 Ok(d) => print(&d),
-                Err(e) => return fail(format, Why::Store, e),
+                Err(e) => return store_fail(format, e, opts.db_shown.as_deref()),
             }
             continue;
         }
@@ -784,6 +807,20 @@ fn say_stopped(state: &mut Value, stop: &Stop, instance: &str, opts: &Opts) {
                 at(Some(Secs(*due_ms)))
             ),
         ),
+        Stop::Held {
+            node,
+            due_ms,
+            kind,
+            value,
+        } => (
+            "held",
+            ("pause", json!({"kind": kind.flag(), "value": value})),
+            format!(
+                "nothing runs: the retry of {node} due at {} is held by the pause of {} {value}, its due time kept",
+                at(Some(Secs(*due_ms))),
+                kind.flag()
+            ),
+        ),
         Stop::NoProgress {
             returns,
             node,
@@ -801,6 +838,19 @@ fn say_stopped(state: &mut Value, stop: &Stop, instance: &str, opts: &Opts) {
     if let Value::Object(m) = state {
         m.insert("stopped".into(), json!(key));
         m.insert(extra.0.into(), extra.1);
+    }
+    if let Stop::Held { kind, value, .. } = stop {
+        // Running it again does nothing until the pause is lifted: say so
+        // instead of "a run continues it".
+        let next = match &opts.db_shown {
+            Some(db) => format!(
+                "`qflow unpause --{} {value} --db {db}` lets it run, then `qflow resume {instance} --db {db}` continues it",
+                kind.flag()
+            ),
+            None => "the instance was in a temporary database, now removed".to_string(),
+        };
+        eprintln!("note: {why}; {next}");
+        return;
     }
     let next = match &opts.db_shown {
         Some(db) => format!(
@@ -1183,7 +1233,16 @@ fn final_words(v: &Value, kept: bool) -> String {
                 get("node")
             ),
             other => {
-                let kept = if kept {
+                let pause = v.get("pause").filter(|_| get("stopped") == "held");
+                let held;
+                let kept = if let Some(p) = pause {
+                    held = format!(
+                        " (held by the pause of {} {}: see the note above)",
+                        p["kind"].as_str().unwrap_or("?"),
+                        p["value"].as_str().unwrap_or("?")
+                    );
+                    held.as_str()
+                } else if kept {
                     " (a run with the same --db resumes it)"
                 } else {
                     " (the instance was in a temporary database, now removed: re-run with --db FILE to keep it)"

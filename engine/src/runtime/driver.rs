@@ -91,6 +91,17 @@ pub enum Stop {
         node: String,
         at_ms: i64,
     },
+    /// Nothing is due because a pause holds the instance's retry park: it
+    /// waits for `qflow unpause`, not for time, so running it again does
+    /// nothing until then. `node`'s park falls due at `due_ms` (virtual
+    /// time since the instance started, kept through the pause); the pause
+    /// is `kind` `value` (`class transient`, `dependency payments.charge`).
+    Held {
+        node: String,
+        due_ms: i64,
+        kind: crate::store::contain::PauseKind,
+        value: String,
+    },
 }
 
 /// A local run of one instance.
@@ -287,12 +298,23 @@ impl<C: Clock> LocalRun<C> {
         if let Some(stop) = &self.no_progress {
             return Ok(Some(stop.clone()));
         }
-        let Some(horizon_ms) = self.until_ms else {
-            return Ok(None);
-        };
-        Ok(self.next_due_ms()?.and_then(|due| {
+        let due = self.next_due_ms()?;
+        if let (Some(horizon_ms), Some(due)) = (self.until_ms, due) {
             let due_ms = due - self.started_ms;
-            (due_ms > horizon_ms).then_some(Stop::Horizon { horizon_ms, due_ms })
+            if due_ms > horizon_ms {
+                return Ok(Some(Stop::Horizon { horizon_ms, due_ms }));
+            }
+        }
+        if due.is_some() {
+            return Ok(None);
+        }
+        // Nothing due: a held retry park is why, if there is one.
+        let held = self.store.containment(&self.instance)?.held;
+        Ok(held.into_iter().next().map(|h| Stop::Held {
+            node: h.node,
+            due_ms: h.due_ms - self.started_ms,
+            kind: h.kind,
+            value: h.value,
         }))
     }
 
