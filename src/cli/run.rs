@@ -1236,10 +1236,14 @@ fn final_words(v: &Value, kept: bool) -> String {
                 let pause = v.get("pause").filter(|_| get("stopped") == "held");
                 let held;
                 let kept = if let Some(p) = pause {
+                    // The pause in an operator's words: `class transient`.
+                    let words: Vec<&str> = ["kind", "value"]
+                        .iter()
+                        .filter_map(|k| p.get(*k).and_then(Value::as_str))
+                        .collect();
                     held = format!(
-                        " (held by the pause of {} {}: see the note above)",
-                        p["kind"].as_str().unwrap_or("?"),
-                        p["value"].as_str().unwrap_or("?")
+                        " (held by the pause of {}: see the note above)",
+                        words.join(" ")
                     );
                     held.as_str()
                 } else if kept {
