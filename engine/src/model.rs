@@ -340,8 +340,12 @@ pub struct Process {
     pub other_defaults: Vec<(u32, Attr)>,
     /// Link events: (node index, the `name` of its linkEventDefinition).
     pub links: Vec<(u32, Option<Attr>)>,
-    /// Lanes, at any depth of the lane sets.
+    /// Lanes, at any depth of the lane sets, of the process and of its
+    /// sub-processes.
     pub lanes: Vec<Labelled>,
+    /// The lane sets after the first of the process or of a sub-process
+    /// (rare): alternative partitions, whose lanes a diagram does not draw.
+    pub later_lane_sets: Vec<Span>,
 }
 
 impl Process {

@@ -499,14 +499,25 @@ fn read_process(doc: &XmlDoc<'_>, process_id: ElementId) -> Process {
         other_defaults: Vec::new(),
         links: Vec::new(),
         lanes: Vec::new(),
+        later_lane_sets: Vec::new(),
     };
     read_container(doc, process_id, None, &mut process);
-    for (set_id, set) in doc.children(process_id) {
+    read_lane_sets(doc, process_id, &mut process);
+    process
+}
+
+/// The lanes of a process's or sub-process's lane sets.
+fn read_lane_sets(doc: &XmlDoc<'_>, container: ElementId, process: &mut Process) {
+    let mut first = true;
+    for (set_id, set) in doc.children(container) {
         if is_bpmn(set, "laneSet") {
+            if !first {
+                process.later_lane_sets.push(set.span);
+            }
+            first = false;
             read_lanes(doc, set_id, &mut process.lanes);
         }
     }
-    process
 }
 
 /// Read the flow elements of a process or sub-process into `process`.
@@ -571,6 +582,7 @@ fn read_container(
             "subProcess" | "transaction" | "adHocSubProcess"
         ) {
             read_container(doc, child_id, Some(index), process);
+            read_lane_sets(doc, child_id, process);
         }
     }
 }

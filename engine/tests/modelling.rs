@@ -509,6 +509,39 @@ fn qf118_collaborations_data_references_and_the_last_drawing() {
     );
 }
 
+/// Where bpmnlint looks: the lanes of a sub-process need names; only the
+/// first lane set's lanes need drawing; a message referenced only from an
+/// event definition declared at the top of the document is unused.
+#[test]
+fn qf106_qf107_qf109_where_lanes_and_uses_are_found() {
+    let src = format!(
+        r#"<bpmn:definitions xmlns:bpmn="{BPMN}" xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI" xmlns:dc="http://www.omg.org/spec/DD/20100524/DC" id="d">
+  <bpmn:message id="m" name="M"/>
+  <bpmn:messageEventDefinition id="top" messageRef="m"/>
+  <bpmn:process id="p">
+    <bpmn:laneSet id="first"><bpmn:lane id="drawn" name="Drawn"/></bpmn:laneSet>
+    <bpmn:laneSet id="second"><bpmn:lane id="alternative" name="Alternative"/></bpmn:laneSet>
+    <bpmn:subProcess id="sub" name="Sub">
+      <bpmn:laneSet id="subLanes"><bpmn:lane id="subLane"/></bpmn:laneSet>
+    </bpmn:subProcess>
+  </bpmn:process>
+  <bpmndi:BPMNDiagram id="dia"><bpmndi:BPMNPlane id="pl" bpmnElement="p">
+    <bpmndi:BPMNShape id="sub_di" bpmnElement="sub"><dc:Bounds x="0" y="0" width="100" height="80"/></bpmndi:BPMNShape>
+  </bpmndi:BPMNPlane></bpmndi:BPMNDiagram>
+</bpmn:definitions>"#
+    );
+    assert_eq!(hits(&src, Code::QF106), pairs(&[("m", "bpmn:message")]));
+    assert_eq!(
+        of(&src, Code::QF106)[0].message,
+        "<message> `m` is never used"
+    );
+    assert_eq!(hits(&src, Code::QF107), pairs(&[("subLane", "bpmn:lane")]));
+    assert_eq!(
+        hits(&src, Code::QF109),
+        pairs(&[("drawn", "bpmn:lane"), ("subLane", "bpmn:lane")])
+    );
+}
+
 #[test]
 fn qf110_qf117_discouraged_gateways() {
     let src = plain(

@@ -22,8 +22,8 @@ const DRAWN: &[&str] = &[
     "dataStoreReference",
 ];
 
-/// QF109 no-bpmndi: every flow element, participant, lane, artifact and
-/// message flow has a shape or an edge.
+/// QF109 no-bpmndi: every flow element, participant, lane (of a container's
+/// first lane set), artifact and message flow has a shape or an edge.
 pub(super) fn no_bpmndi(defs: &Definitions, e: &mut Emit<'_, '_>) {
     if !e.on(Code::QF109) {
         return;
@@ -38,8 +38,22 @@ pub(super) fn no_bpmndi(defs: &Definitions, e: &mut Emit<'_, '_>) {
         .iter()
         .flat_map(|p| p.nodes.iter().map(|n| n.id()))
         .collect();
+    // A process's later lane sets are alternative partitions: bpmnlint
+    // expects the lanes of the first lane set drawn, not theirs.
+    let later_lane_sets: Vec<Span> = defs
+        .processes
+        .iter()
+        .flat_map(|p| p.later_lane_sets.iter().copied())
+        .collect();
     for decl in &defs.ids {
         let id = decl.id.value.as_str();
+        if decl.element.local == "lane"
+            && later_lane_sets
+                .iter()
+                .any(|s| s.start <= decl.element.span.start && decl.element.span.start < s.end)
+        {
+            continue;
+        }
         let visual = DRAWN.contains(&&*decl.element.local) || flow_nodes.contains(id);
         if visual && !drawn.contains(id) {
             e.push(

@@ -15,6 +15,22 @@ pub(super) fn global(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
     if !e.on(Code::QF106) || defs.globals.is_empty() {
         return;
     }
+    // As bpmnlint finds uses: an event definition of an event in a process
+    // (at any depth), a send or receive task, a message flow of a
+    // collaboration. A reference written elsewhere (an event definition
+    // declared at the top of the document, say) is no use.
+    let places: Vec<crate::span::Span> = defs
+        .processes
+        .iter()
+        .map(|p| p.span)
+        .chain(
+            defs.ids
+                .iter()
+                .filter(|d| d.element.local == "collaboration")
+                .map(|d| d.element.span),
+        )
+        .collect();
+    let in_use_place = |at: usize| places.iter().any(|s| s.start <= at && at < s.end);
     for g in &defs.globals {
         let what = format!("<{}> `{}`", g.local, g.id());
         let d = |msg: String, label: &str, help: &str| {
@@ -33,10 +49,11 @@ pub(super) fn global(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
             ));
         }
         let attr = format!("{}Ref", g.local);
-        let used = defs
-            .references
-            .iter()
-            .any(|r| r.target.value == g.id() && reference_attribute(ctx, r) == attr);
+        let used = defs.references.iter().any(|r| {
+            r.target.value == g.id()
+                && reference_attribute(ctx, r) == attr
+                && in_use_place(r.target.full_span.start)
+        });
         if !used {
             e.push(d(format!("{what} is never used"), "unused", "reference it from an event definition (or a message flow, send or receive task), or remove it"));
         }
