@@ -10,11 +10,14 @@
 # cluster runs as the `postgres` user (PostgreSQL refuses to run as root).
 #
 # The cluster serves TLS as well as plain connections: the script makes a
-# throwaway CA and a server certificate for localhost and 127.0.0.1 with
-# openssl, and exports QFLOW_TEST_POSTGRES_TLS_DIR, a directory holding
-# ca.crt (the CA that signed the server's certificate; sslrootcert for
-# sslmode=verify-full) and other-ca.crt (a CA that signed nothing the
-# server has, to see a certificate fail to verify).
+# throwaway CA and a server certificate with openssl, and exports
+# QFLOW_TEST_POSTGRES_TLS_DIR, a directory holding ca.crt (the CA that
+# signed the server's certificate; sslrootcert for sslmode=verify-full) and
+# other-ca.crt (a CA that signed nothing the server has, to see a
+# certificate fail to verify). The certificate names localhost only, not
+# 127.0.0.1: sslmode=verify-full passes by the name localhost and fails the
+# host name check by the address in QFLOW_TEST_POSTGRES_URL, as a server's
+# certificate for its DNS name does when a client connects by its address.
 #
 # Environment: PG_BIN (default: the newest /usr/lib/postgresql/*/bin, e.g.
 # Debian's postgresql-15), QFLOW_PG_FSYNC=on to keep fsync on (the
@@ -64,7 +67,7 @@ mkdir -p "$tls"
         -keyout "$tls/other-ca.key" -out "$tls/other-ca.crt"
     openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
         -keyout "$tls/server.key" -out "$tls/server.csr"
-    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$tls/server.ext"
+    printf 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n' >"$tls/server.ext"
     openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" \
         -CAcreateserial -days 2 -extfile "$tls/server.ext" -out "$tls/server.crt"
 } >"$dir/openssl.log" 2>&1 || {

@@ -1,10 +1,11 @@
 //! `--db postgres://…?sslmode=…` as a user writes it: a run over a verified
-//! TLS connection (the throwaway cluster's CA as `sslrootcert`), and a
-//! certificate that does not verify named with the fix, exit 2.
+//! TLS connection (the throwaway cluster's CA as `sslrootcert`), a
+//! certificate that does not verify and one that does not name the URL's
+//! host, each named with the fix, exit 2.
 
 mod support;
 use support::qflow_here as qflow;
-use support::stores::{tls_dir, Fresh};
+use support::stores::{by_name, tls_dir, Fresh};
 
 #[test]
 fn a_run_over_verify_full_and_a_certificate_that_does_not_verify() {
@@ -14,7 +15,8 @@ fn a_run_over_verify_full_and_a_certificate_that_does_not_verify() {
     };
     let db = fresh.db();
     let verified = format!(
-        "{db}?sslmode=verify-full&sslrootcert={}",
+        "{}?sslmode=verify-full&sslrootcert={}",
+        by_name(&db),
         tls.join("ca.crt").display()
     );
     let (code, out, err) = qflow(&[
@@ -49,4 +51,56 @@ fn a_run_over_verify_full_and_a_certificate_that_does_not_verify() {
     let (code, out, err) = qflow(&["instances", "--db", &db, "--format", "json"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(r#""instance":"dbg08-1""#), "{out}");
+}
+
+/// The server's certificate names `localhost`; a URL by the address
+/// `127.0.0.1` reaches the same server, and `verify-full` refuses it for
+/// the host name alone (the chain verifies): the error names the URL with
+/// its password hidden, the host, and both ways out; `verify-ca` by the
+/// same address connects.
+#[test]
+fn a_certificate_that_does_not_name_the_urls_host_is_named_with_the_fix() {
+    let test = "store_tls_host";
+    let (Some(fresh), Some(tls)) = (Fresh::postgres(test), tls_dir(test)) else {
+        return;
+    };
+    let db = fresh.db();
+    let ca = tls.join("ca.crt");
+    // A password in the URL (the throwaway server trusts any).
+    let with_password = db.replacen("postgres://postgres@", "postgres://postgres:s3cret-pw@", 1);
+    assert_ne!(with_password, db, "{db}");
+    let by_address = format!(
+        "{with_password}?sslmode=verify-full&sslrootcert={}",
+        ca.display()
+    );
+    let (code, out, err) = qflow(&["instances", "--db", &by_address]);
+    assert_eq!(code, 2, "{out}");
+    let shown = by_address.replacen(":s3cret-pw@", ":***@", 1);
+    assert!(
+        !err.contains("s3cret-pw")
+            && err.contains(&format!("cannot connect to {shown} over TLS"))
+            && err.contains("does not name the URL's host 127.0.0.1")
+            && err.contains("connect by a name or address the certificate lists")
+            && err.contains(&format!(
+                "use sslmode=verify-ca to check the chain to the CA in sslrootcert={} without the host name",
+                ca.display()
+            )),
+        "{err}"
+    );
+    // By the name the certificate gives: connected.
+    let named = format!(
+        "{}?sslmode=verify-full&sslrootcert={}",
+        by_name(&with_password),
+        ca.display()
+    );
+    let (code, _, err) = qflow(&["deploy", "samples/dbg08-long-outage.bpmn", "--db", &named]);
+    assert_eq!(code, 0, "{err}");
+    // The chain alone, by the address: connected, the deployment is there.
+    let chain_only = format!(
+        "{with_password}?sslmode=verify-ca&sslrootcert={}",
+        ca.display()
+    );
+    let (code, out, err) = qflow(&["deployments", "--db", &chain_only]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("samples/dbg08-long-outage.bpmn"), "{out}");
 }

@@ -100,6 +100,17 @@ pub fn tls_dir(test: &str) -> Option<std::path::PathBuf> {
     }
 }
 
+/// `url` by the name the throwaway server's certificate gives
+/// (`localhost`) instead of the address its URL has (`127.0.0.1`, which the
+/// certificate does not name): what `sslmode=verify-full` passes with.
+pub fn by_name(url: &str) -> String {
+    assert!(
+        url.contains("@127.0.0.1:"),
+        "{url}: the TLS tests expect the server of scripts/pg-throwaway.sh (127.0.0.1)"
+    );
+    url.replacen("@127.0.0.1:", "@localhost:", 1)
+}
+
 /// The store `db` names (a SQLite file or a PostgreSQL URL), as `--db`
 /// reads it.
 pub fn open(db: &str) -> Store {

@@ -102,12 +102,16 @@ pub(super) fn connect_error(url: &str, shown: &str, e: &postgres::Error) -> Stor
             Some(path) => format!("the CA in sslrootcert={path}"),
             None => "the system's trusted roots".to_string(),
         };
+        // OpenSSL says "Hostname mismatch" for a name and "IP address
+        // mismatch" for an address: the chain verified either way.
+        let lower = cause.to_ascii_lowercase();
         Some(
-            if cause.to_ascii_lowercase().contains("hostname mismatch") {
+            if lower.contains("hostname mismatch") || lower.contains("ip address mismatch") {
                 format!(
-                    "the server's certificate does not name the URL's host: connect by a name \
-                 or address the certificate lists, or use sslmode=verify-ca to check the \
-                 chain to {against} without the host name"
+                    "the server's certificate does not name the URL's host{}: connect by a \
+                 name or address the certificate lists, or use sslmode=verify-ca to check \
+                 the chain to {against} without the host name",
+                    host(url).map(|h| format!(" {h}")).unwrap_or_default()
                 )
             } else {
                 format!(
@@ -130,6 +134,16 @@ pub(super) fn connect_error(url: &str, shown: &str, e: &postgres::Error) -> Stor
             url: shown.to_string(),
             cause,
         },
+    }
+}
+
+/// The host `url` connects to (the first, when it lists several), as the
+/// certificate's names are checked against it.
+fn host(url: &str) -> Option<String> {
+    let (config, _) = config(url).ok()?;
+    match config.get_hosts().first()? {
+        postgres::config::Host::Tcp(name) => Some(name.clone()),
+        postgres::config::Host::Unix(path) => Some(path.display().to_string()),
     }
 }
 
@@ -226,6 +240,9 @@ mod tests {
         let ca = dir.join("ca.crt");
         let url = fresh(&server, "modes", "sslmode=require");
         let base = url.split_once('?').unwrap().0;
+        // The throwaway server's certificate names localhost, not the
+        // address of its URL: verify-full connects by that name.
+        let by_name = base.replacen("@127.0.0.1:", "@localhost:", 1);
         for (query, tls) in [
             ("sslmode=require".to_string(), true),
             (
@@ -238,7 +255,12 @@ mod tests {
             ),
             ("sslmode=disable".to_string(), false),
         ] {
-            let url = format!("{base}?{query}");
+            let host = if query.contains("verify-full") {
+                &by_name
+            } else {
+                base
+            };
+            let url = format!("{host}?{query}");
             let mut store = connect(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
             assert_eq!(encrypted(&mut store), tls, "{url}");
             // The same store either way: a deployment made over one
