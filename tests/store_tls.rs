@@ -1,7 +1,8 @@
-//! `--db postgres://…?sslmode=…` as a user writes it: a run over a verified
-//! TLS connection (the throwaway cluster's CA as `sslrootcert`), a
-//! certificate that does not verify and one that does not name the URL's
-//! host, each named with the fix, exit 2.
+//! `--db postgres://…` as a user writes it: a run over a verified TLS
+//! connection (the throwaway cluster's CA as `sslrootcert`); a certificate
+//! that does not verify, one that does not name the URL's host, a database
+//! the server does not have and one that holds no qflow tables yet, each
+//! named with what to do, exit 2.
 
 mod support;
 use support::qflow_here as qflow;
@@ -103,4 +104,48 @@ fn a_certificate_that_does_not_name_the_urls_host_is_named_with_the_fix() {
     let (code, out, err) = qflow(&["deployments", "--db", &chain_only]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("samples/dbg08-long-outage.bpmn"), "{out}");
+}
+
+/// A database `createdb` made that no qflow has run against is refused by
+/// a reading command for what it is (not "no such database": it exists),
+/// and a deployment creates the tables; a database the server does not
+/// have is named with `createdb`, by a reading command and by a run alike
+/// (qflow creates its tables, never the database).
+#[test]
+fn an_empty_database_and_a_missing_one_are_named_with_what_to_do() {
+    let Some(fresh) = Fresh::postgres("store_pg_empty") else {
+        return;
+    };
+    let db = fresh.db();
+    let (code, _, err) = qflow(&["instances", "--db", &db]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "--db {db}: the database holds no qflow tables yet \
+             (a run or `qflow deploy MODEL --db {db}` creates them)"
+        )),
+        "{err}"
+    );
+    let (code, _, err) = qflow(&["deploy", "samples/dbg08-long-outage.bpmn", "--db", &db]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = qflow(&["instances", "--db", &db, "--format", "json"]);
+    assert_eq!((code, out.as_str()), (0, "[]\n"), "{err}");
+
+    let missing = format!("{db}_gone");
+    let name = missing.rsplit('/').next().unwrap();
+    for args in [
+        vec!["instances", "--db", &missing],
+        vec!["run", "samples/dbg08-long-outage.bpmn", "--db", &missing],
+    ] {
+        let (code, _, err) = qflow(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "cannot connect to {missing}: the server has no database {name} \
+                 (create it: `createdb {name}`, or CREATE DATABASE {name}; \
+                 the first run or `qflow deploy` creates qflow's tables in it)"
+            )),
+            "{args:?}: {err}"
+        );
+    }
 }

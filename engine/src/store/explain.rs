@@ -10,11 +10,14 @@ use super::{Location, StoreError};
 /// (a PostgreSQL URL shown without its password).
 pub fn connect_error(location: &Location, e: &StoreError) -> String {
     match (location, e) {
-        (_, StoreError::Missing(_)) => format!("{location}: {e}"),
+        (_, StoreError::Missing(_) | StoreError::Empty(_)) => format!("{location}: {e}"),
         // These name the URL themselves (password hidden): said once.
         (
             Location::Postgres(_),
-            StoreError::Connect { .. } | StoreError::Tls { .. } | StoreError::BadUrl { .. },
+            StoreError::Connect { .. }
+            | StoreError::NoDatabase { .. }
+            | StoreError::Tls { .. }
+            | StoreError::BadUrl { .. },
         ) => e.to_string(),
         (Location::Sqlite(path), _) => open_error(path, e),
         (Location::Postgres(_), _) => format!("{location}: {e}"),

@@ -96,6 +96,15 @@ pub enum StoreError {
     Retired(i64),
     #[error("no such database (a run or `qflow deploy MODEL --db {0}` creates it)")]
     Missing(String),
+    /// A PostgreSQL database that exists but holds no qflow store yet
+    /// (made by `createdb`, never run against): a reading command refuses
+    /// it, as it refuses a missing SQLite file, but the database is there.
+    #[error("the database holds no qflow tables yet (a run or `qflow deploy MODEL --db {0}` creates them)")]
+    Empty(String),
+    /// The PostgreSQL server has no database of the URL's name: qflow
+    /// creates its tables, never the database itself.
+    #[error("cannot connect to {url}: the server has no database {name} (create it: `createdb {name}`, or CREATE DATABASE {name}; the first run or `qflow deploy` creates qflow's tables in it)")]
+    NoDatabase { url: String, name: String },
     #[error("database error: {0}")]
     Postgres(#[from] postgres::Error),
     #[error("{url}: {why}")]

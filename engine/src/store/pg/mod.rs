@@ -152,7 +152,7 @@ impl Postgres {
                 .query_one("SELECT to_regclass('qflow_schema')::text", &[])?
                 .get(0);
             if found.is_none() {
-                return Err(StoreError::Missing(shown));
+                return Err(StoreError::Empty(shown));
             }
         }
         let pg = Postgres {

@@ -81,9 +81,20 @@ pub(super) fn config(url: &str) -> Result<(postgres::Config, MakeTlsConnector), 
 }
 
 /// Why connecting to `url` (shown as `shown`, without its password)
-/// failed, with the fix when TLS is the cause: a server that refuses TLS
-/// where the URL requires it, or a certificate that does not verify.
+/// failed, with the fix when it is known: a database the server does not
+/// have, or TLS (a server that refuses it where the URL requires it, a
+/// certificate that does not verify or does not name the host).
 pub(super) fn connect_error(url: &str, shown: &str, e: &postgres::Error) -> StoreError {
+    if e.code() == Some(&postgres::error::SqlState::INVALID_CATALOG_NAME) {
+        if let Ok((config, _)) = config(url) {
+            if let Some(name) = config.get_dbname() {
+                return StoreError::NoDatabase {
+                    url: shown.to_string(),
+                    name: name.to_string(),
+                };
+            }
+        }
+    }
     let cause = full_cause(e);
     let root = url.split_once('?').and_then(|(_, q)| {
         q.split('&')
