@@ -93,6 +93,29 @@ fn a_spent_budget_carried_by_a_repair_says_one_last_attempt_runs(fresh: &Fresh) 
         ),
         "{said}"
     );
+    assert!(!said.contains("another process"), "{said}");
+    // A deployment picked by number can be another process whose node ids
+    // happen to match (DBG-08's `charge`): allowed, and said.
+    let dbg08 = samples.join("dbg08-charge.bpmn");
+    let deployed = qflow(dir, &["deploy", dbg08.to_str().unwrap(), "--db", &db]);
+    assert_eq!(deployed.status.code(), Some(0));
+    let other = qflow(
+        dir,
+        &[
+            "migrate",
+            "checkout-1",
+            "--to",
+            "2",
+            "--db",
+            &db,
+            "--dry-run",
+        ],
+    );
+    let said = String::from_utf8_lossy(&other.stdout);
+    assert!(
+        said.contains("process checkout → dbg08: another process (its nodes are matched by id or --map); check it is the model you mean"),
+        "{said}"
+    );
     let resumed = qflow(
         dir,
         &["resume", "checkout-1", "--scenario", outage, "--db", &db],

@@ -100,6 +100,12 @@ pub struct Plan {
     pub status_after: Status,
     /// Every node holding state, in the old model's flow order.
     pub moves: Vec<NodeMove>,
+    /// The process id of the instance's model and of the new one: a repair
+    /// onto another process is allowed (its nodes map by id or `--map`),
+    /// and the plan says so, since a deployment picked by its number alone
+    /// can be the wrong model.
+    pub from_process: String,
+    pub to_process: String,
 }
 
 impl Plan {
@@ -117,6 +123,12 @@ impl Plan {
                 ", burned budget kept"
             }
         )];
+        if self.from_process != self.to_process {
+            out.push(format!(
+                "  process {} → {}: another process (its nodes are matched by id or --map); check it is the model you mean",
+                self.from_process, self.to_process
+            ));
+        }
         if self.moves.is_empty() {
             out.push("  no node holds state".into());
         }
@@ -388,6 +400,8 @@ pub(super) fn check(
         status_before: facts.status,
         status_after: facts.status,
         moves,
+        from_process: old.process_id.clone(),
+        to_process: new.process_id.clone(),
     })
 }
 
