@@ -100,12 +100,11 @@ pub struct Plan {
     pub status_after: Status,
     /// Every node holding state, in the old model's flow order.
     pub moves: Vec<NodeMove>,
-    /// The process id of the instance's model and of the new one: a repair
-    /// onto another process is allowed (its nodes map by id or `--map`),
-    /// and the plan says so, since a deployment picked by its number alone
-    /// can be the wrong model.
-    pub from_process: String,
-    pub to_process: String,
+    /// The process ids (old, new) when the new model is another process: a
+    /// repair onto it is allowed (its nodes map by id or `--map`), and the
+    /// plan says so, since a deployment picked by its number alone can be
+    /// the wrong model. Boxed: a plan travels in every `Decision`.
+    pub other_process: Option<Box<(String, String)>>,
 }
 
 impl Plan {
@@ -123,10 +122,10 @@ impl Plan {
                 ", burned budget kept"
             }
         )];
-        if self.from_process != self.to_process {
+        if let Some(p) = &self.other_process {
             out.push(format!(
                 "  process {} → {}: another process (its nodes are matched by id or --map); check it is the model you mean",
-                self.from_process, self.to_process
+                p.0, p.1
             ));
         }
         if self.moves.is_empty() {
@@ -400,8 +399,8 @@ pub(super) fn check(
         status_before: facts.status,
         status_after: facts.status,
         moves,
-        from_process: old.process_id.clone(),
-        to_process: new.process_id.clone(),
+        other_process: (old.process_id != new.process_id)
+            .then(|| Box::new((old.process_id.clone(), new.process_id.clone()))),
     })
 }
 
