@@ -65,13 +65,11 @@ pub fn analyze(source: &str) -> Analysis {
 
 /// [`analyze`] with the rule settings of a configuration (see [`crate::config`]).
 pub fn analyze_with(source: &str, settings: &Settings) -> Analysis {
-    let doc = match xml::parse_with(source, DRAWING_LEAVES) {
-        Ok(doc) => doc,
+    // The model is read straight from the parser's events: no tree.
+    let read = match reader::read_source(source, DRAWING_LEAVES) {
+        Ok(read) => read,
         Err(e) => return xml_fault(e),
     };
-    let read = reader::read(&doc);
-    // The rules need only the model and the source: free the tree first.
-    drop(doc);
     let definitions = match read {
         Ok(defs) => defs,
         Err(d) => {

@@ -1,4 +1,6 @@
-//! Reads the semantic [`Definitions`] out of a spanned XML tree.
+//! Reads the semantic [`Definitions`] out of a spanned XML tree ([`read`]),
+//! or straight from the parser's events ([`read_source`], what the loader
+//! uses: the same model without building the tree).
 //!
 //! This is the only place that knows how BPMN lays its elements out in XML.
 //! It never rejects anything except a document that is not BPMN at all (QF002):
@@ -7,7 +9,12 @@
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::*;
 use crate::span::Span;
-use crate::xml::{ElementId, XmlAttr, XmlDoc, XmlElement, BPMN_NS, QFLOW_NS};
+use std::borrow::Cow;
+
+use crate::xml::{
+    self, ElementId, LeafBounds, ParseOptions, Start, XmlAttr, XmlDoc, XmlElement, XmlError,
+    BPMN_NS, QFLOW_NS,
+};
 
 pub const BPMNDI_NS: &str = "http://www.omg.org/spec/BPMN/20100524/DI";
 pub const DC_NS: &str = "http://www.omg.org/spec/DD/20100524/DC";
@@ -801,5 +808,997 @@ fn read_trigger(doc: &XmlDoc<'_>, id: ElementId) -> EventTrigger {
         },
         [(_, def)] => EventTrigger::Other(def.local.to_string()),
         _ => EventTrigger::Other("multiple event definitions".to_string()),
+    }
+}
+
+/// Read a document straight from the parser's events, with no tree: the
+/// same [`Definitions`] (or the same QF002) as [`read`] of
+/// [`crate::xml::parse_with`]'s tree, and the same first XML fault.
+///
+/// The tree was built only to be walked once: building it touched ~20 MB
+/// on a 12 MB model, and walking it lexed every start tag again. Here each
+/// element is read when its start tag is, into the model's place for it,
+/// and what is only known at its end tag (its span, the text of an
+/// `incoming`, a node's event trigger) is filled in then. The outer
+/// `Result` is the XML fault (QF001), the inner one QF002.
+#[allow(clippy::result_large_err)]
+pub fn read_source(
+    source: &str,
+    options: ParseOptions<'_>,
+) -> Result<Result<Definitions, Diagnostic>, XmlError> {
+    let mut b = Builder {
+        source,
+        defs: Definitions::default(),
+        refused: None,
+        frames: Vec::new(),
+        pending: Vec::new(),
+        shapes: Vec::new(),
+        attrs: Vec::new(),
+        lanes: Vec::new(),
+        later_sets: Vec::new(),
+    };
+    let declared = xml::drive(source, options, &mut b)?;
+    if let Some(d) = b.refused {
+        return Ok(Err(d));
+    }
+    let mut defs = b.defs;
+    defs.declares_qflow = declared.iter().any(|u| u == QFLOW_NS);
+    defs.shape_bounds.sort_by_key(|s| s.diagram);
+    Ok(Ok(defs))
+}
+
+/// "None" in the builder's indices.
+const NO: u32 = u32::MAX;
+
+/// What an open element is to the model (beside the id/reference index,
+/// which every element takes part in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Plain,
+    Definitions,
+    /// The `extensionElements` of `definitions`.
+    DefsExt,
+    Collaboration,
+    Process {
+        p: u32,
+    },
+    /// A process's or sub-process's `laneSet` (`later`: its place in
+    /// [`Builder::later_sets`] when it is not the container's first), or a
+    /// lane's `childLaneSet`.
+    LaneSet {
+        later: u32,
+    },
+    Lane,
+    Node {
+        p: u32,
+        node: u32,
+        container: bool,
+    },
+    Flow {
+        p: u32,
+        flow: u32,
+    },
+    /// A flow's first `conditionExpression`.
+    Condition {
+        p: u32,
+        flow: u32,
+    },
+    NodeExt {
+        p: u32,
+        node: u32,
+        first: bool,
+    },
+    Retry {
+        p: u32,
+        node: u32,
+        k: u32,
+    },
+    Timeout {
+        p: u32,
+        node: u32,
+        k: u32,
+    },
+    /// A node's `*EventDefinition`: `k` in its `event_definitions`.
+    EventDef {
+        p: u32,
+        node: u32,
+        k: u32,
+    },
+    /// `timeDuration` (0), `timeDate` (1), `timeCycle` (2) in a node's first
+    /// event definition.
+    TimerPart {
+        which: u8,
+    },
+    Incoming {
+        p: u32,
+        node: u32,
+    },
+    Outgoing {
+        p: u32,
+        node: u32,
+    },
+    ErrorDef(u32),
+    ChannelConfig(u32),
+}
+
+/// The namespaces the reader tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ns {
+    Bpmn,
+    BpmnDi,
+    Dc,
+    Di,
+    Qflow,
+    Other,
+}
+
+fn ns_of(ns: Option<&str>) -> Ns {
+    match ns {
+        Some(BPMN_NS) => Ns::Bpmn,
+        Some(BPMNDI_NS) => Ns::BpmnDi,
+        Some(DC_NS) => Ns::Dc,
+        Some(DI_NS) => Ns::Di,
+        Some(QFLOW_NS) => Ns::Qflow,
+        _ => Ns::Other,
+    }
+}
+
+/// First-child flags of a frame.
+const SEEN_CONDITION: u8 = 1;
+const SEEN_EXTENSION: u8 = 2;
+const SEEN_LINK: u8 = 4;
+const SEEN_LANE_SET: u8 = 8;
+
+/// An element whose end tag has not been read yet.
+struct Frame<'a> {
+    local: &'a str,
+    ns: Ns,
+    /// Inside extension content, or not in a BPMN namespace: contributes no ids.
+    vendor: bool,
+    role: Role,
+    start: u32,
+    start_tag_end: u32,
+    /// Model entries whose span ends at this element's end tag.
+    id_decl: u32,
+    qflow_item: u32,
+    diagram: u32,
+    /// Index into [`Builder::shapes`] for a `BPMNShape`.
+    shape: u32,
+    seen: u8,
+    /// A process or sub-process: where its lanes and later lane sets start
+    /// in [`Builder::lanes`] and [`Builder::later_sets`].
+    lanes_mark: u32,
+    later_mark: u32,
+    /// Direct text, kept only for the roles that read it (see `push_text`).
+    wants_text: bool,
+    text: Cow<'a, str>,
+    text_start: u32,
+    text_end: u32,
+}
+
+/// What a node's event trigger is made of, known at its end tag.
+struct PendingNode {
+    defs: u32,
+    first_local: &'static str,
+    first_other: Option<String>,
+    first_span: Span,
+    error_ref: Option<Attr>,
+    timer: [Option<Attr>; 3],
+}
+
+/// A shape and the bounds it may get: a skipped `dc:Bounds` leaf first, else
+/// its first kept `dc:Bounds` child.
+struct ShapeState {
+    diagram: u32,
+    expanded: bool,
+    taken: bool,
+    candidate: Option<Option<(f32, f32, f32, f32)>>,
+}
+
+struct Builder<'a> {
+    source: &'a str,
+    defs: Definitions,
+    refused: Option<Diagnostic>,
+    frames: Vec<Frame<'a>>,
+    /// One per open node, innermost last.
+    pending: Vec<PendingNode>,
+    shapes: Vec<ShapeState>,
+    /// The current start tag's attributes (reused).
+    attrs: Vec<XmlAttr<'a>>,
+    /// Lanes and later lane sets of the open processes and sub-processes:
+    /// each container hands its own on at its end tag, after those of the
+    /// sub-processes inside it, in the order [`read`] gives them.
+    lanes: Vec<Labelled>,
+    later_sets: Vec<Span>,
+}
+
+fn attr_ref(a: &XmlAttr<'_>) -> Attr {
+    Attr {
+        value: Text::from(a.value.as_ref()),
+        span: a.value_span,
+        full_span: a.span,
+    }
+}
+
+/// The first unprefixed attribute named `local`, as [`XmlElement::attr`] finds it.
+fn plain_of(attrs: &[XmlAttr<'_>], local: &str) -> Option<Attr> {
+    attrs
+        .iter()
+        .find(|a| a.qname == local && a.ns.is_none())
+        .map(attr_ref)
+}
+
+fn true_of(attrs: &[XmlAttr<'_>], local: &str) -> bool {
+    attrs
+        .iter()
+        .find(|a| a.qname == local && a.ns.is_none())
+        .is_some_and(|a| a.value.trim() == "true")
+}
+
+fn labelled_of(local: &str, attrs: &[XmlAttr<'_>], name_span: Span) -> Labelled {
+    Labelled {
+        local: name(local),
+        id: plain_of(attrs, "id"),
+        name: plain_of(attrs, "name"),
+        name_span,
+        process_ref: plain_of(attrs, "processRef"),
+    }
+}
+
+/// [`Plain::read`] over attributes already built.
+fn plain_slots<'x, 'a, const N: usize>(
+    attrs: &'x [XmlAttr<'a>],
+    names: &[&str; N],
+) -> ([Option<&'x XmlAttr<'a>>; N], [Option<&'x XmlAttr<'a>>; 3]) {
+    let mut found: ([Option<&XmlAttr<'a>>; N], [Option<&XmlAttr<'a>>; 3]) = ([None; N], [None; 3]);
+    for a in attrs {
+        match a.ns.as_deref() {
+            None => {
+                if let Some(k) = names.iter().position(|n| *n == a.qname) {
+                    if found.0[k].is_none() {
+                        found.0[k] = Some(a);
+                    }
+                }
+            }
+            Some(QFLOW_NS) => {
+                let k = match a.local {
+                    "task" => 0,
+                    "channel" => 1,
+                    "operation" => 2,
+                    _ => continue,
+                };
+                if found.1[k].is_none() {
+                    found.1[k] = Some(a);
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    found
+}
+
+fn numbers_of(attrs: &[XmlAttr<'_>]) -> Option<(f32, f32, f32, f32)> {
+    let num = |n: &str| {
+        attrs
+            .iter()
+            .find(|a| a.qname == n && a.ns.is_none())
+            .and_then(|a| a.value.trim().parse::<f32>().ok())
+            .filter(|v| v.is_finite())
+    };
+    Some((num("x")?, num("y")?, num("width")?, num("height")?))
+}
+
+impl<'a> Builder<'a> {
+    fn node_mut(&mut self, p: u32, node: u32) -> &mut Node {
+        &mut self.defs.processes[p as usize].nodes[node as usize]
+    }
+
+    /// The element's text as [`text_attr`] reads it from a tree element.
+    fn text_of(&self, f: &Frame<'a>, end: usize) -> Option<Attr> {
+        if f.text_start == NO {
+            return None;
+        }
+        let span = Span::new(f.text_start as usize, f.text_end as usize);
+        let raw = &self.source[span.start..span.end];
+        let lead = raw.len() - raw.trim_start().len();
+        let trail = raw.len() - raw.trim_end().len();
+        let value = Text::from(f.text.trim());
+        let inner = if lead + trail >= raw.len() {
+            Span::at(span.start)
+        } else {
+            Span::new(span.start + lead, span.end - trail)
+        };
+        Some(Attr {
+            value,
+            span: inner,
+            full_span: Span::new(f.start as usize, end),
+        })
+    }
+
+    /// The index pass of [`index_ids_refs_and_qflow`] for one element.
+    fn index(&mut self, e: &Start<'a, '_>, frame: &mut Frame<'a>, attrs: &[XmlAttr<'a>]) {
+        let span = Span::new(e.start, e.start_tag_end);
+        let local = e.local();
+        let depth = self.frames.len();
+        let parent = self.frames.last();
+        if frame.ns == Ns::Qflow {
+            let host = parent.map(|p| name(p.local)).unwrap_or_default();
+            let owner = match parent {
+                Some(p) if p.ns == Ns::Bpmn && p.local == "extensionElements" => depth
+                    .checked_sub(2)
+                    .map(|g| name(self.frames[g].local))
+                    .unwrap_or_default(),
+                _ => host.clone(),
+            };
+            frame.qflow_item = self.defs.qflow_items.len() as u32;
+            self.defs.qflow_items.push(QflowItem {
+                is_element: true,
+                local: name(local),
+                qname: name(e.qname),
+                name_span: e.name_span(),
+                span,
+                host,
+                owner,
+                attributes: attrs
+                    .iter()
+                    .map(|a| NamedAttr {
+                        qname: Text::from(a.qname),
+                        local: Text::from(a.local),
+                        in_qflow_ns: a.ns.as_deref() == Some(QFLOW_NS),
+                        is_xmlns: a.is_namespace_declaration(),
+                        name_span: a.name_span,
+                        attr: attr_ref(a),
+                    })
+                    .collect(),
+            });
+        }
+        let is_di = frame.ns == Ns::BpmnDi;
+        for a in attrs {
+            if a.ns.as_deref() == Some(QFLOW_NS) {
+                self.defs.qflow_items.push(QflowItem {
+                    is_element: false,
+                    local: name(a.local),
+                    qname: name(a.qname),
+                    name_span: a.name_span,
+                    span: a.span,
+                    host: name(local),
+                    owner: name(local),
+                    attributes: Vec::new(),
+                });
+            }
+            if a.is_namespace_declaration()
+                && !matches!(
+                    a.value.as_ref(),
+                    BPMN_NS | BPMNDI_NS | DC_NS | DI_NS | QFLOW_NS
+                )
+            {
+                self.defs.namespace_bindings.push(NamespaceBinding {
+                    qname: Text::from(a.qname),
+                    uri: attr_ref(a),
+                });
+            }
+            if frame.vendor || a.ns.is_some() {
+                continue;
+            }
+            if a.local == "id" {
+                frame.id_decl = self.defs.ids.len() as u32;
+                self.defs.ids.push(IdDecl {
+                    id: attr_ref(a),
+                    element: ElementRef {
+                        local: name(local),
+                        span,
+                        name_span: e.name_span(),
+                    },
+                });
+            } else if let Some(kind) = reference_kind(a.local) {
+                if is_di && kind == RefKind::BpmnElement {
+                    if local == "BPMNShape" {
+                        frame.shape = self.shapes.len() as u32;
+                        self.shapes.push(ShapeState {
+                            diagram: self.defs.diagram_elements.len() as u32,
+                            expanded: true_of(attrs, "isExpanded"),
+                            taken: false,
+                            candidate: None,
+                        });
+                    }
+                    frame.diagram = self.defs.diagram_elements.len() as u32;
+                    self.defs.diagram_elements.push(DiagramElement {
+                        bpmn_element: Text::from(a.value.as_ref()),
+                        span,
+                    });
+                }
+                if kind == RefKind::Default && !(local.ends_with("Gateway") || is_activity(local)) {
+                    continue;
+                }
+                if a.value.is_empty() && kind == RefKind::Default {
+                    continue;
+                }
+                self.defs.references.push(Reference {
+                    kind,
+                    target: attr_ref(a),
+                });
+            }
+        }
+        // A kept `dc:Bounds` in a shape: the shape's bounds unless a skipped
+        // leaf gives them.
+        if frame.ns == Ns::Dc && local == "Bounds" {
+            if let Some(shape) = parent.map(|p| p.shape).filter(|&s| s != NO) {
+                let shape = &mut self.shapes[shape as usize];
+                if shape.candidate.is_none() {
+                    shape.candidate = Some(numbers_of(attrs));
+                }
+            }
+        }
+    }
+
+    /// What the element is to the model, from its parent's role; pushes the
+    /// model entry it starts.
+    fn role(&mut self, e: &Start<'a, '_>, ns: Ns, attrs: &[XmlAttr<'a>]) -> Role {
+        let local = e.local();
+        let span = Span::new(e.start, e.start_tag_end);
+        let Some(parent) = self.frames.last() else {
+            return Role::Definitions;
+        };
+        let (parent_role, parent_local, parent_seen) = (parent.role, parent.local, parent.seen);
+        let bpmn = ns == Ns::Bpmn;
+        match parent_role {
+            Role::Definitions => {
+                if bpmn && matches!(local, "message" | "signal" | "error" | "escalation") {
+                    self.defs
+                        .globals
+                        .push(labelled_of(local, attrs, e.name_span()));
+                }
+                if bpmn && local == "collaboration" {
+                    return Role::Collaboration;
+                }
+                if bpmn && local == "process" {
+                    let p = self.defs.processes.len() as u32;
+                    self.defs.processes.push(Process {
+                        id: plain_of(attrs, "id"),
+                        name: plain_of(attrs, "name"),
+                        is_executable: true_of(attrs, "isExecutable"),
+                        span,
+                        name_span: e.name_span(),
+                        nodes: Vec::new(),
+                        flows: Vec::new(),
+                        other_defaults: Vec::new(),
+                        links: Vec::new(),
+                        lanes: Vec::new(),
+                        later_lane_sets: Vec::new(),
+                    });
+                    return Role::Process { p };
+                }
+                if bpmn && local == "error" {
+                    if let Some(id) = plain_of(attrs, "id") {
+                        let k = self.defs.errors.len() as u32;
+                        self.defs.errors.push(ErrorDef {
+                            id,
+                            error_code: plain_of(attrs, "errorCode"),
+                            name: plain_of(attrs, "name"),
+                            span,
+                        });
+                        return Role::ErrorDef(k);
+                    }
+                    return Role::Plain;
+                }
+                if ns == Ns::Qflow && local == "channelConfig" {
+                    return self.channel_config(e, attrs);
+                }
+                if bpmn && local == "extensionElements" {
+                    return Role::DefsExt;
+                }
+                Role::Plain
+            }
+            Role::DefsExt if ns == Ns::Qflow && local == "channelConfig" => {
+                self.channel_config(e, attrs)
+            }
+            Role::Collaboration if bpmn && local == "participant" => {
+                self.defs
+                    .participants
+                    .push(labelled_of(local, attrs, e.name_span()));
+                Role::Plain
+            }
+            Role::Process { .. }
+            | Role::Node {
+                container: true, ..
+            } if bpmn && local == "laneSet" => {
+                let later = if parent_seen & SEEN_LANE_SET == 0 {
+                    NO
+                } else {
+                    self.later_sets.push(span);
+                    self.later_sets.len() as u32 - 1
+                };
+                self.frames.last_mut().expect("the parent").seen |= SEEN_LANE_SET;
+                Role::LaneSet { later }
+            }
+            Role::LaneSet { .. } if bpmn && local == "lane" => {
+                self.lanes.push(labelled_of(local, attrs, e.name_span()));
+                Role::Lane
+            }
+            Role::Lane if bpmn && local == "childLaneSet" => Role::LaneSet { later: NO },
+            Role::Process { p } if bpmn => self.flow_element(e, attrs, p, None),
+            Role::Node { p, node, container } if bpmn => {
+                if local.ends_with("EventDefinition") {
+                    let k = {
+                        let n = self.node_mut(p, node);
+                        n.event_definitions.push(ElementRef {
+                            local: name(local),
+                            span,
+                            name_span: e.name_span(),
+                        });
+                        n.event_definitions.len() as u32 - 1
+                    };
+                    let pending = self.pending.last_mut().expect("an open node");
+                    pending.defs += 1;
+                    if pending.defs == 1 {
+                        pending.first_span = span;
+                        pending.first_local = match local {
+                            "timerEventDefinition" => "timerEventDefinition",
+                            "errorEventDefinition" => "errorEventDefinition",
+                            _ => {
+                                pending.first_other = Some(local.to_string());
+                                ""
+                            }
+                        };
+                        pending.error_ref = plain_of(attrs, "errorRef");
+                    }
+                    if local == "linkEventDefinition"
+                        && parent_local.ends_with("Event")
+                        && parent_seen & SEEN_LINK == 0
+                    {
+                        self.frames.last_mut().expect("the parent").seen |= SEEN_LINK;
+                        self.defs.processes[p as usize]
+                            .links
+                            .push((node, plain_of(attrs, "name")));
+                    }
+                    return Role::EventDef { p, node, k };
+                }
+                match local {
+                    "incoming" => return Role::Incoming { p, node },
+                    "outgoing" => return Role::Outgoing { p, node },
+                    "extensionElements" => {
+                        let first = parent_seen & SEEN_EXTENSION == 0;
+                        self.frames.last_mut().expect("the parent").seen |= SEEN_EXTENSION;
+                        return Role::NodeExt { p, node, first };
+                    }
+                    _ => {}
+                }
+                if container {
+                    return self.flow_element(e, attrs, p, Some(node as usize));
+                }
+                Role::Plain
+            }
+            Role::NodeExt { p, node, .. } if ns == Ns::Qflow => match local {
+                "retry" => {
+                    let n = self.node_mut(p, node);
+                    n.retries.push(RetrySpec {
+                        span,
+                        name_span: e.name_span(),
+                        qname: Text::from(e.qname),
+                        max_attempts: plain_of(attrs, "maxAttempts"),
+                        backoff: plain_of(attrs, "backoff"),
+                        initial: plain_of(attrs, "initial"),
+                        factor: plain_of(attrs, "factor"),
+                        max_delay: plain_of(attrs, "maxDelay"),
+                        max_elapsed: plain_of(attrs, "maxElapsed"),
+                        jitter: plain_of(attrs, "jitter"),
+                        non_retryable_codes: plain_of(attrs, "nonRetryableCodes"),
+                    });
+                    let k = n.retries.len() as u32 - 1;
+                    Role::Retry { p, node, k }
+                }
+                "timeout" => {
+                    let n = self.node_mut(p, node);
+                    n.timeouts.push(TimeoutSpec {
+                        span,
+                        name_span: e.name_span(),
+                        qname: Text::from(e.qname),
+                        duration: plain_of(attrs, "duration"),
+                    });
+                    let k = n.timeouts.len() as u32 - 1;
+                    Role::Timeout { p, node, k }
+                }
+                _ => Role::Plain,
+            },
+            Role::EventDef { k: 0, .. } if bpmn => match local {
+                "timeDuration" => Role::TimerPart { which: 0 },
+                "timeDate" => Role::TimerPart { which: 1 },
+                "timeCycle" => Role::TimerPart { which: 2 },
+                _ => Role::Plain,
+            },
+            Role::Flow { p, flow }
+                if bpmn && local == "conditionExpression" && parent_seen & SEEN_CONDITION == 0 =>
+            {
+                self.frames.last_mut().expect("the parent").seen |= SEEN_CONDITION;
+                Role::Condition { p, flow }
+            }
+            _ => Role::Plain,
+        }
+    }
+
+    /// A process or sub-process ends: its lanes and later lane sets go to
+    /// the process.
+    fn hand_on_lanes(&mut self, p: u32, f: &Frame<'a>) {
+        let process = &mut self.defs.processes[p as usize];
+        process
+            .lanes
+            .extend(self.lanes.drain(f.lanes_mark as usize..));
+        process
+            .later_lane_sets
+            .extend(self.later_sets.drain(f.later_mark as usize..));
+    }
+
+    fn channel_config(&mut self, e: &Start<'a, '_>, attrs: &[XmlAttr<'a>]) -> Role {
+        let k = self.defs.channel_configs.len() as u32;
+        self.defs.channel_configs.push(ChannelConfig {
+            channel: plain_of(attrs, "channel"),
+            max_deliveries: plain_of(attrs, "maxDeliveries"),
+            delivery_interval: plain_of(attrs, "deliveryInterval"),
+            span: Span::new(e.start, e.start_tag_end),
+            name_span: e.name_span(),
+        });
+        Role::ChannelConfig(k)
+    }
+
+    /// A BPMN child of a process or sub-process: a sequence flow or a flow
+    /// node, as [`read_container`] reads them.
+    fn flow_element(
+        &mut self,
+        e: &Start<'a, '_>,
+        attrs: &[XmlAttr<'a>],
+        p: u32,
+        scope: Option<usize>,
+    ) -> Role {
+        let local = e.local();
+        let span = Span::new(e.start, e.start_tag_end);
+        let process = &mut self.defs.processes[p as usize];
+        if local == "sequenceFlow" {
+            let ([id, name_attr, source, target], _) =
+                plain_slots(attrs, &["id", "name", "sourceRef", "targetRef"]);
+            let flow = process.flows.len() as u32;
+            process.flows.push(Flow {
+                id: id.map(attr_ref).unwrap_or_else(|| Attr {
+                    value: Text::default(),
+                    span: e.name_span(),
+                    full_span: e.name_span(),
+                }),
+                name: name_attr.map(attr_ref),
+                source: source.map(attr_ref),
+                target: target.map(attr_ref),
+                condition: None,
+                span,
+                scope,
+            });
+            return Role::Flow { p, flow };
+        }
+        let Some(&element) = FLOW_NODES.iter().find(|n| **n == local) else {
+            return Role::Plain;
+        };
+        let (
+            [id_attr, name_attr, default, attached_to, cancel_activity, triggered_by_event, for_compensation, is_interrupting],
+            [task, channel, operation],
+        ) = plain_slots(attrs, &NODE_ATTRS);
+        let is_true = |a: Option<&XmlAttr<'_>>| a.is_some_and(|a| a.value.trim() == "true");
+        let mut default = default.map(attr_ref);
+        let kind = match element {
+            "startEvent" => NodeKind::StartEvent {
+                trigger: EventTrigger::None,
+            },
+            "endEvent" => NodeKind::EndEvent {
+                trigger: EventTrigger::None,
+            },
+            "exclusiveGateway" => NodeKind::ExclusiveGateway {
+                default: default.take(),
+            },
+            "parallelGateway" => NodeKind::ParallelGateway,
+            "serviceTask" => NodeKind::ServiceTask(TaskAttrs {
+                task: task.map(attr_ref),
+                channel: channel.map(attr_ref),
+                operation: operation.map(attr_ref),
+            }),
+            "boundaryEvent" => NodeKind::BoundaryEvent {
+                attached_to: attached_to.map(attr_ref),
+                interrupting: cancel_activity.is_none_or(|a| a.value.trim() != "false"),
+                trigger: EventTrigger::None,
+            },
+            "intermediateCatchEvent" => NodeKind::IntermediateCatchEvent {
+                trigger: EventTrigger::None,
+            },
+            "subProcess" | "transaction" | "adHocSubProcess" => NodeKind::SubProcess {
+                triggered_by_event: is_true(triggered_by_event),
+            },
+            _ => NodeKind::Other,
+        };
+        let index = process.nodes.len() as u32;
+        process.nodes.push(Node {
+            id: id_attr.map(attr_ref).unwrap_or_else(|| Attr {
+                value: Text::default(),
+                span: e.name_span(),
+                full_span: e.name_span(),
+            }),
+            name: name_attr.map(attr_ref),
+            element: name(element),
+            kind,
+            span,
+            name_span: e.name_span(),
+            scope,
+            retries: Vec::new(),
+            timeouts: Vec::new(),
+            for_compensation: is_true(for_compensation),
+            qname: name(e.qname),
+            tag: ElementSpans {
+                span,
+                start_tag: span,
+                self_closing: false,
+            },
+            extension_elements: None,
+            event_definitions: Vec::new(),
+            incoming_refs: Vec::with_capacity(1),
+            outgoing_refs: Vec::with_capacity(1),
+            non_interrupting: element == "startEvent"
+                && is_interrupting.is_some_and(|a| a.value.trim() == "false"),
+        });
+        if element != "exclusiveGateway" {
+            if let Some(d) = default.filter(|d| !d.value.is_empty()) {
+                process.other_defaults.push((index, d));
+            }
+        }
+        self.pending.push(PendingNode {
+            defs: 0,
+            first_local: "",
+            first_other: None,
+            first_span: Span::default(),
+            error_ref: None,
+            timer: [None, None, None],
+        });
+        Role::Node {
+            p,
+            node: index,
+            container: matches!(element, "subProcess" | "transaction" | "adHocSubProcess"),
+        }
+    }
+}
+
+impl<'a> xml::Sink<'a> for Builder<'a> {
+    fn start(&mut self, e: &Start<'a, '_>) -> Result<(), XmlError> {
+        if self.refused.is_some() {
+            return Ok(());
+        }
+        let ns = ns_of(e.ns.as_deref());
+        let local = e.local();
+        if self.frames.is_empty() {
+            if !(ns == Ns::Bpmn && local == "definitions") {
+                let found = match e.ns.as_deref() {
+                    Some(ns) => format!("<{}> in namespace `{ns}`", e.qname),
+                    None => format!("<{}> in no namespace", e.qname),
+                };
+                self.refused = Some(
+                    Diagnostic::new(
+                        Code::QF002,
+                        e.name_span(),
+                        format!("not a BPMN 2.0 document: the root element is {found}"),
+                    )
+                    .label("expected <definitions> of the BPMN 2.0 model namespace")
+                    .help(format!(
+                        "the root must be <bpmn:definitions xmlns:bpmn=\"{BPMN_NS}\">; check the namespace URI is exactly this one"
+                    )),
+                );
+                return Ok(());
+            }
+            self.defs.span = Span::new(e.start, e.start_tag_end);
+            self.defs.name_span = e.name_span();
+        }
+        let mut attrs = std::mem::take(&mut self.attrs);
+        e.attrs_into(&mut attrs);
+        let parent_vendor = self
+            .frames
+            .last()
+            .is_some_and(|p| p.vendor || (p.ns == Ns::Bpmn && p.local == "extensionElements"));
+        let is_spec_ns = matches!(ns, Ns::Bpmn | Ns::BpmnDi | Ns::Dc | Ns::Di);
+        let mut frame = Frame {
+            local,
+            ns,
+            vendor: parent_vendor || !is_spec_ns,
+            role: Role::Plain,
+            start: e.start as u32,
+            start_tag_end: e.start_tag_end as u32,
+            id_decl: NO,
+            qflow_item: NO,
+            diagram: NO,
+            shape: NO,
+            seen: 0,
+            lanes_mark: self.lanes.len() as u32,
+            later_mark: self.later_sets.len() as u32,
+            wants_text: false,
+            text: Cow::Borrowed(""),
+            text_start: NO,
+            text_end: NO,
+        };
+        self.index(e, &mut frame, &attrs);
+        frame.role = self.role(e, ns, &attrs);
+        frame.wants_text = matches!(
+            frame.role,
+            Role::Condition { .. }
+                | Role::TimerPart { .. }
+                | Role::Incoming { .. }
+                | Role::Outgoing { .. }
+        );
+        self.attrs = attrs;
+        self.frames.push(frame);
+        Ok(())
+    }
+
+    fn end(&mut self, end: usize) {
+        if self.refused.is_some() {
+            return;
+        }
+        let Some(f) = self.frames.pop() else {
+            return;
+        };
+        let span = Span::new(f.start as usize, end);
+        if f.id_decl != NO {
+            self.defs.ids[f.id_decl as usize].element.span = span;
+        }
+        if f.qflow_item != NO {
+            self.defs.qflow_items[f.qflow_item as usize].span = span;
+        }
+        if f.diagram != NO {
+            self.defs.diagram_elements[f.diagram as usize].span = span;
+        }
+        if f.shape != NO {
+            let shape = &mut self.shapes[f.shape as usize];
+            if !shape.taken {
+                if let Some(Some((x, y, width, height))) = shape.candidate {
+                    shape.taken = true;
+                    self.defs.shape_bounds.push(ShapeBounds {
+                        diagram: shape.diagram,
+                        expanded: shape.expanded,
+                        x,
+                        y,
+                        width,
+                        height,
+                    });
+                }
+            }
+        }
+        let spans = ElementSpans {
+            span,
+            start_tag: Span::new(f.start as usize, f.start_tag_end as usize),
+            self_closing: end == f.start_tag_end as usize,
+        };
+        match f.role {
+            Role::Definitions => self.defs.span = span,
+            Role::Process { p } => {
+                self.defs.processes[p as usize].span = span;
+                self.hand_on_lanes(p, &f);
+            }
+            Role::ErrorDef(k) => self.defs.errors[k as usize].span = span,
+            Role::ChannelConfig(k) => self.defs.channel_configs[k as usize].span = span,
+            Role::Flow { p, flow } => {
+                self.defs.processes[p as usize].flows[flow as usize].span = span
+            }
+            Role::Condition { p, flow } => {
+                // Written but empty: an empty condition (see `read_container`).
+                let condition = self.text_of(&f, end).unwrap_or_else(|| Attr {
+                    value: Text::default(),
+                    span: Span::at(end),
+                    full_span: span,
+                });
+                self.defs.processes[p as usize].flows[flow as usize].condition = Some(condition);
+            }
+            Role::Node { p, node, container } => {
+                if container {
+                    self.hand_on_lanes(p, &f);
+                }
+                let pending = self.pending.pop().expect("an open node");
+                let trigger = match pending.defs {
+                    0 => EventTrigger::None,
+                    1 => match pending.first_local {
+                        "timerEventDefinition" => {
+                            let [time_duration, time_date, time_cycle] = pending.timer;
+                            EventTrigger::Timer(Box::new(TimerDef {
+                                span: pending.first_span,
+                                time_duration,
+                                time_date,
+                                time_cycle,
+                            }))
+                        }
+                        "errorEventDefinition" => EventTrigger::Error {
+                            error_ref: pending.error_ref,
+                            span: pending.first_span,
+                        },
+                        _ => EventTrigger::Other(pending.first_other.unwrap_or_default()),
+                    },
+                    _ => EventTrigger::Other("multiple event definitions".to_string()),
+                };
+                let n = self.node_mut(p, node);
+                n.span = span;
+                n.tag = spans;
+                match &mut n.kind {
+                    NodeKind::StartEvent { trigger: t }
+                    | NodeKind::EndEvent { trigger: t }
+                    | NodeKind::BoundaryEvent { trigger: t, .. }
+                    | NodeKind::IntermediateCatchEvent { trigger: t } => *t = trigger,
+                    _ => {}
+                }
+            }
+            Role::EventDef { p, node, k } => {
+                self.node_mut(p, node).event_definitions[k as usize].span = span;
+                if k == 0 {
+                    if let Some(pending) = self.pending.last_mut() {
+                        pending.first_span = span;
+                    }
+                }
+            }
+            Role::TimerPart { which } => {
+                let text = self.text_of(&f, end);
+                if let Some(pending) = self.pending.last_mut() {
+                    pending.timer[which as usize] = text;
+                }
+            }
+            Role::Incoming { p, node } => {
+                if let Some(t) = self.text_of(&f, end) {
+                    self.node_mut(p, node).incoming_refs.push(t);
+                }
+            }
+            Role::Outgoing { p, node } => {
+                if let Some(t) = self.text_of(&f, end) {
+                    self.node_mut(p, node).outgoing_refs.push(t);
+                }
+            }
+            Role::NodeExt { p, node, first } => {
+                if first {
+                    self.node_mut(p, node).extension_elements = Some(spans);
+                }
+            }
+            Role::Retry { p, node, k } => self.node_mut(p, node).retries[k as usize].span = span,
+            Role::Timeout { p, node, k } => self.node_mut(p, node).timeouts[k as usize].span = span,
+            Role::LaneSet { later } => {
+                if later != NO {
+                    self.later_sets[later as usize] = span;
+                }
+            }
+            Role::Plain | Role::DefsExt | Role::Collaboration | Role::Lane => {}
+        }
+    }
+
+    fn text(&mut self, text: Cow<'a, str>, span: Span) {
+        let Some(f) = self.frames.last_mut() else {
+            return;
+        };
+        if !f.wants_text {
+            return;
+        }
+        if f.text_start == NO {
+            f.text_start = span.start as u32;
+        }
+        f.text_end = span.end as u32;
+        if !f.text.is_empty() {
+            f.text.to_mut().push_str(&text);
+        } else if !text.trim().is_empty() {
+            f.text = text;
+        }
+    }
+
+    fn leaf_bounds(&mut self, b: LeafBounds) {
+        let Some(f) = self.frames.last() else {
+            return;
+        };
+        if f.shape == NO {
+            return;
+        }
+        let shape = &mut self.shapes[f.shape as usize];
+        if shape.taken {
+            return;
+        }
+        shape.taken = true;
+        self.defs.shape_bounds.push(ShapeBounds {
+            diagram: shape.diagram,
+            expanded: shape.expanded,
+            x: b.x,
+            y: b.y,
+            width: b.width,
+            height: b.height,
+        });
     }
 }

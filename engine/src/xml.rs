@@ -259,14 +259,6 @@ pub fn decode(bytes: &[u8]) -> Result<&str, XmlError> {
     }
 }
 
-/// An element whose end tag has not been read yet.
-struct Open {
-    id: u32,
-    last_child: u32,
-    /// Namespace bindings to drop when it closes.
-    ns_mark: usize,
-}
-
 /// The namespace bindings in scope, and every URI declared so far (interned,
 /// so elements borrow one copy instead of allocating a URI each).
 #[derive(Default)]
@@ -349,6 +341,176 @@ pub fn parse(source: &str) -> Result<XmlDoc<'_>, XmlError> {
 /// [`parse`], leaving out what `options` allow. Spans of the elements kept
 /// (their text spans included) are exactly those of the full tree.
 pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlDoc<'a>, XmlError> {
+    // Every element starts with `<`: reserve once instead of growing ~20 times.
+    // Capacity beyond what is used is never touched, so it costs no memory.
+    let mut tree = Tree {
+        elements: Vec::with_capacity(count_byte(source.as_bytes(), b'<')),
+        stack: Vec::new(),
+        root: None,
+        leaf_bounds: Vec::new(),
+    };
+    let declared = drive(source, options, &mut tree)?;
+    let Some(root) = tree.root else {
+        unreachable!("drive refuses a document without a root element");
+    };
+    Ok(XmlDoc {
+        source,
+        elements: tree.elements,
+        root,
+        declared_namespaces: declared.iter().map(|u| u.to_string()).collect(),
+        leaf_bounds: tree.leaf_bounds,
+    })
+}
+
+/// One start tag the parser keeps (checked: names, attributes, namespaces),
+/// as a [`Sink`] receives it.
+pub struct Start<'a, 'r> {
+    pub ns: Option<Cow<'a, str>>,
+    pub qname: &'a str,
+    /// `<` of the start tag.
+    pub start: usize,
+    /// Just after `>` of the start tag.
+    pub start_tag_end: usize,
+    /// `<x …/>`: [`Sink::end`] follows at once.
+    pub is_empty: bool,
+    tag: &'a str,
+    tag_offset: usize,
+    raws: &'r [attrs::RawAttr],
+    prefixed: &'r [Cow<'a, str>],
+    escaped: bool,
+}
+
+impl<'a> Start<'a, '_> {
+    pub fn local(&self) -> &'a str {
+        attrs::local_of(self.qname)
+    }
+
+    pub fn name_span(&self) -> Span {
+        Span::new(self.start + 1, self.start + 1 + self.qname.len())
+    }
+
+    /// Every attribute, in order, as [`Attrs`] would give them, from the
+    /// lexing the parser already did (`out` is cleared first).
+    pub fn attrs_into(&self, out: &mut Vec<XmlAttr<'a>>) {
+        out.clear();
+        let mut prefixed_seen = 0;
+        for raw in self.raws {
+            let qname = &self.tag[raw.name.0..raw.name.1];
+            let ns = if attrs::is_xmlns(qname) {
+                Some(Cow::Borrowed(XMLNS_NS))
+            } else if qname.contains(':') {
+                prefixed_seen += 1;
+                self.prefixed.get(prefixed_seen - 1).cloned()
+            } else {
+                None
+            };
+            out.push(attrs::build(
+                self.tag,
+                self.tag_offset,
+                *raw,
+                ns,
+                self.escaped,
+            ));
+        }
+    }
+}
+
+/// What [`drive`] hands on while it checks a document: the elements kept,
+/// in document order, each closed by [`Sink::end`].
+pub trait Sink<'a> {
+    fn start(&mut self, el: &Start<'a, '_>) -> Result<(), XmlError>;
+    /// The innermost open element ends; `end` is just after its `>`.
+    fn end(&mut self, end: usize);
+    /// A chunk of direct text of the innermost open element: text as
+    /// written, CDATA content, or a resolved entity or character reference.
+    fn text(&mut self, text: Cow<'a, str>, span: Span);
+    /// A skipped bounds leaf (see [`ParseOptions::keep_bounds_of`]) inside
+    /// the innermost open element.
+    fn leaf_bounds(&mut self, bounds: LeafBounds);
+}
+
+/// The tree [`parse_with`] builds, as a [`Sink`].
+struct Tree<'a> {
+    elements: Vec<XmlElement<'a>>,
+    stack: Vec<(u32, u32)>, // (element, last child)
+    root: Option<ElementId>,
+    leaf_bounds: Vec<LeafBounds>,
+}
+
+impl<'a> Sink<'a> for Tree<'a> {
+    fn start(&mut self, e: &Start<'a, '_>) -> Result<(), XmlError> {
+        let id = self.elements.len();
+        if id >= NONE as usize {
+            return Err(XmlError::new(
+                Span::new(e.start, e.start_tag_end),
+                "too many elements in one document",
+                "split the model",
+            ));
+        }
+        self.elements.push(XmlElement {
+            ns: e.ns.clone(),
+            local: e.local(),
+            qname: e.qname,
+            attrs: Attrs::new(e.tag, e.tag_offset, e.prefixed.to_vec(), e.escaped),
+            span: Span::new(e.start, e.start_tag_end),
+            text: Cow::Borrowed(""),
+            text_start: NONE,
+            text_end: NONE,
+            start_tag_end: e.start_tag_end as u32,
+            parent: self.stack.last().map_or(NONE, |o| o.0),
+            first_child: NONE,
+            next_sibling: NONE,
+        });
+        match self.stack.last_mut() {
+            Some(open) => {
+                match open.1 {
+                    NONE => self.elements[open.0 as usize].first_child = id as u32,
+                    last => self.elements[last as usize].next_sibling = id as u32,
+                }
+                open.1 = id as u32;
+            }
+            None => self.root = Some(id),
+        }
+        self.stack.push((id as u32, NONE));
+        Ok(())
+    }
+
+    fn end(&mut self, end: usize) {
+        if let Some((id, _)) = self.stack.pop() {
+            self.elements[id as usize].span.end = end;
+        }
+    }
+
+    fn text(&mut self, text: Cow<'a, str>, span: Span) {
+        if let Some(&(id, _)) = self.stack.last() {
+            push_text(&mut self.elements[id as usize], text, span);
+        }
+    }
+
+    fn leaf_bounds(&mut self, mut bounds: LeafBounds) {
+        if let Some(&(id, _)) = self.stack.last() {
+            bounds.parent = id;
+            self.leaf_bounds.push(bounds);
+        }
+    }
+}
+
+/// An element whose end tag has not been read yet.
+struct Open<'a> {
+    qname: &'a str,
+    start: usize,
+    /// Namespace bindings to drop when it closes.
+    ns_mark: usize,
+}
+
+/// Check a whole document, handing every element kept (see `options`) and
+/// its text to `sink` in document order, or report the first fault. Returns
+/// every namespace URI declared anywhere in the document.
+pub fn drive<'a>(
+    source: &'a str,
+    options: ParseOptions<'_>,
+    sink: &mut impl Sink<'a>,
+) -> Result<Vec<Cow<'a, str>>, XmlError> {
     if u32::try_from(source.len()).is_err() {
         return Err(XmlError::new(
             Span::at(0),
@@ -364,15 +526,11 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
         cfg.check_end_names = true;
         cfg.check_comments = false;
     }
-    // Every element starts with `<`: reserve once instead of growing ~20 times.
-    // Capacity beyond what is used is never touched, so it costs no memory.
-    let tags = count_byte(source.as_bytes(), b'<');
-    let mut elements: Vec<XmlElement<'_>> = Vec::with_capacity(tags);
-    let mut stack: Vec<Open> = Vec::new();
+    let mut stack: Vec<Open<'a>> = Vec::new();
     let mut names = Namespaces::default();
     let mut raws: Vec<attrs::RawAttr> = Vec::new();
-    let mut root: Option<ElementId> = None;
-    let mut leaf_bounds: Vec<LeafBounds> = Vec::new();
+    let mut prefixed: Vec<Cow<'a, str>> = Vec::new();
+    let mut root_seen = false;
     // quick-xml skips a leading UTF-8 BOM without counting it in its positions.
     let base = if source.starts_with('\u{feff}') { 3 } else { 0 };
     let mut pos = base;
@@ -396,7 +554,7 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let is_empty = matches!(event, Event::Empty(_));
-                if stack.is_empty() && root.is_some() {
+                if stack.is_empty() && root_seen {
                     return Err(XmlError::new(
                         Span::new(start, end),
                         "a second root element: an XML document has exactly one",
@@ -410,21 +568,14 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
                         "BPMN models are shallow; this file is probably generated or hostile",
                     ));
                 }
-                let id = elements.len();
-                if id >= NONE as usize {
-                    return Err(XmlError::new(
-                        Span::new(start, end),
-                        "too many elements in one document",
-                        "split the model",
-                    ));
-                }
                 let name_len = e.name().as_ref().len();
                 let qname: &str = &source[start + 1..start + 1 + name_len];
                 let name_span = Span::new(start + 1, start + 1 + name_len);
                 let tag_offset = start + 1 + name_len;
                 let tag = &source[tag_offset..start + 1 + e.len()];
                 let ns_mark = names.bindings.len();
-                let (prefixed, escaped) = read_start_tag(tag, tag_offset, &mut raws, &mut names)?;
+                let escaped =
+                    read_start_tag(tag, tag_offset, &mut raws, &mut prefixed, &mut names)?;
                 let ns = match qname.rfind(':') {
                     Some(colon) => names
                         .resolve(&qname[..colon])
@@ -435,55 +586,43 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
                     && !stack.is_empty()
                     && is_skipped_leaf(&options, ns.as_deref(), tag, &raws)
                 {
-                    if let (Some((bns, blocal)), Some(open)) =
-                        (options.keep_bounds_of, stack.last())
-                    {
+                    if let Some((bns, blocal)) = options.keep_bounds_of {
                         if ns.as_deref() == Some(bns) && attrs::local_of(qname) == blocal {
-                            if let Some(b) = bounds_of(tag, &raws, open.id) {
-                                leaf_bounds.push(b);
+                            if let Some(b) = bounds_of(tag, &raws, NONE) {
+                                sink.leaf_bounds(b);
                             }
                         }
                     }
                     names.bindings.truncate(ns_mark);
                     continue;
                 }
-                elements.push(XmlElement {
+                root_seen = true;
+                sink.start(&Start {
                     ns,
-                    local: attrs::local_of(qname),
                     qname,
-                    attrs: Attrs::new(tag, tag_offset, prefixed, escaped),
-                    span: Span::new(start, end),
-                    text: Cow::Borrowed(""),
-                    text_start: NONE,
-                    text_end: NONE,
-                    start_tag_end: end as u32,
-                    parent: stack.last().map_or(NONE, |o| o.id),
-                    first_child: NONE,
-                    next_sibling: NONE,
-                });
-                match stack.last_mut() {
-                    Some(open) => {
-                        match open.last_child {
-                            NONE => elements[open.id as usize].first_child = id as u32,
-                            last => elements[last as usize].next_sibling = id as u32,
-                        }
-                        open.last_child = id as u32;
-                    }
-                    None => root = Some(id),
-                }
+                    start,
+                    start_tag_end: end,
+                    is_empty,
+                    tag,
+                    tag_offset,
+                    raws: &raws,
+                    prefixed: &prefixed,
+                    escaped,
+                })?;
                 if is_empty {
                     names.bindings.truncate(ns_mark);
+                    sink.end(end);
                 } else {
                     stack.push(Open {
-                        id: id as u32,
-                        last_child: NONE,
+                        qname,
+                        start,
                         ns_mark,
                     });
                 }
             }
             Event::End(_) => {
                 if let Some(open) = stack.pop() {
-                    elements[open.id as usize].span.end = end;
+                    sink.end(end);
                     names.bindings.truncate(open.ns_mark);
                 }
             }
@@ -492,12 +631,8 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
                 // exactly the source bytes and can be borrowed.
                 let raw = &source[start..end];
                 debug_assert_eq!(&**t, raw.as_bytes());
-                if let Some(open) = stack.last() {
-                    push_text(
-                        &mut elements[open.id as usize],
-                        Cow::Borrowed(raw),
-                        Span::new(start, end),
-                    );
+                if !stack.is_empty() {
+                    sink.text(Cow::Borrowed(raw), Span::new(start, end));
                 } else if !raw.bytes().all(|b| b.is_ascii_whitespace()) {
                     return Err(XmlError::new(
                         Span::new(start, end),
@@ -507,12 +642,12 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
                 }
             }
             Event::CData(ref t) => {
-                if let Some(open) = stack.last() {
+                if !stack.is_empty() {
                     // The content sits between `<![CDATA[` and `]]>`.
                     let inner = Span::new(start + 9, end.saturating_sub(3).max(start + 9));
                     let text = &source[inner.start..inner.end];
                     debug_assert_eq!(&**t, text.as_bytes());
-                    push_text(&mut elements[open.id as usize], Cow::Borrowed(text), inner);
+                    sink.text(Cow::Borrowed(text), inner);
                 }
             }
             Event::GeneralRef(ref r) => {
@@ -534,8 +669,8 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
                         "qflow expands only XML's five predefined entities and character references; write the text itself",
                     ));
                 };
-                if let Some(open) = stack.last() {
-                    push_text(&mut elements[open.id as usize], text, Span::new(start, end));
+                if !stack.is_empty() {
+                    sink.text(text, Span::new(start, end));
                 }
             }
             Event::DocType(_) => {
@@ -550,27 +685,25 @@ pub fn parse_with<'a>(source: &'a str, options: ParseOptions<'_>) -> Result<XmlD
         }
     }
     if let Some(open) = stack.last() {
-        let e = &elements[open.id as usize];
+        let name_span = Span::new(open.start + 1, open.start + 1 + open.qname.len());
         return Err(XmlError::new(
-            e.name_span(),
-            format!("<{}> is never closed: the file ends first", e.qname),
-            format!("add </{}> (or check the file was not truncated)", e.qname),
+            name_span,
+            format!("<{}> is never closed: the file ends first", open.qname),
+            format!(
+                "add </{}> (or check the file was not truncated)",
+                open.qname
+            ),
         ));
     }
-    let Some(root) = root else {
+    if !root_seen {
         return Err(XmlError::new(
             Span::at(source.len()),
             "the document has no root element",
             "a BPMN model is an XML document whose root is <bpmn:definitions>",
         ));
-    };
-    Ok(XmlDoc {
-        source,
-        elements,
-        root,
-        declared_namespaces: names.uris.iter().map(|u| u.to_string()).collect(),
-        leaf_bounds,
-    })
+    }
+
+    Ok(names.uris)
 }
 
 /// `x`, `y`, `width`, `height` of a bounds leaf; `None` unless all four are numbers.
@@ -644,15 +777,16 @@ fn push_text<'a>(el: &mut XmlElement<'a>, text: Cow<'a, str>, span: Span) {
 /// Validate one start tag's attributes and bind its namespace declarations.
 ///
 /// `tag` is the text after the element name, starting at `offset` in the
-/// source. Returns the namespaces of the prefixed attributes, in order, and
-/// whether any value has an escape: all [`Attrs`] needs beyond the tag text to
-/// answer later.
+/// source. Fills `prefixed` with the namespaces of the prefixed attributes,
+/// in order, and returns whether any value has an escape: all [`Attrs`]
+/// needs beyond the tag text to answer later.
 fn read_start_tag<'a>(
     tag: &'a str,
     offset: usize,
     raws: &mut Vec<attrs::RawAttr>,
+    prefixed: &mut Vec<Cow<'a, str>>,
     names: &mut Namespaces<'a>,
-) -> Result<(Vec<Cow<'a, str>>, bool), XmlError> {
+) -> Result<bool, XmlError> {
     let fault = |at: usize, msg: String, help: &str| {
         XmlError::new(Span::at(offset + at), msg, help.to_string())
     };
@@ -717,7 +851,7 @@ fn read_start_tag<'a>(
             "remove one of them",
         )
     })?;
-    let mut prefixed = Vec::new();
+    prefixed.clear();
     if any_prefixed {
         for raw in raws.iter() {
             let qname = &tag[raw.name.0..raw.name.1];
@@ -735,7 +869,7 @@ fn read_start_tag<'a>(
             }
         }
     }
-    Ok((prefixed, escaped))
+    Ok(escaped)
 }
 
 /// `Err(i)`: attribute `i` repeats an earlier name. Linear for the usual

@@ -117,28 +117,40 @@ impl<'a> Attrs<'a> {
 
     fn build(&self, raw: RawAttr, prefixed_index: Option<usize>) -> XmlAttr<'a> {
         let qname = &self.tag[raw.name.0..raw.name.1];
-        let raw_value = &self.tag[raw.value.0..raw.value.1];
         let ns = if is_xmlns(qname) {
             Some(Cow::Borrowed(XMLNS_NS))
         } else {
             prefixed_index.and_then(|i| self.prefixed.as_ref()?.get(i).cloned())
         };
-        let value = if self.escaped && raw_value.contains('&') {
-            // Validated when the document was parsed.
-            quick_xml::escape::unescape(raw_value).unwrap_or(Cow::Borrowed(raw_value))
-        } else {
-            Cow::Borrowed(raw_value)
-        };
-        let offset = self.offset as usize;
-        XmlAttr {
-            ns,
-            local: local_of(qname),
-            qname,
-            value,
-            span: Span::new(offset + raw.name.0, offset + raw.value.1 + 1),
-            name_span: Span::new(offset + raw.name.0, offset + raw.name.1),
-            value_span: Span::new(offset + raw.value.0, offset + raw.value.1),
-        }
+        build(self.tag, self.offset as usize, raw, ns, self.escaped)
+    }
+}
+
+/// One attribute of `tag` (which starts at `offset` in the source), its
+/// namespace resolved; `escaped`: whether any value of the tag has an escape.
+pub(super) fn build<'a>(
+    tag: &'a str,
+    offset: usize,
+    raw: RawAttr,
+    ns: Option<Cow<'a, str>>,
+    escaped: bool,
+) -> XmlAttr<'a> {
+    let qname = &tag[raw.name.0..raw.name.1];
+    let raw_value = &tag[raw.value.0..raw.value.1];
+    let value = if escaped && raw_value.contains('&') {
+        // Validated when the document was parsed.
+        quick_xml::escape::unescape(raw_value).unwrap_or(Cow::Borrowed(raw_value))
+    } else {
+        Cow::Borrowed(raw_value)
+    };
+    XmlAttr {
+        ns,
+        local: local_of(qname),
+        qname,
+        value,
+        span: Span::new(offset + raw.name.0, offset + raw.value.1 + 1),
+        name_span: Span::new(offset + raw.name.0, offset + raw.name.1),
+        value_span: Span::new(offset + raw.value.0, offset + raw.value.1),
     }
 }
 

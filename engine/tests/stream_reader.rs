@@ -1,0 +1,194 @@
+//! The loader reads the model straight from the parser's events
+//! (`reader::read_source`), with no element tree. It must read exactly what
+//! the tree reader (`reader::read` over `xml::parse_with`) reads: the same
+//! model, the same QF002, the same first XML fault. Checked here on the
+//! generated model, every model in the repository (samples, broken samples,
+//! conformance models, fixtures), the MIWG corpus, documents written to
+//! reach every corner of the reader, and each of those cut short.
+
+use std::path::{Path, PathBuf};
+
+use qflow_engine::loader::DRAWING_LEAVES;
+use qflow_engine::{reader, testgen, xml};
+
+// The two reads' results are compared whole, QF002 included.
+#[allow(clippy::result_large_err)]
+fn assert_same(name: &str, src: &str) {
+    let streamed = reader::read_source(src, DRAWING_LEAVES);
+    let from_tree = xml::parse_with(src, DRAWING_LEAVES).map(|doc| reader::read(&doc));
+    if streamed != from_tree {
+        // The first lines that differ, not two whole models.
+        let (a, b) = (format!("{streamed:#?}"), format!("{from_tree:#?}"));
+        let (a, b): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+        let at = a
+            .iter()
+            .zip(&b)
+            .position(|(x, y)| x != y)
+            .unwrap_or(a.len().min(b.len()));
+        let from = at.saturating_sub(12);
+        panic!(
+            "{name}: the streamed read differs at line {at}:\nstreamed:\n{}\ntree:\n{}",
+            a[from..(at + 4).min(a.len())].join("\n"),
+            b[from..(at + 4).min(b.len())].join("\n")
+        );
+    }
+}
+
+fn bpmn_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.expect("directory entry").path();
+        let skip = path
+            .file_name()
+            .is_some_and(|n| n == "target" || n == "node_modules" || n == ".git");
+        if path.is_dir() && !skip {
+            bpmn_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "bpmn") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn the_generated_model_reads_the_same() {
+    assert_same("generated", &testgen::generate(500));
+}
+
+#[test]
+fn every_model_in_the_repository_and_the_corpus_reads_the_same() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    bpmn_files(&root.join("samples"), &mut files);
+    bpmn_files(&root.join("tests"), &mut files);
+    bpmn_files(&root.join("lsp"), &mut files);
+    let repo = files.len();
+    let corpus = root.join("../shared/corpus/miwg");
+    if corpus.is_dir() {
+        bpmn_files(&corpus, &mut files);
+    } else {
+        println!("skipping the corpus: ../shared/corpus/miwg not found");
+    }
+    assert!(repo >= 50, "expected the repository's models, found {repo}");
+    for path in &files {
+        let bytes = std::fs::read(path).expect("readable model");
+        let Ok(src) = xml::decode(&bytes) else {
+            continue;
+        };
+        assert_same(&path.display().to_string(), src);
+        // Cut short at a few places: the same first fault.
+        for cut in [src.len() / 3, src.len() / 2, src.len() * 9 / 10] {
+            let cut = (0..=cut)
+                .rev()
+                .find(|&c| src.is_char_boundary(c))
+                .unwrap_or(0);
+            assert_same(&format!("{} cut at {cut}", path.display()), &src[..cut]);
+        }
+    }
+}
+
+const HEAD: &str = r#"<?xml version="1.0"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI" xmlns:dc="http://www.omg.org/spec/DD/20100524/DC" xmlns:di="http://www.omg.org/spec/DD/20100524/DI" xmlns:q="urn:qflow:bpmn:1" xmlns:v="urn:vendor" xmlns:qq="urn:qflow:bpmn:2" id="D">"#;
+
+/// Every corner of the reader: nested sub-processes, event triggers (none,
+/// timer with repeated parts, error, link, several), first-only children
+/// (condition, extensionElements, link), text with CDATA, entities,
+/// comments and children between its chunks, lanes at depth, globals,
+/// participants, channel configurations, `q:` items in and out of extension
+/// content, vendor ids, shapes with kept and skipped bounds.
+const BODY: &str = r#"
+<bpmn:message id="M" name="m"/><bpmn:signal id="Sig"/><bpmn:escalation id="Esc" name=" e "/>
+<bpmn:error id="E1" errorCode="c1" name="n"/><bpmn:error name="no id"/>
+<q:channelConfig channel="bank" maxDeliveries="3" deliveryInterval="PT1S"/>
+<bpmn:extensionElements><q:channelConfig channel="mail"/><v:x id="VendorId"/></bpmn:extensionElements>
+<bpmn:collaboration id="C"><bpmn:participant id="Pa" name="pool" processRef="P"/><bpmn:participant id="Pb"/></bpmn:collaboration>
+<bpmn:process id="P" name="p &amp; q" isExecutable=" true ">
+  <bpmn:laneSet id="LS"><bpmn:lane id="L1" name="one"><bpmn:childLaneSet id="CLS"><bpmn:lane id="L2"/></bpmn:childLaneSet></bpmn:lane></bpmn:laneSet>
+  <bpmn:laneSet id="LS2"><bpmn:lane id="L3"/></bpmn:laneSet>
+  <bpmn:startEvent id="S" isInterrupting="false"><bpmn:outgoing> F1 </bpmn:outgoing></bpmn:startEvent>
+  <bpmn:serviceTask id="T" name="t" q:task="pay" q:channel="bank" q:operation="op" default="F3" isForCompensation="true">
+    <bpmn:incoming>F1</bpmn:incoming><bpmn:incoming>   </bpmn:incoming><bpmn:incoming/>
+    <bpmn:outgoing>F<!-- c -->2</bpmn:outgoing><bpmn:outgoing>&#70;3</bpmn:outgoing>
+    <bpmn:extensionElements><q:retry maxAttempts="5" backoff="PT1S PT5S" jitter="full" q:bad="1"/><q:timeout duration="PT5M"/><v:y><q:retry maxAttempts="9"/></v:y></bpmn:extensionElements>
+    <bpmn:extensionElements><q:timeout duration="PT1M"/></bpmn:extensionElements>
+  </bpmn:serviceTask>
+  <bpmn:boundaryEvent id="B" attachedToRef="T" cancelActivity="false"><bpmn:timerEventDefinition id="TD"><bpmn:timeDuration>PT1M</bpmn:timeDuration><bpmn:timeDuration/><bpmn:timeCycle><![CDATA[ R3/PT1M ]]></bpmn:timeCycle></bpmn:timerEventDefinition></bpmn:boundaryEvent>
+  <bpmn:boundaryEvent id="B2" attachedToRef="T"><bpmn:errorEventDefinition errorRef="E1"/></bpmn:boundaryEvent>
+  <bpmn:intermediateCatchEvent id="Link"><bpmn:linkEventDefinition name="a"/><bpmn:linkEventDefinition name="b"/></bpmn:intermediateCatchEvent>
+  <bpmn:intermediateThrowEvent id="Link2"><bpmn:messageEventDefinition/></bpmn:intermediateThrowEvent>
+  <bpmn:endEvent id="End"><bpmn:terminateEventDefinition/><bpmn:timerEventDefinition><bpmn:timeDate>2020</bpmn:timeDate></bpmn:timerEventDefinition></bpmn:endEvent>
+  <bpmn:exclusiveGateway id="G" default="F3"/><bpmn:inclusiveGateway id="IG" default=""/><bpmn:userTask id="U" default="F2"/>
+  <bpmn:sequenceFlow id="F1" sourceRef="S" targetRef="T"/>
+  <bpmn:sequenceFlow id="F2" name="two" sourceRef="T" targetRef="G"><bpmn:conditionExpression> a &lt; b <![CDATA[&& c]]> </bpmn:conditionExpression><bpmn:conditionExpression>second</bpmn:conditionExpression></bpmn:sequenceFlow>
+  <bpmn:sequenceFlow sourceRef="G" targetRef="Sub"><bpmn:conditionExpression/></bpmn:sequenceFlow>
+  <bpmn:subProcess id="Sub" triggeredByEvent="true">
+    <bpmn:incoming>F3</bpmn:incoming>
+    <bpmn:startEvent id="SS"><bpmn:errorEventDefinition/></bpmn:startEvent>
+    <bpmn:transaction id="Tx"><bpmn:task id="In"/><bpmn:sequenceFlow id="F9" sourceRef="In" targetRef="In"/><bpmn:laneSet><bpmn:lane id="TxLane"/></bpmn:laneSet><bpmn:laneSet id="TxLater"/></bpmn:transaction>
+    <bpmn:adHocSubProcess id="AH"><bpmn:scriptTask id="Sc"/></bpmn:adHocSubProcess>
+    <bpmn:sequenceFlow id="F8" sourceRef="SS" targetRef="Tx"/>
+    <bpmn:extensionElements><q:retry maxAttempts="2"/></bpmn:extensionElements>
+  </bpmn:subProcess>
+  <bpmn:task id="Odd"><bpmn:startEvent id="NotANode"/><bpmn:sequenceFlow id="NotAFlow"/></bpmn:task>
+  <bpmn:callActivity id="CA" calledElement="Other" default="F2"/>
+  <v:custom id="VendorNode"><bpmn:task id="InVendor"/></v:custom>
+  <bpmn:complexGateway id="CG"/><bpmn:eventBasedGateway id="EG"/><bpmn:parallelGateway id="PG"/>
+  <bpmn:dataObjectReference id="DOR" dataObjectRef="DO"/><bpmn:dataObject id="DO"/>
+  <bpmn:textAnnotation id="TA"><bpmn:text>note</bpmn:text></bpmn:textAnnotation>
+  <qq:task id="NearMiss"/>
+</bpmn:process>
+<bpmn:process id="P2"><bpmn:startEvent/><bpmn:sequenceFlow/></bpmn:process>
+<bpmndi:BPMNDiagram id="Dg"><bpmndi:BPMNPlane id="Pl" bpmnElement="P">
+  <bpmndi:BPMNShape id="ShS" bpmnElement="S"><dc:Bounds x="1" y="2" width="3" height="4"/></bpmndi:BPMNShape>
+  <bpmndi:BPMNShape id="ShT" bpmnElement="T" isExpanded="true"><dc:Bounds id="Kept" x="10" y="20" width="30" height="40"/><dc:Bounds x="5" y="6" width="7" height="8"/></bpmndi:BPMNShape>
+  <bpmndi:BPMNShape id="ShB" bpmnElement="B"><dc:Bounds id="Kept2" x="10" y="20" width="30" height="40"/></bpmndi:BPMNShape>
+  <bpmndi:BPMNShape id="ShG" bpmnElement="G"><dc:Bounds x="a" y="2" width="3" height="4"/><dc:Bounds id="K3" x="1" y="1" width="1" height="1"/></bpmndi:BPMNShape>
+  <bpmndi:BPMNShape id="ShSub" bpmnElement="Sub"><bpmndi:BPMNLabel><dc:Bounds x="1" y="2" width="3" height="4"/></bpmndi:BPMNLabel><dc:Bounds x="9" y="9" width="9" height="9"></dc:Bounds></bpmndi:BPMNShape>
+  <bpmndi:BPMNShape id="ShBad" bpmnElement="U"><dc:Bounds id="K4" x="inf" y="1" width="1" height="1"/><dc:Bounds x="1" y="1" width="1" height="1"/></bpmndi:BPMNShape>
+  <bpmndi:BPMNEdge id="EdF1" bpmnElement="F1"><di:waypoint x="1" y="2"/><di:waypoint x="3" y="4" sourceRef="S"/></bpmndi:BPMNEdge>
+  <bpmndi:BPMNShape bpmnElement="Link" q:x="1"><dc:Bounds x="1" y="2" width="3" height="4"/></bpmndi:BPMNShape>
+</bpmndi:BPMNPlane></bpmndi:BPMNDiagram>
+</bpmn:definitions>"#;
+
+#[test]
+fn every_corner_of_the_reader_reads_the_same() {
+    let src = format!("{HEAD}{BODY}");
+    assert_same("corners", &src);
+    let streamed = reader::read_source(&src, DRAWING_LEAVES)
+        .expect("well-formed")
+        .expect("BPMN");
+    // The document does reach the corners it is written for.
+    let p = &streamed.processes[0];
+    assert!(p.nodes.len() > 20 && p.flows.len() >= 5 && p.lanes.len() == 4);
+    assert_eq!(p.later_lane_sets.len(), 2);
+    assert!(p.nodes.iter().any(|n| n.scope.is_some()));
+    assert_eq!(p.links.len(), 1);
+    assert!(streamed.shape_bounds.len() >= 5);
+    assert!(streamed.qflow_items.len() >= 8);
+    // Cut short anywhere: the same first fault, or the same model.
+    for cut in (0..src.len()).step_by(7) {
+        if src.is_char_boundary(cut) {
+            assert_same(&format!("corners cut at {cut}"), &src[..cut]);
+        }
+    }
+}
+
+#[test]
+fn refusals_and_faults_are_the_same() {
+    for src in [
+        "",
+        "<a/>",
+        r#"<definitions xmlns="urn:other"><process/></definitions>"#,
+        r#"<x:definitions xmlns:x="http://www.omg.org/spec/BPMN/20100524/MODEL"><x:process id="P"/></x:definitions>"#,
+        r#"<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"><process id="P"><startEvent id="S"/></process></definitions>"#,
+        r#"<a><b></a>"#,
+        r#"<a/><b/>"#,
+        "<a>text</a> tail",
+        r#"<notbpmn><p:x/></notbpmn>"#,
+        r#"<notbpmn>&unknown;</notbpmn>"#,
+        r#"<!DOCTYPE x><a/>"#,
+    ] {
+        assert_same(src, src);
+    }
+}
