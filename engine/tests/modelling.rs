@@ -623,6 +623,59 @@ fn qf112_duplicate_flows_and_the_removal_fix() {
     );
 }
 
+/// Two flows between the same nodes are duplicates when their conditions
+/// read the same to bpmnlint: the text as written around its value (so
+/// `x` and ` x ` differ, `&gt;` and a CDATA `>` do not), an empty or blank
+/// condition unlike none at all.
+#[test]
+fn qf112_conditions_compared_as_bpmnlint_compares_them() {
+    let src = plain(
+        r#"    <bpmn:exclusiveGateway id="g" name="G"/>
+    <bpmn:task id="a" name="A"/>
+    <bpmn:task id="b" name="B"/>
+    <bpmn:task id="c" name="C"/>
+    <bpmn:sequenceFlow id="x1" name="x" sourceRef="g" targetRef="a"><bpmn:conditionExpression>x</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="x2" name="x" sourceRef="g" targetRef="a"><bpmn:conditionExpression> x </bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="none" sourceRef="g" targetRef="b"/>
+    <bpmn:sequenceFlow id="empty" name="e" sourceRef="g" targetRef="b"><bpmn:conditionExpression/></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="blank" name="b" sourceRef="g" targetRef="b"><bpmn:conditionExpression>  </bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="gt" name="gt" sourceRef="g" targetRef="c"><bpmn:conditionExpression>y &gt; 1</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="cdata" name="cd" sourceRef="g" targetRef="c"><bpmn:conditionExpression><![CDATA[y > 1]]></bpmn:conditionExpression></bpmn:sequenceFlow>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF112),
+        pairs(&[
+            ("g", "bpmn:exclusiveGateway"),
+            ("b", "bpmn:task"),
+            ("c", "bpmn:task"),
+            ("blank", "bpmn:sequenceFlow"),
+            ("cdata", "bpmn:sequenceFlow"),
+        ])
+    );
+}
+
+/// A `default` on a parallel gateway (or an event) is no default flow in
+/// BPMN: bpmnlint ignores it, so the flow it names needs a condition like
+/// the others out of a conditional fork. A name of JavaScript whitespace
+/// (a byte-order mark) is blank.
+#[test]
+fn qf101_qf107_defaults_only_where_bpmn_has_them_and_javascript_blanks() {
+    let src = plain(
+        r#"    <bpmn:startEvent id="s" name="&#xFEFF;"/>
+    <bpmn:parallelGateway id="pg" default="pd"/>
+    <bpmn:task id="a" name="A"/>
+    <bpmn:task id="b" name="B"/>
+    <bpmn:sequenceFlow id="f" sourceRef="s" targetRef="pg"/>
+    <bpmn:sequenceFlow id="pc" name="when" sourceRef="pg" targetRef="a"><bpmn:conditionExpression>w</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="pd" sourceRef="pg" targetRef="b"/>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF101),
+        pairs(&[("pd", "bpmn:sequenceFlow")])
+    );
+    assert_eq!(hits(&src, Code::QF107), pairs(&[("s", "bpmn:startEvent")]));
+}
+
 #[test]
 fn qf113_gateway_join_fork_and_qf123_superfluous_gateway_fix() {
     let src = qflow(

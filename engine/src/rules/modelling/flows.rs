@@ -9,12 +9,12 @@ use crate::model::Flow;
 use crate::rules::edit::Ctx;
 
 use super::graph::Graph;
-use super::{flow_diag, node_diag, what, Emit};
+use super::{flow_diag, node_diag, unnamed, what, Emit};
 
 /// QF107, QF112 and QF124 on every flow of the process.
 pub(super) fn check(ctx: &Ctx<'_>, g: &Graph<'_>, e: &mut Emit<'_, '_>) {
     let p = g.p;
-    let mut seen: HashMap<(&str, &str, &str), usize> = HashMap::with_capacity_and_hasher(
+    let mut seen: HashMap<(&str, &str, ConditionKey), usize> = HashMap::with_capacity_and_hasher(
         if e.on(Code::QF112) { p.flows.len() } else { 0 },
         Default::default(),
     );
@@ -29,7 +29,7 @@ pub(super) fn check(ctx: &Ctx<'_>, g: &Graph<'_>, e: &mut Emit<'_, '_>) {
             .target
             .as_ref()
             .map_or(f.id.value.as_str(), |t| t.value.as_str());
-        let named = f.name.as_ref().is_some_and(|a| !a.value.trim().is_empty());
+        let named = !unnamed(f.name.as_ref());
         if f.condition.is_some() && !named {
             e.push(
                 flow_diag(
@@ -59,58 +59,95 @@ pub(super) fn check(ctx: &Ctx<'_>, g: &Graph<'_>, e: &mut Emit<'_, '_>) {
                 );
             }
         }
-        if e.on(Code::QF112) {
-            let condition = f.condition.as_ref().map_or("", |c| c.value.as_str());
-            if seen.insert((source, target, condition), 0).is_some() {
-                let mut d = flow_diag(
-                    ctx,
-                    Code::QF112,
-                    f,
-                    format!(
-                        "sequence flow `{}` duplicates another flow from `{source}` to `{target}`",
-                        f.id.value
-                    ),
-                )
-                .label("duplicate sequence flow")
-                .help("remove one of the two flows");
-                d = d.fix(
-                    format!("Remove duplicate flow `{}`", f.id.value),
-                    remove_flow(ctx, g, f),
-                );
-                e.push(d);
-                if !dup_source.contains(&source) {
-                    dup_source.push(source);
-                    if let Some(s) = g.node_index(source) {
-                        let n = &p.nodes[s];
-                        e.push(
-                            node_diag(
-                                Code::QF112,
-                                n,
-                                format!("{} has duplicate outgoing sequence flows", what(n)),
-                            )
-                            .label("duplicate outgoing flows")
-                            .help("remove one of the two flows"),
-                        );
-                    }
+        if e.on(Code::QF112)
+            && seen
+                .insert((source, target, condition_key(ctx, f)), 0)
+                .is_some()
+        {
+            let mut d = flow_diag(
+                ctx,
+                Code::QF112,
+                f,
+                format!(
+                    "sequence flow `{}` duplicates another flow from `{source}` to `{target}`",
+                    f.id.value
+                ),
+            )
+            .label("duplicate sequence flow")
+            .help("remove one of the two flows");
+            d = d.fix(
+                format!("Remove duplicate flow `{}`", f.id.value),
+                remove_flow(ctx, g, f),
+            );
+            e.push(d);
+            if !dup_source.contains(&source) {
+                dup_source.push(source);
+                if let Some(s) = g.node_index(source) {
+                    let n = &p.nodes[s];
+                    e.push(
+                        node_diag(
+                            Code::QF112,
+                            n,
+                            format!("{} has duplicate outgoing sequence flows", what(n)),
+                        )
+                        .label("duplicate outgoing flows")
+                        .help("remove one of the two flows"),
+                    );
                 }
-                if !dup_target.contains(&target) {
-                    dup_target.push(target);
-                    if let Some(t) = g.node_index(target) {
-                        let n = &p.nodes[t];
-                        e.push(
-                            node_diag(
-                                Code::QF112,
-                                n,
-                                format!("{} has duplicate incoming sequence flows", what(n)),
-                            )
-                            .label("duplicate incoming flows")
-                            .help("remove one of the two flows"),
-                        );
-                    }
+            }
+            if !dup_target.contains(&target) {
+                dup_target.push(target);
+                if let Some(t) = g.node_index(target) {
+                    let n = &p.nodes[t];
+                    e.push(
+                        node_diag(
+                            Code::QF112,
+                            n,
+                            format!("{} has duplicate incoming sequence flows", what(n)),
+                        )
+                        .label("duplicate incoming flows")
+                        .help("remove one of the two flows"),
+                    );
                 }
             }
         }
     }
+}
+
+/// What makes two flows between the same nodes different, as bpmnlint
+/// compares them: no condition; a condition without text (empty or blank);
+/// or the condition's text as written around its value, surrounding
+/// whitespace included (`x` and ` x ` differ; `&gt;` and `>` do not).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum ConditionKey {
+    None,
+    Blank,
+    Text(String),
+}
+
+fn condition_key(ctx: &Ctx<'_>, f: &Flow) -> ConditionKey {
+    let Some(c) = &f.condition else {
+        return ConditionKey::None;
+    };
+    if c.value.is_empty() {
+        return ConditionKey::Blank;
+    }
+    let src = ctx.source.as_bytes();
+    let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let mut lead = c.span.start;
+    while lead > c.full_span.start && ws(src[lead - 1]) {
+        lead -= 1;
+    }
+    let mut trail = c.span.end;
+    while trail < c.full_span.end && ws(src[trail]) {
+        trail += 1;
+    }
+    ConditionKey::Text(format!(
+        "{}{}{}",
+        &ctx.source[lead..c.span.start],
+        c.value,
+        &ctx.source[c.span.end..trail]
+    ))
 }
 
 /// Edits removing a flow: the element, its drawing, and the

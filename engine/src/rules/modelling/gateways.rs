@@ -56,11 +56,10 @@ pub(super) fn conditional_flows(at: &At<'_>, e: &mut Emit<'_, '_>) {
     let n = at.n;
     let outgoing = at.outgoing;
     let qflow_executable = at.qflow_executable;
-    let p = at.g.p;
     let conditional_gateway = qflow_executable
         && matches!(&*n.element, "exclusiveGateway" | "inclusiveGateway")
         && outgoing > 1;
-    if p.default_of(i).is_some()
+    if g.default_of(i).is_some()
         || conditional_gateway
         || g.outgoing(i).any(|f| f.condition.is_some())
     {
@@ -85,7 +84,7 @@ pub(super) fn conditional_flows(at: &At<'_>, e: &mut Emit<'_, '_>) {
             } else {
                 "give the flow a conditionExpression, or make it the split's default flow"
             });
-            if n.element == "exclusiveGateway" && p.default_of(i).is_none() {
+            if n.element == "exclusiveGateway" && g.default_of(i).is_none() {
                 d = d.fix(
                     format!("Make `{}` the default flow of `{}`", f.id.value, n.id()),
                     vec![add_attribute(ctx, n, "default", &f.id.value)],

@@ -41,7 +41,7 @@ pub(super) fn global(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
         };
         // As bpmnlint judges it: a blank name is missing; no name attribute
         // at all is not (but two unnamed definitions of a kind share a name).
-        if g.name.as_ref().is_some_and(|n| n.value.trim().is_empty()) {
+        if g.name.as_ref().is_some_and(|n| super::blank(&n.value)) {
             e.push(d(
                 format!("{what} has no name"),
                 "missing name",
@@ -90,7 +90,7 @@ pub(super) fn participants(defs: &Definitions, e: &mut Emit<'_, '_>) {
     }
     let lanes = defs.processes.iter().flat_map(|p| &p.lanes);
     for l in defs.participants.iter().chain(lanes) {
-        if l.label().is_empty() {
+        if super::unnamed(l.name.as_ref()) {
             let d = Diagnostic::new(
                 Code::QF107,
                 l.name_span,

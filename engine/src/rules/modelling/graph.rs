@@ -85,9 +85,26 @@ impl<'a> Graph<'a> {
         (self.out_start[i + 1] - self.out_start[i]) as usize
     }
 
+    /// Node `i`'s `default` flow, where BPMN has one: on an activity or an
+    /// exclusive, inclusive or complex gateway. Written on any other node
+    /// (a parallel gateway, an event) it is no default flow, as bpmnlint
+    /// reads it.
+    pub(super) fn default_of(&self, i: usize) -> Option<&crate::model::Attr> {
+        let n = &self.p.nodes[i];
+        let has_default = super::is_activity(n)
+            || matches!(
+                &*n.element,
+                "exclusiveGateway" | "inclusiveGateway" | "complexGateway"
+            );
+        if has_default {
+            self.p.default_of(i)
+        } else {
+            None
+        }
+    }
+
     pub(super) fn is_default(&self, i: usize, flow: &Flow) -> bool {
-        self.p
-            .default_of(i)
+        self.default_of(i)
             .is_some_and(|d| d.value.trim() == flow.id.value)
     }
 }

@@ -166,6 +166,18 @@ fn in_ad_hoc(p: &Process, n: &Node) -> bool {
         .is_some_and(|s| p.nodes[s].element == "adHocSubProcess")
 }
 
+/// Blank as bpmnlint's `name.trim()` sees it: JavaScript's whitespace (which
+/// counts U+FEFF and not U+0085, unlike Rust's `trim`).
+fn blank(s: &str) -> bool {
+    s.chars()
+        .all(|c| (c.is_whitespace() && c != '\u{85}') || c == '\u{FEFF}')
+}
+
+/// A name attribute that is absent or blank.
+fn unnamed(name: Option<&crate::model::Attr>) -> bool {
+    name.is_none_or(|a| blank(&a.value))
+}
+
 fn what(n: &Node) -> String {
     format!("<{}> `{}`", n.element, n.id())
 }

@@ -8,7 +8,7 @@ use crate::model::{Definitions, NodeKind};
 use super::graph::concurrent_meets;
 use super::{
     in_ad_hoc, is_activity, is_event, is_event_sub_process, is_gateway, is_sub_process, is_task,
-    node_diag, only_definition, what, At, Emit,
+    node_diag, only_definition, unnamed, what, At, Emit,
 };
 
 /// QF105 fake-join: several incoming flows into an activity or event (under
@@ -52,7 +52,7 @@ pub(super) fn label(at: &At<'_>, e: &mut Emit<'_, '_>) {
         || (is_gateway(n) && outgoing <= 1)
         || is_sub_process(n);
     let labelled = !unlabelled_kind;
-    if labelled && n.name.as_ref().is_none_or(|a| a.value.trim().is_empty()) {
+    if labelled && unnamed(n.name.as_ref()) {
         e.push(
             node_diag(Code::QF107, n, format!("{} has no label", what(n)))
                 .label("missing name")
