@@ -24,7 +24,9 @@
 //!   timed best of three: `Store::observations` and `attempts_per_minute`
 //!   (`qflow stats`, the console's fleet view), `Store::instances` with
 //!   `held_parks` and `quarantined` (the console's list), `deployments`,
-//!   and `inspect::fleet::instances` (`qflow instances`). `--keep FILE`
+//!   `quarantined`, and `inspect::fleet::instances` (`qflow instances`:
+//!   every instance, and pages of 50 unfiltered, far in, by status and by
+//!   class). `--keep FILE`
 //!   writes the database there and leaves it (for `EXPLAIN QUERY PLAN`).
 //!
 //! Run: `cargo bench -p qflow-engine --bench fleet -- fleet 50000 raw 300000`.
@@ -285,15 +287,59 @@ fn views(n: usize, keep: Option<&Path>) {
         "views    N={n:>6}  deployments with counts               {ms:>8.1} ms  ({} deployments)",
         d.len()
     );
-    let filter = qflow_engine::inspect::fleet::Filter::default();
+    let (ms, q) = best_of_3(|| store.quarantined().expect("quarantined").len());
+    println!("views    N={n:>6}  quarantined (the list's marks)          {ms:>8.1} ms  ({q} rows)");
+    use qflow_engine::inspect::fleet::{self, Filter};
+    let every = Filter::default();
     let (ms, rows) = best_of_3(|| {
-        qflow_engine::inspect::fleet::instances(&store, &filter)
+        fleet::instances(&store, &every)
             .expect("instances")
+            .instances
             .len()
     });
     println!(
-        "views    N={n:>6}  inspect::fleet::instances (qflow instances) {ms:>8.1} ms  ({rows} rows)"
+        "views    N={n:>6}  qflow instances --limit 0 (every one)   {ms:>8.1} ms  ({rows} rows)"
     );
+    for (what, filter) in [
+        (
+            "qflow instances (first page of 50)    ",
+            Filter {
+                limit: Some(50),
+                ..Filter::default()
+            },
+        ),
+        (
+            "qflow instances --offset 40000        ",
+            Filter {
+                limit: Some(50),
+                offset: 40_000,
+                ..Filter::default()
+            },
+        ),
+        (
+            "qflow instances --status waiting      ",
+            Filter {
+                limit: Some(50),
+                status: Some(qflow_engine::instance::Status::Waiting),
+                ..Filter::default()
+            },
+        ),
+        (
+            "qflow instances --class transient     ",
+            Filter {
+                limit: Some(50),
+                class: Some("transient".into()),
+                ..Filter::default()
+            },
+        ),
+    ] {
+        let (ms, page) = best_of_3(|| fleet::instances(&store, &filter).expect("a page"));
+        println!(
+            "views    N={n:>6}  {what} {ms:>8.1} ms  ({} rows of {})",
+            page.instances.len(),
+            page.total
+        );
+    }
 }
 
 fn main() {

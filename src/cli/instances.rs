@@ -26,9 +26,27 @@ pub struct ListArgs {
     /// Only instances of this deployment.
     #[arg(long, value_name = "D")]
     pub deployment: Option<i64>,
+    /// Only instances parked for a retry of this failure class (transient
+    /// or rate-limited): what `qflow pause --class` would hold.
+    #[arg(long, value_name = "CLASS")]
+    pub class: Option<String>,
+    /// Only instances parked for a retry of this dependency (a registered
+    /// task's name or a channel): what `qflow pause --dependency` would hold.
+    #[arg(long, value_name = "NAME")]
+    pub dependency: Option<String>,
+    /// List at most N instances (0: every one); the rest are counted.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_LIMIT)]
+    pub limit: u64,
+    /// Skip the first N instances that match (the next page: --offset 50).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub offset: u64,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
 }
+
+/// How many instances `qflow instances` lists unless told: a screenful,
+/// read and inspected in milliseconds however large the database.
+pub const DEFAULT_LIMIT: u64 = 50;
 
 /// Print one instance in full: state, nodes, snapshot, timers, outbox,
 /// correlations, incidents and history.
@@ -50,6 +68,18 @@ fn parse_status(s: &str) -> Result<Status, String> {
             .unwrap_or_default();
         format!("--status {s}: not a status{hint}; write running, waiting, completed or failed")
     })
+}
+
+/// `--class`: a class that parks a retry (the others never park, so they
+/// would match nothing).
+fn parse_class(s: &str) -> Result<String, String> {
+    use qflow_engine::instance::event::FailureClass;
+    match FailureClass::parse(s) {
+        Some(FailureClass::Transient | FailureClass::RateLimited) => Ok(s.to_string()),
+        _ => Err(format!(
+            "--class {s}: not a class that parks a retry; write transient or rate-limited"
+        )),
+    }
 }
 
 fn summary_json(s: &InstanceSummary) -> Value {
@@ -120,19 +150,56 @@ pub fn list(args: ListArgs) -> ExitCode {
             Err(e) => return ops::fail(format, USAGE, "store", e),
         }
     }
+    let class = match args.class.as_deref().map(parse_class).transpose() {
+        Ok(c) => c,
+        Err(e) => return ops::fail(format, USAGE, "usage", e),
+    };
+    if args
+        .dependency
+        .as_deref()
+        .is_some_and(|d| d.trim().is_empty())
+    {
+        return ops::fail(
+            format,
+            USAGE,
+            "usage",
+            "--dependency needs a name: a registered task (payments.charge) or a channel (bank)",
+        );
+    }
     let filter = Filter {
         status,
         deployment: args.deployment,
+        class,
+        dependency: args.dependency.clone(),
+        offset: args.offset,
+        limit: (args.limit > 0).then_some(args.limit),
     };
-    let rows = match fleet::instances(&store, &filter) {
+    let page = match fleet::instances(&store, &filter) {
         Ok(r) => r,
         Err(e) => return ops::fail(format, USAGE, "store", e),
     };
+    let more = page.after(args.offset);
+    let next = format!(
+        "… {} more (--offset {} for the next page, --limit 0 for every one)",
+        qflow_engine::text::group(more),
+        args.offset + page.instances.len() as u64
+    );
+    let rows = page.instances;
     match format {
         Format::Json => {
             let all: Vec<Value> = rows.iter().map(summary_json).collect();
             println!("{}", canonical_string(&Value::Array(all)));
+            // The array stays the list's shape; what it leaves out is said
+            // where a script reading stdout does not trip on it.
+            if more > 0 {
+                eprintln!("{next}");
+            }
         }
+        Format::Human if rows.is_empty() && page.total > 0 => println!(
+            "no instances past --offset {} ({} match)",
+            args.offset,
+            qflow_engine::text::group(page.total)
+        ),
         Format::Human if rows.is_empty() => println!("no instances match"),
         Format::Human => {
             let cells: Vec<Vec<String>> = rows
@@ -184,6 +251,9 @@ pub fn list(args: ListArgs) -> ExitCode {
                 ],
                 &cells,
             );
+            if more > 0 {
+                println!("{next}");
+            }
         }
     }
     ExitCode::SUCCESS

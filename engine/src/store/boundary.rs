@@ -58,6 +58,11 @@ forward! {
         fn facts(instance: &str) -> Result<InstanceFacts, StoreError>;
         /// Every instance, oldest first.
         fn instances() -> Result<Vec<InstanceRow>, StoreError>;
+        /// One page of the instances passing a query's filters, oldest
+        /// first, with how many pass in all (`qflow instances`).
+        fn instance_page(
+            q: &super::query::InstanceQuery,
+        ) -> Result<super::query::InstancePage, StoreError>;
         /// One instance, if it exists.
         fn instance(id: &str) -> Result<Option<InstanceRow>, StoreError>;
         /// Every timer of an instance, armed and resolved, in arming order.

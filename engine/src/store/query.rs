@@ -103,6 +103,32 @@ pub struct TransitionRow {
     pub snapshot: Vec<u8>,
 }
 
+/// Which instances one page of a list holds: the filters, then `offset`
+/// rows skipped and at most `limit` taken, oldest first. What `qflow
+/// instances` asks, so a database of 50,000 instances is listed a page at
+/// a time by one query instead of read whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstanceQuery {
+    pub status: Option<Status>,
+    pub deployment: Option<i64>,
+    /// Only instances parked for a retry of this failure class (an armed
+    /// retry park recording it: what `qflow pause --class` would hold).
+    pub class: Option<String>,
+    /// Only instances parked for a retry of this dependency (a registered
+    /// task's name or a channel: what `qflow pause --dependency` would hold).
+    pub dependency: Option<String>,
+    pub offset: u64,
+    /// At most this many rows; `None` for every one.
+    pub limit: Option<u64>,
+}
+
+/// One page of instances, and how many match the filters in all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstancePage {
+    pub rows: Vec<InstanceRow>,
+    pub total: u64,
+}
+
 const INSTANCE_COLS: &str =
     "i.id, i.deployment_id, d.process_id, d.hash, i.status, i.snapshot, i.version, \
      i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms";
@@ -192,6 +218,56 @@ impl Sqlite {
 
     pub fn instance(&self, id: &str) -> Result<Option<InstanceRow>, StoreError> {
         instance(self.conn(), id)
+    }
+
+    /// One page of the instances that pass `q`'s filters, oldest first, and
+    /// how many pass in all. Only the conditions given are written into the
+    /// statement, so a status or deployment filter reads its index and the
+    /// count of everything reads the smallest index, never the rows.
+    pub fn instance_page(&self, q: &InstanceQuery) -> Result<InstancePage, StoreError> {
+        use rusqlite::types::Value as V;
+        let mut conditions: Vec<&str> = Vec::new();
+        let mut args: Vec<V> = Vec::new();
+        if let Some(s) = q.status {
+            conditions.push("i.status = ?");
+            args.push(V::Text(s.as_str().into()));
+        }
+        if let Some(d) = q.deployment {
+            conditions.push("i.deployment_id = ?");
+            args.push(V::Integer(d));
+        }
+        if let Some(c) = &q.class {
+            conditions.push("EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.class = ?)");
+            args.push(V::Text(c.clone()));
+        }
+        if let Some(d) = &q.dependency {
+            conditions.push("EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.dependency = ?)");
+            args.push(V::Text(d.clone()));
+        }
+        let filter = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conditions.join(" AND "))
+        };
+        let total: i64 = self
+            .conn()
+            .prepare_cached(&format!("SELECT COUNT(*) FROM instances i{filter}"))?
+            .query_row(rusqlite::params_from_iter(args.iter()), |r| r.get(0))?;
+        // SQLite reads a negative limit as none.
+        args.push(V::Integer(
+            q.limit.map_or(-1, |l| l.min(i64::MAX as u64) as i64),
+        ));
+        args.push(V::Integer(q.offset.min(i64::MAX as u64) as i64));
+        let mut st = self.conn().prepare_cached(&format!(
+            "SELECT {INSTANCE_COLS} FROM instances i JOIN deployments d ON d.id = i.deployment_id{filter} ORDER BY i.rowid LIMIT ? OFFSET ?"
+        ))?;
+        let rows = st
+            .query_map(rusqlite::params_from_iter(args.iter()), instance_row)?
+            .collect::<Result<_, _>>()?;
+        Ok(InstancePage {
+            rows,
+            total: total as u64,
+        })
     }
 
     /// Every timer of an instance, armed and resolved, in arming order.

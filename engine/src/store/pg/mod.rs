@@ -1060,6 +1060,28 @@ const INSTANCES_SQL: &str =
      i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms \
      FROM instances i JOIN deployments d ON d.id = i.deployment_id ORDER BY i.seq";
 
+/// The filters of an [`InstanceQuery`](super::query::InstanceQuery), each
+/// skipped when its parameter is null ($1 status, $2 deployment, $3 class,
+/// $4 dependency).
+macro_rules! page_filter {
+    () => {
+        "($1::text IS NULL OR i.status = $1) AND ($2::bigint IS NULL OR i.deployment_id = $2) \
+         AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.class = $3)) \
+         AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.dependency = $4))"
+    };
+}
+
+const PAGE_COUNT_SQL: &str = concat!("SELECT COUNT(*) FROM instances i WHERE ", page_filter!());
+
+/// A page: `LIMIT NULL` ($5) is no limit.
+const PAGE_SQL: &str = concat!(
+    "SELECT i.id, i.deployment_id, d.process_id, d.hash, i.status, i.snapshot, i.version, \
+     i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms \
+     FROM instances i JOIN deployments d ON d.id = i.deployment_id WHERE ",
+    page_filter!(),
+    " ORDER BY i.seq LIMIT $5 OFFSET $6"
+);
+
 fn instance_row(r: &Row) -> InstanceRow {
     let status: String = r.get(4);
     InstanceRow {
@@ -1137,6 +1159,42 @@ impl Postgres {
 
     pub fn instance(&self, id: &str) -> Result<Option<InstanceRow>, StoreError> {
         self.read(|db| instance_row_of(db, id))
+    }
+
+    pub fn instance_page(
+        &self,
+        q: &super::query::InstanceQuery,
+    ) -> Result<super::query::InstancePage, StoreError> {
+        let status = q.status.map(|s| s.as_str());
+        let limit = q.limit.map(|l| l.min(i64::MAX as u64) as i64);
+        let offset = q.offset.min(i64::MAX as u64) as i64;
+        self.read(|db| {
+            let total: i64 = db
+                .one(
+                    PAGE_COUNT_SQL,
+                    &[&status, &q.deployment, &q.class, &q.dependency],
+                )?
+                .get(0);
+            let rows = db
+                .rows(
+                    PAGE_SQL,
+                    &[
+                        &status,
+                        &q.deployment,
+                        &q.class,
+                        &q.dependency,
+                        &limit,
+                        &offset,
+                    ],
+                )?
+                .iter()
+                .map(instance_row)
+                .collect();
+            Ok(super::query::InstancePage {
+                rows,
+                total: total as u64,
+            })
+        })
     }
 
     pub fn timers(&self, instance: &str) -> Result<Vec<TimerInfo>, StoreError> {
