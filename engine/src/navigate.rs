@@ -340,7 +340,65 @@ pub fn cursor_context(source: &str, offset: usize) -> CursorContext {
             parent: enclosing_element(&source[..lt]),
         };
     }
-    attribute_context(tag, lt + 1, tag[..name_end].to_string(), name_end)
+    match attribute_context(tag, lt + 1, tag[..name_end].to_string(), name_end) {
+        // Attributes after the cursor are written too: offering
+        // `maxAttempts` again where it already follows would make a
+        // duplicate attribute (QF001).
+        CursorContext::AttributeName {
+            element,
+            prefix,
+            start,
+            mut present,
+        } => {
+            present.extend(names_after(&source[offset..]));
+            CursorContext::AttributeName {
+                element,
+                prefix,
+                start,
+                present,
+            }
+        }
+        other => other,
+    }
+}
+
+/// The attribute names written after the cursor, to the end of the start
+/// tag. The rest of a name the cursor is in (being typed) is not one.
+fn names_after(rest: &str) -> Vec<String> {
+    let b = rest.as_bytes();
+    let ends_name = |c: u8| c.is_ascii_whitespace() || matches!(c, b'=' | b'>' | b'/' | b'<');
+    let mut i = 0;
+    while i < b.len() && !ends_name(b[i]) {
+        i += 1;
+    }
+    let mut names = Vec::new();
+    loop {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        match b.get(i) {
+            None | Some(b'>' | b'/' | b'<') => return names,
+            Some(b'=') => {
+                i += 1;
+                while i < b.len() && b[i].is_ascii_whitespace() {
+                    i += 1;
+                }
+                if let Some(&q @ (b'"' | b'\'')) = b.get(i) {
+                    match rest[i + 1..].find(q as char) {
+                        Some(len) => i += len + 2,
+                        None => return names,
+                    }
+                }
+            }
+            Some(_) => {
+                let start = i;
+                while i < b.len() && !ends_name(b[i]) {
+                    i += 1;
+                }
+                names.push(rest[start..i].to_string());
+            }
+        }
+    }
 }
 
 /// Inside the start tag `tag` (which begins at `base`, right after `<`):
@@ -649,6 +707,18 @@ mod tests {
             } => {
                 assert_eq!((element.as_str(), prefix.as_str()), ("x:retry", "jit"));
                 assert_eq!(present, vec!["maxAttempts".to_string()]);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Those after the cursor count too (not the name the cursor is in).
+        let src = "<x:retry maxAttempts=\"3\" ji backoff = 'PT1S' initial=\"a>b\" factor=\"2\"/>";
+        let at = src.find("ji").unwrap() + 1;
+        match cursor_context(src, at) {
+            CursorContext::AttributeName {
+                prefix, present, ..
+            } => {
+                assert_eq!(prefix, "j");
+                assert_eq!(present, ["maxAttempts", "backoff", "initial", "factor"]);
             }
             other => panic!("{other:?}"),
         }

@@ -57,23 +57,40 @@ async fn attributes_of_q_elements_and_tasks() {
     let full = fixture("channel.bpmn");
     let mut h = Harness::initialized().await;
     h.open(URI, 1, &full).await;
-    // On <q:retry> after maxAttempts: the attributes not written yet.
+    // On <q:retry> after maxAttempts: the attributes not written yet
+    // (before the cursor or after it: jitter follows).
     let cut = full.find("maxAttempts=\"4\" ").unwrap() + 16;
     let items = labels(&mut h, 2, &full[..cut], &full[cut..]).await;
     let n = names(&items);
     assert!(
-        n.contains(&"backoff") && n.contains(&"maxDelay") && !n.contains(&"maxAttempts"),
+        n.contains(&"backoff")
+            && n.contains(&"maxDelay")
+            && !n.contains(&"maxAttempts")
+            && !n.contains(&"jitter"),
         "{n:?}"
     );
+    // Without jitter written, it is offered as a snippet of its values.
+    let without = full.replace("jitter=\"equal\" ", "");
+    let items = labels(&mut h, 3, &without[..cut], &without[cut..]).await;
     let jitter = items.iter().find(|i| i["label"] == "jitter").unwrap();
     assert_eq!(
         jitter["textEdit"]["newText"],
         "jitter=\"${1|none,full,equal|}\"$0"
     );
-    // On a serviceTask: the q: task attributes, minus those present.
+    // On a serviceTask: the q: task attributes, minus those present, after
+    // the cursor too (q:operation follows; q:channel is where the cursor is).
     let cut = full.find("q:channel=\"bank\"").unwrap();
-    let items = labels(&mut h, 3, &full[..cut], &full[cut..]).await;
-    assert_eq!(names(&items), ["q:task", "q:channel", "q:operation"]);
+    let items = labels(&mut h, 4, &full[..cut], &full[cut..]).await;
+    assert_eq!(names(&items), ["q:task", "q:channel"]);
+    // In the middle of <q:retry>, before attributes already written.
+    let cut = full.find("<q:retry ").unwrap() + 9;
+    let doc = format!("{} {}", &full[..cut], &full[cut..]);
+    let items = labels(&mut h, 5, &doc[..cut], &doc[cut..]).await;
+    let n = names(&items);
+    assert!(
+        !n.contains(&"maxAttempts") && n.contains(&"maxDelay"),
+        "maxAttempts is written after the cursor: {n:?}"
+    );
     h.stop().await;
 }
 
