@@ -1,14 +1,15 @@
 //! Damaged durable state, written by hand into the database with rusqlite
 //! the way a bad disk, a bad restore or a bad hand would, then met by
 //! `qflow run` as a user runs it. A damaged value never wedges an instance
-//! and never turns into success.
+//! and never turns into success. On a SQLite file (damaged with rusqlite)
+//! and on a fresh PostgreSQL database (damaged with the postgres client).
 
 use std::path::Path;
 mod support;
 use std::process::Output;
+use support::stores::{open, Fresh};
 use support::{lines, qflow};
 
-use qflow_engine::store::Store;
 use serde_json::Value;
 
 /// A channel call with a retry policy; a second model (another process id)
@@ -54,14 +55,14 @@ fn model(dir: &Path, name: &str, source: &str, scenario: &str) -> String {
     format!("{name}.bpmn")
 }
 
-/// Run `file` with its scenario on `q.db`, `extra` arguments after.
-fn run(dir: &Path, file: &str, extra: &[&str]) -> Output {
+/// Run `file` with its scenario on `db`, `extra` arguments after.
+fn run(dir: &Path, db: &str, file: &str, extra: &[&str]) -> Output {
     let scenario = file.replace(".bpmn", ".json");
     let mut args = vec![
         "run",
         file,
         "--db",
-        "q.db",
+        db,
         "--scenario",
         &scenario,
         "--format",
@@ -78,53 +79,61 @@ fn run(dir: &Path, file: &str, extra: &[&str]) -> Output {
     out
 }
 
-/// The damage: one write, with rusqlite, as a hand would.
-fn write_snapshot(dir: &Path, instance: &str, bytes: &[u8]) {
-    let conn = rusqlite::Connection::open(dir.join("q.db")).unwrap();
-    let n = conn
-        .execute(
+/// The damage: one write, as a hand would: with rusqlite into a SQLite
+/// file, with the postgres client into a PostgreSQL database.
+fn write_snapshot(db: &str, instance: &str, bytes: &[u8]) {
+    let n = if db.starts_with("postgres") {
+        let mut client = postgres::Client::connect(db, postgres::NoTls).unwrap();
+        client
+            .execute(
+                "UPDATE instances SET snapshot = $2 WHERE id = $1",
+                &[&instance, &bytes],
+            )
+            .unwrap() as usize
+    } else {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        conn.execute(
             "UPDATE instances SET snapshot = ?2 WHERE id = ?1",
             rusqlite::params![instance, bytes],
         )
-        .unwrap();
+        .unwrap()
+    };
     assert_eq!(n, 1);
 }
 
-fn stored(dir: &Path, instance: &str) -> (String, Vec<u8>) {
-    let store = Store::open(&dir.join("q.db")).unwrap();
+fn stored(db: &str, instance: &str) -> (String, Vec<u8>) {
+    let store = open(db);
     let row = store.instance(instance).unwrap().unwrap();
     (row.status.as_str().to_string(), row.snapshot)
 }
 
-fn edit_snapshot(
-    dir: &Path,
-    instance: &str,
-    edit: impl FnOnce(&mut serde_json::Map<String, Value>),
-) {
-    let (_, bytes) = stored(dir, instance);
+fn edit_snapshot(db: &str, instance: &str, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) {
+    let (_, bytes) = stored(db, instance);
     let mut v: Value = serde_json::from_slice(&bytes).unwrap();
     edit(v.as_object_mut().unwrap());
-    write_snapshot(dir, instance, v.to_string().as_bytes());
+    write_snapshot(db, instance, v.to_string().as_bytes());
 }
 
-#[test]
-fn a_damaged_call_counter_reads_as_zero_is_reported_and_never_reuses_a_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = model(
-        dir.path(),
-        "call",
-        &CALL.replace("PROC", "p"),
-        CALL_SCENARIO,
-    );
+crate::on_both_stores!(
+    a_damaged_call_counter_reads_as_zero_is_reported_and_never_reuses_a_key,
+    a_damaged_task_counter_reads_as_zero_and_the_task_goes_on,
+    a_frontier_token_that_does_not_decode_fails_the_instance_and_keeps_the_bytes,
+    snapshot_bytes_that_are_not_an_object_fail_that_instance_and_the_others_are_served,
+);
+
+fn a_damaged_call_counter_reads_as_zero_is_reported_and_never_reuses_a_key(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    let file = model(dir, "call", &CALL.replace("PROC", "p"), CALL_SCENARIO);
     // Attempt 1 times out at 30 s; the node parks for its re-drive at 40 s.
-    let first = run(dir.path(), &file, &["--until", "PT35S"]);
+    let first = run(dir, &db, &file, &["--until", "PT35S"]);
     let end = lines(&first).pop().unwrap();
     assert_eq!(end["for"], "retry", "{end}");
-    edit_snapshot(dir.path(), "p-1", |m| {
+    edit_snapshot(&db, "p-1", |m| {
         assert_eq!(m["attempts.auth"], 1);
         m.insert("attempts.auth".into(), Value::from("x"));
     });
-    let second = run(dir.path(), &file, &[]);
+    let second = run(dir, &db, &file, &[]);
     let out = lines(&second);
     let damaged = out
         .iter()
@@ -152,7 +161,7 @@ fn a_damaged_call_counter_reads_as_zero_is_reported_and_never_reuses_a_key() {
         end["status"], "completed",
         "the instance is not wedged: {end}"
     );
-    let store = Store::open(&dir.path().join("q.db")).unwrap();
+    let store = open(&db);
     let incident = store
         .incidents("p-1")
         .unwrap()
@@ -166,16 +175,16 @@ fn a_damaged_call_counter_reads_as_zero_is_reported_and_never_reuses_a_key() {
     );
 }
 
-#[test]
-fn a_damaged_task_counter_reads_as_zero_and_the_task_goes_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = model(dir.path(), "task", TASK, TASK_SCENARIO);
-    run(dir.path(), &file, &["--until", "PT30S"]);
-    edit_snapshot(dir.path(), "charge-1", |m| {
+fn a_damaged_task_counter_reads_as_zero_and_the_task_goes_on(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    let file = model(dir, "task", TASK, TASK_SCENARIO);
+    run(dir, &db, &file, &["--until", "PT30S"]);
+    edit_snapshot(&db, "charge-1", |m| {
         m.insert("attempts.t".into(), Value::from(-7));
         m.insert("first_attempt.t".into(), Value::from("yesterday"));
     });
-    let out = lines(&run(dir.path(), &file, &[]));
+    let out = lines(&run(dir, &db, &file, &[]));
     let damaged: Vec<(&str, &Value)> = out
         .iter()
         .filter(|l| l["kind"] == "damaged")
@@ -191,7 +200,7 @@ fn a_damaged_task_counter_reads_as_zero_and_the_task_goes_on() {
     let attempt = out.iter().find(|l| l["kind"] == "attempt").unwrap();
     assert_eq!(attempt["attempt"], 1, "the counter read as zero: {attempt}");
     assert_eq!(out.last().unwrap()["status"], "completed");
-    let store = Store::open(&dir.path().join("q.db")).unwrap();
+    let store = open(&db);
     assert_eq!(
         store
             .incidents("charge-1")
@@ -203,24 +212,19 @@ fn a_damaged_task_counter_reads_as_zero_and_the_task_goes_on() {
     );
 }
 
-#[test]
-fn a_frontier_token_that_does_not_decode_fails_the_instance_and_keeps_the_bytes() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = model(
-        dir.path(),
-        "call",
-        &CALL.replace("PROC", "p"),
-        CALL_SCENARIO,
-    );
-    run(dir.path(), &file, &["--until", "PT5S"]);
-    edit_snapshot(dir.path(), "p-1", |m| {
+fn a_frontier_token_that_does_not_decode_fails_the_instance_and_keeps_the_bytes(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    let file = model(dir, "call", &CALL.replace("PROC", "p"), CALL_SCENARIO);
+    run(dir, &db, &file, &["--until", "PT5S"]);
+    edit_snapshot(&db, "p-1", |m| {
         m.insert(
             "frontier".into(),
             serde_json::json!([{"node": "auth", "state": "sleeping"}]),
         );
     });
-    let (_, damaged) = stored(dir.path(), "p-1");
-    let out = lines(&run(dir.path(), &file, &[]));
+    let (_, damaged) = stored(&db, "p-1");
+    let out = lines(&run(dir, &db, &file, &[]));
     let end = out.last().unwrap();
     assert_eq!(
         (end["status"].as_str(), end["code"].as_str()),
@@ -229,28 +233,30 @@ fn a_frontier_token_that_does_not_decode_fails_the_instance_and_keeps_the_bytes(
     );
     let line = out.iter().find(|l| l["kind"] == "damaged").unwrap();
     assert_eq!(line["key"], "frontier");
-    let (status, bytes) = stored(dir.path(), "p-1");
+    let (status, bytes) = stored(&db, "p-1");
     assert_eq!(status, "failed");
     assert_eq!(bytes, damaged, "the stored bytes are kept untouched");
 }
 
-#[test]
-fn snapshot_bytes_that_are_not_an_object_fail_that_instance_and_the_others_are_served() {
-    let dir = tempfile::tempdir().unwrap();
-    let a = model(dir.path(), "a", &CALL.replace("PROC", "pa"), CALL_SCENARIO);
-    let b = model(dir.path(), "b", &CALL.replace("PROC", "pb"), CALL_SCENARIO);
-    run(dir.path(), &a, &["--until", "PT5S"]);
-    run(dir.path(), &b, &["--until", "PT5S"]);
+fn snapshot_bytes_that_are_not_an_object_fail_that_instance_and_the_others_are_served(
+    fresh: &Fresh,
+) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    let a = model(dir, "a", &CALL.replace("PROC", "pa"), CALL_SCENARIO);
+    let b = model(dir, "b", &CALL.replace("PROC", "pb"), CALL_SCENARIO);
+    run(dir, &db, &a, &["--until", "PT5S"]);
+    run(dir, &db, &b, &["--until", "PT5S"]);
     let garbage = b"[1,2,\"not a snapshot\"".to_vec();
-    write_snapshot(dir.path(), "pa-1", &garbage);
+    write_snapshot(&db, "pa-1", &garbage);
     // One replica serves every unfinished instance of the database.
     let served = qflow(
-        dir.path(),
+        dir,
         &[
             "run",
             &b,
             "--db",
-            "q.db",
+            &db,
             "--scenario",
             "b.json",
             "--replica",
@@ -264,11 +270,11 @@ fn snapshot_bytes_that_are_not_an_object_fail_that_instance_and_the_others_are_s
         "{}",
         String::from_utf8_lossy(&served.stderr)
     );
-    let (status, bytes) = stored(dir.path(), "pa-1");
+    let (status, bytes) = stored(&db, "pa-1");
     assert_eq!((status.as_str(), bytes), ("failed", garbage.clone()));
-    assert_eq!(stored(dir.path(), "pb-2").0, "completed");
+    assert_eq!(stored(&db, "pb-2").0, "completed");
     // The failed instance is inspectable: its record and its raw bytes.
-    let store = Store::open(&dir.path().join("q.db")).unwrap();
+    let store = open(&db);
     let end = qflow_engine::runtime::driver::final_state(&store, "pa-1").unwrap();
     assert_eq!(
         (
@@ -291,17 +297,14 @@ fn snapshot_bytes_that_are_not_an_object_fail_that_instance_and_the_others_are_s
     );
     assert_eq!(seen.failure.unwrap().code, "q.snapshot.damaged");
     // And `qflow show` says so, with the bytes, in words and in JSON.
-    let shown = qflow(dir.path(), &["show", "pa-1", "--db", "q.db"]);
+    let shown = qflow(dir, &["show", "pa-1", "--db", &db]);
     let text = String::from_utf8_lossy(&shown.stdout);
     assert!(
         text.contains("damaged: the stored bytes are not a snapshot")
             && text.contains("[1,2,\"not a snapshot\""),
         "{text}"
     );
-    let shown = qflow(
-        dir.path(),
-        &["show", "pa-1", "--db", "q.db", "--format", "json"],
-    );
+    let shown = qflow(dir, &["show", "pa-1", "--db", &db, "--format", "json"]);
     let v: Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(v["raw_snapshot"], "[1,2,\"not a snapshot\"");
     assert!(store
