@@ -5,6 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod support;
+use support::stores::{open, Fresh};
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
@@ -44,11 +47,15 @@ fn dbg08_always_failing_steps_to_the_failed_screen() {
     assert_eq!(out.lines().count(), 30);
 }
 
-#[test]
-fn a_database_resumes_then_attaches_with_failed_first() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("c.db");
-    let db = db.to_str().unwrap();
+crate::on_both_stores!(
+    a_database_resumes_then_attaches_with_failed_first,
+    the_console_attached_shows_a_failed_instance_a_replica_left,
+    the_console_records_the_model_file_on_its_deployment_as_run_does,
+);
+
+fn a_database_resumes_then_attaches_with_failed_first(fresh: &Fresh) {
+    let db = fresh.db();
+    let db = db.as_str();
     let model = "samples/dbg08-charge.bpmn";
     let sc = "samples/scenarios/dbg08-long-outage.json";
     let o = console(&[model, "--scenario", sc, "--db", db, "--headless", "   "]);
@@ -79,26 +86,20 @@ fn a_database_resumes_then_attaches_with_failed_first() {
     assert!(out.contains("read-only"), "{out}");
 }
 
-/// Done when: a replica serving a PostgreSQL database leaves a FAILED
-/// instance there, and the console attached to the same URL lists it
-/// (FAILED, with its failure) and opens it.
-#[test]
-fn the_console_attached_to_postgres_shows_a_failed_instance_a_replica_left() {
+/// A replica serving a database (a PostgreSQL one: replicas on several
+/// hosts) leaves a FAILED instance there, and the console attached to the
+/// same database lists it (FAILED, with its failure) and opens it.
+fn the_console_attached_shows_a_failed_instance_a_replica_left(fresh: &Fresh) {
     use qflow_engine::runtime::graph::Graph;
     use qflow_engine::runtime::{decide, Scenario};
-    use qflow_engine::store::{Location, Store};
-    let Some(server) = qflow_engine::store::pg::test_server("the console on PostgreSQL") else {
-        return;
-    };
-    let name = format!("qflow_console_attach_{}", std::process::id());
-    let db = qflow_engine::store::pg::scratch_database(&server, &name).unwrap();
+    let db = fresh.db();
     let model = "samples/dbg08-long-outage.bpmn";
     let sc = "samples/scenarios/dbg08-long-outage.json";
     let source = std::fs::read_to_string(repo().join(model)).unwrap();
     let scenario = Scenario::parse(&std::fs::read_to_string(repo().join(sc)).unwrap()).unwrap();
     let graph = Graph::compile(&qflow_engine::load(&source).unwrap()).unwrap();
     let id = {
-        let mut store = Store::connect(&Location::parse(&db).unwrap()).unwrap();
+        let mut store = open(&db);
         let dep = store.deploy(&graph.process_id, &source, 0).unwrap();
         let start = decide::start(&graph, &scenario.variables, 0);
         store.start_instance(&dep, &start, 0).unwrap()
@@ -206,19 +207,11 @@ fn the_console_reads_the_models_configuration() {
 /// it makes, exactly as `qflow run MODEL --db DB` does (both open their
 /// session through the engine's one path): `qflow deployments` names the
 /// file, never "(by a run)", and `qflow resume` can find its scenario.
-#[test]
-fn the_console_records_the_model_file_on_its_deployment_as_run_does() {
-    let dir = tempfile::tempdir().unwrap();
+fn the_console_records_the_model_file_on_its_deployment_as_run_does(fresh: &Fresh) {
     let model = "samples/dbg08-charge.bpmn";
-    let by_console = dir.path().join("console.db");
-    let by_run = dir.path().join("run.db");
-    let o = console(&[
-        model,
-        "--db",
-        by_console.to_str().unwrap(),
-        "--headless",
-        "   ",
-    ]);
+    let by_console = fresh.db();
+    let by_run = fresh.db();
+    let o = console(&[model, "--db", &by_console, "--headless", "   "]);
     assert!(o.status.success(), "{}", text(&o).1);
     let o = Command::new(env!("CARGO_BIN_EXE_qflow"))
         .current_dir(repo())
@@ -227,7 +220,7 @@ fn the_console_records_the_model_file_on_its_deployment_as_run_does() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o).1);
-    let deployments = |db: &Path| -> serde_json::Value {
+    let deployments = |db: &str| -> serde_json::Value {
         let o = Command::new(env!("CARGO_BIN_EXE_qflow"))
             .current_dir(repo())
             .args(["deployments", "--format", "json", "--db"])
@@ -244,13 +237,7 @@ fn the_console_records_the_model_file_on_its_deployment_as_run_does() {
     assert_eq!(c.as_array().unwrap().len(), 1, "one deployment: {c}");
 
     // A second session on the same database resumes on that deployment.
-    let o = console(&[
-        model,
-        "--db",
-        by_console.to_str().unwrap(),
-        "--headless",
-        "",
-    ]);
+    let o = console(&[model, "--db", &by_console, "--headless", ""]);
     assert!(o.status.success(), "{}", text(&o).1);
     assert_eq!(deployments(&by_console).as_array().unwrap().len(), 1);
 }

@@ -87,11 +87,18 @@ fn self_contained(html: &str) {
     assert!(!html.contains("href="), "no link out");
 }
 
-#[test]
-fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("sim.html");
-    let db = dir.path().join("sim.db");
+crate::on_both_stores!(
+    a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_process
+);
+
+/// On a SQLite file and on a PostgreSQL database: the simulation and
+/// `stats` read back the same minutes from either store.
+fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_process(
+    fresh: &support::stores::Fresh,
+) {
+    let dir = fresh.dir();
+    let report = dir.join("sim.html");
+    let db = fresh.db();
     let (code, _, err) = qflow(&[
         "simulate",
         DBG08,
@@ -100,7 +107,7 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
         "--outage",
         "PT2H",
         "--db",
-        db.to_str().unwrap(),
+        &db,
         "--report",
         report.to_str().unwrap(),
     ]);
@@ -161,14 +168,8 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
     assert_eq!(with(&diagram[0].1, "g", "node").len(), 3);
 
     // The same store read back by stats charts the same minutes.
-    let stats = dir.path().join("stats.html");
-    let (code, _, err) = qflow(&[
-        "stats",
-        "--db",
-        db.to_str().unwrap(),
-        "--report",
-        stats.to_str().unwrap(),
-    ]);
+    let stats = dir.join("stats.html");
+    let (code, _, err) = qflow(&["stats", "--db", &db, "--report", stats.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let html = std::fs::read_to_string(&stats).unwrap();
     self_contained(&html);

@@ -9,7 +9,9 @@ use qflow_engine::runtime::driver::LocalRun;
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::scenario::Scenario;
 use qflow_engine::runtime::VirtualClock;
-use qflow_engine::store::Store;
+
+mod support;
+use support::stores::{open, Fresh};
 
 fn bpmn_files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -92,12 +94,14 @@ const BOUNDARY_CALL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
   </bpmn:process>
 </bpmn:definitions>"#;
 
+/// Runs the boundary call in a new database of `fresh` (a SQLite file or
+/// a PostgreSQL database).
 fn run_boundary_call(
+    fresh: &Fresh,
     scenario: &str,
 ) -> (Vec<serde_json::Value>, qflow_engine::inspect::Inspection) {
-    let dir = tempfile::tempdir().unwrap();
     let defs = qflow_engine::load(BOUNDARY_CALL).unwrap_or_else(|d| panic!("loads: {d:?}"));
-    let store = Store::open(&dir.path().join("q.db")).unwrap();
+    let store = open(&fresh.db());
     let scenario = Scenario::parse(scenario).unwrap();
     let mut run =
         LocalRun::open(store, BOUNDARY_CALL, &defs, scenario, VirtualClock::new(0)).unwrap();
@@ -106,11 +110,13 @@ fn run_boundary_call(
     (lines, run.inspect().unwrap())
 }
 
+crate::on_both_stores!(a_call_timed_out_by_a_routed_timer_boundary_takes_the_boundary_route);
+
 /// The boundary fires at its time, ends the wait and takes its route; the
 /// request's outbox row is kept; an answer in time takes the normal flow.
-#[test]
-fn a_call_timed_out_by_a_routed_timer_boundary_takes_the_boundary_route() {
-    let (lines, inspection) = run_boundary_call(r#"{"channels":{"bank":[{"silent":true}]}}"#);
+fn a_call_timed_out_by_a_routed_timer_boundary_takes_the_boundary_route(fresh: &Fresh) {
+    let (lines, inspection) =
+        run_boundary_call(fresh, r#"{"channels":{"bank":[{"silent":true}]}}"#);
     let kinds: Vec<(String, String, i64)> = lines
         .iter()
         .map(|l| {
@@ -140,8 +146,10 @@ fn a_call_timed_out_by_a_routed_timer_boundary_takes_the_boundary_route() {
     assert_eq!(inspection.outbox.len(), 1, "the request's row is kept");
     assert!(inspection.correlations.is_empty(), "the wait is over");
 
-    let (lines, inspection) =
-        run_boundary_call(r#"{"channels":{"bank":[{"respond":{"ok":true},"after":"PT10S"}]}}"#);
+    let (lines, inspection) = run_boundary_call(
+        fresh,
+        r#"{"channels":{"bank":[{"respond":{"ok":true},"after":"PT10S"}]}}"#,
+    );
     assert!(lines
         .iter()
         .any(|l| l["kind"] == "end" && l["node"] == "answered"));
