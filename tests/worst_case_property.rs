@@ -6,17 +6,22 @@
 //! lasting its `<q:timeout>`), a real run on the engine and the store makes
 //! exactly the attempts the node's worst case lists, at those times, and
 //! fails when and why it says. With jitter the times fall in the ranges the
-//! hover prints and the count stays within its bound.
+//! hover prints and the count stays within its bound. Each run keeps its
+//! instance in a new database: 48 random policies on SQLite files, 16 on
+//! PostgreSQL databases (one `CREATE DATABASE` each).
 
 use std::time::Duration;
 
 use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use qflow_engine::policy::{attempt_window, RetryPolicy, StopReason};
 use qflow_engine::runtime::driver::LocalRun;
 use qflow_engine::runtime::scenario::Scenario;
 use qflow_engine::runtime::VirtualClock;
-use qflow_engine::store::Store;
 use serde_json::Value;
+
+mod support;
+use support::stores::{open, Fresh};
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -114,10 +119,9 @@ fn case() -> impl Strategy<Value = Case> {
 
 /// Run the model until nothing is left: the attempt lines `(n, at ms)`, the
 /// final state and the time of the last decision.
-fn run(source: &str, scenario: &str) -> (Vec<(u32, i64)>, Value, i64) {
-    let dir = tempfile::tempdir().unwrap();
+fn run(fresh: &Fresh, source: &str, scenario: &str) -> (Vec<(u32, i64)>, Value, i64) {
     let defs = qflow_engine::load(source).unwrap_or_else(|d| panic!("model loads: {d:?}"));
-    let store = Store::open(&dir.path().join("q.db")).unwrap();
+    let store = open(&fresh.db());
     let scenario = Scenario::parse(scenario).unwrap();
     let mut run = LocalRun::open(store, source, &defs, scenario, VirtualClock::new(0)).unwrap();
     let (mut attempts, mut last) = (Vec::new(), 0);
@@ -137,46 +141,64 @@ fn ms(d: Duration) -> i64 {
     d.as_millis() as i64
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+crate::on_both_stores!(an_always_failing_run_makes_the_attempts_the_hover_shows);
 
-    #[test]
-    fn an_always_failing_run_makes_the_attempts_the_hover_shows(c in case()) {
-        let source = c.model();
-        let defs = qflow_engine::load(&source).unwrap_or_else(|d| panic!("{source}\n{d:?}"));
-        let node = defs.processes[0].node("t").unwrap();
-        let policy = RetryPolicy::from_spec(&node.retries[0]).unwrap();
-        let wc = policy.worst_case(attempt_window(node));
-        // Keep each run short: the listing is complete and small.
-        prop_assume!(wc.complete && wc.count.is_some_and(|n| n <= 40));
-        let (attempts, last, failed_at) = run(&source, c.scenario());
-        prop_assert_eq!(&last["status"], "failed", "{}", last);
-        let made = attempts.len() as u64;
-        let numbers: Vec<u32> = attempts.iter().map(|a| a.0).collect();
-        prop_assert_eq!(numbers, (1..=made as u32).collect::<Vec<_>>());
-        prop_assert_eq!(last["attempts"].as_u64(), Some(made));
-        if c.jitter == "none" {
-            let planned: Vec<(u32, i64)> =
-                wc.attempts.iter().map(|a| (a.attempt, ms(a.since_first))).collect();
-            prop_assert_eq!(&attempts, &planned);
-            prop_assert_eq!(Some(made), wc.count);
-            prop_assert_eq!(Some(failed_at), wc.fails_by.map(ms));
-            let reason = match wc.stop {
-                Some(StopReason::Exhausted) => "exhausted",
-                Some(StopReason::Expired) => "expired",
-                other => panic!("{other:?}"),
-            };
-            prop_assert_eq!(&last["reason"], reason);
-        } else {
-            // Jitter only shortens delays: at least the nominal attempts, at
-            // most the bound, each in its printed range, failing by the bound.
-            prop_assert!(made >= wc.attempts.len() as u64);
-            prop_assert!(wc.count.is_some_and(|n| made <= n));
-            for ((_, at), a) in attempts.iter().zip(&wc.attempts) {
-                prop_assert!(*at >= ms(a.since_first_min) && *at <= ms(a.since_first_max),
-                    "attempt {} at {} outside {:?}..{:?}", a.attempt, at, a.since_first_min, a.since_first_max);
-            }
-            prop_assert!(wc.fails_by.is_some_and(|f| failed_at <= ms(f)));
-        }
+fn an_always_failing_run_makes_the_attempts_the_hover_shows(fresh: &Fresh) {
+    let cases = if fresh.is_postgres() { 16 } else { 48 };
+    let mut runner = TestRunner::new(Config {
+        cases,
+        ..Config::default()
+    });
+    if let Err(e) = runner.run(&case(), |c| the_run_makes_the_worst_case(fresh, &c)) {
+        panic!("{e}");
     }
+}
+
+fn the_run_makes_the_worst_case(fresh: &Fresh, c: &Case) -> Result<(), TestCaseError> {
+    let source = c.model();
+    let defs = qflow_engine::load(&source).unwrap_or_else(|d| panic!("{source}\n{d:?}"));
+    let node = defs.processes[0].node("t").unwrap();
+    let policy = RetryPolicy::from_spec(&node.retries[0]).unwrap();
+    let wc = policy.worst_case(attempt_window(node));
+    // Keep each run short: the listing is complete and small.
+    prop_assume!(wc.complete && wc.count.is_some_and(|n| n <= 40));
+    let (attempts, last, failed_at) = run(fresh, &source, c.scenario());
+    prop_assert_eq!(&last["status"], "failed", "{}", last);
+    let made = attempts.len() as u64;
+    let numbers: Vec<u32> = attempts.iter().map(|a| a.0).collect();
+    prop_assert_eq!(numbers, (1..=made as u32).collect::<Vec<_>>());
+    prop_assert_eq!(last["attempts"].as_u64(), Some(made));
+    if c.jitter == "none" {
+        let planned: Vec<(u32, i64)> = wc
+            .attempts
+            .iter()
+            .map(|a| (a.attempt, ms(a.since_first)))
+            .collect();
+        prop_assert_eq!(&attempts, &planned);
+        prop_assert_eq!(Some(made), wc.count);
+        prop_assert_eq!(Some(failed_at), wc.fails_by.map(ms));
+        let reason = match wc.stop {
+            Some(StopReason::Exhausted) => "exhausted",
+            Some(StopReason::Expired) => "expired",
+            other => panic!("{other:?}"),
+        };
+        prop_assert_eq!(&last["reason"], reason);
+    } else {
+        // Jitter only shortens delays: at least the nominal attempts, at
+        // most the bound, each in its printed range, failing by the bound.
+        prop_assert!(made >= wc.attempts.len() as u64);
+        prop_assert!(wc.count.is_some_and(|n| made <= n));
+        for ((_, at), a) in attempts.iter().zip(&wc.attempts) {
+            prop_assert!(
+                *at >= ms(a.since_first_min) && *at <= ms(a.since_first_max),
+                "attempt {} at {} outside {:?}..{:?}",
+                a.attempt,
+                at,
+                a.since_first_min,
+                a.since_first_max
+            );
+        }
+        prop_assert!(wc.fails_by.is_some_and(|f| failed_at <= ms(f)));
+    }
+    Ok(())
 }
