@@ -57,6 +57,7 @@ impl RecordArgs {
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["class", "dependency"])))]
 pub struct UnpauseArgs {
+    /// The database (it must exist): a SQLite file or a postgres:// URL.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// The failure class whose retries to hold: transient or rate-limited
@@ -91,6 +92,7 @@ pub struct QuarantineArgs {
 pub struct ReleaseArgs {
     /// The instance's id (`qflow instances` lists them).
     pub instance: String,
+    /// The database (it must exist): a SQLite file or a postgres:// URL.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     #[arg(long, value_enum, default_value = "human")]

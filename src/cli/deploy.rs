@@ -26,6 +26,7 @@ pub struct DeployArgs {
 /// List the deployments: id, process, model, hash, when, instances by status, retired.
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
+    /// The database (it must exist): a SQLite file or a postgres:// URL.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     #[arg(long, value_enum, default_value = "human")]
@@ -38,6 +39,7 @@ pub struct ListArgs {
 pub struct RetireArgs {
     /// The deployment's id (`qflow deployments` lists them).
     pub deployment: i64,
+    /// The database (it must exist): a SQLite file or a postgres:// URL.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     #[arg(long, value_enum, default_value = "human")]

@@ -18,6 +18,7 @@ use super::run::{human_line, json_line, Columns};
 /// List instances: status, deployment, current node, attempts, next due time, failure.
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
+    /// The database (it must exist): a SQLite file or a postgres:// URL.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// Only instances in this status: running, waiting, completed or failed.
@@ -54,6 +55,7 @@ pub const DEFAULT_LIMIT: u64 = 50;
 pub struct ShowArgs {
     /// The instance id (`qflow instances` lists them).
     pub instance: String,
+    /// The database (it must exist): a SQLite file or a postgres:// URL.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     #[arg(long, value_enum, default_value = "human")]

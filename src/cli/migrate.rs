@@ -34,6 +34,7 @@ pub struct MigrateArgs {
     /// migration's own transaction unless its source is already deployed).
     #[arg(long, value_name = "DEPLOYMENT|MODEL")]
     pub to: String,
+    /// The database (it must exist): a SQLite file or a postgres:// URL.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// Node OLD of the instance's model is NEW in the target (repeatable).
@@ -60,6 +61,7 @@ pub struct MigrateArgs {
 pub struct ResumeArgs {
     /// The instance to continue.
     pub instance: String,
+    /// The database (it must exist): a SQLite file or a postgres:// URL.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// A scenario (JSON, docs/run.md) for the handlers and counterparts from

@@ -19,7 +19,8 @@ use qflow_engine::store::{Location, Store};
 pub struct Args {
     /// The BPMN model to draw.
     pub model: PathBuf,
-    /// A database holding an instance of the model (with --instance).
+    /// A database holding an instance of the model (with --instance): a
+    /// SQLite file or a postgres:// URL.
     #[arg(long, value_name = "DB", requires = "instance")]
     pub db: Option<Location>,
     /// The instance whose state to draw on the diagram (with --db).

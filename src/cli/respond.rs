@@ -19,7 +19,7 @@ use super::run::{json_line, Format};
 pub struct Args {
     /// The correlation: `instance/node` (a relayed request's Qflow-Correlation).
     pub correlation: String,
-    /// The database holding the instance.
+    /// The database holding the instance: a SQLite file or a postgres:// URL.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// The idempotency key of the request answered (default: the live attempt's).
