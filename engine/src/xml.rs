@@ -805,21 +805,31 @@ fn read_start_tag<'a>(
         }
         let qname = &tag[raw.name.0..raw.name.1];
         let raw_value = &tag[raw.value.0..raw.value.1];
-        if let Some(lt) = raw_value.find('<') {
-            return Err(fault(
-                raw.value.0 + lt,
-                "`<` inside an attribute value".to_string(),
-                "write &lt; instead",
-            ));
+        // One pass over the value for both bytes that matter (most values
+        // have neither): a `<` is refused, a `&` must be a valid escape.
+        let mut amp = false;
+        for at in memchr::memchr2_iter(b'<', b'&', raw_value.as_bytes()) {
+            if raw_value.as_bytes()[at] == b'<' {
+                return Err(fault(
+                    raw.value.0 + at,
+                    "`<` inside an attribute value".to_string(),
+                    "write &lt; instead",
+                ));
+            }
+            amp = true;
         }
-        escaped |= raw_value.contains('&');
-        let value = quick_xml::escape::unescape(raw_value).map_err(|e| {
-            fault(
-                raw.value.0,
-                format!("bad escape in attribute value: {e}"),
-                "qflow expands only XML's five predefined entities and character references",
-            )
-        })?;
+        escaped |= amp;
+        let value = if amp {
+            quick_xml::escape::unescape(raw_value).map_err(|e| {
+                fault(
+                    raw.value.0,
+                    format!("bad escape in attribute value: {e}"),
+                    "qflow expands only XML's five predefined entities and character references",
+                )
+            })?
+        } else {
+            Cow::Borrowed(raw_value)
+        };
         if attrs::is_xmlns(qname) {
             let prefix = qname.strip_prefix("xmlns:").unwrap_or("");
             if !prefix.is_empty() && value.is_empty() {
