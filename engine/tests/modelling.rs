@@ -542,6 +542,26 @@ fn qf106_qf107_qf109_where_lanes_and_uses_are_found() {
     );
 }
 
+/// A node or flow without an id cannot be drawn: QF109 reports it at its
+/// tag, with an empty element, as bpmnlint reports it with no id.
+#[test]
+fn qf109_elements_without_an_id() {
+    let src = plain(
+        r#"    <bpmn:task name="Anonymous"/>
+    <bpmn:sequenceFlow sourceRef="a" targetRef="b"/>"#,
+    );
+    let found = of(&src, Code::QF109);
+    let got: Vec<(Option<&str>, &str)> = found
+        .iter()
+        .map(|d| (d.element.as_deref(), text(&src, d)))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(Some(""), "bpmn:task"), (Some(""), "bpmn:sequenceFlow")],
+        "{found:#?}"
+    );
+}
+
 #[test]
 fn qf110_qf117_discouraged_gateways() {
     let src = plain(

@@ -64,6 +64,26 @@ pub(super) fn no_bpmndi(defs: &Definitions, e: &mut Emit<'_, '_>) {
             );
         }
     }
+    // An element without an id can never be drawn (a drawing names the
+    // element by its id): bpmnlint reports it too.
+    let no_id = |local: &str, at: Span| {
+        Diagnostic::new(
+            Code::QF109,
+            at,
+            format!("<{local}> without an id is missing from the diagram"),
+        )
+        .element("")
+        .label("no BPMNShape or BPMNEdge can draw it")
+        .help("give it an id, then lay it out in a graphical modeller")
+    };
+    for p in &defs.processes {
+        for n in p.nodes.iter().filter(|n| n.id().is_empty()) {
+            e.push(no_id(&n.element, n.name_span));
+        }
+        for f in p.flows.iter().filter(|f| f.id.value.is_empty()) {
+            e.push(no_id("sequenceFlow", f.id.span));
+        }
+    }
 }
 
 /// A shape QF118 judges: a flow node of a process, or a data object or data
