@@ -47,6 +47,34 @@ fn on_postgres(test: &str) -> Option<Store> {
     super::pg::test_store(test)
 }
 
+fn is_pg(store: &Store) -> bool {
+    matches!(store.backend, super::Backend::Postgres(_))
+}
+
+/// Write rows by hand, as a database of an earlier schema held them:
+/// statements with literal values, on the store's own connection.
+fn raw(store: &mut Store, sql: &str) {
+    if is_pg(store) {
+        store.pg_batch(sql);
+    } else {
+        store.conn().execute_batch(sql).unwrap();
+    }
+}
+
+/// An instance row `p-1` of deployment `dep` at `version`, as an earlier
+/// schema holds it (PostgreSQL numbers instances in `seq`; SQLite by rowid).
+fn old_instance(store: &Store, dep: i64, version: i64) -> String {
+    let (seq_col, seq) = if is_pg(store) {
+        (", seq", ", 1")
+    } else {
+        ("", "")
+    };
+    format!(
+        "INSERT INTO instances(id, deployment_id, status, snapshot, version, started_ms, updated_ms{seq_col}) \
+         VALUES ('p-1', {dep}, 'waiting', '{{}}', {version}, 0, 0{seq});"
+    )
+}
+
 fn setup_in(mut store: Store) -> (Store, String) {
     let dep = store.deploy("p", MODEL, 0).unwrap();
     let mut snap = Snapshot::new();
@@ -258,40 +286,47 @@ fn a_malformed_stored_counter_reads_as_zero() {
     assert_eq!(f.snapshot.attempts("t"), 0);
 }
 
-#[test]
-fn a_version_2_database_gets_its_key_ledger_from_the_history_and_the_outbox() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v2.db");
+crate::store::fresh::on_both_stores!(
+    a_version_2_database_gets_its_key_ledger_from_the_history_and_the_outbox,
+    a_version_5_database_gets_the_cause_of_its_armed_retry_parks,
+    a_version_6_database_keeps_its_pauses_and_quarantines_with_no_one_recorded,
+);
+
+fn a_version_2_database_gets_its_key_ledger_from_the_history_and_the_outbox(
+    fresh: &crate::store::fresh::Fresh,
+) {
+    let at = fresh.db();
     {
-        let mut old = Store::open_at(&path, 2).unwrap();
-        let dep = old.deploy("p", MODEL, 0).unwrap();
-        let c = old.conn();
-        c.execute(
-            "INSERT INTO instances(id, deployment_id, status, snapshot, version, started_ms, updated_ms) VALUES ('p-1', ?1, 'waiting', '{}', 3, 0, 0)",
-            rusqlite::params![dep.id],
-        )
-        .unwrap();
-        c.execute(
-            "INSERT INTO transitions(seq, instance_id, version, at_ms, status, snapshot) VALUES (1, 'p-1', 1, 0, 'waiting', '{}')",
-            [],
-        )
-        .unwrap();
+        let mut old = Store::connect_at(&at, 2).unwrap();
+        assert_eq!(old.schema_version().unwrap(), 2);
+        // The deployment by hand too: this qflow's deploy writes columns
+        // of later versions (its origin).
+        let mut sql = String::from(
+            "INSERT INTO deployments(id, process_id, hash, source, deployed_ms) \
+             VALUES (1, 'p', 'h', '<definitions/>', 0);",
+        );
+        sql.push_str(&old_instance(&old, 1, 3));
+        sql.push_str(
+            "INSERT INTO transitions(seq, instance_id, version, at_ms, status, snapshot) \
+             VALUES (1, 'p-1', 1, 0, 'waiting', '{}');",
+        );
         // Key /3 was sent and then withdrawn by a backoff park: only the
         // history remembers it. Key /2 is still in the outbox.
         for (n, node) in [(1, "auth"), (3, "auth"), (1, "other")] {
-            c.execute(
-                "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, detail) VALUES (1, 'p-1', 0, 'attempt', ?1, ?2, ?3)",
-                rusqlite::params![node, n, format!(r#"{{"idempotencyKey":"p-1/{node}/{n}","kind":"attempt"}}"#)],
-            )
-            .unwrap();
+            sql.push_str(&format!(
+                "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, detail) \
+                 VALUES (1, 'p-1', 0, 'attempt', '{node}', {n}, \
+                 '{{\"idempotencyKey\":\"p-1/{node}/{n}\",\"kind\":\"attempt\"}}');"
+            ));
         }
-        c.execute(
-            "INSERT INTO outbox(instance_id, node, channel, attempt, idempotency_key, payload, state, next_ms, created_ms) VALUES ('p-1', 'auth', 'bank', 2, 'p-1/auth/2', '{}', 'delivered', 0, 0)",
-            [],
-        )
-        .unwrap();
+        sql.push_str(
+            "INSERT INTO outbox(instance_id, node, channel, attempt, idempotency_key, payload, state, next_ms, created_ms) \
+             VALUES ('p-1', 'auth', 'bank', 2, 'p-1/auth/2', '{}', 'delivered', 0, 0);",
+        );
+        raw(&mut old, &sql);
     }
-    let store = Store::open(&path).unwrap();
+    let store = Store::connect(&at).unwrap();
+    assert_eq!(store.schema_version().unwrap(), schema::LATEST);
     let f = store.facts("p-1").unwrap();
     assert_eq!(
         f.keys_sent,
@@ -299,53 +334,52 @@ fn a_version_2_database_gets_its_key_ledger_from_the_history_and_the_outbox() {
     );
 }
 
-#[test]
-fn a_version_5_database_gets_the_cause_of_its_armed_retry_parks() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v5.db");
+/// The cause of an armed retry park, filled from its last attempt line, is
+/// what a pause by class and a pause by dependency both find.
+fn a_version_5_database_gets_the_cause_of_its_armed_retry_parks(
+    fresh: &crate::store::fresh::Fresh,
+) {
+    let at = fresh.db();
     {
-        let mut old = Store::open_at(&path, 5).unwrap();
+        let mut old = Store::connect_at(&at, 5).unwrap();
+        assert_eq!(old.schema_version().unwrap(), 5);
         let dep = old.deploy("p", MODEL, 0).unwrap();
-        let c = old.conn();
-        c.execute(
-            "INSERT INTO instances(id, deployment_id, status, snapshot, version, started_ms, updated_ms) VALUES ('p-1', ?1, 'waiting', '{}', 2, 0, 0)",
-            rusqlite::params![dep.id],
-        )
-        .unwrap();
-        c.execute(
-            "INSERT INTO transitions(seq, instance_id, version, at_ms, status, snapshot) VALUES (1, 'p-1', 2, 0, 'waiting', '{}')",
-            [],
-        )
-        .unwrap();
-        c.execute(
-            "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, code, task, detail) VALUES (1, 'p-1', 0, 'attempt', 't', 1, 'SLOW', 'svc.call', '{\"class\":\"rate-limited\",\"kind\":\"attempt\"}')",
-            [],
-        )
-        .unwrap();
-        c.execute(
-            "INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq) VALUES ('p-1', 't', 'retry', 60000, 2, 'armed', 1)",
-            [],
-        )
-        .unwrap();
+        let mut sql = old_instance(&old, dep.id, 2);
+        sql.push_str(
+            "INSERT INTO transitions(seq, instance_id, version, at_ms, status, snapshot) \
+             VALUES (1, 'p-1', 2, 0, 'waiting', '{}');\
+             INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, code, task, detail) \
+             VALUES (1, 'p-1', 0, 'attempt', 't', 1, 'SLOW', 'svc.call', '{\"class\":\"rate-limited\",\"kind\":\"attempt\"}');\
+             INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq) \
+             VALUES ('p-1', 't', 'retry', 60000, 2, 'armed', 1);",
+        );
+        raw(&mut old, &sql);
     }
-    let mut store = Store::open(&path).unwrap();
-    let cause: (String, String) = store
-        .conn()
-        .query_row("SELECT class, dependency FROM timers", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+    let mut store = Store::connect(&at).unwrap();
+    if !is_pg(&store) {
+        let cause: (String, String) = store
+            .conn()
+            .query_row("SELECT class, dependency FROM timers", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(cause, ("rate-limited".into(), "svc.call".into()));
+    }
+    assert_eq!(store.candidates(10).unwrap(), ["p-1"]);
+    let ops = super::contain::Actor::new("ops");
+    let change = store
+        .pause(super::contain::PauseKind::Class, "rate-limited", 1, &ops)
         .unwrap();
-    assert_eq!(cause, ("rate-limited".into(), "svc.call".into()));
+    assert_eq!(change.parks, 1, "the park's class was filled");
+    assert!(store.candidates(10).unwrap().is_empty());
+    store
+        .unpause(super::contain::PauseKind::Class, "rate-limited")
+        .unwrap();
     assert_eq!(store.candidates(10).unwrap(), ["p-1"]);
     let change = store
-        .pause(
-            super::contain::PauseKind::Class,
-            "rate-limited",
-            1,
-            &super::contain::Actor::new("ops"),
-        )
+        .pause(super::contain::PauseKind::Dependency, "svc.call", 2, &ops)
         .unwrap();
-    assert_eq!(change.parks, 1);
+    assert_eq!(change.parks, 1, "the park's dependency was filled");
     assert!(store.candidates(10).unwrap().is_empty());
 }
 
@@ -448,25 +482,22 @@ fn a_batch_journals_its_savepoints_in_memory_not_in_a_temporary_file() {
     assert_eq!(mode, 2, "temp_store=MEMORY");
 }
 
-#[test]
-fn a_version_6_database_keeps_its_pauses_and_quarantines_with_no_one_recorded() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v6.db");
+fn a_version_6_database_keeps_its_pauses_and_quarantines_with_no_one_recorded(
+    fresh: &crate::store::fresh::Fresh,
+) {
+    let at = fresh.db();
     {
-        let (old, id) = setup_in(Store::open_at(&path, 6).unwrap());
-        let c = old.conn();
-        c.execute(
-            "INSERT INTO pauses(kind, value, paused_ms) VALUES ('class', 'transient', 5)",
-            [],
-        )
-        .unwrap();
-        c.execute(
-            "UPDATE instances SET quarantined_ms = 7 WHERE id = ?1",
-            rusqlite::params![id],
-        )
-        .unwrap();
+        let (mut old, id) = setup_in(Store::connect_at(&at, 6).unwrap());
+        assert_eq!(old.schema_version().unwrap(), 6);
+        raw(
+            &mut old,
+            &format!(
+                "INSERT INTO pauses(kind, value, paused_ms) VALUES ('class', 'transient', 5);\
+                 UPDATE instances SET quarantined_ms = 7 WHERE id = '{id}';"
+            ),
+        );
     }
-    let mut store = Store::open(&path).unwrap();
+    let mut store = Store::connect(&at).unwrap();
     assert_eq!(store.schema_version().unwrap(), schema::LATEST);
     let pauses = store.pauses().unwrap();
     assert_eq!(
