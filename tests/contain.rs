@@ -275,11 +275,15 @@ fn bad_containment_input_is_named() {
     assert!(err.contains("no instance dbg08-9"), "{err}");
 }
 
-#[test]
-fn a_dependency_no_deployment_calls_is_refused_with_the_known_ones_unless_forced() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("d.db");
-    let db = db.to_str().unwrap();
+crate::on_both_stores!(
+    a_dependency_no_deployment_calls_is_refused_with_the_known_ones_unless_forced
+);
+
+fn a_dependency_no_deployment_calls_is_refused_with_the_known_ones_unless_forced(
+    fresh: &support::stores::Fresh,
+) {
+    let db = fresh.db();
+    let db = db.as_str();
     let (code, _, err) = qflow(&[
         "run",
         DBG08,

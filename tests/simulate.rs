@@ -5,6 +5,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod support;
+
 const DBG08: &str = "samples/dbg08-long-outage.bpmn";
 
 fn simulate(args: &[&str]) -> (i32, String, String) {
@@ -208,11 +210,17 @@ fn a_channel_call_is_simulated_down_during_the_outage_and_answered_after_it() {
     assert_eq!(backlog(&v), [(0, 20), (32, 0)]);
 }
 
-#[test]
-fn a_channel_down_longer_than_the_schedule_exhausts_the_calls_and_stats_names_the_channel() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("bank.db");
-    let db_arg = db.to_str().unwrap();
+crate::on_both_stores!(
+    a_channel_down_longer_than_the_schedule_exhausts_the_calls_and_stats_names_the_channel
+);
+
+/// The fleet driver's outbox path (deliveries failing, requests poisoned,
+/// calls timing out) on a SQLite file and on a PostgreSQL database.
+fn a_channel_down_longer_than_the_schedule_exhausts_the_calls_and_stats_names_the_channel(
+    fresh: &support::stores::Fresh,
+) {
+    let db = fresh.db();
+    let db_arg = db.as_str();
     let (code, out, err) = simulate(&[BANK, "--jobs", "8", "--outage", "P1D", "--db", db_arg]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("exhausted                     8"), "{out}");
