@@ -163,6 +163,29 @@ mod tests {
     }
 
     #[test]
+    fn a_database_another_program_holds_locked_says_who_to_look_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("run.db");
+        let store = Store::open(&db).unwrap();
+        // A `sqlite3` shell in the middle of a transaction.
+        let shell = rusqlite::Connection::open(&db).unwrap();
+        shell.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        // (qflow waits 10 s before it gives up; this test does not.)
+        store
+            .conn()
+            .busy_timeout(std::time::Duration::ZERO)
+            .unwrap();
+        let e: StoreError = store
+            .conn()
+            .execute_batch("BEGIN IMMEDIATE")
+            .unwrap_err()
+            .into();
+        let shown = e.to_string();
+        assert!(shown.starts_with("database error: database is locked (another process held the database's write lock for 10 s"), "{shown}");
+        assert!(shown.contains("`sqlite3` shell"), "{shown}");
+    }
+
+    #[test]
     fn a_store_missing_one_of_its_tables_is_called_damaged() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("run.db");

@@ -125,6 +125,11 @@ pub enum StoreError {
 /// image is malformed" says what happened but not what a user can do.
 fn damage_hint(e: &rusqlite::Error) -> &'static str {
     match e.sqlite_error_code() {
+        // The busy timeout (10 s) ran out: the bare "database is locked"
+        // does not say that qflow waited, nor who is likely to hold it.
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            " (another process held the database's write lock for 10 s: qflow's own processes hold it for one decision at a time, so look for a `sqlite3` shell or another program with a transaction open on this file; nothing was changed, run again once it lets go)"
+        }
         Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
             " (the file is damaged: restore it from a backup, or salvage what SQLite can still read with `sqlite3 DB .recover | sqlite3 recovered.db` and point --db at recovered.db)"
         }
