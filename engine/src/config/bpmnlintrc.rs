@@ -106,6 +106,10 @@ pub fn parse(text: &str) -> (Settings, Vec<Diagnostic>) {
     (settings, problems)
 }
 
+/// bpmnlint 11.15's rules outside its recommended configuration (in
+/// `bpmnlint:all` only), which qflow does not implement.
+const NOT_RECOMMENDED: [&str; 2] = ["conditional-event", "standard-size"];
+
 fn rule(
     text: &str,
     name: &str,
@@ -115,7 +119,12 @@ fn rule(
 ) {
     let span = string_span(text, name);
     let Some(code) = rule_code(name) else {
-        let d = if name.contains('/') && !name.starts_with("bpmnlint/") {
+        let bare = name.strip_prefix("bpmnlint/").unwrap_or(name);
+        let d = if NOT_RECOMMENDED.contains(&bare) {
+            Diagnostic::new(Code::QF091, span, format!("bpmnlint's `{bare}` is not one of the rules qflow implements"))
+                .label("ignored")
+                .help("qflow implements bpmnlint's recommended rules; `conditional-event` and `standard-size` (in bpmnlint:all only) are not among them; the other rules still apply")
+        } else if name.contains('/') && !name.starts_with("bpmnlint/") {
             Diagnostic::new(Code::QF091, span, format!("plugin rule `{name}` is not supported: qflow has no bpmnlint plugins"))
                 .label("ignored")
                 .help("remove it, or keep linting with bpmnlint for this plugin; the other rules still apply")
@@ -238,6 +247,31 @@ mod tests {
             s.severity(Code::QF107, Profile::Plain),
             Some(Severity::Error)
         );
+    }
+
+    /// bpmnlint's two rules outside its recommended set are named as such,
+    /// not as unknown rules with a near miss suggested.
+    #[test]
+    fn bpmnlints_rules_outside_recommended_are_named_as_not_implemented() {
+        let text = r#"{ "extends": "bpmnlint:recommended", "rules": { "conditional-event": "warn", "bpmnlint/standard-size": "error", "fake-join": "off" } }"#;
+        let (s, p) = parse(text);
+        let at = |d: &Diagnostic| &text[d.primary.span.start..d.primary.span.end];
+        let got: Vec<(&str, &str)> = p.iter().map(|d| (at(d), d.message.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "bpmnlint/standard-size",
+                    "bpmnlint's `standard-size` is not one of the rules qflow implements"
+                ),
+                (
+                    "conditional-event",
+                    "bpmnlint's `conditional-event` is not one of the rules qflow implements"
+                ),
+            ]
+        );
+        assert!(p.iter().all(|d| d.code == Code::QF091));
+        assert_eq!(s.severity(Code::QF105, Profile::Plain), None);
     }
 
     #[test]
