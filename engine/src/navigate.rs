@@ -6,6 +6,8 @@
 //! only converts positions and renders; every face that ever needs "what is
 //! under the cursor" gets the same answer.
 
+use std::collections::HashSet;
+
 use crate::diagnostic::Edit;
 use crate::model::{
     Attr, Definitions, EventTrigger, IdDecl, Node, NodeKind, Process, RefKind, RetrySpec,
@@ -93,12 +95,60 @@ fn all_occurrences(defs: &Definitions) -> Vec<(String, Occurrence)> {
     out
 }
 
-/// The id declared or referenced at `offset`, if the cursor is on one.
+/// The id declared or referenced at `offset`, if the cursor is on one: the
+/// first occurrence touching it in document order (at one start, a
+/// declaration before an attribute reference before a flow text). One pass
+/// over the occurrences in place, keeping the best: go-to-definition in a
+/// 20,000-task model had every occurrence's id copied and sorted per
+/// request (18 ms).
 pub fn id_at(defs: &Definitions, offset: usize) -> Option<IdAt> {
-    all_occurrences(defs)
-        .into_iter()
-        .find(|(id, o)| !id.is_empty() && touches(o.span, offset))
-        .map(|(id, at)| IdAt { id, at })
+    let declarations = defs.ids.iter().map(|d| {
+        let usage = Usage::Declaration;
+        (
+            d.id.value.as_str(),
+            Occurrence {
+                usage,
+                span: d.id.span,
+            },
+        )
+    });
+    let references = defs.references.iter().map(|r| {
+        let usage = Usage::Attribute(r.kind);
+        (
+            r.target.value.as_str(),
+            Occurrence {
+                usage,
+                span: r.target.span,
+            },
+        )
+    });
+    let texts = defs
+        .processes
+        .iter()
+        .flat_map(|p| p.nodes.iter())
+        .flat_map(|n| n.incoming_refs.iter().chain(n.outgoing_refs.iter()))
+        .map(|a| {
+            let usage = Usage::FlowText;
+            (
+                a.value.as_str(),
+                Occurrence {
+                    usage,
+                    span: a.span,
+                },
+            )
+        });
+    declarations
+        .chain(references)
+        .chain(texts)
+        .filter(|(id, o)| !id.is_empty() && touches(o.span, offset))
+        .fold(None, |best: Option<(&str, Occurrence)>, here| match best {
+            Some(b) if b.1.span.start <= here.1.span.start => Some(b),
+            _ => Some(here),
+        })
+        .map(|(id, at)| IdAt {
+            id: id.to_string(),
+            at,
+        })
 }
 
 /// Every place `id` is written: its declarations first, then its uses in
@@ -571,23 +621,42 @@ pub fn reference_candidates<'a>(
     attribute: &str,
     element_offset: usize,
 ) -> Vec<&'a IdDecl> {
-    let flow_node = |d: &&IdDecl| defs.processes.iter().any(|p| p.node(&d.id.value).is_some());
+    // The ids of each process's nodes (the first node of an id, as
+    // `Process::node` finds it) passing `keep`, in one set: looking each
+    // declared id up in every process was quadratic, seconds per completion
+    // in a 20,000-task model.
+    let nodes = |keep: &dyn Fn(&crate::model::Node) -> bool| -> HashSet<&str> {
+        let mut out = HashSet::new();
+        for p in &defs.processes {
+            let mut seen = HashSet::new();
+            for n in &p.nodes {
+                if seen.insert(n.id.value.as_str()) && keep(n) {
+                    out.insert(n.id.value.as_str());
+                }
+            }
+        }
+        out
+    };
     match attribute {
-        "sourceRef" | "targetRef" => defs.ids.iter().filter(flow_node).collect(),
-        "attachedToRef" => defs
-            .ids
-            .iter()
-            .filter(|d| {
-                defs.processes.iter().any(|p| {
-                    p.node(&d.id.value).is_some_and(|n| {
-                        matches!(
-                            n.kind,
-                            NodeKind::ServiceTask(_) | NodeKind::SubProcess { .. }
-                        ) || n.element.ends_with("Task")
-                    })
-                })
-            })
-            .collect(),
+        "sourceRef" | "targetRef" => {
+            let flow_nodes = nodes(&|_| true);
+            defs.ids
+                .iter()
+                .filter(|d| flow_nodes.contains(d.id.value.as_str()))
+                .collect()
+        }
+        "attachedToRef" => {
+            let activities = nodes(&|n| {
+                matches!(
+                    n.kind,
+                    NodeKind::ServiceTask(_) | NodeKind::SubProcess { .. }
+                ) || n.element.ends_with("Task")
+            });
+            defs.ids
+                .iter()
+                .filter(|d| activities.contains(d.id.value.as_str()))
+                .collect()
+        }
         "errorRef" => defs
             .ids
             .iter()

@@ -257,19 +257,15 @@ fn values(
         let Some(defs) = model else {
             return Vec::new();
         };
+        // Each id once (the first declaration), by a set of those offered:
+        // searching the list so far made 20,000 ids 200 million comparisons,
+        // over a second per completion.
+        let mut offered = std::collections::HashSet::new();
         return navigate::reference_candidates(defs, attribute, value_start)
             .into_iter()
-            .filter(|d| !d.id.value.is_empty())
-            .fold(Vec::<Completion>::new(), |mut acc, d| {
-                if !acc.iter().any(|c| c.label == d.id.value) {
-                    acc.push(item(
-                        &d.id.value,
-                        CompletionKind::Reference,
-                        &d.element.local,
-                    ));
-                }
-                acc
-            });
+            .filter(|d| !d.id.value.is_empty() && offered.insert(d.id.value.as_str()))
+            .map(|d| item(&d.id.value, CompletionKind::Reference, &d.element.local))
+            .collect();
     }
     Vec::new()
 }

@@ -133,3 +133,34 @@ async fn a_channel_without_config_is_hovered_with_the_runtimes_default_curve() {
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_long_chains_task_hover_counts_the_wait_states_it_does_not_list() {
+    // A hundred tasks, every tenth with a <q:retry>: ten wait states. The
+    // hover names the hovered task's own, then the first others, then a
+    // count, instead of every one (20,000 tasks made a 119 KB hover).
+    let text = qflow_engine::testgen::generate(100);
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let md = hover_text(&mut h, &text, "name=\"Step 50\"", 7).await;
+    let listed: Vec<&str> = md.lines().filter(|l| l.starts_with("- ")).collect();
+    assert_eq!(listed.len(), 9, "eight wait states and the count: {md}");
+    assert!(
+        listed[0].contains("`Task_50`") && listed[0].ends_with("← this node"),
+        "{md}"
+    );
+    assert!(
+        listed[8].starts_with("- … and ")
+            && listed[8].ends_with(" more wait states in this process"),
+        "{md}"
+    );
+    let total: usize = listed[8]
+        .trim_start_matches("- … and ")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(total + 8, 10, "every wait state is shown or counted: {md}");
+    h.stop().await;
+}
