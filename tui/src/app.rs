@@ -446,8 +446,9 @@ impl App {
                         self.open(Stage::Pause { targets })
                     }
                     _ => {
-                        self.report =
-                            Report::info("nothing to pause: no failure class or dependency yet")
+                        self.report = Report::info(
+                            "nothing to pause: no retry is parked and no pause is in force",
+                        )
                     }
                 }
                 None

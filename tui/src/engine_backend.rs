@@ -768,10 +768,11 @@ impl Backend for EngineBackend {
         };
         let o = a.store.observations().map_err(|e| e.to_string())?;
         let minutes = a.store.attempts_per_minute().map_err(|e| e.to_string())?;
+        let parked = a.store.parked_by_cause().map_err(|e| e.to_string())?;
         Ok(Some(FleetView {
             observations: fleet_lines(&o),
             per_minute: minutes.into_iter().collect(),
-            targets: pause_targets(&o),
+            targets: pause_targets(&o, &parked),
         }))
     }
 
@@ -1164,9 +1165,14 @@ fn fleet_lines(o: &qflow_engine::store::stats::Observations) -> Vec<(String, Str
     ]
 }
 
-/// What the fleet's `P` offers: the classes that park a retry, then every
-/// dependency that made an attempt, then any other pause in force.
-fn pause_targets(o: &qflow_engine::store::stats::Observations) -> Vec<crate::view::PauseTarget> {
+/// What the fleet's `P` offers: the failure classes, then the dependencies,
+/// that the retry parks armed now record, each with how many it would hold
+/// (most first), then any other pause in force: what is in the fleet, as
+/// an open instance's `P` offers what is in that instance.
+fn pause_targets(
+    o: &qflow_engine::store::stats::Observations,
+    parked: &[qflow_engine::store::contain::ParkedCause],
+) -> Vec<crate::view::PauseTarget> {
     use qflow_engine::text::group;
     let mut out: Vec<crate::view::PauseTarget> = Vec::new();
     let mut push = |kind: &str, value: &str, about: String| {
@@ -1191,20 +1197,12 @@ fn pause_targets(o: &qflow_engine::store::stats::Observations) -> Vec<crate::vie
             },
         });
     };
-    for class in ["transient", "rate-limited"] {
-        let pending = o
-            .pending_by_class
-            .iter()
-            .find(|c| c.label == class)
-            .map_or(0, |c| c.count);
-        push("class", class, format!("{} pending", group(pending)));
-    }
-    for d in &o.by_dependency {
-        push(
-            "dependency",
-            &d.dependency,
-            format!("{} attempts", group(d.attempts)),
-        );
+    for c in parked {
+        let parks = match c.parks {
+            1 => "1 retry park".to_string(),
+            n => format!("{} retry parks", group(n)),
+        };
+        push(c.kind.flag(), &c.value, parks);
     }
     for p in &o.paused {
         push(p.kind.flag(), &p.value, String::new());

@@ -383,8 +383,10 @@ fn an_attached_fleet_opens_on_its_observations_and_attempts_per_minute() {
         "{paused:?}"
     );
 
-    // `P` on the fleet: the classes and dependencies, the paused one
-    // offered for unpausing; a digit picks, enter confirms.
+    // `P` on the fleet: the class and the dependency the parks record,
+    // each with its count, the paused one offered for unpausing (nothing
+    // of rate-limited is parked: not offered); a digit picks, enter
+    // confirms.
     type_keys(&mut app, &mut be, "P");
     common::golden(
         "attach-fleet-pause",
@@ -399,8 +401,27 @@ fn an_attached_fleet_opens_on_its_observations_and_attempts_per_minute() {
         app.report.message
     );
     assert!(be.store().pauses().unwrap().is_empty());
-    // And pausing the dependency, the third choice.
-    type_keys(&mut app, &mut be, "P3\n");
+    let offered: Vec<(String, String, String)> = app
+        .fleet
+        .as_ref()
+        .unwrap()
+        .targets
+        .iter()
+        .map(|t| (t.kind.clone(), t.value.clone(), t.hint.clone()))
+        .collect();
+    assert_eq!(
+        offered,
+        [
+            ("class".into(), "transient".into(), "8 retry parks".into()),
+            (
+                "dependency".into(),
+                "payments.charge".into(),
+                "8 retry parks".into()
+            ),
+        ]
+    );
+    // And pausing the dependency, the second choice.
+    type_keys(&mut app, &mut be, "P2\n");
     let pauses = be.store().pauses().unwrap();
     assert_eq!(pauses.len(), 1);
     assert_eq!(pauses[0].value, "payments.charge");

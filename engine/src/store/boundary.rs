@@ -138,6 +138,9 @@ forward! {
         /// Every retry park a pause holds, of every unfinished instance,
         /// with its instance id, by instance then due time.
         fn held_parks() -> Result<Vec<(String, super::contain::HeldPark)>, StoreError>;
+        /// The retry parks armed now, counted by the class and by the
+        /// dependency they record (classes first, most parks first).
+        fn parked_by_cause() -> Result<Vec<super::contain::ParkedCause>, StoreError>;
         /// The quarantined instances, with when they were set aside.
         fn quarantined() -> Result<Vec<super::contain::Quarantined>, StoreError>;
         /// Record that attempt `attempt` of `node` starts now, from the

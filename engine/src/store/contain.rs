@@ -130,6 +130,27 @@ pub struct Pause {
     pub holding: u64,
 }
 
+/// Retry parks armed now (of unfinished instances) that record one cause:
+/// what a pause of it would hold, and how many.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ParkedCause {
+    pub kind: PauseKind,
+    pub value: String,
+    pub parks: u64,
+}
+
+/// The quarantined instances, by the partial index `instances_quarantined`.
+pub(super) const QUARANTINED: &str = "SELECT id, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE quarantined_ms IS NOT NULL ORDER BY quarantined_ms, rowid";
+
+/// The statement both stores run for [`ParkedCause`]s: each failure class,
+/// then each dependency, most parks first.
+pub(super) const PARKED_BY_CAUSE: &str = "SELECT 'class', t.class, COUNT(*) FROM timers t JOIN instances i ON i.id = t.instance_id
+     WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting') AND t.class IS NOT NULL GROUP BY t.class
+     UNION ALL
+     SELECT 'dependency', t.dependency, COUNT(*) FROM timers t JOIN instances i ON i.id = t.instance_id
+     WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting') AND t.dependency IS NOT NULL GROUP BY t.dependency
+     ORDER BY 1, 3 DESC, 2";
+
 /// What a pause or an unpause changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PauseChange {
@@ -412,12 +433,26 @@ impl Sqlite {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The retry parks armed now, counted by the class and by the
+    /// dependency they record: what the fleet can pause, and how much each
+    /// would hold.
+    pub fn parked_by_cause(&self) -> Result<Vec<ParkedCause>, StoreError> {
+        let mut st = self.conn.prepare_cached(PARKED_BY_CAUSE)?;
+        let rows = st.query_map([], |r| {
+            let kind: String = r.get(0)?;
+            Ok(ParkedCause {
+                kind: PauseKind::parse(&kind),
+                value: r.get(1)?,
+                parks: r.get::<_, i64>(2)? as u64,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// The quarantined instances, with when, by whom and why they were
     /// set aside.
     pub fn quarantined(&self) -> Result<Vec<Quarantined>, StoreError> {
-        let mut st = self.conn.prepare_cached(
-            "SELECT id, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE quarantined_ms IS NOT NULL ORDER BY quarantined_ms, rowid",
-        )?;
+        let mut st = self.conn.prepare_cached(QUARANTINED)?;
         let rows = st.query_map([], |r| {
             Ok(Quarantined {
                 instance: r.get(0)?,

@@ -193,6 +193,13 @@ ALTER TABLE pauses ADD COLUMN reason TEXT;
 ALTER TABLE instances ADD COLUMN quarantined_by TEXT;
 ALTER TABLE instances ADD COLUMN quarantine_reason TEXT;
 "#,
+    // 8: the quarantined instances by a partial index: the console's list
+    // and `qflow stats` read them on every look, and without it each read
+    // scanned every instance (7-14 ms at 50,000). No decision writes
+    // `quarantined_ms`, so the index costs a decision nothing.
+    r#"
+CREATE INDEX instances_quarantined ON instances(quarantined_ms) WHERE quarantined_ms IS NOT NULL;
+"#,
 ];
 
 /// The version that added the deployment lifecycle (`deployments.origin`,

@@ -530,3 +530,28 @@ fn a_version_6_database_keeps_its_pauses_and_quarantines_with_no_one_recorded(
     assert!(lifted.changed);
     assert_eq!(lifted.by, None);
 }
+
+#[test]
+fn the_quarantined_and_their_count_are_read_by_their_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = setup(&dir);
+    let plan = |sql: &str| -> String {
+        let mut st = store
+            .conn()
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap();
+        let rows = st.query_map([], |r| r.get::<_, String>(3)).unwrap();
+        rows.map(Result::unwrap).collect::<Vec<_>>().join("; ")
+    };
+    for sql in [
+        super::contain::QUARANTINED,
+        "SELECT COUNT(*) FROM instances WHERE quarantined_ms IS NOT NULL",
+    ] {
+        let p = plan(sql);
+        assert!(
+            p.contains("USING") && p.contains("INDEX instances_quarantined"),
+            "{sql}: {p}"
+        );
+        assert!(!p.contains("SCAN instances"), "{sql}: {p}");
+    }
+}

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use postgres::GenericClient;
 
 use super::super::contain::{
-    cause_in_transition, Actor, CauseInTransition, Containment, HeldPark, Pause, PauseChange,
-    PauseKind, QuarantineChange, Quarantined,
+    cause_in_transition, Actor, CauseInTransition, Containment, HeldPark, ParkedCause, Pause,
+    PauseChange, PauseKind, QuarantineChange, Quarantined, PARKED_BY_CAUSE,
 };
 use super::{Db, Postgres, StoreError};
 use crate::instance::history::HistoryEvent;
@@ -179,6 +179,20 @@ impl Postgres {
                 quarantine_reason: row.get(2),
                 held,
             })
+        })
+    }
+
+    pub fn parked_by_cause(&self) -> Result<Vec<ParkedCause>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(PARKED_BY_CAUSE, &[])?
+                .iter()
+                .map(|r| ParkedCause {
+                    kind: PauseKind::parse(r.get(0)),
+                    value: r.get(1),
+                    parks: r.get::<_, i64>(2) as u64,
+                })
+                .collect())
         })
     }
 

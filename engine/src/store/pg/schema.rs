@@ -173,6 +173,11 @@ ALTER TABLE pauses ADD COLUMN reason TEXT;
 ALTER TABLE instances ADD COLUMN quarantined_by TEXT;
 ALTER TABLE instances ADD COLUMN quarantine_reason TEXT;
 "#,
+    // 8: the quarantined instances by a partial index (read on every look
+    // of the console and of `qflow stats`).
+    r#"
+CREATE INDEX instances_quarantined ON instances(quarantined_ms) WHERE quarantined_ms IS NOT NULL;
+"#,
 ];
 
 // Each SQLite migration has its PostgreSQL twin: whoever adds one adds both.
