@@ -604,3 +604,61 @@ fn a_refusal_decided_by_a_parent_bpmnlintrc_names_that_file() {
         stderr(&refused)
     );
 }
+
+/// `qflow respond` on an instance that exists but whose call is not waiting
+/// (answered already, or a typo in the node) used to say
+/// "no-such-instance: no live correlation has that key", which sends the
+/// user looking for a missing instance. It says what is true instead.
+#[test]
+fn respond_says_why_a_call_of_an_existing_instance_is_not_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db").display().to_string();
+    let silent = write(
+        &dir,
+        "silent.json",
+        r#"{"channels": {"bank": [{"silent": true}]}}"#,
+    );
+    let run = qflow(&[
+        "run",
+        "samples/checkout.bpmn",
+        "--scenario",
+        &silent,
+        "--db",
+        &db,
+        "--until",
+        "PT20S",
+    ]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let answer = |node: &str| {
+        qflow(&[
+            "respond",
+            node,
+            "--db",
+            &db,
+            "--body",
+            r#"{"captured": true}"#,
+        ])
+    };
+    let first = answer("checkout-1/capture");
+    assert_eq!((code(&first), stdout(&first).trim()), (0, "accepted"));
+    let again = answer("checkout-1/capture");
+    assert_eq!(code(&again), 4);
+    assert!(
+        stdout(&again).starts_with("not-waiting: ") && stdout(&again).contains("answered already"),
+        "{}",
+        stdout(&again)
+    );
+    let typo = answer("checkout-1/captur");
+    assert!(
+        stdout(&typo)
+            .contains("instance checkout-1 has no node captur (did you mean checkout-1/capture?)"),
+        "{}",
+        stdout(&typo)
+    );
+    let nobody = answer("checkout-9/capture");
+    assert!(
+        stdout(&nobody).starts_with("no-such-instance"),
+        "{}",
+        stdout(&nobody)
+    );
+}

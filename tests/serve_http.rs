@@ -198,11 +198,12 @@ fn an_answered_call_is_accepted_and_routes_on_the_answer(fresh: &Fresh) {
         .filter_map(|l| l["node"].as_str().map(str::to_string))
         .collect();
     assert_eq!(ended, vec!["approved"]);
-    // Answered again: the node is no longer waiting.
+    // Answered again: the node is no longer waiting (the instance exists:
+    // not a 404).
     let (status, verdict) = post(&req.reply_to, Some(&req.key), &json!({}));
     assert_eq!(
         (status, verdict["verdict"].as_str()),
-        (404, Some("no-such-instance")),
+        (409, Some("not-waiting")),
         "{verdict}"
     );
     // Nobody by that name.

@@ -227,7 +227,7 @@ pub fn verdict_reply(v: &Verdict) -> (u16, Value) {
         ),
         Verdict::NoSuchInstance => (
             404,
-            json!({"verdict": "no-such-instance", "message": "no live correlation has that key"}),
+            json!({"verdict": "no-such-instance", "message": "no instance by that name"}),
         ),
     }
 }

@@ -252,7 +252,7 @@ impl Engine {
         body: Value,
     ) -> Result<Verdict, EngineError> {
         let Some((instance, _)) = self.store.correlation(correlation)? else {
-            return Ok(Verdict::NoSuchInstance);
+            return Ok(driver::no_live_correlation(&self.store, correlation)?);
         };
         let now = self.now_for(&instance)?;
         match driver::respond_as(

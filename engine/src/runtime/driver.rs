@@ -883,8 +883,42 @@ pub enum Verdict {
     Failed,
     /// The instance completed, or the node is not waiting for a response.
     NotWaiting(String),
-    /// No live correlation has that key.
+    /// No instance of that name (an existing one whose node has no live
+    /// correlation is [`Verdict::NotWaiting`], or [`Verdict::Failed`]).
     NoSuchInstance,
+}
+
+/// The honest verdict for an answer with no live correlation: an instance
+/// that exists is not "no such instance" (as a FAILED one is `failed`):
+/// its node is not waiting, because it was answered already, is not
+/// reached yet, or is not in the model (a typo, with the closest id).
+/// Only a key naming no instance at all is [`Verdict::NoSuchInstance`].
+pub fn no_live_correlation(store: &Store, correlation: &str) -> Result<Verdict, RunError> {
+    let Some((instance, node)) = correlation.rsplit_once('/') else {
+        return Ok(Verdict::NoSuchInstance);
+    };
+    let Some(row) = store.instance(instance)? else {
+        return Ok(Verdict::NoSuchInstance);
+    };
+    if row.status == crate::runtime::Status::Failed {
+        return Ok(Verdict::Failed);
+    }
+    let graph = shell::deployed_graph(store, row.deployment_id)?;
+    if graph.node(node).is_none() {
+        let hint = crate::suggest::closest(node, graph.nodes.keys().map(String::as_str))
+            .map(|s| format!(" (did you mean {instance}/{s}?)"))
+            .unwrap_or_default();
+        return Ok(Verdict::NotWaiting(format!(
+            "instance {instance} has no node {node}{hint}"
+        )));
+    }
+    Ok(Verdict::NotWaiting(
+        if row.status == crate::runtime::Status::Completed {
+            format!("instance {instance} completed")
+        } else {
+            format!("no call of {node} waits for an answer: it was answered already, or is not reached yet")
+        },
+    ))
 }
 
 /// Deliver a counterpart's response by correlation key (`instance/node`):
@@ -914,7 +948,7 @@ pub fn respond_as(
     now_ms: i64,
 ) -> Result<(Verdict, Option<Decision>), RunError> {
     let Some((instance, node)) = store.correlation(correlation)? else {
-        return Ok((Verdict::NoSuchInstance, None));
+        return Ok((no_live_correlation(store, correlation)?, None));
     };
     let ev = Event::Response {
         node,
