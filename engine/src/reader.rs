@@ -198,6 +198,10 @@ fn is_bpmn(el: &XmlElement<'_>, local: &str) -> bool {
 }
 
 /// Read a parsed document. `Err` only for QF002 (not a BPMN definitions document).
+///
+/// The loader reads with [`read_source`] instead (no tree); the two must
+/// read the same model, and `engine/tests/stream_reader.rs` fails when
+/// they do not: a change to what the model holds is made in both.
 // A refused document is rare and returned once: boxing buys nothing.
 #[allow(clippy::result_large_err)]
 pub fn read(doc: &XmlDoc<'_>) -> Result<Definitions, Diagnostic> {
