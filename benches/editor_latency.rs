@@ -6,6 +6,11 @@
 //! timed from spawn to exit on the same model. The target: the language
 //! server publishes within `check` + 5 ms at every size.
 //!
+//! Then the requests an author makes while reading, each timed from the
+//! request to its answer: documentSymbol, hover on a task and on a retry's
+//! backoff, definition from a flow's sourceRef, completion in a targetRef
+//! (docs/performance.md has the figures).
+//!
 //! Run: `cargo bench --bench editor_latency` (sizes 1,000 and 20,000 tasks;
 //! a release build of the binary). Under `cargo test --all-targets` it runs
 //! one small model, proving the measurement still works.
