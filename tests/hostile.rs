@@ -509,3 +509,47 @@ fn terminal_escapes_from_a_model_or_a_handler_never_reach_the_terminal() {
     assert_no_control("instances", &qflow(&["instances", "--db", db]));
     assert_no_control("stats", &qflow(&["stats", "--db", db]));
 }
+
+/// `qflow check` reports a finding past column 65,535 of one line (a
+/// minified model) in plain lines, because miette cannot pad a label that
+/// far; `qflow run` and `qflow deploy` drew the same refusal with miette and
+/// panicked ("Formatting argument out of range", exit 101). They print
+/// what `check` prints now, and refuse the model (exit 1).
+#[test]
+fn a_refusal_far_along_one_line_is_reported_by_run_and_deploy_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sample = std::fs::read_to_string(repo.join("samples/checkout.bpmn")).unwrap();
+    let at = sample.find("<bpmn:process").unwrap();
+    let minified = format!(
+        "{}<!--{}-->{}",
+        &sample[..at],
+        "x".repeat(70_000),
+        &sample[at..]
+    )
+    .replace(r#"maxAttempts="4""#, r#"maxAtempts="4""#)
+    .replace('\n', " ");
+    let model = write(dir.path(), "wide.bpmn", minified.as_bytes());
+    let db = dir.path().join("q.db");
+    for args in [
+        vec!["run", model.to_str().unwrap()],
+        vec![
+            "deploy",
+            model.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
+            .args(&args)
+            .output()
+            .expect("qflow runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("QF006 error: unknown attribute `maxAtempts` on <q:retry>\n  at ")
+                && err.contains("wide.bpmn:1:"),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -102,6 +102,48 @@ fn report_handler(color: ColorChoice) -> GraphicalReportHandler {
         .with_width(100)
 }
 
+/// One verdict as a report, as `check` prints it and as `run`, `deploy` and
+/// `migrate --to MODEL` print a refused model's: miette's drawing, or plain
+/// lines for a finding too far along one line for it.
+pub(crate) fn report_text(
+    d: &Diagnostic,
+    shown: &str,
+    text: &str,
+    index: &LineIndex,
+    handler: &GraphicalReportHandler,
+) -> String {
+    // miette pads a label to its column and cannot past 65,535 (it
+    // panics): a finding that far along one line (a minified file) is plain.
+    if too_wide(d, text, index) {
+        let p = index.position(text, d.primary.span.start);
+        return format!(
+            "{} {}: {}\n  at {}:{}:{}\n",
+            d.code,
+            d.severity.as_str(),
+            printable(&d.message),
+            printable(shown),
+            p.line + 1,
+            p.column_chars + 1
+        );
+    }
+    let report = Report::new(d.clone(), shown, text);
+    let mut out = String::new();
+    match handler.render_report(&mut out, &report) {
+        Ok(()) => out,
+        Err(_) => format!("{}: {}", d.code, printable(&d.message)),
+    }
+}
+
+/// The reports of a model the runtime refuses (`run`, `deploy`, `migrate
+/// --to MODEL`), on stderr, drawn exactly as `check` draws them.
+pub(crate) fn print_refusals(refusals: &[&Diagnostic], shown: &str, text: &str) {
+    let handler = report_handler(ColorChoice::Auto);
+    let index = LineIndex::new(text);
+    for d in refusals {
+        eprintln!("{}", report_text(d, shown, text, &index, &handler));
+    }
+}
+
 /// Whether a label sits beyond the column miette can render.
 fn too_wide(d: &Diagnostic, text: &str, index: &LineIndex) -> bool {
     std::iter::once(&d.primary)
@@ -153,27 +195,7 @@ pub fn run(args: Args) -> ExitCode {
             Format::Human if d.severity >= Severity::Info && !args.verbose => {
                 eprintln!("{}\n", one_line(d, shown, text, index))
             }
-            // miette pads a label to its column and cannot past 65,535:
-            // a finding that far along one line (a minified file) is plain.
-            Format::Human if too_wide(d, text, index) => {
-                let p = index.position(text, d.primary.span.start);
-                eprintln!(
-                    "{} {}: {}\n  at {shown}:{}:{}\n",
-                    d.code,
-                    d.severity.as_str(),
-                    printable(&d.message),
-                    p.line + 1,
-                    p.column_chars + 1
-                );
-            }
-            Format::Human => {
-                let report = Report::new(d.clone(), shown, text);
-                let mut out = String::new();
-                match handler.render_report(&mut out, &report) {
-                    Ok(()) => eprintln!("{out}"),
-                    Err(_) => eprintln!("{}: {}", d.code, d.message),
-                }
-            }
+            Format::Human => eprintln!("{}", report_text(d, shown, text, index, &handler)),
         }
     };
     let files = model_files(&args.files, &mut unreadable);

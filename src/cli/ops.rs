@@ -6,7 +6,6 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use qflow_engine::diagnostic::Report;
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::store::explain::connect_error;
 use qflow_engine::store::{Location, Store};
@@ -76,10 +75,7 @@ pub fn read_model(path: &Path, format: Format) -> Result<Model, ExitCode> {
     let (text, analysis) = qflow_engine::analyze_bytes_with(&bytes, &config.settings);
     let refusals: Vec<&qflow_engine::Diagnostic> = analysis.refusals().collect();
     if !refusals.is_empty() || analysis.definitions.is_none() {
-        for d in &refusals {
-            let report = miette::Report::new(Report::new((*d).clone(), &shown, &text));
-            eprintln!("{report:?}");
-        }
+        super::check::print_refusals(&refusals, &shown, &text);
         let message = match config.configured(refusals.iter().copied()) {
             Some(by) => {
                 format!("{shown}: the model is refused (load errors; {by}); nothing was changed")

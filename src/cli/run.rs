@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use qflow_engine::diagnostic::Report;
 use qflow_engine::instance::history::{
     Attempt, AttemptOutcome, Delivered, HistoryEvent, Line, Park, Secs, Then, Verdict, WaitFor,
 };
@@ -452,10 +451,7 @@ fn refuse(
     refusals: &[&qflow_engine::Diagnostic],
     configured_by: Option<&str>,
 ) -> ExitCode {
-    for d in refusals {
-        let report = miette::Report::new(Report::new((*d).clone(), shown, text));
-        eprintln!("{report:?}");
-    }
+    super::check::print_refusals(refusals, shown, text);
     let message = match configured_by {
         Some(by) => format!("{shown}: the model is refused ({by}); nothing was run"),
         None => format!("{shown}: the model is refused; nothing was run"),
