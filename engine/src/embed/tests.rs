@@ -1,4 +1,6 @@
-//! The embedding API end to end, on an in-memory store and virtual time.
+//! The embedding API end to end on virtual time, each case on an in-memory
+//! SQLite store (as the documented example opens it) and on a fresh
+//! PostgreSQL database (`Engine::connect`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -8,9 +10,33 @@ use serde_json::{json, Value};
 
 use super::{Delivery, Engine, Resolution, TaskError, EXAMPLE_MODEL};
 use crate::runtime::driver::Verdict;
+use crate::store::fresh::{on_both_stores, Fresh};
+
+/// A new engine on a new store of `fresh`: in memory for the SQLite case,
+/// a fresh database for the PostgreSQL one.
+fn new_engine(fresh: &Fresh) -> Engine {
+    if fresh.is_postgres() {
+        Engine::connect(&fresh.db()).unwrap()
+    } else {
+        Engine::in_memory().unwrap()
+    }
+}
 
 const ERROR_BOUNDARY: &str = include_str!("../../../samples/error-boundary.bpmn");
 const BANK: &str = include_str!("../../../samples/bank-authorize.bpmn");
+
+on_both_stores!(
+    transient_failures_park_and_retry_on_the_policy_then_the_result_is_merged,
+    a_permanent_failure_is_terminal_at_once_with_its_code,
+    a_rate_limit_waits_the_providers_delay,
+    a_panicking_handler_is_an_unknown_outcome_and_the_engine_carries_on,
+    a_bpmn_error_routes_to_its_boundary_and_a_missing_handler_fails_permanently,
+    a_channel_call_is_relayed_with_its_key_and_answered_by_correlation,
+    refused_models_and_bad_variables_are_errors_not_panics,
+    an_attempt_whose_process_died_mid_handler_is_an_unknown_outcome_not_a_second_run,
+    a_virtual_instance_keeps_its_own_time_under_a_wall_clock_engine,
+    serve_takes_decisions_on_the_wall_clock_and_lets_the_caller_answer_between,
+);
 
 /// (attempt number, seconds since the start) of every attempt line.
 fn attempts(engine: &mut Engine, instance: &str) -> Vec<(u32, i64)> {
@@ -29,9 +55,8 @@ fn attempts(engine: &mut Engine, instance: &str) -> Vec<(u32, i64)> {
         .collect()
 }
 
-#[test]
-fn transient_failures_park_and_retry_on_the_policy_then_the_result_is_merged() {
-    let mut engine = Engine::in_memory().unwrap();
+fn transient_failures_park_and_retry_on_the_policy_then_the_result_is_merged(fresh: &Fresh) {
+    let mut engine = new_engine(fresh);
     let calls = Arc::new(AtomicU32::new(0));
     let seen = calls.clone();
     engine.register("payments.charge", move |task| {
@@ -54,9 +79,8 @@ fn transient_failures_park_and_retry_on_the_policy_then_the_result_is_merged() {
     assert_eq!(attempts(&mut engine, &id), vec![(1, 0), (2, 60), (3, 360)]);
 }
 
-#[test]
-fn a_permanent_failure_is_terminal_at_once_with_its_code() {
-    let mut engine = Engine::in_memory().unwrap();
+fn a_permanent_failure_is_terminal_at_once_with_its_code(fresh: &Fresh) {
+    let mut engine = new_engine(fresh);
     engine.register("payments.charge", |_| {
         Err(TaskError::permanent("INVALID_AMOUNT"))
     });
@@ -70,9 +94,8 @@ fn a_permanent_failure_is_terminal_at_once_with_its_code() {
     assert_eq!(status["attempts"], 1);
 }
 
-#[test]
-fn a_rate_limit_waits_the_providers_delay() {
-    let mut engine = Engine::in_memory().unwrap();
+fn a_rate_limit_waits_the_providers_delay(fresh: &Fresh) {
+    let mut engine = new_engine(fresh);
     let calls = Arc::new(AtomicU32::new(0));
     let seen = calls.clone();
     engine.register("payments.charge", move |_| {
@@ -91,9 +114,8 @@ fn a_rate_limit_waits_the_providers_delay() {
     assert_eq!(attempts(&mut engine, &id), vec![(1, 0), (2, 7)]);
 }
 
-#[test]
-fn a_panicking_handler_is_an_unknown_outcome_and_the_engine_carries_on() {
-    let mut engine = Engine::in_memory().unwrap();
+fn a_panicking_handler_is_an_unknown_outcome_and_the_engine_carries_on(fresh: &Fresh) {
+    let mut engine = new_engine(fresh);
     let calls = Arc::new(AtomicU32::new(0));
     let seen = calls.clone();
     engine.register("payments.charge", move |task| {
@@ -136,9 +158,8 @@ fn a_panicking_handler_is_an_unknown_outcome_and_the_engine_carries_on() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
 
-#[test]
-fn a_bpmn_error_routes_to_its_boundary_and_a_missing_handler_fails_permanently() {
-    let mut engine = Engine::in_memory().unwrap();
+fn a_bpmn_error_routes_to_its_boundary_and_a_missing_handler_fails_permanently(fresh: &Fresh) {
+    let mut engine = new_engine(fresh);
     engine.register("stock.reserve", |_| Err(TaskError::bpmn("OUT_OF_STOCK")));
     engine.register("stock.backorder", |_| Ok(json!({ "backordered": true })));
     let dep = engine.deploy(ERROR_BOUNDARY).unwrap();
@@ -168,9 +189,8 @@ fn a_bpmn_error_routes_to_its_boundary_and_a_missing_handler_fails_permanently()
     assert_eq!(status["code"], super::MISSING);
 }
 
-#[test]
-fn a_channel_call_is_relayed_with_its_key_and_answered_by_correlation() {
-    let mut engine = Engine::in_memory().unwrap();
+fn a_channel_call_is_relayed_with_its_key_and_answered_by_correlation(fresh: &Fresh) {
+    let mut engine = new_engine(fresh);
     let sent: Arc<Mutex<Vec<(String, String, Value)>>> = Arc::default();
     let log = sent.clone();
     engine.handlers_mut().relay("bank", move |req| {
@@ -224,9 +244,8 @@ fn a_channel_call_is_relayed_with_its_key_and_answered_by_correlation() {
     );
 }
 
-#[test]
-fn refused_models_and_bad_variables_are_errors_not_panics() {
-    let mut engine = Engine::in_memory().unwrap();
+fn refused_models_and_bad_variables_are_errors_not_panics(fresh: &Fresh) {
+    let mut engine = new_engine(fresh);
     let broken = EXAMPLE_MODEL.replace("maxAttempts=\"4\"", "");
     match engine.deploy(&broken) {
         Err(super::EngineError::Refused(d)) => {
@@ -245,9 +264,8 @@ fn refused_models_and_bad_variables_are_errors_not_panics() {
     ));
 }
 
-#[test]
-fn an_attempt_whose_process_died_mid_handler_is_an_unknown_outcome_not_a_second_run() {
-    let mut engine = Engine::in_memory().unwrap();
+fn an_attempt_whose_process_died_mid_handler_is_an_unknown_outcome_not_a_second_run(fresh: &Fresh) {
+    let mut engine = new_engine(fresh);
     let calls = Arc::new(AtomicU32::new(0));
     let seen = calls.clone();
     engine.register("payments.charge", move |_| {
@@ -271,7 +289,7 @@ fn an_attempt_whose_process_died_mid_handler_is_an_unknown_outcome_not_a_second_
 
     // What a process killed inside the handler leaves behind: the record of
     // attempt 1, started from the instance's version as it still stands.
-    let mut engine = Engine::in_memory().unwrap();
+    let mut engine = new_engine(fresh);
     let calls2 = calls.clone();
     engine.register("payments.charge", move |_| {
         calls2.fetch_add(1, Ordering::SeqCst);
@@ -308,9 +326,8 @@ fn an_attempt_whose_process_died_mid_handler_is_an_unknown_outcome_not_a_second_
     assert_eq!(calls.load(Ordering::SeqCst), before + 1);
 }
 
-#[test]
-fn a_virtual_instance_keeps_its_own_time_under_a_wall_clock_engine() {
-    let mut engine = Engine::in_memory().unwrap();
+fn a_virtual_instance_keeps_its_own_time_under_a_wall_clock_engine(fresh: &Fresh) {
+    let mut engine = new_engine(fresh);
     let calls = Arc::new(AtomicU32::new(0));
     let seen = calls.clone();
     engine.register("payments.charge", move |_| {
@@ -330,9 +347,8 @@ fn a_virtual_instance_keeps_its_own_time_under_a_wall_clock_engine() {
     assert_eq!(attempts(&mut engine, &id), vec![(1, 0), (2, 60)]);
 }
 
-#[test]
-fn serve_takes_decisions_on_the_wall_clock_and_lets_the_caller_answer_between() {
-    let mut engine = Engine::in_memory().unwrap();
+fn serve_takes_decisions_on_the_wall_clock_and_lets_the_caller_answer_between(fresh: &Fresh) {
+    let mut engine = new_engine(fresh);
     let requests: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
     let log = requests.clone();
     engine.handlers_mut().relay("bank", move |req| {

@@ -38,6 +38,11 @@ impl Fresh {
         })
     }
 
+    /// Whether this case runs on PostgreSQL.
+    pub(crate) fn is_postgres(&self) -> bool {
+        self.server.is_some()
+    }
+
     /// A new, empty database.
     pub(crate) fn db(&self) -> Location {
         let n = MADE.fetch_add(1, Ordering::Relaxed);

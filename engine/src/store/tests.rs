@@ -268,20 +268,16 @@ fn a_dead_owner_is_taken_over((mut store, id): (Store, String)) {
     store.claim(&id, &me, wall).unwrap();
 }
 
-#[test]
-fn a_malformed_stored_counter_reads_as_zero() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, id) = setup(&dir);
-    store
-        .conn()
-        .execute(
-            "UPDATE instances SET snapshot = ?2 WHERE id = ?1",
-            rusqlite::params![
-                id,
-                br#"{"attempts.t":"garbage","frontier":[{"node":"t","state":"ready"}]}"#.to_vec()
-            ],
-        )
-        .unwrap();
+crate::store::fresh::on_both_stores!(a_malformed_stored_counter_reads_as_zero);
+
+fn a_malformed_stored_counter_reads_as_zero(fresh: &crate::store::fresh::Fresh) {
+    let (mut store, id) = setup_in(Store::connect(&fresh.db()).unwrap());
+    raw(
+        &mut store,
+        &format!(
+            r#"UPDATE instances SET snapshot = '{{"attempts.t":"garbage","frontier":[{{"node":"t","state":"ready"}}]}}' WHERE id = '{id}';"#
+        ),
+    );
     let f = store.facts(&id).unwrap();
     assert_eq!(f.snapshot.attempts("t"), 0);
 }
