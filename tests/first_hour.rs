@@ -662,3 +662,32 @@ fn respond_says_why_a_call_of_an_existing_instance_is_not_waiting() {
         stdout(&nobody)
     );
 }
+
+/// Every command that cannot find an instance points at the command that
+/// lists them, `qflow instances`; `render --instance` pointed at the console.
+#[test]
+fn render_of_an_unknown_instance_points_at_qflow_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db").display().to_string();
+    let svg = dir.path().join("x.svg").display().to_string();
+    let run = qflow(&["run", "samples/checkout.bpmn", "--db", &db]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let render = qflow(&[
+        "render",
+        "samples/checkout.bpmn",
+        "--svg",
+        &svg,
+        "--db",
+        &db,
+        "--instance",
+        "checkout-9",
+    ]);
+    assert_eq!(code(&render), 2);
+    assert!(
+        stderr(&render).contains(&format!(
+            "--instance checkout-9: no such instance in {db} (`qflow instances --db {db}` lists them)"
+        )),
+        "{}",
+        stderr(&render)
+    );
+}

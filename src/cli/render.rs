@@ -108,7 +108,7 @@ fn inspect(db: &Location, id: &str) -> Result<Inspection, String> {
         .map_err(|e| format!("--db {db}: {e}"))?
         .ok_or_else(|| {
             format!(
-                "--instance {id}: no such instance in {db} (`qflow console --db {db}` lists them)"
+                "--instance {id}: no such instance in {db} (`qflow instances --db {db}` lists them)"
             )
         })?;
     let source = store
