@@ -48,6 +48,10 @@ fn the_schema_refuses_what_the_parser_refuses() {
         r#"{"tasks": {"a": [{"ok": {}, "fail": {"code": "X", "class": "permanent"}}]}}"#,
         r#"{"tasks": {"a": [{"fail": {"code": "R", "class": "rate-limited"}}]}}"#,
         r#"{"tasks": {"a": {"ok": {}}}}"#,
+        // An empty list scripts nothing: every attempt would take the default.
+        r#"{"tasks": {"payments.charge": []}}"#,
+        r#"{"channels": {"bank": []}}"#,
+        r#"{"deliveries": {"bank": []}}"#,
         r#"{"channels": {"bank": [{"silent": false}]}}"#,
         r#"{"events": [{"resolve": "charge", "as": "maybe"}]}"#,
         r#"{"events": [{"at": "1h", "redeliver": "x"}]}"#,

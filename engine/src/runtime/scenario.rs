@@ -99,7 +99,7 @@ impl Scenario {
         if let Some(t) = top.get("tasks") {
             for (name, list) in object(t, "tasks")? {
                 let path = format!("tasks.{}", key(name));
-                let items = array(list, &path)?
+                let items = scripted(list, &path)?
                     .iter()
                     .enumerate()
                     .map(|(i, e)| task_outcome(e, &format!("{path}[{i}]")))
@@ -110,7 +110,7 @@ impl Scenario {
         if let Some(c) = top.get("channels") {
             for (name, list) in object(c, "channels")? {
                 let path = format!("channels.{}", key(name));
-                let items = array(list, &path)?
+                let items = scripted(list, &path)?
                     .iter()
                     .enumerate()
                     .map(|(i, e)| channel_outcome(e, &format!("{path}[{i}]")))
@@ -121,7 +121,7 @@ impl Scenario {
         if let Some(d) = top.get("deliveries") {
             for (name, list) in object(d, "deliveries")? {
                 let path = format!("deliveries.{}", key(name));
-                let items = array(list, &path)?
+                let items = scripted(list, &path)?
                     .iter()
                     .enumerate()
                     .map(|(i, e)| delivery_outcome(e, &format!("{path}[{i}]")))
@@ -207,6 +207,21 @@ fn array<'a>(v: &'a Value, path: &str) -> Result<&'a Vec<Value>, ScenarioError> 
             ),
         )
     })
+}
+
+/// A task's, channel's or delivery list: a list, and not an empty one. An
+/// empty list scripts nothing, so every attempt would get the default (the
+/// task succeeds, the counterpart answers at once): a test of a failure
+/// would pass green, as it would with a misspelt key.
+fn scripted<'a>(v: &'a Value, path: &str) -> Result<&'a Vec<Value>, ScenarioError> {
+    let items = array(v, path)?;
+    if items.is_empty() {
+        return Err(err(
+            path,
+            "an empty list scripts nothing: every attempt would get the default (a task succeeds, a counterpart answers at once); give one entry per attempt (the last repeats), or leave the key out".to_string(),
+        ));
+    }
+    Ok(items)
 }
 
 fn string<'a>(v: &'a Value, path: &str) -> Result<&'a str, ScenarioError> {
