@@ -9,6 +9,7 @@
 #[allow(dead_code)]
 mod testgen;
 
+use qflow_engine::loader::DRAWING_LEAVES;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -34,15 +35,12 @@ fn bench(c: &mut Criterion) {
         group.bench_function("bare_quick_xml", |b| {
             b.iter(|| bare_quick_xml(black_box(&source)))
         });
-        // The layers of `analyze`, so a regression can be placed: the spanned
-        // tree alone, then the tree plus the BPMN reader (the rest is rules).
-        group.bench_function("xml_parse", |b| {
-            b.iter(|| qflow_engine::xml::parse(black_box(&source)).map(|d| d.elements.len()))
-        });
-        group.bench_function("xml_parse_and_read", |b| {
+        // The layers of `analyze`, so a regression can be placed: the checked
+        // XML read into the model (the rest is rules).
+        group.bench_function("read_source", |b| {
             b.iter(|| {
-                let doc = qflow_engine::xml::parse(black_box(&source)).expect("well-formed");
-                qflow_engine::reader::read(&doc).map_or(0, |d| d.ids.len())
+                let read = qflow_engine::reader::read_source(black_box(&source), DRAWING_LEAVES);
+                read.map(|d| d.map_or(0, |d| d.ids.len())).ok()
             })
         });
         group.bench_function("analyze", |b| {

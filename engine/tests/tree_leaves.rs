@@ -1,6 +1,7 @@
-//! The loader leaves the diagram's coordinate leaves (`dc:Bounds`,
-//! `di:waypoint`) out of the XML tree to save memory. That must change nothing
-//! a user sees: the model and every diagnostic are those of the full tree.
+//! The loader has the parser leave the diagram's coordinate leaves
+//! (`dc:Bounds`, `di:waypoint`) out of what it hands on, to save memory. That
+//! must change nothing a user sees: the model and every diagnostic are those
+//! read with every leaf kept, and the XML tree keeps every other span.
 //!
 //! The MIWG corpus is read from `<repo>/../shared/corpus/miwg` when present.
 
@@ -9,18 +10,24 @@ use std::path::PathBuf;
 use qflow_engine::loader::DRAWING_LEAVES;
 use qflow_engine::{reader, rules, testgen, xml};
 
-/// Model and diagnostics from the full tree and from the trimmed tree.
+/// Model, diagnostics and spans with every leaf kept and with leaves left out.
+// The reads are compared whole, QF002 included.
+#[allow(clippy::result_large_err)]
 fn assert_same_verdicts(name: &str, src: &str) -> (usize, usize) {
     let full = xml::parse(src).unwrap_or_else(|e| panic!("{name}: {e:?}"));
     let trimmed = xml::parse_with(src, DRAWING_LEAVES).expect("same well-formedness");
-    let from_full = reader::read(&full).map(|d| {
-        let diags = rules::check(&d, src);
-        (d, diags)
-    });
-    let from_trimmed = reader::read(&trimmed).map(|d| {
-        let diags = rules::check(&d, src);
-        (d, diags)
-    });
+    // The model and verdicts read with every leaf kept, and as the loader
+    // reads them, leaving the leaves out.
+    let verdicts = |options| {
+        reader::read_source(src, options)
+            .expect("well-formed")
+            .map(|d| {
+                let diags = rules::check(&d, src);
+                (d, diags)
+            })
+    };
+    let from_full = verdicts(xml::ParseOptions::default());
+    let from_trimmed = verdicts(DRAWING_LEAVES);
     assert_eq!(
         from_full, from_trimmed,
         "{name}: model or diagnostics differ"
