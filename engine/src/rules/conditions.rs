@@ -12,15 +12,17 @@ use crate::span::Span;
 pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
     for f in &process.flows {
         let Some(c) = &f.condition else { continue };
-        if c.value.trim().is_empty() {
-            continue;
-        }
+        // An empty condition does not parse either: the author meant a
+        // condition and wrote none, and the runtime would read the flow as
+        // unconditioned (always taken), so it is refused, not guessed.
         let Err(e) = condition::parse(&c.value) else {
             continue;
         };
         // The exact character when the text was written without entity
         // references (`&gt;` makes the written text longer than the value).
-        let span = if c.span.len() == c.value.len() {
+        let span = if c.value.trim().is_empty() {
+            c.span
+        } else if c.span.len() == c.value.len() {
             let at = c.span.start + e.offset.min(c.value.len());
             Span::new(at, (at + 1).min(c.span.end.max(at)))
         } else {
@@ -66,5 +68,38 @@ mod tests {
         assert_eq!(&src[d[0].primary.span.start..d[0].primary.span.end], "=");
         assert!(d[0].message.contains("`f2`"));
         assert!(crate::load(&src.replace("amount = 5", "amount == 5")).is_ok());
+    }
+
+    #[test]
+    fn an_empty_condition_is_qf042_on_the_condition_and_never_taken_as_always_true() {
+        let src = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="g"/>
+    <bpmn:exclusiveGateway id="g" default="f3"/>
+    <bpmn:sequenceFlow id="f2" sourceRef="g" targetRef="e"><bpmn:conditionExpression>  </bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="f3" sourceRef="g" targetRef="e"/>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>"#;
+        for model in [
+            src.to_string(),
+            src.replace(
+                "<bpmn:conditionExpression>  </bpmn:conditionExpression>",
+                "<bpmn:conditionExpression/>",
+            ),
+        ] {
+            let a = crate::analyze(&model);
+            let d: Vec<_> = a
+                .diagnostics
+                .iter()
+                .filter(|d| d.code == crate::Code::QF042)
+                .collect();
+            assert_eq!(d.len(), 1, "{:?}", a.diagnostics);
+            assert!(d[0].message.contains("empty condition"), "{}", d[0].message);
+            let at = &model[d[0].primary.span.start..d[0].primary.span.end];
+            assert!(at.contains("conditionExpression") || at.trim().is_empty(), "{at:?}");
+            assert!(crate::load(&model).is_err(), "run refuses it");
+        }
     }
 }
