@@ -363,3 +363,34 @@ fn a_dependency_no_deployment_calls_is_refused_with_the_known_ones_unless_forced
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("unpaused dependency ledger"), "{out}");
 }
+
+crate::on_both_stores!(a_completed_instance_is_not_quarantined);
+
+/// Nothing will ever run a completed instance: setting it aside would only
+/// leave a misleading record, so it is refused as the store's state (exit 4).
+fn a_completed_instance_is_not_quarantined(fresh: &support::stores::Fresh) {
+    let db = fresh.db();
+    let db = db.as_str();
+    let (code, out, err) = qflow(&[
+        "run",
+        "samples/checkout.bpmn",
+        "--db",
+        db,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(last_json(&out)["status"], "completed", "{out}");
+    let (code, _, err) = qflow(&["quarantine", "checkout-1", "--db", db]);
+    assert_eq!(code, 4, "{err}");
+    assert!(
+        err.contains("checkout-1 has completed") && err.contains("nothing to quarantine"),
+        "{err}"
+    );
+    let (code, out, _) = qflow(&["quarantine", "checkout-1", "--db", db, "--format", "json"]);
+    assert_eq!(code, 4);
+    assert_eq!(last_json(&out)["error"], "refused", "{out}");
+    let (code, out, _) = qflow(&["stats", "--db", db, "--format", "json"]);
+    assert_eq!(code, 0);
+    assert_eq!(last_json(&out)["quarantined"], 0);
+}

@@ -12,7 +12,7 @@ use qflow_engine::store::{Location, StoreError};
 use qflow_engine::text::group;
 use serde_json::json;
 
-use super::ops::{self, Format, USAGE};
+use super::ops::{self, Format, REFUSED, USAGE};
 use super::run::json_line;
 
 /// Hold back every retry park of a failure class or a dependency.
@@ -156,6 +156,7 @@ fn change_pause(args: UnpauseArgs, actor: Option<Actor>) -> ExitCode {
     };
     let change = match change {
         Ok(c) => c,
+        Err(e @ StoreError::Completed(_)) => return ops::fail(format, REFUSED, "refused", e),
         Err(e) => return ops::fail(format, USAGE, "store", e),
     };
     match format {
@@ -235,6 +236,7 @@ fn set_quarantine(args: ReleaseArgs, actor: Option<Actor>) -> ExitCode {
                 ),
             )
         }
+        Err(e @ StoreError::Completed(_)) => return ops::fail(format, REFUSED, "refused", e),
         Err(e) => return ops::fail(format, USAGE, "store", e),
     };
     match format {

@@ -334,6 +334,9 @@ impl Sqlite {
         let Some((status, was, mut by, mut reason)) = row else {
             return Err(StoreError::NoInstance(instance.into()));
         };
+        if at.is_some() && was.is_none() && status == "completed" {
+            return Err(StoreError::Completed(instance.into()));
+        }
         let changed = was.is_some() != at.is_some();
         if changed {
             let (ms, who) = at.map_or((None, None), |(ms, a)| (Some(ms), Some(a)));

@@ -78,6 +78,10 @@ pub enum StoreError {
     },
     #[error("no instance {0}")]
     NoInstance(String),
+    /// Quarantine asked of a completed instance: nothing will ever run it,
+    /// so a record of it being set aside would only mislead.
+    #[error("instance {0} has completed: nothing will ever run it again, so there is nothing to quarantine")]
+    Completed(String),
     #[error(
         "no deployed model calls a dependency `{name}`{}: {}; `--force` goes ahead all the same (a dependency about to be deployed)",
         .suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(),

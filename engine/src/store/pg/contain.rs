@@ -116,6 +116,9 @@ impl Postgres {
                 return Err(StoreError::NoInstance(instance.into()));
             };
             let (status, was): (String, Option<i64>) = (r.get(0), r.get(1));
+            if at.is_some() && was.is_none() && status == "completed" {
+                return Err(StoreError::Completed(instance.into()));
+            }
             let (mut by, mut reason): (Option<String>, Option<String>) = (r.get(2), r.get(3));
             let changed = was.is_some() != at.is_some();
             if changed {
