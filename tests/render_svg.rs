@@ -149,11 +149,16 @@ fn render(sample: &str, instance: Option<(&str, &str)>, out: &Path) {
         cmd.arg("--db").arg(db).arg("--instance").arg(id);
     }
     let o = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "qflow render {sample}: {err}");
+    // Where the drawing went, and nothing on stdout.
+    let size = std::fs::metadata(out).unwrap().len();
     assert!(
-        o.status.success(),
-        "qflow render {sample}: {}",
-        String::from_utf8_lossy(&o.stderr)
+        err.starts_with(&format!("wrote {} (", out.display()))
+            && err.contains(" bytes)") == (size < 10 * 1024),
+        "{err}"
     );
+    assert!(o.stdout.is_empty());
 }
 
 fn golden(case: &str, svg: &str) {

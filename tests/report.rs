@@ -112,6 +112,11 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
         report.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!("wrote {} (", report.display()))
+            && err.contains("open it in a browser"),
+        "the report says where it went: {err}"
+    );
     let html = std::fs::read_to_string(&report).unwrap();
     self_contained(&html);
     let all = svgs(&html);
@@ -171,6 +176,10 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
     let stats = dir.join("stats.html");
     let (code, _, err) = qflow(&["stats", "--db", &db, "--report", stats.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!("wrote {} (", stats.display())),
+        "{err}"
+    );
     let html = std::fs::read_to_string(&stats).unwrap();
     self_contained(&html);
     let all = svgs(&html);

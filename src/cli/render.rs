@@ -72,6 +72,11 @@ pub fn run(args: Args) -> ExitCode {
     if let Err(e) = write_whole(&args.svg, &svg) {
         return fail(2, format!("cannot write {}: {e}", args.svg.display()));
     }
+    crate::cli::report::say_written(
+        &args.svg,
+        svg.len(),
+        "open it in a browser or an image viewer",
+    );
     ExitCode::SUCCESS
 }
 

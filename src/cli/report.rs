@@ -354,7 +354,21 @@ pub fn schedule_chart(p: &NodeProjection) -> String {
 pub fn write(path: &std::path::Path, html: &str) -> std::io::Result<()> {
     let tmp = path.with_extension("html.tmp");
     std::fs::write(&tmp, html)?;
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path)?;
+    say_written(path, html.len(), "open it in a browser");
+    Ok(())
+}
+
+/// Say on stderr which file a command wrote, so a user who gave a path
+/// sees where the result went (stdout stays the command's own output,
+/// JSON included).
+pub fn say_written(path: &std::path::Path, bytes: usize, next: &str) {
+    let size = if bytes >= 10 * 1024 {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes} bytes")
+    };
+    eprintln!("wrote {} ({size}): {next}", path.display());
 }
 
 /// Where the bars of a chart of one bar per minute (or per `width`
