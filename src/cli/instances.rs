@@ -583,7 +583,7 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
                     x.id,
                     x.kind,
                     x.node,
-                    x.message,
+                    x.detail(),
                     ops::since_start(x.opened_ms - i.started_ms),
                     x.closed_ms
                         .map(|c| format!(", closed {}", ops::since_start(c - i.started_ms)))

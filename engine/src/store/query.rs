@@ -94,6 +94,21 @@ pub struct IncidentRow {
     pub closed_ms: Option<i64>,
 }
 
+impl IncidentRow {
+    /// The message without what the incident's kind and node already say,
+    /// for a face that prints them beside it: a FAILED incident's stored
+    /// message begins "instance failed at NODE: ", so "#1 failed at charge:
+    /// instance failed at charge: …" read twice. The stored message is kept
+    /// whole (databases written by earlier versions hold the same words).
+    pub fn detail(&self) -> &str {
+        self.message
+            .strip_prefix("instance failed at ")
+            .and_then(|rest| rest.strip_prefix(self.node.as_str()))
+            .and_then(|rest| rest.strip_prefix(": "))
+            .unwrap_or(&self.message)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransitionRow {
     pub seq: i64,
@@ -563,5 +578,38 @@ impl Sqlite {
             .prepare_cached("SELECT source FROM deployments WHERE id = ?1")?
             .query_row(params![deployment_id], |r| r.get(0))
             .optional()?)
+    }
+}
+
+#[cfg(test)]
+mod incident_tests {
+    use super::IncidentRow;
+
+    fn row(node: &str, message: &str) -> IncidentRow {
+        IncidentRow {
+            id: 1,
+            node: node.into(),
+            kind: "failed".into(),
+            message: message.into(),
+            opened_ms: 0,
+            closed_ms: None,
+        }
+    }
+
+    #[test]
+    fn the_detail_drops_only_what_kind_and_node_already_say() {
+        let failed = row(
+            "charge",
+            "instance failed at charge: PROVIDER_DOWN (exhausted)",
+        );
+        assert_eq!(failed.detail(), "PROVIDER_DOWN (exhausted)");
+        // Another node's words, or another kind's message, stay whole.
+        let other = row(
+            "capture",
+            "instance failed at charge: PROVIDER_DOWN (exhausted)",
+        );
+        assert_eq!(other.detail(), other.message);
+        let poisoned = row("bank", "request k to bank poisoned after 3 deliveries: 500");
+        assert_eq!(poisoned.detail(), poisoned.message);
     }
 }
