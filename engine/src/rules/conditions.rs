@@ -46,25 +46,34 @@ pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_broken_condition_is_qf042_at_the_offending_character() {
-        let src = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+    /// An exclusive split whose conditioned flow `f2` holds `CONDITION`.
+    const MODEL: &str = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
   <bpmn:process id="p" isExecutable="true">
     <bpmn:startEvent id="s"/>
     <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="g"/>
     <bpmn:exclusiveGateway id="g" default="f3"/>
-    <bpmn:sequenceFlow id="f2" sourceRef="g" targetRef="e"><bpmn:conditionExpression>amount = 5</bpmn:conditionExpression></bpmn:sequenceFlow>
+    <bpmn:sequenceFlow id="f2" sourceRef="g" targetRef="e">CONDITION</bpmn:sequenceFlow>
     <bpmn:sequenceFlow id="f3" sourceRef="g" targetRef="e"/>
     <bpmn:endEvent id="e"/>
   </bpmn:process>
 </bpmn:definitions>"#;
-        let a = crate::analyze(src);
-        let d: Vec<_> = a
+
+    /// The model with `condition` in `f2`, and its QF042 findings.
+    fn qf042(condition: &str) -> (String, Vec<crate::Diagnostic>) {
+        let src = MODEL.replace("CONDITION", condition);
+        let a = crate::analyze(&src);
+        let d = a
             .diagnostics
-            .iter()
+            .into_iter()
             .filter(|d| d.code == crate::Code::QF042)
             .collect();
-        assert_eq!(d.len(), 1, "{:?}", a.diagnostics);
+        (src, d)
+    }
+
+    #[test]
+    fn a_broken_condition_is_qf042_at_the_offending_character() {
+        let (src, d) = qf042("<bpmn:conditionExpression>amount = 5</bpmn:conditionExpression>");
+        assert_eq!(d.len(), 1, "{d:?}");
         assert_eq!(&src[d[0].primary.span.start..d[0].primary.span.end], "=");
         assert!(d[0].message.contains("`f2`"));
         assert!(crate::load(&src.replace("amount = 5", "amount == 5")).is_ok());
@@ -72,34 +81,19 @@ mod tests {
 
     #[test]
     fn an_empty_condition_is_qf042_on_the_condition_and_never_taken_as_always_true() {
-        let src = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
-  <bpmn:process id="p" isExecutable="true">
-    <bpmn:startEvent id="s"/>
-    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="g"/>
-    <bpmn:exclusiveGateway id="g" default="f3"/>
-    <bpmn:sequenceFlow id="f2" sourceRef="g" targetRef="e"><bpmn:conditionExpression>  </bpmn:conditionExpression></bpmn:sequenceFlow>
-    <bpmn:sequenceFlow id="f3" sourceRef="g" targetRef="e"/>
-    <bpmn:endEvent id="e"/>
-  </bpmn:process>
-</bpmn:definitions>"#;
-        for model in [
-            src.to_string(),
-            src.replace(
-                "<bpmn:conditionExpression>  </bpmn:conditionExpression>",
-                "<bpmn:conditionExpression/>",
-            ),
+        for condition in [
+            "<bpmn:conditionExpression>  </bpmn:conditionExpression>",
+            "<bpmn:conditionExpression/>",
         ] {
-            let a = crate::analyze(&model);
-            let d: Vec<_> = a
-                .diagnostics
-                .iter()
-                .filter(|d| d.code == crate::Code::QF042)
-                .collect();
-            assert_eq!(d.len(), 1, "{:?}", a.diagnostics);
+            let (src, d) = qf042(condition);
+            assert_eq!(d.len(), 1, "{d:?}");
             assert!(d[0].message.contains("empty condition"), "{}", d[0].message);
-            let at = &model[d[0].primary.span.start..d[0].primary.span.end];
-            assert!(at.contains("conditionExpression") || at.trim().is_empty(), "{at:?}");
-            assert!(crate::load(&model).is_err(), "run refuses it");
+            let at = &src[d[0].primary.span.start..d[0].primary.span.end];
+            assert!(
+                at.contains("conditionExpression") || at.trim().is_empty(),
+                "{at:?}"
+            );
+            assert!(crate::load(&src).is_err(), "run refuses it");
         }
     }
 }
