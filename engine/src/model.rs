@@ -421,13 +421,20 @@ pub struct ShapeBounds {
     pub diagram: u32,
     /// `isExpanded="true"` on the shape (an expanded sub-process or pool).
     pub expanded: bool,
+    /// All four numbers are finite. `false` when all four are written but
+    /// one is not a finite number (`NaN`, `Infinity`, text): such a shape
+    /// has no place in the diagram, so it collides with nothing and lies
+    /// outside whatever pool or sub-process holds it, as bpmnlint reads it.
+    /// Its four numbers are then 0.
+    pub finite: bool,
     pub x: f32,
     pub y: f32,
     pub width: f32,
     pub height: f32,
 }
 
-// The parser keeps only finite numbers, so equality is reflexive.
+// The parser keeps only finite numbers (0 in place of the others), so
+// equality is reflexive.
 impl Eq for ShapeBounds {}
 
 /// A whole `definitions` document.

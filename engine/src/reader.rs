@@ -358,7 +358,7 @@ struct ShapeState {
     diagram: u32,
     expanded: bool,
     taken: bool,
-    candidate: Option<Option<(f32, f32, f32, f32)>>,
+    candidate: Option<Option<(bool, [f32; 4])>>,
 }
 
 struct Builder<'a> {
@@ -445,15 +445,21 @@ fn plain_slots<'x, 'a, const N: usize>(
     found
 }
 
-fn numbers_of(attrs: &[XmlAttr<'_>]) -> Option<(f32, f32, f32, f32)> {
-    let num = |n: &str| {
+/// The bounds' `(finite, [x, y, width, height])`, `None` unless all four
+/// are written (see [`crate::xml::finite_bounds`]).
+fn numbers_of(attrs: &[XmlAttr<'_>]) -> Option<(bool, [f32; 4])> {
+    let raw = |n: &str| {
         attrs
             .iter()
             .find(|a| a.qname == n && a.ns.is_none())
-            .and_then(|a| a.value.trim().parse::<f32>().ok())
-            .filter(|v| v.is_finite())
+            .map(|a| &*a.value)
     };
-    Some((num("x")?, num("y")?, num("width")?, num("height")?))
+    Some(crate::xml::finite_bounds([
+        raw("x")?,
+        raw("y")?,
+        raw("width")?,
+        raw("height")?,
+    ]))
 }
 
 impl<'a> Builder<'a> {
@@ -1034,11 +1040,12 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
         if f.shape != NO {
             let shape = &mut self.shapes[f.shape as usize];
             if !shape.taken {
-                if let Some(Some((x, y, width, height))) = shape.candidate {
+                if let Some(Some((finite, [x, y, width, height]))) = shape.candidate {
                     shape.taken = true;
                     self.defs.shape_bounds.push(ShapeBounds {
                         diagram: shape.diagram,
                         expanded: shape.expanded,
+                        finite,
                         x,
                         y,
                         width,
@@ -1181,6 +1188,7 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
         self.defs.shape_bounds.push(ShapeBounds {
             diagram: shape.diagram,
             expanded: shape.expanded,
+            finite: b.finite,
             x: b.x,
             y: b.y,
             width: b.width,

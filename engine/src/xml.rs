@@ -327,6 +327,9 @@ pub struct ParseOptions<'o> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LeafBounds {
     pub parent: u32,
+    /// All four are finite numbers; otherwise all four are 0 (see
+    /// `ShapeBounds::finite`).
+    pub finite: bool,
     pub x: f32,
     pub y: f32,
     pub width: f32,
@@ -706,9 +709,11 @@ pub fn drive<'a>(
     Ok(names.uris)
 }
 
-/// `x`, `y`, `width`, `height` of a bounds leaf; `None` unless all four are numbers.
+/// `x`, `y`, `width`, `height` of a bounds leaf; `None` unless all four are
+/// written (a value that is not a finite number gives bounds that are not
+/// [`LeafBounds::finite`]).
 fn bounds_of(tag: &str, raws: &[attrs::RawAttr], parent: u32) -> Option<LeafBounds> {
-    let mut v = [None::<f32>; 4];
+    let mut v = [None::<&str>; 4];
     for r in raws {
         let slot = match &tag[r.name.0..r.name.1] {
             "x" => 0,
@@ -717,19 +722,30 @@ fn bounds_of(tag: &str, raws: &[attrs::RawAttr], parent: u32) -> Option<LeafBoun
             "height" => 3,
             _ => continue,
         };
-        v[slot] = tag[r.value.0..r.value.1]
-            .trim()
-            .parse::<f32>()
-            .ok()
-            .filter(|n| n.is_finite());
+        v[slot] = Some(&tag[r.value.0..r.value.1]);
     }
+    let (finite, [x, y, width, height]) = finite_bounds([v[0]?, v[1]?, v[2]?, v[3]?]);
     Some(LeafBounds {
         parent,
-        x: v[0]?,
-        y: v[1]?,
-        width: v[2]?,
-        height: v[3]?,
+        finite,
+        x,
+        y,
+        width,
+        height,
     })
+}
+
+/// The four numbers of a `dc:Bounds` as written, and whether all are finite;
+/// when one is not (`NaN`, `Infinity`, text), `(false, [0.0; 4])`.
+pub fn finite_bounds(values: [&str; 4]) -> (bool, [f32; 4]) {
+    let mut out = [0.0f32; 4];
+    for (slot, value) in out.iter_mut().zip(values) {
+        match value.trim().parse::<f32>() {
+            Ok(n) if n.is_finite() => *slot = n,
+            _ => return (false, [0.0; 4]),
+        }
+    }
+    (true, out)
 }
 
 /// An empty element `options` say nobody reads (its tag was already checked).

@@ -142,7 +142,7 @@ pub(super) fn overlapping(defs: &Definitions, e: &mut Emit<'_, '_>) {
     let mut part_hits = vec![false; defs.participants.len()];
     for (a, (ka, ca, ba)) in parts.iter().enumerate() {
         for (kb, cb, bb) in &parts[a + 1..] {
-            if ca == cb && collide(ba, bb) {
+            if ca == cb && ba.finite && bb.finite && collide(ba, bb) {
                 part_hits[*ka] = true;
                 part_hits[*kb] = true;
             }
@@ -233,6 +233,8 @@ pub(super) fn overlapping(defs: &Definitions, e: &mut Emit<'_, '_>) {
                     }
                 }
             }
+            // A shape that is not placeable collides with nothing.
+            shapes.retain(|(_, b)| b.finite);
             colliding_pairs(&mut shapes, |ia, ib| {
                 if let (Item::Node(_, na), Item::Node(_, nb)) = (ia, ib) {
                     if attached(p, na, nb) || attached(p, nb, na) {
@@ -383,8 +385,12 @@ fn collide(a: &ShapeBounds, b: &ShapeBounds) -> bool {
     a.x + a.width >= b.x && b.x + b.width >= a.x && a.y + a.height >= b.y && b.y + b.height >= a.y
 }
 
+/// A shape that is not placeable, or any shape in a parent that is not, is
+/// outside (bpmnlint compares `NaN`, which is never within anything).
 fn inside(child: &ShapeBounds, parent: &ShapeBounds) -> bool {
-    child.x >= parent.x
+    child.finite
+        && parent.finite
+        && child.x >= parent.x
         && child.y >= parent.y
         && child.x + child.width <= parent.x + parent.width
         && child.y + child.height <= parent.y + parent.height
@@ -422,6 +428,7 @@ mod tests {
         let shape = |x: f32, y: f32, width: f32, height: f32| ShapeBounds {
             diagram: 0,
             expanded: false,
+            finite: true,
             x,
             y,
             width,
