@@ -334,10 +334,7 @@ impl Sqlite {
         let Some((status, was, mut by, mut reason)) = row else {
             return Err(StoreError::NoInstance(instance.into()));
         };
-        if at.is_some() && was.is_none() && status == "completed" {
-            return Err(StoreError::Completed(instance.into()));
-        }
-        let changed = was.is_some() != at.is_some();
+        let changed = quarantine_changes(instance, &status, was.is_some(), at.is_some())?;
         if changed {
             let (ms, who) = at.map_or((None, None), |(ms, a)| (Some(ms), Some(a)));
             exec(
@@ -576,6 +573,22 @@ pub(super) enum CauseInTransition {
     Call,
     /// Nothing in `t` (a park re-armed by a migration).
     None,
+}
+
+/// Whether a quarantine (`on`) or a release changes an instance in
+/// `status`, quarantined already or not; both stores ask it under their row
+/// lock. A completed instance is refused: nothing will ever run it, so a
+/// record of it set aside would only mislead.
+pub(super) fn quarantine_changes(
+    instance: &str,
+    status: &str,
+    quarantined: bool,
+    on: bool,
+) -> Result<bool, StoreError> {
+    if on && !quarantined && status == "completed" {
+        return Err(StoreError::Completed(instance.into()));
+    }
+    Ok(quarantined != on)
 }
 
 pub(super) fn cause_in_transition(t: &Transition, node: &str) -> CauseInTransition {

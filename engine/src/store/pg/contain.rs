@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use postgres::GenericClient;
 
 use super::super::contain::{
-    cause_in_transition, Actor, CauseInTransition, Containment, HeldPark, ParkedCause, Pause,
-    PauseChange, PauseKind, QuarantineChange, Quarantined, PARKED_BY_CAUSE,
+    cause_in_transition, quarantine_changes, Actor, CauseInTransition, Containment, HeldPark,
+    ParkedCause, Pause, PauseChange, PauseKind, QuarantineChange, Quarantined, PARKED_BY_CAUSE,
 };
 use super::{Db, Postgres, StoreError};
 use crate::instance::history::HistoryEvent;
@@ -116,11 +116,8 @@ impl Postgres {
                 return Err(StoreError::NoInstance(instance.into()));
             };
             let (status, was): (String, Option<i64>) = (r.get(0), r.get(1));
-            if at.is_some() && was.is_none() && status == "completed" {
-                return Err(StoreError::Completed(instance.into()));
-            }
             let (mut by, mut reason): (Option<String>, Option<String>) = (r.get(2), r.get(3));
-            let changed = was.is_some() != at.is_some();
+            let changed = quarantine_changes(instance, &status, was.is_some(), at.is_some())?;
             if changed {
                 let (ms, who) = at.map_or((None, None), |(ms, a)| (Some(ms), Some(a)));
                 db.exec(
