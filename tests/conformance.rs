@@ -18,7 +18,10 @@
 //!
 //! `bpmnlint/rules-switched/` holds the same models recorded under a
 //! `.bpmnlintrc` that switches rules off and changes severities, so a rule
-//! turned off is silent and a severity changed is that severity.
+//! turned off is silent and a severity changed is that severity;
+//! `bpmnlint/all/` under `bpmnlint:all` (which also runs `conditional-event`
+//! and `standard-size`); `bpmnlint/sizes/` the diagram models under a
+//! `.bpmnlintrc` giving `standard-size` other sizes.
 //!
 //! A model that declares the qflow namespace is also checked under qflow's
 //! own defaults (no configuration): the same (rule, element) pairs, the
@@ -251,6 +254,12 @@ fn qflow_reports_what_bpmnlint_reports() {
         // The same models under a .bpmnlintrc that switches rules off and
         // changes severities (recorded with that file).
         (root.join("bpmnlint/rules-switched"), root.join("models")),
+        // The same models under `bpmnlint:all` (every rule an error, its
+        // two rules outside the recommended set included), and the diagram
+        // and conditional-event models under a .bpmnlintrc giving
+        // `standard-size` a team's own sizes.
+        (root.join("bpmnlint/all"), root.join("models")),
+        (root.join("bpmnlint/sizes"), root.join("models")),
         (root.join("bpmnlint/samples"), repo().join("samples")),
         (
             root.join("bpmnlint/samples-broken"),

@@ -47,6 +47,7 @@ fn main() {
     let all_rules = qflow_engine::config::Settings {
         base: qflow_engine::config::Base::Recommended,
         overrides: Vec::new(),
+        sizes: Vec::new(),
     };
     let mut all_best = Duration::MAX;
     // Alternate in rounds so both sides see the same machine load.

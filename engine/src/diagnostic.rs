@@ -98,10 +98,12 @@ pub enum Code {
     QF123,
     QF124,
     QF125,
+    QF126,
+    QF127,
 }
 
 impl Code {
-    pub const ALL: [Code; 54] = [
+    pub const ALL: [Code; 56] = [
         Code::QF001,
         Code::QF002,
         Code::QF003,
@@ -156,6 +158,8 @@ impl Code {
         Code::QF123,
         Code::QF124,
         Code::QF125,
+        Code::QF126,
+        Code::QF127,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -214,12 +218,16 @@ impl Code {
             Code::QF123 => "QF123",
             Code::QF124 => "QF124",
             Code::QF125 => "QF125",
+            Code::QF126 => "QF126",
+            Code::QF127 => "QF127",
         }
     }
 
     /// The default severity. A modelling rule (QF100 upward) has bpmnlint's
     /// recommended severity here, which is what a plain BPMN document gets;
-    /// [`crate::config`] gives qflow documents their own defaults.
+    /// [`crate::config`] gives qflow documents their own defaults. A rule
+    /// outside bpmnlint's recommended set (see [`Code::is_recommended`]) is
+    /// off until configured; this is its severity under `bpmnlint:all`.
     pub fn severity(self) -> Severity {
         match self {
             Code::QF030 | Code::QF031 | Code::QF032 | Code::QF043 | Code::QF044 | Code::QF091 => {
@@ -297,6 +305,8 @@ impl Code {
             Code::QF123 => "gateway with one incoming and one outgoing flow",
             Code::QF124 => "label on an unconditional sequence flow",
             Code::QF125 => "terminate end event where a plain end event does the same",
+            Code::QF126 => "conditional event without a condition",
+            Code::QF127 => "diagram shape not of its element's standard size",
         }
     }
 
@@ -330,6 +340,8 @@ impl Code {
             Code::QF123 => "superfluous-gateway",
             Code::QF124 => "superfluous-label",
             Code::QF125 => "superfluous-termination",
+            Code::QF126 => "conditional-event",
+            Code::QF127 => "standard-size",
             _ => return None,
         })
     }
@@ -338,6 +350,15 @@ impl Code {
     /// modelling rule rather than a load-time rule.
     pub fn is_modelling(self) -> bool {
         self.alias().is_some()
+    }
+
+    /// A rule of bpmnlint's recommended configuration. The two others
+    /// (QF126 `conditional-event`, QF127 `standard-size`) are in
+    /// `bpmnlint:all` only: as in bpmnlint, they run only when a
+    /// configuration turns them on, so [`Code::severity`] is theirs under
+    /// `bpmnlint:all` (error).
+    pub fn is_recommended(self) -> bool {
+        self.is_modelling() && !matches!(self, Code::QF126 | Code::QF127)
     }
 
     /// The code of a bpmnlint rule name.

@@ -325,6 +325,18 @@ pub struct Flow {
     pub scope: Option<usize>,
 }
 
+/// A `<condition>` in a node's `conditionalEventDefinition`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventCondition {
+    /// Index into [`Process::nodes`].
+    pub node: u32,
+    /// Index into that node's `event_definitions`.
+    pub definition: u32,
+    /// It has a body: text (or CDATA) that is not only whitespace. An
+    /// empty `<condition/>` is as good as none, to bpmnlint and to a reader.
+    pub body: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Process {
     pub id: Option<Attr>,
@@ -340,6 +352,9 @@ pub struct Process {
     pub other_defaults: Vec<(u32, Attr)>,
     /// Link events: (node index, the `name` of its linkEventDefinition).
     pub links: Vec<(u32, Option<Attr>)>,
+    /// The `<condition>` of each conditional event definition, in document
+    /// order (few events are conditional, so it is kept beside the nodes).
+    pub event_conditions: Vec<EventCondition>,
     /// Lanes, at any depth of the lane sets, of the process and of its
     /// sub-processes.
     pub lanes: Vec<Labelled>,
@@ -421,11 +436,15 @@ pub struct ShapeBounds {
     pub diagram: u32,
     /// `isExpanded="true"` on the shape (an expanded sub-process or pool).
     pub expanded: bool,
+    /// The shape is drawn horizontally: `isHorizontal` is absent or
+    /// `"true"` (a pool's fixed side is then its height; QF127).
+    pub horizontal: bool,
     /// All four numbers are finite. `false` when all four are written but
     /// one is not a finite number (`NaN`, `Infinity`, text): such a shape
     /// has no place in the diagram, so it collides with nothing and lies
     /// outside whatever pool or sub-process holds it, as bpmnlint reads it.
-    /// Its four numbers are then 0.
+    /// Each number that is not finite is then 0; the others are as written
+    /// (a standard width with an `x="NaN"` is still standard).
     pub finite: bool,
     pub x: f32,
     pub y: f32,

@@ -249,6 +249,12 @@ enum Role {
         p: u32,
         flow: u32,
     },
+    /// The `condition` of a node's `conditionalEventDefinition` (`k`).
+    EventCondition {
+        p: u32,
+        node: u32,
+        k: u32,
+    },
     NodeExt {
         p: u32,
         node: u32,
@@ -357,6 +363,7 @@ struct PendingNode {
 struct ShapeState {
     diagram: u32,
     expanded: bool,
+    horizontal: bool,
     taken: bool,
     candidate: Option<Option<(bool, [f32; 4])>>,
 }
@@ -394,6 +401,14 @@ fn plain_of(attrs: &[XmlAttr<'_>], local: &str) -> Option<Attr> {
         .iter()
         .find(|a| a.qname == local && a.ns.is_none())
         .map(attr_ref)
+}
+
+/// `isHorizontal` as bpmnlint reads a shape's: absent, or `true`.
+fn horizontal_of(attrs: &[XmlAttr<'_>]) -> bool {
+    attrs
+        .iter()
+        .find(|a| a.qname == "isHorizontal" && a.ns.is_none())
+        .is_none_or(|a| a.value.trim() == "true")
 }
 
 fn true_of(attrs: &[XmlAttr<'_>], local: &str) -> bool {
@@ -571,6 +586,7 @@ impl<'a> Builder<'a> {
                         self.shapes.push(ShapeState {
                             diagram: self.defs.diagram_elements.len() as u32,
                             expanded: true_of(attrs, "isExpanded"),
+                            horizontal: horizontal_of(attrs),
                             taken: false,
                             candidate: None,
                         });
@@ -637,6 +653,7 @@ impl<'a> Builder<'a> {
                         flows: Vec::new(),
                         other_defaults: Vec::new(),
                         links: Vec::new(),
+                        event_conditions: Vec::new(),
                         lanes: Vec::new(),
                         later_lane_sets: Vec::new(),
                     });
@@ -774,6 +791,11 @@ impl<'a> Builder<'a> {
                 }
                 _ => Role::Plain,
             },
+            Role::EventDef { p, node, k }
+                if bpmn && local == "condition" && parent_local == "conditionalEventDefinition" =>
+            {
+                Role::EventCondition { p, node, k }
+            }
             Role::EventDef { k: 0, .. } if bpmn => match local {
                 "timeDuration" => Role::TimerPart { which: 0 },
                 "timeDate" => Role::TimerPart { which: 1 },
@@ -1011,6 +1033,7 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
         frame.wants_text = matches!(
             frame.role,
             Role::Condition { .. }
+                | Role::EventCondition { .. }
                 | Role::TimerPart { .. }
                 | Role::Incoming { .. }
                 | Role::Outgoing { .. }
@@ -1045,6 +1068,7 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
                     self.defs.shape_bounds.push(ShapeBounds {
                         diagram: shape.diagram,
                         expanded: shape.expanded,
+                        horizontal: shape.horizontal,
                         finite,
                         x,
                         y,
@@ -1078,6 +1102,16 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
                     full_span: span,
                 });
                 self.defs.processes[p as usize].flows[flow as usize].condition = Some(condition);
+            }
+            Role::EventCondition { p, node, k } => {
+                let body = self.text_of(&f, end).is_some_and(|t| !t.value.is_empty());
+                self.defs.processes[p as usize]
+                    .event_conditions
+                    .push(EventCondition {
+                        node,
+                        definition: k,
+                        body,
+                    });
             }
             Role::Node { p, node, container } => {
                 if container {
@@ -1188,6 +1222,7 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
         self.defs.shape_bounds.push(ShapeBounds {
             diagram: shape.diagram,
             expanded: shape.expanded,
+            horizontal: shape.horizontal,
             finite: b.finite,
             x: b.x,
             y: b.y,

@@ -327,7 +327,7 @@ pub struct ParseOptions<'o> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LeafBounds {
     pub parent: u32,
-    /// All four are finite numbers; otherwise all four are 0 (see
+    /// All four are finite numbers; otherwise those that are not are 0 (see
     /// `ShapeBounds::finite`).
     pub finite: bool,
     pub x: f32,
@@ -736,16 +736,17 @@ fn bounds_of(tag: &str, raws: &[attrs::RawAttr], parent: u32) -> Option<LeafBoun
 }
 
 /// The four numbers of a `dc:Bounds` as written, and whether all are finite;
-/// when one is not (`NaN`, `Infinity`, text), `(false, [0.0; 4])`.
+/// one that is not (`NaN`, `Infinity`, text) is 0 and makes it `false`.
 pub fn finite_bounds(values: [&str; 4]) -> (bool, [f32; 4]) {
     let mut out = [0.0f32; 4];
+    let mut finite = true;
     for (slot, value) in out.iter_mut().zip(values) {
         match value.trim().parse::<f32>() {
             Ok(n) if n.is_finite() => *slot = n,
-            _ => return (false, [0.0; 4]),
+            _ => finite = false,
         }
     }
-    (true, out)
+    (finite, out)
 }
 
 /// An empty element `options` say nobody reads (its tag was already checked).

@@ -927,3 +927,226 @@ fn a_bpmnlintrc_extending_recommended_gives_bpmnlints_severities_in_qflow_docume
         Some(Severity::Error)
     );
 }
+
+/// The findings of `code` under a `.bpmnlintrc`.
+fn hits_with(src: &str, rc: &str, code: Code) -> Vec<(String, String)> {
+    let (settings, problems) = bpmnlintrc::parse(rc);
+    assert!(problems.is_empty(), "{problems:?}");
+    analyze_with(src, &settings)
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == code)
+        .map(|d| {
+            (
+                d.element.clone().unwrap_or_default(),
+                text(src, d).to_string(),
+            )
+        })
+        .collect()
+}
+
+const ALL: &str = r#"{ "extends": "bpmnlint:all" }"#;
+
+#[test]
+fn qf126_conditional_event_without_a_condition() {
+    let body = r#"    <bpmn:startEvent id="s" name="S"><bpmn:conditionalEventDefinition><bpmn:condition>stock &lt; 10</bpmn:condition></bpmn:conditionalEventDefinition></bpmn:startEvent>
+    <bpmn:intermediateCatchEvent id="none" name="N"><bpmn:conditionalEventDefinition/></bpmn:intermediateCatchEvent>
+    <bpmn:intermediateCatchEvent id="blank" name="B"><bpmn:conditionalEventDefinition id="cd">
+      <bpmn:condition xsi:type="bpmn:tFormalExpression">
+      </bpmn:condition></bpmn:conditionalEventDefinition></bpmn:intermediateCatchEvent>
+    <bpmn:intermediateCatchEvent id="second" name="2"><bpmn:timerEventDefinition/><bpmn:conditionalEventDefinition/></bpmn:intermediateCatchEvent>
+    <bpmn:task id="t" name="T"/>
+    <bpmn:boundaryEvent id="onT" attachedToRef="t"><bpmn:conditionalEventDefinition><bpmn:condition/></bpmn:conditionalEventDefinition></bpmn:boundaryEvent>
+    <bpmn:subProcess id="sub" name="Sub">
+      <bpmn:intermediateCatchEvent id="deep" name="D"><bpmn:conditionalEventDefinition/></bpmn:intermediateCatchEvent>
+    </bpmn:subProcess>"#;
+    let xsi = |doc: String| {
+        doc.replace(
+            "id=\"d\"",
+            "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" id=\"d\"",
+        )
+    };
+    let executable = xsi(plain(body).replace("isExecutable=\"false\"", "isExecutable=\"true\""));
+    let rule = r#"{ "rules": { "conditional-event": "error" } }"#;
+    assert_eq!(
+        hits_with(&executable, rule, Code::QF126),
+        pairs(&[
+            ("none", "bpmn:conditionalEventDefinition"),
+            ("blank", "bpmn:conditionalEventDefinition"),
+            ("second", "bpmn:conditionalEventDefinition"),
+            ("onT", "bpmn:conditionalEventDefinition"),
+            ("deep", "bpmn:conditionalEventDefinition"),
+        ])
+    );
+    let (settings, _) = bpmnlintrc::parse(rule);
+    let d = analyze_with(&executable, &settings).diagnostics;
+    let blank = d
+        .iter()
+        .find(|d| d.code == Code::QF126 && d.element.as_deref() == Some("blank"))
+        .unwrap();
+    assert_eq!(
+        blank.message,
+        "conditional event <intermediateCatchEvent> `blank` has an empty condition"
+    );
+    assert_eq!(blank.severity, Severity::Error);
+    // bpmnlint judges executable processes only.
+    assert!(hits_with(&xsi(plain(body)), rule, Code::QF126).is_empty());
+    // Off unless configured: under qflow's defaults, in a plain or a qflow
+    // document, and under bpmnlint:recommended.
+    assert!(of(&executable, Code::QF126).is_empty());
+    assert!(of(&xsi(qflow(body)), Code::QF126).is_empty());
+    assert!(hits_with(
+        &executable,
+        r#"{ "extends": "bpmnlint:recommended" }"#,
+        Code::QF126
+    )
+    .is_empty());
+    assert_eq!(hits_with(&executable, ALL, Code::QF126).len(), 5);
+    // The same rule in a qflow document once configured.
+    assert_eq!(hits_with(&xsi(qflow(body)), ALL, Code::QF126).len(), 5);
+}
+
+/// A diagram of `shapes` (id, element, bounds attributes, shape attributes)
+/// over the process `body` of a plain document, with a collaboration.
+fn drawn(body: &str, participants: &str, shapes: &[(&str, &str, &str)]) -> String {
+    let shapes: String = shapes
+        .iter()
+        .map(|(el, bounds, extra)| {
+            format!("    <bpmndi:BPMNShape id=\"{el}_di\" bpmnElement=\"{el}\"{extra}><dc:Bounds {bounds}/></bpmndi:BPMNShape>\n")
+        })
+        .collect();
+    format!(
+        r#"<bpmn:definitions xmlns:bpmn="{BPMN}" xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI" xmlns:dc="http://www.omg.org/spec/DD/20100524/DC" id="d">
+  <bpmn:collaboration id="c">{participants}</bpmn:collaboration>
+  <bpmn:process id="p">
+{body}
+  </bpmn:process>
+  <bpmndi:BPMNDiagram id="dia"><bpmndi:BPMNPlane id="pl" bpmnElement="c">
+{shapes}  </bpmndi:BPMNPlane></bpmndi:BPMNDiagram>
+</bpmn:definitions>"#
+    )
+}
+
+#[test]
+fn qf127_standard_size() {
+    let body = r#"    <bpmn:task id="t" name="T"/>
+    <bpmn:userTask id="wide" name="W"/>
+    <bpmn:callActivity id="call" name="C"/>
+    <bpmn:subProcess id="collapsed" name="S"/>
+    <bpmn:subProcess id="open" name="O"/>
+    <bpmn:exclusiveGateway id="g"/>
+    <bpmn:startEvent id="s"/>
+    <bpmn:boundaryEvent id="b" attachedToRef="t"/>
+    <bpmn:dataObjectReference id="doc" dataObjectRef="obj"/>
+    <bpmn:dataObject id="obj"/>
+    <bpmn:dataStoreReference id="db"/>
+    <bpmn:textAnnotation id="note"/>
+    <bpmn:laneSet id="ls"><bpmn:lane id="lane"/></bpmn:laneSet>"#;
+    let participants = r#"<bpmn:participant id="pool" processRef="p"/><bpmn:participant id="empty"/><bpmn:participant id="upright"/><bpmn:participant id="fine"/>"#;
+    let src = drawn(
+        body,
+        participants,
+        &[
+            ("pool", r#"x="0" y="0" width="900" height="400""#, ""),
+            ("empty", r#"x="0" y="500" width="900" height="100""#, ""),
+            (
+                "upright",
+                r#"x="0" y="700" width="100" height="60""#,
+                r#" isHorizontal="false""#,
+            ),
+            ("fine", r#"x="0" y="800" width="300" height="60""#, ""),
+            ("lane", r#"x="30" y="0" width="870" height="400""#, ""),
+            ("t", r#"x="100" y="100" width="100" height="80""#, ""),
+            ("wide", r#"x="300" y="100" width="120" height="80""#, ""),
+            ("call", r#"x="500" y="100" width="100" height="81""#, ""),
+            (
+                "collapsed",
+                r#"x="100" y="200" width="350" height="200""#,
+                r#" isExpanded="false""#,
+            ),
+            (
+                "open",
+                r#"x="500" y="200" width="350" height="200""#,
+                r#" isExpanded="true""#,
+            ),
+            ("g", r#"x="700" y="100" width="50" height="50""#, ""),
+            ("s", r#"x="NaN" y="100" width="36" height="36""#, ""),
+            ("b", r#"x="150" y="160" width="NaN" height="36""#, ""),
+            ("doc", r#"x="800" y="100" width="36" height="50""#, ""),
+            ("db", r#"x="850" y="100" width="36" height="50""#, ""),
+            ("note", r#"x="850" y="300" width="5" height="5""#, ""),
+        ],
+    );
+    let hits = hits_with(
+        &src,
+        r#"{ "rules": { "standard-size": "warn" } }"#,
+        Code::QF127,
+    );
+    assert_eq!(
+        hits,
+        pairs(&[
+            ("empty", "bpmndi:BPMNShape"),
+            ("upright", "bpmndi:BPMNShape"),
+            ("wide", "bpmndi:BPMNShape"),
+            ("call", "bpmndi:BPMNShape"),
+            ("collapsed", "bpmndi:BPMNShape"),
+            ("b", "bpmndi:BPMNShape"),
+            ("db", "bpmndi:BPMNShape"),
+        ])
+    );
+    let (settings, _) = bpmnlintrc::parse(r#"{ "rules": { "standard-size": "warn" } }"#);
+    let d = analyze_with(&src, &settings).diagnostics;
+    let msg = |id: &str| {
+        let d = d
+            .iter()
+            .find(|d| d.code == Code::QF127 && d.element.as_deref() == Some(id))
+            .unwrap();
+        assert_eq!(d.severity, Severity::Warning);
+        let r = d.related[0].span;
+        (d.message.clone(), src[r.start..r.end].to_string())
+    };
+    assert_eq!(
+        msg("wide"),
+        (
+            "<userTask> `wide` is 120x80; the standard size is 100x80".into(),
+            "bpmn:userTask".into()
+        )
+    );
+    assert_eq!(
+        msg("empty").0,
+        "<participant> `empty` is 100 high; the standard height is 60"
+    );
+    assert_eq!(
+        msg("upright").0,
+        "<participant> `upright` is 100 wide; the standard width is 60"
+    );
+    // Off unless configured; bpmnlint:all turns it on as an error.
+    assert!(of(&src, Code::QF127).is_empty());
+    let (all, _) = bpmnlintrc::parse(ALL);
+    let under_all: Vec<Severity> = analyze_with(&src, &all)
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == Code::QF127)
+        .map(|d| d.severity)
+        .collect();
+    assert_eq!(under_all, [Severity::Error; 7]);
+    // A team's own sizes: tasks 120 wide, gateways checked by width only,
+    // data stores not at all.
+    let team = r#"{ "rules": { "standard-size": ["warn", {
+      "bpmn:Task": { "width": 120, "height": 80 },
+      "bpmn:Gateway": { "width": 40 },
+      "bpmn:DataStoreReference": false } ] } }"#;
+    let mut got = hits_with(&src, team, Code::QF127);
+    got.sort();
+    let mut want = pairs(&[
+        ("empty", "bpmndi:BPMNShape"),
+        ("upright", "bpmndi:BPMNShape"),
+        ("t", "bpmndi:BPMNShape"),
+        ("call", "bpmndi:BPMNShape"),
+        ("collapsed", "bpmndi:BPMNShape"),
+        ("g", "bpmndi:BPMNShape"),
+        ("b", "bpmndi:BPMNShape"),
+    ]);
+    want.sort();
+    assert_eq!(got, want);
+}

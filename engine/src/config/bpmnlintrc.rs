@@ -7,8 +7,8 @@
 //!
 //! `extends` is `bpmnlint:recommended` or `bpmnlint:all` (a string or a list);
 //! without it, only the rules listed run, as in bpmnlint. A rule's level is
-//! `off`/`warn`/`error`, `0`/`1`/`2`, or `[level, options]` (the options of the
-//! recommended rules are ignored: they take none). Plugins (`plugin:…`,
+//! `off`/`warn`/`error`, `0`/`1`/`2`, or `[level, options]` (only
+//! `standard-size` takes options: the sizes it expects; the others take none). Plugins (`plugin:…`,
 //! `name/rule`) are not supported: each gets a QF091 pointing at it, and the
 //! rest of the file still applies.
 
@@ -106,10 +106,6 @@ pub fn parse(text: &str) -> (Settings, Vec<Diagnostic>) {
     (settings, problems)
 }
 
-/// bpmnlint 11.15's rules outside its recommended configuration (in
-/// `bpmnlint:all` only), which qflow does not implement.
-const NOT_RECOMMENDED: [&str; 2] = ["conditional-event", "standard-size"];
-
 fn rule(
     text: &str,
     name: &str,
@@ -119,12 +115,7 @@ fn rule(
 ) {
     let span = string_span(text, name);
     let Some(code) = rule_code(name) else {
-        let bare = name.strip_prefix("bpmnlint/").unwrap_or(name);
-        let d = if NOT_RECOMMENDED.contains(&bare) {
-            Diagnostic::new(Code::QF091, span, format!("bpmnlint's `{bare}` is not one of the rules qflow implements"))
-                .label("ignored")
-                .help("qflow implements bpmnlint's recommended rules; `conditional-event` and `standard-size` (in bpmnlint:all only) are not among them; the other rules still apply")
-        } else if name.contains('/') && !name.starts_with("bpmnlint/") {
+        let d = if name.contains('/') && !name.starts_with("bpmnlint/") {
             Diagnostic::new(Code::QF091, span, format!("plugin rule `{name}` is not supported: qflow has no bpmnlint plugins"))
                 .label("ignored")
                 .help("remove it, or keep linting with bpmnlint for this plugin; the other rules still apply")
@@ -133,8 +124,10 @@ fn rule(
                 .label("ignored");
             let known = Code::ALL.into_iter().filter_map(Code::alias);
             d = match crate::suggest::closest(name, known) {
-                Some(s) => d.help(format!("did you mean `{s}`? qflow knows bpmnlint's recommended rules and its own QFnnn codes")),
-                None => d.help("qflow knows bpmnlint's recommended rules and its own QFnnn codes"),
+                Some(s) => d.help(format!(
+                    "did you mean `{s}`? qflow knows bpmnlint's rules and its own QFnnn codes"
+                )),
+                None => d.help("qflow knows bpmnlint's rules and its own QFnnn codes"),
             };
             d
         };
@@ -145,6 +138,11 @@ fn rule(
         Value::Array(a) => a.first(),
         v => Some(v),
     };
+    if code == Code::QF127 {
+        if let Some(options) = value.as_array().and_then(|a| a.get(1)) {
+            standard_sizes(text, span, options, settings, problems);
+        }
+    }
     let word = match level {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),
@@ -162,6 +160,59 @@ fn rule(
                 .label("ignored")
                 .help("write \"off\", \"warn\" or \"error\""),
         ),
+    }
+}
+
+/// `standard-size`'s options: `{ "bpmn:Task": { "width": 120, "height": 80 } }`
+/// replaces a type's standard size, as bpmnlint merges them over its
+/// defaults. A type whose value is not an object is not checked, and a
+/// dimension that is not a number is not checked, as in bpmnlint; a type
+/// bpmnlint does not size, or options that are not an object, get a QF091.
+fn standard_sizes(
+    text: &str,
+    rule: Span,
+    options: &Value,
+    settings: &mut Settings,
+    problems: &mut Vec<Diagnostic>,
+) {
+    let Value::Object(types) = options else {
+        problems.push(
+            Diagnostic::new(Code::QF091, rule, "the options of `standard-size` are an object of element types to sizes")
+                .label("options ignored")
+                .help("write \"standard-size\": [\"warn\", { \"bpmn:Task\": { \"width\": 120, \"height\": 80 } }]; bpmnlint's standard sizes apply"),
+        );
+        return;
+    };
+    for (type_name, size) in types {
+        if super::STANDARD_SIZES.iter().all(|(t, _, _)| t != type_name) {
+            let known: Vec<&str> = super::STANDARD_SIZES.iter().map(|(t, _, _)| *t).collect();
+            problems.push(
+                Diagnostic::new(
+                    Code::QF091,
+                    string_span(text, type_name),
+                    format!("`standard-size` does not size `{type_name}`"),
+                )
+                .label("ignored")
+                .help(format!(
+                    "it sizes {}; the other sizes still apply",
+                    known.join(", ")
+                )),
+            );
+            continue;
+        }
+        let number = |k: &str| size.get(k).and_then(Value::as_f64);
+        let size = match size {
+            Value::Object(_) => super::Size {
+                width: number("width"),
+                height: number("height"),
+            },
+            _ => super::Size {
+                width: None,
+                height: None,
+            },
+        };
+        settings.sizes.retain(|(t, _)| t != type_name);
+        settings.sizes.push((type_name.clone(), size));
     }
 }
 
@@ -249,29 +300,70 @@ mod tests {
         );
     }
 
-    /// bpmnlint's two rules outside its recommended set are named as such,
-    /// not as unknown rules with a near miss suggested.
+    /// bpmnlint's two rules outside its recommended set are off under
+    /// `bpmnlint:recommended`, on (error) under `bpmnlint:all`, and at the
+    /// level a configuration names.
     #[test]
-    fn bpmnlints_rules_outside_recommended_are_named_as_not_implemented() {
-        let text = r#"{ "extends": "bpmnlint:recommended", "rules": { "conditional-event": "warn", "bpmnlint/standard-size": "error", "fake-join": "off" } }"#;
+    fn bpmnlints_rules_outside_recommended_run_when_configured() {
+        let q = Profile::Qflow { executable: true };
+        let (s, p) = parse(r#"{ "extends": "bpmnlint:recommended" }"#);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(s.severity(Code::QF126, Profile::Plain), None);
+        assert_eq!(s.severity(Code::QF127, q), None);
+        let (s, _) = parse(r#"{ "extends": "bpmnlint:all" }"#);
+        assert_eq!(s.severity(Code::QF126, q), Some(Severity::Error));
+        assert_eq!(
+            s.severity(Code::QF127, Profile::Plain),
+            Some(Severity::Error)
+        );
+        let text = r#"{ "extends": "bpmnlint:recommended", "rules": { "conditional-event": "warn", "bpmnlint/standard-size": "error" } }"#;
+        let (s, p) = parse(text);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(
+            s.severity(Code::QF126, Profile::Plain),
+            Some(Severity::Warning)
+        );
+        assert_eq!(s.severity(Code::QF127, q), Some(Severity::Error));
+        // Without a configuration they are off in every document.
+        let none = Settings::default();
+        for profile in [Profile::Plain, q, Profile::Qflow { executable: false }] {
+            assert_eq!(none.severity(Code::QF126, profile), None);
+            assert_eq!(none.severity(Code::QF127, profile), None);
+        }
+    }
+
+    /// `standard-size`'s options replace a type's size as bpmnlint merges
+    /// them; what it cannot use gets a QF091 at its place.
+    #[test]
+    fn standard_size_options() {
+        let text = r#"{ "rules": { "standard-size": ["warn", {
+  "bpmn:Task": { "width": 120, "height": 80 },
+  "bpmn:Gateway": { "width": 40 },
+  "bpmn:Event": null,
+  "bpmn:UserTask": { "width": 1 } }] } }"#;
         let (s, p) = parse(text);
         let at = |d: &Diagnostic| &text[d.primary.span.start..d.primary.span.end];
-        let got: Vec<(&str, &str)> = p.iter().map(|d| (at(d), d.message.as_str())).collect();
+        let got: Vec<(&str, Code)> = p.iter().map(|d| (at(d), d.code)).collect();
+        assert_eq!(got, [("bpmn:UserTask", Code::QF091)]);
         assert_eq!(
-            got,
-            [
-                (
-                    "bpmnlint/standard-size",
-                    "bpmnlint's `standard-size` is not one of the rules qflow implements"
-                ),
-                (
-                    "conditional-event",
-                    "bpmnlint's `conditional-event` is not one of the rules qflow implements"
-                ),
-            ]
+            s.severity(Code::QF127, Profile::Plain),
+            Some(Severity::Warning)
         );
-        assert!(p.iter().all(|d| d.code == Code::QF091));
-        assert_eq!(s.severity(Code::QF105, Profile::Plain), None);
+        let size = |t: &str| s.standard_size(t).map(|z| (z.width, z.height));
+        assert_eq!(size("bpmn:Task"), Some((Some(120.0), Some(80.0))));
+        assert_eq!(size("bpmn:Gateway"), Some((Some(40.0), None)));
+        assert_eq!(size("bpmn:Event"), Some((None, None)));
+        assert_eq!(size("bpmn:CallActivity"), Some((Some(100.0), Some(80.0))));
+        assert_eq!(size("bpmn:UserTask"), None);
+        let text = r#"{ "rules": { "standard-size": ["warn", 5] } }"#;
+        let (s, p) = parse(text);
+        assert_eq!(p.len(), 1);
+        let span = p[0].primary.span;
+        assert_eq!(&text[span.start..span.end], "standard-size");
+        assert_eq!(
+            s.standard_size("bpmn:Task").map(|z| z.width),
+            Some(Some(100.0))
+        );
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! the mistakes that change what qflow's runtime does are errors in its
 //! executable processes (so `qflow run` refuses them), label-required is a
 //! hint, the diagram rules are off (hand-written models have no diagram), and
-//! every other modelling rule is a warning.
+//! every other modelling rule is a warning. The two rules bpmnlint has
+//! outside its recommended set (QF126 `conditional-event`, QF127
+//! `standard-size`) are off in every document until a configuration turns
+//! them on (`extends: bpmnlint:all`, or the rule named).
 //!
 //! A configuration file changes this: `.bpmnlintrc` in bpmnlint's own format
 //! (see [`bpmnlintrc`]) and `qflow.toml` (see [`qflow_toml`]), found by
@@ -79,7 +82,35 @@ pub enum Base {
 pub struct Settings {
     pub base: Base,
     pub overrides: Vec<(Code, Option<Severity>)>,
+    /// QF127's sizes a configuration gives (`standard-size`'s options), by
+    /// bpmnlint type name; the others are [`STANDARD_SIZES`].
+    pub sizes: Vec<(String, Size)>,
 }
+
+/// A standard size QF127 holds a shape to: a dimension that is `None` is
+/// not checked (a configuration that gives no number for it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Size {
+    pub width: Option<f64>,
+    pub height: Option<f64>,
+}
+
+// Sizes come from JSON numbers, which are never NaN: equality is reflexive.
+impl Eq for Size {}
+
+/// bpmnlint's `standard-size` defaults (bpmn-js's element sizes), by the
+/// type name a configuration uses. A participant's is an empty pool's fixed
+/// side: its height when horizontal, its width when vertical.
+pub const STANDARD_SIZES: [(&str, f64, f64); 8] = [
+    ("bpmn:Task", 100.0, 80.0),
+    ("bpmn:CallActivity", 100.0, 80.0),
+    ("bpmn:SubProcess", 100.0, 80.0),
+    ("bpmn:Gateway", 50.0, 50.0),
+    ("bpmn:Event", 36.0, 36.0),
+    ("bpmn:DataObjectReference", 36.0, 50.0),
+    ("bpmn:DataStoreReference", 50.0, 50.0),
+    ("bpmn:Participant", 60.0, 60.0),
+];
 
 impl Settings {
     /// Set one code (a later setting wins).
@@ -94,10 +125,29 @@ impl Settings {
             self.base = other.base;
             // A new base resets what the earlier layer said about its rules.
             self.overrides.retain(|(c, _)| !c.is_modelling());
+            self.sizes.clear();
         }
         for &(c, l) in &other.overrides {
             self.set(c, l);
         }
+        if !other.sizes.is_empty() {
+            self.sizes = other.sizes.clone();
+        }
+    }
+
+    /// The size QF127 expects of a bpmnlint type (`bpmn:Task`): the
+    /// configured one, else bpmnlint's default.
+    pub fn standard_size(&self, type_name: &str) -> Option<Size> {
+        if let Some((_, size)) = self.sizes.iter().find(|(t, _)| t == type_name) {
+            return Some(*size);
+        }
+        STANDARD_SIZES
+            .iter()
+            .find(|(t, _, _)| *t == type_name)
+            .map(|&(_, width, height)| Size {
+                width: Some(width),
+                height: Some(height),
+            })
     }
 
     /// Whether `code`'s severity is qflow's default (nothing configured it).
@@ -116,7 +166,7 @@ impl Settings {
         }
         match self.base {
             Base::Defaults => default_severity(code, profile),
-            Base::Recommended => Some(code.severity()),
+            Base::Recommended => Some(code.severity()).filter(|_| code.is_recommended()),
             Base::All => Some(Severity::Error),
             Base::Listed => None,
         }
@@ -125,6 +175,11 @@ impl Settings {
 
 /// A modelling rule's severity without any configuration.
 pub fn default_severity(code: Code, profile: Profile) -> Option<Severity> {
+    if !code.is_recommended() {
+        // bpmnlint:all's rules beyond the recommended ones: off unless a
+        // configuration turns them on, in every document.
+        return None;
+    }
     match profile {
         Profile::Plain => Some(code.severity()),
         Profile::Qflow { executable } => {

@@ -102,3 +102,76 @@ async fn a_bpmnlintrc_switches_rules_in_the_editor_and_is_reloaded_when_it_chang
     }
     h.stop().await;
 }
+
+/// bpmnlint's two rules outside its recommended set run in the editor once
+/// a `.bpmnlintrc` turns them on, on the definition and on the shape.
+#[tokio::test]
+async fn conditional_event_and_standard_size_run_when_a_bpmnlintrc_turns_them_on() {
+    const DRAWN: &str = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI" xmlns:dc="http://www.omg.org/spec/DD/20100524/DC" id="d">
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:intermediateCatchEvent id="wait" name="Restocked"><bpmn:conditionalEventDefinition/></bpmn:intermediateCatchEvent>
+    <bpmn:task id="t" name="Shelve"/>
+  </bpmn:process>
+  <bpmndi:BPMNDiagram id="dia"><bpmndi:BPMNPlane id="pl" bpmnElement="p">
+    <bpmndi:BPMNShape id="wait_di" bpmnElement="wait"><dc:Bounds x="0" y="0" width="36" height="36"/></bpmndi:BPMNShape>
+    <bpmndi:BPMNShape id="t_di" bpmnElement="t"><dc:Bounds x="100" y="0" width="120" height="80"/></bpmndi:BPMNShape>
+  </bpmndi:BPMNPlane></bpmndi:BPMNDiagram>
+</bpmn:definitions>
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("restock.bpmn");
+    std::fs::write(&model, DRAWN).unwrap();
+    let uri = file_uri(&model);
+    let mut h = Harness::initialized().await;
+    // Off without a configuration.
+    h.open(&uri, 1, DRAWN).await;
+    let codes: Vec<String> = verdicts(&h.diagnostics(&uri, 1).await)
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    assert!(
+        !codes.iter().any(|c| c == "QF126" || c == "QF127"),
+        "{codes:?}"
+    );
+    let rc = dir.path().join(".bpmnlintrc");
+    std::fs::write(
+        &rc,
+        r#"{ "rules": { "conditional-event": "warn", "standard-size": "error" } }"#,
+    )
+    .unwrap();
+    config_changed(&mut h, &rc).await;
+    let diags = h.diagnostics(&uri, 1).await;
+    let mut got: Vec<(String, i64, Value)> = diags
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_string(),
+                d["severity"].as_i64().unwrap(),
+                d["range"]["start"].clone(),
+            )
+        })
+        .collect();
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    let line_of = |needle: &str| {
+        let at = DRAWN.find(needle).unwrap();
+        let line = DRAWN[..at].matches('\n').count();
+        let col = at - DRAWN[..at].rfind('\n').map_or(0, |n| n + 1);
+        json!({ "line": line, "character": col })
+    };
+    assert_eq!(
+        got,
+        [
+            (
+                "QF126".to_string(),
+                2,
+                line_of("bpmn:conditionalEventDefinition/>")
+            ),
+            (
+                "QF127".to_string(),
+                1,
+                line_of("bpmndi:BPMNShape id=\"t_di\"")
+            ),
+        ]
+    );
+    h.stop().await;
+}

@@ -1,5 +1,6 @@
-//! Rules on the diagram (bpmndi): QF109 (an element not drawn) and QF118
-//! (shapes overlapping, or leaving their container).
+//! Rules on the diagram (bpmndi): QF109 (an element not drawn), QF118
+//! (shapes overlapping, or leaving their container) and QF127 (a shape not
+//! of its element's standard size).
 
 use foldhash::HashMap;
 
@@ -7,7 +8,8 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::model::{Definitions, NodeKind, Process, ShapeBounds};
 use crate::span::Span;
 
-use super::{node_diag, what, Emit};
+use super::{node_diag, tag_name, what, Emit};
+use crate::rules::edit::Ctx;
 
 /// Elements bpmnlint expects a diagram to draw.
 const DRAWN: &[&str] = &[
@@ -83,6 +85,123 @@ pub(super) fn no_bpmndi(defs: &Definitions, e: &mut Emit<'_, '_>) {
         for f in p.flows.iter().filter(|f| f.id.value.is_empty()) {
             e.push(no_id("sequenceFlow", f.id.span));
         }
+    }
+}
+
+/// The type name `standard-size` sizes an element by (bpmnlint's, most
+/// specific first: a transaction is a sub-process, a user task a task), or
+/// `None` for what it does not size (lanes, artifacts, …; a participant is
+/// judged apart).
+fn sized_type(local: &str) -> Option<&'static str> {
+    Some(match local {
+        "subProcess" | "transaction" | "adHocSubProcess" => "bpmn:SubProcess",
+        "callActivity" => "bpmn:CallActivity",
+        "task" | "serviceTask" | "sendTask" | "receiveTask" | "userTask" | "manualTask"
+        | "scriptTask" | "businessRuleTask" => "bpmn:Task",
+        "dataObjectReference" => "bpmn:DataObjectReference",
+        "dataStoreReference" => "bpmn:DataStoreReference",
+        l if l.ends_with("Gateway") => "bpmn:Gateway",
+        l if l.ends_with("Event") => "bpmn:Event",
+        _ => return None,
+    })
+}
+
+/// QF127 standard-size: every shape drawing a task, call activity,
+/// collapsed sub-process, gateway, event or data reference has its type's
+/// standard size (bpmn-js's, or a configuration's); an empty pool (a
+/// participant without a process) its standard height, or width when drawn
+/// vertically. Containers that follow their content (expanded sub-processes,
+/// pools with a process, lanes) are not judged. Each shape is judged on its
+/// own, as bpmnlint does: an element drawn twice may be reported twice.
+pub(super) fn standard_size(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
+    let defs = ctx.defs;
+    if !e.on(Code::QF127) || defs.shape_bounds.is_empty() {
+        return;
+    }
+    // The element each id names (its first declaration).
+    let mut element: HashMap<&str, &crate::model::ElementRef> =
+        HashMap::with_capacity_and_hasher(defs.ids.len(), Default::default());
+    for d in &defs.ids {
+        element.entry(d.id.value.as_str()).or_insert(&d.element);
+    }
+    // Participants whose process reference names an element: their pool
+    // follows its content.
+    let pools_with_content: foldhash::HashSet<&str> = defs
+        .participants
+        .iter()
+        .filter(|pa| {
+            pa.process_ref
+                .as_ref()
+                .is_some_and(|r| element.contains_key(r.value.as_str()))
+        })
+        .map(|pa| pa.id())
+        .collect();
+    for b in &defs.shape_bounds {
+        let drawing = &defs.diagram_elements[b.diagram as usize];
+        let id = drawing.bpmn_element.as_str();
+        let Some(el) = element.get(id) else {
+            continue;
+        };
+        let expected = if el.local == "participant" {
+            if pools_with_content.contains(id) {
+                continue;
+            }
+            let Some(size) = e.settings.standard_size("bpmn:Participant") else {
+                continue;
+            };
+            if b.horizontal {
+                crate::config::Size {
+                    width: None,
+                    height: size.height,
+                }
+            } else {
+                crate::config::Size {
+                    width: size.width,
+                    height: None,
+                }
+            }
+        } else {
+            if b.expanded && matches!(&*el.local, "subProcess" | "transaction" | "adHocSubProcess")
+            {
+                continue;
+            }
+            let Some(size) = sized_type(&el.local).and_then(|t| e.settings.standard_size(t)) else {
+                continue;
+            };
+            size
+        };
+        // Compared as the diagram's numbers are kept (f32), so a configured
+        // 36.6 is the 36.6 a shape writes.
+        let off = |want: Option<f64>, have: f32| want.is_some_and(|w| w as f32 != have);
+        if !off(expected.width, b.width) && !off(expected.height, b.height) {
+            continue;
+        }
+        let (message, help) = match (expected.width, expected.height) {
+            (Some(w), Some(h)) => (
+                format!("is {}x{}; the standard size is {w}x{h}", b.width, b.height),
+                format!("draw it {w}x{h}: set width=\"{w}\" height=\"{h}\" on its dc:Bounds, or resize it in a modeller"),
+            ),
+            (Some(w), None) => (
+                format!("is {} wide; the standard width is {w}", b.width),
+                format!("set width=\"{w}\" on its dc:Bounds, or resize it in a modeller"),
+            ),
+            (None, Some(h)) => (
+                format!("is {} high; the standard height is {h}", b.height),
+                format!("set height=\"{h}\" on its dc:Bounds, or resize it in a modeller"),
+            ),
+            (None, None) => continue,
+        };
+        e.push(
+            Diagnostic::new(
+                Code::QF127,
+                tag_name(ctx, drawing.span),
+                format!("<{}> `{id}` {message}", el.local),
+            )
+            .element(id)
+            .label("this shape")
+            .related(el.name_span, "the element it draws")
+            .help(format!("{help}; a team that draws other sizes sets them in the configuration: \"standard-size\": [\"warn\", {{ \"bpmn:Task\": {{ \"width\": 120, \"height\": 80 }} }}]")),
+        );
     }
 }
 
@@ -428,6 +547,7 @@ mod tests {
         let shape = |x: f32, y: f32, width: f32, height: f32| ShapeBounds {
             diagram: 0,
             expanded: false,
+            horizontal: true,
             finite: true,
             x,
             y,

@@ -1,6 +1,6 @@
 //! Per-node rules on events: where an event may stand and what defines it
-//! (QF100, QF104, QF122, QF120), and link events pairing up in their scope
-//! (QF108).
+//! (QF100, QF104, QF122, QF120, QF126), and link events pairing up in their
+//! scope (QF108).
 
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::{Node, NodeKind, Process};
@@ -31,6 +31,47 @@ pub(super) fn ad_hoc(at: &At<'_>, e: &mut Emit<'_, '_>) {
             );
         }
     }
+}
+
+/// QF126 conditional-event: in an executable process, an event whose
+/// (first) conditional event definition has no condition, or only an empty
+/// one: it waits for nothing it can ever evaluate.
+pub(super) fn conditional(at: &At<'_>, e: &mut Emit<'_, '_>) {
+    let n = at.n;
+    let p = at.g.p;
+    if !p.is_executable || !is_event(n) {
+        return;
+    }
+    let Some(k) = n
+        .event_definitions
+        .iter()
+        .position(|d| d.local == "conditionalEventDefinition")
+    else {
+        return;
+    };
+    // The last `<condition>` written is the one a reader keeps.
+    let condition = p
+        .event_conditions
+        .iter()
+        .rev()
+        .find(|c| c.node as usize == at.i && c.definition as usize == k);
+    if condition.is_some_and(|c| c.body) {
+        return;
+    }
+    let (message, label) = match condition {
+        None => ("has no condition", "no <condition> in this definition"),
+        Some(_) => ("has an empty condition", "its <condition> is empty"),
+    };
+    e.push(
+        Diagnostic::new(
+            Code::QF126,
+            n.event_definitions[k].name_span,
+            format!("conditional event {} {message}", what(n)),
+        )
+        .element(n.id())
+        .label(label)
+        .help("write the condition it waits for: <bpmn:condition xsi:type=\"bpmn:tFormalExpression\">…</bpmn:condition> inside the conditionalEventDefinition"),
+    );
 }
 
 /// QF104 event-sub-process-typed-start-event: an event sub-process starts on

@@ -1,5 +1,7 @@
-//! The modelling rules (QF100–QF125): one per rule of bpmnlint's recommended
-//! configuration, with the same meaning, for every BPMN document.
+//! The modelling rules (QF100–QF127): one per rule of bpmnlint 11.15, with
+//! the same meaning, for every BPMN document. QF100–QF125 are its
+//! recommended configuration; QF126 and QF127 are in `bpmnlint:all` only and
+//! run when a configuration turns them on.
 //!
 //! Each rule is bpmnlint's, judged on the semantic model: a node's incoming
 //! and outgoing flows are the sequence flows whose `targetRef`/`sourceRef`
@@ -15,13 +17,13 @@
 //! | module | what it judges |
 //! |---|---|
 //! | `graph` | (the flows indexed by node; where parallel branches meet) |
-//! | `events` | QF100, QF104, QF122, QF120 per node; QF108 link pairs |
+//! | `events` | QF100, QF104, QF122, QF120, QF126 per node; QF108 link pairs |
 //! | `gateways` | QF103, QF101, QF110, QF117, QF113, QF123 per node |
 //! | `paths` | QF105, QF107 (flow nodes), QF111, QF114, QF115, QF116 per node |
 //! | `flows` | QF107 (conditional flows), QF112, QF124 |
 //! | `scopes` | QF121, QF102, QF119, QF125 per process and sub-process |
 //! | `globals` | QF106, QF107 (participants and lanes) |
-//! | `drawing` | QF109, QF118 |
+//! | `drawing` | QF109, QF118, QF127 |
 
 use crate::config::{Profile, Settings};
 use crate::diagnostic::{Code, Diagnostic};
@@ -83,6 +85,7 @@ pub fn check(ctx: &Ctx<'_>, settings: &Settings, out: &mut Vec<Diagnostic>) {
     globals::participants(defs, &mut e);
     drawing::no_bpmndi(defs, &mut e);
     drawing::overlapping(defs, &mut e);
+    drawing::standard_size(ctx, &mut e);
 }
 
 /// Emits a diagnostic at the configured severity, or not at all.
@@ -100,7 +103,10 @@ impl Emit<'_, '_> {
     fn any_process_rule(&self) -> bool {
         Code::ALL
             .into_iter()
-            .filter(|c| c.is_modelling() && !matches!(c, Code::QF106 | Code::QF109 | Code::QF118))
+            .filter(|c| {
+                c.is_modelling()
+                    && !matches!(c, Code::QF106 | Code::QF109 | Code::QF118 | Code::QF127)
+            })
             .any(|c| self.on(c))
     }
 
@@ -233,6 +239,7 @@ fn process_rules(ctx: &Ctx<'_>, g: &Graph<'_>, e: &mut Emit<'_, '_>) {
         events::ad_hoc(&at, e);
         events::start_definitions(&at, e);
         events::single_definition(&at, e);
+        events::conditional(&at, e);
         gateways::event_based(&at, e);
         gateways::conditional_flows(&at, e);
         paths::fake_join(&at, e);
