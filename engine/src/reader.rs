@@ -178,6 +178,17 @@ const NODE_ATTRS: [&str; 8] = [
     "isInterrupting",
 ];
 
+/// Documents at least this large are read on two threads (see
+/// [`read_source`]). Below it a second thread would save less than it costs:
+/// a 1 MB model reads in about 5 ms on one core, and starting a thread,
+/// cloning the namespace scope and merging the two halves cost tens of
+/// microseconds; the models whose reading a person waits for (a modeller's
+/// export of thousands of tasks) are far above it.
+pub const SPLIT_THRESHOLD: usize = 1 << 20;
+
+/// The result of a read: the XML fault (QF001), else QF002 or the model.
+pub type Read = Result<Result<Definitions, Diagnostic>, XmlError>;
+
 /// Read a document straight from the parser's events, with no tree.
 ///
 /// The loader once built [`crate::xml::parse_with`]'s tree only to walk it once: building it touched ~20 MB
@@ -186,31 +197,144 @@ const NODE_ATTRS: [&str; 8] = [
 /// and what is only known at its end tag (its span, the text of an
 /// `incoming`, a node's event trigger) is filled in then. The outer
 /// `Result` is the XML fault (QF001), the inner one QF002.
+///
+/// A document of [`SPLIT_THRESHOLD`] bytes or more with a diagram is read
+/// on two threads: the diagram (`bpmndi:BPMNDiagram`, half the bytes of a
+/// modeller's file) on a second one while the first reads the processes
+/// (see [`read_source_split_at`]). The answer is always the one reading it
+/// whole on one thread gives.
 #[allow(clippy::result_large_err)]
-pub fn read_source(
-    source: &str,
-    options: ParseOptions<'_>,
-) -> Result<Result<Definitions, Diagnostic>, XmlError> {
-    let mut b = Builder {
-        source,
-        defs: Definitions::default(),
-        refused: None,
-        frames: Vec::new(),
-        pending: Vec::new(),
-        shapes: Vec::new(),
-        attrs: Vec::new(),
-        lanes: Vec::new(),
-        later_sets: Vec::new(),
-        ns_seen: Vec::new(),
-    };
-    let declared = xml::drive(source, options, &mut b)?;
-    if let Some(d) = b.refused {
-        return Ok(Err(d));
+pub fn read_source(source: &str, options: ParseOptions<'_>) -> Read {
+    if source.len() >= SPLIT_THRESHOLD {
+        if let Some(split) = diagram_start(source) {
+            if let Some(read) = read_split(source, options, split) {
+                return read;
+            }
+        }
     }
-    let mut defs = b.defs;
-    defs.declares_qflow = declared.iter().any(|u| u == QFLOW_NS);
-    defs.shape_bounds.sort_by_key(|s| s.diagram);
-    Ok(Ok(defs))
+    read_whole(source, options)
+}
+
+/// [`read_source`] split at `split` (a byte offset) whatever the document's
+/// size, and whether the split read was kept (`false`: the candidate did
+/// not split the document between two children of the root, or a half
+/// faulted, and the document was read whole). For the tests that hold the
+/// split read to the whole read.
+#[doc(hidden)]
+#[allow(clippy::result_large_err)]
+pub fn read_source_split_at(source: &str, options: ParseOptions<'_>, split: usize) -> (Read, bool) {
+    match read_split(source, options, split) {
+        Some(read) => (read, true),
+        None => (read_whole(source, options), false),
+    }
+}
+
+/// [`read_source`] on one thread whatever the document's size: what a split
+/// read must equal.
+#[doc(hidden)]
+#[allow(clippy::result_large_err)]
+pub fn read_source_whole(source: &str, options: ParseOptions<'_>) -> Read {
+    read_whole(source, options)
+}
+
+/// Where [`read_source`] splits a document: the `<` of the first
+/// `BPMNDiagram` start tag (any prefix), or what looks like one: only a
+/// candidate, which [`read_split`] proves or rejects.
+pub fn diagram_start(source: &str) -> Option<usize> {
+    let bytes = source.as_bytes();
+    memchr::memmem::find_iter(bytes, b"BPMNDiagram").find_map(|at| {
+        let after = bytes.get(at + b"BPMNDiagram".len())?;
+        if !matches!(after, b' ' | b'\t' | b'\r' | b'\n' | b'>' | b'/') {
+            return None;
+        }
+        let before = &bytes[..at];
+        match before.last()? {
+            b'<' => Some(at - 1),
+            b':' => {
+                let prefix = &before[..before.len() - 1];
+                let lt = prefix.iter().rposition(|&c| {
+                    !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.') || c >= 0x80)
+                })?;
+                (prefix[lt] == b'<' && lt + 1 < prefix.len()).then_some(lt)
+            }
+            _ => None,
+        }
+    })
+}
+
+/// One thread, start to end.
+#[allow(clippy::result_large_err)]
+fn read_whole(source: &str, options: ParseOptions<'_>) -> Read {
+    let mut b = Builder::new(source);
+    let declared = xml::drive(source, options, &mut b)?;
+    Ok(b.finish(&declared))
+}
+
+/// The document read in two halves, `[0, split)` on this thread and
+/// `[split, end)` on a second one, or `None` when the halves are not
+/// provably the whole read.
+///
+/// This thread reads the prolog and the root's start tag, then the first
+/// half; the second thread starts from the same state (the root open, its
+/// namespace scope) with a builder of its own holding the root's frame.
+/// The split is kept only when the first half ends exactly at `split` with
+/// nothing but the root open and neither half faulted: then `split` sat
+/// between two children of the root (not in a comment, a CDATA section, a
+/// processing instruction, an attribute value or a deeper element), so the
+/// whole read hands the same events in the same order to one builder as the
+/// two halves hand to theirs, and the namespace scope at `split` is the
+/// root's. Every element then opens and closes within one half, so each
+/// half's model entries are complete; the model is the first half's entries
+/// followed by the second's (the second's indices into the diagram
+/// elements offset by the first's count), and the root's end tag, read by
+/// the second thread, is closed by the first builder. A QF002 is only ever
+/// decided at the root, before the split; any fault, in either half, reads
+/// the document whole again, so every fault is the whole read's.
+#[allow(clippy::result_large_err)]
+fn read_split(source: &str, options: ParseOptions<'_>, split: usize) -> Option<Read> {
+    if split >= source.len() || !source.is_char_boundary(split) {
+        return None;
+    }
+    let mut first = Builder::new(source);
+    let (root_tag_end, mut scope) = match xml::drive_head(source, options, &mut first) {
+        Ok(xml::Head::RootOpen { at, state }) => (at, state),
+        _ => return None,
+    };
+    if first.refused.is_some() || split < root_tag_end {
+        return None;
+    }
+    let root = first.frames.last()?.detached();
+    let second_scope = scope.clone();
+    let (first_read, second) = std::thread::scope(|s| {
+        let second = s.spawn(move || {
+            let mut b = Builder::new(source);
+            b.frames.push(root);
+            let mut scope = second_scope;
+            let read = xml::drive_piece(source, split..source.len(), options, &mut scope, &mut b);
+            (read, b, scope)
+        });
+        let read = xml::drive_piece(source, root_tag_end..split, options, &mut scope, &mut first);
+        (read, second.join())
+    });
+    let (second_read, second, second_scope) = match second {
+        Ok(done) => done,
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
+    if first_read.is_err()
+        || second_read.is_err()
+        || scope.open_elements() != 1
+        || scope.root_end().is_some()
+        || second_scope.open_elements() != 0
+        || second.refused.is_some()
+    {
+        return None;
+    }
+    let root_end = second_scope.root_end()?;
+    first.absorb(second);
+    xml::Sink::end(&mut first, root_end);
+    let mut declared = scope.declared();
+    declared.extend(second_scope.declared());
+    Some(Ok(first.finish(&declared)))
 }
 
 /// "None" in the builder's indices.
@@ -348,6 +472,32 @@ struct Frame<'a> {
     text_end: u32,
 }
 
+impl<'a> Frame<'a> {
+    /// The same open element for another builder, which will not close it:
+    /// its model entries stay with this one.
+    fn detached(&self) -> Frame<'a> {
+        Frame {
+            local: self.local,
+            ns: self.ns,
+            vendor: self.vendor,
+            role: self.role,
+            start: self.start,
+            start_tag_end: self.start_tag_end,
+            id_decl: NO,
+            qflow_item: NO,
+            diagram: NO,
+            shape: NO,
+            seen: self.seen,
+            lanes_mark: 0,
+            later_mark: 0,
+            wants_text: false,
+            text: Cow::Borrowed(""),
+            text_start: NO,
+            text_end: NO,
+        }
+    }
+}
+
 /// What a node's event trigger is made of, known at its end tag.
 struct PendingNode {
     defs: u32,
@@ -478,6 +628,73 @@ fn numbers_of(attrs: &[XmlAttr<'_>]) -> Option<(bool, [f32; 4])> {
 }
 
 impl<'a> Builder<'a> {
+    fn new(source: &'a str) -> Self {
+        Builder {
+            source,
+            defs: Definitions::default(),
+            refused: None,
+            frames: Vec::new(),
+            pending: Vec::new(),
+            shapes: Vec::new(),
+            attrs: Vec::new(),
+            lanes: Vec::new(),
+            later_sets: Vec::new(),
+            ns_seen: Vec::new(),
+        }
+    }
+
+    /// The read's answer, once the document has ended (`declared`: every
+    /// namespace URI it declares).
+    #[allow(clippy::result_large_err)]
+    fn finish(self, declared: &[Cow<'_, str>]) -> Result<Definitions, Diagnostic> {
+        if let Some(d) = self.refused {
+            return Err(d);
+        }
+        let mut defs = self.defs;
+        defs.declares_qflow = declared.iter().any(|u| u == QFLOW_NS);
+        defs.shape_bounds.sort_by_key(|s| s.diagram);
+        Ok(defs)
+    }
+
+    /// Append the model entries of the rest of the document, read by
+    /// `later` (see [`read_split`]).
+    fn absorb(&mut self, later: Builder<'a>) {
+        // Every field named: a new one must be merged here too.
+        let Definitions {
+            span: _,
+            name_span: _,
+            declares_qflow: _,
+            processes,
+            errors,
+            channel_configs,
+            ids,
+            references,
+            qflow_items,
+            diagram_elements,
+            namespace_bindings,
+            shape_bounds,
+            globals,
+            participants,
+        } = later.defs;
+        let d = &mut self.defs;
+        let diagram_offset = d.diagram_elements.len() as u32;
+        d.processes.extend(processes);
+        d.errors.extend(errors);
+        d.channel_configs.extend(channel_configs);
+        d.ids.extend(ids);
+        d.references.extend(references);
+        d.qflow_items.extend(qflow_items);
+        d.diagram_elements.extend(diagram_elements);
+        d.namespace_bindings.extend(namespace_bindings);
+        d.shape_bounds
+            .extend(shape_bounds.into_iter().map(|s| ShapeBounds {
+                diagram: s.diagram + diagram_offset,
+                ..s
+            }));
+        d.globals.extend(globals);
+        d.participants.extend(participants);
+    }
+
     fn node_mut(&mut self, p: u32, node: u32) -> &mut Node {
         &mut self.defs.processes[p as usize].nodes[node as usize]
     }

@@ -261,7 +261,7 @@ pub fn decode(bytes: &[u8]) -> Result<&str, XmlError> {
 
 /// The namespace bindings in scope, and every URI declared so far (interned,
 /// so elements borrow one copy instead of allocating a URI each).
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Namespaces<'a> {
     uris: Vec<Cow<'a, str>>,
     index: HashMap<Cow<'a, str>, u32>,
@@ -499,6 +499,7 @@ impl<'a> Sink<'a> for Tree<'a> {
 }
 
 /// An element whose end tag has not been read yet.
+#[derive(Clone)]
 struct Open<'a> {
     qname: &'a str,
     start: usize,
@@ -514,6 +515,77 @@ pub fn drive<'a>(
     options: ParseOptions<'_>,
     sink: &mut impl Sink<'a>,
 ) -> Result<Vec<Cow<'a, str>>, XmlError> {
+    check_size(source)?;
+    let mut state = Resume::default();
+    run(source, 0, Piece::Whole, &mut state, options, sink)?;
+    state.finish(source)
+}
+
+/// Where [`drive_head`] stopped.
+pub enum Head<'a> {
+    /// The document was read to its end, as [`drive`] reads it (the root
+    /// element was empty, `<definitions/>`).
+    Done(Vec<Cow<'a, str>>),
+    /// The root's start tag was read and handed on; `at` is just after its `>`.
+    RootOpen { at: usize, state: Resume<'a> },
+}
+
+/// [`drive`], stopping just after the root element's start tag, so the rest
+/// of the document can be read in pieces ([`drive_piece`]).
+pub fn drive_head<'a>(
+    source: &'a str,
+    options: ParseOptions<'_>,
+    sink: &mut impl Sink<'a>,
+) -> Result<Head<'a>, XmlError> {
+    check_size(source)?;
+    let mut state = Resume::default();
+    match run(source, 0, Piece::Head, &mut state, options, sink)? {
+        Some(at) => Ok(Head::RootOpen { at, state }),
+        None => state.finish(source).map(Head::Done),
+    }
+}
+
+/// Read `source[range]` from `state` (the open elements and namespaces in
+/// scope where the range starts), handing what it holds to `sink` like
+/// [`drive`]; `state` is where the range ends.
+///
+/// `range.start` must be where [`drive`]'s tokenizer would stand between two
+/// events (just after a `>`, or at a `<`). A fault here is a fault of the
+/// piece, not necessarily the document's: an end tag that closes an element
+/// opened before the range is checked here instead of by quick-xml, with a
+/// message of its own, and the end of the range is not checked at all (see
+/// [`Resume::open_elements`]). A caller that reads a document in pieces
+/// reads it whole again on any fault, so the document's faults are always
+/// [`drive`]'s.
+pub fn drive_piece<'a>(
+    source: &'a str,
+    range: std::ops::Range<usize>,
+    options: ParseOptions<'_>,
+    state: &mut Resume<'a>,
+    sink: &mut impl Sink<'a>,
+) -> Result<(), XmlError> {
+    check_size(source)?;
+    if range.start > 0 && source[range.start..range.end].starts_with('\u{feff}') {
+        // quick-xml would drop it as a byte order mark; in the middle of a
+        // document it is text.
+        return Err(XmlError::new(
+            Span::at(range.start),
+            "a piece may not start with U+FEFF",
+            "read the document whole",
+        ));
+    }
+    run(
+        &source[..range.end],
+        range.start,
+        Piece::Part,
+        state,
+        options,
+        sink,
+    )?;
+    Ok(())
+}
+
+fn check_size(source: &str) -> Result<(), XmlError> {
     if u32::try_from(source.len()).is_err() {
         return Err(XmlError::new(
             Span::at(0),
@@ -521,21 +593,109 @@ pub fn drive<'a>(
             "a BPMN model is a few megabytes at most; check this is the right file",
         ));
     }
-    let mut reader = Reader::from_str(source);
+    Ok(())
+}
+
+/// The parser's state between two pieces of one document: the open
+/// elements, the namespace bindings in scope and every URI declared so far.
+#[derive(Clone, Default)]
+pub struct Resume<'a> {
+    stack: Vec<Open<'a>>,
+    names: Namespaces<'a>,
+    root_seen: bool,
+    root_end: Option<usize>,
+}
+
+impl<'a> Resume<'a> {
+    /// Elements open where the read stopped (the root included).
+    pub fn open_elements(&self) -> usize {
+        self.stack.len()
+    }
+
+    /// Just after the root's end tag, once it was read.
+    pub fn root_end(&self) -> Option<usize> {
+        self.root_end
+    }
+
+    /// Every namespace URI declared in what was read, in order.
+    pub fn declared(self) -> Vec<Cow<'a, str>> {
+        self.names.uris
+    }
+
+    /// The end of the document: every element closed, a root seen.
+    fn finish(self, source: &str) -> Result<Vec<Cow<'a, str>>, XmlError> {
+        if let Some(open) = self.stack.last() {
+            let name_span = Span::new(open.start + 1, open.start + 1 + open.qname.len());
+            return Err(XmlError::new(
+                name_span,
+                format!("<{}> is never closed: the file ends first", open.qname),
+                format!(
+                    "add </{}> (or check the file was not truncated)",
+                    open.qname
+                ),
+            ));
+        }
+        if !self.root_seen {
+            return Err(XmlError::new(
+                Span::at(source.len()),
+                "the document has no root element",
+                "a BPMN model is an XML document whose root is <bpmn:definitions>",
+            ));
+        }
+        Ok(self.names.uris)
+    }
+}
+
+/// What [`run`] reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    /// The whole document.
+    Whole,
+    /// The whole document, stopping after the root's start tag.
+    Head,
+    /// A range after the root's start tag ([`drive_piece`]).
+    Part,
+}
+
+/// Read `source[from..]` into `sink` from `state`: the one loop behind
+/// [`drive`], [`drive_head`] and [`drive_piece`]. `Some(at)`: a head stopped
+/// just after the root's start tag.
+fn run<'a>(
+    source: &'a str,
+    from: usize,
+    piece: Piece,
+    state: &mut Resume<'a>,
+    options: ParseOptions<'_>,
+    sink: &mut impl Sink<'a>,
+) -> Result<Option<usize>, XmlError> {
+    let mut reader = Reader::from_str(&source[from..]);
     {
         let cfg = reader.config_mut();
         cfg.trim_text(false);
         cfg.expand_empty_elements = false;
         cfg.check_end_names = true;
         cfg.check_comments = false;
+        // A piece's reader never saw the start tags of the elements open
+        // where it starts: their end tags are checked below instead.
+        cfg.allow_unmatched_ends = piece == Piece::Part;
     }
-    let mut stack: Vec<Open<'a>> = Vec::new();
-    let mut names = Namespaces::default();
+    let Resume {
+        stack,
+        names,
+        root_seen,
+        root_end,
+    } = state;
+    // End tags of the elements open before the piece: quick-xml does not
+    // know them, so they are checked here.
+    let mut inherited = if piece == Piece::Part { stack.len() } else { 0 };
     let mut raws: Vec<attrs::RawAttr> = Vec::new();
     let mut prefixed: Vec<Cow<'a, str>> = Vec::new();
-    let mut root_seen = false;
     // quick-xml skips a leading UTF-8 BOM without counting it in its positions.
-    let base = if source.starts_with('\u{feff}') { 3 } else { 0 };
+    let base = if source[from..].starts_with('\u{feff}') {
+        from + 3
+    } else {
+        from
+    };
     let mut pos = base;
 
     loop {
@@ -557,7 +717,7 @@ pub fn drive<'a>(
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let is_empty = matches!(event, Event::Empty(_));
-                if stack.is_empty() && root_seen {
+                if stack.is_empty() && *root_seen {
                     return Err(XmlError::new(
                         Span::new(start, end),
                         "a second root element: an XML document has exactly one",
@@ -577,8 +737,7 @@ pub fn drive<'a>(
                 let tag_offset = start + 1 + name_len;
                 let tag = &source[tag_offset..start + 1 + e.len()];
                 let ns_mark = names.bindings.len();
-                let escaped =
-                    read_start_tag(tag, tag_offset, &mut raws, &mut prefixed, &mut names)?;
+                let escaped = read_start_tag(tag, tag_offset, &mut raws, &mut prefixed, names)?;
                 let ns = match qname.rfind(':') {
                     Some(colon) => names
                         .resolve(&qname[..colon])
@@ -599,7 +758,7 @@ pub fn drive<'a>(
                     names.bindings.truncate(ns_mark);
                     continue;
                 }
-                root_seen = true;
+                *root_seen = true;
                 sink.start(&Start {
                     ns,
                     qname,
@@ -615,18 +774,42 @@ pub fn drive<'a>(
                 if is_empty {
                     names.bindings.truncate(ns_mark);
                     sink.end(end);
+                    if stack.is_empty() {
+                        *root_end = Some(end);
+                    }
                 } else {
+                    let is_root = stack.is_empty();
                     stack.push(Open {
                         qname,
                         start,
                         ns_mark,
                     });
+                    if is_root && piece == Piece::Head {
+                        return Ok(Some(end));
+                    }
                 }
             }
-            Event::End(_) => {
+            Event::End(ref e) => {
+                if stack.len() <= inherited {
+                    // Opened before the piece: quick-xml let it through.
+                    let matches = stack
+                        .last()
+                        .is_some_and(|open| e.name().as_ref() == open.qname.as_bytes());
+                    if !matches {
+                        return Err(XmlError::new(
+                            Span::new(start, end),
+                            "this end tag closes no open element of its name",
+                            "check the end tags match their start tags",
+                        ));
+                    }
+                    inherited -= 1;
+                }
                 if let Some(open) = stack.pop() {
                     sink.end(end);
                     names.bindings.truncate(open.ns_mark);
+                    if stack.is_empty() {
+                        *root_end = Some(end);
+                    }
                 }
             }
             Event::Text(ref t) => {
@@ -687,26 +870,7 @@ pub fn drive<'a>(
             Event::Eof => break,
         }
     }
-    if let Some(open) = stack.last() {
-        let name_span = Span::new(open.start + 1, open.start + 1 + open.qname.len());
-        return Err(XmlError::new(
-            name_span,
-            format!("<{}> is never closed: the file ends first", open.qname),
-            format!(
-                "add </{}> (or check the file was not truncated)",
-                open.qname
-            ),
-        ));
-    }
-    if !root_seen {
-        return Err(XmlError::new(
-            Span::at(source.len()),
-            "the document has no root element",
-            "a BPMN model is an XML document whose root is <bpmn:definitions>",
-        ));
-    }
-
-    Ok(names.uris)
+    Ok(None)
 }
 
 /// `x`, `y`, `width`, `height` of a bounds leaf; `None` unless all four are
