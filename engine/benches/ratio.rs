@@ -91,4 +91,27 @@ fn main() {
         read_best.as_secs_f64() * 1e3,
         (analyze_best.as_secs_f64() - read_best.as_secs_f64()) * 1e3,
     );
+    // The rules alone, every rule on, on one thread and on two: where
+    // `rules::PARALLEL_RULES_MIN_IDS` should lie (run at several sizes).
+    let defs = qflow_engine::reader::read_source(&source, DRAWING_LEAVES)
+        .expect("well-formed")
+        .expect("BPMN");
+    let (mut one_best, mut two_best) = (Duration::MAX, Duration::MAX);
+    for _ in 0..3 {
+        for (two, best_of) in [(false, &mut one_best), (true, &mut two_best)] {
+            let (b, _) = best(runs, || {
+                black_box(qflow_engine::rules::check_on(
+                    &defs, &source, &all_rules, two,
+                ));
+            });
+            *best_of = (*best_of).min(b);
+        }
+    }
+    println!(
+        "  rules, every rule on, {} ids (best): one thread {:.3} ms, two threads {:.3} ms (two from {} ids)",
+        defs.ids.len(),
+        one_best.as_secs_f64() * 1e3,
+        two_best.as_secs_f64() * 1e3,
+        qflow_engine::rules::PARALLEL_RULES_MIN_IDS,
+    );
 }
