@@ -66,6 +66,27 @@ const DELIBERATE: &[(&str, &str, &str, Side, &str)] = &[
         "an executable qflow process without a start event is QF005, which the loader refuses, never also QF121",
     ),
     (
+        "diagram-planes.bpmn",
+        "no-bpmndi",
+        "notesIn",
+        Side::Bpmnlint,
+        "a BPMNDiagram with two planes (the DI schema allows one): bpmnlint keeps the last and drops the drawings on the others; qflow counts every drawing written (QF109)",
+    ),
+    (
+        "diagram-planes.bpmn",
+        "no-bpmndi",
+        "scribble",
+        Side::Bpmnlint,
+        "drawn on the first of two planes of one diagram (QF109)",
+    ),
+    (
+        "diagram-planes.bpmn",
+        "no-bpmndi",
+        "g9",
+        Side::Bpmnlint,
+        "drawn on the first of two planes of one diagram (QF109)",
+    ),
+    (
         "links.bpmn",
         "link-event",
         "noName",

@@ -1150,3 +1150,34 @@ fn qf127_standard_size() {
     want.sort();
     assert_eq!(got, want);
 }
+
+/// A `BPMNPlane` draws what is on it, not its own element: a sub-process
+/// drawn only as the plane of a diagram of its own is missing where it
+/// stands; drawn there too, it is not.
+#[test]
+fn qf109_a_plane_does_not_draw_its_own_element() {
+    let doc = |shape: &str| {
+        format!(
+            r#"<bpmn:definitions xmlns:bpmn="{BPMN}" xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI" xmlns:dc="http://www.omg.org/spec/DD/20100524/DC" id="d">
+  <bpmn:process id="p">
+    <bpmn:subProcess id="sub" name="Sub">
+      <bpmn:task id="t" name="T"/>
+    </bpmn:subProcess>
+  </bpmn:process>
+  <bpmndi:BPMNDiagram id="main"><bpmndi:BPMNPlane id="mainPlane" bpmnElement="p">{shape}</bpmndi:BPMNPlane></bpmndi:BPMNDiagram>
+  <bpmndi:BPMNDiagram id="inner"><bpmndi:BPMNPlane id="subPlane" bpmnElement="sub">
+    <bpmndi:BPMNShape id="t_di" bpmnElement="t"><dc:Bounds x="0" y="0" width="100" height="80"/></bpmndi:BPMNShape>
+  </bpmndi:BPMNPlane></bpmndi:BPMNDiagram>
+</bpmn:definitions>"#
+        )
+    };
+    let plane_only = doc("");
+    assert_eq!(
+        hits(&plane_only, Code::QF109),
+        pairs(&[("sub", "bpmn:subProcess")])
+    );
+    let drawn = doc(
+        r#"<bpmndi:BPMNShape id="sub_di" bpmnElement="sub" isExpanded="false"><dc:Bounds x="0" y="0" width="100" height="80"/></bpmndi:BPMNShape>"#,
+    );
+    assert!(of(&drawn, Code::QF109).is_empty());
+}

@@ -25,14 +25,19 @@ const DRAWN: &[&str] = &[
 ];
 
 /// QF109 no-bpmndi: every flow element, participant, lane (of a container's
-/// first lane set), artifact and message flow has a shape or an edge.
-pub(super) fn no_bpmndi(defs: &Definitions, e: &mut Emit<'_, '_>) {
+/// first lane set), artifact and message flow has a shape or an edge. A
+/// `BPMNPlane` draws nothing inside its parent: a sub-process that is only
+/// the plane of a diagram of its own, with no shape where it stands, is
+/// missing (bpmnlint counts the elements on planes, never the planes).
+pub(super) fn no_bpmndi(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
     if !e.on(Code::QF109) {
         return;
     }
+    let defs = ctx.defs;
     let drawn: foldhash::HashSet<&str> = defs
         .diagram_elements
         .iter()
+        .filter(|d| !is_plane(ctx, d.span))
         .map(|d| d.bpmn_element.as_str())
         .collect();
     let flow_nodes: foldhash::HashSet<&str> = defs
@@ -86,6 +91,13 @@ pub(super) fn no_bpmndi(defs: &Definitions, e: &mut Emit<'_, '_>) {
             e.push(no_id("sequenceFlow", f.id.span));
         }
     }
+}
+
+/// The drawing at `span` is a `BPMNPlane` (read from its start tag: the
+/// model keeps shapes, edges and planes alike as drawings of an element).
+fn is_plane(ctx: &Ctx<'_>, span: Span) -> bool {
+    let name = ctx.text(tag_name(ctx, span));
+    name.rsplit(':').next() == Some("BPMNPlane")
 }
 
 /// The type name `standard-size` sizes an element by (bpmnlint's, most

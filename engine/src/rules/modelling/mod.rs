@@ -83,7 +83,7 @@ pub fn check(ctx: &Ctx<'_>, settings: &Settings, out: &mut Vec<Diagnostic>) {
     };
     globals::global(ctx, &mut e);
     globals::participants(defs, &mut e);
-    drawing::no_bpmndi(defs, &mut e);
+    drawing::no_bpmndi(ctx, &mut e);
     drawing::overlapping(defs, &mut e);
     drawing::standard_size(ctx, &mut e);
 }
