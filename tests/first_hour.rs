@@ -329,6 +329,18 @@ fn explain_prints_the_codes_page_offline_and_suggests_a_close_code() {
     );
     assert!(stdout(&o)
         .contains("Online: https://example.invalid/qflow/blob/main/docs/diagnostics/QF022.md"));
+    // The list gives each code's default severity: bpmnlint's two rules
+    // outside its recommended set are off until configured.
+    let o = qflow(&["explain"]);
+    let list = stdout(&o);
+    assert!(
+        list.contains("QF126  off      conditional event without a condition"),
+        "{list}"
+    );
+    assert!(
+        list.contains("QF125  warning  terminate end event"),
+        "{list}"
+    );
     let o = qflow(&["explain", "QF0222"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("did you mean QF022?"), "{}", stderr(&o));

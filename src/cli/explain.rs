@@ -38,11 +38,14 @@ pub fn run(args: Args) -> ExitCode {
     let Some(raw) = args.code else {
         let mut out = String::new();
         for code in Code::ALL {
-            out.push_str(&format!(
-                "{code}  {:<7}  {}\n",
-                code.severity().as_str(),
-                code.title()
-            ));
+            // bpmnlint's rules outside its recommended set run only when a
+            // configuration turns them on: their default is off.
+            let severity = if code.is_modelling() && !code.is_recommended() {
+                "off"
+            } else {
+                code.severity().as_str()
+            };
+            out.push_str(&format!("{code}  {severity:<7}  {}\n", code.title()));
         }
         out.push_str("\n`qflow explain CODE` prints a code's page.\n");
         return write_out(&out);
