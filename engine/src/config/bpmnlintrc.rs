@@ -168,7 +168,7 @@ fn rule(
 /// defaults. A type whose value is not an object is not checked, and a
 /// dimension that is not a number is not checked, as in bpmnlint; a type
 /// bpmnlint does not size, or options that are not an object, get a QF091.
-fn standard_sizes(
+pub(super) fn standard_sizes(
     text: &str,
     rule: Span,
     options: &Value,

@@ -9,6 +9,7 @@
 //! label-required = "off"      # a bpmnlint rule, by its name
 //! QF118 = "warning"           # or by its code
 //! QF033 = "off"               # an advisory code: QF030-QF033, QF040
+//! standard-size = ["warn", { "bpmn:Task" = { width = 120, height = 80 } }]
 //! ```
 //!
 //! Levels: `off`, `hint`, `info`, `warning` (or `warn`), `error`. The codes
@@ -102,9 +103,27 @@ fn rule(
         );
         return;
     }
+    // `[level, options]` as in a .bpmnlintrc: only standard-size takes
+    // options (the sizes it expects), the others ignore them.
+    let (level, options) = match level {
+        toml::Value::Array(a) => (a.first(), a.get(1)),
+        v => (Some(v), None),
+    };
+    if let (Code::QF127, Some(options)) = (code, options) {
+        match serde_json::to_value(options) {
+            Ok(options) => {
+                super::bpmnlintrc::standard_sizes(text, span, &options, settings, problems)
+            }
+            Err(_) => problems.push(
+                Diagnostic::new(Code::QF091, span, "the options of `standard-size` are a table of element types to sizes")
+                    .label("options ignored")
+                    .help("write standard-size = [\"warn\", { \"bpmn:Task\" = { width = 120, height = 80 } }]"),
+            ),
+        }
+    }
     let word = match level {
-        toml::Value::String(s) => Some(s.clone()),
-        toml::Value::Integer(n) => Some(n.to_string()),
+        Some(toml::Value::String(s)) => Some(s.clone()),
+        Some(toml::Value::Integer(n)) => Some(n.to_string()),
         _ => None,
     };
     match word.as_deref().and_then(parse_level) {
@@ -150,6 +169,27 @@ mod tests {
     use super::*;
     use crate::config::Profile;
     use crate::Severity;
+
+    /// standard-size's options, as in a .bpmnlintrc; a type it does not
+    /// size is pointed at.
+    #[test]
+    fn standard_size_takes_its_options() {
+        let text = "[rules]\nstandard-size = [\"warn\", { \"bpmn:Task\" = { width = 120, height = 80 }, \"bpmn:Step\" = { width = 1 } }]\n";
+        let (s, p) = parse(text);
+        let at: Vec<&str> = p
+            .iter()
+            .map(|d| &text[d.primary.span.start..d.primary.span.end])
+            .collect();
+        assert_eq!(at, ["bpmn:Step"]);
+        assert_eq!(
+            s.severity(Code::QF127, Profile::Plain),
+            Some(Severity::Warning)
+        );
+        let task = s.standard_size("bpmn:Task").unwrap();
+        assert_eq!((task.width, task.height), (Some(120.0), Some(80.0)));
+        let gateway = s.standard_size("bpmn:Gateway").unwrap();
+        assert_eq!((gateway.width, gateway.height), (Some(50.0), Some(50.0)));
+    }
 
     #[test]
     fn rules_by_name_and_code_and_advisory_codes() {
