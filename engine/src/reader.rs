@@ -198,16 +198,14 @@ pub type Read = Result<Result<Definitions, Diagnostic>, XmlError>;
 /// `incoming`, a node's event trigger) is filled in then. The outer
 /// `Result` is the XML fault (QF001), the inner one QF002.
 ///
-/// A document of [`SPLIT_THRESHOLD`] bytes or more with a diagram is read
-/// on two threads: the diagram (`bpmndi:BPMNDiagram`, half the bytes of a
-/// modeller's file) on a second one while the first reads the processes
-/// (see [`read_source_split_at`]). The answer is always the one reading it
-/// whole on one thread gives.
+/// A document of [`SPLIT_THRESHOLD`] bytes or more is read on two threads
+/// ([`split_plan`] says where; [`read_split`] how). The answer is always
+/// the one reading it whole on one thread gives.
 #[allow(clippy::result_large_err)]
 pub fn read_source(source: &str, options: ParseOptions<'_>) -> Read {
     if source.len() >= SPLIT_THRESHOLD {
-        if let Some(split) = diagram_start(source) {
-            if let Some(read) = read_split(source, options, split) {
+        if let Some(plan) = split_plan(source) {
+            if let Some((read, _)) = read_split(source, options, plan) {
                 return read;
             }
         }
@@ -215,18 +213,44 @@ pub fn read_source(source: &str, options: ParseOptions<'_>) -> Read {
     read_whole(source, options)
 }
 
-/// [`read_source`] split at `split` (a byte offset) whatever the document's
-/// size, and whether the split read was kept (`false`: the candidate did
-/// not split the document between two children of the root, or a half
-/// faulted, and the document was read whole). For the tests that hold the
-/// split read to the whole read.
+/// Where a split read divides a document: the second thread reads from
+/// `split` to the end, the first everything before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitPlan {
+    /// `None`: `split` is between two children of the root. `Some(at)`:
+    /// between two children of the root's child that starts at byte `at`
+    /// (a process).
+    pub enter: Option<usize>,
+    pub split: usize,
+}
+
+/// How a split read went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitOutcome {
+    /// Both threads' work was kept.
+    Kept,
+    /// The first half did not end where the second began (the candidate
+    /// sat in a comment, a deeper element…): the first thread read on to
+    /// the end itself, and the second thread's work was dropped.
+    Continued,
+    /// The head read the whole document (the element to enter never
+    /// opened).
+    Head,
+    /// A fault, a QF002 or a plan that cannot apply: read whole again.
+    Whole,
+}
+
+/// [`read_source`] with a given plan whatever the document's size, and how
+/// it went. For the tests that hold the split read to the whole read.
 #[doc(hidden)]
 #[allow(clippy::result_large_err)]
-pub fn read_source_split_at(source: &str, options: ParseOptions<'_>, split: usize) -> (Read, bool) {
-    match read_split(source, options, split) {
-        Some(read) => (read, true),
-        None => (read_whole(source, options), false),
-    }
+pub fn read_source_split_at(
+    source: &str,
+    options: ParseOptions<'_>,
+    plan: SplitPlan,
+) -> (Read, SplitOutcome) {
+    read_split(source, options, plan)
+        .unwrap_or_else(|| (read_whole(source, options), SplitOutcome::Whole))
 }
 
 /// [`read_source`] on one thread whatever the document's size: what a split
@@ -237,29 +261,102 @@ pub fn read_source_whole(source: &str, options: ParseOptions<'_>) -> Read {
     read_whole(source, options)
 }
 
-/// Where [`read_source`] splits a document: the `<` of the first
-/// `BPMNDiagram` start tag (any prefix), or what looks like one: only a
-/// candidate, which [`read_split`] proves or rejects.
-pub fn diagram_start(source: &str) -> Option<usize> {
-    let bytes = source.as_bytes();
-    memchr::memmem::find_iter(bytes, b"BPMNDiagram").find_map(|at| {
-        let after = bytes.get(at + b"BPMNDiagram".len())?;
-        if !matches!(after, b' ' | b'\t' | b'\r' | b'\n' | b'>' | b'/') {
-            return None;
-        }
-        let before = &bytes[..at];
-        match before.last()? {
-            b'<' => Some(at - 1),
-            b':' => {
-                let prefix = &before[..before.len() - 1];
-                let lt = prefix.iter().rposition(|&c| {
-                    !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.') || c >= 0x80)
-                })?;
-                (prefix[lt] == b'<' && lt + 1 < prefix.len()).then_some(lt)
-            }
-            _ => None,
-        }
+/// The local name of the start tag whose `<` is at `lt`, if `lt` starts one
+/// (`<name` or `<prefix:name`, then a delimiter).
+fn start_tag_local(bytes: &[u8], lt: usize) -> Option<&[u8]> {
+    let name = &bytes[lt + 1..];
+    let len = name
+        .iter()
+        .position(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n' | b'>' | b'/'))?;
+    let qname = &name[..len];
+    if qname.is_empty() || matches!(qname[0], b'/' | b'!' | b'?') {
+        return None;
+    }
+    Some(match qname.iter().rposition(|&c| c == b':') {
+        Some(colon) => &qname[colon + 1..],
+        None => qname,
     })
+}
+
+/// The `<` of every `name` start tag (any prefix) from byte `from`, by a
+/// `memmem` scan: only candidates (one may sit in a comment or an attribute
+/// value), which [`read_split`] proves or rejects.
+fn start_tags<'s>(source: &'s str, from: usize, name: &'s str) -> impl Iterator<Item = usize> + 's {
+    let bytes = source.as_bytes();
+    memchr::memmem::find_iter(&bytes[from.min(bytes.len())..], name.as_bytes()).filter_map(
+        move |at| {
+            let at = from + at;
+            let before = &bytes[..at];
+            let lt = match before.last()? {
+                b'<' => at - 1,
+                b':' => {
+                    let prefix = &before[..before.len() - 1];
+                    let lt = prefix.iter().rposition(|&c| {
+                        !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.') || c >= 0x80)
+                    })?;
+                    if prefix[lt] != b'<' || lt + 1 == prefix.len() {
+                        return None;
+                    }
+                    lt
+                }
+                _ => return None,
+            };
+            (start_tag_local(bytes, lt)? == name.as_bytes()).then_some(lt)
+        },
+    )
+}
+
+/// The `<` of the first `BPMNDiagram` start tag (any prefix), a candidate.
+pub fn diagram_start(source: &str) -> Option<usize> {
+    start_tags(source, 0, "BPMNDiagram").next()
+}
+
+/// A byte of a process costs the reader about twice a byte of a diagram
+/// (nodes, flows, ids and references against shapes whose bounds are
+/// skipped leaves): on the 20,000-task model, 39 ms for the 6.2 MB of
+/// processes, 21 ms for the 6.7 MB diagram.
+const PROCESS_BYTE_COST: usize = 2;
+
+/// Where [`read_source`] splits a document so both threads have about the
+/// same work: inside the process that holds the point of equal cost, at
+/// the start of a flow node or sequence flow, estimating a process byte at
+/// [`PROCESS_BYTE_COST`] diagram bytes; before the diagram when no such
+/// start is found. `None` when neither is found.
+pub fn split_plan(source: &str) -> Option<SplitPlan> {
+    let diagram = diagram_start(source);
+    let first_process = start_tags(source, 0, "process").next();
+    let Some(process) = first_process.filter(|&p| diagram.is_none_or(|d| p < d)) else {
+        return diagram.map(|split| SplitPlan { enter: None, split });
+    };
+    let processes_end = diagram.unwrap_or(source.len());
+    let processes = processes_end - process;
+    let rest = source.len() - processes_end;
+    // process + x costs as much as the rest of the processes and the diagram:
+    // x * c = (processes - x) * c + rest.
+    let target = process + processes / 2 + rest / (2 * PROCESS_BYTE_COST);
+    if target >= processes_end {
+        // The diagram alone is at least half the work.
+        return diagram.map(|split| SplitPlan { enter: None, split });
+    }
+    let enter = start_tags(source, process, "process")
+        .take_while(|&p| p < target)
+        .last()
+        .unwrap_or(process);
+    let bytes = source.as_bytes();
+    let split = memchr::memchr_iter(b'<', &bytes[target..processes_end])
+        .map(|at| target + at)
+        .find(|&lt| {
+            start_tag_local(bytes, lt).is_some_and(|local| {
+                local == b"sequenceFlow" || FLOW_NODES.iter().any(|n| n.as_bytes() == local)
+            })
+        });
+    match split {
+        Some(split) => Some(SplitPlan {
+            enter: Some(enter),
+            split,
+        }),
+        None => diagram.map(|split| SplitPlan { enter: None, split }),
+    }
 }
 
 /// One thread, start to end.
@@ -271,70 +368,169 @@ fn read_whole(source: &str, options: ParseOptions<'_>) -> Read {
 }
 
 /// The document read in two halves, `[0, split)` on this thread and
-/// `[split, end)` on a second one, or `None` when the halves are not
-/// provably the whole read.
+/// `[split, end)` on a second one, or `None` when they are not provably
+/// the whole read (and it must be read whole).
 ///
-/// This thread reads the prolog and the root's start tag, then the first
-/// half; the second thread starts from the same state (the root open, its
-/// namespace scope) with a builder of its own holding the root's frame.
-/// The split is kept only when the first half ends exactly at `split` with
-/// nothing but the root open and neither half faulted: then `split` sat
-/// between two children of the root (not in a comment, a CDATA section, a
-/// processing instruction, an attribute value or a deeper element), so the
-/// whole read hands the same events in the same order to one builder as the
-/// two halves hand to theirs, and the namespace scope at `split` is the
-/// root's. Every element then opens and closes within one half, so each
-/// half's model entries are complete; the model is the first half's entries
-/// followed by the second's (the second's indices into the diagram
-/// elements offset by the first's count), and the root's end tag, read by
-/// the second thread, is closed by the first builder. A QF002 is only ever
-/// decided at the root, before the split; any fault, in either half, reads
-/// the document whole again, so every fault is the whole read's.
+/// This thread reads the head: the prolog, the root's start tag and, when
+/// the plan enters one of the root's children (a process), everything up
+/// to and including that child's start tag. The second thread starts at
+/// `split` from the state the head ends in (the head's open elements, their
+/// namespace scope) with a builder of its own holding copies of their
+/// frames; this thread reads on from the head to `split`. The halves are
+/// kept only when the first ends exactly at `split` with the head's
+/// elements open and nothing else, and neither faulted: then `split` sat
+/// between two children of the last of them (not in a comment, a CDATA
+/// section, a processing instruction, an attribute value or a deeper
+/// element), so the whole read hands one builder exactly the events the
+/// two halves hand theirs, in the same order, with the same namespace
+/// scope at `split` (the open elements' own). Every element opened after
+/// the head then opens and closes within one half, so each half's model
+/// entries are complete, and the model is the first half's document-order
+/// lists followed by the second's ([`Builder::absorb`]); the end tags of
+/// the head's elements, read by the second thread, are closed by the first
+/// builder after the merge. The second builder assumed the entered
+/// process had no lane set yet; if it met one and the first half had one,
+/// the split is dropped.
+///
+/// When the first half ends anywhere else without a fault, this thread
+/// reads on from `split` itself with its own state (a piece starts at any
+/// `<` between two events) and the second thread's work is dropped. A
+/// QF002 is only ever decided at the root, in the head; any fault reads the
+/// document whole again, so every fault is the whole read's.
 #[allow(clippy::result_large_err)]
-fn read_split(source: &str, options: ParseOptions<'_>, split: usize) -> Option<Read> {
+fn read_split(
+    source: &str,
+    options: ParseOptions<'_>,
+    plan: SplitPlan,
+) -> Option<(Read, SplitOutcome)> {
+    let split = plan.split;
     if split >= source.len() || !source.is_char_boundary(split) {
         return None;
     }
     let mut first = Builder::new(source);
-    let (root_tag_end, mut scope) = match xml::drive_head(source, options, &mut first) {
-        Ok(xml::Head::RootOpen { at, state }) => (at, state),
-        _ => return None,
+    let (head_end, mut scope) = match xml::drive_head(source, options, plan.enter, &mut first) {
+        Ok(xml::Head::Open { at, state }) => (at, state),
+        Ok(xml::Head::Done(declared)) => {
+            return Some((Ok(first.finish(&declared)), SplitOutcome::Head))
+        }
+        Err(_) => return None,
     };
-    if first.refused.is_some() || split < root_tag_end {
+    if first.refused.is_some() || split < head_end {
         return None;
     }
-    let root = first.frames.last()?.detached();
+    first.reserve_for(source.len());
+    let mut inherited = first.inherited_by_second()?;
+    inherited.reserve_for(source.len());
+    let head = scope.clone();
     let second_scope = scope.clone();
     let (first_read, second) = std::thread::scope(|s| {
         let second = s.spawn(move || {
-            let mut b = Builder::new(source);
-            b.frames.push(root);
+            let mut b = inherited;
             let mut scope = second_scope;
             let read = xml::drive_piece(source, split..source.len(), options, &mut scope, &mut b);
             (read, b, scope)
         });
-        let read = xml::drive_piece(source, root_tag_end..split, options, &mut scope, &mut first);
+        let read = xml::drive_piece(source, head_end..split, options, &mut scope, &mut first);
         (read, second.join())
     });
     let (second_read, second, second_scope) = match second {
         Ok(done) => done,
         Err(panic) => std::panic::resume_unwind(panic),
     };
-    if first_read.is_err()
-        || second_read.is_err()
-        || scope.open_elements() != 1
-        || scope.root_end().is_some()
+    first_read.ok()?;
+    let heads_match = scope.same_open(&head) && first.frames.len() == second.inherited;
+    if !heads_match {
+        // The first half ended elsewhere: read on alone.
+        xml::drive_piece(source, split..source.len(), options, &mut scope, &mut first).ok()?;
+        let declared = scope.finish(source).ok()?;
+        return Some((Ok(first.finish(&declared)), SplitOutcome::Continued));
+    }
+    if second_read.is_err()
         || second_scope.open_elements() != 0
+        || second_scope.root_end().is_none()
         || second.refused.is_some()
+        || second.inherited_ends.len() != first.frames.len()
     {
         return None;
     }
-    let root_end = second_scope.root_end()?;
-    first.absorb(second);
-    xml::Sink::end(&mut first, root_end);
+    // What the second builder assumed of the open elements' first children.
+    // (It copied their flags at the head, where none is set yet.)
+    let assumed_ok = first
+        .frames
+        .iter()
+        .rev()
+        .zip(&second.inherited_ends)
+        .all(|(f, &(_, seen))| f.seen & seen == 0);
+    if !assumed_ok {
+        return None;
+    }
+    let ends = first.absorb(second);
+    for end in ends {
+        xml::Sink::end(&mut first, end);
+    }
     let mut declared = scope.declared();
     declared.extend(second_scope.declared());
-    Some(Ok(first.finish(&declared)))
+    Some((Ok(first.finish(&declared)), SplitOutcome::Kept))
+}
+
+/// `more` after `list`'s entries, moving the fewer of the two: `more`'s
+/// are copied after `list`'s, or `list`'s are inserted before `more`'s when
+/// `more` is the longer and has the room (both builders reserve it, see
+/// [`Builder::reserve_for`]), so the merge mostly shifts entries within
+/// memory already in use instead of copying them to fresh pages.
+fn append<T>(list: &mut Vec<T>, mut more: Vec<T>) {
+    if more.len() > list.len() && more.capacity() - more.len() >= list.len() {
+        more.splice(0..0, list.drain(..));
+        *list = more;
+    } else {
+        list.extend(more);
+    }
+}
+
+/// Append a process's entries read by a split read's second builder (its
+/// node indices counted from 0) to those the first read.
+fn continue_process(process: &mut Process, rest: Process) {
+    // Every field named: a new one must be merged here too.
+    let Process {
+        id: _,
+        name: _,
+        is_executable: _,
+        span: _,
+        name_span: _,
+        nodes,
+        flows,
+        other_defaults,
+        links,
+        event_conditions,
+        lanes,
+        later_lane_sets,
+    } = rest;
+    let offset = process.nodes.len();
+    let shift = |i: u32| i + offset as u32;
+    process.nodes.extend(nodes.into_iter().map(|n| Node {
+        scope: n.scope.map(|s| s + offset),
+        ..n
+    }));
+    let mut flows = flows;
+    for f in &mut flows {
+        f.scope = f.scope.map(|s| s + offset);
+    }
+    append(&mut process.flows, flows);
+    process
+        .other_defaults
+        .extend(other_defaults.into_iter().map(|(i, d)| (shift(i), d)));
+    process
+        .links
+        .extend(links.into_iter().map(|(i, l)| (shift(i), l)));
+    process
+        .event_conditions
+        .extend(event_conditions.into_iter().map(|c| EventCondition {
+            node: shift(c.node),
+            ..c
+        }));
+    // The lanes its sub-processes handed on; its own come at its end.
+    process.lanes.extend(lanes);
+    process.later_lane_sets.extend(later_lane_sets);
 }
 
 /// "None" in the builder's indices.
@@ -535,6 +731,12 @@ struct Builder<'a> {
     later_sets: Vec<Span>,
     /// See [`Builder::classify`].
     ns_seen: Vec<((usize, usize), Ns)>,
+    /// A split read's second builder: how many of the bottom frames are
+    /// copies of the first builder's (see [`read_split`]), and where each
+    /// of them ended, innermost first, with the first-child flags set
+    /// meanwhile. Their ends are the first builder's to close.
+    inherited: usize,
+    inherited_ends: Vec<(usize, u8)>,
 }
 
 fn attr_ref(a: &XmlAttr<'_>) -> Attr {
@@ -640,7 +842,74 @@ impl<'a> Builder<'a> {
             lanes: Vec::new(),
             later_sets: Vec::new(),
             ns_seen: Vec::new(),
+            inherited: 0,
+            inherited_ends: Vec::new(),
         }
+    }
+
+    /// Room for a whole document of `bytes` in the lists the two halves of
+    /// a split read merge (see [`append`]). Estimates
+    /// (a modeller's file has an id and a reference every ~160 bytes, a
+    /// node every ~600): too much costs address space, not memory, since
+    /// untouched capacity is never paged in; too little only costs the move.
+    fn reserve_for(&mut self, bytes: usize) {
+        let d = &mut self.defs;
+        d.ids.reserve(bytes / 100);
+        d.references.reserve(bytes / 100);
+        d.diagram_elements.reserve(bytes / 200);
+        d.qflow_items.reserve(bytes / 400);
+        if let Some(p) = self.frames.iter().find_map(|f| match f.role {
+            Role::Process { p } => Some(p as usize),
+            _ => None,
+        }) {
+            let process = &mut d.processes[p];
+            process.nodes.reserve(bytes / 400);
+            process.flows.reserve(bytes / 400);
+        }
+    }
+
+    /// A builder for the rest of the document, whose open elements are this
+    /// one's (see [`read_split`]); `None` if one of them is not an element
+    /// a split may sit in.
+    fn inherited_by_second(&self) -> Option<Builder<'a>> {
+        let mut b = Builder::new(self.source);
+        for f in &self.frames {
+            let mut copy = f.detached();
+            match f.role {
+                Role::Process { p } => {
+                    // The process goes on in the second half: its entries
+                    // there are appended to this one's (`absorb`).
+                    let process = &self.defs.processes[p as usize];
+                    copy.role = Role::Process {
+                        p: b.defs.processes.len() as u32,
+                    };
+                    b.defs.processes.push(Process {
+                        id: process.id.clone(),
+                        name: process.name.clone(),
+                        is_executable: process.is_executable,
+                        span: process.span,
+                        name_span: process.name_span,
+                        nodes: Vec::new(),
+                        flows: Vec::new(),
+                        other_defaults: Vec::new(),
+                        links: Vec::new(),
+                        event_conditions: Vec::new(),
+                        lanes: Vec::new(),
+                        later_lane_sets: Vec::new(),
+                    });
+                }
+                Role::Definitions
+                | Role::Collaboration
+                | Role::DefsExt
+                | Role::ErrorDef(_)
+                | Role::ChannelConfig(_)
+                | Role::Plain => {}
+                _ => return None,
+            }
+            b.frames.push(copy);
+        }
+        b.inherited = b.frames.len();
+        Some(b)
     }
 
     /// The read's answer, once the document has ended (`declared`: every
@@ -657,8 +926,9 @@ impl<'a> Builder<'a> {
     }
 
     /// Append the model entries of the rest of the document, read by
-    /// `later` (see [`read_split`]).
-    fn absorb(&mut self, later: Builder<'a>) {
+    /// `later` (see [`read_split`]); the ends of this builder's open
+    /// elements, innermost first, for it to close.
+    fn absorb(&mut self, later: Builder<'a>) -> Vec<usize> {
         // Every field named: a new one must be merged here too.
         let Definitions {
             span: _,
@@ -676,23 +946,37 @@ impl<'a> Builder<'a> {
             globals,
             participants,
         } = later.defs;
+        let mut processes = processes.into_iter();
+        let open_process = self.frames.iter().find_map(|f| match f.role {
+            Role::Process { p } => Some(p as usize),
+            _ => None,
+        });
+        if let Some(p) = open_process {
+            let rest = processes.next().expect("the open process's second half");
+            continue_process(&mut self.defs.processes[p], rest);
+        }
         let d = &mut self.defs;
         let diagram_offset = d.diagram_elements.len() as u32;
         d.processes.extend(processes);
-        d.errors.extend(errors);
-        d.channel_configs.extend(channel_configs);
-        d.ids.extend(ids);
-        d.references.extend(references);
-        d.qflow_items.extend(qflow_items);
-        d.diagram_elements.extend(diagram_elements);
-        d.namespace_bindings.extend(namespace_bindings);
+        append(&mut d.errors, errors);
+        append(&mut d.channel_configs, channel_configs);
+        append(&mut d.ids, ids);
+        append(&mut d.references, references);
+        append(&mut d.qflow_items, qflow_items);
+        append(&mut d.diagram_elements, diagram_elements);
+        append(&mut d.namespace_bindings, namespace_bindings);
         d.shape_bounds
             .extend(shape_bounds.into_iter().map(|s| ShapeBounds {
                 diagram: s.diagram + diagram_offset,
                 ..s
             }));
-        d.globals.extend(globals);
-        d.participants.extend(participants);
+        append(&mut d.globals, globals);
+        append(&mut d.participants, participants);
+        // The open process's own lanes and later lane sets from the second
+        // half: handed on after this half's when it ends.
+        self.lanes.extend(later.lanes);
+        self.later_sets.extend(later.later_sets);
+        later.inherited_ends.iter().map(|&(end, _)| end).collect()
     }
 
     fn node_mut(&mut self, p: u32, node: u32) -> &mut Node {
@@ -1262,6 +1546,13 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
 
     fn end(&mut self, end: usize) {
         if self.refused.is_some() {
+            return;
+        }
+        if self.frames.len() + self.inherited_ends.len() <= self.inherited {
+            // A copy of the first builder's: it closes the original.
+            if let Some(f) = self.frames.pop() {
+                self.inherited_ends.push((end, f.seen));
+            }
             return;
         }
         let Some(f) = self.frames.pop() else {

@@ -524,23 +524,28 @@ pub fn drive<'a>(
 /// Where [`drive_head`] stopped.
 pub enum Head<'a> {
     /// The document was read to its end, as [`drive`] reads it (the root
-    /// element was empty, `<definitions/>`).
+    /// element was empty, or no element started where the head was to
+    /// stop).
     Done(Vec<Cow<'a, str>>),
-    /// The root's start tag was read and handed on; `at` is just after its `>`.
-    RootOpen { at: usize, state: Resume<'a> },
+    /// The head's last start tag was read and handed on; `at` is just after
+    /// its `>`.
+    Open { at: usize, state: Resume<'a> },
 }
 
-/// [`drive`], stopping just after the root element's start tag, so the rest
-/// of the document can be read in pieces ([`drive_piece`]).
+/// [`drive`], stopping just after the root element's start tag (`enter`:
+/// `None`) or just after the start tag of the root's child that starts at
+/// byte `enter`, so the rest of the document can be read in pieces
+/// ([`drive_piece`]).
 pub fn drive_head<'a>(
     source: &'a str,
     options: ParseOptions<'_>,
+    enter: Option<usize>,
     sink: &mut impl Sink<'a>,
 ) -> Result<Head<'a>, XmlError> {
     check_size(source)?;
     let mut state = Resume::default();
-    match run(source, 0, Piece::Head, &mut state, options, sink)? {
-        Some(at) => Ok(Head::RootOpen { at, state }),
+    match run(source, 0, Piece::Head(enter), &mut state, options, sink)? {
+        Some(at) => Ok(Head::Open { at, state }),
         None => state.finish(source).map(Head::Done),
     }
 }
@@ -612,6 +617,17 @@ impl<'a> Resume<'a> {
         self.stack.len()
     }
 
+    /// The same elements are open in both (so the same namespace bindings
+    /// are in scope: each open element's own, in order).
+    pub fn same_open(&self, other: &Resume<'_>) -> bool {
+        self.stack.len() == other.stack.len()
+            && self
+                .stack
+                .iter()
+                .zip(&other.stack)
+                .all(|(a, b)| a.start == b.start && a.qname == b.qname && a.ns_mark == b.ns_mark)
+    }
+
     /// Just after the root's end tag, once it was read.
     pub fn root_end(&self) -> Option<usize> {
         self.root_end
@@ -622,8 +638,9 @@ impl<'a> Resume<'a> {
         self.names.uris
     }
 
-    /// The end of the document: every element closed, a root seen.
-    fn finish(self, source: &str) -> Result<Vec<Cow<'a, str>>, XmlError> {
+    /// The end of the document: every element closed, a root seen; every
+    /// namespace URI declared, as [`drive`] returns them.
+    pub fn finish(self, source: &str) -> Result<Vec<Cow<'a, str>>, XmlError> {
         if let Some(open) = self.stack.last() {
             let name_span = Span::new(open.start + 1, open.start + 1 + open.qname.len());
             return Err(XmlError::new(
@@ -651,8 +668,9 @@ impl<'a> Resume<'a> {
 enum Piece {
     /// The whole document.
     Whole,
-    /// The whole document, stopping after the root's start tag.
-    Head,
+    /// The whole document, stopping after the root's start tag, or after
+    /// the start tag of the root's child starting at the given byte.
+    Head(Option<usize>),
     /// A range after the root's start tag ([`drive_piece`]).
     Part,
 }
@@ -778,13 +796,17 @@ fn run<'a>(
                         *root_end = Some(end);
                     }
                 } else {
-                    let is_root = stack.is_empty();
                     stack.push(Open {
                         qname,
                         start,
                         ns_mark,
                     });
-                    if is_root && piece == Piece::Head {
+                    let stop = match piece {
+                        Piece::Head(None) => stack.len() == 1,
+                        Piece::Head(Some(at)) => stack.len() == 2 && start == at,
+                        Piece::Whole | Piece::Part => false,
+                    };
+                    if stop {
                         return Ok(Some(end));
                     }
                 }

@@ -16,41 +16,62 @@ mod reader_corners;
 use reader_corners::{bpmn_files, BODY, HEAD};
 
 use qflow_engine::loader::DRAWING_LEAVES;
+use qflow_engine::reader::{SplitOutcome, SplitPlan};
 use qflow_engine::{reader, rules, testgen, xml};
 
-/// The split read at `split` equals the one-thread read (model, QF002 or
-/// fault, and the rules' diagnostics when `diagnostics`); whether the split
-/// was kept.
+/// The split read at `split` (between children of the root) equals the
+/// one-thread read (model, QF002 or fault, and the rules' diagnostics when
+/// `diagnostics`); whether both halves were kept.
 fn same_at(name: &str, src: &str, split: usize, diagnostics: bool) -> bool {
     let whole = reader::read_source_whole(src, DRAWING_LEAVES);
     same_as(name, src, &whole, split, diagnostics)
 }
 
 fn same_as(name: &str, src: &str, whole: &reader::Read, split: usize, diagnostics: bool) -> bool {
-    let (read, kept) = reader::read_source_split_at(src, DRAWING_LEAVES, split);
+    let plan = SplitPlan { enter: None, split };
+    same_plan(name, src, whole, plan, diagnostics) == SplitOutcome::Kept
+}
+
+/// The split read by `plan` equals the one-thread read; how it went.
+fn same_plan(
+    name: &str,
+    src: &str,
+    whole: &reader::Read,
+    plan: SplitPlan,
+    diagnostics: bool,
+) -> SplitOutcome {
+    let (read, outcome) = reader::read_source_split_at(src, DRAWING_LEAVES, plan);
     assert!(
         &read == whole,
-        "{name} split at {split} (kept: {kept}): the split read differs from the whole read"
+        "{name} split by {plan:?} ({outcome:?}): the split read differs from the whole read"
     );
     if diagnostics {
         if let (Ok(Ok(a)), Ok(Ok(b))) = (&read, whole) {
             assert_eq!(
                 rules::check(a, src),
                 rules::check(b, src),
-                "{name} split at {split}: diagnostics differ"
+                "{name} split by {plan:?}: diagnostics differ"
             );
         }
     }
-    kept
+    outcome
 }
 
-/// Every `<` of `src` as the split: the split read always equals the
+/// Every `<` of `src` as the split, between children of the root and
+/// between children of each process: the split read always equals the
 /// whole read. Returns how many splits were kept.
 fn every_lt(name: &str, src: &str) -> usize {
     let whole = reader::read_source_whole(src, DRAWING_LEAVES);
-    src.match_indices('<')
-        .filter(|&(at, _)| same_as(name, src, &whole, at, false))
-        .count()
+    let mut enters = vec![None];
+    enters.extend(src.match_indices("<bpmn:process").map(|(at, _)| Some(at)));
+    let mut kept = 0;
+    for enter in enters {
+        for (split, _) in src.match_indices('<') {
+            let outcome = same_plan(name, src, &whole, SplitPlan { enter, split }, false);
+            kept += usize::from(outcome == SplitOutcome::Kept);
+        }
+    }
+    kept
 }
 
 const DIAGRAM: &str = r#"<bpmndi:BPMNDiagram id="Dg2"><bpmndi:BPMNPlane id="Pl2" bpmnElement="P2"><bpmndi:BPMNShape id="Sh2" bpmnElement="P2" isExpanded="true"><dc:Bounds x="0" y="0" width="500" height="300"/></bpmndi:BPMNShape><bpmndi:BPMNShape id="Sh3" bpmnElement="T"><dc:Bounds x="10" y="10" width="100" height="80"/></bpmndi:BPMNShape></bpmndi:BPMNPlane></bpmndi:BPMNDiagram>"#;
@@ -90,14 +111,34 @@ fn the_generated_model_splits_before_its_diagram_and_reads_the_same() {
         same_as("generated", &src, &whole, split, true),
         "the split is kept"
     );
-    // What every face calls splits it on its own, to the same answer.
+    // What every face calls splits it on its own, inside the process so
+    // both threads have about the same work, to the same answer.
+    let plan = reader::split_plan(&src).expect("a plan");
+    let process = src.find("<bpmn:process").expect("a process");
+    assert_eq!(plan.enter, Some(process));
+    assert!(plan.split > process && plan.split < split, "{plan:?}");
+    assert_eq!(
+        same_plan("generated", &src, &whole, plan, true),
+        SplitOutcome::Kept
+    );
     assert!(reader::read_source(&src, DRAWING_LEAVES) == whole);
+    // Inside the process at a `<` that is not one of its children: the
+    // first thread reads on alone.
+    let incoming = src.find("<bpmn:incoming").unwrap();
+    let deeper = SplitPlan {
+        enter: plan.enter,
+        split: incoming,
+    };
+    assert_eq!(
+        same_plan("generated", &src, &whole, deeper, false),
+        SplitOutcome::Continued
+    );
     // Splits between two children of the root other than the diagram are
     // kept too; a split inside an element is not.
-    let process = src.find("<bpmn:process").expect("a process");
     assert!(same_as("generated", &src, &whole, process, false));
     let task = src.find("<bpmn:serviceTask").expect("a task");
     assert!(!same_as("generated", &src, &whole, task, false));
+    let _ = process;
     // Cut short: a fault, the whole read's.
     for k in 1..10 {
         let cut = &src[..src.len() * k / 10];
@@ -123,7 +164,7 @@ fn every_model_in_the_repository_and_the_corpus_reads_the_same_split() {
         println!("skipping the corpus: ../shared/corpus/miwg not found");
     }
     assert!(repo >= 50, "expected the repository's models, found {repo}");
-    let mut kept = 0;
+    let (mut kept, mut planned) = (0, 0);
     for path in &files {
         let bytes = std::fs::read(path).expect("readable model");
         let Ok(src) = xml::decode(&bytes) else {
@@ -134,11 +175,16 @@ fn every_model_in_the_repository_and_the_corpus_reads_the_same_split() {
         if let Some(split) = reader::diagram_start(src) {
             kept += usize::from(same_as(&name, src, &whole, split, true));
         }
+        if let Some(plan) = reader::split_plan(src) {
+            planned += usize::from(same_plan(&name, src, &whole, plan, true) == SplitOutcome::Kept);
+        }
         // Every `<` of the small ones, a spread of them in the others.
         let lts: Vec<usize> = src.match_indices('<').map(|(at, _)| at).collect();
         let step = (lts.len() / 200).max(1);
-        for &at in lts.iter().step_by(step) {
-            same_as(&name, src, &whole, at, false);
+        let enter = reader::split_plan(src).and_then(|p| p.enter);
+        for &split in lts.iter().step_by(step) {
+            same_as(&name, src, &whole, split, false);
+            same_plan(&name, src, &whole, SplitPlan { enter, split }, false);
         }
         for k in [3, 5, 9] {
             let cut = &src[..src.floor_char_boundary(src.len() * k / 10)];
@@ -150,6 +196,7 @@ fn every_model_in_the_repository_and_the_corpus_reads_the_same_split() {
         kept >= 20,
         "splits before the diagram kept in {kept} models"
     );
+    assert!(planned >= 20, "split plans kept in {planned} models");
 }
 
 #[test]
@@ -234,7 +281,9 @@ fn two_diagrams_a_process_after_the_diagram_and_namespaces_on_it_read_the_same()
     let split = reader::diagram_start(&src).unwrap();
     assert!(src[split..].starts_with("<d:BPMNDiagram"));
     assert!(same_at("prefixes on the diagram", &src, split, true));
-    let Ok(Ok(model)) = reader::read_source_split_at(&src, DRAWING_LEAVES, split).0 else {
+    let Ok(Ok(model)) =
+        reader::read_source_split_at(&src, DRAWING_LEAVES, SplitPlan { enter: None, split }).0
+    else {
         panic!("a model");
     };
     assert!(model.declares_qflow, "declared on the diagram only");
