@@ -5,8 +5,9 @@
 //! faulted in for the first time, the file read from the page cache. The
 //! phases are the command's own steps, in its order: reading the file,
 //! finding the configuration, the UTF-8 check, the model (`read_source`),
-//! the rules (with the sort `analyze` does), the line index, the JSON of
-//! each diagnostic, and freeing what is left (which `qflow check` skips for
+//! the rules (with the sort `analyze` does), the line index (up to the
+//! furthest offset the reports need, as `qflow check` builds it), the JSON
+//! of each diagnostic, and freeing what is left (which `qflow check` skips for
 //! the last file: the figure says what that saves).
 //!
 //! Run: `cargo bench -p qflow-engine --bench phases -- FILE [RUNS]` (10 runs
@@ -131,7 +132,10 @@ fn one_run(file: &Path) {
     let mut diagnostics = qflow_engine::rules::check_with(&read, text, &config.settings);
     diagnostics.sort_by_key(|d| (d.severity, d.primary.span.start, d.code));
     mark(&mut at);
-    let index = qflow_engine::span::LineIndex::new(text);
+    let index = qflow_engine::span::LineIndex::up_to(
+        text,
+        qflow_engine::diagnostic::furthest(&diagnostics),
+    );
     mark(&mut at);
     let shown = file.display().to_string();
     let json: Vec<_> = diagnostics

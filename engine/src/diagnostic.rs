@@ -538,6 +538,22 @@ impl Diagnostic {
     }
 }
 
+/// The furthest offset any report of `diagnostics` resolves to a line and
+/// column (the end of every label, related place and fix edit): a face
+/// that reports them needs a [`LineIndex::up_to`] that offset, no more.
+pub fn furthest(diagnostics: &[Diagnostic]) -> usize {
+    diagnostics
+        .iter()
+        .flat_map(|d| {
+            std::iter::once(d.primary.span)
+                .chain(d.related.iter().map(|r| r.span))
+                .chain(d.fixes.iter().flat_map(|f| f.edits.iter().map(|e| e.span)))
+        })
+        .map(|span| span.end)
+        .max()
+        .unwrap_or(0)
+}
+
 /// A diagnostic bound to its source, ready for miette's graphical renderer.
 #[derive(Debug)]
 pub struct Report {

@@ -61,23 +61,37 @@ pub struct Position {
 ///
 /// Lines end at `\n`; a `\r` before it belongs to the line break, so CRLF files
 /// get the same columns as LF files.
+///
+/// An index may cover only the text up to some offset ([`LineIndex::up_to`]):
+/// a report that resolves a few offsets near the top of a 12 MB model need
+/// not find its 250,000 line breaks. Offsets past what it covers are still
+/// resolved correctly, by scanning the rest of the way each time.
 #[derive(Debug, Clone)]
 pub struct LineIndex {
     line_starts: Vec<usize>,
+    /// Every line start at or before this offset is in `line_starts`.
+    covered: usize,
 }
 
 impl LineIndex {
     pub fn new(text: &str) -> Self {
-        // memchr scans a word at a time: this runs on every keystroke in the
-        // editor, over documents of many megabytes.
-        let mut line_starts = Vec::with_capacity(text.len() / 40 + 1);
-        line_starts.push(0);
-        line_starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
-        LineIndex { line_starts }
+        Self::up_to(text, text.len())
     }
 
-    pub fn line_count(&self) -> usize {
-        self.line_starts.len()
+    /// An index of the lines that start at or before `end`: resolving an
+    /// offset up to `end` costs what it costs in a whole index; beyond it,
+    /// a scan from `end`.
+    pub fn up_to(text: &str, end: usize) -> Self {
+        let end = end.min(text.len());
+        // memchr scans a word at a time: this runs on every keystroke in the
+        // editor, over documents of many megabytes.
+        let mut line_starts = Vec::with_capacity(end / 40 + 1);
+        line_starts.push(0);
+        line_starts.extend(memchr::memchr_iter(b'\n', &text.as_bytes()[..end]).map(|i| i + 1));
+        LineIndex {
+            line_starts,
+            covered: end,
+        }
     }
 
     /// Resolve a byte offset; offsets past the end clamp to the end, and offsets
@@ -87,11 +101,24 @@ impl LineIndex {
         while !text.is_char_boundary(offset) {
             offset -= 1;
         }
-        let line = match self.line_starts.binary_search(&offset) {
-            Ok(l) => l,
-            Err(l) => l - 1,
+        let (line, start) = if offset > self.covered {
+            // Past the index: the lines between its end and the offset.
+            let rest = &text.as_bytes()[self.covered..offset];
+            let known = self.line_starts.len() - 1;
+            match memchr::memrchr(b'\n', rest) {
+                Some(last) => (
+                    known + memchr::memchr_iter(b'\n', rest).count(),
+                    self.covered + last + 1,
+                ),
+                None => (known, self.line_starts[known]),
+            }
+        } else {
+            let line = match self.line_starts.binary_search(&offset) {
+                Ok(l) => l,
+                Err(l) => l - 1,
+            };
+            (line, self.line_starts[line])
         };
-        let start = self.line_starts[line];
         let prefix = &text[start..offset];
         let prefix = prefix.strip_suffix('\r').unwrap_or(prefix);
         Position {
@@ -104,6 +131,10 @@ impl LineIndex {
     /// The byte offset of a 0-based line and UTF-16 column (LSP positions).
     /// Columns past the end of the line clamp to the line's end.
     pub fn offset_utf16(&self, text: &str, line: usize, column_utf16: usize) -> usize {
+        if line + 1 >= self.line_starts.len() && self.covered < text.len() {
+            // The line (or its end) lies past what this index covers.
+            return LineIndex::new(text).offset_utf16(text, line, column_utf16);
+        }
         let Some(&start) = self.line_starts.get(line) else {
             return text.len();
         };
@@ -140,6 +171,31 @@ mod tests {
         assert_eq!(idx.offset_utf16(text, 1, 3), off);
         let z = idx.position(text, text.len() - 1);
         assert_eq!((z.line, z.column_chars), (2, 0));
+    }
+
+    #[test]
+    fn an_index_up_to_an_offset_resolves_every_offset_as_a_whole_one() {
+        let text = "<a>\r\n  😀é<x/>\n\n\tz\r\nlast é line";
+        let whole = LineIndex::new(text);
+        for end in 0..=text.len() + 2 {
+            let part = LineIndex::up_to(text, end);
+            for offset in 0..=text.len() + 1 {
+                assert_eq!(
+                    part.position(text, offset),
+                    whole.position(text, offset),
+                    "index up to {end}, offset {offset}"
+                );
+            }
+            for line in 0..7 {
+                for column in [0, 1, 3, 99] {
+                    assert_eq!(
+                        part.offset_utf16(text, line, column),
+                        whole.offset_utf16(text, line, column),
+                        "index up to {end}, line {line} column {column}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
