@@ -3,7 +3,8 @@
 //! Each measured run is a fresh process (this binary started again by
 //! itself), so every phase pays what the command pays: a cold heap, pages
 //! faulted in for the first time, the file read from the page cache. The
-//! phases are the command's own steps, in its order: reading the file,
+//! phases are the command's own steps, in its order: reading the file
+//! (`file::read`, two threads on a large file),
 //! finding the configuration, the UTF-8 check, the model (`read_source`),
 //! the rules (with the sort `analyze` does), the line index (up to the
 //! furthest offset the reports need, as `qflow check` builds it), the JSON
@@ -119,7 +120,7 @@ fn one_run(file: &Path) {
         *at = now;
     };
     let mut at = start;
-    let bytes = std::fs::read(file).expect("the model is readable");
+    let bytes = qflow_engine::file::read(file).expect("the model is readable");
     mark(&mut at);
     let config = Config::for_model(file);
     mark(&mut at);

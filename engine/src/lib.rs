@@ -20,6 +20,7 @@ pub mod diagram;
 pub mod dialect;
 pub mod duration;
 pub mod embed;
+pub mod file;
 pub mod handlers;
 pub mod inspect;
 pub mod instance;

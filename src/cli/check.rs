@@ -201,7 +201,8 @@ pub fn run(args: Args) -> ExitCode {
     let files = model_files(&args.files, &mut unreadable);
     for (n, path) in files.iter().enumerate() {
         let shown = path.display().to_string();
-        let bytes = match std::fs::read(path) {
+        // A large model is read in two halves on two threads.
+        let bytes = match qflow_engine::file::read(path) {
             Ok(b) => b,
             Err(e) => {
                 eprintln!("error: cannot read {shown}: {e}");
