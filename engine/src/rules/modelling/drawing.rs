@@ -480,7 +480,7 @@ fn colliding_pairs<T: Copy>(shapes: &mut [(T, &ShapeBounds)], mut found: impl Fn
             }
         }
     }
-    entries.sort_unstable();
+    group_by_cell(&mut entries);
     for run in entries.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
         for (n, &(_, _, a)) in run.iter().enumerate() {
             for &(_, _, b) in &run[n + 1..] {
@@ -499,6 +499,41 @@ fn colliding_pairs<T: Copy>(shapes: &mut [(T, &ShapeBounds)], mut found: impl Fn
             }
         }
     }
+}
+
+/// Put the entries of each cell next to each other (in no particular order
+/// of cells, nor of shapes within a cell: the pairs found are deduplicated
+/// and sorted by the caller).
+///
+/// Sorting the `(i64, i64, u32)` triples was 28.7 M of the rule's 48 M
+/// instructions on the 20,000-task model; when every cell coordinate fits
+/// in 32 bits (any drawing a person made: 2^31 cells of at least one unit),
+/// each entry is packed into one `u128` first, whose sort is a few times
+/// cheaper, and unpacked after.
+fn group_by_cell(entries: &mut Vec<(i64, i64, u32)>) {
+    let packed: Option<Vec<u128>> = entries
+        .iter()
+        .map(|&(cx, cy, k)| {
+            let (cx, cy) = (i32::try_from(cx).ok()?, i32::try_from(cy).ok()?);
+            // The casts are bijections: equal cells stay equal, distinct
+            // cells distinct (the order of negative cells changes, which
+            // nothing relies on).
+            Some(((cx as u32 as u128) << 64) | ((cy as u32 as u128) << 32) | k as u128)
+        })
+        .collect();
+    let Some(mut packed) = packed else {
+        entries.sort_unstable();
+        return;
+    };
+    packed.sort_unstable();
+    entries.clear();
+    entries.extend(packed.into_iter().map(|e| {
+        (
+            i64::from((e >> 64) as u32 as i32),
+            i64::from((e >> 32) as u32 as i32),
+            e as u32,
+        )
+    }));
 }
 
 /// Sweep along x: only shapes whose x-ranges meet are compared (for grids
@@ -617,6 +652,17 @@ mod tests {
                 .collect();
             cases.push(shapes);
         }
+        // Cells beyond 32 bits (shapes a trillion units apart): the
+        // entries are sorted unpacked.
+        cases.push(
+            (0..60)
+                .map(|n| {
+                    let far = if n % 3 == 0 { 1.0e12 } else { -3.0e11 };
+                    let x = far + (n % 7) as f32 * 40.0;
+                    (n, shape(x, (n % 5) as f32 * 30.0, 50.0, 40.0))
+                })
+                .collect(),
+        );
         // Everything on one spot, and sides too small for a grid.
         cases.push((0..30).map(|n| (n, shape(5.0, 5.0, 10.0, 10.0))).collect());
         cases.push(
