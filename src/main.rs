@@ -40,11 +40,11 @@ enum Command {
     /// Hold back every retry park of a failure class or a dependency (durable; every process honours it).
     Pause(cli::contain::PauseArgs),
     /// Lift a pause: the held parks run as they fall due, those already due at once.
-    Unpause(cli::contain::UnpauseArgs),
+    Unpause(cli::contain::PauseArgs),
     /// Set one instance aside: nothing claims or runs it until released.
     Quarantine(cli::contain::QuarantineArgs),
     /// Let a quarantined instance run again.
-    Release(cli::contain::ReleaseArgs),
+    Release(cli::contain::QuarantineArgs),
     /// The fleet's observations from a store: pending by failure class, terminal failures, load by dependency, backlog age.
     Stats(cli::stats::Args),
     /// Print a diagnostic code's page (offline), or list every code.

@@ -142,10 +142,21 @@ fn a_pause_holds_the_park(db: &str) {
     assert_eq!(v["paused"][0]["holding"], 1);
     assert_eq!(v["paused"][0]["by"], me.as_str());
 
-    let (code, out, err) = qflow(&["unpause", "--db", db, "--class", "transient"]);
+    // The unpause names who lifted it and whose pause it was.
+    let (code, out, err) = qflow(&[
+        "unpause",
+        "--db",
+        db,
+        "--class",
+        "transient",
+        "--by",
+        "ops-erin",
+        "--reason",
+        "bank back",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("unpaused class transient: 1 retry park let go")
+        out.contains("unpaused class transient by ops-erin (\"bank back\"): 1 retry park let go")
             && out.contains(&format!("it was paused by {me}")),
         "{out}"
     );
@@ -224,8 +235,25 @@ fn quarantine_refuses_until_released(db: &str) {
     let (code, out, _) = qflow(&["stats", "--db", db, "--format", "json"]);
     assert_eq!(code, 0);
     assert_eq!(last_json(&out)["quarantined"], 1);
-    let (code, _, err) = qflow(&["release", "dbg08-1", "--db", db]);
+    let (code, out, err) = qflow(&["release", "dbg08-1", "--db", db, "--format", "json"]);
     assert_eq!(code, 0, "{err}");
+    let v = last_json(&out);
+    assert_eq!(
+        (v["by"].as_str(), v["reason"].as_str()),
+        (Some("ops-dave"), Some("replays a bad order")),
+        "whose quarantine it was: {v}"
+    );
+    // Without --by, the one who released it is the account and host.
+    let me = v["logged"]["by"].as_str().unwrap_or_default();
+    assert!(me.contains('@') && !me.starts_with('@'), "{v}");
+    assert_eq!(
+        (
+            v["logged"]["action"].as_str(),
+            v["logged"]["changed"].as_bool()
+        ),
+        (Some("release"), Some(true)),
+        "{v}"
+    );
     let (code, out, err) = qflow(&[
         "resume",
         "dbg08-1",
@@ -273,6 +301,22 @@ fn bad_containment_input_is_named() {
     let (code, _, err) = qflow(&["quarantine", "dbg08-9", "--db", db]);
     assert_eq!(code, 2);
     assert!(err.contains("no instance dbg08-9"), "{err}");
+    // Lifting names who lifts it as pausing names who pauses: a blank
+    // --by is refused before anything is written.
+    for args in [
+        &["unpause", "--db", db, "--class", "transient", "--by", " "][..],
+        &["release", "dbg08-1", "--db", db, "--by", ""][..],
+    ] {
+        let (code, out, err) = qflow(&[args, &["--format", "json"]].concat());
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("--by needs a name"), "{args:?}: {err}");
+        assert_eq!(last_json(&out)["error"], "usage", "{args:?}");
+    }
+    let store = support::stores::open(db);
+    assert!(store
+        .containment_log(&qflow_engine::store::contain::LogQuery::recent(0))
+        .unwrap()
+        .is_empty());
 }
 
 crate::on_both_stores!(

@@ -15,24 +15,26 @@ use serde_json::json;
 use super::ops::{self, Format, REFUSED, USAGE};
 use super::run::json_line;
 
-/// Hold back every retry park of a failure class or a dependency.
+/// Hold back (or let go) every retry park of a failure class or a
+/// dependency.
 #[derive(Debug, clap::Args)]
 pub struct PauseArgs {
     #[command(flatten)]
-    pub what: UnpauseArgs,
+    pub what: PauseTarget,
     #[command(flatten)]
     pub record: RecordArgs,
 }
 
-/// Who contains, and why: kept with the pause or the quarantine and shown
-/// wherever it is (`instances`, `show`, `stats`, the console).
+/// Who contains or lifts a containment, and why: kept with a pause or a
+/// quarantine and shown wherever it is (`instances`, `show`, `stats`, the
+/// console), and written to the containment log for every action.
 #[derive(Debug, clap::Args)]
 pub struct RecordArgs {
-    /// Who is pausing or quarantining, for the record (default: the
-    /// account and host this runs as, user@host).
+    /// Who is acting, for the record and the containment log (default:
+    /// the account and host this runs as, user@host).
     #[arg(long, value_name = "NAME")]
     pub by: Option<String>,
-    /// Why, for the record (shown beside it).
+    /// Why, for the record and the containment log (shown beside it).
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
 }
@@ -52,11 +54,10 @@ impl RecordArgs {
     }
 }
 
-/// Let go every retry park of a failure class or a dependency (and what a
-/// pause names).
+/// What a pause or an unpause names: a failure class or a dependency.
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["class", "dependency"])))]
-pub struct UnpauseArgs {
+pub struct PauseTarget {
     /// The database (it must exist): a SQLite file or a postgres:// URL.
     #[arg(long, value_name = "DB")]
     pub db: Location,
@@ -78,18 +79,18 @@ pub struct UnpauseArgs {
     pub format: Format,
 }
 
-/// Set one instance aside.
+/// Set one instance aside (or let it run again).
 #[derive(Debug, clap::Args)]
 pub struct QuarantineArgs {
     #[command(flatten)]
-    pub which: ReleaseArgs,
+    pub which: QuarantineTarget,
     #[command(flatten)]
     pub record: RecordArgs,
 }
 
-/// Let one quarantined instance run again (and what a quarantine names).
+/// The instance a quarantine or a release names.
 #[derive(Debug, clap::Args)]
-pub struct ReleaseArgs {
+pub struct QuarantineTarget {
     /// The instance's id (`qflow instances` lists them).
     pub instance: String,
     /// The database (it must exist): a SQLite file or a postgres:// URL.
@@ -99,7 +100,7 @@ pub struct ReleaseArgs {
     pub format: Format,
 }
 
-fn what(args: &UnpauseArgs) -> Result<(PauseKind, String), String> {
+fn what(args: &PauseTarget) -> Result<(PauseKind, String), String> {
     if let Some(d) = &args.dependency {
         if d.trim().is_empty() {
             return Err("--dependency needs a name: a registered task (payments.charge) or a channel (bank)".into());
@@ -122,20 +123,20 @@ fn what(args: &UnpauseArgs) -> Result<(PauseKind, String), String> {
 }
 
 pub fn pause(args: PauseArgs) -> ExitCode {
-    match args.record.actor() {
-        Ok(actor) => change_pause(args.what, Some(actor)),
-        Err(e) => ops::fail(args.what.format, USAGE, "usage", e),
-    }
+    change_pause(args, true)
 }
 
-pub fn unpause(args: UnpauseArgs) -> ExitCode {
-    change_pause(args, None)
+pub fn unpause(args: PauseArgs) -> ExitCode {
+    change_pause(args, false)
 }
 
-/// Pause (with who and why) or unpause (`actor` none).
-fn change_pause(args: UnpauseArgs, actor: Option<Actor>) -> ExitCode {
+/// Pause or unpause, as `actor` (`--by`, else user@host) for `--reason`.
+fn change_pause(PauseArgs { what: args, record }: PauseArgs, pause: bool) -> ExitCode {
     let format = args.format;
-    let pause = actor.is_some();
+    let actor = match record.actor() {
+        Ok(a) => a,
+        Err(e) => return ops::fail(format, USAGE, "usage", e),
+    };
     let (kind, value) = match what(&args) {
         Ok(w) => w,
         Err(e) => return ops::fail(format, USAGE, "usage", e),
@@ -149,10 +150,10 @@ fn change_pause(args: UnpauseArgs, actor: Option<Actor>) -> ExitCode {
             return ops::fail(format, USAGE, "unknown-dependency", e);
         }
     }
-    let change = if let Some(actor) = &actor {
-        store.pause(kind, &value, system_now_ms(), actor)
+    let change = if pause {
+        store.pause(kind, &value, system_now_ms(), &actor)
     } else {
-        store.unpause(kind, &value)
+        store.unpause(kind, &value, system_now_ms(), &actor)
     };
     let change = match change {
         Ok(c) => c,
@@ -191,7 +192,8 @@ fn pause_text(c: &PauseChange, pause: bool, db: &Location) -> String {
         )
     } else if c.changed {
         format!(
-            "unpaused {kind} {value}: {parks} let go, each re-driven when due ({} due already); it was paused {by}",
+            "unpaused {kind} {value} {}: {parks} let go, each re-driven when due ({} due already); it was paused {by}",
+            Actor::words(Some(&c.logged.by), c.logged.reason.as_deref()),
             group(c.due_now)
         )
     } else {
@@ -200,28 +202,35 @@ fn pause_text(c: &PauseChange, pause: bool, db: &Location) -> String {
 }
 
 pub fn quarantine(args: QuarantineArgs) -> ExitCode {
-    match args.record.actor() {
-        Ok(actor) => set_quarantine(args.which, Some(actor)),
-        Err(e) => ops::fail(args.which.format, USAGE, "usage", e),
-    }
+    set_quarantine(args, true)
 }
 
-pub fn release(args: ReleaseArgs) -> ExitCode {
-    set_quarantine(args, None)
+pub fn release(args: QuarantineArgs) -> ExitCode {
+    set_quarantine(args, false)
 }
 
-/// Quarantine (with who and why) or release (`actor` none).
-fn set_quarantine(args: ReleaseArgs, actor: Option<Actor>) -> ExitCode {
+/// Quarantine or release, as `actor` (`--by`, else user@host) for
+/// `--reason`.
+fn set_quarantine(
+    QuarantineArgs {
+        which: args,
+        record,
+    }: QuarantineArgs,
+    on: bool,
+) -> ExitCode {
     let format = args.format;
-    let on = actor.is_some();
+    let actor = match record.actor() {
+        Ok(a) => a,
+        Err(e) => return ops::fail(format, USAGE, "usage", e),
+    };
     let mut store = match ops::open_existing(&args.db) {
         Ok(s) => s,
         Err(e) => return ops::fail(format, USAGE, "store", e),
     };
-    let change = if let Some(actor) = &actor {
-        store.quarantine(&args.instance, system_now_ms(), actor)
+    let change = if on {
+        store.quarantine(&args.instance, system_now_ms(), &actor)
     } else {
-        store.release_quarantine(&args.instance)
+        store.release_quarantine(&args.instance, system_now_ms(), &actor)
     };
     let change = match change {
         Ok(c) => c,
@@ -259,8 +268,9 @@ fn set_quarantine(args: ReleaseArgs, actor: Option<Actor>) -> ExitCode {
                     (true, false) =>
                         format!("{id} was already quarantined {by}: nothing changed"),
                     (false, true) => format!(
-                        "released {id} ({}; quarantined {by}): it runs again with whatever serves the database",
-                        change.status
+                        "released {id} ({}) {}; it was quarantined {by}: it runs again with whatever serves the database",
+                        change.status,
+                        Actor::words(Some(&change.logged.by), change.logged.reason.as_deref()),
                     ),
                     (false, false) => format!("{id} was not quarantined: nothing changed"),
                 }

@@ -1224,7 +1224,11 @@ fn set_quarantine(
             actor,
         )
     } else {
-        store.release_quarantine(instance)
+        store.release_quarantine(
+            instance,
+            qflow_engine::runtime::clock::system_now_ms(),
+            actor,
+        )
     };
     let c = c.map_err(|e| e.to_string())?;
     let already = if c.changed { "" } else { " (it already was)" };
@@ -1234,8 +1238,16 @@ fn set_quarantine(
             "quarantined {instance} {by}{already}: nothing decides for it, its state is kept · Q again releases it"
         ))
     } else {
+        let whose = if c.changed {
+            format!(
+                " · it was quarantined {by}, released {}",
+                Actor::words(Some(&c.logged.by), None)
+            )
+        } else {
+            String::new()
+        };
         Report::good(format!(
-            "released {instance}{already}: it runs again, what fell due meanwhile is due at once"
+            "released {instance}{already}: it runs again, what fell due meanwhile is due at once{whose}"
         ))
     })
 }
@@ -1262,7 +1274,12 @@ fn set_pause(
             actor,
         )
     } else {
-        store.unpause(k, value)
+        store.unpause(
+            k,
+            value,
+            qflow_engine::runtime::clock::system_now_ms(),
+            actor,
+        )
     };
     let c = c.map_err(|e| e.to_string())?;
     let n = qflow_engine::text::group(c.parks);
@@ -1272,8 +1289,16 @@ fn set_pause(
             "paused {of} {value} {by}: {n} retry park(s) held, each keeps its due time · P again unpauses"
         ))
     } else {
+        let whose = if c.changed {
+            format!(
+                " · it was paused {by}, lifted {}",
+                Actor::words(Some(&c.logged.by), None)
+            )
+        } else {
+            String::new()
+        };
         Report::good(format!(
-            "unpaused {of} {value}: {n} retry park(s) re-driven when due"
+            "unpaused {of} {value}: {n} retry park(s) re-driven when due{whose}"
         ))
     })
 }

@@ -338,7 +338,7 @@ fn an_attached_fleet_opens_on_its_observations_and_attempts_per_minute() {
         fleet.serve(|_, _| {}).unwrap();
         let mut store = fleet.into_store();
         for id in &rest {
-            store.release_quarantine(id).unwrap();
+            store.release_quarantine(id, 9, &Actor::new("ops")).unwrap();
         }
         let mut fleet = Fleet::new(store, Scenario::parse(&scenario).unwrap(), "t:1".into());
         while fleet.stats().decisions < 16 {

@@ -143,6 +143,13 @@ forward! {
         fn parked_by_cause() -> Result<Vec<super::contain::ParkedCause>, StoreError>;
         /// The quarantined instances, with when they were set aside.
         fn quarantined() -> Result<Vec<super::contain::Quarantined>, StoreError>;
+        /// The containment log's entries a query asks for, oldest first:
+        /// every pause, unpause, quarantine and release since the log
+        /// existed, with who took it, when, why and whether it changed
+        /// anything.
+        fn containment_log(
+            query: &super::contain::LogQuery,
+        ) -> Result<Vec<super::contain::Logged>, StoreError>;
         /// Record that attempt `attempt` of `node` starts now, from the
         /// instance at `version` (call under the instance's claim).
         fn open_in_flight(
@@ -261,10 +268,13 @@ forward! {
             actor: &super::contain::Actor,
         ) -> Result<super::contain::PauseChange, StoreError>;
         /// Lift a pause (idempotent): its parks are re-driven as they fall
-        /// due, those already due at once.
+        /// due, those already due at once. `wall_now_ms` and `actor`: when,
+        /// by whom and why, for the containment log.
         fn unpause(
             kind: super::contain::PauseKind,
             value: &str,
+            wall_now_ms: i64,
+            actor: &super::contain::Actor,
         ) -> Result<super::contain::PauseChange, StoreError>;
         /// Set an instance aside: never claimed, so nothing runs it, until
         /// released. Idempotent; refused for an unknown instance.
@@ -273,8 +283,13 @@ forward! {
             wall_now_ms: i64,
             actor: &super::contain::Actor,
         ) -> Result<super::contain::QuarantineChange, StoreError>;
-        /// Let a quarantined instance run again.
-        fn release_quarantine(instance: &str) -> Result<super::contain::QuarantineChange, StoreError>;
+        /// Let a quarantined instance run again (idempotent). `wall_now_ms`
+        /// and `actor`: for the containment log.
+        fn release_quarantine(
+            instance: &str,
+            wall_now_ms: i64,
+            actor: &super::contain::Actor,
+        ) -> Result<super::contain::QuarantineChange, StoreError>;
     }
 }
 

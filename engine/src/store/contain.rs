@@ -16,6 +16,15 @@
 //! Each records who made it and why ([`Actor`]): an operator reading a
 //! held fleet must be able to ask the one who held it.
 //!
+//! Every containment action (a pause, an unpause, a quarantine, a release)
+//! is also appended to the **containment log** (`containment_log`), in the
+//! same transaction as the action, with when, by whom, why, and whether it
+//! changed anything ([`Logged`]): a pause lifted or an instance released
+//! leaves no row in `pauses` or on the instance, so the log is what an
+//! operator reads after an outage ("who let the bank retries go, and
+//! why?"). A repeated action is logged too, as changing nothing; a refused
+//! one (an unknown instance, a completed one) rolls back and logs nothing.
+//!
 //! A retry timer records the cause of its park when it is armed: the class
 //! of the failure and the dependency (a registered task's name, or the
 //! channel of a call), so a pause is one indexed comparison per timer.
@@ -167,6 +176,9 @@ pub struct PauseChange {
     /// `None` when there was none, or it predates the record.
     pub by: Option<String>,
     pub reason: Option<String>,
+    /// The action as the containment log now holds it (who took it, why,
+    /// when): after an unpause, who lifted the pause.
+    pub logged: Logged,
 }
 
 /// What a quarantine or a release changed.
@@ -181,6 +193,168 @@ pub struct QuarantineChange {
     /// one lifted after a release.
     pub by: Option<String>,
     pub reason: Option<String>,
+    /// The action as the containment log now holds it: after a release,
+    /// who released it.
+    pub logged: Logged,
+}
+
+/// A containment action, as the log names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    Pause,
+    Unpause,
+    Quarantine,
+    Release,
+}
+
+impl Action {
+    /// The word as the store keeps it and the command line names it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Action::Pause => "pause",
+            Action::Unpause => "unpause",
+            Action::Quarantine => "quarantine",
+            Action::Release => "release",
+        }
+    }
+
+    pub(super) fn parse(s: &str) -> Action {
+        match s {
+            "pause" => Action::Pause,
+            "unpause" => Action::Unpause,
+            "quarantine" => Action::Quarantine,
+            _ => Action::Release,
+        }
+    }
+
+    /// What the action was aimed at, as the log records it: a pause's kind
+    /// (`class`, `dependency`), or `instance`.
+    fn target(self, pause: Option<PauseKind>) -> &'static str {
+        match (self, pause) {
+            (Action::Quarantine | Action::Release, _) => "instance",
+            (_, Some(k)) => k.flag(),
+            (_, None) => "class",
+        }
+    }
+}
+
+/// One entry of the containment log: an action as it was taken. Appended
+/// in the action's own transaction and never changed, so the log and the
+/// containment in force always agree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Logged {
+    /// The entry's number: the log's order.
+    pub seq: i64,
+    /// When (wall clock, ms since the epoch: the clock the action records).
+    pub at_ms: i64,
+    pub action: Action,
+    /// What it was aimed at: `class`, `dependency` or `instance`.
+    pub kind: String,
+    /// The class, the dependency or the instance's id.
+    pub value: String,
+    /// Who took it (`--by`, else `user@host`).
+    pub by: String,
+    pub reason: Option<String>,
+    /// False when it found things already so (paused twice, released while
+    /// not quarantined): logged all the same, since an operator who tried
+    /// is part of the story.
+    pub changed: bool,
+}
+
+/// Which entries of the containment log to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogQuery {
+    /// Only the entries aimed at this target (`class`, `dependency` or
+    /// `instance`, and its value); every entry when `None`.
+    pub target: Option<(String, String)>,
+    /// At most this many, the latest ones (0: every one).
+    pub limit: u32,
+}
+
+impl LogQuery {
+    /// The latest `limit` entries of the whole log (0: every one).
+    pub fn recent(limit: u32) -> LogQuery {
+        LogQuery {
+            target: None,
+            limit,
+        }
+    }
+
+    /// Every entry aimed at one instance (its quarantines and releases).
+    pub fn instance(id: &str) -> LogQuery {
+        LogQuery {
+            target: Some(("instance".into(), id.into())),
+            limit: 0,
+        }
+    }
+}
+
+/// The columns both stores read a [`Logged`] from, in its fields' order.
+/// Both read newest first (the limit keeps the latest), then put the
+/// entries back in the log's order ([`in_order`]).
+pub(super) const LOG_COLUMNS: &str = "seq, at_ms, action, kind, value, actor, reason, changed";
+
+/// The entries read newest first, put back in the log's order.
+pub(super) fn in_order(mut newest_first: Vec<Logged>) -> Vec<Logged> {
+    newest_first.reverse();
+    newest_first
+}
+
+/// Whether a pause (`on`) or an unpause changes a class or dependency that
+/// is `paused` or not: both stores ask it under their write lock, and log
+/// the action either way.
+pub(super) fn pause_changes(paused: bool, on: bool) -> bool {
+    paused != on
+}
+
+/// The log entry of an action, before the store numbers it: what both
+/// stores append, in the action's transaction.
+pub(super) struct NewEntry<'a> {
+    pub at_ms: i64,
+    pub action: &'static str,
+    pub kind: &'static str,
+    pub value: &'a str,
+    pub by: &'a str,
+    pub reason: Option<&'a str>,
+    pub changed: bool,
+}
+
+impl NewEntry<'_> {
+    /// The entry as the log holds it, numbered `seq`.
+    pub(super) fn logged(&self, seq: i64) -> Logged {
+        Logged {
+            seq,
+            at_ms: self.at_ms,
+            action: Action::parse(self.action),
+            kind: self.kind.into(),
+            value: self.value.into(),
+            by: self.by.into(),
+            reason: self.reason.map(str::to_string),
+            changed: self.changed,
+        }
+    }
+}
+
+/// The entry of `action` on `value` (a pause's `kind`, or an instance)
+/// taken by `actor` at `at_ms`.
+pub(super) fn entry<'a>(
+    action: Action,
+    pause: Option<PauseKind>,
+    value: &'a str,
+    at_ms: i64,
+    actor: &'a Actor,
+    changed: bool,
+) -> NewEntry<'a> {
+    NewEntry {
+        at_ms,
+        action: action.word(),
+        kind: action.target(pause),
+        value,
+        by: &actor.by,
+        reason: actor.reason.as_deref(),
+        changed,
+    }
 }
 
 /// A quarantined instance, with when, by whom and why it was set aside.
@@ -234,7 +408,7 @@ impl Sqlite {
     /// Pause the re-drive of every retry park of a failure class or a
     /// dependency (idempotent: a second pause keeps the first one's
     /// record). `wall_now_ms` and `actor`: when, by whom and why, for the
-    /// record.
+    /// record and the log.
     pub fn pause(
         &mut self,
         kind: PauseKind,
@@ -242,33 +416,61 @@ impl Sqlite {
         wall_now_ms: i64,
         actor: &Actor,
     ) -> Result<PauseChange, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let n = exec(
-            &tx,
-            "INSERT OR IGNORE INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![kind.flag(), value, wall_now_ms, actor.by, actor.reason],
-        )?;
-        let record = pause_record(&tx, kind, value)?;
-        let change = parks(&tx, kind, value, n == 1, record)?;
-        tx.commit()?;
-        Ok(change)
+        self.set_pause(kind, value, wall_now_ms, actor, true)
     }
 
     /// Lift a pause (idempotent): its parks are re-driven as they fall due,
-    /// those already due at once.
-    pub fn unpause(&mut self, kind: PauseKind, value: &str) -> Result<PauseChange, StoreError> {
+    /// those already due at once. `wall_now_ms` and `actor`: when, by whom
+    /// and why, for the log.
+    pub fn unpause(
+        &mut self,
+        kind: PauseKind,
+        value: &str,
+        wall_now_ms: i64,
+        actor: &Actor,
+    ) -> Result<PauseChange, StoreError> {
+        self.set_pause(kind, value, wall_now_ms, actor, false)
+    }
+
+    fn set_pause(
+        &mut self,
+        kind: PauseKind,
+        value: &str,
+        wall_now_ms: i64,
+        actor: &Actor,
+        on: bool,
+    ) -> Result<PauseChange, StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let record = pause_record(&tx, kind, value)?;
-        let n = exec(
+        let changed = pause_changes(record.is_some(), on);
+        if changed && on {
+            exec(
+                &tx,
+                "INSERT INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![kind.flag(), value, wall_now_ms, actor.by, actor.reason],
+            )?;
+        } else if changed {
+            exec(
+                &tx,
+                "DELETE FROM pauses WHERE kind = ?1 AND value = ?2",
+                params![kind.flag(), value],
+            )?;
+        }
+        super::fault::point("contain.written");
+        let action = if on { Action::Pause } else { Action::Unpause };
+        let logged = append_log(
             &tx,
-            "DELETE FROM pauses WHERE kind = ?1 AND value = ?2",
-            params![kind.flag(), value],
+            &entry(action, Some(kind), value, wall_now_ms, actor, changed),
         )?;
-        let change = parks(&tx, kind, value, n == 1, record)?;
+        super::fault::point("contain.logged");
+        let record = match record {
+            _ if on && changed => (Some(actor.by.clone()), actor.reason.clone()),
+            Some(r) => r,
+            None => (None, None),
+        };
+        let change = parks(&tx, kind, value, changed, record, logged)?;
         tx.commit()?;
         Ok(change)
     }
@@ -300,25 +502,33 @@ impl Sqlite {
     /// decision, no operator action, no migration), until released.
     /// Idempotent (a second quarantine keeps the first one's record);
     /// refused for an unknown instance. `wall_now_ms` and `actor`: when,
-    /// by whom and why, for the record.
+    /// by whom and why, for the record and the log.
     pub fn quarantine(
         &mut self,
         instance: &str,
         wall_now_ms: i64,
         actor: &Actor,
     ) -> Result<QuarantineChange, StoreError> {
-        self.set_quarantine(instance, Some((wall_now_ms, actor)))
+        self.set_quarantine(instance, wall_now_ms, actor, true)
     }
 
-    /// Let a quarantined instance run again.
-    pub fn release_quarantine(&mut self, instance: &str) -> Result<QuarantineChange, StoreError> {
-        self.set_quarantine(instance, None)
+    /// Let a quarantined instance run again (idempotent; refused for an
+    /// unknown instance). `wall_now_ms` and `actor`: for the log.
+    pub fn release_quarantine(
+        &mut self,
+        instance: &str,
+        wall_now_ms: i64,
+        actor: &Actor,
+    ) -> Result<QuarantineChange, StoreError> {
+        self.set_quarantine(instance, wall_now_ms, actor, false)
     }
 
     fn set_quarantine(
         &mut self,
         instance: &str,
-        at: Option<(i64, &Actor)>,
+        wall_now_ms: i64,
+        actor: &Actor,
+        on: bool,
     ) -> Result<QuarantineChange, StoreError> {
         let tx = self
             .conn
@@ -334,15 +544,17 @@ impl Sqlite {
         let Some((status, was, mut by, mut reason)) = row else {
             return Err(StoreError::NoInstance(instance.into()));
         };
-        let changed = quarantine_changes(instance, &status, was.is_some(), at.is_some())?;
+        // A refusal returns here, before anything is written: the
+        // transaction rolls back and the log keeps nothing of it.
+        let changed = quarantine_changes(instance, &status, was.is_some(), on)?;
         if changed {
-            let (ms, who) = at.map_or((None, None), |(ms, a)| (Some(ms), Some(a)));
+            let who = on.then_some(actor);
             exec(
                 &tx,
                 "UPDATE instances SET quarantined_ms = ?2, quarantined_by = ?3, quarantine_reason = ?4 WHERE id = ?1",
                 params![
                     instance,
-                    ms,
+                    on.then_some(wall_now_ms),
                     who.map(|a| &a.by),
                     who.and_then(|a| a.reason.as_ref())
                 ],
@@ -351,6 +563,17 @@ impl Sqlite {
                 (by, reason) = (Some(a.by.clone()), a.reason.clone());
             }
         }
+        super::fault::point("contain.written");
+        let action = if on {
+            Action::Quarantine
+        } else {
+            Action::Release
+        };
+        let logged = append_log(
+            &tx,
+            &entry(action, None, instance, wall_now_ms, actor, changed),
+        )?;
+        super::fault::point("contain.logged");
         tx.commit()?;
         Ok(QuarantineChange {
             instance: instance.into(),
@@ -358,7 +581,47 @@ impl Sqlite {
             changed,
             by,
             reason,
+            logged,
         })
+    }
+
+    /// The containment log: the entries `query` asks for, oldest first.
+    pub fn containment_log(&self, query: &LogQuery) -> Result<Vec<Logged>, StoreError> {
+        let limit = if query.limit == 0 {
+            -1
+        } else {
+            i64::from(query.limit)
+        };
+        let read = |r: &rusqlite::Row<'_>| {
+            let action: String = r.get(2)?;
+            Ok(Logged {
+                seq: r.get(0)?,
+                at_ms: r.get(1)?,
+                action: Action::parse(&action),
+                kind: r.get(3)?,
+                value: r.get(4)?,
+                by: r.get(5)?,
+                reason: r.get(6)?,
+                changed: r.get(7)?,
+            })
+        };
+        let rows = match &query.target {
+            Some((kind, value)) => self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {LOG_COLUMNS} FROM containment_log WHERE kind = ?1 AND value = ?2 ORDER BY seq DESC LIMIT ?3"
+                ))?
+                .query_map(params![kind, value, limit], read)?
+                .collect::<Result<Vec<_>, _>>()?,
+            None => self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {LOG_COLUMNS} FROM containment_log ORDER BY seq DESC LIMIT ?1"
+                ))?
+                .query_map(params![limit], read)?
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        Ok(in_order(rows))
     }
 
     /// What holds instance `instance` back: its quarantine and its retry
@@ -473,6 +736,7 @@ fn parks(
     value: &str,
     changed: bool,
     (by, reason): (Option<String>, Option<String>),
+    logged: Logged,
 ) -> Result<PauseChange, StoreError> {
     let column = match kind {
         PauseKind::Class => "class",
@@ -495,23 +759,32 @@ fn parks(
         due_now: due_now as u64,
         by,
         reason,
+        logged,
     })
 }
 
-/// Who made the pause of `kind` `value` and why (both `None` when there
-/// is no such pause, or it predates the record).
-fn pause_record(
-    c: &Connection,
-    kind: PauseKind,
-    value: &str,
-) -> Result<(Option<String>, Option<String>), StoreError> {
+/// The pause of `kind` `value` if there is one: who made it and why (both
+/// `None` when it predates the record).
+pub(super) type PauseRecord = Option<(Option<String>, Option<String>)>;
+
+fn pause_record(c: &Connection, kind: PauseKind, value: &str) -> Result<PauseRecord, StoreError> {
     Ok(c.query_row(
         "SELECT paused_by, reason FROM pauses WHERE kind = ?1 AND value = ?2",
         params![kind.flag(), value],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
-    .optional()?
-    .unwrap_or((None, None)))
+    .optional()?)
+}
+
+/// Append `e` to the containment log, in the action's transaction; the
+/// entry as the log now holds it.
+fn append_log(c: &Connection, e: &NewEntry<'_>) -> Result<Logged, StoreError> {
+    exec(
+        c,
+        "INSERT INTO containment_log(at_ms, action, kind, value, actor, reason, changed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![e.at_ms, e.action, e.kind, e.value, e.by, e.reason, e.changed],
+    )?;
+    Ok(e.logged(c.last_insert_rowid()))
 }
 
 /// The armed retry timers of an instance whose re-drive a pause holds back.

@@ -6,7 +6,10 @@
 //!
 //! Points: `migrate.begin` (the migration's transaction is open, nothing
 //! written), `migrate.written` (the transition is written, the instance not
-//! yet re-pinned), `migrate.before-commit`, `migrate.committed`.
+//! yet re-pinned), `migrate.before-commit`, `migrate.committed`;
+//! `contain.written` (a pause, unpause, quarantine or release has changed
+//! its row, the containment log not yet written) and `contain.logged` (the
+//! log row written, not yet committed).
 
 /// Abort here when `QFLOW_FAULT` names this point.
 pub fn point(name: &str) {

@@ -200,6 +200,26 @@ ALTER TABLE instances ADD COLUMN quarantine_reason TEXT;
     r#"
 CREATE INDEX instances_quarantined ON instances(quarantined_ms) WHERE quarantined_ms IS NOT NULL;
 "#,
+    // 9: the containment log. Every pause, unpause, quarantine and release
+    // appends one row, in the action's own transaction: when (wall clock),
+    // what (`action`; the target `kind` and `value`: a class, a dependency
+    // or an instance), who (`actor`: `--by`, else user@host) and why, and
+    // whether it changed anything (0 for a repeated one). Rows are never
+    // updated or deleted. Actions taken before this version were not
+    // logged, and are not made up here.
+    r#"
+CREATE TABLE containment_log (
+    seq     INTEGER PRIMARY KEY,
+    at_ms   INTEGER NOT NULL,           -- wall clock
+    action  TEXT NOT NULL,              -- pause | unpause | quarantine | release
+    kind    TEXT NOT NULL,              -- class | dependency | instance
+    value   TEXT NOT NULL,
+    actor   TEXT NOT NULL,
+    reason  TEXT,
+    changed INTEGER NOT NULL            -- 1: it changed something; 0: it was already so
+);
+CREATE INDEX containment_log_by_target ON containment_log(kind, value, seq);
+"#,
 ];
 
 /// The version that added the deployment lifecycle (`deployments.origin`,
@@ -210,6 +230,9 @@ pub const LIFECYCLE: u32 = 5;
 /// The version that added containment (pauses, quarantine, the cause of a
 /// retry park on its timer).
 pub const CONTAIN: u32 = 6;
+
+/// The version that added the containment log.
+pub const CONTAINMENT_LOG: u32 = 9;
 
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

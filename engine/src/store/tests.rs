@@ -369,7 +369,12 @@ fn a_version_5_database_gets_the_cause_of_its_armed_retry_parks(
     assert_eq!(change.parks, 1, "the park's class was filled");
     assert!(store.candidates(10).unwrap().is_empty());
     store
-        .unpause(super::contain::PauseKind::Class, "rate-limited")
+        .unpause(
+            super::contain::PauseKind::Class,
+            "rate-limited",
+            9,
+            &super::contain::Actor::new("ops"),
+        )
         .unwrap();
     assert_eq!(store.candidates(10).unwrap(), ["p-1"]);
     let change = store
@@ -521,7 +526,12 @@ fn a_version_6_database_keeps_its_pauses_and_quarantines_with_no_one_recorded(
         (Some("ops"), Some("slow"))
     );
     let lifted = store
-        .unpause(super::contain::PauseKind::Class, "transient")
+        .unpause(
+            super::contain::PauseKind::Class,
+            "transient",
+            9,
+            &super::contain::Actor::new("ops"),
+        )
         .unwrap();
     assert!(lifted.changed);
     assert_eq!(lifted.by, None);
@@ -550,4 +560,255 @@ fn the_quarantined_and_their_count_are_read_by_their_index() {
         );
         assert!(!p.contains("SCAN instances"), "{sql}: {p}");
     }
+}
+
+crate::store::fresh::on_both_stores!(
+    every_containment_action_is_logged_with_who_why_and_whether_it_changed,
+    a_refused_containment_action_logs_nothing,
+    an_action_whose_log_row_cannot_be_written_is_not_taken,
+    a_version_8_database_logs_from_its_upgrade_on_and_invents_nothing_earlier,
+);
+
+/// The log as `(action, kind, value, by, reason, changed)`, oldest first.
+type Row = (&'static str, String, String, String, Option<String>, bool);
+
+fn log_rows(store: &Store, query: &super::contain::LogQuery) -> Vec<Row> {
+    store
+        .containment_log(query)
+        .unwrap()
+        .into_iter()
+        .map(|l| (l.action.word(), l.kind, l.value, l.by, l.reason, l.changed))
+        .collect()
+}
+
+fn every_containment_action_is_logged_with_who_why_and_whether_it_changed(
+    fresh: &crate::store::fresh::Fresh,
+) {
+    use super::contain::{Actor, LogQuery, PauseKind};
+    let (mut store, id) = setup_in(Store::connect(&fresh.db()).unwrap());
+    let alice = Actor::new("alice").because(Some("bank outage"));
+    let bob = Actor::new("bob");
+    let carol = Actor::new("carol").because(Some("bank back"));
+    assert!(store
+        .containment_log(&LogQuery::recent(0))
+        .unwrap()
+        .is_empty());
+
+    let paused = store
+        .pause(PauseKind::Dependency, "bank", 100, &alice)
+        .unwrap();
+    assert_eq!((paused.logged.seq > 0, paused.logged.at_ms), (true, 100));
+    // Paused again by someone else: nothing changes, the first record is
+    // kept, and the attempt is logged as changing nothing.
+    let again = store
+        .pause(PauseKind::Dependency, "bank", 200, &bob)
+        .unwrap();
+    assert!(!again.changed);
+    assert_eq!(again.by.as_deref(), Some("alice"), "the first record kept");
+    assert_eq!(
+        (again.logged.by.as_str(), again.logged.changed),
+        ("bob", false)
+    );
+    // The unpause says who lifted it, and whose pause it was.
+    let lifted = store
+        .unpause(PauseKind::Dependency, "bank", 300, &carol)
+        .unwrap();
+    assert!(lifted.changed);
+    assert_eq!(
+        (lifted.by.as_deref(), lifted.reason.as_deref()),
+        (Some("alice"), Some("bank outage")),
+        "whose pause it was"
+    );
+    assert_eq!(
+        (lifted.logged.by.as_str(), lifted.logged.reason.as_deref()),
+        ("carol", Some("bank back")),
+        "who lifted it"
+    );
+    assert!(store.pauses().unwrap().is_empty());
+    let not_paused = store
+        .unpause(PauseKind::Class, "transient", 400, &bob)
+        .unwrap();
+    assert!(!not_paused.changed);
+    store.quarantine(&id, 500, &bob).unwrap();
+    store.quarantine(&id, 600, &carol).unwrap();
+    let released = store.release_quarantine(&id, 700, &alice).unwrap();
+    assert_eq!(
+        released.by.as_deref(),
+        Some("bob"),
+        "whose quarantine it was"
+    );
+    assert_eq!(released.logged.by, "alice", "who released it");
+    store.release_quarantine(&id, 800, &alice).unwrap();
+
+    let s = |v: &str| v.to_string();
+    let o = |v: &str| Some(v.to_string());
+    let everything = log_rows(&store, &LogQuery::recent(0));
+    assert_eq!(
+        everything,
+        vec![
+            (
+                "pause",
+                s("dependency"),
+                s("bank"),
+                s("alice"),
+                o("bank outage"),
+                true
+            ),
+            ("pause", s("dependency"), s("bank"), s("bob"), None, false),
+            (
+                "unpause",
+                s("dependency"),
+                s("bank"),
+                s("carol"),
+                o("bank back"),
+                true
+            ),
+            ("unpause", s("class"), s("transient"), s("bob"), None, false),
+            (
+                "quarantine",
+                s("instance"),
+                id.clone(),
+                s("bob"),
+                None,
+                true
+            ),
+            (
+                "quarantine",
+                s("instance"),
+                id.clone(),
+                s("carol"),
+                o("bank back"),
+                false
+            ),
+            (
+                "release",
+                s("instance"),
+                id.clone(),
+                s("alice"),
+                o("bank outage"),
+                true
+            ),
+            (
+                "release",
+                s("instance"),
+                id.clone(),
+                s("alice"),
+                o("bank outage"),
+                false
+            ),
+        ]
+    );
+    let log = store.containment_log(&LogQuery::recent(0)).unwrap();
+    assert_eq!(
+        log.iter().map(|l| l.at_ms).collect::<Vec<_>>(),
+        [100, 200, 300, 400, 500, 600, 700, 800],
+        "the time each action recorded, in the log's order"
+    );
+    assert!(log.windows(2).all(|w| w[0].seq < w[1].seq));
+    // The latest two, oldest first; one instance's entries alone.
+    assert_eq!(log_rows(&store, &LogQuery::recent(2)), everything[6..]);
+    assert_eq!(log_rows(&store, &LogQuery::instance(&id)), everything[4..]);
+    assert!(store
+        .containment_log(&LogQuery::instance("p-99"))
+        .unwrap()
+        .is_empty());
+}
+
+/// A refused action (an unknown instance, a completed one) is rolled back
+/// whole: no quarantine, and no log row saying there was one.
+fn a_refused_containment_action_logs_nothing(fresh: &crate::store::fresh::Fresh) {
+    use super::contain::{Actor, LogQuery};
+    let (mut store, id) = setup_in(Store::connect(&fresh.db()).unwrap());
+    let ops = Actor::new("ops");
+    assert!(matches!(
+        store.quarantine("p-99", 1, &ops),
+        Err(StoreError::NoInstance(_))
+    ));
+    assert!(matches!(
+        store.release_quarantine("p-99", 1, &ops),
+        Err(StoreError::NoInstance(_))
+    ));
+    raw(
+        &mut store,
+        &format!("UPDATE instances SET status = 'completed' WHERE id = '{id}';"),
+    );
+    assert!(matches!(
+        store.quarantine(&id, 1, &ops),
+        Err(StoreError::Completed(_))
+    ));
+    assert!(store.quarantined().unwrap().is_empty());
+    assert!(store
+        .containment_log(&LogQuery::recent(0))
+        .unwrap()
+        .is_empty());
+}
+
+/// The log row is written in the action's transaction: when it cannot be
+/// written, the action is not taken either (the pause is not made, the
+/// quarantine not lifted).
+fn an_action_whose_log_row_cannot_be_written_is_not_taken(fresh: &crate::store::fresh::Fresh) {
+    use super::contain::{Actor, PauseKind};
+    let (mut store, id) = setup_in(Store::connect(&fresh.db()).unwrap());
+    let ops = Actor::new("ops");
+    store.quarantine(&id, 1, &ops).unwrap();
+    raw(&mut store, "DROP TABLE containment_log;");
+    assert!(store.pause(PauseKind::Class, "transient", 2, &ops).is_err());
+    assert!(store.pauses().unwrap().is_empty(), "the pause rolled back");
+    assert!(store.release_quarantine(&id, 3, &ops).is_err());
+    assert_eq!(store.quarantined().unwrap().len(), 1, "still quarantined");
+}
+
+/// An upgraded database's earlier pauses and quarantines stay in force
+/// with no log entry (none was kept then); every action from the upgrade
+/// on is logged, a lift of an old pause included.
+fn a_version_8_database_logs_from_its_upgrade_on_and_invents_nothing_earlier(
+    fresh: &crate::store::fresh::Fresh,
+) {
+    use super::contain::{Actor, LogQuery, PauseKind};
+    let at = fresh.db();
+    {
+        let (mut old, id) = setup_in(Store::connect_at(&at, 8).unwrap());
+        assert_eq!(old.schema_version().unwrap(), 8);
+        raw(
+            &mut old,
+            &format!(
+                "INSERT INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES ('dependency', 'bank', 5, 'alice', 'outage');\
+                 UPDATE instances SET quarantined_ms = 7, quarantined_by = 'bob' WHERE id = '{id}';"
+            ),
+        );
+    }
+    let mut store = Store::connect(&at).unwrap();
+    assert_eq!(store.schema_version().unwrap(), schema::LATEST);
+    assert_eq!(schema::LATEST, schema::CONTAINMENT_LOG);
+    assert!(store
+        .containment_log(&LogQuery::recent(0))
+        .unwrap()
+        .is_empty());
+    assert_eq!(store.pauses().unwrap()[0].by.as_deref(), Some("alice"));
+    let lifted = store
+        .unpause(PauseKind::Dependency, "bank", 9, &Actor::new("carol"))
+        .unwrap();
+    assert_eq!(
+        (lifted.by.as_deref(), lifted.logged.by.as_str()),
+        (Some("alice"), "carol")
+    );
+    let released = store
+        .release_quarantine("p-1", 10, &Actor::new("carol"))
+        .unwrap();
+    assert_eq!(released.by.as_deref(), Some("bob"));
+    let s = |v: &str| v.to_string();
+    assert_eq!(
+        log_rows(&store, &LogQuery::recent(0)),
+        vec![
+            (
+                "unpause",
+                s("dependency"),
+                s("bank"),
+                s("carol"),
+                None,
+                true
+            ),
+            ("release", s("instance"), s("p-1"), s("carol"), None, true),
+        ]
+    );
 }

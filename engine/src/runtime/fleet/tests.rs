@@ -314,7 +314,9 @@ fn a_pause_holds_the_parks_of_its_class_or_dependency_through_restarts_and_unpau
     );
 
     // Swap the class for the dependency: still held.
-    let lifted = operator.unpause(PauseKind::Class, "transient").unwrap();
+    let lifted = operator
+        .unpause(PauseKind::Class, "transient", 9, &Actor::new("ops"))
+        .unwrap();
     assert!(lifted.changed);
     assert_eq!(lifted.by.as_deref(), Some("alice@ops1"), "the pause lifted");
     operator
@@ -328,7 +330,12 @@ fn a_pause_holds_the_parks_of_its_class_or_dependency_through_restarts_and_unpau
     assert_eq!(fleet.serve(|_, _| {}).unwrap().decisions, 0);
     // A pause of something else holds nothing.
     operator
-        .unpause(PauseKind::Dependency, "payments.charge")
+        .unpause(
+            PauseKind::Dependency,
+            "payments.charge",
+            9,
+            &Actor::new("ops"),
+        )
         .unwrap();
     operator
         .pause(PauseKind::Dependency, "bank", 3, &Actor::new("ops"))
@@ -404,7 +411,9 @@ fn fleets_racing_a_pause_never_redrive_a_held_park_and_unpausing_loses_nothing(f
         .filter(|r| r.status.is_terminal())
         .count();
     assert!(done < N, "the pause came before the end ({a:?} {b:?})");
-    operator.unpause(PauseKind::Class, "transient").unwrap();
+    operator
+        .unpause(PauseKind::Class, "transient", 9, &Actor::new("ops"))
+        .unwrap();
     let mut fleet = Fleet::new(
         operator,
         Scenario::parse(ALWAYS_FAILS).unwrap(),
@@ -522,7 +531,9 @@ fn a_quarantined_instance_is_never_claimed_until_released(fresh: &Fresh) {
     let q = store.quarantined().unwrap();
     assert_eq!(q.len(), 1);
     assert_eq!((q[0].by.as_deref(), q[0].at_ms), (Some("carol"), 1));
-    let released = store.release_quarantine(&ids[1]).unwrap();
+    let released = store
+        .release_quarantine(&ids[1], 9, &Actor::new("ops"))
+        .unwrap();
     assert!(released.changed);
     assert_eq!(
         released.by.as_deref(),

@@ -8,8 +8,9 @@ use std::collections::BTreeSet;
 use postgres::GenericClient;
 
 use super::super::contain::{
-    cause_in_transition, quarantine_changes, Actor, CauseInTransition, Containment, HeldPark,
-    ParkedCause, Pause, PauseChange, PauseKind, QuarantineChange, Quarantined, PARKED_BY_CAUSE,
+    cause_in_transition, entry, in_order, pause_changes, quarantine_changes, Action, Actor,
+    CauseInTransition, Containment, HeldPark, LogQuery, Logged, NewEntry, ParkedCause, Pause,
+    PauseChange, PauseKind, PauseRecord, QuarantineChange, Quarantined, PARKED_BY_CAUSE,
 };
 use super::{Db, Postgres, StoreError};
 use crate::instance::history::HistoryEvent;
@@ -23,33 +24,61 @@ impl Postgres {
         wall_now_ms: i64,
         actor: &Actor,
     ) -> Result<PauseChange, StoreError> {
-        self.write(|db| {
-            // Wait for the re-drives that checked before this pause to commit.
-            db.exec(
-                "SELECT pg_advisory_xact_lock($1)",
-                &[&super::schema::PAUSE_LOCK],
-            )?;
-            let n = db.exec(
-                "INSERT INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-                &[&kind.flag(), &value, &wall_now_ms, &actor.by, &actor.reason],
-            )?;
-            let record = pause_record(db, kind, value)?;
-            parks(db, kind, value, n == 1, record)
-        })
+        self.set_pause(kind, value, wall_now_ms, actor, true)
     }
 
-    pub fn unpause(&mut self, kind: PauseKind, value: &str) -> Result<PauseChange, StoreError> {
+    pub fn unpause(
+        &mut self,
+        kind: PauseKind,
+        value: &str,
+        wall_now_ms: i64,
+        actor: &Actor,
+    ) -> Result<PauseChange, StoreError> {
+        self.set_pause(kind, value, wall_now_ms, actor, false)
+    }
+
+    fn set_pause(
+        &mut self,
+        kind: PauseKind,
+        value: &str,
+        wall_now_ms: i64,
+        actor: &Actor,
+        on: bool,
+    ) -> Result<PauseChange, StoreError> {
         self.write(|db| {
+            // Wait for the re-drives that checked before this pause to
+            // commit; pauses and unpauses are one at a time under it, so
+            // the record read here is the one changed.
             db.exec(
                 "SELECT pg_advisory_xact_lock($1)",
                 &[&super::schema::PAUSE_LOCK],
             )?;
             let record = pause_record(db, kind, value)?;
-            let n = db.exec(
-                "DELETE FROM pauses WHERE kind = $1 AND value = $2",
-                &[&kind.flag(), &value],
+            let changed = pause_changes(record.is_some(), on);
+            if changed && on {
+                db.exec(
+                    "INSERT INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES ($1, $2, $3, $4, $5)",
+                    &[&kind.flag(), &value, &wall_now_ms, &actor.by, &actor.reason],
+                )?;
+            } else if changed {
+                db.exec(
+                    "DELETE FROM pauses WHERE kind = $1 AND value = $2",
+                    &[&kind.flag(), &value],
+                )?;
+            }
+            super::super::fault::point("contain.written");
+        let action = if on { Action::Pause } else { Action::Unpause };
+            let logged = append_log(
+                db,
+                &entry(action, Some(kind), value, wall_now_ms, actor, changed),
             )?;
-            parks(db, kind, value, n == 1, record)
+            super::super::fault::point("contain.logged");
+            let record = match record {
+                _ if on && changed => (Some(actor.by.clone()), actor.reason.clone()),
+                Some(r) => r,
+                None => (None, None),
+            };
+            parks(db, kind, value, changed, record, logged)
         })
     }
 
@@ -95,17 +124,24 @@ impl Postgres {
         wall_now_ms: i64,
         actor: &Actor,
     ) -> Result<QuarantineChange, StoreError> {
-        self.set_quarantine(instance, Some((wall_now_ms, actor)))
+        self.set_quarantine(instance, wall_now_ms, actor, true)
     }
 
-    pub fn release_quarantine(&mut self, instance: &str) -> Result<QuarantineChange, StoreError> {
-        self.set_quarantine(instance, None)
+    pub fn release_quarantine(
+        &mut self,
+        instance: &str,
+        wall_now_ms: i64,
+        actor: &Actor,
+    ) -> Result<QuarantineChange, StoreError> {
+        self.set_quarantine(instance, wall_now_ms, actor, false)
     }
 
     fn set_quarantine(
         &mut self,
         instance: &str,
-        at: Option<(i64, &Actor)>,
+        wall_now_ms: i64,
+        actor: &Actor,
+        on: bool,
     ) -> Result<QuarantineChange, StoreError> {
         self.write(|db| {
             let Some(r) = db.opt(
@@ -117,14 +153,16 @@ impl Postgres {
             };
             let (status, was): (String, Option<i64>) = (r.get(0), r.get(1));
             let (mut by, mut reason): (Option<String>, Option<String>) = (r.get(2), r.get(3));
-            let changed = quarantine_changes(instance, &status, was.is_some(), at.is_some())?;
+            // A refusal returns before anything is written: rolled back,
+            // nothing logged.
+            let changed = quarantine_changes(instance, &status, was.is_some(), on)?;
             if changed {
-                let (ms, who) = at.map_or((None, None), |(ms, a)| (Some(ms), Some(a)));
+                let who = on.then_some(actor);
                 db.exec(
                     "UPDATE instances SET quarantined_ms = $2, quarantined_by = $3, quarantine_reason = $4 WHERE id = $1",
                     &[
                         &instance,
-                        &ms,
+                        &on.then_some(wall_now_ms),
                         &who.map(|a| &a.by),
                         &who.and_then(|a| a.reason.as_ref()),
                     ],
@@ -133,13 +171,57 @@ impl Postgres {
                     (by, reason) = (Some(a.by.clone()), a.reason.clone());
                 }
             }
+            super::super::fault::point("contain.written");
+            let action = if on {
+                Action::Quarantine
+            } else {
+                Action::Release
+            };
+            let logged = append_log(
+                db,
+                &entry(action, None, instance, wall_now_ms, actor, changed),
+            )?;
+            super::super::fault::point("contain.logged");
             Ok(QuarantineChange {
                 instance: instance.into(),
                 status,
                 changed,
                 by,
                 reason,
+                logged,
             })
+        })
+    }
+
+    pub fn containment_log(&self, query: &LogQuery) -> Result<Vec<Logged>, StoreError> {
+        let limit = (query.limit > 0).then_some(i64::from(query.limit));
+        self.read(|db| {
+            let rows = match &query.target {
+                Some((kind, value)) => db.rows(
+                    "SELECT seq, at_ms, action, kind, value, actor, reason, changed FROM containment_log
+                     WHERE kind = $1 AND value = $2 ORDER BY seq DESC LIMIT $3",
+                    &[kind, value, &limit],
+                )?,
+                None => db.rows(
+                    "SELECT seq, at_ms, action, kind, value, actor, reason, changed FROM containment_log
+                     ORDER BY seq DESC LIMIT $1",
+                    &[&limit],
+                )?,
+            };
+            Ok(in_order(
+                rows.iter()
+                    .map(|r| Logged {
+                        seq: r.get(0),
+                        at_ms: r.get(1),
+                        action: Action::parse(r.get(2)),
+                        kind: r.get(3),
+                        value: r.get(4),
+                        by: r.get(5),
+                        reason: r.get(6),
+                        changed: r.get(7),
+                    })
+                    .collect(),
+            ))
         })
     }
 
@@ -253,6 +335,7 @@ fn parks<C: GenericClient>(
     value: &str,
     changed: bool,
     (by, reason): (Option<String>, Option<String>),
+    logged: Logged,
 ) -> Result<PauseChange, StoreError> {
     let sql = match kind {
         PauseKind::Class => {
@@ -275,21 +358,38 @@ fn parks<C: GenericClient>(
         due_now: r.get::<_, i64>(1) as u64,
         by,
         reason,
+        logged,
     })
 }
 
-/// Who made the pause of `kind` `value` and why (see SQLite's).
+/// The pause of `kind` `value` if there is one: who made it and why (see
+/// SQLite's).
 fn pause_record<C: GenericClient>(
     db: &mut Db<'_, C>,
     kind: PauseKind,
     value: &str,
-) -> Result<(Option<String>, Option<String>), StoreError> {
+) -> Result<PauseRecord, StoreError> {
     Ok(db
         .opt(
             "SELECT paused_by, reason FROM pauses WHERE kind = $1 AND value = $2",
             &[&kind.flag(), &value],
         )?
-        .map_or((None, None), |r| (r.get(0), r.get(1))))
+        .map(|r| (r.get(0), r.get(1))))
+}
+
+/// Append `e` to the containment log, in the action's transaction.
+fn append_log<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    e: &NewEntry<'_>,
+) -> Result<Logged, StoreError> {
+    let r = db.one(
+        "INSERT INTO containment_log(at_ms, action, kind, value, actor, reason, changed)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq",
+        &[
+            &e.at_ms, &e.action, &e.kind, &e.value, &e.by, &e.reason, &e.changed,
+        ],
+    )?;
+    Ok(e.logged(r.get(0)))
 }
 
 /// The armed retry timers of an instance whose re-drive a pause holds back.

@@ -178,6 +178,22 @@ ALTER TABLE instances ADD COLUMN quarantine_reason TEXT;
     r#"
 CREATE INDEX instances_quarantined ON instances(quarantined_ms) WHERE quarantined_ms IS NOT NULL;
 "#,
+    // 9: the containment log: one row per pause, unpause, quarantine and
+    // release, appended in the action's transaction, never changed.
+    // Actions taken before this version were not logged.
+    r#"
+CREATE TABLE containment_log (
+    seq     BIGSERIAL PRIMARY KEY,
+    at_ms   BIGINT NOT NULL,
+    action  TEXT NOT NULL,
+    kind    TEXT NOT NULL,
+    value   TEXT NOT NULL,
+    actor   TEXT NOT NULL,
+    reason  TEXT,
+    changed BOOLEAN NOT NULL
+);
+CREATE INDEX containment_log_by_target ON containment_log(kind, value, seq);
+"#,
 ];
 
 // Each SQLite migration has its PostgreSQL twin: whoever adds one adds both.
