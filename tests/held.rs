@@ -45,7 +45,7 @@ fn mask(s: &str) -> String {
         out.push(chars[i]);
         i += 1;
     }
-    for key in ["\"paused_ms\":", "\"quarantined_ms\":"] {
+    for key in ["\"paused_ms\":", "\"quarantined_ms\":", "\"at_ms\":"] {
         let mut masked = String::new();
         let mut rest = out.as_str();
         while let Some(at) = rest.find(key) {
@@ -158,11 +158,67 @@ fn walk(db: &str, format: &str) -> String {
         db,
         &[&["show", "dbg08-1", "--db", db][..], &f].concat(),
     );
-    let (code, _, err) = qflow(&["release", "dbg08-1", "--db", db]);
+    // A quarantine repeated, then lifted by someone else: the instance's
+    // containment log keeps all three after the quarantine is gone.
+    let (code, _, err) = qflow(&["quarantine", "dbg08-1", "--db", db, "--by", "ops-dave"]);
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) = qflow(&["unpause", "--db", db, "--dependency", "payments.charge"]);
+    let (code, _, err) = qflow(&[
+        "release",
+        "dbg08-1",
+        "--db",
+        db,
+        "--by",
+        "ops-carol",
+        "--reason",
+        "order fixed",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = qflow(&[
+        "unpause",
+        "--db",
+        db,
+        "--dependency",
+        "payments.charge",
+        "--by",
+        "ops-alice",
+    ]);
     assert_eq!(code, 0, "{err}");
     step(&mut t, db, &[&["instances", "--db", db][..], &f].concat());
+    let shown = step(
+        &mut t,
+        db,
+        &[&["show", "dbg08-1", "--db", db][..], &f].concat(),
+    );
+    if format == "json" {
+        let v: Value = serde_json::from_str(&shown).unwrap();
+        let log: Vec<(&str, &str, bool)> = v["containment_log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                (
+                    l["action"].as_str().unwrap(),
+                    l["by"].as_str().unwrap(),
+                    l["changed"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            log,
+            [
+                ("quarantine", "ops-bob", true),
+                ("quarantine", "ops-dave", false),
+                ("release", "ops-carol", true)
+            ],
+            "{v}"
+        );
+        assert_eq!(v["quarantined_ms"], Value::Null, "{v}");
+    } else {
+        assert!(
+            shown.contains("  release by ops-carol (\"order fixed\")\n"),
+            "{shown}"
+        );
+    }
     t
 }
 

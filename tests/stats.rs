@@ -20,6 +20,7 @@ crate::on_both_stores!(
     a_recovered_outage_costs_five_attempts_per_completed_effect,
     the_human_output_of_a_failed_only_store_reads_row_by_row,
     the_human_output_of_a_held_park_names_its_timer_pause_and_quarantine,
+    the_containment_log_says_who_let_a_pause_go_and_when,
 );
 
 fn an_exhausting_outage_shows_terminal_failures_and_the_dependencys_load(fresh: &Fresh) {
@@ -75,6 +76,31 @@ fn a_missing_database_is_named() {
     let (code, _, err) = qflow(&["stats", "--db", "no/such.db"]);
     assert_eq!(code, 2);
     assert!(err.contains("no/such.db: no such database"), "{err}");
+}
+
+/// RFC 3339 wall-clock instants (the containment log's) → `<time>`.
+fn mask_times(s: &str) -> String {
+    let stamp = |w: &[u8]| {
+        w.iter().enumerate().all(|(k, c)| match k {
+            4 | 7 => *c == b'-',
+            10 => *c == b'T',
+            13 | 16 => *c == b':',
+            19 => *c == b'Z',
+            _ => c.is_ascii_digit(),
+        })
+    };
+    let b = s.as_bytes();
+    let (mut out, mut i) = (Vec::new(), 0);
+    while i < b.len() {
+        if i + 20 <= b.len() && stamp(&b[i..i + 20]) {
+            out.extend_from_slice(b"<time>");
+            i += 20;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
 }
 
 /// The human output against `tests/golden/stats/NAME` (`QFLOW_BLESS=1`
@@ -139,7 +165,7 @@ fn the_human_output_of_a_held_park_names_its_timer_pause_and_quarantine(fresh: &
         "bank outage",
     ]);
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) = qflow(&["quarantine", "dbg08-1", "--db", db]);
+    let (code, _, err) = qflow(&["quarantine", "dbg08-1", "--db", db, "--by", "ops-bob"]);
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = qflow(&["stats", "--db", db]);
     assert_eq!(code, 0, "{err}");
@@ -147,5 +173,94 @@ fn the_human_output_of_a_held_park_names_its_timer_pause_and_quarantine(fresh: &
         out.contains("the earliest armed timer, 1m after the latest decision"),
         "{out}"
     );
-    golden(fresh, "held.txt", &out);
+    golden(fresh, "held.txt", &mask_times(&out));
+}
+
+/// After the outage: who lifted the pause of the bank's retries, when and
+/// why. `stats` lists the latest actions (10 by default, `--log N`, `--log
+/// 0` every one), oldest first, and says when earlier ones were left out.
+fn the_containment_log_says_who_let_a_pause_go_and_when(fresh: &Fresh) {
+    let db = &fresh.db();
+    let (code, _, err) = qflow(&[
+        "run",
+        DBG08,
+        "--scenario",
+        "samples/scenarios/dbg08-long-outage.json",
+        "--db",
+        db,
+        "--until",
+        "PT30S",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for k in 0..6 {
+        let (code, _, err) = qflow(&[
+            if k % 2 == 0 { "pause" } else { "unpause" },
+            "--db",
+            db,
+            "--dependency",
+            "payments.charge",
+            "--by",
+            &format!("ops-{k}"),
+            "--reason",
+            &format!("step {k}"),
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    // A repeated unpause: logged, as changing nothing.
+    let (code, _, err) = qflow(&[
+        "unpause",
+        "--db",
+        db,
+        "--class",
+        "transient",
+        "--by",
+        "ops-9",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = stats(db);
+    let log = v["containment_log"].as_array().unwrap();
+    assert_eq!(log.len(), 7, "{v}");
+    assert_eq!(v["containment_log_earlier"], false);
+    let last_lift = &log[5];
+    assert_eq!(
+        (
+            last_lift["action"].as_str(),
+            last_lift["by"].as_str(),
+            last_lift["reason"].as_str(),
+            last_lift["changed"].as_bool()
+        ),
+        (Some("unpause"), Some("ops-5"), Some("step 5"), Some(true)),
+        "{v}"
+    );
+    assert!(
+        last_lift["at_ms"].as_i64().unwrap() > 1_700_000_000_000,
+        "wall clock"
+    );
+    assert_eq!(log[6]["changed"], false, "{v}");
+
+    let (code, out, err) = qflow(&["stats", "--db", db, "--log", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let section: Vec<&str> = out
+        .split("containment log (the latest 2 actions)\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{out}"))
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(section.len(), 3, "{out}");
+    assert!(section[0].contains("`qflow stats --db"), "{out}");
+    assert!(
+        section[1].ends_with("  unpause dependency payments.charge by ops-5 (\"step 5\")"),
+        "{out}"
+    );
+    assert!(
+        section[2]
+            .ends_with("  unpause class transient by ops-9: nothing changed (it already was so)"),
+        "{out}"
+    );
+    let (code, out, err) = qflow(&["stats", "--db", db, "--log", "0", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(v["containment_log"].as_array().unwrap().len(), 7);
+    assert_eq!(v["containment_log"][0]["by"], "ops-0");
 }

@@ -357,6 +357,7 @@ fn show_json(i: &Inspection) -> Value {
             "idempotencyKey": o.idempotency_key, "reason": o.reason})).collect::<Vec<_>>(),
         "correlations": i.correlations.iter().map(|c| json!({"key": c.key, "node": c.node,
             "in_backoff": c.in_backoff})).collect::<Vec<_>>(),
+        "containment_log": i.containment_log,
         "incidents": i.incidents.iter().map(|x| json!({"id": x.id, "node": x.node,
             "kind": x.kind, "message": x.message,
             "opened_s": ops::seconds(x.opened_ms - i.started_ms),
@@ -590,6 +591,14 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
                         .unwrap_or_else(|| ", open".into())
                 )
             })
+            .collect(),
+    );
+    section(
+        &mut out,
+        "containment log",
+        i.containment_log
+            .iter()
+            .map(|l| format!("{}  {}", ops::timestamp(l.at_ms), l.words(false)))
             .collect(),
     );
     section(

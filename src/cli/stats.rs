@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use qflow_engine::duration::compact_ms;
+use qflow_engine::store::contain::{LogQuery, Logged};
 use qflow_engine::store::stats::Observations;
 use qflow_engine::store::{Location, Store};
 use qflow_engine::text::group;
@@ -21,6 +22,10 @@ pub struct Args {
     /// the backlog's age, each deployed policy's schedule, the processes.
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
+    /// How many of the latest containment actions to list (pause,
+    /// unpause, quarantine, release: who, when, why); 0 lists every one.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub log: u32,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -50,6 +55,16 @@ pub fn run(args: Args) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
     };
+    // One more than asked, to say whether earlier entries were left out.
+    let asked = args.log.saturating_add(u32::from(args.log > 0));
+    let mut log = match store.containment_log(&LogQuery::recent(asked)) {
+        Ok(l) => l,
+        Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
+    };
+    let earlier = args.log > 0 && log.len() > args.log as usize;
+    if earlier {
+        log.remove(0);
+    }
     if let Some(path) = &args.report {
         let html = match html_report(&store, &obs, &args) {
             Ok(h) => h,
@@ -63,9 +78,14 @@ pub fn run(args: Args) -> ExitCode {
         Format::Json => {
             let mut v = serde_json::to_value(&obs).unwrap_or_default();
             v["status"] = json!("stats");
+            v["containment_log"] = json!(log);
+            v["containment_log_earlier"] = json!(earlier);
             println!("{}", json_line(&v, &["status"]));
         }
-        Format::Human => print!("{}", qflow_engine::text::printable(&human(&obs))),
+        Format::Human => print!(
+            "{}",
+            qflow_engine::text::printable(&human(&obs, &log_lines(&log, earlier, &args)))
+        ),
     }
     ExitCode::SUCCESS
 }
@@ -189,9 +209,36 @@ fn per_minute(mean: f64) -> String {
     }
 }
 
+/// The containment log's latest entries, oldest first, each with its time
+/// (UTC) and who, and how to see the earlier ones.
+fn log_lines(log: &[Logged], earlier: bool, args: &Args) -> String {
+    let mut out = match args.log {
+        0 => "\ncontainment log (every action)\n".to_string(),
+        n => format!("\ncontainment log (the latest {n} actions)\n"),
+    };
+    if log.is_empty() {
+        out += "  no containment action logged\n";
+    }
+    if earlier {
+        out += &format!(
+            "  … earlier actions: `qflow stats --db {} --log 0` lists every one\n",
+            args.db
+        );
+    }
+    for l in log {
+        out += &format!(
+            "  {}  {}\n",
+            crate::cli::ops::timestamp(l.at_ms),
+            l.words(true)
+        );
+    }
+    out
+}
+
 /// The observations as an aligned table: a label, a value right-aligned,
 /// then what the value means; each section says so in words when empty.
-fn human(o: &Observations) -> String {
+/// `containment_log` ([`log_lines`]) follows the containment in force.
+fn human(o: &Observations, containment_log: &str) -> String {
     let row = |label: &str, value: &str, note: &str| {
         let line = format!("{label:<26}{value:>10}  {note}");
         format!("{}\n", line.trim_end())
@@ -291,6 +338,7 @@ fn human(o: &Observations) -> String {
         0 => "  no instance quarantined\n".to_string(),
         n => format!("  {} quarantined\n", count(n, "instance", "instances")),
     };
+    out += containment_log;
     out += "\nbacklog age by creation time (unfinished instances)\n";
     if o.unfinished == 0 {
         out += "  no unfinished instance\n";

@@ -74,6 +74,10 @@ pub struct Inspection {
     /// Its retry parks that a pause holds back, earliest due first (one
     /// per pause holding it).
     pub held: Vec<Held>,
+    /// Its quarantines and releases as the containment log has them,
+    /// oldest first: who set it aside or let it go, when and why, after
+    /// the quarantine itself is gone.
+    pub containment_log: Vec<crate::store::contain::Logged>,
 }
 
 /// A retry park a pause holds: its due time is kept, and it is re-driven
@@ -278,6 +282,8 @@ impl Inspection {
             quarantined_by: contained.quarantined_by,
             quarantine_reason: contained.quarantine_reason,
             held,
+            containment_log: store
+                .containment_log(&crate::store::contain::LogQuery::instance(id))?,
         })
     }
 

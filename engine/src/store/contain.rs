@@ -262,6 +262,30 @@ pub struct Logged {
     pub changed: bool,
 }
 
+impl Logged {
+    /// `quarantine instance dbg08-1 by ops-bob ("replays a bad order")`,
+    /// with `: nothing changed (it already was so)` for an entry that
+    /// changed nothing: how every face says an entry (the time aside,
+    /// which each face writes its own way). `target`: name what it was
+    /// aimed at (a list of one instance's entries leaves it out).
+    pub fn words(&self, target: bool) -> String {
+        let what = if target {
+            format!("{} {} {} ", self.action.word(), self.kind, self.value)
+        } else {
+            format!("{} ", self.action.word())
+        };
+        let unchanged = if self.changed {
+            ""
+        } else {
+            ": nothing changed (it already was so)"
+        };
+        format!(
+            "{what}{}{unchanged}",
+            Actor::words(Some(&self.by), self.reason.as_deref())
+        )
+    }
+}
+
 /// Which entries of the containment log to read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogQuery {

@@ -191,6 +191,7 @@ pub fn rich_view() -> View {
         quarantined_by: None,
         quarantine_reason: None,
         held: Vec::new(),
+        containment_log: Vec::new(),
     };
     View {
         source: "samples/dbg08-charge.bpmn".into(),
