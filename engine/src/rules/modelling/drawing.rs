@@ -110,9 +110,23 @@ pub(super) fn no_bpmndi(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
 
 /// The drawing at `span` is a `BPMNPlane` (read from its start tag: the
 /// model keeps shapes, edges and planes alike as drawings of an element).
+///
+/// Asked of each of the ~40,000 drawings of a large model, so it reads the
+/// name as bytes up to the first delimiter (an XML name holds no
+/// whitespace, `/` or `>`, and the parser checked it): decoding the tag's
+/// characters to find it was 28 M instructions on the 20,000-task model.
 fn is_plane(ctx: &Ctx<'_>, span: Span) -> bool {
-    let name = ctx.text(tag_name(ctx, span));
-    name.rsplit(':').next() == Some("BPMNPlane")
+    let tag = ctx
+        .source
+        .as_bytes()
+        .get(span.start + 1..span.end)
+        .unwrap_or_default();
+    let end = tag
+        .iter()
+        .position(|&b| b.is_ascii_whitespace() || b == b'/' || b == b'>')
+        .unwrap_or(0);
+    let name = &tag[..end];
+    name == b"BPMNPlane" || name.ends_with(b":BPMNPlane")
 }
 
 /// The type name `standard-size` sizes an element by (bpmnlint's, most
