@@ -542,6 +542,31 @@ fn q_quarantines_and_p_pauses_the_selected_instance_and_the_console_says_what_ho
     // offers the unpause.
     type_keys(&mut app, &mut be, "Q\n");
     assert!(be.store().quarantined().unwrap().is_empty());
+    assert!(
+        app.report
+            .message
+            .ends_with("it was quarantined by ops-erin, released by ops-erin"),
+        "{}",
+        app.report.message
+    );
+    // Every action the console took is in the containment log, as the
+    // one it acts as (the cancelled one is not).
+    let log: Vec<(&str, String, String)> = be
+        .store()
+        .containment_log(&qflow_engine::store::contain::LogQuery::recent(0))
+        .unwrap()
+        .into_iter()
+        .map(|l| (l.action.word(), l.value, l.by))
+        .collect();
+    let erin = || "ops-erin".to_string();
+    assert_eq!(
+        log,
+        [
+            ("quarantine", "dbg08-1".to_string(), erin()),
+            ("pause", "payments.charge".to_string(), erin()),
+            ("release", "dbg08-1".to_string(), erin()),
+        ]
+    );
     type_keys(&mut app, &mut be, "P");
     let p = app.prompt.as_ref().expect("the pause picker");
     assert_eq!(p.choices[1].label, "unpause dependency payments.charge");

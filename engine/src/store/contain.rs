@@ -219,22 +219,14 @@ impl Action {
         }
     }
 
+    /// The action a log row names. Only this qflow's four words are ever
+    /// written (a newer database, which might hold others, is refused).
     pub(super) fn parse(s: &str) -> Action {
         match s {
             "pause" => Action::Pause,
             "unpause" => Action::Unpause,
             "quarantine" => Action::Quarantine,
             _ => Action::Release,
-        }
-    }
-
-    /// What the action was aimed at, as the log records it: a pause's kind
-    /// (`class`, `dependency`), or `instance`.
-    fn target(self, pause: Option<PauseKind>) -> &'static str {
-        match (self, pause) {
-            (Action::Quarantine | Action::Release, _) => "instance",
-            (_, Some(k)) => k.flag(),
-            (_, None) => "class",
         }
     }
 }
@@ -360,11 +352,11 @@ impl NewEntry<'_> {
     }
 }
 
-/// The entry of `action` on `value` (a pause's `kind`, or an instance)
-/// taken by `actor` at `at_ms`.
+/// The entry of `action` on `kind` `value` (a pause's `class` or
+/// `dependency`, or an `instance`) taken by `actor` at `at_ms`.
 pub(super) fn entry<'a>(
     action: Action,
-    pause: Option<PauseKind>,
+    kind: &'static str,
     value: &'a str,
     at_ms: i64,
     actor: &'a Actor,
@@ -373,7 +365,7 @@ pub(super) fn entry<'a>(
     NewEntry {
         at_ms,
         action: action.word(),
-        kind: action.target(pause),
+        kind,
         value,
         by: &actor.by,
         reason: actor.reason.as_deref(),
@@ -486,7 +478,7 @@ impl Sqlite {
         let action = if on { Action::Pause } else { Action::Unpause };
         let logged = append_log(
             &tx,
-            &entry(action, Some(kind), value, wall_now_ms, actor, changed),
+            &entry(action, kind.flag(), value, wall_now_ms, actor, changed),
         )?;
         super::fault::point("contain.logged");
         let record = match record {
@@ -595,7 +587,7 @@ impl Sqlite {
         };
         let logged = append_log(
             &tx,
-            &entry(action, None, instance, wall_now_ms, actor, changed),
+            &entry(action, "instance", instance, wall_now_ms, actor, changed),
         )?;
         super::fault::point("contain.logged");
         tx.commit()?;

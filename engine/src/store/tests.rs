@@ -567,6 +567,7 @@ crate::store::fresh::on_both_stores!(
     a_refused_containment_action_logs_nothing,
     an_action_whose_log_row_cannot_be_written_is_not_taken,
     a_version_8_database_logs_from_its_upgrade_on_and_invents_nothing_earlier,
+    operators_pausing_at_once_are_each_logged_and_one_made_the_pause,
 );
 
 /// The log as `(action, kind, value, by, reason, changed)`, oldest first.
@@ -811,4 +812,42 @@ fn a_version_8_database_logs_from_its_upgrade_on_and_invents_nothing_earlier(
             ("release", s("instance"), s("p-1"), s("carol"), None, true),
         ]
     );
+}
+
+/// Four operators pause the same class at the same moment, each from a
+/// process of their own: one pause is made (its record names who made
+/// it), the other three find it made, and all four are logged, exactly one
+/// as having changed anything.
+fn operators_pausing_at_once_are_each_logged_and_one_made_the_pause(
+    fresh: &crate::store::fresh::Fresh,
+) {
+    use super::contain::{Actor, LogQuery, PauseKind};
+    let at = fresh.db();
+    drop(setup_in(Store::connect(&at).unwrap()));
+    let barrier = std::sync::Barrier::new(4);
+    let changed: Vec<(String, bool)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|k| {
+                let (at, barrier) = (&at, &barrier);
+                s.spawn(move || {
+                    let mut store = Store::connect(at).unwrap();
+                    let who = format!("ops-{k}");
+                    barrier.wait();
+                    let c = store
+                        .pause(PauseKind::Class, "transient", k, &Actor::new(&who))
+                        .unwrap();
+                    (who, c.changed)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let makers: Vec<&String> = changed.iter().filter(|c| c.1).map(|c| &c.0).collect();
+    assert_eq!(makers.len(), 1, "{changed:?}");
+    let store = Store::connect(&at).unwrap();
+    assert_eq!(store.pauses().unwrap()[0].by.as_ref(), Some(makers[0]));
+    let log = store.containment_log(&LogQuery::recent(0)).unwrap();
+    assert_eq!(log.len(), 4, "{log:?}");
+    let logged_makers: Vec<&String> = log.iter().filter(|l| l.changed).map(|l| &l.by).collect();
+    assert_eq!(logged_makers, makers, "{log:?}");
 }

@@ -70,7 +70,7 @@ impl Postgres {
         let action = if on { Action::Pause } else { Action::Unpause };
             let logged = append_log(
                 db,
-                &entry(action, Some(kind), value, wall_now_ms, actor, changed),
+                &entry(action, kind.flag(), value, wall_now_ms, actor, changed),
             )?;
             super::super::fault::point("contain.logged");
             let record = match record {
@@ -179,7 +179,7 @@ impl Postgres {
             };
             let logged = append_log(
                 db,
-                &entry(action, None, instance, wall_now_ms, actor, changed),
+                &entry(action, "instance", instance, wall_now_ms, actor, changed),
             )?;
             super::super::fault::point("contain.logged");
             Ok(QuarantineChange {
