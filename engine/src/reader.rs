@@ -236,6 +236,9 @@ pub enum SplitOutcome {
     /// The head read the whole document (the element to enter never
     /// opened).
     Head,
+    /// The document's first fault, found after the split by a half that
+    /// read to the end from the state the whole read stands in there.
+    Fault,
     /// A fault, a QF002 or a plan that cannot apply: read whole again.
     Whole,
 }
@@ -399,8 +402,12 @@ fn read_whole(source: &str, options: ParseOptions<'_>) -> Read {
 /// When the first half ends anywhere else without a fault, this thread
 /// reads on from `split` itself with its own state (a piece starts at any
 /// `<` between two events) and the second thread's work is dropped. A
-/// QF002 is only ever decided at the root, in the head; any fault reads the
-/// document whole again, so every fault is the whole read's.
+/// QF002 is only ever decided at the root, in the head. A fault found by a
+/// half that read to the end from the whole read's state at the split (the
+/// second half, or this thread reading on) is the whole read's first fault,
+/// word for word, unless it is one of the piece's own checks
+/// ([`xml::Resume::own_fault`]); any other fault (the first half's, which
+/// may be its range's own ending) reads the document whole again.
 #[allow(clippy::result_large_err)]
 fn read_split(
     source: &str,
@@ -441,20 +448,26 @@ fn read_split(
         Ok(done) => done,
         Err(panic) => std::panic::resume_unwind(panic),
     };
+    // A fault of the first half may be its range's own (it ends at the
+    // split, maybe inside a construct): read whole.
     first_read.ok()?;
     let heads_match = scope.same_open(&head) && first.frames.len() == second.inherited;
     if !heads_match {
         // The first half ended elsewhere: read on alone.
-        xml::drive_piece(source, split..source.len(), options, &mut scope, &mut first).ok()?;
-        let declared = scope.finish(source).ok()?;
-        return Some((Ok(first.finish(&declared)), SplitOutcome::Continued));
+        let read = xml::drive_piece(source, split..source.len(), options, &mut scope, &mut first)
+            .and_then(|()| scope.clone().finish(source));
+        return match read {
+            Ok(declared) => Some((Ok(first.finish(&declared)), SplitOutcome::Continued)),
+            Err(_) if scope.own_fault() => None,
+            Err(e) => Some((Err(e), SplitOutcome::Continued)),
+        };
     }
-    if second_read.is_err()
-        || second_scope.open_elements() != 0
-        || second_scope.root_end().is_none()
-        || second.refused.is_some()
-        || second.inherited_ends.len() != first.frames.len()
-    {
+    // The second half read to the end from the whole read's state at the
+    // split: its faults are the whole read's first, but for its own checks.
+    if let Err(e) = second_read.and_then(|()| second_scope.clone().finish(source)) {
+        return (!second_scope.own_fault()).then_some((Err(e), SplitOutcome::Fault));
+    }
+    if second.refused.is_some() || second.inherited_ends.len() != first.frames.len() {
         return None;
     }
     // What the second builder assumed of the open elements' first children.

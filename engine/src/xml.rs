@@ -558,10 +558,9 @@ pub fn drive_head<'a>(
 /// events (just after a `>`, or at a `<`). A fault here is a fault of the
 /// piece, not necessarily the document's: an end tag that closes an element
 /// opened before the range is checked here instead of by quick-xml, with a
-/// message of its own, and the end of the range is not checked at all (see
-/// [`Resume::open_elements`]). A caller that reads a document in pieces
-/// reads it whole again on any fault, so the document's faults are always
-/// [`drive`]'s.
+/// message of its own ([`Resume::own_fault`]), a range that ends before the
+/// document does may end inside a construct, and the end of the range is
+/// not checked at all (see [`Resume::open_elements`]).
 pub fn drive_piece<'a>(
     source: &'a str,
     range: std::ops::Range<usize>,
@@ -571,6 +570,7 @@ pub fn drive_piece<'a>(
 ) -> Result<(), XmlError> {
     check_size(source)?;
     if range.start > 0 && source[range.start..range.end].starts_with('\u{feff}') {
+        state.own_fault = true;
         // quick-xml would drop it as a byte order mark; in the middle of a
         // document it is text.
         return Err(XmlError::new(
@@ -609,6 +609,10 @@ pub struct Resume<'a> {
     names: Namespaces<'a>,
     root_seen: bool,
     root_end: Option<usize>,
+    /// The piece's last fault is its own, not one [`drive`] would report:
+    /// an end tag of an element opened before the piece, checked with a
+    /// message of its own, or a piece that starts with U+FEFF.
+    own_fault: bool,
 }
 
 impl<'a> Resume<'a> {
@@ -626,6 +630,14 @@ impl<'a> Resume<'a> {
                 .iter()
                 .zip(&other.stack)
                 .all(|(a, b)| a.start == b.start && a.qname == b.qname && a.ns_mark == b.ns_mark)
+    }
+
+    /// Whether the fault [`drive_piece`] last returned is the piece's own
+    /// (see the field); any other fault of a piece that reads to the end of
+    /// the document, from the state the whole read stands in where the
+    /// piece starts, is exactly the fault [`drive`] reports.
+    pub fn own_fault(&self) -> bool {
+        self.own_fault
     }
 
     /// Just after the root's end tag, once it was read.
@@ -702,6 +714,7 @@ fn run<'a>(
         names,
         root_seen,
         root_end,
+        own_fault,
     } = state;
     // End tags of the elements open before the piece: quick-xml does not
     // know them, so they are checked here.
@@ -818,6 +831,7 @@ fn run<'a>(
                         .last()
                         .is_some_and(|open| e.name().as_ref() == open.qname.as_bytes());
                     if !matches {
+                        *own_fault = true;
                         return Err(XmlError::new(
                             Span::new(start, end),
                             "this end tag closes no open element of its name",
