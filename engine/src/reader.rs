@@ -317,12 +317,10 @@ pub fn diagram_start(source: &str) -> Option<usize> {
 /// A byte of a process costs the reader about twice a byte of a diagram
 /// (nodes, flows, ids and references against shapes whose bounds are
 /// skipped leaves): on the 20,000-task model, 39 ms for the 6.2 MB of
-/// processes, 21 ms for the 6.7 MB diagram. The plan counts three, which
-/// also leaves the first thread the time for the head and the merge:
-/// measured on that model, the first thread's CPU per read was 48.7 ms
-/// counting two (the second's 37.2), 41.3 counting three (39.0), 41.4
-/// counting four (the second's 43.1 then the longer).
-const PROCESS_BYTE_COST: usize = 3;
+/// processes, 21 ms for the 6.7 MB diagram. Measured on a quiet machine,
+/// `qflow check` on that model took 68–74 ms wall counting two and 74–86 ms
+/// counting three.
+const PROCESS_BYTE_COST: usize = 2;
 
 /// Where [`read_source`] splits a document so both threads have about the
 /// same work: inside the process that holds the point of equal cost, at
