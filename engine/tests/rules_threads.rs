@@ -5,28 +5,13 @@
 //! defaults, `bpmnlint:recommended` and `bpmnlint:all`. `check_with` picks
 //! two threads from `PARALLEL_RULES_MIN_IDS` ids up; below, one.
 
-use std::path::{Path, PathBuf};
+#[allow(dead_code)]
+mod reader_corners;
+use reader_corners::repository_and_corpus_models;
 
 use qflow_engine::config::{Base, Settings};
 use qflow_engine::loader::DRAWING_LEAVES;
 use qflow_engine::{reader, rules, testgen, xml};
-
-fn bpmn_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries {
-        let path = entry.expect("directory entry").path();
-        let skip = path
-            .file_name()
-            .is_some_and(|n| n == "target" || n == "node_modules" || n == ".git");
-        if path.is_dir() && !skip {
-            bpmn_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "bpmn") {
-            out.push(path);
-        }
-    }
-}
 
 fn settings() -> [Settings; 3] {
     [Base::Defaults, Base::Recommended, Base::All].map(|base| Settings {
@@ -64,19 +49,7 @@ fn the_generated_model_gets_the_same_verdicts_on_two_threads() {
 
 #[test]
 fn every_model_in_the_repository_and_the_corpus_gets_the_same_verdicts_on_two_threads() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut files = Vec::new();
-    bpmn_files(&root.join("samples"), &mut files);
-    bpmn_files(&root.join("tests"), &mut files);
-    bpmn_files(&root.join("lsp"), &mut files);
-    let repo = files.len();
-    let corpus = root.join("../shared/corpus/miwg");
-    if corpus.is_dir() {
-        bpmn_files(&corpus, &mut files);
-    } else {
-        println!("skipping the corpus: ../shared/corpus/miwg not found");
-    }
-    assert!(repo >= 50, "expected the repository's models, found {repo}");
+    let files = repository_and_corpus_models();
     let mut found = 0;
     for path in &files {
         let bytes = std::fs::read(path).expect("readable model");

@@ -10,10 +10,8 @@
 //! split. Splits are forced at the diagram and at every `<` of the small
 //! documents, so both the kept split and its rejection are exercised.
 
-use std::path::PathBuf;
-
 mod reader_corners;
-use reader_corners::{bpmn_files, BODY, HEAD};
+use reader_corners::{repository_and_corpus_models, BODY, HEAD};
 
 use qflow_engine::loader::DRAWING_LEAVES;
 use qflow_engine::reader::{SplitOutcome, SplitPlan};
@@ -154,20 +152,7 @@ fn the_generated_model_splits_before_its_diagram_and_reads_the_same() {
 
 #[test]
 fn every_model_in_the_repository_and_the_corpus_reads_the_same_split() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut files = Vec::new();
-    bpmn_files(&root.join("samples"), &mut files);
-    bpmn_files(&root.join("tests"), &mut files);
-    bpmn_files(&root.join("lsp"), &mut files);
-    bpmn_files(&root.join("engine"), &mut files);
-    let repo = files.len();
-    let corpus = root.join("../shared/corpus/miwg");
-    if corpus.is_dir() {
-        bpmn_files(&corpus, &mut files);
-    } else {
-        println!("skipping the corpus: ../shared/corpus/miwg not found");
-    }
-    assert!(repo >= 50, "expected the repository's models, found {repo}");
+    let files = repository_and_corpus_models();
     let (mut kept, mut planned) = (0, 0);
     for path in &files {
         let bytes = std::fs::read(path).expect("readable model");

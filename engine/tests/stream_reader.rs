@@ -8,10 +8,8 @@
 //! cut short. (When the reader replaced the tree reader, the same inputs
 //! showed both reading the same model, QF002 and first fault.)
 
-use std::path::PathBuf;
-
 mod reader_corners;
-use reader_corners::{bpmn_files, BODY, HEAD};
+use reader_corners::{repository_and_corpus_models, BODY, HEAD};
 
 use qflow_engine::loader::DRAWING_LEAVES;
 use qflow_engine::{reader, testgen, xml};
@@ -46,19 +44,7 @@ fn the_generated_model_reads_and_every_cut_is_a_fault() {
 
 #[test]
 fn every_model_in_the_repository_and_the_corpus_reads_and_every_cut_is_a_fault() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut files = Vec::new();
-    bpmn_files(&root.join("samples"), &mut files);
-    bpmn_files(&root.join("tests"), &mut files);
-    bpmn_files(&root.join("lsp"), &mut files);
-    let repo = files.len();
-    let corpus = root.join("../shared/corpus/miwg");
-    if corpus.is_dir() {
-        bpmn_files(&corpus, &mut files);
-    } else {
-        println!("skipping the corpus: ../shared/corpus/miwg not found");
-    }
-    assert!(repo >= 50, "expected the repository's models, found {repo}");
+    let files = repository_and_corpus_models();
     for path in &files {
         let bytes = std::fs::read(path).expect("readable model");
         let Ok(src) = xml::decode(&bytes) else {

@@ -1,5 +1,6 @@
-//! What the reader's tests share: a document written to reach every corner
-//! of the reader, and the models of a directory tree.
+//! What the reader's and the rules' tests share: a document written to
+//! reach every corner of the reader, and every model of the repository and
+//! the interchange corpus.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +20,25 @@ pub fn bpmn_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(path);
         }
     }
+}
+
+/// Every model of the repository (samples, broken samples, conformance
+/// models, fixtures) and, when `../shared` is present, the MIWG corpus.
+pub fn repository_and_corpus_models() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for dir in ["samples", "tests", "lsp", "engine"] {
+        bpmn_files(&root.join(dir), &mut files);
+    }
+    let repo = files.len();
+    assert!(repo >= 50, "expected the repository's models, found {repo}");
+    let corpus = root.join("../shared/corpus/miwg");
+    if corpus.is_dir() {
+        bpmn_files(&corpus, &mut files);
+    } else {
+        println!("skipping the corpus: ../shared/corpus/miwg not found");
+    }
+    files
 }
 
 pub const HEAD: &str = r#"<?xml version="1.0"?>
