@@ -337,7 +337,7 @@ pub struct EventCondition {
     pub body: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Process {
     pub id: Option<Attr>,
     pub name: Option<Attr>,

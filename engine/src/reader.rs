@@ -904,13 +904,7 @@ impl<'a> Builder<'a> {
                         is_executable: process.is_executable,
                         span: process.span,
                         name_span: process.name_span,
-                        nodes: Vec::new(),
-                        flows: Vec::new(),
-                        other_defaults: Vec::new(),
-                        links: Vec::new(),
-                        event_conditions: Vec::new(),
-                        lanes: Vec::new(),
-                        later_lane_sets: Vec::new(),
+                        ..Process::default()
                     });
                 }
                 Role::Definitions
@@ -1165,13 +1159,7 @@ impl<'a> Builder<'a> {
                         is_executable: true_of(attrs, "isExecutable"),
                         span,
                         name_span: e.name_span(),
-                        nodes: Vec::new(),
-                        flows: Vec::new(),
-                        other_defaults: Vec::new(),
-                        links: Vec::new(),
-                        event_conditions: Vec::new(),
-                        lanes: Vec::new(),
-                        later_lane_sets: Vec::new(),
+                        ..Process::default()
                     });
                     return Role::Process { p };
                 }

@@ -324,6 +324,22 @@ pub(super) fn pause_changes(paused: bool, on: bool) -> bool {
     paused != on
 }
 
+/// Who paused, and why, as a pause change reports it: this action's actor
+/// when it made the pause, else the record it found (the pause it lifted,
+/// or the one already in force); nobody when there was none.
+pub(super) fn record_after(
+    found: Option<(Option<String>, Option<String>)>,
+    on: bool,
+    changed: bool,
+    actor: &Actor,
+) -> (Option<String>, Option<String>) {
+    match found {
+        _ if on && changed => (Some(actor.by.clone()), actor.reason.clone()),
+        Some(r) => r,
+        None => (None, None),
+    }
+}
+
 /// The log entry of an action, before the store numbers it: what both
 /// stores append, in the action's transaction.
 pub(super) struct NewEntry<'a> {
@@ -481,11 +497,7 @@ impl Sqlite {
             &entry(action, kind.flag(), value, wall_now_ms, actor, changed),
         )?;
         super::fault::point("contain.logged");
-        let record = match record {
-            _ if on && changed => (Some(actor.by.clone()), actor.reason.clone()),
-            Some(r) => r,
-            None => (None, None),
-        };
+        let record = record_after(record, on, changed, actor);
         let change = parks(&tx, kind, value, changed, record, logged)?;
         tx.commit()?;
         Ok(change)

@@ -8,9 +8,9 @@ use std::collections::BTreeSet;
 use postgres::GenericClient;
 
 use super::super::contain::{
-    cause_in_transition, entry, in_order, pause_changes, quarantine_changes, Action, Actor,
-    CauseInTransition, Containment, HeldPark, LogQuery, Logged, NewEntry, ParkedCause, Pause,
-    PauseChange, PauseKind, PauseRecord, QuarantineChange, Quarantined, PARKED_BY_CAUSE,
+    cause_in_transition, entry, in_order, pause_changes, quarantine_changes, record_after, Action,
+    Actor, CauseInTransition, Containment, HeldPark, LogQuery, Logged, NewEntry, ParkedCause,
+    Pause, PauseChange, PauseKind, PauseRecord, QuarantineChange, Quarantined, PARKED_BY_CAUSE,
 };
 use super::{Db, Postgres, StoreError};
 use crate::instance::history::HistoryEvent;
@@ -67,17 +67,13 @@ impl Postgres {
                 )?;
             }
             super::super::fault::point("contain.written");
-        let action = if on { Action::Pause } else { Action::Unpause };
+            let action = if on { Action::Pause } else { Action::Unpause };
             let logged = append_log(
                 db,
                 &entry(action, kind.flag(), value, wall_now_ms, actor, changed),
             )?;
             super::super::fault::point("contain.logged");
-            let record = match record {
-                _ if on && changed => (Some(actor.by.clone()), actor.reason.clone()),
-                Some(r) => r,
-                None => (None, None),
-            };
+            let record = record_after(record, on, changed, actor);
             parks(db, kind, value, changed, record, logged)
         })
     }
@@ -103,11 +99,7 @@ impl Postgres {
             .map(|r| {
                 let kind: String = r.get(0);
                 Pause {
-                    kind: if kind == "class" {
-                        PauseKind::Class
-                    } else {
-                        PauseKind::Dependency
-                    },
+                    kind: PauseKind::parse(&kind),
                     value: r.get(1),
                     paused_ms: r.get(2),
                     by: r.get(3),
