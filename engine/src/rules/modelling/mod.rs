@@ -42,21 +42,38 @@ mod scopes;
 
 pub use graph::Graph;
 
-/// Every modelling verdict on one document.
+/// Every modelling verdict on one document: [`check_processes`], then
+/// [`check_drawing`].
 pub fn check(ctx: &Ctx<'_>, settings: &Settings, out: &mut Vec<Diagnostic>) {
+    check_processes(ctx, settings, out);
+    check_drawing(ctx, settings, out);
+}
+
+/// A document written in qflow's dialect: it declares the namespace, or
+/// binds a near miss of it (QF043 says so) and is meant to be one.
+fn is_qflow_doc(ctx: &Ctx<'_>) -> bool {
     let defs = ctx.defs;
-    // A document written in qflow's dialect: it declares the namespace, or
-    // binds a near miss of it (QF043 says so) and is meant to be one.
-    let qflow_doc = defs.declares_qflow
+    defs.declares_qflow
         || defs
             .namespace_bindings
             .iter()
-            .any(|b| crate::rules::namespace::looks_like_qflow(&b.uri.value));
-    let doc_profile = if qflow_doc {
+            .any(|b| crate::rules::namespace::looks_like_qflow(&b.uri.value))
+}
+
+/// The profile of the rules about the whole document (globals, drawing).
+fn doc_profile(ctx: &Ctx<'_>) -> Profile {
+    if is_qflow_doc(ctx) {
         Profile::Qflow { executable: false }
     } else {
         Profile::Plain
-    };
+    }
+}
+
+/// The modelling verdicts on the processes' graphs and on the document's
+/// global elements and participants.
+pub fn check_processes(ctx: &Ctx<'_>, settings: &Settings, out: &mut Vec<Diagnostic>) {
+    let defs = ctx.defs;
+    let qflow_doc = is_qflow_doc(ctx);
     for p in &defs.processes {
         let profile = if qflow_doc {
             Profile::Qflow {
@@ -78,13 +95,24 @@ pub fn check(ctx: &Ctx<'_>, settings: &Settings, out: &mut Vec<Diagnostic>) {
     }
     let mut e = Emit {
         settings,
-        profile: doc_profile,
+        profile: doc_profile(ctx),
         out,
     };
     globals::global(ctx, &mut e);
     globals::participants(defs, &mut e);
+}
+
+/// The modelling verdicts on the diagram (QF109, QF118, QF127): they read
+/// the drawings and ids, not the processes' graphs, so they may run beside
+/// [`check_processes`].
+pub fn check_drawing(ctx: &Ctx<'_>, settings: &Settings, out: &mut Vec<Diagnostic>) {
+    let mut e = Emit {
+        settings,
+        profile: doc_profile(ctx),
+        out,
+    };
     drawing::no_bpmndi(ctx, &mut e);
-    drawing::overlapping(defs, &mut e);
+    drawing::overlapping(ctx.defs, &mut e);
     drawing::standard_size(ctx, &mut e);
 }
 
