@@ -314,13 +314,17 @@ pub fn diagram_start(source: &str) -> Option<usize> {
     start_tags(source, 0, "BPMNDiagram").next()
 }
 
-/// A byte of a process costs the reader about twice a byte of a diagram
-/// (nodes, flows, ids and references against shapes whose bounds are
-/// skipped leaves): on the 20,000-task model, 39 ms for the 6.2 MB of
-/// processes, 21 ms for the 6.7 MB diagram. Measured on a quiet machine,
-/// `qflow check` on that model took 68–74 ms wall counting two and 74–86 ms
-/// counting three.
-const PROCESS_BYTE_COST: usize = 2;
+/// A byte of a process costs the reader about one and a half bytes of a
+/// diagram (nodes, flows, ids and references against shapes whose bounds
+/// are skipped leaves), as a fraction: [`PROCESS_BYTE_COST`]`.0` /
+/// [`PROCESS_BYTE_COST`]`.1`. Timed inside a split read of the
+/// 20,000-task model on a quiet machine, the first half (only process)
+/// took 5.9 ms a megabyte and the second (the rest of the process and the
+/// 6.7 MB diagram) 3.8 ms a diagram megabyte: counting two, as measured
+/// on one thread, the first half ended at 28 ms and the second at 34.
+/// Each half's own page faults and its thread's start weigh on the second
+/// more than a one-thread read shows.
+const PROCESS_BYTE_COST: (usize, usize) = (3, 2);
 
 /// Where [`read_source`] splits a document so both threads have about the
 /// same work: inside the process that holds the point of equal cost, at
@@ -337,8 +341,9 @@ pub fn split_plan(source: &str) -> Option<SplitPlan> {
     let processes = processes_end - process;
     let rest = source.len() - processes_end;
     // process + x costs as much as the rest of the processes and the diagram:
-    // x * c = (processes - x) * c + rest.
-    let target = process + processes / 2 + rest / (2 * PROCESS_BYTE_COST);
+    // x * c = (processes - x) * c + rest, c = num / den.
+    let (num, den) = PROCESS_BYTE_COST;
+    let target = process + processes / 2 + rest * den / (2 * num);
     if target >= processes_end {
         // The diagram alone is at least half the work.
         return diagram.map(|split| SplitPlan { enter: None, split });
@@ -546,6 +551,19 @@ fn continue_process(process: &mut Process, rest: Process) {
     // The lanes its sub-processes handed on; its own come at its end.
     process.lanes.extend(lanes);
     process.later_lane_sets.extend(later_lane_sets);
+}
+
+/// Push onto one of a node's short lists (its retries, timeouts, event
+/// definitions, `<incoming>`/`<outgoing>` children), giving the first
+/// entry room for itself alone: a node mostly has one or none, and `Vec`'s
+/// first growth makes room for four (a `RetrySpec` is 504 bytes, so every
+/// retried task of a large model kept 1.5 KB it never used; ~3 MB of pages
+/// touched on the 20,000-task model).
+fn push_sparse<T>(list: &mut Vec<T>, item: T) {
+    if list.is_empty() {
+        list.reserve_exact(1);
+    }
+    list.push(item);
 }
 
 /// "None" in the builder's indices.
@@ -960,27 +978,37 @@ impl<'a> Builder<'a> {
             Role::Process { p } => Some(p as usize),
             _ => None,
         });
-        if let Some(p) = open_process {
+        let continued = open_process.map(|p| {
             let rest = processes.next().expect("the open process's second half");
-            continue_process(&mut self.defs.processes[p], rest);
-        }
+            (p, rest)
+        });
         let d = &mut self.defs;
         let diagram_offset = d.diagram_elements.len() as u32;
+        std::thread::scope(|s| {
+            // The open process's nodes and flows are the largest lists (about
+            // 9 MB to copy on the 20,000-task model, where the whole merge
+            // took 4 ms on one thread): a thread of their own, while this
+            // one appends the document-wide lists.
+            if let Some((p, rest)) = continued {
+                let process = &mut d.processes[p];
+                s.spawn(move || continue_process(process, rest));
+            }
+            append(&mut d.errors, errors);
+            append(&mut d.channel_configs, channel_configs);
+            append(&mut d.ids, ids);
+            append(&mut d.references, references);
+            append(&mut d.qflow_items, qflow_items);
+            append(&mut d.diagram_elements, diagram_elements);
+            append(&mut d.namespace_bindings, namespace_bindings);
+            d.shape_bounds
+                .extend(shape_bounds.into_iter().map(|s| ShapeBounds {
+                    diagram: s.diagram + diagram_offset,
+                    ..s
+                }));
+            append(&mut d.globals, globals);
+            append(&mut d.participants, participants);
+        });
         d.processes.extend(processes);
-        append(&mut d.errors, errors);
-        append(&mut d.channel_configs, channel_configs);
-        append(&mut d.ids, ids);
-        append(&mut d.references, references);
-        append(&mut d.qflow_items, qflow_items);
-        append(&mut d.diagram_elements, diagram_elements);
-        append(&mut d.namespace_bindings, namespace_bindings);
-        d.shape_bounds
-            .extend(shape_bounds.into_iter().map(|s| ShapeBounds {
-                diagram: s.diagram + diagram_offset,
-                ..s
-            }));
-        append(&mut d.globals, globals);
-        append(&mut d.participants, participants);
         // The open process's own lanes and later lane sets from the second
         // half: handed on after this half's when it ends.
         self.lanes.extend(later.lanes);
@@ -1216,11 +1244,14 @@ impl<'a> Builder<'a> {
                 if local.ends_with("EventDefinition") {
                     let k = {
                         let n = self.node_mut(p, node);
-                        n.event_definitions.push(ElementRef {
-                            local: name(local),
-                            span,
-                            name_span: e.name_span(),
-                        });
+                        push_sparse(
+                            &mut n.event_definitions,
+                            ElementRef {
+                                local: name(local),
+                                span,
+                                name_span: e.name_span(),
+                            },
+                        );
                         n.event_definitions.len() as u32 - 1
                     };
                     let pending = self.pending.last_mut().expect("an open node");
@@ -1266,30 +1297,36 @@ impl<'a> Builder<'a> {
             Role::NodeExt { p, node, .. } if ns == Ns::Qflow => match local {
                 "retry" => {
                     let n = self.node_mut(p, node);
-                    n.retries.push(RetrySpec {
-                        span,
-                        name_span: e.name_span(),
-                        qname: Text::from(e.qname),
-                        max_attempts: plain_of(attrs, "maxAttempts"),
-                        backoff: plain_of(attrs, "backoff"),
-                        initial: plain_of(attrs, "initial"),
-                        factor: plain_of(attrs, "factor"),
-                        max_delay: plain_of(attrs, "maxDelay"),
-                        max_elapsed: plain_of(attrs, "maxElapsed"),
-                        jitter: plain_of(attrs, "jitter"),
-                        non_retryable_codes: plain_of(attrs, "nonRetryableCodes"),
-                    });
+                    push_sparse(
+                        &mut n.retries,
+                        RetrySpec {
+                            span,
+                            name_span: e.name_span(),
+                            qname: Text::from(e.qname),
+                            max_attempts: plain_of(attrs, "maxAttempts"),
+                            backoff: plain_of(attrs, "backoff"),
+                            initial: plain_of(attrs, "initial"),
+                            factor: plain_of(attrs, "factor"),
+                            max_delay: plain_of(attrs, "maxDelay"),
+                            max_elapsed: plain_of(attrs, "maxElapsed"),
+                            jitter: plain_of(attrs, "jitter"),
+                            non_retryable_codes: plain_of(attrs, "nonRetryableCodes"),
+                        },
+                    );
                     let k = n.retries.len() as u32 - 1;
                     Role::Retry { p, node, k }
                 }
                 "timeout" => {
                     let n = self.node_mut(p, node);
-                    n.timeouts.push(TimeoutSpec {
-                        span,
-                        name_span: e.name_span(),
-                        qname: Text::from(e.qname),
-                        duration: plain_of(attrs, "duration"),
-                    });
+                    push_sparse(
+                        &mut n.timeouts,
+                        TimeoutSpec {
+                            span,
+                            name_span: e.name_span(),
+                            qname: Text::from(e.qname),
+                            duration: plain_of(attrs, "duration"),
+                        },
+                    );
                     let k = n.timeouts.len() as u32 - 1;
                     Role::Timeout { p, node, k }
                 }
@@ -1676,12 +1713,12 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
             }
             Role::Incoming { p, node } => {
                 if let Some(t) = self.text_of(&f, end) {
-                    self.node_mut(p, node).incoming_refs.push(t);
+                    push_sparse(&mut self.node_mut(p, node).incoming_refs, t);
                 }
             }
             Role::Outgoing { p, node } => {
                 if let Some(t) = self.text_of(&f, end) {
-                    self.node_mut(p, node).outgoing_refs.push(t);
+                    push_sparse(&mut self.node_mut(p, node).outgoing_refs, t);
                 }
             }
             Role::NodeExt { p, node, first } => {
