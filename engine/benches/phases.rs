@@ -131,7 +131,7 @@ fn one_run(file: &Path) {
         .expect("the model is BPMN");
     mark(&mut at);
     let mut diagnostics = qflow_engine::rules::check_with(&read, text, &config.settings);
-    diagnostics.sort_by_key(|d| (d.severity, d.primary.span.start, d.code));
+    diagnostics.sort_by_key(|d| (d.severity, d.primary.span.start(), d.code));
     mark(&mut at);
     let index = qflow_engine::span::LineIndex::up_to(
         text,

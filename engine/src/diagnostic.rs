@@ -500,7 +500,7 @@ impl Diagnostic {
     /// bpmnlint name of a modelling rule (or null).
     pub fn to_json(&self, path: &str, source: &str, index: &LineIndex) -> serde_json::Value {
         let place = |span: Span| {
-            let p = index.position(source, span.start);
+            let p = index.position(source, span.start());
             (p.line + 1, p.column_chars + 1)
         };
         let (line, column) = place(self.primary.span);
@@ -514,7 +514,7 @@ impl Diagnostic {
                     "path": path,
                     "line": line,
                     "column": column,
-                    "offset": r.span.start,
+                    "offset": r.span.start(),
                     "length": r.span.len(),
                 })
             })
@@ -531,7 +531,7 @@ impl Diagnostic {
             "path": path,
             "line": line,
             "column": column,
-            "offset": self.primary.span.start,
+            "offset": self.primary.span.start(),
             "length": self.primary.span.len(),
             "related": related,
         })
@@ -549,7 +549,7 @@ pub fn furthest(diagnostics: &[Diagnostic]) -> usize {
                 .chain(d.related.iter().map(|r| r.span))
                 .chain(d.fixes.iter().flat_map(|f| f.edits.iter().map(|e| e.span)))
         })
-        .map(|span| span.end)
+        .map(|span| span.end())
         .max()
         .unwrap_or(0)
 }

@@ -81,7 +81,7 @@ pub fn analyze_with(source: &str, settings: &Settings) -> Analysis {
     };
     let mut diagnostics = rules::check_with(&definitions, source, settings);
     // Root causes first: errors, then warnings, then notes; by position within each.
-    diagnostics.sort_by_key(|d| (d.severity, d.primary.span.start, d.code));
+    diagnostics.sort_by_key(|d| (d.severity, d.primary.span.start(), d.code));
     Analysis {
         definitions: Some(definitions),
         diagnostics,
@@ -118,8 +118,10 @@ pub fn analyze_bytes_with<'b>(
         Err(e) => {
             // Render what can be rendered: the valid prefix, lossily.
             let shown = String::from_utf8_lossy(bytes).into_owned();
-            let span =
-                crate::span::Span::new(e.span.start.min(shown.len()), e.span.end.min(shown.len()));
+            let span = crate::span::Span::new(
+                e.span.start().min(shown.len()),
+                e.span.end().min(shown.len()),
+            );
             let analysis = xml_fault(xml::XmlError { span, ..e });
             (std::borrow::Cow::Owned(shown), analysis)
         }

@@ -18,7 +18,7 @@ use crate::xml::QFLOW_NS;
 
 /// A cursor sitting at the end of a word still touches it.
 fn touches(span: Span, offset: usize) -> bool {
-    span.start <= offset && offset <= span.end
+    span.start() <= offset && offset <= span.end()
 }
 
 /// How an occurrence of an id uses it.
@@ -91,7 +91,7 @@ fn all_occurrences(defs: &Definitions) -> Vec<(String, Occurrence)> {
             },
         ));
     }
-    out.sort_by_key(|(_, o)| o.span.start);
+    out.sort_by_key(|(_, o)| o.span.start());
     out
 }
 
@@ -142,7 +142,7 @@ pub fn id_at(defs: &Definitions, offset: usize) -> Option<IdAt> {
         .chain(texts)
         .filter(|(id, o)| !id.is_empty() && touches(o.span, offset))
         .fold(None, |best: Option<(&str, Occurrence)>, here| match best {
-            Some(b) if b.1.span.start <= here.1.span.start => Some(b),
+            Some(b) if b.1.span.start() <= here.1.span.start() => Some(b),
             _ => Some(here),
         })
         .map(|(id, at)| IdAt {
@@ -159,7 +159,7 @@ pub fn occurrences(defs: &Definitions, id: &str) -> Vec<Occurrence> {
         .filter(|(i, _)| i == id)
         .map(|(_, o)| o)
         .collect();
-    all.sort_by_key(|o| (o.usage != Usage::Declaration, o.span.start));
+    all.sort_by_key(|o| (o.usage != Usage::Declaration, o.span.start()));
     all
 }
 
@@ -311,7 +311,7 @@ pub fn duration_at(defs: &Definitions, offset: usize) -> Option<DurationAt> {
         .into_iter()
         .find(|(_, a)| touches(a.span, offset))?;
     // A backoff list holds several durations: pick the word under the cursor.
-    let raw_start = attr.span.start;
+    let raw_start = attr.span.start();
     let raw = &attr.value;
     let rel = offset.saturating_sub(raw_start);
     let mut pos = 0;
@@ -724,7 +724,7 @@ mod tests {
         );
         let f1: Vec<&str> = occurrences(&d, "f1")
             .iter()
-            .map(|o| &MODEL[o.span.start..o.span.end])
+            .map(|o| &MODEL[o.span.start()..o.span.end()])
             .collect();
         assert_eq!(f1, vec!["f1", "f1", "f1"]);
     }

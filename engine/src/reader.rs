@@ -186,6 +186,20 @@ const NODE_ATTRS: [&str; 8] = [
 /// export of thousands of tasks) are far above it.
 pub const SPLIT_THRESHOLD: usize = 1 << 20;
 
+/// The largest document [`read_source`] reads (4 GiB less a byte): every
+/// offset into it fits the `u32`s a [`Span`] keeps. A larger one is a
+/// QF001 at its first byte, before any of it is read.
+pub const MAX_SOURCE_LEN: usize = u32::MAX as usize;
+
+/// The QF001 of a document longer than [`MAX_SOURCE_LEN`] bytes.
+fn too_large(len: usize) -> Option<crate::xml::XmlError> {
+    (len > MAX_SOURCE_LEN).then(|| crate::xml::XmlError {
+        message: format!("the document is {len} bytes: qflow reads documents of up to 4 GiB"),
+        help: "split the definitions into several files".into(),
+        span: Span::at(0),
+    })
+}
+
 /// The result of a read: the XML fault (QF001), else QF002 or the model.
 pub type Read = Result<Result<Definitions, Diagnostic>, XmlError>;
 
@@ -203,6 +217,9 @@ pub type Read = Result<Result<Definitions, Diagnostic>, XmlError>;
 /// the one reading it whole on one thread gives.
 #[allow(clippy::result_large_err)]
 pub fn read_source(source: &str, options: ParseOptions<'_>) -> Read {
+    if let Some(fault) = too_large(source.len()) {
+        return Err(fault);
+    }
     if source.len() >= SPLIT_THRESHOLD {
         if let Some(plan) = split_plan(source) {
             if let Some((read, _)) = read_split(source, options, plan) {
@@ -1026,14 +1043,14 @@ impl<'a> Builder<'a> {
             return None;
         }
         let span = Span::new(f.text_start as usize, f.text_end as usize);
-        let raw = &self.source[span.start..span.end];
+        let raw = &self.source[span.start()..span.end()];
         let lead = raw.len() - raw.trim_start().len();
         let trail = raw.len() - raw.trim_end().len();
         let value = Text::from(f.text.trim());
         let inner = if lead + trail >= raw.len() {
-            Span::at(span.start)
+            Span::at(span.start())
         } else {
-            Span::new(span.start + lead, span.end - trail)
+            Span::new(span.start() + lead, span.end() - trail)
         };
         Some(Attr {
             value,
@@ -1745,9 +1762,9 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
             return;
         }
         if f.text_start == NO {
-            f.text_start = span.start as u32;
+            f.text_start = span.start() as u32;
         }
-        f.text_end = span.end as u32;
+        f.text_end = span.end() as u32;
         if !f.text.is_empty() {
             f.text.to_mut().push_str(&text);
         } else if !text.trim().is_empty() {
@@ -1777,5 +1794,22 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
             width: b.width,
             height: b.height,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_document_past_4_gib_is_a_fault_at_its_first_byte_and_one_at_the_limit_is_not() {
+        assert!(too_large(MAX_SOURCE_LEN).is_none());
+        let fault = too_large(MAX_SOURCE_LEN + 1).expect("refused");
+        assert_eq!(fault.span, Span::at(0));
+        assert!(
+            fault.message.contains("4294967296 bytes"),
+            "{}",
+            fault.message
+        );
     }
 }

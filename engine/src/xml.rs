@@ -108,12 +108,12 @@ impl<'a> XmlElement<'a> {
 
     /// The start tag alone.
     pub fn start_tag(&self) -> Span {
-        Span::new(self.span.start, self.start_tag_end as usize)
+        Span::new(self.span.start(), self.start_tag_end as usize)
     }
 
     /// The qualified name inside the start tag (right after its `<`).
     pub fn name_span(&self) -> Span {
-        let start = self.span.start + 1;
+        let start = self.span.start() + 1;
         Span::new(start, start + self.qname.len())
     }
 
@@ -480,7 +480,8 @@ impl<'a> Sink<'a> for Tree<'a> {
 
     fn end(&mut self, end: usize) {
         if let Some((id, _)) = self.stack.pop() {
-            self.elements[id as usize].span.end = end;
+            let span = &mut self.elements[id as usize].span;
+            *span = crate::span::Span::new(span.start(), end);
         }
     }
 
@@ -867,7 +868,7 @@ fn run<'a>(
                 if !stack.is_empty() {
                     // The content sits between `<![CDATA[` and `]]>`.
                     let inner = Span::new(start + 9, end.saturating_sub(3).max(start + 9));
-                    let text = &source[inner.start..inner.end];
+                    let text = &source[inner.start()..inner.end()];
                     debug_assert_eq!(&**t, text.as_bytes());
                     sink.text(Cow::Borrowed(text), inner);
                 }
@@ -981,9 +982,9 @@ fn count_byte(bytes: &[u8], needle: u8) -> usize {
 /// first real chunk is borrowed, not copied.
 fn push_text<'a>(el: &mut XmlElement<'a>, text: Cow<'a, str>, span: Span) {
     if el.text_start == NONE {
-        el.text_start = span.start as u32;
+        el.text_start = span.start() as u32;
     }
-    el.text_end = span.end as u32;
+    el.text_end = span.end() as u32;
     if !el.text.is_empty() {
         el.text.to_mut().push_str(&text);
     } else if !text.trim().is_empty() {
@@ -1158,14 +1159,14 @@ mod tests {
         let root = doc.element(doc.root);
         assert_eq!(root.local, "a");
         assert_eq!(root.ns.as_deref(), Some("urn:x"));
-        assert_eq!(&src[root.span.start..root.span.start + 2], "<a");
-        assert!(src[root.span.start..root.span.end].ends_with("</a>"));
+        assert_eq!(&src[root.span.start()..root.span.start() + 2], "<a");
+        assert!(src[root.span.start()..root.span.end()].ends_with("</a>"));
         let (_, b) = doc.children(doc.root).next().unwrap();
         assert!(b.is(QFLOW_NS, "b"));
         let c = b.attr_ns(QFLOW_NS, "c").unwrap();
         assert_eq!(c.value, "1 & 2");
-        assert_eq!(&src[c.value_span.start..c.value_span.end], "1 &amp; 2");
-        assert_eq!(&src[c.name_span.start..c.name_span.end], "q:c");
+        assert_eq!(&src[c.value_span.start()..c.value_span.end()], "1 &amp; 2");
+        assert_eq!(&src[c.name_span.start()..c.name_span.end()], "q:c");
         let (_, d) = doc.children(doc.root).nth(1).unwrap();
         assert_eq!(d.text, "t<x>");
         assert!(doc.declares(QFLOW_NS));
@@ -1194,7 +1195,7 @@ mod tests {
     #[test]
     fn mismatched_end_tag_reports_position() {
         let err = parse("<a>\n<b></c></a>").unwrap_err();
-        assert!(err.span.start >= 4, "{err:?}");
+        assert!(err.span.start() >= 4, "{err:?}");
     }
 
     #[test]
@@ -1211,7 +1212,7 @@ mod tests {
         assert_eq!(a.text, "");
         assert!(matches!(a.text, Cow::Borrowed(_)), "no allocation");
         let span = a.text_span().unwrap();
-        assert_eq!(&src[span.start..span.end], "\n  <b/>\n  <c/>\n");
+        assert_eq!(&src[span.start()..span.end()], "\n  <b/>\n  <c/>\n");
         let src = "<a>  <b/>x &amp; <c/> y  </a>";
         let doc = parse(src).unwrap();
         assert_eq!(doc.element(doc.root).text, "x &  y  ");
@@ -1261,9 +1262,9 @@ mod tests {
         );
         assert_eq!(a.attrs.len(), 5);
         let x = a.attr_ns(QFLOW_NS, "x").unwrap();
-        assert_eq!(&src[x.span.start..x.span.end], "q:x=\"1\"");
+        assert_eq!(&src[x.span.start()..x.span.end()], "q:x=\"1\"");
         let b = a.attr("b").unwrap();
-        assert_eq!(&src[b.value_span.start..b.value_span.end], "two");
+        assert_eq!(&src[b.value_span.start()..b.value_span.end()], "two");
         assert!(a.attr("x").is_none(), "q:x is not the unprefixed x");
         assert!(a.attr("xmlns").is_none(), "declarations are not attributes");
         assert_eq!(a.ns.as_deref(), Some("urn:d"));
@@ -1280,7 +1281,7 @@ mod tests {
         let a = doc.element(doc.root);
         let k = a.attr_ns("urn:a&b", "k").unwrap();
         assert_eq!(k.value, "x < y");
-        assert_eq!(&src[k.value_span.start..k.value_span.end], "x &lt; y");
+        assert_eq!(&src[k.value_span.start()..k.value_span.end()], "x &lt; y");
     }
 
     #[test]

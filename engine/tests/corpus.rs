@@ -51,7 +51,7 @@ fn every_corpus_model_loads_without_error() {
                 format!(
                     "{} at {}: {}",
                     d.code.as_str(),
-                    d.primary.span.start,
+                    d.primary.span.start(),
                     d.message
                 )
             })

@@ -33,7 +33,7 @@ fn of(src: &str, code: Code) -> Vec<Diagnostic> {
 }
 
 fn text<'a>(src: &'a str, d: &Diagnostic) -> &'a str {
-    &src[d.primary.span.start..d.primary.span.end]
+    &src[d.primary.span.start()..d.primary.span.end()]
 }
 
 /// The (element, primary text) of every diagnostic of `code`.
@@ -843,7 +843,7 @@ fn qf119_single_blank_start_event() {
     let related: Vec<&str> = d
         .related
         .iter()
-        .map(|r| &src[r.span.start..r.span.end])
+        .map(|r| &src[r.span.start()..r.span.end()])
         .collect();
     assert_eq!(related, ["bpmn:startEvent", "bpmn:startEvent"]);
     assert!(d
@@ -1103,7 +1103,7 @@ fn qf127_standard_size() {
             .unwrap();
         assert_eq!(d.severity, Severity::Warning);
         let r = d.related[0].span;
-        (d.message.clone(), src[r.start..r.end].to_string())
+        (d.message.clone(), src[r.start()..r.end()].to_string())
     };
     assert_eq!(
         msg("wide"),

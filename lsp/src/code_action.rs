@@ -24,7 +24,7 @@ pub fn quick_fixes(snap: &Snapshot, range: Span) -> Vec<QuickFix> {
     let Some(analysis) = &snap.analysis else {
         return Vec::new();
     };
-    let meets = |s: Span| s.start <= range.end && range.start <= s.end;
+    let meets = |s: Span| s.start() <= range.end() && range.start() <= s.end();
     analysis
         .diagnostics
         .iter()

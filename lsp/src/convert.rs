@@ -32,7 +32,7 @@ pub fn position(snap: &Snapshot, offset: usize) -> lsp::Position {
 }
 
 pub fn range(snap: &Snapshot, span: Span) -> lsp::Range {
-    lsp::Range::new(position(snap, span.start), position(snap, span.end))
+    lsp::Range::new(position(snap, span.start()), position(snap, span.end()))
 }
 
 pub fn span(snap: &Snapshot, range: lsp::Range) -> Span {

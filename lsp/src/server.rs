@@ -446,9 +446,9 @@ impl LanguageServer for Backend {
             };
             cached_index = None;
             let mut next = String::with_capacity(current.len() - span.len() + change.text.len());
-            next.push_str(&current[..span.start]);
+            next.push_str(&current[..span.start()]);
             next.push_str(&change.text);
-            next.push_str(&current[span.end..]);
+            next.push_str(&current[span.end()..]);
             text = Some(next);
         }
         // No change at all still moves the version on (the verdict is re-sent for it).

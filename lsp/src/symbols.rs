@@ -95,7 +95,7 @@ fn scope_children(p: &Process, scope: Option<usize>) -> Vec<Symbol> {
             children: Vec::new(),
         });
     }
-    out.sort_by_key(|s| s.span.start);
+    out.sort_by_key(|s| s.span.start());
     out
 }
 
@@ -161,6 +161,6 @@ fn definitions_level(defs: &Definitions) -> Vec<Symbol> {
             children: Vec::new(),
         });
     }
-    out.sort_by_key(|s| s.span.start);
+    out.sort_by_key(|s| s.span.start());
     out
 }

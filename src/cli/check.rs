@@ -115,7 +115,7 @@ pub(crate) fn report_text(
     // miette pads a label to its column and cannot past 65,535 (it
     // panics): a finding that far along one line (a minified file) is plain.
     if too_wide(d, text, index) {
-        let p = index.position(text, d.primary.span.start);
+        let p = index.position(text, d.primary.span.start());
         return format!(
             "{} {}: {}\n  at {}:{}:{}\n",
             d.code,
@@ -148,13 +148,13 @@ pub(crate) fn print_refusals(refusals: &[&Diagnostic], shown: &str, text: &str) 
 fn too_wide(d: &Diagnostic, text: &str, index: &LineIndex) -> bool {
     std::iter::once(&d.primary)
         .chain(&d.related)
-        .any(|l| index.position(text, l.span.end).column_chars > 60_000)
+        .any(|l| index.position(text, l.span.end()).column_chars > 60_000)
 }
 
 /// A note (info or hint) in one line: severity, code, place, message, and
 /// where to read more.
 fn one_line(d: &Diagnostic, shown: &str, text: &str, index: &LineIndex) -> String {
-    let p = index.position(text, d.primary.span.start);
+    let p = index.position(text, d.primary.span.start());
     format!(
         "{}[{}] {shown}:{}:{}: {} (-v shows the details; qflow explain {})",
         d.severity.as_str(),

@@ -53,8 +53,8 @@ fn uri(path: &str) -> String {
 
 /// Where a span is: start and end (the column after the last character), 1-based.
 fn region(span: Span, text: &str, index: &LineIndex) -> sarif::Region {
-    let start = index.position(text, span.start);
-    let end = index.position(text, span.end);
+    let start = index.position(text, span.start());
+    let end = index.position(text, span.end());
     sarif::Region::builder()
         .start_line(start.line as i64 + 1)
         .start_column(start.column_chars as i64 + 1)

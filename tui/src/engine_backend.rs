@@ -101,7 +101,7 @@ fn load_model(
             .filter(|d| d.refuses_run())
             .take(3)
             .map(|d| {
-                let p = index.position(source, d.primary.span.start);
+                let p = index.position(source, d.primary.span.start());
                 format!(
                     "  {} {shown}:{}:{}: {}",
                     d.code.as_str(),

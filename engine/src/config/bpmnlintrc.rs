@@ -281,7 +281,7 @@ mod tests {
   "rules": { "fake-jion": "off", "camunda-compat/timer": "error", "no-inclusive-gateway": "sometimes", "superfluous-gateway": "off" }
 }"#;
         let (s, p) = parse(text);
-        let at = |d: &Diagnostic| &text[d.primary.span.start..d.primary.span.end];
+        let at = |d: &Diagnostic| &text[d.primary.span.start()..d.primary.span.end()];
         let got: Vec<(&str, Code)> = p.iter().map(|d| (at(d), d.code)).collect();
         assert_eq!(
             got,
@@ -342,7 +342,7 @@ mod tests {
   "bpmn:Event": null,
   "bpmn:UserTask": { "width": 1 } }] } }"#;
         let (s, p) = parse(text);
-        let at = |d: &Diagnostic| &text[d.primary.span.start..d.primary.span.end];
+        let at = |d: &Diagnostic| &text[d.primary.span.start()..d.primary.span.end()];
         let got: Vec<(&str, Code)> = p.iter().map(|d| (at(d), d.code)).collect();
         assert_eq!(got, [("bpmn:UserTask", Code::QF091)]);
         assert_eq!(
@@ -359,7 +359,7 @@ mod tests {
         let (s, p) = parse(text);
         assert_eq!(p.len(), 1);
         let span = p[0].primary.span;
-        assert_eq!(&text[span.start..span.end], "standard-size");
+        assert_eq!(&text[span.start()..span.end()], "standard-size");
         assert_eq!(
             s.standard_size("bpmn:Task").map(|z| z.width),
             Some(Some(100.0))
@@ -372,7 +372,7 @@ mod tests {
         let (s, p) = parse(text);
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].code, Code::QF090);
-        assert_eq!(&text[p[0].primary.span.start..], "off }\n}");
+        assert_eq!(&text[p[0].primary.span.start()..], "off }\n}");
         assert_eq!(s, Settings::default());
     }
 }

@@ -178,7 +178,7 @@ mod tests {
         let (s, p) = parse(text);
         let at: Vec<&str> = p
             .iter()
-            .map(|d| &text[d.primary.span.start..d.primary.span.end])
+            .map(|d| &text[d.primary.span.start()..d.primary.span.end()])
             .collect();
         assert_eq!(at, ["bpmn:Step"]);
         assert_eq!(
@@ -211,7 +211,7 @@ mod tests {
         let (s, p) = parse(text);
         let got: Vec<(&str, Code)> = p
             .iter()
-            .map(|d| (&text[d.primary.span.start..d.primary.span.end], d.code))
+            .map(|d| (&text[d.primary.span.start()..d.primary.span.end()], d.code))
             .collect();
         assert_eq!(
             got,
@@ -236,7 +236,7 @@ mod tests {
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].code, Code::QF090);
         assert!(
-            p[0].primary.span.start >= text.find("off").unwrap(),
+            p[0].primary.span.start() >= text.find("off").unwrap(),
             "{:?}",
             p[0]
         );

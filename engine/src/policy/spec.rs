@@ -157,7 +157,7 @@ pub fn list_entries(a: &Attr) -> Vec<(&str, Span)> {
         .map(|w| {
             let off = w.as_ptr() as usize - base;
             let span = if exact {
-                Span::new(a.span.start + off, a.span.start + off + w.len())
+                Span::new(a.span.start() + off, a.span.start() + off + w.len())
             } else {
                 a.span
             };
@@ -340,6 +340,6 @@ mod tests {
             full_span: Span::new(0, 20),
         };
         let e = list_entries(&a);
-        assert_eq!(&src[e[1].1.start..e[1].1.end], "PT5M");
+        assert_eq!(&src[e[1].1.start()..e[1].1.end()], "PT5M");
     }
 }

@@ -112,7 +112,7 @@ fn unused_entries(node: &Node, r: &RetrySpec, p: &RetryPolicy, out: &mut Vec<Dia
     };
     let mut d = Diagnostic::new(
         Code::QF031,
-        Span::new(first.start, last.end),
+        Span::new(first.start(), last.end()),
         format!(
             "{unused} backoff entr{} of `{}` can never be used: {why}",
             if unused == 1 { "y" } else { "ies" },
@@ -126,12 +126,12 @@ fn unused_entries(node: &Node, r: &RetrySpec, p: &RetryPolicy, out: &mut Vec<Dia
         d = d.related(b.full_span, "the bound that ends the schedule first");
     }
     // Keep the used prefix exactly as written.
-    let keep_end = entries[usable.saturating_sub(1)].1.end;
+    let keep_end = entries[usable.saturating_sub(1)].1.end();
     if usable > 0 {
         d = d.fix(
             "Remove the unused delays",
             vec![Edit {
-                span: Span::new(keep_end, last.end),
+                span: Span::new(keep_end, last.end()),
                 new_text: String::new(),
             }],
         );
@@ -152,7 +152,7 @@ fn jitter(node: &Node, r: &RetrySpec, out: &mut Vec<Diagnostic>) {
         )
         .label("no jitter decision")
         .help("without jitter, instances that failed together become eligible together (50,000 jobs delayed by the same time retry at the same moment). Say jitter=\"full\" or \"equal\" to spread them, or jitter=\"none\" to keep the exact schedule deliberately")
-        .fix("Add jitter=\"full\"", vec![insert(r.name_span.end, " jitter=\"full\"".to_string())])
-        .fix("Add jitter=\"none\" (an exact schedule, deliberately)", vec![insert(r.name_span.end, " jitter=\"none\"".to_string())]),
+        .fix("Add jitter=\"full\"", vec![insert(r.name_span.end(), " jitter=\"full\"".to_string())])
+        .fix("Add jitter=\"none\" (an exact schedule, deliberately)", vec![insert(r.name_span.end(), " jitter=\"none\"".to_string())]),
     );
 }

@@ -23,8 +23,8 @@ pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
         let span = if c.value.trim().is_empty() {
             c.span
         } else if c.span.len() == c.value.len() {
-            let at = c.span.start + e.offset.min(c.value.len());
-            Span::new(at, (at + 1).min(c.span.end.max(at)))
+            let at = c.span.start() + e.offset.min(c.value.len());
+            Span::new(at, (at + 1).min(c.span.end().max(at)))
         } else {
             c.span
         };
@@ -74,7 +74,10 @@ mod tests {
     fn a_broken_condition_is_qf042_at_the_offending_character() {
         let (src, d) = qf042("<bpmn:conditionExpression>amount = 5</bpmn:conditionExpression>");
         assert_eq!(d.len(), 1, "{d:?}");
-        assert_eq!(&src[d[0].primary.span.start..d[0].primary.span.end], "=");
+        assert_eq!(
+            &src[d[0].primary.span.start()..d[0].primary.span.end()],
+            "="
+        );
         assert!(d[0].message.contains("`f2`"));
         assert!(crate::load(&src.replace("amount = 5", "amount == 5")).is_ok());
     }
@@ -88,7 +91,7 @@ mod tests {
             let (src, d) = qf042(condition);
             assert_eq!(d.len(), 1, "{d:?}");
             assert!(d[0].message.contains("empty condition"), "{}", d[0].message);
-            let at = &src[d[0].primary.span.start..d[0].primary.span.end];
+            let at = &src[d[0].primary.span.start()..d[0].primary.span.end()];
             assert!(
                 at.contains("conditionExpression") || at.trim().is_empty(),
                 "{at:?}"

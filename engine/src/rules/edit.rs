@@ -22,7 +22,7 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn text(&self, span: Span) -> &'a str {
-        self.source.get(span.start..span.end).unwrap_or("")
+        self.source.get(span.start()..span.end()).unwrap_or("")
     }
 
     /// The BPMN prefix with its colon (`bpmn:`), as the root element is written;
@@ -78,9 +78,9 @@ impl<'a> Ctx<'a> {
 
     /// One indentation step, guessed from the document (two spaces if unsure).
     pub fn indent_unit(&self, node: &Node) -> String {
-        let node_indent = self.indent_at(node.tag.start_tag.start);
+        let node_indent = self.indent_at(node.tag.start_tag.start());
         if let Some(ext) = node.extension_elements {
-            let ext_indent = self.indent_at(ext.start_tag.start);
+            let ext_indent = self.indent_at(ext.start_tag.start());
             if let Some(unit) = ext_indent.strip_prefix(node_indent) {
                 if !unit.is_empty() {
                     return unit.to_string();
@@ -100,12 +100,12 @@ impl<'a> Ctx<'a> {
     pub fn insert_extension(&self, node: &Node, element: &str) -> Vec<Edit> {
         let nl = self.newline();
         let unit = self.indent_unit(node);
-        let node_indent = self.indent_at(node.tag.start_tag.start).to_string();
+        let node_indent = self.indent_at(node.tag.start_tag.start()).to_string();
         match node.extension_elements {
             Some(ext) if !ext.self_closing => {
-                let inner = format!("{}{unit}", self.indent_at(ext.start_tag.start));
+                let inner = format!("{}{unit}", self.indent_at(ext.start_tag.start()));
                 let text = self.text(ext.span);
-                let end_tag = ext.span.start + text.rfind("</").unwrap_or(text.len());
+                let end_tag = ext.span.start() + text.rfind("</").unwrap_or(text.len());
                 let indent = self.indent_at(end_tag);
                 if !indent.is_empty() || self.source[..end_tag].ends_with('\n') {
                     let line_start = end_tag - indent.len();
@@ -115,7 +115,7 @@ impl<'a> Ctx<'a> {
                 }
             }
             Some(ext) => {
-                let ext_indent = self.indent_at(ext.start_tag.start);
+                let ext_indent = self.indent_at(ext.start_tag.start());
                 let name = element_name(self.text(ext.start_tag));
                 vec![Edit {
                     span: ext.span,
@@ -134,9 +134,9 @@ impl<'a> Ctx<'a> {
                 if node.tag.self_closing {
                     // `<bpmn:serviceTask …/>` becomes `<bpmn:serviceTask …>…</bpmn:serviceTask>`.
                     let tag = node.tag.start_tag;
-                    let slash = tag.start + self.text(tag).rfind("/>").unwrap_or(0);
+                    let slash = tag.start() + self.text(tag).rfind("/>").unwrap_or(0);
                     vec![Edit {
-                        span: Span::new(slash, tag.end),
+                        span: Span::new(slash, tag.end()),
                         new_text: format!(
                             ">{nl}{}{nl}{node_indent}</{}>",
                             block(&node_indent),
@@ -145,7 +145,7 @@ impl<'a> Ctx<'a> {
                     }]
                 } else {
                     vec![insert(
-                        node.tag.start_tag.end,
+                        node.tag.start_tag.end(),
                         format!("{nl}{}", block(&node_indent)),
                     )]
                 }
@@ -157,11 +157,11 @@ impl<'a> Ctx<'a> {
     /// line goes, so no blank line is left behind.
     pub fn remove(&self, span: Span) -> Edit {
         let src = self.source;
-        let line_start = src[..span.start].rfind('\n').map_or(0, |i| i + 1);
-        let before = &src[line_start..span.start];
-        let rest = &src[span.end..];
-        let line_end = rest.find('\n').map_or(src.len(), |i| span.end + i + 1);
-        let after = &src[span.end..line_end];
+        let line_start = src[..span.start()].rfind('\n').map_or(0, |i| i + 1);
+        let before = &src[line_start..span.start()];
+        let rest = &src[span.end()..];
+        let line_end = rest.find('\n').map_or(src.len(), |i| span.end() + i + 1);
+        let after = &src[span.end()..line_end];
         let span = if before.trim().is_empty() && after.trim().is_empty() && line_start > 0 {
             Span::new(line_start, line_end)
         } else {
@@ -215,10 +215,10 @@ pub fn end_tag_name(source: &str, element: ElementSpans) -> Option<Span> {
     if element.self_closing {
         return None;
     }
-    let text = source.get(element.span.start..element.span.end)?;
+    let text = source.get(element.span.start()..element.span.end())?;
     let lt = text.rfind("</")?;
     let name = element_name(&text[lt + 2..]);
-    let start = element.span.start + lt + 2;
+    let start = element.span.start() + lt + 2;
     Some(Span::new(start, start + name.len()))
 }
 
@@ -226,10 +226,10 @@ pub fn end_tag_name(source: &str, element: ElementSpans) -> Option<Span> {
 /// editor): edits are applied from the end so earlier offsets stay valid.
 pub fn apply(source: &str, edits: &[Edit]) -> String {
     let mut sorted: Vec<&Edit> = edits.iter().collect();
-    sorted.sort_by_key(|e| std::cmp::Reverse((e.span.start, e.span.end)));
+    sorted.sort_by_key(|e| std::cmp::Reverse((e.span.start(), e.span.end())));
     let mut out = source.to_string();
     for e in sorted {
-        out.replace_range(e.span.start..e.span.end, &e.new_text);
+        out.replace_range(e.span.start()..e.span.end(), &e.new_text);
     }
     out
 }

@@ -182,11 +182,11 @@ fn innermost_element(defs: &Definitions, span: Span) -> Option<&str> {
     // Ids are in document order: the innermost container starts last.
     let upto = defs
         .ids
-        .partition_point(|d| d.element.span.start <= span.start);
+        .partition_point(|d| d.element.span.start() <= span.start());
     defs.ids[..upto]
         .iter()
         .rev()
-        .find(|d| d.element.span.end >= span.end)
+        .find(|d| d.element.span.end() >= span.end())
         .map(|d| d.id.value.as_str())
 }
 
@@ -247,11 +247,9 @@ fn silence_consequences(defs: &Definitions, out: &mut Vec<Diagnostic>) {
                 continue;
             }
             if let Some("task" | "channel") = crate::suggest::closest(&item.local, names) {
-                let node = defs
-                    .processes
-                    .iter()
-                    .flat_map(|p| &p.nodes)
-                    .find(|n| n.span.start <= item.span.start && item.span.end <= n.span.end);
+                let node = defs.processes.iter().flat_map(|p| &p.nodes).find(|n| {
+                    n.span.start() <= item.span.start() && item.span.end() <= n.span.end()
+                });
                 if let Some(n) = node {
                     silenced.push((n.span, crate::Code::QF007));
                 }
@@ -263,7 +261,9 @@ fn silence_consequences(defs: &Definitions, out: &mut Vec<Diagnostic>) {
     }
     out.retain(|d| {
         !silenced.iter().any(|(span, code)| {
-            d.code == *code && span.start <= d.primary.span.start && d.primary.span.end <= span.end
+            d.code == *code
+                && span.start() <= d.primary.span.start()
+                && d.primary.span.end() <= span.end()
         })
     });
 }
@@ -287,7 +287,7 @@ fn stray_extensions(defs: &Definitions, out: &mut Vec<Diagnostic>) {
     let in_process = |span: Span| -> Option<&Process> {
         defs.processes
             .iter()
-            .find(|p| p.span.start <= span.start && span.end <= p.span.end)
+            .find(|p| p.span.start() <= span.start() && span.end() <= p.span.end())
     };
     for item in defs.qflow_items.iter().filter(|i| i.is_element) {
         if !(item.local == "retry" || item.local == "timeout") || on_nodes(item.span) {

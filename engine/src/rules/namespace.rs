@@ -82,7 +82,10 @@ fn not_executable(p: &Process, source: &str) -> Option<Diagnostic> {
         Some((n.id(), attr))
     })?;
     let id = p.id.as_ref().map_or("(no id)", |a| a.value.as_str());
-    let written = source.get(first.start..first.end).unwrap_or("").to_string();
+    let written = source
+        .get(first.start()..first.end())
+        .unwrap_or("")
+        .to_string();
     let flag = executable_flag(p, source);
     let why = match &flag {
         Some((_, v)) => format!("it says isExecutable=\"{v}\""),
@@ -94,7 +97,7 @@ fn not_executable(p: &Process, source: &str) -> Option<Diagnostic> {
             new_text: "true".into(),
         },
         None => Edit {
-            span: Span::new(p.name_span.end, p.name_span.end),
+            span: Span::new(p.name_span.end(), p.name_span.end()),
             new_text: " isExecutable=\"true\"".into(),
         },
     };
@@ -116,8 +119,8 @@ fn not_executable(p: &Process, source: &str) -> Option<Diagnostic> {
 /// The value span and text of the process's `isExecutable` attribute, read
 /// from its start tag.
 fn executable_flag(p: &Process, source: &str) -> Option<(Span, String)> {
-    let tag_start = p.name_span.end;
-    let tag = source.get(tag_start..p.span.end)?;
+    let tag_start = p.name_span.end();
+    let tag = source.get(tag_start..p.span.end())?;
     let tag = &tag[..tag.find('>').unwrap_or(tag.len())];
     let at = tag.find("isExecutable")?;
     let rest = &tag[at + "isExecutable".len()..];

@@ -206,7 +206,7 @@ fn policy(node: &Node, r: &RetrySpec, out: &mut Vec<Diagnostic>) {
             )
             .label("retries forever")
             .help("an unbounded retry turns an outage into load (50,000 failing jobs retrying every minute schedule 72,000,000 attempts a day): add maxAttempts (every attempt, the first included) or maxElapsed (an expiry from the first attempt)")
-            .fix("Add maxAttempts=\"3\"", vec![insert(r.name_span.end, " maxAttempts=\"3\"".to_string())]),
+            .fix("Add maxAttempts=\"3\"", vec![insert(r.name_span.end(), " maxAttempts=\"3\"".to_string())]),
         );
         return;
     }
@@ -223,7 +223,7 @@ fn policy(node: &Node, r: &RetrySpec, out: &mut Vec<Diagnostic>) {
                 )
                 .label("no delay and no attempt limit")
                 .help("add maxAttempts, or a backoff (e.g. backoff=\"PT1S PT10S PT1M\") so the attempts within maxElapsed are few")
-                .fix("Add maxAttempts=\"3\"", vec![insert(r.name_span.end, " maxAttempts=\"3\"".to_string())]),
+                .fix("Add maxAttempts=\"3\"", vec![insert(r.name_span.end(), " maxAttempts=\"3\"".to_string())]),
             );
         }
     }

@@ -22,10 +22,10 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
         } else {
             // `q:`-prefixed attributes on a `q:` element are judged with that element.
             let on_q_element = last_element.is_some_and(|e| {
-                e.span.start < item.span.start
-                    && item.span.end <= e.span.end
+                e.span.start() < item.span.start()
+                    && item.span.end() <= e.span.end()
                     && !ctx
-                        .text(Span::new(e.span.start, item.span.start))
+                        .text(Span::new(e.span.start(), item.span.start()))
                         .contains('>')
             });
             if !on_q_element {

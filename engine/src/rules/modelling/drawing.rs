@@ -70,9 +70,9 @@ pub(super) fn no_bpmndi(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
     for decl in &defs.ids {
         let id = decl.id.value.as_str();
         if decl.element.local == "lane"
-            && later_lane_sets
-                .iter()
-                .any(|s| s.start <= decl.element.span.start && decl.element.span.start < s.end)
+            && later_lane_sets.iter().any(|s| {
+                s.start() <= decl.element.span.start() && decl.element.span.start() < s.end()
+            })
         {
             continue;
         }
@@ -119,7 +119,7 @@ fn is_plane(ctx: &Ctx<'_>, span: Span) -> bool {
     let tag = ctx
         .source
         .as_bytes()
-        .get(span.start + 1..span.end)
+        .get(span.start() + 1..span.end())
         .unwrap_or_default();
     let end = tag
         .iter()
@@ -291,13 +291,15 @@ pub(super) fn overlapping(defs: &Definitions, e: &mut Emit<'_, '_>) {
     let collaboration_of = |at: usize| {
         collaborations
             .iter()
-            .position(|c| c.start <= at && at < c.end)
+            .position(|c| c.start() <= at && at < c.end())
     };
     let parts: Vec<(usize, Option<usize>, &ShapeBounds)> = defs
         .participants
         .iter()
         .enumerate()
-        .filter_map(|(k, pa)| bounds(pa.id()).map(|b| (k, collaboration_of(pa.name_span.start), b)))
+        .filter_map(|(k, pa)| {
+            bounds(pa.id()).map(|b| (k, collaboration_of(pa.name_span.start()), b))
+        })
         .collect();
     let mut part_hits = vec![false; defs.participants.len()];
     for (a, (ka, ca, ba)) in parts.iter().enumerate() {
@@ -336,11 +338,11 @@ pub(super) fn overlapping(defs: &Definitions, e: &mut Emit<'_, '_>) {
         ) {
             continue;
         }
-        let at = d.element.span.start;
+        let at = d.element.span.start();
         let Some(pi) = defs
             .processes
             .iter()
-            .position(|p| p.span.start <= at && at < p.span.end)
+            .position(|p| p.span.start() <= at && at < p.span.end())
         else {
             continue;
         };
@@ -348,8 +350,8 @@ pub(super) fn overlapping(defs: &Definitions, e: &mut Emit<'_, '_>) {
             .nodes
             .iter()
             .enumerate()
-            .filter(|(_, n)| n.span.start < at && at < n.span.end)
-            .max_by_key(|(_, n)| n.span.start)
+            .filter(|(_, n)| n.span.start() < at && at < n.span.end())
+            .max_by_key(|(_, n)| n.span.start())
             .map(|(i, _)| i);
         data.push((pi, scope, k));
     }

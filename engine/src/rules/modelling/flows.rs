@@ -134,19 +134,19 @@ fn condition_key(ctx: &Ctx<'_>, f: &Flow) -> ConditionKey {
     }
     let src = ctx.source.as_bytes();
     let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
-    let mut lead = c.span.start;
-    while lead > c.full_span.start && ws(src[lead - 1]) {
+    let mut lead = c.span.start();
+    while lead > c.full_span.start() && ws(src[lead - 1]) {
         lead -= 1;
     }
-    let mut trail = c.span.end;
-    while trail < c.full_span.end && ws(src[trail]) {
+    let mut trail = c.span.end();
+    while trail < c.full_span.end() && ws(src[trail]) {
         trail += 1;
     }
     ConditionKey::Text(format!(
         "{}{}{}",
-        &ctx.source[lead..c.span.start],
+        &ctx.source[lead..c.span.start()],
         c.value,
-        &ctx.source[c.span.end..trail]
+        &ctx.source[c.span.end()..trail]
     ))
 }
 

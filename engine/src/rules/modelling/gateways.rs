@@ -165,9 +165,9 @@ fn add_attribute(ctx: &Ctx<'_>, n: &Node, name: &str, value: &str) -> Edit {
     let tag = n.tag.start_tag;
     let text = ctx.text(tag);
     let close = if text.ends_with("/>") { 2 } else { 1 };
-    let mut at = tag.end - close;
+    let mut at = tag.end() - close;
     // Before any whitespace that precedes `>`.
-    while at > tag.start && ctx.source.as_bytes()[at - 1].is_ascii_whitespace() {
+    while at > tag.start() && ctx.source.as_bytes()[at - 1].is_ascii_whitespace() {
         at -= 1;
     }
     insert(at, format!(" {name}=\"{value}\""))

@@ -30,7 +30,7 @@ pub(super) fn global(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
                 .map(|d| d.element.span),
         )
         .collect();
-    let in_use_place = |at: usize| places.iter().any(|s| s.start <= at && at < s.end);
+    let in_use_place = |at: usize| places.iter().any(|s| s.start() <= at && at < s.end());
     for g in &defs.globals {
         let what = format!("<{}> `{}`", g.local, g.id());
         let d = |msg: String, label: &str, help: &str| {
@@ -52,7 +52,7 @@ pub(super) fn global(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
         let used = defs.references.iter().any(|r| {
             r.target.value == g.id()
                 && reference_attribute(ctx, r) == attr
-                && in_use_place(r.target.full_span.start)
+                && in_use_place(r.target.full_span.start())
         });
         if !used {
             e.push(d(format!("{what} is never used"), "unused", "reference it from an event definition (or a message flow, send or receive task), or remove it"));

@@ -222,7 +222,7 @@ fn tag_name(ctx: &Ctx<'_>, span: Span) -> Span {
     let len = text[1.min(text.len())..]
         .find(|c: char| c.is_whitespace() || c == '/' || c == '>')
         .unwrap_or(0);
-    Span::new(span.start + 1, span.start + 1 + len)
+    Span::new(span.start() + 1, span.start() + 1 + len)
 }
 
 fn node_diag(code: Code, n: &Node, message: String) -> Diagnostic {
