@@ -4,6 +4,13 @@
 //! its half of one buffer sized from the file's length: copying 12 MB out
 //! of the page cache, and faulting in the pages it lands on, is then shared
 //! by two cores. Small files are read as `std::fs::read` reads them.
+//!
+//! The large buffer is an anonymous mapping the kernel is asked to back
+//! with transparent huge pages (`madvise(MADV_HUGEPAGE)`, through memmap2's
+//! safe API): 12 MB is then six 2 MB page faults instead of ~3,200 4 KB
+//! ones, and the parser's walk over it misses the TLB less. Where the
+//! kernel has no huge pages to give (THP off, or none free), the advice is
+//! ignored and the pages are ordinary ones, as with a `Vec`.
 
 use std::fs::File;
 use std::io::Read;
@@ -14,38 +21,70 @@ use std::path::Path;
 /// (reading 1 MB from the page cache takes ~0.3 ms).
 pub const PARALLEL_READ_MIN_BYTES: u64 = 4 << 20;
 
+/// A file's bytes, as [`read`] gives them: they deref to `[u8]`.
+pub struct FileBytes(Buffer);
+
+enum Buffer {
+    Vec(Vec<u8>),
+    /// A huge-page-advised anonymous mapping holding `len` bytes of the file.
+    #[cfg(unix)]
+    Mapped {
+        map: memmap2::MmapMut,
+        len: usize,
+    },
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Buffer::Vec(v) => v,
+            #[cfg(unix)]
+            Buffer::Mapped { map, len } => &map[..*len],
+        }
+    }
+}
+
+impl std::fmt::Debug for FileBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FileBytes({} bytes)", self.len())
+    }
+}
+
 /// The file's whole content, as `std::fs::read` gives it; a file of
 /// [`PARALLEL_READ_MIN_BYTES`] or more is read in two halves on two threads
-/// (on Unix; elsewhere in one read).
-pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
+/// into huge pages (on Unix; elsewhere in one read).
+pub fn read(path: &Path) -> std::io::Result<FileBytes> {
     let mut file = File::open(path)?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     if len >= PARALLEL_READ_MIN_BYTES {
         if let Some(bytes) = halves(&file, len) {
             return Ok(bytes);
         }
-        // Something changed under us (the file shrank, a read failed):
-        // read it again from the start, as one read, and report what that says.
-        return std::fs::read(path);
+        // Something changed under us (the file shrank or grew, a read
+        // failed): read it again from the start, as one read, and report
+        // what that says.
+        return std::fs::read(path).map(|v| FileBytes(Buffer::Vec(v)));
     }
     let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok(FileBytes(Buffer::Vec(bytes)))
 }
 
-/// The file read in two halves on two threads, then on to its end (it may
-/// have grown since its length was taken); `None` when a half cannot be
-/// read whole.
+/// The file read in two halves on two threads; `None` when a half cannot
+/// be read whole, or the file no longer ends where its length said.
 #[cfg(unix)]
-fn halves(file: &File, len: u64) -> Option<Vec<u8>> {
-    use std::io::{Seek, SeekFrom};
+fn halves(file: &File, len: u64) -> Option<FileBytes> {
     use std::os::unix::fs::FileExt;
     let len = usize::try_from(len).ok()?;
-    // Zeroed memory comes from the OS untouched: its pages are faulted in
-    // by the reads that fill them, each half by its own thread.
-    let mut bytes = vec![0u8; len];
+    // Fresh anonymous memory is untouched: its pages are faulted in by
+    // the reads that fill them, each half by its own thread.
+    let mut map = memmap2::MmapMut::map_anon(len).ok()?;
+    // Advice only: refused (no THP in this kernel), the pages are 4 KB.
+    let _ = map.advise(memmap2::Advice::HugePage);
     let mid = len / 2;
-    let (first, second) = bytes.split_at_mut(mid);
+    let (first, second) = map.split_at_mut(mid);
     let (a, b) = std::thread::scope(|s| {
         let b = s.spawn(|| file.read_exact_at(second, mid as u64));
         let a = file.read_exact_at(first, 0);
@@ -54,14 +93,16 @@ fn halves(file: &File, len: u64) -> Option<Vec<u8>> {
     if a.is_err() || !matches!(b, Ok(Ok(()))) {
         return None;
     }
-    let mut file = file;
-    file.seek(SeekFrom::Start(len as u64)).ok()?;
-    file.read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+    // It grew since its length was taken: read it whole again.
+    let mut probe = [0u8; 1];
+    if file.read_at(&mut probe, len as u64).ok()? != 0 {
+        return None;
+    }
+    Some(FileBytes(Buffer::Mapped { map, len }))
 }
 
 #[cfg(not(unix))]
-fn halves(_file: &File, _len: u64) -> Option<Vec<u8>> {
+fn halves(_file: &File, _len: u64) -> Option<FileBytes> {
     None
 }
 
@@ -77,13 +118,29 @@ mod tests {
         let content: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
         let path = dir.path().join("large.bpmn");
         std::fs::write(&path, &content).expect("written");
-        assert_eq!(read(&path).expect("readable"), content);
+        assert_eq!(&*read(&path).expect("readable"), &content[..]);
         let small = dir.path().join("small.bpmn");
         std::fs::write(&small, &content[..1000]).expect("written");
-        assert_eq!(read(&small).expect("readable"), &content[..1000]);
+        assert_eq!(&*read(&small).expect("readable"), &content[..1000]);
         let empty = dir.path().join("empty.bpmn");
         std::fs::write(&empty, b"").expect("written");
-        assert_eq!(read(&empty).expect("readable"), b"");
+        assert_eq!(&*read(&empty).expect("readable"), b"");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_that_grew_or_shrank_since_its_length_was_taken_is_read_again() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let len = PARALLEL_READ_MIN_BYTES as usize + 7;
+        let content: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
+        let path = dir.path().join("moving.bpmn");
+        std::fs::write(&path, &content).expect("written");
+        let file = File::open(&path).expect("open");
+        // Its length was taken when it was shorter: it grew.
+        assert!(halves(&file, len as u64 - 3).is_none());
+        // Its length was taken when it was longer: it shrank.
+        assert!(halves(&file, len as u64 + 3).is_none());
+        assert_eq!(&*halves(&file, len as u64).expect("whole"), &content[..]);
     }
 
     #[test]
