@@ -643,6 +643,36 @@ fn qf112_duplicate_flows_and_the_removal_fix() {
     );
 }
 
+/// Duplicates are found whether or not a flow's source is a node of the
+/// process: two flows from a `sourceRef` that names no node compare by
+/// their text (the loader's QF004 reports the dangling reference), and
+/// with them in the process, two flows between nodes are still found.
+#[test]
+fn qf112_flows_whose_source_is_no_node_compare_by_their_text() {
+    let src = plain(
+        r#"    <bpmn:task id="a" name="A"/>
+    <bpmn:task id="b" name="B"/>
+    <bpmn:sequenceFlow id="g1" sourceRef="ghost" targetRef="a"/>
+    <bpmn:sequenceFlow id="g2" sourceRef="ghost" targetRef="a"/>
+    <bpmn:sequenceFlow id="n1" targetRef="b"/>
+    <bpmn:sequenceFlow id="n2" targetRef="b"/>
+    <bpmn:sequenceFlow id="ab1" sourceRef="a" targetRef="b"/>
+    <bpmn:sequenceFlow id="ab2" sourceRef="a" targetRef="b"/>"#,
+    );
+    assert_eq!(
+        hits(&src, Code::QF112),
+        // `a`: duplicate incoming flows (from `ghost`), then duplicate
+        // outgoing ones.
+        pairs(&[
+            ("a", "bpmn:task"),
+            ("a", "bpmn:task"),
+            ("b", "bpmn:task"),
+            ("g2", "bpmn:sequenceFlow"),
+            ("ab2", "bpmn:sequenceFlow"),
+        ])
+    );
+}
+
 /// Two flows between the same nodes are duplicates when their conditions
 /// read the same to bpmnlint: the text as written around its value (so
 /// `x` and ` x ` differ, `&gt;` and a CDATA `>` do not), an empty or blank
@@ -1180,4 +1210,28 @@ fn qf109_a_plane_does_not_draw_its_own_element() {
         r#"<bpmndi:BPMNShape id="sub_di" bpmnElement="sub" isExpanded="false"><dc:Bounds x="0" y="0" width="100" height="80"/></bpmndi:BPMNShape>"#,
     );
     assert!(of(&drawn, Code::QF109).is_empty());
+}
+
+/// QF109 asks its question of BPMN elements, as bpmnlint does: a drawing
+/// whose own id repeats an undrawn task's (a duplicate id, QF003) is not
+/// itself "missing from the diagram"; the undrawn task is. A declaration
+/// that is no node but shares its id with one (a message here) is visual
+/// as the node is.
+#[test]
+fn qf109_asks_of_bpmn_elements_not_of_drawings_with_a_nodes_id() {
+    let src = format!(
+        r#"<bpmn:definitions xmlns:bpmn="{BPMN}" xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI" xmlns:dc="http://www.omg.org/spec/DD/20100524/DC" id="d">
+  <bpmn:message id="b" name="M"/>
+  <bpmn:process id="p">
+    <bpmn:task id="a" name="A"/>
+    <bpmn:task id="b" name="B"/>
+  </bpmn:process>
+  <bpmndi:BPMNDiagram id="main"><bpmndi:BPMNPlane id="plane" bpmnElement="p">
+    <bpmndi:BPMNShape id="a" bpmnElement="b"><dc:Bounds x="0" y="0" width="100" height="80"/></bpmndi:BPMNShape>
+  </bpmndi:BPMNPlane></bpmndi:BPMNDiagram>
+</bpmn:definitions>"#
+    );
+    assert_eq!(hits(&src, Code::QF109), pairs(&[("a", "bpmn:task")]));
+    let codes: Vec<Code> = analyze(&src).diagnostics.iter().map(|d| d.code).collect();
+    assert!(codes.contains(&Code::QF003), "{codes:?}");
 }

@@ -15,6 +15,9 @@ pub struct Graph<'a> {
     /// Flows out of node i: `out_flows[out_start[i]..out_start[i + 1]]`.
     out_start: Vec<u32>,
     out_flows: Vec<u32>,
+    /// Flow i's source node, `u32::MAX` when it has no `sourceRef` or
+    /// names no node.
+    flow_sources: Vec<u32>,
     /// Nodes where two branches of one parallel split meet (computed once,
     /// when a fake join asks).
     meets: std::cell::OnceCell<Vec<usize>>,
@@ -56,12 +59,17 @@ impl<'a> Graph<'a> {
                 fill[s] += 1;
             }
         }
+        let flow_sources = sources
+            .iter()
+            .map(|s| s.map_or(u32::MAX, |s| s as u32))
+            .collect();
         Graph {
             p,
             index,
             incoming,
             out_start,
             out_flows,
+            flow_sources,
             meets: std::cell::OnceCell::new(),
         }
     }
@@ -79,6 +87,17 @@ impl<'a> Graph<'a> {
         self.out_flows[range]
             .iter()
             .map(|&f| &self.p.flows[f as usize])
+    }
+
+    /// The indices (into the process's flows) of the flows out of node
+    /// `i`, in document order.
+    pub(super) fn outgoing_indices(&self, i: usize) -> &[u32] {
+        &self.out_flows[self.out_start[i] as usize..self.out_start[i + 1] as usize]
+    }
+
+    /// Whether flow `fi`'s `sourceRef` names a node of the process.
+    pub(super) fn source_resolves(&self, fi: usize) -> bool {
+        self.flow_sources[fi] != u32::MAX
     }
 
     pub fn out_count(&self, i: usize) -> usize {
