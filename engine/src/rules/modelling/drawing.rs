@@ -50,16 +50,27 @@ pub(super) fn no_bpmndi(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
             .filter(|d| !is_plane(ctx, d.span))
             .map(|d| d.bpmn_element.as_str()),
     );
-    // Pre-sized: collected from a flat_map, it grew by doubling.
-    let mut flow_nodes: foldhash::HashSet<&str> = foldhash::HashSet::with_capacity_and_hasher(
-        defs.processes.iter().map(|p| p.nodes.len()).sum(),
-        Default::default(),
-    );
-    flow_nodes.extend(
+    // Which declarations are nodes, found by where they start (ids and
+    // nodes are both in document order): hashing every node's id into a
+    // set and looking every declaration up in it was half of this rule's
+    // 3.4 ms on the 20,000-task model.
+    let mut node_starts: Vec<usize> = defs
+        .processes
+        .iter()
+        .flat_map(|p| p.nodes.iter().map(|n| n.span.start()))
+        .collect();
+    if !node_starts.windows(2).all(|w| w[0] <= w[1]) {
+        node_starts.sort_unstable();
+    }
+    // Any other declaration is visual when it shares its id with a node (a
+    // duplicate id, QF003): rare, so the set is built only when asked.
+    let mut flow_nodes: Option<foldhash::HashSet<&str>> = None;
+    let node_ids = || -> foldhash::HashSet<&str> {
         defs.processes
             .iter()
-            .flat_map(|p| p.nodes.iter().map(|n| n.id())),
-    );
+            .flat_map(|p| p.nodes.iter().map(|n| n.id()))
+            .collect()
+    };
     // A process's later lane sets are alternative partitions: bpmnlint
     // expects the lanes of the first lane set drawn, not theirs.
     let later_lane_sets: Vec<Span> = defs
@@ -69,14 +80,24 @@ pub(super) fn no_bpmndi(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
         .collect();
     for decl in &defs.ids {
         let id = decl.id.value.as_str();
-        if decl.element.local == "lane"
+        let local = &*decl.element.local;
+        if local == "lane"
             && later_lane_sets.iter().any(|s| {
                 s.start() <= decl.element.span.start() && decl.element.span.start() < s.end()
             })
         {
             continue;
         }
-        let visual = drawn_kind(&decl.element.local) || flow_nodes.contains(id);
+        // A drawing is not drawn: bpmnlint asks it of BPMN elements only,
+        // so a shape whose own id repeats a node's is not "missing".
+        if is_drawing(local) {
+            continue;
+        }
+        let visual = drawn_kind(local)
+            || node_starts
+                .binary_search(&decl.element.span.start())
+                .is_ok()
+            || flow_nodes.get_or_insert_with(node_ids).contains(id);
         if visual && !drawn.contains(id) {
             e.push(
                 Diagnostic::new(Code::QF109, decl.element.name_span, format!("<{}> `{id}` is missing from the diagram", decl.element.local))
@@ -127,6 +148,15 @@ fn is_plane(ctx: &Ctx<'_>, span: Span) -> bool {
         .unwrap_or(0);
     let name = &tag[..end];
     name == b"BPMNPlane" || name.ends_with(b":BPMNPlane")
+}
+
+/// The bpmndi elements (and their labels and styles), which draw BPMN
+/// elements and are never drawn themselves.
+fn is_drawing(local: &str) -> bool {
+    matches!(
+        local,
+        "BPMNDiagram" | "BPMNPlane" | "BPMNShape" | "BPMNEdge" | "BPMNLabel" | "BPMNLabelStyle"
+    )
 }
 
 /// The type name `standard-size` sizes an element by (bpmnlint's, most
