@@ -29,27 +29,60 @@ fn drawn_kind(local: &str) -> bool {
     )
 }
 
+/// What the diagram draws, by the id of the BPMN element drawn: built once
+/// for QF109 and QF118, which ask it of every element (building it twice
+/// hashed the same 40,000 ids twice on the 20,000-task model).
+pub(super) struct Drawn<'d> {
+    /// Every element a shape or an edge draws (not a plane: a plane draws
+    /// what is on it), with the bounds of the last shape drawing it that
+    /// has bounds (as bpmnlint keeps it), if any: an index into
+    /// [`crate::model::Definitions::shape_bounds`].
+    by_id: HashMap<&'d str, Option<u32>>,
+}
+
+impl<'d> Drawn<'d> {
+    pub(super) fn new(ctx: &Ctx<'d>) -> Self {
+        let defs = ctx.defs;
+        let mut by_id: HashMap<&str, Option<u32>> =
+            HashMap::with_capacity_and_hasher(defs.diagram_elements.len(), Default::default());
+        for d in &defs.diagram_elements {
+            if !is_plane(ctx, d.span) {
+                by_id.entry(d.bpmn_element.as_str()).or_insert(None);
+            }
+        }
+        // In document order, so the last shape with bounds wins.
+        for (k, b) in defs.shape_bounds.iter().enumerate() {
+            let id = defs.diagram_elements[b.diagram as usize]
+                .bpmn_element
+                .as_str();
+            by_id.insert(id, Some(k as u32));
+        }
+        Drawn { by_id }
+    }
+
+    fn draws(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    fn bounds(&self, defs: &'d Definitions, id: &str) -> Option<&'d ShapeBounds> {
+        self.by_id
+            .get(id)
+            .copied()
+            .flatten()
+            .map(|k| &defs.shape_bounds[k as usize])
+    }
+}
+
 /// QF109 no-bpmndi: every flow element, participant, lane (of a container's
 /// first lane set), artifact and message flow has a shape or an edge. A
 /// `BPMNPlane` draws nothing inside its parent: a sub-process that is only
 /// the plane of a diagram of its own, with no shape where it stands, is
 /// missing (bpmnlint counts the elements on planes, never the planes).
-pub(super) fn no_bpmndi(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
+pub(super) fn no_bpmndi(ctx: &Ctx<'_>, drawn: &Drawn<'_>, e: &mut Emit<'_, '_>) {
     if !e.on(Code::QF109) {
         return;
     }
     let defs = ctx.defs;
-    // Pre-sized: collected through a filter, it grew by doubling.
-    let mut drawn: foldhash::HashSet<&str> = foldhash::HashSet::with_capacity_and_hasher(
-        defs.diagram_elements.len(),
-        Default::default(),
-    );
-    drawn.extend(
-        defs.diagram_elements
-            .iter()
-            .filter(|d| !is_plane(ctx, d.span))
-            .map(|d| d.bpmn_element.as_str()),
-    );
     // Which declarations are nodes, found by where they start (ids and
     // nodes are both in document order): hashing every node's id into a
     // set and looking every declaration up in it was half of this rule's
@@ -98,7 +131,7 @@ pub(super) fn no_bpmndi(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
                 .binary_search(&decl.element.span.start())
                 .is_ok()
             || flow_nodes.get_or_insert_with(node_ids).contains(id);
-        if visual && !drawn.contains(id) {
+        if visual && !drawn.draws(id) {
             e.push(
                 Diagnostic::new(Code::QF109, decl.element.name_span, format!("<{}> `{id}` is missing from the diagram", decl.element.local))
                     .element(id)
@@ -293,22 +326,12 @@ enum Item {
 /// aside; or a shape leaves its expanded sub-process or the pool drawing its
 /// process (a data store reference may). Where an element is drawn twice,
 /// the last drawing counts.
-pub(super) fn overlapping(defs: &Definitions, e: &mut Emit<'_, '_>) {
+pub(super) fn overlapping(defs: &Definitions, drawn: &Drawn<'_>, e: &mut Emit<'_, '_>) {
     if !e.on(Code::QF118) || defs.shape_bounds.is_empty() {
         return;
     }
     // Bounds by drawn id (the last shape drawing it, as bpmnlint keeps it).
-    let mut by_id: HashMap<&str, usize> =
-        HashMap::with_capacity_and_hasher(defs.shape_bounds.len(), Default::default());
-    for (k, b) in defs.shape_bounds.iter().enumerate() {
-        by_id.insert(
-            defs.diagram_elements[b.diagram as usize]
-                .bpmn_element
-                .as_str(),
-            k,
-        );
-    }
-    let bounds = |id: &str| by_id.get(id).map(|&b| &defs.shape_bounds[b]);
+    let bounds = |id: &str| drawn.bounds(defs, id);
     let mut overlaps: Vec<Item> = Vec::new();
     let mut outside: Vec<Item> = Vec::new();
     // Participants overlap within their collaboration.

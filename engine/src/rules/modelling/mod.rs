@@ -111,8 +111,11 @@ pub fn check_drawing(ctx: &Ctx<'_>, settings: &Settings, out: &mut Vec<Diagnosti
         profile: doc_profile(ctx),
         out,
     };
-    drawing::no_bpmndi(ctx, &mut e);
-    drawing::overlapping(ctx.defs, &mut e);
+    if e.on(Code::QF109) || e.on(Code::QF118) {
+        let drawn = drawing::Drawn::new(ctx);
+        drawing::no_bpmndi(ctx, &drawn, &mut e);
+        drawing::overlapping(ctx.defs, &drawn, &mut e);
+    }
     drawing::standard_size(ctx, &mut e);
 }
 
