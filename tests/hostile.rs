@@ -456,7 +456,7 @@ fn assert_no_control(what: &str, text: &str) {
 /// `ESC[2J` (a cleared screen, the report gone), and `run`, `show`,
 /// `instances` and `stats` printed the code and message. Each is shown as
 /// `?` now, at the place it was (the report's underline still points at the
-/// mistake).
+/// mistake; for ESC, a character XML forbids, that is the ESC itself).
 #[test]
 fn terminal_escapes_from_a_model_or_a_handler_never_reach_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
@@ -475,6 +475,24 @@ fn terminal_escapes_from_a_model_or_a_handler_never_reach_the_terminal() {
         "the line is shown, each control character as a visible mark: {}",
         run.stderr
     );
+    // ESC is a control character XML 1.0 forbids: the model is not
+    // well-formed, and the report points at the first one.
+    assert!(
+        run.stderr.contains("QF001") && run.stderr.contains("U+001B"),
+        "{}",
+        run.stderr
+    );
+    // A C1 control (U+009B, a CSI on some terminals) is allowed in XML:
+    // the model is read, and the line of the mistake is still shown safely.
+    let c1 = sample.replace(
+        r#"maxAttempts="4""#,
+        "maxAtempts=\"4\" name=\"\u{9b}31m\u{9b}2J\"",
+    );
+    let model = write(dir.path(), "c1.bpmn", c1.as_bytes());
+    let run = check(&model, &[]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_no_control("check", &run.stderr);
+    assert!(run.stderr.contains("name=\"¿31m¿2J\""), "{}", run.stderr);
     assert!(
         run.stderr.contains("has no such attribute"),
         "{}",

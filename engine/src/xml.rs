@@ -25,6 +25,7 @@ use quick_xml::Reader;
 use crate::span::Span;
 
 mod attrs;
+mod chars;
 
 pub use attrs::{AttrIter, Attrs, XmlAttr};
 
@@ -729,6 +730,11 @@ fn run<'a>(
         from
     };
     let mut pos = base;
+    // Every byte read is also looked at for characters XML 1.0 forbids,
+    // ahead of the tokenizer; only `clean` (every byte before it is) stays
+    // in a register, so the loop pays one comparison an event.
+    let mut ahead = chars::Ahead::from(from);
+    let mut clean = from;
 
     loop {
         let event = reader.read_event();
@@ -737,6 +743,12 @@ fn run<'a>(
             Ok(event) => event,
             Err(e) => {
                 let at = base + reader.error_position() as usize;
+                if let Some(fault) = ahead.pending.take() {
+                    return Err(fault);
+                }
+                if let Some(bad) = ahead.before(source.as_bytes(), at + 1) {
+                    return Err(forbidden_char(source, bad, ""));
+                }
                 return Err(XmlError::new(
                     Span::at(at.min(source.len())),
                     format!("XML is not well-formed: {e}"),
@@ -746,22 +758,51 @@ fn run<'a>(
         };
         let start = pos;
         pos = end;
+        // A forbidden character in this event is its fault, unless the
+        // event has one of its own that ends before it (document order):
+        // it is described now, while the open elements are those around
+        // it, and returned when the next event is read (so the loop pays
+        // one comparison an event and nothing at its exits).
+        if end > clean {
+            clean = ahead.scan_to(source.as_bytes(), end);
+            if let Some(fault) = ahead.pending.take() {
+                return Err(fault);
+            }
+            if end > clean {
+                ahead.pending = Some(chars_fault(source, ahead.first(), (start, end), stack));
+            }
+        }
+        // The event's own fault, or a forbidden character before it.
+        macro_rules! first {
+            ($e:expr) => {
+                match ahead.pending.take() {
+                    Some(bad) if bad.span.start() < $e.span.end().max($e.span.start() + 1) => bad,
+                    _ => $e,
+                }
+            };
+        }
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let is_empty = matches!(event, Event::Empty(_));
                 if stack.is_empty() && *root_seen {
-                    return Err(XmlError::new(
-                        Span::new(start, end),
-                        "a second root element: an XML document has exactly one",
-                        "wrap the content in a single <bpmn:definitions> element",
-                    ));
+                    return Err({
+                        let e = XmlError::new(
+                            Span::new(start, end),
+                            "a second root element: an XML document has exactly one",
+                            "wrap the content in a single <bpmn:definitions> element",
+                        );
+                        first!(e)
+                    });
                 }
                 if stack.len() >= MAX_DEPTH {
-                    return Err(XmlError::new(
-                        Span::new(start, end),
-                        format!("elements nested deeper than {MAX_DEPTH} levels"),
-                        "BPMN models are shallow; this file is probably generated or hostile",
-                    ));
+                    return Err({
+                        let e = XmlError::new(
+                            Span::new(start, end),
+                            format!("elements nested deeper than {MAX_DEPTH} levels"),
+                            "BPMN models are shallow; this file is probably generated or hostile",
+                        );
+                        first!(e)
+                    });
                 }
                 let name_len = e.name().as_ref().len();
                 let qname: &str = &source[start + 1..start + 1 + name_len];
@@ -769,11 +810,13 @@ fn run<'a>(
                 let tag_offset = start + 1 + name_len;
                 let tag = &source[tag_offset..start + 1 + e.len()];
                 let ns_mark = names.bindings.len();
-                let escaped = read_start_tag(tag, tag_offset, &mut raws, &mut prefixed, names)?;
+                let escaped = read_start_tag(tag, tag_offset, &mut raws, &mut prefixed, names)
+                    .map_err(|e| first!(e))?;
                 let ns = match qname.rfind(':') {
-                    Some(colon) => names
-                        .resolve(&qname[..colon])
-                        .map_err(|()| undeclared(&qname[..colon], name_span))?,
+                    Some(colon) => names.resolve(&qname[..colon]).map_err(|()| {
+                        let e = undeclared(&qname[..colon], name_span);
+                        first!(e)
+                    })?,
                     None => names.resolve("").unwrap_or(None),
                 };
                 if is_empty
@@ -802,7 +845,8 @@ fn run<'a>(
                     raws: &raws,
                     prefixed: &prefixed,
                     escaped,
-                })?;
+                })
+                .map_err(|e| first!(e))?;
                 if is_empty {
                     names.bindings.truncate(ns_mark);
                     sink.end(end);
@@ -821,6 +865,9 @@ fn run<'a>(
                         Piece::Whole | Piece::Part => false,
                     };
                     if stop {
+                        if let Some(fault) = ahead.pending.take() {
+                            return Err(fault);
+                        }
                         return Ok(Some(end));
                     }
                 }
@@ -833,11 +880,14 @@ fn run<'a>(
                         .is_some_and(|open| e.name().as_ref() == open.qname.as_bytes());
                     if !matches {
                         *own_fault = true;
-                        return Err(XmlError::new(
-                            Span::new(start, end),
-                            "this end tag closes no open element of its name",
-                            "check the end tags match their start tags",
-                        ));
+                        return Err({
+                            let e = XmlError::new(
+                                Span::new(start, end),
+                                "this end tag closes no open element of its name",
+                                "check the end tags match their start tags",
+                            );
+                            first!(e)
+                        });
                     }
                     inherited -= 1;
                 }
@@ -857,11 +907,14 @@ fn run<'a>(
                 if !stack.is_empty() {
                     sink.text(Cow::Borrowed(raw), Span::new(start, end));
                 } else if !raw.bytes().all(|b| b.is_ascii_whitespace()) {
-                    return Err(XmlError::new(
-                        Span::new(start, end),
-                        "text outside the root element",
-                        "everything must be inside <bpmn:definitions>",
-                    ));
+                    return Err({
+                        let e = XmlError::new(
+                            Span::new(start, end),
+                            "text outside the root element",
+                            "everything must be inside <bpmn:definitions>",
+                        );
+                        first!(e)
+                    });
                 }
             }
             Event::CData(ref t) => {
@@ -874,6 +927,15 @@ fn run<'a>(
                 }
             }
             Event::GeneralRef(ref r) => {
+                let name = &source[start + 1..end.saturating_sub(1).max(start + 1)];
+                if let Some(code) = chars::char_ref_code(name).filter(|&c| chars::is_forbidden(c)) {
+                    let place = match stack.last() {
+                        Some(open) => format!("in the text of <{}>", open.qname),
+                        None => "outside the root element".to_string(),
+                    };
+                    let span = Span::new(start, end);
+                    return Err(forbidden_ref(&source[start..end], span, code, &place));
+                }
                 let resolved: Option<Cow<'_, str>> = match r.resolve_char_ref() {
                     Ok(Some(c)) => Some(Cow::Owned(c.to_string())),
                     Ok(None) => {
@@ -883,31 +945,143 @@ fn run<'a>(
                     Err(_) => None,
                 };
                 let Some(text) = resolved else {
-                    return Err(XmlError::new(
+                    return Err({
+                        let e = XmlError::new(
                         Span::new(start, end),
                         format!(
                             "unknown entity reference `&{};`",
                             String::from_utf8_lossy(r.as_ref())
                         ),
                         "qflow expands only XML's five predefined entities and character references; write the text itself",
-                    ));
+                    );
+                        first!(e)
+                    });
                 };
                 if !stack.is_empty() {
                     sink.text(text, Span::new(start, end));
                 }
             }
             Event::DocType(_) => {
-                return Err(XmlError::new(
+                return Err({
+                    let e = XmlError::new(
                     Span::new(start, end),
                     "DOCTYPE declarations are not accepted",
                     "remove the <!DOCTYPE …> declaration: qflow never expands custom entities or reads external ones (this protects against entity-expansion and external-entity attacks)",
-                ));
+                );
+                    first!(e)
+                });
             }
             Event::Decl(_) | Event::PI(_) | Event::Comment(_) => {}
             Event::Eof => break,
         }
     }
     Ok(None)
+}
+
+/// The QF001 of a character XML 1.0 forbids, written as itself (`bad`: its
+/// offset and length) in the event at `start..end`, which says where it is
+/// from its first bytes (so the reading loop keeps nothing for it).
+#[cold]
+#[inline(never)]
+fn chars_fault(
+    source: &str,
+    bad: (usize, usize),
+    (start, end): (usize, usize),
+    stack: &[Open<'_>],
+) -> XmlError {
+    let raw = &source[start..end];
+    let place = if raw.starts_with("<!--") {
+        "in a comment".to_string()
+    } else if raw.starts_with("<![CDATA[") {
+        "in a CDATA section".to_string()
+    } else if raw.starts_with("<?xml") && raw[5..].starts_with(|c: char| c.is_ascii_whitespace()) {
+        "in the XML declaration".to_string()
+    } else if raw.starts_with("<?") {
+        "in a processing instruction".to_string()
+    } else if raw.starts_with("<!") {
+        "in the DOCTYPE declaration".to_string()
+    } else if raw.starts_with("</") {
+        "in an end tag".to_string()
+    } else if let Some(tag) = raw.strip_prefix('<') {
+        let name_len = tag
+            .find(|c: char| c.is_ascii_whitespace() || c == '/' || c == '>')
+            .unwrap_or(tag.len());
+        let qname = &tag[..name_len];
+        let tag_offset = start + 1 + name_len;
+        if bad.0 < tag_offset {
+            "in an element name".to_string()
+        } else {
+            match attribute_at(&source[tag_offset..end], bad.0 - tag_offset) {
+                Some(name) => format!("in the value of attribute `{name}` of <{qname}>"),
+                None => format!("in the start tag of <{qname}>"),
+            }
+        }
+    } else if raw.starts_with('&') {
+        "in an entity reference".to_string()
+    } else {
+        match stack.last() {
+            None => "outside the root element".to_string(),
+            // Whitespace but for the character itself (or other controls).
+            Some(_)
+                if raw.bytes().enumerate().all(|(i, b)| {
+                    b.is_ascii_whitespace()
+                        || b < 0x20
+                        || (bad.0..bad.0 + bad.1).contains(&(start + i))
+                }) =>
+            {
+                "in the whitespace between tags".to_string()
+            }
+            Some(open) => format!("in the text of <{}>", open.qname),
+        }
+    };
+    forbidden_char(source, bad, &place)
+}
+
+/// The name of the attribute whose value holds byte `at` of `tag` (the
+/// start tag after the element name), if one does.
+fn attribute_at(tag: &str, at: usize) -> Option<&str> {
+    let mut i = 0;
+    while let Some(Ok(raw)) = attrs::next_raw(tag.as_bytes(), &mut i) {
+        if (raw.value.0..raw.value.1).contains(&at) {
+            return Some(&tag[raw.name.0..raw.name.1]);
+        }
+        if raw.value.1 > at {
+            break;
+        }
+    }
+    None
+}
+
+/// The QF001 of a forbidden character written as itself; `place` says
+/// where ("in a comment"), or is empty.
+fn forbidden_char(source: &str, (at, len): (usize, usize), place: &str) -> XmlError {
+    let code = chars::code_at(source.as_bytes(), at, len);
+    let what = if code < 0x20 {
+        "the control character"
+    } else {
+        "the noncharacter"
+    };
+    let place = if place.is_empty() {
+        String::new()
+    } else {
+        format!(" {place}")
+    };
+    XmlError::new(
+        Span::new(at, at + len),
+        format!("{what} {}{place} is not allowed in XML", chars::name(code)),
+        "remove it, or write what it stands for as text (a space, for example): XML 1.0 allows no control character but tab, line feed and carriage return, and other tools (Camunda, Flowable) refuse the whole document",
+    )
+}
+
+/// The QF001 of a character reference (`&#1;`, at `span`) to a character
+/// XML 1.0 forbids (`reference`, as written); `place` says where.
+fn forbidden_ref(reference: &str, span: Span, code: u32, place: &str) -> XmlError {
+    let what = chars::describe(code);
+    XmlError::new(
+        span,
+        format!("the character reference `{reference}` {place} stands for {what}, which XML does not allow"),
+        format!("remove the reference: XML 1.0 cannot carry {what}, not even as a reference; write what it stands for as text (a space, for example)"),
+    )
 }
 
 /// `x`, `y`, `width`, `height` of a bounds leaf; `None` unless all four are
@@ -1037,6 +1211,17 @@ fn read_start_tag<'a>(
             amp = true;
         }
         escaped |= amp;
+        if amp {
+            if let Some((at, len, code)) = chars::forbidden_ref_in(raw_value) {
+                let start = offset + raw.value.0 + at;
+                return Err(forbidden_ref(
+                    &raw_value[at..at + len],
+                    Span::new(start, start + len),
+                    code,
+                    &format!("in the value of attribute `{qname}`"),
+                ));
+            }
+        }
         let value = if amp {
             quick_xml::escape::unescape(raw_value).map_err(|e| {
                 fault(
@@ -1294,5 +1479,145 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(err.span, Span::new(1, 4));
+    }
+
+    /// The fault `parse` gives for `src`: its message and the source text
+    /// its span covers.
+    fn fault_of(src: &str) -> (String, String, String) {
+        let e = parse(src).expect_err(src);
+        (
+            e.message.clone(),
+            src[e.span.start()..e.span.end()].to_string(),
+            e.help,
+        )
+    }
+
+    /// Every place a character may sit, with `@` where it goes, and the
+    /// words the message uses for it.
+    const PLACES: &[(&str, &str)] = &[
+        ("<a>x @ y</a>", "in the text of <a>"),
+        ("<a b=\"x@\"/>", "in the value of attribute `b` of <a>"),
+        ("<a b='@'/>", "in the value of attribute `b` of <a>"),
+        ("<a><!-- x@ --></a>", "in a comment"),
+        ("<a><![CDATA[x@]]></a>", "in a CDATA section"),
+        ("<a><?pi x@?></a>", "in a processing instruction"),
+        ("<?pi x@?><a/>", "in a processing instruction"),
+        ("<a>\n  @\n  <b/></a>", "in the whitespace between tags"),
+        ("<a/>\n@", "outside the root element"),
+        ("@<a/>", "outside the root element"),
+        ("<a b=\"1\"@/>", "in the start tag of <a>"),
+        ("<?xml version=\"1.0\"@?><a/>", "in the XML declaration"),
+    ];
+
+    /// Every character XML 1.0 forbids that UTF-8 can carry but NUL (the
+    /// loader calls a file with a NUL binary before reading it).
+    fn forbidden() -> impl Iterator<Item = char> {
+        (1u32..0x20)
+            .filter(|c| !matches!(c, 9 | 10 | 13))
+            .chain([0xFFFE, 0xFFFF])
+            .map(|c| char::from_u32(c).unwrap())
+    }
+
+    #[test]
+    fn a_forbidden_character_is_a_fault_wherever_it_sits_with_its_exact_span() {
+        for &(template, place) in PLACES {
+            for c in forbidden() {
+                let src = template.replace('@', &c.to_string());
+                let (message, covered, help) = fault_of(&src);
+                let name = format!("U+{:04X}", c as u32);
+                assert_eq!(covered, c.to_string(), "{src:?}: {message}");
+                assert!(message.contains(&name), "{src:?}: {message}");
+                assert!(message.contains(place), "{src:?}: {message}");
+                assert!(message.contains("not allowed in XML"), "{src:?}: {message}");
+                assert!(help.starts_with("remove it"), "{help}");
+            }
+        }
+    }
+
+    #[test]
+    fn allowed_characters_are_accepted_everywhere() {
+        for &(template, _) in PLACES {
+            // Text outside the root or in a declaration is a fault of its
+            // own whatever it is; whitespace is not.
+            for c in [
+                '\t', '\n', '\r', '\u{85}', '\u{2028}', '\u{FFFD}', '\u{FFEF}', '😀',
+            ] {
+                let src = template.replace('@', &c.to_string());
+                let plain = template.replace('@', "");
+                if parse(&plain).is_ok() {
+                    let r = parse(&src);
+                    if let Err(e) = &r {
+                        assert!(
+                            !e.message.contains("not allowed in XML"),
+                            "{src:?}: {}",
+                            e.message
+                        );
+                    }
+                }
+            }
+        }
+        let ok = "<a b=\"\t\u{85}\u{2028}😀\u{10FFFF}\u{FFFD}\">\r\n\t\u{FFEF}<![CDATA[\u{2028}]]><!--😀--></a>";
+        parse(ok).unwrap();
+    }
+
+    #[test]
+    fn a_reference_to_a_forbidden_character_is_a_fault_spanning_the_reference() {
+        let refs = [
+            ("&#1;", "U+0001"),
+            ("&#x1F;", "U+001F"),
+            ("&#x1f;", "U+001F"),
+            ("&#0;", "U+0000"),
+            ("&#x0;", "U+0000"),
+            ("&#11;", "U+000B"),
+            ("&#xFFFE;", "U+FFFE"),
+            ("&#65535;", "U+FFFF"),
+            ("&#xD800;", "U+D800"),
+            ("&#x110000;", "beyond the last character U+10FFFF"),
+        ];
+        for (reference, named) in refs {
+            for (template, place) in [
+                ("<a>x @ y</a>", "in the text of <a>"),
+                ("<a b=\"x &amp; @\"/>", "in the value of attribute `b`"),
+                ("<a b='@'/>", "in the value of attribute `b`"),
+            ] {
+                let src = template.replace('@', reference);
+                let (message, covered, help) = fault_of(&src);
+                assert_eq!(covered, reference, "{src:?}: {message}");
+                assert!(message.contains(named), "{src:?}: {message}");
+                assert!(message.contains(place), "{src:?}: {message}");
+                assert!(help.contains("not even as a reference"), "{help}");
+            }
+        }
+        // Allowed references still resolve.
+        let doc = parse("<a b=\"&#9;&#x85;&#x1F600;\">x&#10;&#xD;&#x2028;&#xFFFD;</a>").unwrap();
+        let a = doc.element(doc.root);
+        assert_eq!(a.attr("b").unwrap().value, "\t\u{85}😀");
+        assert_eq!(a.text, "x\n\r\u{2028}\u{FFFD}");
+    }
+
+    #[test]
+    fn the_first_fault_in_document_order_is_the_verdict() {
+        // Two forbidden characters: the first.
+        let (_, covered, _) = fault_of("<a>\u{2}<b>\u{1}</b></a>");
+        assert_eq!(covered, "\u{2}");
+        // A raw one after a reference to one in the same tag: the reference.
+        let (_, covered, _) = fault_of("<a b=\"&#1;\" c=\"\u{2}\"/>");
+        assert_eq!(covered, "&#1;");
+        let (_, covered, _) = fault_of("<a b=\"\u{2}\" c=\"&#1;\"/>");
+        assert_eq!(covered, "\u{2}");
+        // Another fault before it wins; one after it loses.
+        let (message, _, _) = fault_of("<a b=\"1\" b=\"\u{1}\"/>");
+        assert!(message.contains("appears twice"), "{message}");
+        let (message, _, _) = fault_of("<a b=\"\u{1}\" b=\"1\"/>");
+        assert!(message.contains("U+0001"), "{message}");
+        let (message, _, _) = fault_of("<a></b>\u{1}</a>");
+        assert!(!message.contains("U+0001"), "{message}");
+        let (message, _, _) = fault_of("<a>\u{1}</b></a>");
+        assert!(message.contains("U+0001"), "{message}");
+        // Markup that is never finished is at fault where it starts.
+        let (message, _, _) = fault_of("<a><!-- \u{1}");
+        assert!(message.contains("comment not closed"), "{message}");
+        let (message, covered, _) = fault_of("<a>\u{1}<!-- ");
+        assert_eq!(covered, "\u{1}", "{message}");
     }
 }

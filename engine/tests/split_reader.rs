@@ -409,3 +409,123 @@ fn faults_and_refusals_on_either_side_of_the_split_are_the_whole_reads() {
     let empty = HEAD.replace("id=\"D\">", "id=\"D\"/><!-- <bpmndi:BPMNDiagram> -->");
     every_lt("an empty root", &empty);
 }
+
+/// `src` with `what` inserted at byte `at`.
+fn with_at(src: &str, at: usize, what: &str) -> String {
+    format!("{}{what}{}", &src[..at], &src[at..])
+}
+
+/// The split read of `src` by `read_source`'s own plan equals the whole
+/// read, whose verdict is a fault exactly covering `expected` at byte
+/// `at`; how the split read went.
+fn forbidden_verdict(what: &str, src: &str, at: usize, expected: &str) -> SplitOutcome {
+    assert!(
+        src.len() >= reader::SPLIT_THRESHOLD,
+        "{what}: split by read_source"
+    );
+    let whole = reader::read_source_whole(src, DRAWING_LEAVES);
+    let Err(fault) = &whole else {
+        panic!("{what}: a fault, not {whole:?}");
+    };
+    assert_eq!(
+        (
+            fault.span.start(),
+            &src[fault.span.start()..fault.span.end()]
+        ),
+        (at, expected),
+        "{what}: {}",
+        fault.message
+    );
+    assert!(
+        fault.message.contains("not allowed in XML"),
+        "{what}: {}",
+        fault.message
+    );
+    assert!(reader::read_source(src, DRAWING_LEAVES) == whole, "{what}");
+    let plan = reader::split_plan(src).expect("a plan");
+    same_plan(what, src, &whole, plan, false)
+}
+
+#[test]
+fn a_forbidden_character_on_either_side_of_the_split_is_the_whole_reads_verdict() {
+    let clean = testgen::generate(2_000);
+    let plan = reader::split_plan(&clean).expect("a plan");
+    assert!(plan.enter.is_some(), "{plan:?}");
+    // Inside the id of the first element after `from`.
+    let name_after = |from: usize| from + clean[from..].find(" id=\"").unwrap() + 5;
+    let first_half = name_after(plan.enter.unwrap() + 1);
+    let second_half = name_after(plan.split);
+    assert!(first_half < plan.split && second_half > plan.split);
+    for bad in ["\u{1}", "\u{1F}", "\u{B}", "\u{FFFE}", "\u{FFFF}"] {
+        // The first half faults: read whole again, the same verdict.
+        let src = with_at(&clean, first_half, bad);
+        let outcome = forbidden_verdict("first half", &src, first_half, bad);
+        assert_eq!(outcome, SplitOutcome::Whole, "{bad:?}");
+        // The second half reads on from the whole read's state: its fault
+        // is the verdict, found on the second thread.
+        let src = with_at(&clean, second_half, bad);
+        let outcome = forbidden_verdict("second half", &src, second_half, bad);
+        assert_eq!(outcome, SplitOutcome::Fault, "{bad:?}");
+        // The last byte of the first half (whitespace before the element
+        // the split starts at), and the first text after the split's tag.
+        let src = with_at(&clean, plan.split, bad);
+        assert_eq!(
+            reader::split_plan(&src).unwrap().split,
+            plan.split + bad.len()
+        );
+        let outcome = forbidden_verdict("just before the split", &src, plan.split, bad);
+        assert_eq!(outcome, SplitOutcome::Whole, "{bad:?}");
+        let after_tag = plan.split + clean[plan.split..].find('>').unwrap() + 1;
+        let src = with_at(&clean, after_tag, bad);
+        assert_eq!(reader::split_plan(&src).unwrap().split, plan.split);
+        let outcome = forbidden_verdict("just after the split", &src, after_tag, bad);
+        assert_eq!(outcome, SplitOutcome::Fault, "{bad:?}");
+        // One in each half: the first in document order.
+        let src = with_at(&with_at(&clean, second_half, bad), first_half, "\u{2}");
+        let outcome = forbidden_verdict("both halves", &src, first_half, "\u{2}");
+        assert_eq!(outcome, SplitOutcome::Whole, "{bad:?}");
+    }
+    // A character reference to one, in either half.
+    let src = with_at(&clean, second_half, "&#1;");
+    let whole = reader::read_source_whole(&src, DRAWING_LEAVES);
+    assert!(
+        matches!(&whole, Err(e) if e.span.start() == second_half && e.message.contains("&#1;"))
+    );
+    let plan = reader::split_plan(&src).unwrap();
+    assert_eq!(
+        same_plan("a reference", &src, &whole, plan, false),
+        SplitOutcome::Fault
+    );
+}
+
+#[test]
+fn a_forbidden_character_reads_the_same_split_anywhere_in_the_corner_document() {
+    for bad in ["\u{1}", "\u{FFFF}", "&#x1F;"] {
+        for (what, before, after) in [
+            (
+                "in a comment before the diagram",
+                format!("<!-- {bad} -->"),
+                String::new(),
+            ),
+            (
+                "in text after the diagram",
+                String::new(),
+                format!("<bpmn:process id=\"Y\" name=\"{bad}\"/>"),
+            ),
+            (
+                "in both",
+                format!("<bpmn:process id=\"X\" name=\"{bad}\"/>"),
+                format!("<!-- {bad} -->"),
+            ),
+        ] {
+            if bad.starts_with('&') && before.starts_with("<!--") {
+                // A reference is no reference in a comment.
+                continue;
+            }
+            let src = corners(&before, &after);
+            let whole = reader::read_source_whole(&src, DRAWING_LEAVES);
+            assert!(whole.is_err(), "{what} {bad:?}");
+            every_lt(what, &src);
+        }
+    }
+}

@@ -46,6 +46,32 @@ async fn utf16_ranges_after_emoji_and_accents() {
     h.stop().await;
 }
 
+/// A control character XML 1.0 forbids, after characters outside the BMP on
+/// the same line (each two UTF-16 units, four UTF-8 bytes, one char).
+const CONTROL: &str = "<?xml version=\"1.0\"?>\n<bpmn:definitions xmlns:bpmn=\"http://www.omg.org/spec/BPMN/20100524/MODEL\" id=\"d\">\n  <bpmn:process id=\"p\">\n    <bpmn:documentation>😀 🎉 paid\u{B}refunded</bpmn:documentation>\n  </bpmn:process>\n</bpmn:definitions>\n";
+
+#[tokio::test]
+async fn a_forbidden_character_after_astral_ones_is_pointed_at_in_utf16() {
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, CONTROL).await;
+    let diags = h.diagnostics(URI, 1).await;
+    assert_eq!(codes(&diags), ["QF001"], "{diags:?}");
+    let d = &diags[0];
+    // Counted by hand: `    <bpmn:documentation>😀 🎉 paid` is 32 chars
+    // (38 bytes); 😀 and 🎉 take two UTF-16 units each: 34.
+    assert_eq!(
+        d["range"],
+        json!({ "start": { "line": 3, "character": 34 }, "end": { "line": 3, "character": 35 } })
+    );
+    assert_eq!(d["range"], range_of(CONTROL, "\u{B}"));
+    let message = d["message"].as_str().unwrap();
+    assert!(
+        message.contains("U+000B") && message.contains("in the text of <bpmn:documentation>"),
+        "{message}"
+    );
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn crlf_documents_get_the_same_ranges_as_lf() {
     let crlf = UNICODE.replace('\n', "\r\n");
