@@ -96,13 +96,27 @@ pub(super) fn no_bpmndi(ctx: &Ctx<'_>, drawn: &Drawn<'_>, e: &mut Emit<'_, '_>) 
         node_starts.sort_unstable();
     }
     // Any other declaration is visual when it shares its id with a node (a
-    // duplicate id, QF003): rare, so the set is built only when asked.
-    let mut flow_nodes: Option<foldhash::HashSet<&str>> = None;
-    let node_ids = || -> foldhash::HashSet<&str> {
-        defs.processes
-            .iter()
-            .flat_map(|p| p.nodes.iter().map(|n| n.id()))
-            .collect()
+    // duplicate id, QF003). Asked only of those not drawn (the process, the
+    // definitions, a message…): the first few by a walk over the nodes,
+    // then, if there are more, by a set of the nodes' ids built once.
+    let mut node_ids: Option<foldhash::HashSet<&str>> = None;
+    let mut walks_left = 8;
+    let mut is_node_id = |id: &str| {
+        if node_ids.is_none() && walks_left > 0 {
+            walks_left -= 1;
+            return defs
+                .processes
+                .iter()
+                .any(|p| p.nodes.iter().any(|n| n.id() == id));
+        }
+        node_ids
+            .get_or_insert_with(|| {
+                defs.processes
+                    .iter()
+                    .flat_map(|p| p.nodes.iter().map(|n| n.id()))
+                    .collect()
+            })
+            .contains(id)
     };
     // A process's later lane sets are alternative partitions: bpmnlint
     // expects the lanes of the first lane set drawn, not theirs.
@@ -126,12 +140,15 @@ pub(super) fn no_bpmndi(ctx: &Ctx<'_>, drawn: &Drawn<'_>, e: &mut Emit<'_, '_>) 
         if is_drawing(local) {
             continue;
         }
+        if drawn.draws(id) {
+            continue;
+        }
         let visual = drawn_kind(local)
             || node_starts
                 .binary_search(&decl.element.span.start())
                 .is_ok()
-            || flow_nodes.get_or_insert_with(node_ids).contains(id);
-        if visual && !drawn.draws(id) {
+            || is_node_id(id);
+        if visual {
             e.push(
                 Diagnostic::new(Code::QF109, decl.element.name_span, format!("<{}> `{id}` is missing from the diagram", decl.element.local))
                     .element(id)
