@@ -40,20 +40,21 @@ fn forbidden_at(bytes: &[u8], i: usize) -> Option<usize> {
 }
 
 /// Whether `block` holds a byte that may start a forbidden character: a
-/// control byte other than LF, or `EF` (U+F000–U+FFFF, rare in any
+/// control byte other than LF, or a byte from `EF` up (`EF` starts
+/// U+F000–U+FFFF, `F0`–`F4` the characters beyond U+FFFF: rare in any
 /// script). Tab and CR are let through here and sorted out by
-/// [`holds_forbidden`]. No branch per byte, so it vectorizes, and the
-/// lanes are folded once per block.
+/// [`holds_forbidden`]. One `min` and one `max` a byte, no branch, so it
+/// vectorizes, and the lanes are folded once per block.
 #[inline]
 fn may_hold(block: &[u8; BLOCK]) -> bool {
     let mut low = u8::MAX;
-    let mut ef = 0u8;
+    let mut high = 0u8;
     for &b in block {
-        // LF becomes 31, every other control byte less: one minimum.
+        // LF becomes 31, every other control byte less.
         low = low.min(b ^ 0x15);
-        ef |= u8::from(b == 0xEF);
+        high = high.max(b);
     }
-    low < 31 || ef != 0
+    low < 31 || high >= 0xEF
 }
 
 /// Whether the 64 bytes of `block` (and the byte after them, `next`) hold
