@@ -918,13 +918,18 @@ fn run<'a>(
                 }
             }
             Event::CData(ref t) => {
-                if !stack.is_empty() {
-                    // The content sits between `<![CDATA[` and `]]>`.
-                    let inner = Span::new(start + 9, end.saturating_sub(3).max(start + 9));
-                    let text = &source[inner.start()..inner.end()];
-                    debug_assert_eq!(&**t, text.as_bytes());
-                    sink.text(Cow::Borrowed(text), inner);
+                if stack.is_empty() {
+                    // A CDATA section is text, which only an element holds.
+                    return Err({
+                        let e = outside_root(Span::new(start, end), "a CDATA section");
+                        first!(e)
+                    });
                 }
+                // The content sits between `<![CDATA[` and `]]>`.
+                let inner = Span::new(start + 9, end.saturating_sub(3).max(start + 9));
+                let text = &source[inner.start()..inner.end()];
+                debug_assert_eq!(&**t, text.as_bytes());
+                sink.text(Cow::Borrowed(text), inner);
             }
             Event::GeneralRef(ref r) => {
                 let name = &source[start + 1..end.saturating_sub(1).max(start + 1)];
@@ -935,6 +940,13 @@ fn run<'a>(
                     };
                     let span = Span::new(start, end);
                     return Err(forbidden_ref(&source[start..end], span, code, &place));
+                }
+                if stack.is_empty() {
+                    // A reference stands for text, which only an element holds.
+                    return Err({
+                        let e = outside_root(Span::new(start, end), "a reference");
+                        first!(e)
+                    });
                 }
                 let resolved: Option<Cow<'_, str>> = match r.resolve_char_ref() {
                     Ok(Some(c)) => Some(Cow::Owned(c.to_string())),
@@ -957,9 +969,7 @@ fn run<'a>(
                         first!(e)
                     });
                 };
-                if !stack.is_empty() {
-                    sink.text(text, Span::new(start, end));
-                }
+                sink.text(text, Span::new(start, end));
             }
             Event::DocType(_) => {
                 return Err({
@@ -976,6 +986,18 @@ fn run<'a>(
         }
     }
     Ok(None)
+}
+
+/// The QF001 of text (`what`: a reference, a CDATA section) before or
+/// after the root element, where XML allows only comments, processing
+/// instructions and whitespace.
+#[cold]
+fn outside_root(span: Span, what: &str) -> XmlError {
+    XmlError::new(
+        span,
+        format!("text outside the root element: {what}"),
+        "everything must be inside <bpmn:definitions>; remove it, or move it into an element",
+    )
 }
 
 /// The QF001 of a character XML 1.0 forbids, written as itself (`bad`: its
@@ -1532,6 +1554,35 @@ mod tests {
                 assert!(help.starts_with("remove it"), "{help}");
             }
         }
+    }
+
+    /// XML allows only comments, processing instructions and whitespace
+    /// around the root element: a reference or a CDATA section there is
+    /// text, and a fault at exactly its bytes (quick-xml hands them over as
+    /// their own events, which the loader once dropped).
+    #[test]
+    fn a_reference_or_cdata_outside_the_root_is_text_outside_the_root() {
+        for (src, covered) in [
+            ("<a/>&amp;", "&amp;"),
+            ("<a/>\n&#65;\n", "&#65;"),
+            ("&lt;<a/>", "&lt;"),
+            ("<a/><![CDATA[x]]>", "<![CDATA[x]]>"),
+            ("<![CDATA[]]><a/>", "<![CDATA[]]>"),
+        ] {
+            let (message, at, help) = fault_of(src);
+            assert!(
+                message.starts_with("text outside the root element"),
+                "{src:?}: {message}"
+            );
+            assert_eq!(at, covered, "{src:?}");
+            assert!(help.contains("inside <bpmn:definitions>"), "{help}");
+        }
+        // Inside the root they are text as before.
+        assert!(parse("<a>&amp;&#65;<![CDATA[x]]></a>").is_ok());
+        // An unknown entity outside the root is first text outside it.
+        assert!(fault_of("<a/>&nbsp;")
+            .0
+            .starts_with("text outside the root element"));
     }
 
     #[test]
