@@ -801,28 +801,33 @@ fn run<'a>(
                 }
             };
         }
+        // Return the event's own fault (an `XmlError`, or its span, message
+        // and help), unless a forbidden character comes before it.
+        macro_rules! fail {
+            ($fault:expr) => {{
+                let fault = $fault;
+                return Err(first!(fault));
+            }};
+            ($span:expr, $message:expr, $help:expr $(,)?) => {
+                fail!(XmlError::new($span, $message, $help))
+            };
+        }
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let is_empty = matches!(event, Event::Empty(_));
                 if stack.is_empty() && *root_seen {
-                    return Err({
-                        let e = XmlError::new(
-                            Span::new(start, end),
-                            "a second root element: an XML document has exactly one",
-                            "wrap the content in a single <bpmn:definitions> element",
-                        );
-                        first!(e)
-                    });
+                    fail!(
+                        Span::new(start, end),
+                        "a second root element: an XML document has exactly one",
+                        "wrap the content in a single <bpmn:definitions> element"
+                    );
                 }
                 if stack.len() >= MAX_DEPTH {
-                    return Err({
-                        let e = XmlError::new(
-                            Span::new(start, end),
-                            format!("elements nested deeper than {MAX_DEPTH} levels"),
-                            "BPMN models are shallow; this file is probably generated or hostile",
-                        );
-                        first!(e)
-                    });
+                    fail!(
+                        Span::new(start, end),
+                        format!("elements nested deeper than {MAX_DEPTH} levels"),
+                        "BPMN models are shallow; this file is probably generated or hostile"
+                    );
                 }
                 let name_len = e.name().as_ref().len();
                 let qname: &str = &source[start + 1..start + 1 + name_len];
@@ -900,14 +905,11 @@ fn run<'a>(
                         .is_some_and(|open| e.name().as_ref() == open.qname.as_bytes());
                     if !matches {
                         *own_fault = true;
-                        return Err({
-                            let e = XmlError::new(
-                                Span::new(start, end),
-                                "this end tag closes no open element of its name",
-                                "check the end tags match their start tags",
-                            );
-                            first!(e)
-                        });
+                        fail!(
+                            Span::new(start, end),
+                            "this end tag closes no open element of its name",
+                            "check the end tags match their start tags"
+                        );
                     }
                     inherited -= 1;
                 }
@@ -927,23 +929,17 @@ fn run<'a>(
                 if !stack.is_empty() {
                     sink.text(Cow::Borrowed(raw), Span::new(start, end));
                 } else if !raw.bytes().all(|b| b.is_ascii_whitespace()) {
-                    return Err({
-                        let e = XmlError::new(
-                            Span::new(start, end),
-                            "text outside the root element",
-                            "everything must be inside <bpmn:definitions>",
-                        );
-                        first!(e)
-                    });
+                    fail!(
+                        Span::new(start, end),
+                        "text outside the root element",
+                        "everything must be inside <bpmn:definitions>"
+                    );
                 }
             }
             Event::CData(ref t) => {
                 if stack.is_empty() {
                     // A CDATA section is text, which only an element holds.
-                    return Err({
-                        let e = outside_root(Span::new(start, end), "a CDATA section");
-                        first!(e)
-                    });
+                    fail!(outside_root(Span::new(start, end), "a CDATA section"));
                 }
                 // The content sits between `<![CDATA[` and `]]>`.
                 let inner = Span::new(start + 9, end.saturating_sub(3).max(start + 9));
@@ -963,10 +959,7 @@ fn run<'a>(
                 }
                 if stack.is_empty() {
                     // A reference stands for text, which only an element holds.
-                    return Err({
-                        let e = outside_root(Span::new(start, end), "a reference");
-                        first!(e)
-                    });
+                    fail!(outside_root(Span::new(start, end), "a reference"));
                 }
                 let resolved: Option<Cow<'_, str>> = match r.resolve_char_ref() {
                     Ok(Some(c)) => Some(Cow::Owned(c.to_string())),
@@ -977,29 +970,26 @@ fn run<'a>(
                     Err(_) => None,
                 };
                 let Some(text) = resolved else {
-                    return Err({
-                        let e = XmlError::new(
+                    fail!(
                         Span::new(start, end),
                         format!(
                             "unknown entity reference `&{};`",
                             String::from_utf8_lossy(r.as_ref())
                         ),
-                        "qflow expands only XML's five predefined entities and character references; write the text itself",
+                        "qflow expands only XML's five predefined entities and character \
+                         references; write the text itself"
                     );
-                        first!(e)
-                    });
                 };
                 sink.text(text, Span::new(start, end));
             }
             Event::DocType(_) => {
-                return Err({
-                    let e = XmlError::new(
+                fail!(
                     Span::new(start, end),
                     "DOCTYPE declarations are not accepted",
-                    "remove the <!DOCTYPE …> declaration: qflow never expands custom entities or reads external ones (this protects against entity-expansion and external-entity attacks)",
+                    "remove the <!DOCTYPE …> declaration: qflow never expands custom entities \
+                     or reads external ones (this protects against entity-expansion and \
+                     external-entity attacks)"
                 );
-                    first!(e)
-                });
             }
             Event::Decl(_) | Event::PI(_) | Event::Comment(_) => {}
             Event::Eof => break,
