@@ -3,7 +3,7 @@
 # and, when Node.js is present, the VS Code extension: its tests (against the
 # built `qflow lsp`), then its packages, each opened and checked.
 #
-# The linux-x64 platform package needs a release build of qflow (about 6 min
+# The linux-x64 platform package needs a release build of qflow (about 7 min
 # of CPU on 2 cores). It is built when QFLOW_PLATFORM_PACKAGE=1 (CI sets it:
 # see .ci/run), and skipped with a message otherwise, so that a local run
 # costs only the debug build.
