@@ -332,8 +332,10 @@ pub struct EventCondition {
     pub node: u32,
     /// Index into that node's `event_definitions`.
     pub definition: u32,
-    /// It has a body: text (or CDATA) that is not only whitespace. An
-    /// empty `<condition/>` is as good as none, to bpmnlint and to a reader.
+    /// It has a body, as bpmnlint reads one: text that is not only
+    /// whitespace, or a CDATA section that is not empty (even one of
+    /// blanks: bpmn-moddle keeps every CDATA section). An empty
+    /// `<condition/>` is as good as none, to bpmnlint and to a reader.
     pub body: bool,
 }
 

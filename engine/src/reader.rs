@@ -716,6 +716,10 @@ struct Frame<'a> {
     text: Cow<'a, str>,
     text_start: u32,
     text_end: u32,
+    /// A CDATA section with content was among the text: a body to bpmnlint
+    /// even when it holds only blanks (bpmn-moddle keeps every CDATA
+    /// section and drops only whitespace-only text; QF126).
+    cdata: bool,
 }
 
 impl<'a> Frame<'a> {
@@ -740,6 +744,7 @@ impl<'a> Frame<'a> {
             text: Cow::Borrowed(""),
             text_start: NO,
             text_end: NO,
+            cdata: false,
         }
     }
 }
@@ -1591,6 +1596,7 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
             text: Cow::Borrowed(""),
             text_start: NO,
             text_end: NO,
+            cdata: false,
         };
         self.index(e, &mut frame, &attrs);
         frame.role = self.role(e, ns, &attrs);
@@ -1675,7 +1681,7 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
                 self.defs.processes[p as usize].flows[flow as usize].condition = Some(condition);
             }
             Role::EventCondition { p, node, k } => {
-                let body = self.text_of(&f, end).is_some_and(|t| !t.value.is_empty());
+                let body = f.cdata || self.text_of(&f, end).is_some_and(|t| !t.value.is_empty());
                 self.defs.processes[p as usize]
                     .event_conditions
                     .push(EventCondition {
@@ -1766,6 +1772,11 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
         };
         if !f.wants_text {
             return;
+        }
+        // A CDATA section's content starts right after its opening; no other
+        // text can (inside a CDATA section nothing else is recognised).
+        if !text.is_empty() && self.source.as_bytes()[..span.start()].ends_with(b"<![CDATA[") {
+            f.cdata = true;
         }
         if f.text_start == NO {
             f.text_start = span.start() as u32;

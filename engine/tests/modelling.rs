@@ -1036,6 +1036,37 @@ fn qf126_conditional_event_without_a_condition() {
     assert_eq!(hits_with(&xsi(qflow(body)), ALL, Code::QF126).len(), 5);
 }
 
+/// A condition's body as bpmnlint reads it (bpmn-moddle): text that is only
+/// whitespace is dropped, a CDATA section is kept whatever it holds, so a
+/// CDATA section of blanks is a body and an empty one is not; a character
+/// reference to a blank is a blank.
+#[test]
+fn qf126_a_cdata_section_of_blanks_is_a_body_an_empty_one_is_not() {
+    let event = |id: &str, condition: &str| {
+        format!(
+            "    <bpmn:intermediateCatchEvent id=\"{id}\" name=\"{id}\"><bpmn:conditionalEventDefinition><bpmn:condition>{condition}</bpmn:condition></bpmn:conditionalEventDefinition></bpmn:intermediateCatchEvent>\n"
+        )
+    };
+    let body = [
+        event("blanks", "<![CDATA[ ]]>"),
+        event("blanksAround", "\n  <![CDATA[\n]]>\n  "),
+        event("text", "<![CDATA[x > 1]]>"),
+        event("empty", "<![CDATA[]]>"),
+        event("emptyAround", "  <![CDATA[]]>  "),
+        event("spaceRef", "&#32;&#10;"),
+        event("blank", "  "),
+    ]
+    .concat();
+    let executable = plain(&body).replace("isExecutable=\"false\"", "isExecutable=\"true\"");
+    assert_eq!(
+        hits_with(&executable, ALL, Code::QF126)
+            .into_iter()
+            .map(|(element, _)| element)
+            .collect::<Vec<_>>(),
+        ["empty", "emptyAround", "spaceRef", "blank"]
+    );
+}
+
 /// A diagram of `shapes` (id, element, bounds attributes, shape attributes)
 /// over the process `body` of a plain document, with a collaboration.
 fn drawn(body: &str, participants: &str, shapes: &[(&str, &str, &str)]) -> String {
