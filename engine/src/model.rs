@@ -441,8 +441,10 @@ pub struct ShapeBounds {
     /// The shape is drawn horizontally: `isHorizontal` is absent or
     /// `"true"` (a pool's fixed side is then its height; QF127).
     pub horizontal: bool,
-    /// All four numbers are finite. `false` when all four are written but
-    /// one is not a finite number (`NaN`, `Infinity`, text): such a shape
+    /// All four numbers are finite, read as bpmnlint reads them
+    /// ([`crate::xml::parse_float`]: `10px` is 10). `false` when all four
+    /// are written but one is not finite (`NaN`, `Infinity`, no number at
+    /// its start): such a shape
     /// has no place in the diagram, so it collides with nothing and lies
     /// outside whatever pool or sub-process holds it, as bpmnlint reads it.
     /// Each number that is not finite is then 0; the others are as written

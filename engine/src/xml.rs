@@ -26,8 +26,10 @@ use crate::span::Span;
 
 mod attrs;
 mod chars;
+mod number;
 
 pub use attrs::{AttrIter, Attrs, XmlAttr};
+pub use number::parse_float;
 
 /// The BPMN 2.0 model namespace.
 pub const BPMN_NS: &str = "http://www.omg.org/spec/BPMN/20100524/MODEL";
@@ -1142,15 +1144,19 @@ fn bounds_of(tag: &str, raws: &[attrs::RawAttr], parent: u32) -> Option<LeafBoun
     })
 }
 
-/// The four numbers of a `dc:Bounds` as written, and whether all are finite;
-/// one that is not (`NaN`, `Infinity`, text) is 0 and makes it `false`.
+/// The four numbers of a `dc:Bounds`, read as bpmnlint reads them
+/// ([`parse_float`]: `100px` is 100), and whether all are finite; one that
+/// is not (no number at its start, `Infinity`, or beyond an `f32`) is 0 and
+/// makes it `false`.
 pub fn finite_bounds(values: [&str; 4]) -> (bool, [f32; 4]) {
     let mut out = [0.0f32; 4];
     let mut finite = true;
     for (slot, value) in out.iter_mut().zip(values) {
-        match value.trim().parse::<f32>() {
-            Ok(n) if n.is_finite() => *slot = n,
-            _ => finite = false,
+        let n = parse_float(value) as f32;
+        if n.is_finite() {
+            *slot = n;
+        } else {
+            finite = false;
         }
     }
     (finite, out)

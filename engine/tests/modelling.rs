@@ -1088,6 +1088,51 @@ fn drawn(body: &str, participants: &str, shapes: &[(&str, &str, &str)]) -> Strin
     )
 }
 
+/// Bounds are read as bpmnlint reads them (JavaScript's `parseFloat`):
+/// `100px` is 100 and ` 80` is 80, so those shapes are of standard size and
+/// placed where their numbers say; `px100` is no number: that shape has no
+/// place (outside its pool) and no standard size.
+#[test]
+fn qf118_and_qf127_read_bounds_as_javascript_numbers() {
+    let body = r#"    <bpmn:task id="px" name="Px"/>
+    <bpmn:task id="lead" name="Lead"/>
+    <bpmn:task id="bad" name="Bad"/>
+    <bpmn:task id="under" name="Under"/>"#;
+    let src = drawn(
+        body,
+        r#"<bpmn:participant id="pool" name="Pool" processRef="p"/>"#,
+        &[
+            ("pool", r#"x="0" y="0" width="1000" height="300""#, ""),
+            ("px", r#"x="10px" y="10" width="100px" height="80.0px""#, ""),
+            ("lead", r#"x=" 300" y="10" width=" 100" height="80e0""#, ""),
+            ("bad", r#"x="px100" y="10" width="100" height="80""#, ""),
+            ("under", r#"x="50" y="50px;" width="100" height="80""#, ""),
+        ],
+    );
+    let rc = r#"{ "rules": { "standard-size": "error", "no-overlapping-elements": "error" } }"#;
+    let (settings, problems) = bpmnlintrc::parse(rc);
+    assert!(problems.is_empty(), "{problems:?}");
+    let found: Vec<(String, Code, bool)> = analyze_with(&src, &settings)
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let element = d.element.clone().unwrap_or_default();
+            (element, d.code, d.message.contains("overlaps"))
+        })
+        .collect();
+    // What bpmnlint 11.15 reports on the same document: `px` (at 10,10)
+    // and `under` (at 50,50) overlap, `bad` lies outside the pool; every
+    // size is standard.
+    assert_eq!(
+        found,
+        [
+            ("px".to_string(), Code::QF118, true),
+            ("bad".to_string(), Code::QF118, false),
+            ("under".to_string(), Code::QF118, true),
+        ]
+    );
+}
+
 #[test]
 fn qf127_standard_size() {
     let body = r#"    <bpmn:task id="t" name="T"/>

@@ -23,12 +23,9 @@ fn attr(e: &BytesStart<'_>, name: &[u8]) -> Option<String> {
         .and_then(|a| String::from_utf8(a.value.into_owned()).ok())
 }
 
+/// A DI number as bpmn-js reads it (`100px` is 100: [`crate::xml::parse_float`]).
 fn number(e: &BytesStart<'_>, name: &[u8]) -> Option<f64> {
-    attr(e, name)?
-        .trim()
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite())
+    Some(crate::xml::parse_float(&attr(e, name)?)).filter(|v| v.is_finite())
 }
 
 /// Read the diagram section of `source`; `None` when it has none (or the
