@@ -11,6 +11,14 @@
 /// (`12px` → 12, `.5e1x` → 5, `Infinity` → ∞), NaN when there is none
 /// (`px`, `0x` → 0 but `x1` → NaN, `inf` and `NaN` → NaN).
 pub fn parse_float(text: &str) -> f64 {
+    // A plain number (the bounds of every modeller's file) reads the same
+    // in Rust's grammar as in JavaScript's: a finite result is the answer.
+    // Rust alone also reads `inf` and `nan`, which are not finite.
+    if let Ok(n) = text.parse::<f64>() {
+        if n.is_finite() {
+            return n;
+        }
+    }
     let s = text.trim_start_matches(is_js_blank);
     let b = s.as_bytes();
     let mut i = 0;
@@ -94,6 +102,9 @@ mod tests {
             ("Infinity", f64::INFINITY),
             ("-Infinityx", f64::NEG_INFINITY),
             ("+Infinity", f64::INFINITY),
+            ("+.5", 0.5),
+            ("1E3", 1000.0),
+            ("1e400", f64::INFINITY),
         ];
         for &(text, want) in cases {
             assert_eq!(parse_float(text), want, "parseFloat({text:?})");
