@@ -450,6 +450,10 @@ pub struct ShapeBounds {
     /// Each number that is not finite is then 0; the others are as written
     /// (a standard width with an `x="NaN"` is still standard).
     pub finite: bool,
+    /// `x` and `y` are written. Bounds with only a width and a height place
+    /// nothing: the overlap rule leaves them out (bpmnlint does too), the
+    /// size rule judges them (`x` and `y` are then 0).
+    pub placed: bool,
     pub x: f32,
     pub y: f32,
     pub width: f32,
@@ -484,7 +488,8 @@ pub struct Definitions {
     /// own: the prefix as written and the URI, so a near miss of qflow's
     /// namespace can be reported where it is bound.
     pub namespace_bindings: Vec<NamespaceBinding>,
-    /// The bounds of every `bpmndi:BPMNShape` that has them, in document order.
+    /// The bounds of every `bpmndi:BPMNShape` that has them (a width and a
+    /// height at least), in document order.
     pub shape_bounds: Vec<ShapeBounds>,
     /// Top-level `message`, `signal`, `error` and `escalation` definitions.
     pub globals: Vec<Labelled>,

@@ -766,7 +766,7 @@ struct ShapeState {
     expanded: bool,
     horizontal: bool,
     taken: bool,
-    candidate: Option<Option<(bool, [f32; 4])>>,
+    candidate: Option<Option<crate::xml::ShapeNumbers>>,
 }
 
 struct Builder<'a> {
@@ -867,21 +867,16 @@ fn plain_slots<'x, 'a, const N: usize>(
     found
 }
 
-/// The bounds' `(finite, [x, y, width, height])`, `None` unless all four
-/// are written (see [`crate::xml::finite_bounds`]).
-fn numbers_of(attrs: &[XmlAttr<'_>]) -> Option<(bool, [f32; 4])> {
+/// The bounds' numbers ([`crate::xml::shape_numbers`]): `None` without a
+/// width and a height.
+fn numbers_of(attrs: &[XmlAttr<'_>]) -> Option<crate::xml::ShapeNumbers> {
     let raw = |n: &str| {
         attrs
             .iter()
             .find(|a| a.qname == n && a.ns.is_none())
             .map(|a| &*a.value)
     };
-    Some(crate::xml::finite_bounds([
-        raw("x")?,
-        raw("y")?,
-        raw("width")?,
-        raw("height")?,
-    ]))
+    crate::xml::shape_numbers([raw("x"), raw("y"), raw("width"), raw("height")])
 }
 
 impl<'a> Builder<'a> {
@@ -1640,13 +1635,15 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
         if f.shape != NO {
             let shape = &mut self.shapes[f.shape as usize];
             if !shape.taken {
-                if let Some(Some((finite, [x, y, width, height]))) = shape.candidate {
+                if let Some(Some(numbers)) = shape.candidate {
+                    let [x, y, width, height] = numbers.values;
                     shape.taken = true;
                     self.defs.shape_bounds.push(ShapeBounds {
                         diagram: shape.diagram,
                         expanded: shape.expanded,
                         horizontal: shape.horizontal,
-                        finite,
+                        finite: numbers.finite,
+                        placed: numbers.placed,
                         x,
                         y,
                         width,
@@ -1806,6 +1803,7 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
             expanded: shape.expanded,
             horizontal: shape.horizontal,
             finite: b.finite,
+            placed: b.placed,
             x: b.x,
             y: b.y,
             width: b.width,

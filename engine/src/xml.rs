@@ -353,6 +353,8 @@ pub struct LeafBounds {
     /// All four are finite numbers; otherwise those that are not are 0 (see
     /// `ShapeBounds::finite`).
     pub finite: bool,
+    /// `x` and `y` are written (see `ShapeBounds::placed`).
+    pub placed: bool,
     pub x: f32,
     pub y: f32,
     pub width: f32,
@@ -1118,9 +1120,7 @@ fn forbidden_ref(reference: &str, span: Span, code: u32, place: &str) -> XmlErro
     )
 }
 
-/// `x`, `y`, `width`, `height` of a bounds leaf; `None` unless all four are
-/// written (a value that is not a finite number gives bounds that are not
-/// [`LeafBounds::finite`]).
+/// `x`, `y`, `width`, `height` of a bounds leaf ([`shape_numbers`]).
 fn bounds_of(tag: &str, raws: &[attrs::RawAttr], parent: u32) -> Option<LeafBounds> {
     let mut v = [None::<&str>; 4];
     for r in raws {
@@ -1133,14 +1133,45 @@ fn bounds_of(tag: &str, raws: &[attrs::RawAttr], parent: u32) -> Option<LeafBoun
         };
         v[slot] = Some(&tag[r.value.0..r.value.1]);
     }
-    let (finite, [x, y, width, height]) = finite_bounds([v[0]?, v[1]?, v[2]?, v[3]?]);
+    let ShapeNumbers {
+        finite,
+        placed,
+        values: [x, y, width, height],
+    } = shape_numbers(v)?;
     Some(LeafBounds {
         parent,
         finite,
+        placed,
         x,
         y,
         width,
         height,
+    })
+}
+
+/// What a `dc:Bounds` says: its four numbers (0 for one left out or not
+/// finite), whether every one written is finite, and whether it places the
+/// shape (`x` and `y` written).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShapeNumbers {
+    pub finite: bool,
+    pub placed: bool,
+    pub values: [f32; 4],
+}
+
+/// The numbers of a `dc:Bounds` from its `x`, `y`, `width` and `height` as
+/// written, `None` unless it has a width and a height: bpmnlint judges the
+/// size of bounds that place nothing (`standard-size`), and compares only
+/// placed ones (`no-overlapping-elements`).
+pub fn shape_numbers(values: [Option<&str>; 4]) -> Option<ShapeNumbers> {
+    let [x, y, width, height] = values;
+    let (width, height) = (width?, height?);
+    let placed = x.is_some() && y.is_some();
+    let (finite, values) = finite_bounds([x.unwrap_or("0"), y.unwrap_or("0"), width, height]);
+    Some(ShapeNumbers {
+        finite,
+        placed,
+        values,
     })
 }
 

@@ -1133,6 +1133,46 @@ fn qf118_and_qf127_read_bounds_as_javascript_numbers() {
     );
 }
 
+/// Bounds without `x` or `y` place nothing (QF118 leaves the shape out, as
+/// bpmnlint does) but still have a size (QF127 judges it, as bpmnlint does);
+/// bounds without a width or height are not judged at all.
+#[test]
+fn qf127_judges_the_size_of_bounds_without_a_place() {
+    let body = r#"    <bpmn:task id="noX" name="NoX"/>
+    <bpmn:task id="noY" name="NoY"/>
+    <bpmn:task id="noXok" name="NoXok"/>
+    <bpmn:task id="noW" name="NoW"/>
+    <bpmn:task id="near" name="Near"/>"#;
+    let src = drawn(
+        body,
+        r#"<bpmn:participant id="pool" name="Pool" processRef="p"/>"#,
+        &[
+            ("pool", r#"x="0" y="0" width="1000" height="300""#, ""),
+            ("noX", r#"y="10" width="120" height="80""#, ""),
+            ("noY", r#"x="200" width="100" height="90""#, ""),
+            ("noXok", r#"y="10" width="100" height="80""#, ""),
+            ("noW", r#"x="400" y="10" height="80""#, ""),
+            ("near", r#"x="200" y="10" width="100" height="80""#, ""),
+        ],
+    );
+    let rc = r#"{ "rules": { "standard-size": "error", "no-overlapping-elements": "error" } }"#;
+    let (settings, problems) = bpmnlintrc::parse(rc);
+    assert!(problems.is_empty(), "{problems:?}");
+    let found: Vec<(String, Code)> = analyze_with(&src, &settings)
+        .diagnostics
+        .iter()
+        .map(|d| (d.element.clone().unwrap_or_default(), d.code))
+        .collect();
+    // What bpmnlint 11.15 reports on the same document.
+    assert_eq!(
+        found,
+        [
+            ("noX".to_string(), Code::QF127),
+            ("noY".to_string(), Code::QF127),
+        ]
+    );
+}
+
 #[test]
 fn qf127_standard_size() {
     let body = r#"    <bpmn:task id="t" name="T"/>

@@ -50,12 +50,14 @@ impl<'d> Drawn<'d> {
                 by_id.entry(d.bpmn_element.as_str()).or_insert(None);
             }
         }
-        // In document order, so the last shape with bounds wins.
+        // In document order, so the last shape with bounds wins; when its
+        // bounds place nothing (no `x` or `y`), there is no place to
+        // compare, as in bpmnlint.
         for (k, b) in defs.shape_bounds.iter().enumerate() {
             let id = defs.diagram_elements[b.diagram as usize]
                 .bpmn_element
                 .as_str();
-            by_id.insert(id, Some(k as u32));
+            by_id.insert(id, b.placed.then_some(k as u32));
         }
         Drawn { by_id }
     }
@@ -765,6 +767,7 @@ mod tests {
             expanded: false,
             horizontal: true,
             finite: true,
+            placed: true,
             x,
             y,
             width,
