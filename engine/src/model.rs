@@ -454,10 +454,10 @@ pub struct ShapeBounds {
     /// nothing: the overlap rule leaves them out (bpmnlint does too), the
     /// size rule judges them (`x` and `y` are then 0).
     pub placed: bool,
-    pub x: f32,
-    pub y: f32,
-    pub width: f32,
-    pub height: f32,
+    pub x: f64,
+    pub y: f64,
+    pub width: f64,
+    pub height: f64,
 }
 
 // The parser keeps only finite numbers (0 in place of the others), so

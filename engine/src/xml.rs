@@ -355,10 +355,10 @@ pub struct LeafBounds {
     pub finite: bool,
     /// `x` and `y` are written (see `ShapeBounds::placed`).
     pub placed: bool,
-    pub x: f32,
-    pub y: f32,
-    pub width: f32,
-    pub height: f32,
+    pub x: f64,
+    pub y: f64,
+    pub width: f64,
+    pub height: f64,
 }
 
 /// Parse a whole document into a spanned tree, or report the first fault.
@@ -1156,7 +1156,7 @@ fn bounds_of(tag: &str, raws: &[attrs::RawAttr], parent: u32) -> Option<LeafBoun
 pub struct ShapeNumbers {
     pub finite: bool,
     pub placed: bool,
-    pub values: [f32; 4],
+    pub values: [f64; 4],
 }
 
 /// The numbers of a `dc:Bounds` from its `x`, `y`, `width` and `height` as
@@ -1176,14 +1176,15 @@ pub fn shape_numbers(values: [Option<&str>; 4]) -> Option<ShapeNumbers> {
 }
 
 /// The four numbers of a `dc:Bounds`, read as bpmnlint reads them
-/// ([`parse_float`]: `100px` is 100), and whether all are finite; one that
-/// is not (no number at its start, `Infinity`, or beyond an `f32`) is 0 and
+/// ([`parse_float`]: `100px` is 100) and kept as JavaScript keeps them
+/// (`f64`: a height of 35.999999999999886 is not 36), and whether all are
+/// finite; one that is not (no number at its start, `Infinity`) is 0 and
 /// makes it `false`.
-pub fn finite_bounds(values: [&str; 4]) -> (bool, [f32; 4]) {
-    let mut out = [0.0f32; 4];
+pub fn finite_bounds(values: [&str; 4]) -> (bool, [f64; 4]) {
+    let mut out = [0.0f64; 4];
     let mut finite = true;
     for (slot, value) in out.iter_mut().zip(values) {
-        let n = parse_float(value) as f32;
+        let n = parse_float(value);
         if n.is_finite() {
             *slot = n;
         } else {

@@ -1173,6 +1173,46 @@ fn qf127_judges_the_size_of_bounds_without_a_place() {
     );
 }
 
+/// Sizes are compared as bpmnlint compares them, in double precision: a
+/// height a modeller's tool wrote as 35.999999999999886 (the interchange
+/// suite's C.6.0 has one) is not the standard 36, nor is 100.00001 the
+/// standard 100.
+#[test]
+fn qf127_compares_sizes_in_double_precision() {
+    let body = r#"    <bpmn:startEvent id="s" name="S"/>
+    <bpmn:endEvent id="almost" name="Almost"/>
+    <bpmn:task id="wider" name="Wider"/>"#;
+    let src = drawn(
+        body,
+        r#"<bpmn:participant id="pool" name="Pool" processRef="p"/>"#,
+        &[
+            ("pool", r#"x="0" y="0" width="1000" height="300""#, ""),
+            ("s", r#"x="10" y="10" width="36" height="36.0""#, ""),
+            (
+                "almost",
+                r#"x="100" y="10" width="36" height="35.999999999999886""#,
+                "",
+            ),
+            (
+                "wider",
+                r#"x="200" y="10" width="100.00001" height="80""#,
+                "",
+            ),
+        ],
+    );
+    assert_eq!(
+        hits_with(
+            &src,
+            r#"{ "rules": { "standard-size": "error" } }"#,
+            Code::QF127
+        )
+        .into_iter()
+        .map(|(element, _)| element)
+        .collect::<Vec<_>>(),
+        ["almost", "wider"]
+    );
+}
+
 #[test]
 fn qf127_standard_size() {
     let body = r#"    <bpmn:task id="t" name="T"/>

@@ -293,9 +293,9 @@ pub(super) fn standard_size(ctx: &Ctx<'_>, e: &mut Emit<'_, '_>) {
             };
             size
         };
-        // Compared as the diagram's numbers are kept (f32), so a configured
-        // 36.6 is the 36.6 a shape writes.
-        let off = |want: Option<f64>, have: f32| want.is_some_and(|w| w as f32 != have);
+        // Compared as bpmnlint compares them (f64): a height written
+        // 35.999999999999886 is not the standard 36.
+        let off = |want: Option<f64>, have: f64| want.is_some_and(|w| w != have);
         if !off(expected.width, b.width) && !off(expected.height, b.height) {
             continue;
         }
@@ -536,12 +536,7 @@ fn colliding_pairs<T: Copy>(shapes: &mut [(T, &ShapeBounds)], mut found: impl Fn
     // Closed hulls: with a negative width or height `x + width` is the low side.
     let hull = |b: &ShapeBounds| {
         let (x2, y2) = (b.x + b.width, b.y + b.height);
-        (
-            f64::from(b.x.min(x2)),
-            f64::from(b.y.min(y2)),
-            f64::from(b.x.max(x2)),
-            f64::from(b.y.max(y2)),
-        )
+        (b.x.min(x2), b.y.min(y2), b.x.max(x2), b.y.max(y2))
     };
     let side = shapes
         .iter()
@@ -762,7 +757,7 @@ mod tests {
             seed ^= seed << 17;
             seed % n
         };
-        let shape = |x: f32, y: f32, width: f32, height: f32| ShapeBounds {
+        let shape = |x: f64, y: f64, width: f64, height: f64| ShapeBounds {
             diagram: 0,
             expanded: false,
             horizontal: true,
@@ -779,7 +774,7 @@ mod tests {
             (0..2_000)
                 .map(|n| {
                     let (x, y) = (180 + (n % 50) * 150, 100 + (n / 50) * 120);
-                    (n, shape(x as f32, y as f32, 100.0, 80.0))
+                    (n, shape(x as f64, y as f64, 100.0, 80.0))
                 })
                 .collect(),
         );
@@ -788,27 +783,27 @@ mod tests {
             (0..400)
                 .map(|n| {
                     let (x, y) = ((n % 20) * 100, (n / 20) * 80);
-                    (n, shape(x as f32, y as f32, 100.0, 80.0))
+                    (n, shape(x as f64, y as f64, 100.0, 80.0))
                 })
                 .collect(),
         );
         for k in 0..40 {
             let shapes = (0..(20 + k * 10))
                 .map(|n| {
-                    let scale = [1, 10, 1_000][(k % 3) as usize] as f32;
+                    let scale = [1, 10, 1_000][(k % 3) as usize] as f64;
                     let w = match next(10) {
-                        0 => -(next(50) as f32),
+                        0 => -(next(50) as f64),
                         1 => 100_000.0,
                         2 => 0.0,
-                        _ => next(120) as f32,
+                        _ => next(120) as f64,
                     };
                     let h = if next(8) == 0 {
-                        -(next(40) as f32)
+                        -(next(40) as f64)
                     } else {
-                        next(90) as f32
+                        next(90) as f64
                     };
-                    let x = next(40) as f32 * scale / 4.0 - 50.0;
-                    let y = next(40) as f32 * scale / 4.0;
+                    let x = next(40) as f64 * scale / 4.0 - 50.0;
+                    let y = next(40) as f64 * scale / 4.0;
                     (n as usize, shape(x, y, w, h))
                 })
                 .collect();
@@ -820,8 +815,8 @@ mod tests {
             (0..60)
                 .map(|n| {
                     let far = if n % 3 == 0 { 1.0e12 } else { -3.0e11 };
-                    let x = far + (n % 7) as f32 * 40.0;
-                    (n, shape(x, (n % 5) as f32 * 30.0, 50.0, 40.0))
+                    let x = far + (n % 7) as f64 * 40.0;
+                    (n, shape(x, (n % 5) as f64 * 30.0, 50.0, 40.0))
                 })
                 .collect(),
         );
@@ -829,7 +824,7 @@ mod tests {
         cases.push((0..30).map(|n| (n, shape(5.0, 5.0, 10.0, 10.0))).collect());
         cases.push(
             (0..30)
-                .map(|n| (n, shape(n as f32 * 0.25, 0.0, 0.1, 0.1)))
+                .map(|n| (n, shape(n as f64 * 0.25, 0.0, 0.1, 0.1)))
                 .collect(),
         );
         let mut collisions = 0;
