@@ -1213,6 +1213,42 @@ fn qf127_compares_sizes_in_double_precision() {
     );
 }
 
+/// Where an element is drawn twice, the last drawing counts, as in
+/// bpmnlint, even when it has no bounds: `b` drawn over `a` and then again
+/// without bounds is compared with nothing.
+#[test]
+fn qf118_the_last_drawing_counts_even_without_bounds() {
+    let body = r#"    <bpmn:task id="a" name="A"/>
+    <bpmn:task id="b" name="B"/>
+    <bpmn:task id="c" name="C"/>
+    <bpmn:task id="d" name="D"/>"#;
+    let src = drawn(
+        body,
+        r#"<bpmn:participant id="pool" name="Pool" processRef="p"/>"#,
+        &[
+            ("pool", r#"x="0" y="0" width="1000" height="300""#, ""),
+            ("a", r#"x="10" y="10" width="100" height="80""#, ""),
+            ("b", r#"x="50" y="50" width="100" height="80""#, ""),
+            ("c", r#"x="400" y="10" width="100" height="80""#, ""),
+            ("d", r#"x="420" y="20" width="100" height="80""#, ""),
+        ],
+    )
+    .replace(
+        "<bpmndi:BPMNShape id=\"c_di\"",
+        "<bpmndi:BPMNShape id=\"b_again\" bpmnElement=\"b\"></bpmndi:BPMNShape>\n    <bpmndi:BPMNShape id=\"c_di\"",
+    );
+    assert!(src.contains("b_again"));
+    let rc = r#"{ "rules": { "no-overlapping-elements": "error" } }"#;
+    // bpmnlint 11.15 on the same document: `c` and `d`.
+    assert_eq!(
+        hits_with(&src, rc, Code::QF118)
+            .into_iter()
+            .map(|(element, _)| element)
+            .collect::<Vec<_>>(),
+        ["c", "d"]
+    );
+}
+
 #[test]
 fn qf127_standard_size() {
     let body = r#"    <bpmn:task id="t" name="T"/>

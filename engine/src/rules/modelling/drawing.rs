@@ -34,9 +34,11 @@ fn drawn_kind(local: &str) -> bool {
 /// hashed the same 40,000 ids twice on the 20,000-task model).
 pub(super) struct Drawn<'d> {
     /// Every element a shape or an edge draws (not a plane: a plane draws
-    /// what is on it), with the bounds of the last shape drawing it that
-    /// has bounds (as bpmnlint keeps it), if any: an index into
-    /// [`crate::model::Definitions::shape_bounds`].
+    /// what is on it), with the bounds of the last shape or edge drawing it,
+    /// as bpmnlint keeps it: an index into
+    /// [`crate::model::Definitions::shape_bounds`] when that last drawing
+    /// is a shape whose bounds place it, else `None` (an edge, a shape
+    /// without bounds or without `x`/`y`: nothing to compare).
     by_id: HashMap<&'d str, Option<u32>>,
 }
 
@@ -45,19 +47,26 @@ impl<'d> Drawn<'d> {
         let defs = ctx.defs;
         let mut by_id: HashMap<&str, Option<u32>> =
             HashMap::with_capacity_and_hasher(defs.diagram_elements.len(), Default::default());
-        for d in &defs.diagram_elements {
-            if !is_plane(ctx, d.span) {
-                by_id.entry(d.bpmn_element.as_str()).or_insert(None);
+        // Both lists are in document order (shape bounds by the index of
+        // their drawing), so one cursor pairs each drawing with its bounds.
+        let mut next = 0;
+        for (k, d) in defs.diagram_elements.iter().enumerate() {
+            while defs
+                .shape_bounds
+                .get(next)
+                .is_some_and(|b| (b.diagram as usize) < k)
+            {
+                next += 1;
             }
-        }
-        // In document order, so the last shape with bounds wins; when its
-        // bounds place nothing (no `x` or `y`), there is no place to
-        // compare, as in bpmnlint.
-        for (k, b) in defs.shape_bounds.iter().enumerate() {
-            let id = defs.diagram_elements[b.diagram as usize]
-                .bpmn_element
-                .as_str();
-            by_id.insert(id, b.placed.then_some(k as u32));
+            if is_plane(ctx, d.span) {
+                continue;
+            }
+            let bounds = defs
+                .shape_bounds
+                .get(next)
+                .filter(|b| b.diagram as usize == k && b.placed)
+                .map(|_| next as u32);
+            by_id.insert(d.bpmn_element.as_str(), bounds);
         }
         Drawn { by_id }
     }
