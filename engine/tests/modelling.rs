@@ -960,10 +960,7 @@ fn a_bpmnlintrc_extending_recommended_gives_bpmnlints_severities_in_qflow_docume
 
 /// The findings of `code` under a `.bpmnlintrc`.
 fn hits_with(src: &str, rc: &str, code: Code) -> Vec<(String, String)> {
-    let (settings, problems) = bpmnlintrc::parse(rc);
-    assert!(problems.is_empty(), "{problems:?}");
-    analyze_with(src, &settings)
-        .diagnostics
+    findings_with(src, rc)
         .iter()
         .filter(|d| d.code == code)
         .map(|d| {
@@ -972,6 +969,21 @@ fn hits_with(src: &str, rc: &str, code: Code) -> Vec<(String, String)> {
                 text(src, d).to_string(),
             )
         })
+        .collect()
+}
+
+/// Every finding under a `.bpmnlintrc`, in the order reported.
+fn findings_with(src: &str, rc: &str) -> Vec<Diagnostic> {
+    let (settings, problems) = bpmnlintrc::parse(rc);
+    assert!(problems.is_empty(), "{problems:?}");
+    analyze_with(src, &settings).diagnostics
+}
+
+/// The elements `code` names under a `.bpmnlintrc`, in the order reported.
+fn elements_with(src: &str, rc: &str, code: Code) -> Vec<String> {
+    hits_with(src, rc, code)
+        .into_iter()
+        .map(|(element, _)| element)
         .collect()
 }
 
@@ -1059,10 +1071,7 @@ fn qf126_a_cdata_section_of_blanks_is_a_body_an_empty_one_is_not() {
     .concat();
     let executable = plain(&body).replace("isExecutable=\"false\"", "isExecutable=\"true\"");
     assert_eq!(
-        hits_with(&executable, ALL, Code::QF126)
-            .into_iter()
-            .map(|(element, _)| element)
-            .collect::<Vec<_>>(),
+        elements_with(&executable, ALL, Code::QF126),
         ["empty", "emptyAround", "spaceRef", "blank"]
     );
 }
@@ -1088,6 +1097,16 @@ fn drawn(body: &str, participants: &str, shapes: &[(&str, &str, &str)]) -> Strin
     )
 }
 
+/// [`drawn`] with one pool, `pool` (0,0 1000×300), drawing the process.
+fn pooled(body: &str, shapes: &[(&str, &str, &str)]) -> String {
+    let pool = [("pool", r#"x="0" y="0" width="1000" height="300""#, "")];
+    drawn(
+        body,
+        r#"<bpmn:participant id="pool" name="Pool" processRef="p"/>"#,
+        &[&pool[..], shapes].concat(),
+    )
+}
+
 /// Bounds are read as bpmnlint reads them (JavaScript's `parseFloat`):
 /// `100px` is 100 and ` 80` is 80, so those shapes are of standard size and
 /// placed where their numbers say; `px100` is no number: that shape has no
@@ -1098,11 +1117,9 @@ fn qf118_and_qf127_read_bounds_as_javascript_numbers() {
     <bpmn:task id="lead" name="Lead"/>
     <bpmn:task id="bad" name="Bad"/>
     <bpmn:task id="under" name="Under"/>"#;
-    let src = drawn(
+    let src = pooled(
         body,
-        r#"<bpmn:participant id="pool" name="Pool" processRef="p"/>"#,
         &[
-            ("pool", r#"x="0" y="0" width="1000" height="300""#, ""),
             ("px", r#"x="10px" y="10" width="100px" height="80.0px""#, ""),
             ("lead", r#"x=" 300" y="10" width=" 100" height="80e0""#, ""),
             ("bad", r#"x="px100" y="10" width="100" height="80""#, ""),
@@ -1110,10 +1127,7 @@ fn qf118_and_qf127_read_bounds_as_javascript_numbers() {
         ],
     );
     let rc = r#"{ "rules": { "standard-size": "error", "no-overlapping-elements": "error" } }"#;
-    let (settings, problems) = bpmnlintrc::parse(rc);
-    assert!(problems.is_empty(), "{problems:?}");
-    let found: Vec<(String, Code, bool)> = analyze_with(&src, &settings)
-        .diagnostics
+    let found: Vec<(String, Code, bool)> = findings_with(&src, rc)
         .iter()
         .map(|d| {
             let element = d.element.clone().unwrap_or_default();
@@ -1143,11 +1157,9 @@ fn qf127_judges_the_size_of_bounds_without_a_place() {
     <bpmn:task id="noXok" name="NoXok"/>
     <bpmn:task id="noW" name="NoW"/>
     <bpmn:task id="near" name="Near"/>"#;
-    let src = drawn(
+    let src = pooled(
         body,
-        r#"<bpmn:participant id="pool" name="Pool" processRef="p"/>"#,
         &[
-            ("pool", r#"x="0" y="0" width="1000" height="300""#, ""),
             ("noX", r#"y="10" width="120" height="80""#, ""),
             ("noY", r#"x="200" width="100" height="90""#, ""),
             ("noXok", r#"y="10" width="100" height="80""#, ""),
@@ -1156,10 +1168,7 @@ fn qf127_judges_the_size_of_bounds_without_a_place() {
         ],
     );
     let rc = r#"{ "rules": { "standard-size": "error", "no-overlapping-elements": "error" } }"#;
-    let (settings, problems) = bpmnlintrc::parse(rc);
-    assert!(problems.is_empty(), "{problems:?}");
-    let found: Vec<(String, Code)> = analyze_with(&src, &settings)
-        .diagnostics
+    let found: Vec<(String, Code)> = findings_with(&src, rc)
         .iter()
         .map(|d| (d.element.clone().unwrap_or_default(), d.code))
         .collect();
@@ -1182,11 +1191,9 @@ fn qf127_compares_sizes_in_double_precision() {
     let body = r#"    <bpmn:startEvent id="s" name="S"/>
     <bpmn:endEvent id="almost" name="Almost"/>
     <bpmn:task id="wider" name="Wider"/>"#;
-    let src = drawn(
+    let src = pooled(
         body,
-        r#"<bpmn:participant id="pool" name="Pool" processRef="p"/>"#,
         &[
-            ("pool", r#"x="0" y="0" width="1000" height="300""#, ""),
             ("s", r#"x="10" y="10" width="36" height="36.0""#, ""),
             (
                 "almost",
@@ -1201,14 +1208,11 @@ fn qf127_compares_sizes_in_double_precision() {
         ],
     );
     assert_eq!(
-        hits_with(
+        elements_with(
             &src,
             r#"{ "rules": { "standard-size": "error" } }"#,
             Code::QF127
-        )
-        .into_iter()
-        .map(|(element, _)| element)
-        .collect::<Vec<_>>(),
+        ),
         ["almost", "wider"]
     );
 }
@@ -1222,11 +1226,9 @@ fn qf118_the_last_drawing_counts_even_without_bounds() {
     <bpmn:task id="b" name="B"/>
     <bpmn:task id="c" name="C"/>
     <bpmn:task id="d" name="D"/>"#;
-    let src = drawn(
+    let src = pooled(
         body,
-        r#"<bpmn:participant id="pool" name="Pool" processRef="p"/>"#,
         &[
-            ("pool", r#"x="0" y="0" width="1000" height="300""#, ""),
             ("a", r#"x="10" y="10" width="100" height="80""#, ""),
             ("b", r#"x="50" y="50" width="100" height="80""#, ""),
             ("c", r#"x="400" y="10" width="100" height="80""#, ""),
@@ -1240,13 +1242,7 @@ fn qf118_the_last_drawing_counts_even_without_bounds() {
     assert!(src.contains("b_again"));
     let rc = r#"{ "rules": { "no-overlapping-elements": "error" } }"#;
     // bpmnlint 11.15 on the same document: `c` and `d`.
-    assert_eq!(
-        hits_with(&src, rc, Code::QF118)
-            .into_iter()
-            .map(|(element, _)| element)
-            .collect::<Vec<_>>(),
-        ["c", "d"]
-    );
+    assert_eq!(elements_with(&src, rc, Code::QF118), ["c", "d"]);
 }
 
 #[test]
