@@ -1770,11 +1770,6 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
         if !f.wants_text {
             return;
         }
-        // A CDATA section's content starts right after its opening; no other
-        // text can (inside a CDATA section nothing else is recognised).
-        if !text.is_empty() && self.source.as_bytes()[..span.start()].ends_with(b"<![CDATA[") {
-            f.cdata = true;
-        }
         if f.text_start == NO {
             f.text_start = span.start() as u32;
         }
@@ -1784,6 +1779,13 @@ impl<'a> xml::Sink<'a> for Builder<'a> {
         } else if !text.trim().is_empty() {
             f.text = text;
         }
+    }
+
+    fn cdata(&mut self, text: Cow<'a, str>, span: Span) {
+        if let Some(f) = self.frames.last_mut().filter(|f| f.wants_text) {
+            f.cdata |= !text.is_empty();
+        }
+        self.text(text, span);
     }
 
     fn leaf_bounds(&mut self, b: LeafBounds) {

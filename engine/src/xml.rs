@@ -452,6 +452,12 @@ pub trait Sink<'a> {
     /// A chunk of direct text of the innermost open element: text as
     /// written, CDATA content, or a resolved entity or character reference.
     fn text(&mut self, text: Cow<'a, str>, span: Span);
+    /// The content of a CDATA section, a chunk of direct text too. A sink
+    /// that tells them apart overrides this (bpmnlint counts a CDATA
+    /// section of blanks as a body, text of blanks as none).
+    fn cdata(&mut self, text: Cow<'a, str>, span: Span) {
+        self.text(text, span);
+    }
     /// A skipped bounds leaf (see [`ParseOptions::keep_bounds_of`]) inside
     /// the innermost open element.
     fn leaf_bounds(&mut self, bounds: LeafBounds);
@@ -949,7 +955,7 @@ fn run<'a>(
                 let inner = Span::new(start + 9, end.saturating_sub(3).max(start + 9));
                 let text = &source[inner.start()..inner.end()];
                 debug_assert_eq!(&**t, text.as_bytes());
-                sink.text(Cow::Borrowed(text), inner);
+                sink.cdata(Cow::Borrowed(text), inner);
             }
             Event::GeneralRef(ref r) => {
                 let name = &source[start + 1..end.saturating_sub(1).max(start + 1)];
