@@ -26,12 +26,9 @@ pub struct FileBytes(Buffer);
 
 enum Buffer {
     Vec(Vec<u8>),
-    /// A huge-page-advised anonymous mapping holding `len` bytes of the file.
+    /// A huge-page-advised anonymous mapping the size of the file.
     #[cfg(unix)]
-    Mapped {
-        map: memmap2::MmapMut,
-        len: usize,
-    },
+    Mapped(memmap2::MmapMut),
 }
 
 impl std::ops::Deref for FileBytes {
@@ -41,7 +38,7 @@ impl std::ops::Deref for FileBytes {
         match &self.0 {
             Buffer::Vec(v) => v,
             #[cfg(unix)]
-            Buffer::Mapped { map, len } => &map[..*len],
+            Buffer::Mapped(map) => map,
         }
     }
 }
@@ -98,7 +95,7 @@ fn halves(file: &File, len: u64) -> Option<FileBytes> {
     if file.read_at(&mut probe, len as u64).ok()? != 0 {
         return None;
     }
-    Some(FileBytes(Buffer::Mapped { map, len }))
+    Some(FileBytes(Buffer::Mapped(map)))
 }
 
 #[cfg(not(unix))]
