@@ -1159,7 +1159,7 @@ fn bounds_of(tag: &str, raws: &[attrs::RawAttr], parent: u32) -> Option<LeafBoun
 /// finite), whether every one written is finite, and whether it places the
 /// shape (`x` and `y` written).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ShapeNumbers {
+pub(crate) struct ShapeNumbers {
     pub finite: bool,
     pub placed: bool,
     pub values: [f64; 4],
@@ -1169,7 +1169,7 @@ pub struct ShapeNumbers {
 /// written, `None` unless it has a width and a height: bpmnlint judges the
 /// size of bounds that place nothing (`standard-size`), and compares only
 /// placed ones (`no-overlapping-elements`).
-pub fn shape_numbers(values: [Option<&str>; 4]) -> Option<ShapeNumbers> {
+pub(crate) fn shape_numbers(values: [Option<&str>; 4]) -> Option<ShapeNumbers> {
     let [x, y, width, height] = values;
     let (width, height) = (width?, height?);
     let placed = x.is_some() && y.is_some();
@@ -1186,7 +1186,7 @@ pub fn shape_numbers(values: [Option<&str>; 4]) -> Option<ShapeNumbers> {
 /// (`f64`: a height of 35.999999999999886 is not 36), and whether all are
 /// finite; one that is not (no number at its start, `Infinity`) is 0 and
 /// makes it `false`.
-pub fn finite_bounds(values: [&str; 4]) -> (bool, [f64; 4]) {
+fn finite_bounds(values: [&str; 4]) -> (bool, [f64; 4]) {
     let mut out = [0.0f64; 4];
     let mut finite = true;
     for (slot, value) in out.iter_mut().zip(values) {
