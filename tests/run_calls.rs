@@ -3,6 +3,7 @@
 //! transition the store would apply under the claim. Then the same rules end
 //! to end through `qflow run` and the store (outbox withdrawal, correlations).
 
+use qflow_engine::local::LocalRunExt;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -770,7 +771,8 @@ fn response_to_unknown_correlation_is_answered_no_such_instance(fresh: &Fresh) {
 }
 
 fn migration_moves_a_waiting_calls_outbox_rows_and_correlation_with_its_node(fresh: &Fresh) {
-    use qflow_engine::runtime::driver::{migrate_instance, respond, Verdict};
+    use qflow_engine::local::migrate_instance;
+    use qflow_engine::runtime::driver::{respond, Verdict};
     let db = fresh.db();
     // Attempt 1 is out and delivered; the bank has not answered yet.
     let out = run_bank_until("samples/scenarios/call-silent-forever.json", "PT5S", &db);

@@ -2,6 +2,7 @@
 //! and a channel call timed out by a routed timer boundary (which QF020
 //! accepts in place of a `<q:timeout>`) runs, the boundary's route winning.
 
+use qflow_engine::local::LocalRunExt;
 use std::path::{Path, PathBuf};
 
 use qflow_engine::config::Config;

@@ -3,6 +3,7 @@
 //! Each run keeps its instance in a store: a SQLite file and a fresh
 //! PostgreSQL database (`support::stores`).
 
+use qflow_engine::local::LocalRunExt;
 use std::collections::BTreeMap;
 
 use qflow_engine::runtime::decide::{self, Event, Facts, Status};

@@ -5,6 +5,7 @@
 
 mod support;
 
+use qflow_engine::local::LocalRunExt;
 use serde_json::Value;
 use std::path::Path;
 use support::stores::{open, Fresh};

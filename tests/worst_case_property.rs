@@ -10,6 +10,7 @@
 //! instance in a new database: 48 random policies on SQLite files, 16 on
 //! PostgreSQL databases (one `CREATE DATABASE` each).
 
+use qflow_engine::local::LocalRunExt;
 use std::time::Duration;
 
 use proptest::prelude::*;

@@ -5,7 +5,7 @@
 //!
 //! Run: `cargo bench -p qflow-engine --bench check`.
 
-#[path = "../src/testgen.rs"]
+#[path = "../../model/src/testgen.rs"]
 #[allow(dead_code)]
 mod testgen;
 

@@ -21,7 +21,7 @@ use qflow_engine::diagram::{Diagram, Placement};
 // The generator is a test helper behind the `testing` feature; the bench
 // compiles it in directly, as the other benches do.
 #[allow(dead_code)]
-#[path = "../src/testgen.rs"]
+#[path = "../../model/src/testgen.rs"]
 mod testgen;
 
 /// `start → (split → a|b|c → join)×k → end`, 5 nodes per diamond; every

@@ -17,7 +17,7 @@
 //! `cargo test --all-targets` (no `--bench`) it is a smoke run: one child
 //! on a generated 100-task model.
 
-#[path = "../src/testgen.rs"]
+#[path = "../../model/src/testgen.rs"]
 #[allow(dead_code)]
 mod testgen;
 

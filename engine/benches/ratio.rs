@@ -7,7 +7,7 @@
 //!
 //! Run: `cargo bench -p qflow-engine --bench ratio` (optionally `-- TASKS RUNS`).
 
-#[path = "../src/testgen.rs"]
+#[path = "../../model/src/testgen.rs"]
 #[allow(dead_code)]
 mod testgen;
 

@@ -11,6 +11,7 @@
 //!
 //! Run: `cargo bench -p qflow-engine --bench run`.
 
+use qflow_engine::local::LocalRunExt;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -4,7 +4,7 @@
 //! Run: `cargo bench -p qflow-engine --bench write_model -- 20000 /tmp/qflow-20k.bpmn`.
 //! Under a plain `cargo bench` (no arguments) it writes nothing.
 
-#[path = "../src/testgen.rs"]
+#[path = "../../model/src/testgen.rs"]
 #[allow(dead_code)]
 mod testgen;
 

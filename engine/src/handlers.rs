@@ -20,43 +20,9 @@ use serde_json::Value;
 
 use crate::instance::event::{FailureClass, TaskOutcome};
 
-/// A command that exited non-zero without a JSON error on stdout.
-pub const EXIT: &str = "q.handler.exit";
-/// A command or endpoint gave no answer within the task's `timeout`, or an
-/// endpoint's connection dropped after the request was sent (unknown outcome).
-pub const TIMEOUT: &str = "q.handler.timeout";
-/// A command could not be started, or an endpoint could not be reached
-/// before anything was sent (transient: nothing happened).
-pub const UNREACHABLE: &str = "q.handler.unreachable";
-/// A successful answer that is not a JSON object of variables (permanent:
-/// the handler's contract is broken, a retry would not mend it).
-pub const OUTPUT: &str = "q.handler.output";
-/// The process running an attempt stopped (killed, crashed) before the
-/// attempt's outcome was recorded; the next process decides it as an
-/// unknown outcome instead of running the handler again.
-pub const INTERRUPTED: &str = "q.handler.interrupted";
-/// An endpoint answered 429 (rate-limited, with its `Retry-After`).
-pub const HTTP_429: &str = "q.handler.http-429";
-
-/// Whether `code` is one a handler fails a registered task with (the
-/// constants above, `q.handler.http-NNN`, and the embedding API's
-/// `q.handler.panic` and `q.handler.missing`): a name `nonRetryableCodes`
-/// may list.
-pub fn is_handler_code(code: &str) -> bool {
-    [
-        EXIT,
-        TIMEOUT,
-        UNREACHABLE,
-        OUTPUT,
-        HTTP_429,
-        crate::embed::PANIC,
-        crate::embed::MISSING,
-    ]
-    .contains(&code)
-        || code
-            .strip_prefix("q.handler.http-")
-            .is_some_and(|n| n.len() == 3 && n.bytes().all(|b| b.is_ascii_digit()))
-}
+pub use qflow_instance::codes::handler::{
+    is_handler_code, EXIT, HTTP_429, INTERRUPTED, OUTPUT, TIMEOUT, UNREACHABLE,
+};
 
 /// The default of a task's `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -464,14 +430,7 @@ pub fn unknown_outcome(task: &str, what: &str) -> TaskOutcome {
     )
 }
 
-/// The attempt a dead process was running: its outcome is unknown.
-pub fn interrupted(task: &str, attempt: u32) -> TaskOutcome {
-    fail(
-        INTERRUPTED,
-        FailureClass::UnknownOutcome,
-        format!("attempt {attempt} of `{task}` was running when its process stopped, before its outcome was recorded: the effect may have happened, so it is not run again"),
-    )
-}
+pub use qflow_instance::codes::handler::interrupted;
 
 /// A handler that could not be reached or started: nothing happened.
 pub fn unreachable(task: &str, what: &str) -> TaskOutcome {

@@ -1,51 +1,43 @@
-//! The qflow engine: everything qflow decides lives here.
+//! The qflow engine: the facade over qflow's layers, and the services that
+//! stand on them.
 //!
-//! - [`loader`]: text in, model and verdicts out (parse with spans, then rules).
-//! - [`xml`], [`reader`], [`model`]: the spanned XML tree and the BPMN model.
-//! - [`rules`]: the load-time rules, one module per family.
-//! - [`diagnostic`], [`span`]: the one diagnostic type and its positions.
-//! - [`instance`]: the durable vocabulary (snapshot, history, rows), typed.
-//! - [`runtime`]: the decisions and the shell that makes them durable.
-//! - [`store`]: SQLite; depends on [`instance`], never on [`runtime`].
+//! The layers are crates of their own, each depending only on those below:
+//! [`qflow_instance`] (the durable vocabulary), [`qflow_model`] (the loader,
+//! rules and diagnostics), [`qflow_store`] (the durable store) and
+//! [`qflow_runtime`] (decisions, the shell, the drivers). This crate adds
+//! the services and re-exports the layers under the paths the faces use:
+//!
+//! - [`embed`]: the engine as a library (docs/library.md).
 //! - [`inspect`]: one instance as plain data, for every view to render.
 //! - [`diagram`]: a process as a placed diagram, for the SVG and the console.
+//! - [`dependencies`]: the dependencies a database knows (containment's names).
 //! - [`operate`]: an operator's actions, decided through the runtime's shell.
+//! - [`repair`]: migration of an instance with its plan shown first.
+//! - [`local`]: what a local run offers its faces beyond its next decision.
+//! - [`handlers`]: the handlers file and what a handler's answer means.
 //!
 //! The faces (CLI, language server, console) only present what this crate decides.
 
-pub mod classify;
-pub mod config;
-pub mod diagnostic;
+pub use qflow_instance as instance;
+pub use qflow_model::{
+    classify, condition, config, diagnostic, dialect, duration, file, loader, model, navigate,
+    policy, reader, rules, span, suggest, text, xml,
+};
+#[cfg(feature = "testing")]
+pub use qflow_model::testgen;
+pub use qflow_runtime as runtime;
+pub use qflow_store as store;
+
+pub mod dependencies;
 pub mod diagram;
-pub mod dialect;
-pub mod duration;
 pub mod embed;
-pub mod file;
 pub mod handlers;
 pub mod inspect;
-pub mod instance;
-pub mod loader;
-pub mod model;
-pub mod navigate;
+pub mod local;
 pub mod operate;
-pub mod policy;
-pub mod reader;
 pub mod repair;
-pub mod rules;
-pub mod runtime;
-pub mod span;
-pub mod store;
-pub mod suggest;
-/// A model generator for tests and benchmarks (not part of the engine's API:
-/// other crates' tests enable it with the `testing` feature).
-#[cfg(any(test, feature = "testing"))]
-pub mod testgen;
-#[cfg(test)]
-mod testgen_tests;
-pub mod text;
-pub mod xml;
 
-pub use diagnostic::{Code, Diagnostic, Severity};
-pub use loader::{
-    analyze, analyze_bytes, analyze_bytes_with, analyze_with, load, load_with, Analysis,
+pub use qflow_model::{
+    analyze, analyze_bytes, analyze_bytes_with, analyze_with, load, load_with, Analysis, Code,
+    Diagnostic, Severity,
 };

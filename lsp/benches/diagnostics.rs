@@ -3,7 +3,7 @@
 //! same text (`analyze_bytes`): the language server's overhead over `check`
 //! should stay under 5 ms.
 //!
-//! Models come from `qflow_engine::testgen` (modeller-shaped, ~600 bytes per
+//! Models come from `qflow_model::testgen` (modeller-shaped, ~600 bytes per
 //! task). Each iteration is one keystroke (an incremental change inserting a
 //! character into the process documentation), so every measurement is a
 //! fresh analysis of a new version, never a cache hit.
@@ -40,7 +40,7 @@ fn bench(c: &mut Criterion) {
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
     for &tasks in sizes() {
-        let base = qflow_engine::testgen::generate(tasks);
+        let base = qflow_model::testgen::generate(tasks);
         let anchor = base.find(ANCHOR).unwrap();
         let line = base[..anchor].matches('\n').count();
         let column = anchor - base[..anchor].rfind('\n').map_or(0, |i| i + 1);
@@ -52,7 +52,7 @@ fn bench(c: &mut Criterion) {
                     n += 1;
                     let text = typed(base, n);
                     let start = Instant::now();
-                    let (_, a) = qflow_engine::analyze_bytes(text.as_bytes());
+                    let (_, a) = qflow_model::analyze_bytes(text.as_bytes());
                     total += start.elapsed();
                     assert!(!a.has_errors());
                 }
@@ -107,7 +107,7 @@ fn bench(c: &mut Criterion) {
 /// server on the keystroke that produces the same text, and the report is the
 /// median of each and of the per-round difference (the server's overhead).
 fn paired(rt: &tokio::runtime::Runtime, tasks: usize, rounds: usize) {
-    let base = qflow_engine::testgen::generate(tasks);
+    let base = qflow_model::testgen::generate(tasks);
     let anchor = base.find(ANCHOR).unwrap();
     let line = base[..anchor].matches('\n').count();
     let column = anchor - base[..anchor].rfind('\n').map_or(0, |i| i + 1);
@@ -122,7 +122,7 @@ fn paired(rt: &tokio::runtime::Runtime, tasks: usize, rounds: usize) {
     for round in 1..=rounds {
         let text = typed(&base, round);
         let start = Instant::now();
-        let (_, a) = qflow_engine::analyze_bytes(text.as_bytes());
+        let (_, a) = qflow_model::analyze_bytes(text.as_bytes());
         let c = start.elapsed();
         drop(a);
         let body = json!({

@@ -3,8 +3,8 @@
 //! maxAttempts, QF004's closest id…), offered for the diagnostics the
 //! requested range touches.
 
-use qflow_engine::diagnostic::{Diagnostic, Edit};
-use qflow_engine::span::Span;
+use qflow_model::diagnostic::{Diagnostic, Edit};
+use qflow_model::span::Span;
 
 use crate::store::Snapshot;
 

@@ -7,10 +7,10 @@
 //! ([`navigate::cursor_context`]), since a document mid-edit is rarely
 //! well-formed; ids come from the latest model that did load.
 
-use qflow_engine::dialect::{self, ValueKind, VocabAttribute};
-use qflow_engine::model::Definitions;
-use qflow_engine::navigate::{self, CursorContext};
-use qflow_engine::span::Span;
+use qflow_model::dialect::{self, ValueKind, VocabAttribute};
+use qflow_model::model::Definitions;
+use qflow_model::navigate::{self, CursorContext};
+use qflow_model::span::Span;
 
 use crate::store::Snapshot;
 

@@ -8,8 +8,8 @@
 
 use std::collections::HashMap;
 
-use qflow_engine::diagnostic::{Diagnostic, Edit, Severity};
-use qflow_engine::span::{LineIndex, Span};
+use qflow_model::diagnostic::{Diagnostic, Edit, Severity};
+use qflow_model::span::{LineIndex, Span};
 use tower_lsp_server::ls_types as lsp;
 use tower_lsp_server::ls_types::Uri;
 

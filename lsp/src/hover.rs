@@ -14,14 +14,14 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use qflow_engine::classify::{classify, Classification, Reason};
-use qflow_engine::duration::{self, to_words};
-use qflow_engine::model::{
+use qflow_model::classify::{classify, Classification, Reason};
+use qflow_model::duration::{self, to_words};
+use qflow_model::model::{
     ChannelConfig, Definitions, Node, NodeKind, Process, RetrySpec, TimeoutSpec,
 };
-use qflow_engine::navigate;
-use qflow_engine::policy::{self, CapSource, ChannelPolicy, Jitter, RetryPolicy};
-use qflow_engine::span::Span;
+use qflow_model::navigate;
+use qflow_model::policy::{self, CapSource, ChannelPolicy, Jitter, RetryPolicy};
+use qflow_model::span::Span;
 
 use crate::store::Snapshot;
 
@@ -267,7 +267,7 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
         let _ = writeln!(
             s,
             "\nNon-retryable (terminal at once): {}.",
-            qflow_engine::text::capped_list(&codes)
+            qflow_model::text::capped_list(&codes)
         );
     }
     load_text(&mut s, defs, node, &policy, window);
@@ -375,8 +375,8 @@ fn load_text(
             let _ = writeln!(
                 s,
                 "; {} instances failing together schedule up to {} attempts in their first day.",
-                qflow_engine::text::group(PROJECTION_INSTANCES),
-                qflow_engine::text::group(total)
+                qflow_model::text::group(PROJECTION_INSTANCES),
+                qflow_model::text::group(total)
             );
         }
         None => s.push_str(".\n"),
@@ -412,7 +412,7 @@ fn delivery_text(load: &policy::DeliveryLoad, attempts: Option<u64>) -> String {
                 let _ = write!(
                     s,
                     ", up to {} per failing instance.",
-                    qflow_engine::text::group(n.saturating_mul(a))
+                    qflow_model::text::group(n.saturating_mul(a))
                 );
             } else {
                 s.push('.');

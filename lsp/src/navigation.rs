@@ -3,9 +3,9 @@
 //! bpmnElement, and the `<incoming>`/`<outgoing>` texts modellers write).
 //! The engine's [`navigate`] module finds the places; this only selects.
 
-use qflow_engine::diagnostic::Edit;
-use qflow_engine::navigate::{self, Usage};
-use qflow_engine::span::Span;
+use qflow_model::diagnostic::Edit;
+use qflow_model::navigate::{self, Usage};
+use qflow_model::span::Span;
 
 use crate::store::Snapshot;
 

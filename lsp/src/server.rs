@@ -12,8 +12,8 @@ use std::sync::{Arc, Weak};
 
 use std::collections::HashMap;
 
-use qflow_engine::config::{Config as LintConfig, Settings, FILE_NAMES};
-use qflow_engine::Analysis;
+use qflow_model::config::{Config as LintConfig, Settings, FILE_NAMES};
+use qflow_model::Analysis;
 use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
@@ -45,7 +45,7 @@ impl Default for Config {
 /// included: an empty buffer or a NUL byte get check's QF001), so the editor
 /// and the terminal never disagree.
 pub fn check_analysis(text: &str, settings: &Settings) -> Analysis {
-    qflow_engine::analyze_bytes_with(text.as_bytes(), settings).1
+    qflow_model::analyze_bytes_with(text.as_bytes(), settings).1
 }
 
 impl std::fmt::Debug for Config {
@@ -123,7 +123,7 @@ impl Shared {
                 // the text: run them side by side.
                 let t = text.clone();
                 let index =
-                    tokio::task::spawn_blocking(move || qflow_engine::span::LineIndex::new(&t));
+                    tokio::task::spawn_blocking(move || qflow_model::span::LineIndex::new(&t));
                 let t = text.clone();
                 let lint = self.lint_config(uri);
                 let analysis = tokio::task::spawn_blocking(move || {
@@ -255,7 +255,7 @@ async fn publish_config_problems(client: &Client, shared: &Shared, uri: &Uri) {
         let snap = Snapshot {
             version: 0,
             text: Arc::new(file.text.clone()),
-            index: qflow_engine::span::LineIndex::new(&file.text),
+            index: qflow_model::span::LineIndex::new(&file.text),
             analysis: Some(Analysis {
                 definitions: None,
                 diagnostics: file.diagnostics.clone(),
@@ -441,7 +441,7 @@ impl LanguageServer for Backend {
             let span = match &cached_index {
                 Some(s) => convert::span_in(current, &s.index, range),
                 None => {
-                    convert::span_in(current, &qflow_engine::span::LineIndex::new(current), range)
+                    convert::span_in(current, &qflow_model::span::LineIndex::new(current), range)
                 }
             };
             cached_index = None;

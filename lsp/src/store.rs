@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use qflow_engine::span::LineIndex;
-use qflow_engine::Analysis;
+use qflow_model::span::LineIndex;
+use qflow_model::Analysis;
 use tower_lsp_server::ls_types::Uri;
 
 /// The once-computed analysis of one version.
@@ -27,7 +27,7 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn definitions(&self) -> Option<&qflow_engine::model::Definitions> {
+    pub fn definitions(&self) -> Option<&qflow_model::model::Definitions> {
         self.analysis.as_ref()?.definitions.as_ref()
     }
 }

@@ -2,8 +2,8 @@
 //! tasks, events, gateways and flows (sub-process contents nested under the
 //! sub-process), plus the definitions-level errors and channel configs.
 
-use qflow_engine::model::{Definitions, Node, NodeKind, Process};
-use qflow_engine::span::Span;
+use qflow_model::model::{Definitions, Node, NodeKind, Process};
+use qflow_model::span::Span;
 
 use crate::store::Snapshot;
 

@@ -1,6 +1,7 @@
 //! `qflow run MODEL`: one local instance on the embedded store, every decision
 //! printed as it is taken. The output formats are documented in docs/run.md.
 
+use qflow_engine::local::LocalRunExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -9,9 +10,9 @@ use qflow_engine::instance::history::{
     Attempt, AttemptOutcome, Delivered, HistoryEvent, Line, Park, Secs, Then, Verdict, WaitFor,
 };
 use qflow_engine::runtime::clock::{Clock, SystemClock, VirtualClock};
+use qflow_engine::local::{final_state, migrate_instance};
 use qflow_engine::runtime::driver::{
-    final_state, migrate_instance, Decision, RunError, Stop, DEFAULT_HORIZON,
-    MAX_RETURNS_TO_A_STATE,
+    Decision, RunError, Stop, DEFAULT_HORIZON, MAX_RETURNS_TO_A_STATE,
 };
 use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::outcome::{unfinished_instance_of, Expectation};

@@ -5,6 +5,7 @@
 //! actions); views are built by reading the store back
 //! ([`crate::engine_view`]).
 
+use qflow_engine::local::LocalRunExt;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;

@@ -5,12 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::instance::Event;
-use crate::runtime::clock::{system_now_ms, Clock, SystemClock, VirtualClock};
-use crate::runtime::driver::{self, Ctx, Decision, Next, RunError};
-use crate::runtime::graph::Graph;
+use crate::runtime::clock::{system_now_ms, SystemClock, VirtualClock};
+use crate::runtime::driver::{self, next_event, Decision, RunError};
 use crate::runtime::shell::{self, deployed_graph, Choice, Taken};
 use crate::runtime::world::World;
-use crate::store::Store;
 
 use super::engine::{Engine, EngineError, Step, Time, ROUND, VIRTUAL_EPOCH_LIMIT_MS};
 
@@ -242,27 +240,3 @@ pub(super) fn clock_of(engine: Time, started_ms: i64) -> Time {
     }
 }
 
-fn next_event<C: Clock>(
-    store: &Store,
-    graph: &Graph,
-    world: &dyn World,
-    clock: &C,
-    instance: &str,
-    facts: &crate::store::InstanceFacts,
-) -> Result<Option<Choice>, RunError> {
-    let next = Ctx {
-        store,
-        graph,
-        scenario: world,
-        clock,
-        instance,
-        started_ms: facts.started_ms,
-        until_ms: None,
-        effects: None,
-    }
-    .next_event(facts)?;
-    Ok(match next {
-        Next::Event(ev) => Some(Choice::event(ev, clock.now_ms())),
-        Next::Idle => None,
-    })
-}

@@ -320,7 +320,7 @@ impl Engine {
         if self.store.instance(instance)?.is_none() {
             return Err(EngineError::NoInstance(instance.into()));
         }
-        Ok(driver::final_state(&self.store, instance)?)
+        Ok(crate::local::final_state(&self.store, instance)?)
     }
 
     /// The instance's variables, as persisted.

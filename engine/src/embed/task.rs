@@ -2,6 +2,7 @@
 //! may answer, and how that answer (or a panic) becomes the runtime's
 //! outcome.
 
+pub use qflow_instance::codes::handler::{MISSING, PANIC};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
@@ -12,12 +13,6 @@ use crate::instance::event::{FailureClass, TaskOutcome};
 
 /// An instance's variables.
 pub type Variables = BTreeMap<String, Value>;
-
-/// The code of a handler that panicked (class `unknown-outcome`).
-pub const PANIC: &str = "q.handler.panic";
-/// The code of an attempt of a task no handler is registered for (class
-/// `permanent`: a configuration problem, which no retry repairs).
-pub const MISSING: &str = "q.handler.missing";
 
 /// One attempt of a registered task, as its handler sees it.
 #[derive(Debug, Clone, Copy)]

@@ -1,7 +1,7 @@
 //! Where each node of an instance stands, from its frontier, timers,
 //! markers and history.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 
 use crate::instance::snapshot::{Snapshot, TokenState};
 use crate::instance::{Purpose, Status};
@@ -144,42 +144,4 @@ pub(super) fn nodes(
     out
 }
 
-/// Breadth-first from the start event, each task followed by its boundaries;
-/// nodes no flow reaches come last, by id.
-pub fn flow_order(graph: &Graph) -> Vec<String> {
-    let mut order: Vec<String> = Vec::new();
-    let mut seen: BTreeSet<String> = BTreeSet::new();
-    let mut queue: VecDeque<String> = VecDeque::from([graph.start.clone()]);
-    let boundaries = |task: &str| -> Vec<String> {
-        graph
-            .nodes
-            .values()
-            .filter(|n| match &n.kind {
-                Kind::TimerBoundary { attached_to, .. } | Kind::ErrorBoundary { attached_to } => {
-                    attached_to == task
-                }
-                _ => false,
-            })
-            .map(|n| n.id.clone())
-            .collect()
-    };
-    while let Some(id) = queue.pop_front() {
-        if !seen.insert(id.clone()) {
-            continue;
-        }
-        let Some(n) = graph.node(&id) else { continue };
-        order.push(id.clone());
-        for o in &n.outgoing {
-            queue.push_back(o.target.clone());
-        }
-        for b in boundaries(&id) {
-            queue.push_front(b);
-        }
-    }
-    for id in graph.nodes.keys() {
-        if !seen.contains(id) {
-            order.push(id.clone());
-        }
-    }
-    order
-}
+pub use qflow_runtime::graph::flow_order;

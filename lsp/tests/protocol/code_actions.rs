@@ -29,9 +29,9 @@ fn assert_applies(uri: &str, text: &str, action: &Value) -> String {
     let edits = action["edit"]["changes"][uri].as_array().unwrap();
     let fixed = apply_edits(text, edits);
     let code = action["diagnostics"][0]["code"].as_str().unwrap();
-    let before = qflow_engine::analyze(text);
-    let after = qflow_engine::analyze(&fixed);
-    let count = |a: &qflow_engine::Analysis| {
+    let before = qflow_model::analyze(text);
+    let after = qflow_model::analyze(&fixed);
+    let count = |a: &qflow_model::Analysis| {
         a.diagnostics
             .iter()
             .filter(|d| d.code.as_str() == code)
@@ -42,7 +42,7 @@ fn assert_applies(uri: &str, text: &str, action: &Value) -> String {
         "`{}` left {code} in place:\n{fixed}",
         action["title"]
     );
-    let errors = |a: &qflow_engine::Analysis| a.diagnostics.iter().filter(|d| d.is_error()).count();
+    let errors = |a: &qflow_model::Analysis| a.diagnostics.iter().filter(|d| d.is_error()).count();
     assert!(
         errors(&after) < errors(&before) || code.starts_with("QF03"),
         "`{}` added errors",

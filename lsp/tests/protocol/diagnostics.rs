@@ -25,7 +25,7 @@ async fn utf16_ranges_after_emoji_and_accents() {
     assert_eq!(qf004["code"], "QF004");
     assert_eq!(
         qf004["codeDescription"]["href"],
-        qflow_engine::Code::QF004.doc_url()
+        qflow_model::Code::QF004.doc_url()
     );
     assert!(
         qf004["message"]
@@ -93,8 +93,8 @@ async fn crlf_documents_get_the_same_ranges_as_lf() {
 /// in characters) — to compare with what the editor shows.
 fn check_verdicts(text: &str) -> Vec<(String, String, u64, u64)> {
     // The same path as `qflow check`: from the file's bytes.
-    let (_, analysis) = qflow_engine::analyze_bytes(text.as_bytes());
-    let index = qflow_engine::span::LineIndex::new(text);
+    let (_, analysis) = qflow_model::analyze_bytes(text.as_bytes());
+    let index = qflow_model::span::LineIndex::new(text);
     analysis
         .diagnostics
         .iter()
@@ -176,7 +176,7 @@ async fn every_sample_shows_exactly_checks_verdicts() {
             let code = d["code"].as_str().unwrap();
             assert_eq!(
                 d["codeDescription"]["href"],
-                qflow_engine::Code::parse(code).unwrap().doc_url()
+                qflow_model::Code::parse(code).unwrap().doc_url()
             );
         }
     }

@@ -139,7 +139,7 @@ async fn a_long_chains_task_hover_counts_the_wait_states_it_does_not_list() {
     // A hundred tasks, every tenth with a <q:retry>: ten wait states. The
     // hover names the hovered task's own, then the first others, then a
     // count, instead of every one (20,000 tasks made a 119 KB hover).
-    let text = qflow_engine::testgen::generate(100);
+    let text = qflow_model::testgen::generate(100);
     let mut h = Harness::initialized().await;
     h.open(URI, 1, &text).await;
     let md = hover_text(&mut h, &text, "name=\"Step 50\"", 7).await;

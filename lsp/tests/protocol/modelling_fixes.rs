@@ -90,7 +90,7 @@ async fn fix_round_trip(h: &mut Harness, code: &str, file: &str, title: &str) {
     // The server analysed the text the edit gives: the same edit applied
     // here and checked as `qflow check` checks it has the same codes.
     let fixed = apply_edits(&text, edits);
-    let expected: Vec<String> = qflow_engine::analyze(&fixed)
+    let expected: Vec<String> = qflow_model::analyze(&fixed)
         .diagnostics
         .iter()
         .map(|d| d.code.as_str().to_string())

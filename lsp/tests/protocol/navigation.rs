@@ -122,7 +122,7 @@ async fn rename_changes_every_occurrence_and_keeps_the_model_valid() {
     let renamed = apply_edits(&text, &edits);
     assert_eq!(renamed.matches("\"charge\"").count(), 0);
     assert_eq!(renamed.matches("\"charge-card\"").count(), 4);
-    let analysis = qflow_engine::analyze(&renamed);
+    let analysis = qflow_model::analyze(&renamed);
     assert!(!analysis.has_errors(), "{:?}", analysis.diagnostics);
     // Refused names say why.
     for (name, why) in [

@@ -5,11 +5,11 @@ use serde_json::{json, Value};
 use crate::*;
 
 /// The engine, except that it panics on texts containing `PANIC-HERE`.
-fn fragile(text: &str, _: &qflow_engine::config::Settings) -> qflow_engine::Analysis {
+fn fragile(text: &str, _: &qflow_model::config::Settings) -> qflow_model::Analysis {
     if text.contains("PANIC-HERE") {
         panic!("engine bug triggered on purpose");
     }
-    qflow_engine::analyze(text)
+    qflow_model::analyze(text)
 }
 
 #[tokio::test]
@@ -158,7 +158,7 @@ async fn documents_over_the_limit_are_kept_but_not_analysed() {
 
 #[tokio::test]
 async fn a_large_generated_model_is_analysed() {
-    let text = qflow_engine::testgen::generate(2_000);
+    let text = qflow_model::testgen::generate(2_000);
     let mut h = Harness::initialized().await;
     h.open(URI, 1, &text).await;
     let diags = h.diagnostics(URI, 1).await;
@@ -190,10 +190,10 @@ async fn requests_before_initialize_are_refused() {
 
 static ANALYSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-fn counting(text: &str, _: &qflow_engine::config::Settings) -> qflow_engine::Analysis {
+fn counting(text: &str, _: &qflow_model::config::Settings) -> qflow_model::Analysis {
     ANALYSES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     std::thread::sleep(std::time::Duration::from_millis(50));
-    qflow_engine::analyze(text)
+    qflow_model::analyze(text)
 }
 
 /// Requests that arrive while a version is being analysed wait for that

@@ -1,0 +1,284 @@
+//! A fleet driver: many instances of one database served in batches, with
+//! group commit.
+//!
+//! Each [`Fleet::step`] picks up to a batch of instances with work (a ready
+//! token first, else the earliest armed timers), claims them in one
+//! transaction, decides each from facts read under its claim — the same
+//! choice of the next event as a local run or a replica makes — and applies
+//! every decision in one more transaction, each under its own claim and
+//! version check ([`Store::apply_many`]). A refused decision (another
+//! replica moved the instance, its claim lapsed) is dropped alone, exactly
+//! as a replica drops a lost race. Nothing per instance is kept between
+//! steps: memory is one batch, whatever the number of parked instances.
+//!
+//! Time is virtual and per instance, as for a replica: a decision for a due
+//! timer is taken at the timer's instant. Because batches are picked in due
+//! order, the fleet as a whole moves forward in time.
+//!
+//! What a task's attempt returns comes from the scenario, or from a
+//! [`World`] that answers by the virtual instant (a dependency down during an
+//! outage and up after it). Poison wakes of channel calls are not kept: the
+//! call's timeout recovers the same condition, as after a crash.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Instant;
+
+use qflow_instance::event::{ChannelOutcome, DeliveryOutcome, TaskOutcome};
+use qflow_instance::Event;
+use crate::clock::{system_now_ms, Clock, VirtualClock};
+use crate::decide;
+use crate::driver::{Ctx, Decision, Next, RunError};
+use crate::graph::{Graph, Kind};
+use crate::scenario::Scenario;
+use crate::shell::deployed_graph;
+use qflow_store::batch::Pending;
+use qflow_store::Store;
+
+/// What an attempt of a registered task returns at a virtual instant, when
+/// the world rather than the scenario's list decides (a simulation).
+pub trait World {
+    /// The outcome of an attempt of handler `task` at `at_ms`, its `run`-th
+    /// run (0-based) for this instance.
+    fn attempt(&self, task: &str, run: usize, at_ms: i64) -> TaskOutcome;
+
+    /// What becomes of a channel call's request delivered on `channel` at
+    /// `at_ms`: the delivery's luck and, when it gets through, what the
+    /// counterpart does. `None` (the default): as the scenario says.
+    fn deliver(
+        &self,
+        _channel: &str,
+        _at_ms: i64,
+    ) -> Option<(DeliveryOutcome, Option<ChannelOutcome>)> {
+        None
+    }
+}
+
+/// What a fleet did so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FleetStats {
+    pub decisions: u64,
+    /// Batches applied (one claim and one apply transaction each).
+    pub batches: u64,
+    /// Decisions refused at the apply (another party moved the instance).
+    pub lost: u64,
+    /// Where the time went, in nanoseconds of wall time (a profile without
+    /// a profiler): picking work, claiming it, reading each instance's facts
+    /// and choosing its event, deciding (pure), applying and committing.
+    pub pick_ns: u64,
+    pub claim_ns: u64,
+    pub read_ns: u64,
+    pub decide_ns: u64,
+    pub apply_ns: u64,
+}
+
+/// How many instances one step claims and applies together by default.
+pub const DEFAULT_BATCH: usize = 256;
+
+pub struct Fleet {
+    store: Store,
+    scenario: Scenario,
+    world: Option<Box<dyn World>>,
+    owner: String,
+    graphs: BTreeMap<i64, Rc<Graph>>,
+    batch: usize,
+    stats: FleetStats,
+}
+
+impl Fleet {
+    /// `owner` names this driver in claims (host:pid for a process).
+    pub fn new(store: Store, scenario: Scenario, owner: String) -> Fleet {
+        Fleet {
+            store,
+            scenario,
+            world: None,
+            owner,
+            graphs: BTreeMap::new(),
+            batch: DEFAULT_BATCH,
+            stats: FleetStats::default(),
+        }
+    }
+
+    /// Claim and apply up to `n` instances per step (at least one).
+    pub fn batch(&mut self, n: usize) {
+        self.batch = n.max(1);
+    }
+
+    /// Let `world` decide what attempts of registered tasks return.
+    pub fn world(&mut self, world: Box<dyn World>) {
+        self.world = Some(world);
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The store back, when the fleet is done with it.
+    pub fn into_store(self) -> Store {
+        self.store
+    }
+
+    pub fn stats(&self) -> &FleetStats {
+        &self.stats
+    }
+
+    /// Serve until no unfinished instance has anything left to decide.
+    pub fn serve(
+        &mut self,
+        mut on_decision: impl FnMut(&str, &Decision),
+    ) -> Result<FleetStats, RunError> {
+        while self.step(&mut on_decision)? > 0 {}
+        Ok(self.stats.clone())
+    }
+
+    /// One batch: pick, claim, decide, apply. Returns how many instances it
+    /// looked at (0: nothing left to do).
+    pub fn step(
+        &mut self,
+        mut on_decision: impl FnMut(&str, &Decision),
+    ) -> Result<usize, RunError> {
+        let t0 = Instant::now();
+        let mut ids = self.store.candidates(self.batch)?;
+        // An instance with two due timers is picked once.
+        let mut seen = std::collections::BTreeSet::new();
+        ids.retain(|id| seen.insert(id.clone()));
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let t1 = Instant::now();
+        let claimed = self.store.claim_many(&ids, &self.owner, system_now_ms())?;
+        let t2 = Instant::now();
+        // The batch's facts from one snapshot: one read transaction, ended
+        // before the apply takes the write lock, even when a read failed.
+        self.store.begin_reads()?;
+        let read = self.decide_all(claimed);
+        let ended = self.store.end_reads();
+        let (decided, idle) = read?;
+        ended?;
+        let t3 = Instant::now();
+        let pending: Vec<Pending<'_>> = decided
+            .iter()
+            .map(|(id, version, t, at)| Pending {
+                instance: id,
+                version: *version,
+                transition: t,
+                at_ms: *at,
+            })
+            .collect();
+        let results = self
+            .store
+            .apply_many(&self.owner, &pending, &idle, system_now_ms())?;
+        let t4 = Instant::now();
+        let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
+        self.stats.pick_ns += ns(t0, t1);
+        self.stats.claim_ns += ns(t1, t2);
+        self.stats.apply_ns += ns(t3, t4);
+        self.stats.batches += 1;
+        for ((id, _, t, at), result) in decided.iter().zip(results) {
+            match result {
+                Ok(seq) => {
+                    self.stats.decisions += 1;
+                    on_decision(id, &Decision::of(seq, *at, t));
+                }
+                Err(e) if e.is_lost_race() => self.stats.lost += 1,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // Instances picked but claimed elsewhere count as looked at: another
+        // party is working, so the caller keeps stepping.
+        Ok(ids.len())
+    }
+
+    /// The decision of each claimed instance; those with nothing to decide
+    /// apart (`idle`), their claims to release.
+    #[allow(clippy::type_complexity)]
+    fn decide_all(
+        &mut self,
+        claimed: Vec<String>,
+    ) -> Result<
+        (
+            Vec<(String, i64, qflow_instance::Transition, i64)>,
+            Vec<String>,
+        ),
+        RunError,
+    > {
+        let mut decided = Vec::with_capacity(claimed.len());
+        let mut idle = Vec::new();
+        for id in claimed {
+            match self.decide_one(&id)? {
+                Some((version, t, at)) => decided.push((id, version, t, at)),
+                None => idle.push(id),
+            }
+        }
+        Ok((decided, idle))
+    }
+
+    /// The decision for one claimed instance: its transition, the version it
+    /// was decided from and its instant; `None` when there is nothing to do.
+    fn decide_one(
+        &mut self,
+        id: &str,
+    ) -> Result<Option<(i64, qflow_instance::Transition, i64)>, RunError> {
+        let t0 = Instant::now();
+        let facts = self.store.facts(id)?;
+        if facts.status.is_terminal() {
+            return Ok(None);
+        }
+        let graph = match self.graphs.get(&facts.deployment_id) {
+            Some(g) => g.clone(),
+            None => {
+                let g = Rc::new(deployed_graph(&self.store, facts.deployment_id)?);
+                self.graphs.insert(facts.deployment_id, g.clone());
+                g
+            }
+        };
+        let last = self.store.last_decision_ms(id)?.unwrap_or(facts.started_ms);
+        let clock = VirtualClock::new(last);
+        let ctx = Ctx {
+            store: &self.store,
+            graph: &graph,
+            scenario: &self.scenario,
+            clock: &clock,
+            instance: id,
+            started_ms: facts.started_ms,
+            until_ms: None,
+            effects: None,
+        };
+        let mut event = match ctx.next_event(&facts)? {
+            Next::Idle => return Ok(None),
+            Next::Event(ev) => ev,
+        };
+        let at = clock.now_ms();
+        if let (Some(world), Event::Attempt { node, outcome, .. }) = (&self.world, &mut event) {
+            if let Some(Kind::Task {
+                task, call: None, ..
+            }) = graph.node(node).map(|n| &n.kind)
+            {
+                let run = self.store.handler_runs(id, task)?;
+                *outcome = world.attempt(task, run, at);
+            }
+        }
+        if let (
+            Some(world),
+            Event::Delivery {
+                row,
+                outcome,
+                counterpart,
+            },
+        ) = (&self.world, &mut event)
+        {
+            if let Some((o, c)) = world.deliver(&row.channel, at) {
+                *outcome = o;
+                *counterpart = c;
+            }
+        }
+        let t1 = Instant::now();
+        let t = decide::decide(&graph, &facts.as_facts(id), &event, at);
+        self.stats.read_ns += (t1 - t0).as_nanos() as u64;
+        self.stats.decide_ns += t1.elapsed().as_nanos() as u64;
+        Ok(Some((facts.version, t, at)))
+    }
+}
+
+#[cfg(test)]
+mod tests;

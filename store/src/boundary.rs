@@ -1,0 +1,324 @@
+//! The store's one public API, forwarded to the database behind it.
+//!
+//! Every public method of [`Store`] is listed here once, with its contract;
+//! each backend implements a method of the same name and signature, and the
+//! forwarder picks the backend with a `match` (enum dispatch: the set of
+//! stores is closed and known when qflow is built, so there is no trait
+//! object, no vtable, and a method a backend lacks is a compile error here,
+//! not a runtime surprise). Adding a method to the store means adding it to
+//! this list and to each backend.
+
+use super::batch::Pending;
+use super::{
+    Backend, CorrelationRow, Deployed, Deployment, DeploymentRow, Destination, HistoryRow,
+    IncidentRow, InstanceFacts, InstanceRow, OutboxEntry, Retirement, Store, StoreError, TimerInfo,
+    TransitionRow,
+};
+use qflow_instance::{OutboxRow, TimerRow, Transition};
+
+/// `reads { fn name(args) -> T; … }` forwards `&self` methods, `writes`
+/// forwards `&mut self` ones, each to the backend's method of the same name.
+macro_rules! forward {
+    (
+        reads { $( $(#[$ra:meta])* fn $r:ident($($ra_n:ident: $ra_t:ty),* $(,)?) -> $rr:ty; )* }
+        writes { $( $(#[$wa:meta])* fn $w:ident($($wa_n:ident: $wa_t:ty),* $(,)?) -> $wr:ty; )* }
+    ) => {
+        #[allow(clippy::too_many_arguments)]
+        impl Store {
+            $(
+                $(#[$ra])*
+                pub fn $r(&self, $($ra_n: $ra_t),*) -> $rr {
+                    match &self.backend {
+                        Backend::Sqlite(s) => s.$r($($ra_n),*),
+                        Backend::Postgres(p) => p.$r($($ra_n),*),
+                    }
+                }
+            )*
+            $(
+                $(#[$wa])*
+                pub fn $w(&mut self, $($wa_n: $wa_t),*) -> $wr {
+                    match &mut self.backend {
+                        Backend::Sqlite(s) => s.$w($($wa_n),*),
+                        Backend::Postgres(p) => p.$w($($wa_n),*),
+                    }
+                }
+            )*
+        }
+    };
+}
+
+forward! {
+    reads {
+        /// The schema version of the database (the migrations applied).
+        fn schema_version() -> Result<u32, StoreError>;
+        /// The unfinished instance of a deployment, if any (the oldest).
+        fn unfinished_instance(deployment: i64) -> Result<Option<String>, StoreError>;
+        /// The durable facts of one instance: deployment, status, version,
+        /// start, snapshot, armed timers, the key ledger.
+        fn facts(instance: &str) -> Result<InstanceFacts, StoreError>;
+        /// Every instance, oldest first.
+        fn instances() -> Result<Vec<InstanceRow>, StoreError>;
+        /// One page of the instances passing a query's filters, oldest
+        /// first, with how many pass in all (`qflow instances`).
+        fn instance_page(
+            q: &super::query::InstanceQuery,
+        ) -> Result<super::query::InstancePage, StoreError>;
+        /// One instance, if it exists.
+        fn instance(id: &str) -> Result<Option<InstanceRow>, StoreError>;
+        /// Every timer of an instance, armed and resolved, in arming order.
+        fn timers(instance: &str) -> Result<Vec<TimerInfo>, StoreError>;
+        /// Armed timers due at `now_ms` across all instances, earliest first:
+        /// what a poller serving many instances re-drives (each under its
+        /// instance's claim, so two pollers never act on the same timer twice).
+        fn due_timers(now_ms: i64, limit: usize) -> Result<Vec<(String, TimerRow)>, StoreError>;
+        /// Pending outbox rows of an instance with their next delivery time,
+        /// earliest first (what the dispatcher delivers).
+        fn pending_requests(instance: &str) -> Result<Vec<(OutboxRow, i64)>, StoreError>;
+        /// Whether the outbox holds a poisoned request for exactly this
+        /// instance and node (what a poison wake re-reads under the claim).
+        fn has_poisoned_request(instance: &str, node: &str) -> Result<bool, StoreError>;
+        /// The instance and node a correlation key names (`instance/node`), if live.
+        fn correlation(key: &str) -> Result<Option<(String, String)>, StoreError>;
+        /// The earliest armed timer of an instance.
+        fn next_timer(instance: &str) -> Result<Option<TimerRow>, StoreError>;
+        /// The decisions of an instance, in order.
+        fn history(instance: &str) -> Result<Vec<HistoryRow>, StoreError>;
+        /// Every snapshot the instance persisted, in order.
+        fn transitions(instance: &str) -> Result<Vec<TransitionRow>, StoreError>;
+        /// The incidents of an instance, open and closed, oldest first.
+        fn incidents(instance: &str) -> Result<Vec<IncidentRow>, StoreError>;
+        /// How many times a handler has run for an instance: which scenario
+        /// entry its next run consumes.
+        fn handler_runs(instance: &str, task: &str) -> Result<usize, StoreError>;
+        /// Scenario event indexes already delivered to an instance.
+        fn delivered_events(instance: &str) -> Result<Vec<usize>, StoreError>;
+        /// The outbox rows of an instance, oldest first.
+        fn outbox(instance: &str) -> Result<Vec<OutboxEntry>, StoreError>;
+        /// The live correlations of an instance.
+        fn correlations(instance: &str) -> Result<Vec<CorrelationRow>, StoreError>;
+        /// Up to `limit` unfinished instances with work: those with a ready
+        /// token first (oldest first), else those with the earliest armed
+        /// timers. What a replica picks from.
+        fn candidates(limit: usize) -> Result<Vec<String>, StoreError>;
+        /// The time of the instance's last decision.
+        fn last_decision_ms(instance: &str) -> Result<Option<i64>, StoreError>;
+        /// Read everything until [`Store::end_reads`] from one snapshot of
+        /// the database (a batch's facts): on SQLite one read transaction,
+        /// where each statement alone takes and drops its own locks (15
+        /// lock calls per decision). Writing in between is an error.
+        fn begin_reads() -> Result<(), StoreError>;
+        /// End what [`Store::begin_reads`] began (nothing when none is open).
+        fn end_reads() -> Result<(), StoreError>;
+        /// The deployed source of a deployment.
+        fn deployment_source(deployment_id: i64) -> Result<Option<String>, StoreError>;
+        /// Every deployment, oldest first, with its instances by status.
+        fn deployments() -> Result<Vec<DeploymentRow>, StoreError>;
+        /// One deployment, if it exists.
+        fn deployment(id: i64) -> Result<Option<DeploymentRow>, StoreError>;
+        /// Keep a claim held until at least `until_ms` (wall clock), for
+        /// the owner that holds it: a handler that may run longer than a
+        /// claim lasts must still find it held when its outcome is applied.
+        /// Never shortens a claim, never takes one.
+        fn extend_claim(instance: &str, until_ms: i64) -> Result<(), StoreError>;
+        /// The body an outbox row was emitted with (what the relay sends),
+        /// if the row exists and its payload is JSON.
+        fn request_payload(id: i64) -> Result<Option<serde_json::Value>, StoreError>;
+        /// The fleet's observations (read-only; whole-table reads, meant
+        /// for an operator's look, not the decision loop).
+        fn observations() -> Result<super::stats::Observations, StoreError>;
+        /// The pauses in force, oldest first, with the parks each holds.
+        fn pauses() -> Result<Vec<super::contain::Pause>, StoreError>;
+        /// Attempts per minute of the store's time (minute index →
+        /// attempts), only minutes that saw one.
+        fn attempts_per_minute() -> Result<std::collections::BTreeMap<i64, u64>, StoreError>;
+        /// What holds one instance back: its quarantine and the retry
+        /// parks a pause holds, each with its pause (refused for an
+        /// unknown instance).
+        fn containment(instance: &str) -> Result<super::contain::Containment, StoreError>;
+        /// Every retry park a pause holds, of every unfinished instance,
+        /// with its instance id, by instance then due time.
+        fn held_parks() -> Result<Vec<(String, super::contain::HeldPark)>, StoreError>;
+        /// The retry parks armed now, counted by the class and by the
+        /// dependency they record (classes first, most parks first).
+        fn parked_by_cause() -> Result<Vec<super::contain::ParkedCause>, StoreError>;
+        /// The quarantined instances, with when they were set aside.
+        fn quarantined() -> Result<Vec<super::contain::Quarantined>, StoreError>;
+        /// The containment log's entries a query asks for, oldest first:
+        /// every pause, unpause, quarantine and release since the log
+        /// existed, with who took it, when, why and whether it changed
+        /// anything.
+        fn containment_log(
+            query: &super::contain::LogQuery,
+        ) -> Result<Vec<super::contain::Logged>, StoreError>;
+        /// Record that attempt `attempt` of `node` starts now, from the
+        /// instance at `version` (call under the instance's claim).
+        fn open_in_flight(
+            instance: &str,
+            node: &str,
+            attempt: u32,
+            version: i64,
+            at_ms: i64,
+            wall_ms: i64,
+        ) -> Result<(), StoreError>;
+        /// The latest open in-flight record of `node`, if any.
+        fn in_flight(instance: &str, node: &str) -> Result<Option<super::inflight::InFlight>, StoreError>;
+        /// Close the instance's in-flight records (its attempt's outcome was
+        /// applied, or lost to another party).
+        fn close_in_flight(instance: &str, at_ms: i64) -> Result<(), StoreError>;
+        /// The poison wakes other processes sent since the last call
+        /// (instance, node), without waiting; `owner`'s own are left out.
+        /// Best effort: always empty on SQLite (a replica keeps its own
+        /// wakes in memory), and a lost one is recovered by the call's
+        /// timeout.
+        fn wakes(owner: &str) -> Result<Vec<(String, String)>, StoreError>;
+    }
+    writes {
+        /// Deploy a model (idempotent by hash and process id). `now_ms`: wall clock.
+        fn deploy(process_id: &str, source: &str, now_ms: i64) -> Result<Deployment, StoreError>;
+        /// Create an instance with its start transition, unless the
+        /// deployment already has an unfinished one: decided in one write
+        /// transaction, so two processes never start two. Returns the
+        /// instance id and whether it is new.
+        fn create_instance(
+            deployment: &Deployment,
+            start: &Transition,
+            started_ms: i64,
+        ) -> Result<(String, bool), StoreError>;
+        /// Start one more instance of a deployment, whatever else runs: what
+        /// a server does for every request (local runs use
+        /// [`Store::create_instance`]).
+        fn start_instance(
+            deployment: &Deployment,
+            start: &Transition,
+            started_ms: i64,
+        ) -> Result<String, StoreError>;
+        /// Start `n` instances of a deployment in one transaction, each with
+        /// the same start transition (a simulation or a benchmark seeding a
+        /// fleet).
+        fn start_instances(
+            deployment: &Deployment,
+            start: &Transition,
+            started_ms: i64,
+            n: usize,
+        ) -> Result<(), StoreError>;
+        /// Take (or renew) the claim on an instance: a lease until
+        /// `wall_now_ms` + [`super::CLAIM_TTL_MS`]. A claim held by someone
+        /// else is respected until it expires, unless its owner is a dead
+        /// process on this host.
+        fn claim(instance: &str, owner: &str, wall_now_ms: i64) -> Result<(), StoreError>;
+        /// Give the claim up (end of a run).
+        fn release(instance: &str, owner: &str) -> Result<(), StoreError>;
+        /// Apply a transition in one transaction under the claim: refused if
+        /// the claim is not `owner`'s, if the instance moved past
+        /// `expected_version`, or if a timer it resolves is no longer armed.
+        fn apply(
+            instance: &str,
+            owner: &str,
+            expected_version: i64,
+            t: &Transition,
+            at_ms: i64,
+            wall_now_ms: i64,
+        ) -> Result<i64, StoreError>;
+        /// Move an instance to another deployment, applying the migration's
+        /// transition in the same transaction, under the claim. A retired
+        /// deployment receives no instance.
+        fn migrate_instance(
+            instance: &str,
+            owner: &str,
+            expected_version: i64,
+            destination: &Destination,
+            t: &Transition,
+            at_ms: i64,
+            wall_now_ms: i64,
+        ) -> Result<(i64, i64), StoreError>;
+        /// Claim every instance of `ids` not held by another live owner, in
+        /// one transaction; returns those claimed, in the order given.
+        fn claim_many(ids: &[String], owner: &str, wall_now_ms: i64) -> Result<Vec<String>, StoreError>;
+        /// Apply a batch of transitions in one transaction, each under
+        /// `owner`'s claim and the version it was decided at (a refused one
+        /// rolled back alone), and release `owner`'s claims on the batch and
+        /// on `release`. One result per decision, in order.
+        fn apply_many(
+            owner: &str,
+            batch: &[Pending<'_>],
+            release: &[String],
+            wall_now_ms: i64,
+        ) -> Result<Vec<Result<i64, StoreError>>, StoreError>;
+        /// Deploy a model from a file (idempotent by source hash and process
+        /// id): a new deployment, or the existing one of the same source.
+        fn deploy_from(
+            process_id: &str,
+            source: &str,
+            origin: Option<&str>,
+            wall_ms: i64,
+        ) -> Result<Deployed, StoreError>;
+        /// Retire a deployment, unless an instance of it is FAILED or
+        /// unfinished: checked and set in one write transaction.
+        fn retire(deployment: i64, wall_ms: i64) -> Result<Retirement, StoreError>;
+        /// Start receiving the poison wakes of every process on this
+        /// database ([`Store::wakes`]); nothing to do on SQLite.
+        fn listen_for_wakes() -> Result<(), StoreError>;
+        /// Pause the re-drive of every retry park of a failure class or a
+        /// dependency (idempotent: a second pause keeps the first one's
+        /// record). `wall_now_ms` and `actor`: when, by whom and why.
+        fn pause(
+            kind: super::contain::PauseKind,
+            value: &str,
+            wall_now_ms: i64,
+            actor: &super::contain::Actor,
+        ) -> Result<super::contain::PauseChange, StoreError>;
+        /// Lift a pause (idempotent): its parks are re-driven as they fall
+        /// due, those already due at once. `wall_now_ms` and `actor`: when,
+        /// by whom and why, for the containment log.
+        fn unpause(
+            kind: super::contain::PauseKind,
+            value: &str,
+            wall_now_ms: i64,
+            actor: &super::contain::Actor,
+        ) -> Result<super::contain::PauseChange, StoreError>;
+        /// Set an instance aside: never claimed, so nothing runs it, until
+        /// released. Idempotent; refused for an unknown instance.
+        fn quarantine(
+            instance: &str,
+            wall_now_ms: i64,
+            actor: &super::contain::Actor,
+        ) -> Result<super::contain::QuarantineChange, StoreError>;
+        /// Let a quarantined instance run again (idempotent). `wall_now_ms`
+        /// and `actor`: for the containment log.
+        fn release_quarantine(
+            instance: &str,
+            wall_now_ms: i64,
+            actor: &super::contain::Actor,
+        ) -> Result<super::contain::QuarantineChange, StoreError>;
+    }
+}
+
+#[cfg(any(test, feature = "testing"))]
+impl Store {
+    /// The SQLite connection, for tests that damage or inspect a database
+    /// by hand.
+    pub fn conn(&self) -> &rusqlite::Connection {
+        match &self.backend {
+            Backend::Sqlite(s) => s.conn(),
+            Backend::Postgres(_) => panic!("a SQLite connection asked of a PostgreSQL store"),
+        }
+    }
+
+    /// Run `sql` on a PostgreSQL store's connection (tests that set up a
+    /// state by hand).
+    pub fn pg_batch(&mut self, sql: &str) {
+        match &mut self.backend {
+            Backend::Sqlite(_) => panic!("PostgreSQL statements asked of a SQLite store"),
+            Backend::Postgres(p) => p.batch(sql),
+        }
+    }
+
+    /// Count SQLite's virtual-machine steps of every statement from now on
+    /// (see `plans.rs`).
+    pub fn count_steps(&mut self) {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.count_steps(),
+            Backend::Postgres(_) => panic!("SQLite step counting asked of a PostgreSQL store"),
+        }
+    }
+}

@@ -1,0 +1,1006 @@
+//! The durable store: SQLite (bundled) through rusqlite, in WAL mode.
+//!
+//! Writes happen only in [`Store::create_instance`] and [`Store::apply`], each
+//! one transaction; `apply` checks the instance claim and the snapshot version
+//! the decision was computed from, so a transition decided on stale facts or by
+//! a process that lost its claim is refused, never half-applied. Everything in
+//! [`query`] is read-only and is what an inspector reads its views from.
+//!
+//! The store speaks the durable vocabulary of [`qflow_instance`] and nothing
+//! above it: it applies transitions, it never decides one.
+
+use std::path::Path;
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use sha2::{Digest, Sha256};
+
+use qflow_instance::snapshot::{canonical_string, Snapshot};
+use qflow_instance::{Facts, OutboxChange, Purpose, Status, TimerRow, Transition};
+
+pub mod batch;
+mod boundary;
+pub mod contain;
+pub mod explain;
+pub mod fault;
+#[cfg(any(test, feature = "testing"))]
+pub mod fresh;
+pub mod inflight;
+pub mod lifecycle;
+pub mod location;
+pub mod pg;
+#[cfg(any(test, feature = "testing"))]
+pub mod plans;
+pub mod query;
+pub mod schema;
+pub mod stats;
+
+pub use lifecycle::{Deployed, DeploymentRow, Retirement, StatusCounts};
+pub use location::Location;
+pub use query::{
+    CorrelationRow, HistoryRow, IncidentRow, InstanceRow, OutboxEntry, TimerInfo, TransitionRow,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}{hint}", hint = damage_hint(.0))]
+    Sql(#[from] rusqlite::Error),
+    #[error(
+        "{path} is a SQLite database of something else (it has the tables {}, and no qflow schema): \
+         qflow does not add its tables to another program's database; give --db a new file or a qflow store",
+        .tables.join(", ")
+    )]
+    Foreign { path: String, tables: Vec<String> },
+    #[error(
+        "the database {path} has schema version {found}, newer than this qflow supports ({supported}): \
+         open it with a newer qflow, or use another --db file"
+    )]
+    TooNew {
+        path: String,
+        found: u32,
+        supported: u32,
+    },
+    #[error("instance {instance} is claimed by {owner} until {until_ms} (wall-clock ms): another qflow process is running it")]
+    Claimed {
+        instance: String,
+        owner: String,
+        until_ms: i64,
+    },
+    #[error("instance {0} changed since the decision was taken (stale facts): decide again")]
+    Conflict(String),
+    #[error("instance {0} is quarantined: nothing runs it until `qflow release {0}`")]
+    Quarantined(String),
+    #[error("the retry of {node} in instance {instance} is held: its {kind} `{value}` is paused (`qflow unpause --{kind} {value}` lets it run)")]
+    Paused {
+        instance: String,
+        node: String,
+        kind: String,
+        value: String,
+    },
+    #[error("no instance {0}")]
+    NoInstance(String),
+    /// Quarantine asked of a completed instance: nothing will ever run it,
+    /// so a record of it being set aside would only mislead.
+    #[error("instance {0} has completed: nothing will ever run it again, so there is nothing to quarantine")]
+    Completed(String),
+    #[error(
+        "no deployed model calls a dependency `{name}`{}: {}; `--force` goes ahead all the same (a dependency about to be deployed)",
+        .suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default(),
+        if .known.is_empty() { "the database knows no dependency yet (no deployed model has a q:task or q:channel)".to_string() } else { format!("the known dependencies are {}", .known.join(", ")) }
+    )]
+    UnknownDependency {
+        name: String,
+        /// Every dependency the database knows, sorted.
+        known: Vec<String>,
+        /// The closest known name, when it is close enough to be a typo.
+        suggestion: Option<String>,
+    },
+    #[error("no deployment {0} (`qflow deployments --db DB` lists them)")]
+    NoDeployment(i64),
+    #[error("deployment {0} is retired: it starts no new instance and receives none (deploy a changed model, or choose an active deployment)")]
+    Retired(i64),
+    #[error("no such database (a run or `qflow deploy MODEL --db {0}` creates it)")]
+    Missing(String),
+    /// A PostgreSQL database that exists but holds no qflow store yet
+    /// (made by `createdb`, never run against): a reading command refuses
+    /// it, as it refuses a missing SQLite file, but the database is there.
+    #[error("the database holds no qflow tables yet (a run or `qflow deploy MODEL --db {0}` creates them)")]
+    Empty(String),
+    /// The PostgreSQL server has no database of the URL's name: qflow
+    /// creates its tables, never the database itself.
+    #[error("cannot connect to {url}: the server has no database {name} (create it: `createdb {name}`, or CREATE DATABASE {name}; the first run or `qflow deploy` creates qflow's tables in it)")]
+    NoDatabase { url: String, name: String },
+    #[error("database error: {0}")]
+    Postgres(#[from] postgres::Error),
+    #[error("{url}: {why}")]
+    BadUrl { url: String, why: String },
+    #[error("cannot connect to {url}: {cause} (is the server running, and the URL's host, port, user and database right?)")]
+    Connect { url: String, cause: String },
+    /// The server refused TLS, or its certificate did not verify: `fix`
+    /// says what to change (the server's settings or the URL's).
+    #[error("cannot connect to {url} over TLS: {cause}; {fix}")]
+    Tls {
+        url: String,
+        cause: String,
+        fix: String,
+    },
+}
+
+/// What to do about a database SQLite finds damaged: the bare "database disk
+/// image is malformed" says what happened but not what a user can do.
+fn damage_hint(e: &rusqlite::Error) -> &'static str {
+    match e.sqlite_error_code() {
+        // The busy timeout (10 s) ran out: the bare "database is locked"
+        // does not say that qflow waited, nor who is likely to hold it.
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            " (another process held the database's write lock for 10 s: qflow's own processes hold it for one decision at a time, so look for a `sqlite3` shell or another program with a transaction open on this file; nothing was changed, run again once it lets go)"
+        }
+        Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+            " (the file is damaged: restore it from a backup, or salvage what SQLite can still read with `sqlite3 DB .recover | sqlite3 recovered.db` and point --db at recovered.db)"
+        }
+        _ if e.to_string().starts_with("no such table")
+            || e.to_string().starts_with("no such column") =>
+        {
+            " (the database's schema version promises what is missing here: it was changed by hand or by another program; restore it from a backup)"
+        }
+        _ => "",
+    }
+}
+
+impl StoreError {
+    /// A refusal that means "someone or something else decides for this
+    /// instance now" (another claim, stale facts, a quarantine, a pause):
+    /// routine for a replica, which drops the decision and moves on.
+    pub fn is_lost_race(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Conflict(_)
+                | StoreError::Claimed { .. }
+                | StoreError::Quarantined(_)
+                | StoreError::Paused { .. }
+        )
+    }
+}
+
+/// How long a claim lasts without renewal (wall clock).
+pub const CLAIM_TTL_MS: i64 = 30_000;
+
+/// The store every face and the runtime use: one public API, whichever
+/// database is behind it (see `docs/store.md`, "Two stores, one boundary").
+pub struct Store {
+    backend: Backend,
+}
+
+/// The database behind a [`Store`]: a closed set, dispatched by `match` in
+/// the forwarding methods below.
+enum Backend {
+    Sqlite(Sqlite),
+    // Boxed: the client is much larger than a SQLite connection.
+    Postgres(Box<pg::Postgres>),
+}
+
+/// The SQLite store: one connection to one database file.
+pub(crate) struct Sqlite {
+    conn: Connection,
+}
+
+/// A deployed model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deployment {
+    pub id: i64,
+    pub process_id: String,
+    pub hash: String,
+}
+
+/// The sha256 of a model's source, hex: what pins an instance to its deployment.
+pub fn source_hash(source: &str) -> String {
+    let d = Sha256::digest(source.as_bytes());
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// This process's claim owner: host and pid, so a claim left by a killed
+/// process on the same host can be taken over at once.
+pub fn local_owner() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "local".into());
+    format!("{host}:{}", std::process::id())
+}
+
+/// Whether a claim owner is a process on this host that no longer exists.
+fn owner_is_dead(owner: &str) -> bool {
+    let me = local_owner();
+    let (Some((host, pid)), Some((my_host, _))) = (owner.rsplit_once(':'), me.rsplit_once(':'))
+    else {
+        return false;
+    };
+    host == my_host
+        && Path::new("/proc/self").exists()
+        && !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+impl Store {
+    /// Open the store `--db` named, creating it (a SQLite file, or the
+    /// schema in an empty PostgreSQL database) when missing, and bring its
+    /// schema up to date.
+    pub fn connect(location: &Location) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) => Store::open(path),
+            Location::Postgres(url) => Ok(Store {
+                backend: Backend::Postgres(Box::new(pg::Postgres::connect(url, true)?)),
+            }),
+        }
+    }
+
+    /// Open a store that must exist already (what reading and operating
+    /// commands do: they never create a database).
+    pub fn connect_existing(location: &Location) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) if !path.exists() => {
+                Err(StoreError::Missing(location.to_string()))
+            }
+            Location::Sqlite(_) => Store::connect(location),
+            Location::Postgres(url) => Ok(Store {
+                backend: Backend::Postgres(Box::new(pg::Postgres::connect(url, false)?)),
+            }),
+        }
+    }
+
+    /// [`Store::connect`], migrating only up to `version`: tests build
+    /// databases of an earlier schema on either store with it.
+    pub fn connect_at(location: &Location, version: u32) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) => Store::open_at(path, version),
+            Location::Postgres(url) => Ok(Store {
+                backend: Backend::Postgres(Box::new(pg::Postgres::connect_at(url, true, version)?)),
+            }),
+        }
+    }
+
+    /// Open (or create) a SQLite database file and bring its schema up to date.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Self::open_at(path, schema::LATEST)
+    }
+
+    /// Open and migrate only up to `version` (tests build old databases with it).
+    pub fn open_at(path: &Path, version: u32) -> Result<Store, StoreError> {
+        Ok(Store {
+            backend: Backend::Sqlite(Sqlite::open_at(path, version)?),
+        })
+    }
+}
+
+impl Sqlite {
+    fn open_at(path: &Path, version: u32) -> Result<Sqlite, StoreError> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        // Room for every statement of the decision loop (reads and writes).
+        conn.set_prepared_statement_cache_capacity(64);
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Statement journals in memory: group commit gives each instance of
+        // a batch its own savepoint, and on a file the savepoint journal is
+        // only emptied at the commit, so every page a transition touched was
+        // first copied to a temporary file (60 KiB written per decision,
+        // against 4 KiB to the log). In memory it is emptied at each
+        // savepoint's release. Durability is the log's, not this journal's.
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
+        let mut store = Sqlite { conn };
+        store.migrate(&path.display().to_string(), version)?;
+        Ok(store)
+    }
+
+    pub(crate) fn schema_version(&self) -> Result<u32, StoreError> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+
+    fn migrate(&mut self, path: &str, target: u32) -> Result<(), StoreError> {
+        let found = self.schema_version()?;
+        if found == 0 {
+            self.refuse_foreign(path)?;
+        }
+        if found > schema::LATEST {
+            return Err(StoreError::TooNew {
+                path: path.to_string(),
+                found,
+                supported: schema::LATEST,
+            });
+        }
+        for v in found..target.min(schema::LATEST) {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // Re-check inside the write lock: another process may have migrated.
+            let now: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            if now > v {
+                continue;
+            }
+            tx.execute_batch(schema::MIGRATIONS[v as usize])?;
+            tx.pragma_update(None, "user_version", v + 1)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    /// A database at schema 0 is new only if it holds no table: a file
+    /// another program made is refused rather than given qflow's tables.
+    fn refuse_foreign(&self, path: &str) -> Result<(), StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+        )?;
+        let tables = stmt
+            .query_map([], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        if tables.is_empty() {
+            return Ok(());
+        }
+        Err(StoreError::Foreign {
+            path: path.to_string(),
+            tables,
+        })
+    }
+
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Deploy a model (idempotent by hash and process id). `now_ms`: wall clock.
+    pub fn deploy(
+        &mut self,
+        process_id: &str,
+        source: &str,
+        now_ms: i64,
+    ) -> Result<Deployment, StoreError> {
+        let hash = source_hash(source);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let id = lifecycle::insert_deployment(&tx, process_id, source, None, now_ms)?;
+        tx.commit()?;
+        Ok(Deployment {
+            id,
+            process_id: process_id.to_string(),
+            hash,
+        })
+    }
+
+    /// The unfinished instance of a deployment, if any (the oldest).
+    pub fn unfinished_instance(&self, deployment: i64) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT id FROM instances WHERE deployment_id = ?1 AND status IN ('running','waiting') ORDER BY rowid LIMIT 1")?.query_row(params![deployment],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Create an instance with its start transition, unless the deployment
+    /// already has an unfinished one: decided in one write transaction, so two
+    /// processes never start two. Returns the instance id and whether it is new.
+    pub fn create_instance(
+        &mut self,
+        deployment: &Deployment,
+        start: &Transition,
+        started_ms: i64,
+    ) -> Result<(String, bool), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let existing: Option<String> = tx
+            .prepare_cached("SELECT id FROM instances WHERE deployment_id = ?1 AND status IN ('running','waiting') ORDER BY rowid LIMIT 1")?.query_row(params![deployment.id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(id) = existing {
+            return Ok((id, false));
+        }
+        lifecycle::refuse_retired(&tx, deployment.id)?;
+        let id = insert_instance(&tx, deployment, start, started_ms)?;
+        tx.commit()?;
+        Ok((id, true))
+    }
+
+    /// Start one more instance of a deployment, whatever else runs: what a
+    /// server does for every request (local runs use [`Store::create_instance`]).
+    pub fn start_instance(
+        &mut self,
+        deployment: &Deployment,
+        start: &Transition,
+        started_ms: i64,
+    ) -> Result<String, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        lifecycle::refuse_retired(&tx, deployment.id)?;
+        let id = insert_instance(&tx, deployment, start, started_ms)?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Start `n` instances of a deployment in one transaction, each with the
+    /// same start transition: how a simulation or a benchmark seeds a fleet
+    /// without a commit per instance.
+    pub fn start_instances(
+        &mut self,
+        deployment: &Deployment,
+        start: &Transition,
+        started_ms: i64,
+        n: usize,
+    ) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        lifecycle::refuse_retired(&tx, deployment.id)?;
+        for _ in 0..n {
+            insert_instance(&tx, deployment, start, started_ms)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+fn insert_instance(
+    tx: &rusqlite::Transaction<'_>,
+    deployment: &Deployment,
+    start: &Transition,
+    started_ms: i64,
+) -> Result<String, StoreError> {
+    // The next number after the newest row (the count of rows while none is
+    // ever deleted): a lookup at the end of the table, where a count read
+    // every row, so starting the 50,000th instance cost 50,000 reads.
+    let n: i64 = tx
+        .prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM instances")?
+        .query_row([], |r| r.get(0))?;
+    let id = format!("{}-{}", deployment.process_id, n + 1);
+    exec(tx,
+            "INSERT INTO instances(id, deployment_id, status, snapshot, version, started_ms, updated_ms)
+             VALUES (?1, ?2, 'running', ?3, 0, ?4, ?4)",
+            params![id, deployment.id, Snapshot::new().encode(), started_ms],
+        )?;
+    write_transition(tx, &id, 0, start, started_ms)?;
+    Ok(id)
+}
+
+impl Sqlite {
+    /// Take (or renew) the claim on an instance. A claim held by someone else
+    /// is respected until it expires, unless its owner is a dead process on
+    /// this host.
+    pub fn claim(
+        &mut self,
+        instance: &str,
+        owner: &str,
+        wall_now_ms: i64,
+    ) -> Result<(), StoreError> {
+        // A claim visibly held by a live owner is refused from a plain read,
+        // without the write lock: losers polling a hot instance must not
+        // queue on the lock ahead of the holder's own transition.
+        if let Some(err) = self.held_elsewhere(instance, owner, wall_now_ms)? {
+            return Err(err);
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let row: Option<(Option<String>, Option<i64>, Option<i64>)> = tx
+            .prepare_cached(
+                "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = ?1",
+            )?
+            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        let Some((held, until, quarantined)) = row else {
+            return Err(StoreError::NoInstance(instance.into()));
+        };
+        if quarantined.is_some() {
+            return Err(StoreError::Quarantined(instance.into()));
+        }
+        if let (Some(h), Some(u)) = (&held, until) {
+            if h != owner && u > wall_now_ms && !owner_is_dead(h) {
+                return Err(StoreError::Claimed {
+                    instance: instance.into(),
+                    owner: h.clone(),
+                    until_ms: u,
+                });
+            }
+        }
+        exec(
+            &tx,
+            "UPDATE instances SET claim_owner = ?2, claim_expires_ms = ?3 WHERE id = ?1",
+            params![instance, owner, wall_now_ms + CLAIM_TTL_MS],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The refusal for a claim someone else holds, read outside a
+    /// transaction (the claim itself re-checks under the write lock).
+    fn held_elsewhere(
+        &self,
+        instance: &str,
+        owner: &str,
+        wall_now_ms: i64,
+    ) -> Result<Option<StoreError>, StoreError> {
+        let row: Option<(Option<String>, Option<i64>, Option<i64>)> = self
+            .conn
+            .prepare_cached(
+                "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = ?1",
+            )?
+            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        Ok(match row {
+            Some((_, _, Some(_))) => Some(StoreError::Quarantined(instance.into())),
+            Some((Some(h), Some(u), None))
+                if h != owner && u > wall_now_ms && !owner_is_dead(&h) =>
+            {
+                Some(StoreError::Claimed {
+                    instance: instance.into(),
+                    owner: h,
+                    until_ms: u,
+                })
+            }
+            _ => None,
+        })
+    }
+
+    /// Keep a claim held until at least `until_ms` (wall clock), for the
+    /// owner that holds it: a handler that may run longer than a claim
+    /// lasts must still find it held when its outcome is applied. Never
+    /// shortens a claim, never takes one.
+    pub fn extend_claim(&self, instance: &str, until_ms: i64) -> Result<(), StoreError> {
+        exec(&self.conn,
+            "UPDATE instances SET claim_expires_ms = ?2 WHERE id = ?1 AND claim_owner IS NOT NULL AND claim_expires_ms < ?2",
+            params![instance, until_ms],
+        )?;
+        Ok(())
+    }
+
+    /// Give the claim up (end of a run).
+    pub fn release(&mut self, instance: &str, owner: &str) -> Result<(), StoreError> {
+        exec(&self.conn,
+            "UPDATE instances SET claim_owner = NULL, claim_expires_ms = NULL WHERE id = ?1 AND claim_owner = ?2",
+            params![instance, owner],
+        )?;
+        Ok(())
+    }
+
+    /// The durable facts of one instance: deployment, status, version,
+    /// start, snapshot, armed timers.
+    pub fn facts(&self, instance: &str) -> Result<InstanceFacts, StoreError> {
+        let row = query::instance(&self.conn, instance)?
+            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+        Ok(InstanceFacts::of_row(
+            &row,
+            query::armed_timers(&self.conn, instance)?,
+            contain::held_timers(&self.conn, instance)?,
+            query::keys_sent(&self.conn, instance)?,
+        ))
+    }
+
+    /// Apply a transition in one transaction under the claim: refused if the
+    /// claim is not `owner`'s, if the instance moved past `expected_version`,
+    /// or if a timer it resolves is no longer armed.
+    pub fn apply(
+        &mut self,
+        instance: &str,
+        owner: &str,
+        expected_version: i64,
+        t: &Transition,
+        at_ms: i64,
+        wall_now_ms: i64,
+    ) -> Result<i64, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        check_claim(&tx, instance, owner, expected_version, wall_now_ms)?;
+        let seq = write_transition(&tx, instance, expected_version, t, at_ms)?;
+        exec(
+            &tx,
+            "UPDATE instances SET claim_expires_ms = ?2 WHERE id = ?1",
+            params![instance, wall_now_ms + CLAIM_TTL_MS],
+        )?;
+        tx.commit()?;
+        Ok(seq)
+    }
+}
+
+impl Sqlite {
+    /// Move an instance to another deployment, applying the migration's
+    /// transition in the same transaction, under the claim. A retired
+    /// deployment receives no instance. (The `fault` points let the crash
+    /// tests stop the process inside the transaction.)
+    #[allow(clippy::too_many_arguments)]
+    pub fn migrate_instance(
+        &mut self,
+        instance: &str,
+        owner: &str,
+        expected_version: i64,
+        destination: &Destination,
+        t: &Transition,
+        at_ms: i64,
+        wall_now_ms: i64,
+    ) -> Result<(i64, i64), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (held, until): (Option<String>, Option<i64>) = tx
+            .prepare_cached("SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1")?
+            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+        if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
+            return Err(StoreError::Claimed {
+                instance: instance.into(),
+                owner: held.unwrap_or_else(|| "nobody".into()),
+                until_ms: until.unwrap_or(0),
+            });
+        }
+        let deployment = match destination {
+            Destination::Deployed(id) => *id,
+            Destination::New {
+                process_id,
+                source,
+                origin,
+            } => lifecycle::insert_deployment(
+                &tx,
+                process_id,
+                source,
+                origin.as_deref(),
+                wall_now_ms,
+            )?,
+        };
+        lifecycle::refuse_retired(&tx, deployment)?;
+        fault::point("migrate.begin");
+        let seq = write_transition(&tx, instance, expected_version, t, at_ms)?;
+        fault::point("migrate.written");
+        tx.execute(
+            "UPDATE instances SET deployment_id = ?2 WHERE id = ?1",
+            params![instance, deployment],
+        )?;
+        fault::point("migrate.before-commit");
+        tx.commit()?;
+        fault::point("migrate.committed");
+        Ok((seq, deployment))
+    }
+}
+
+/// Where a migration moves an instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// A deployment that exists.
+    Deployed(i64),
+    /// A model, deployed in the migration's own transaction (or the
+    /// existing deployment of the same source), so a refused or interrupted
+    /// migration leaves no deployment behind.
+    New {
+        process_id: String,
+        source: String,
+        origin: Option<String>,
+    },
+}
+
+/// What [`Store::facts`] reads.
+#[derive(Debug, Clone)]
+pub struct InstanceFacts {
+    /// The deployment the instance runs on (a migration moves it).
+    pub deployment_id: i64,
+    pub status: Status,
+    pub version: i64,
+    pub started_ms: i64,
+    /// The snapshot as decoded; empty when the stored bytes are not a
+    /// snapshot at all (then `damage` says why).
+    pub snapshot: Snapshot,
+    /// Why the stored snapshot bytes could not be decoded, if they could not.
+    pub damage: Option<String>,
+    pub timers: Vec<TimerRow>,
+    /// Armed retry timers whose re-drive is paused (their class or
+    /// dependency): kept, due time and all, but not to be re-driven.
+    pub held: std::collections::BTreeSet<i64>,
+    /// The idempotency-key ledger: the highest key number each call node
+    /// has sent.
+    pub keys_sent: std::collections::BTreeMap<String, u32>,
+}
+
+impl InstanceFacts {
+    /// The facts from an instance's row and its other tables' reads: one
+    /// assembly for every store. Bytes that are not a snapshot at all are a
+    /// fact too: the decision fails the instance on them (never this read),
+    /// and the bytes stay.
+    pub(crate) fn of_row(
+        row: &InstanceRow,
+        timers: Vec<TimerRow>,
+        held: std::collections::BTreeSet<i64>,
+        keys_sent: std::collections::BTreeMap<String, u32>,
+    ) -> InstanceFacts {
+        let (snapshot, damage) = match Snapshot::decode(&row.snapshot) {
+            Ok(s) => (s, None),
+            Err(e) => (Snapshot::new(), Some(e.to_string())),
+        };
+        InstanceFacts {
+            deployment_id: row.deployment_id,
+            status: row.status,
+            version: row.version,
+            started_ms: row.started_ms,
+            snapshot,
+            damage,
+            timers,
+            held,
+            keys_sent,
+        }
+    }
+
+    /// The durable facts a decision is a pure function of, borrowed from what
+    /// the store read (every caller of `decide` and `migrate` starts here).
+    pub fn as_facts<'a>(&'a self, instance_id: &'a str) -> Facts<'a> {
+        Facts {
+            instance_id,
+            status: self.status,
+            started_ms: self.started_ms,
+            snapshot: &self.snapshot,
+            damage: self.damage.as_deref(),
+            timers: &self.timers,
+            keys_sent: &self.keys_sent,
+        }
+    }
+}
+
+/// Run one statement through the connection's statement cache: the
+/// statements of a decision run thousands of times, and preparing each anew
+/// cost more than executing it.
+fn exec(c: &Connection, sql: &str, p: impl rusqlite::Params) -> rusqlite::Result<usize> {
+    c.prepare_cached(sql)?.execute(p)
+}
+
+/// Refuse a transition unless `owner` holds the instance's live claim and
+/// the instance is still at `expected_version` (inside the transaction that
+/// applies it).
+fn check_claim(
+    tx: &Connection,
+    instance: &str,
+    owner: &str,
+    expected_version: i64,
+    wall_now_ms: i64,
+) -> Result<(), StoreError> {
+    let (held, until, version, quarantined): (Option<String>, Option<i64>, i64, Option<i64>) = tx
+        .prepare_cached(
+            "SELECT claim_owner, claim_expires_ms, version, quarantined_ms FROM instances WHERE id = ?1",
+        )?
+        .query_row(params![instance], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()?
+        .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+    if quarantined.is_some() {
+        return Err(StoreError::Quarantined(instance.into()));
+    }
+    if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
+        return Err(StoreError::Claimed {
+            instance: instance.into(),
+            owner: held.unwrap_or_else(|| "nobody".into()),
+            until_ms: until.unwrap_or(0),
+        });
+    }
+    if version != expected_version {
+        return Err(StoreError::Conflict(instance.into()));
+    }
+    Ok(())
+}
+
+/// Write one transition inside an open transaction; returns its seq.
+fn write_transition(
+    tx: &Connection,
+    instance: &str,
+    version: i64,
+    t: &Transition,
+    at_ms: i64,
+) -> Result<i64, StoreError> {
+    contain::refuse_held_redrive(tx, instance, t)?;
+    let new_version = version + 1;
+    let changed = if t.keep_stored_snapshot {
+        // A snapshot that cannot be decoded stays byte for byte as stored.
+        exec(tx,
+            "UPDATE instances SET status = ?2, version = ?3, updated_ms = ?4 WHERE id = ?1 AND version = ?5",
+            params![instance, t.status.as_str(), new_version, at_ms, version],
+        )?
+    } else {
+        exec(tx,
+            "UPDATE instances SET status = ?2, snapshot = ?3, version = ?4, updated_ms = ?5 WHERE id = ?1 AND version = ?6",
+            params![instance, t.status.as_str(), t.snapshot.encode(), new_version, at_ms, version],
+        )?
+    };
+    if changed != 1 {
+        return Err(StoreError::Conflict(instance.into()));
+    }
+    exec(
+        tx,
+        "INSERT INTO transitions(instance_id, version, at_ms, status, snapshot)
+         SELECT ?1, ?2, ?3, ?4, snapshot FROM instances WHERE id = ?1",
+        params![instance, new_version, at_ms, t.status.as_str()],
+    )?;
+    let seq = tx.last_insert_rowid();
+    for id in &t.resolve {
+        let n = exec(tx,
+            "UPDATE timers SET state = 'resolved', resolved_seq = ?3 WHERE id = ?1 AND instance_id = ?2 AND state = 'armed'",
+            params![id, instance, seq],
+        )?;
+        if n != 1 {
+            return Err(StoreError::Conflict(instance.into()));
+        }
+    }
+    for a in &t.arm {
+        let (class, dependency) = if a.purpose == Purpose::Retry {
+            contain::park_cause(tx, instance, t, &a.node)?
+        } else {
+            (None, None)
+        };
+        exec(tx,
+            "INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq, class, dependency) VALUES (?1, ?2, ?3, ?4, ?5, 'armed', ?6, ?7, ?8)",
+            params![instance, a.node, a.purpose.as_str(), a.due_ms, a.attempt, seq, class, dependency],
+        )?;
+    }
+    for e in &t.history {
+        let event = &e.line.event;
+        exec(tx,
+            "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, code, task, timer_id, event_index, detail)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                seq,
+                instance,
+                at_ms,
+                event.kind(),
+                e.line.node,
+                event.attempt(),
+                event.code(),
+                event.task(),
+                e.timer_id,
+                e.event_index.map(|i| i as i64),
+                e.line.to_canonical()
+            ],
+        )?;
+    }
+    // A migration renames call nodes: their outbox rows and correlations go
+    // with them. Two passes through a name no node id can have (ids are XML
+    // names, never containing a space), so a swap `a=b, b=a` cannot collide.
+    for pass in 0..2 {
+        for (old, new) in &t.calls.rename {
+            let (from, to) = if pass == 0 {
+                (old.clone(), format!("migrating {new}"))
+            } else {
+                (format!("migrating {new}"), new.clone())
+            };
+            exec(
+                tx,
+                "UPDATE outbox SET node = ?3 WHERE instance_id = ?1 AND node = ?2",
+                params![instance, from, to],
+            )?;
+            // The ledger moves with its node; a node that already had keys
+            // keeps the higher count.
+            exec(
+                tx,
+                "INSERT INTO request_keys(instance_id, node, last)
+                 SELECT instance_id, ?3, last FROM request_keys WHERE instance_id = ?1 AND node = ?2
+                 ON CONFLICT(instance_id, node) DO UPDATE SET last = max(last, excluded.last)",
+                params![instance, from, to],
+            )?;
+            exec(
+                tx,
+                "DELETE FROM request_keys WHERE instance_id = ?1 AND node = ?2",
+                params![instance, from],
+            )?;
+            exec(
+                tx,
+                "UPDATE correlations SET key = ?3, node = ?4 WHERE key = ?2 AND instance_id = ?1",
+                params![
+                    instance,
+                    format!("{instance}/{from}"),
+                    format!("{instance}/{to}"),
+                    to
+                ],
+            )?;
+        }
+    }
+    // The dead attempt's undelivered requests (pending and poisoned) are
+    // withdrawn at its backoff park: the one exception to "the outbox never
+    // deletes an undelivered row". A superseded request delivered late would
+    // race the re-drive's fresh emission into a double submit, and one
+    // poisoning late would fail the live attempt and burn a budget slot it
+    // never spent. Nothing is forgotten: the failure lives on in the marker,
+    // the attempt counter, the history, and the poison's incident.
+    for node in &t.calls.withdraw {
+        exec(tx,
+            "DELETE FROM outbox WHERE instance_id = ?1 AND node = ?2 AND state IN ('pending','poisoned')",
+            params![instance, node],
+        )?;
+    }
+    // Everywhere else an undelivered row is kept: marked `abandoned` with
+    // why it will never be delivered (a poisoned row's reason says it was
+    // poisoned first). Before any emission of this transition, so a flow
+    // that re-enters the call node keeps its fresh request pending.
+    for a in &t.calls.abandon {
+        exec(tx,
+            "UPDATE outbox SET reason = CASE WHEN state = 'poisoned' THEN 'poisoned, then ' || ?3 ELSE ?3 END,
+                               state = 'abandoned'
+             WHERE instance_id = ?1 AND (?2 IS NULL OR node = ?2) AND state IN ('pending','poisoned')",
+            params![instance, a.node, a.reason],
+        )?;
+    }
+    for r in &t.calls.emit {
+        exec(tx,
+            "INSERT INTO outbox(instance_id, node, channel, operation, attempt, idempotency_key, payload, state, deliveries, next_ms, created_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?8, ?8)",
+            params![instance, r.node, r.channel, r.operation, r.attempt, r.idempotency_key, canonical_string(&r.payload), at_ms],
+        )?;
+        exec(
+            tx,
+            "INSERT INTO request_keys(instance_id, node, last) VALUES (?1, ?2, ?3)
+             ON CONFLICT(instance_id, node) DO UPDATE SET last = max(last, excluded.last)",
+            params![instance, r.node, r.key_number],
+        )?;
+    }
+    for c in &t.calls.outbox {
+        let (id, state, deliveries, next) = match c {
+            OutboxChange::Delivered { id, deliveries } => (id, "delivered", deliveries, at_ms),
+            OutboxChange::Retry {
+                id,
+                deliveries,
+                next_ms,
+            } => (id, "pending", deliveries, *next_ms),
+            OutboxChange::Poisoned { id, deliveries } => (id, "poisoned", deliveries, at_ms),
+        };
+        let n = exec(tx,
+            "UPDATE outbox SET state = ?3, deliveries = ?4, next_ms = ?5 WHERE id = ?1 AND instance_id = ?2 AND state = 'pending'",
+            params![id, instance, state, deliveries, next],
+        )?;
+        if n != 1 {
+            return Err(StoreError::Conflict(instance.into()));
+        }
+    }
+    for node in &t.calls.correlate {
+        exec(tx,
+            "INSERT OR IGNORE INTO correlations(key, instance_id, node, created_ms) VALUES (?1, ?2, ?3, ?4)",
+            params![format!("{instance}/{node}"), instance, node, at_ms],
+        )?;
+    }
+    for node in &t.calls.retire {
+        exec(
+            tx,
+            "DELETE FROM correlations WHERE key = ?1",
+            params![format!("{instance}/{node}")],
+        )?;
+    }
+    for node in &t.close_incidents {
+        exec(tx,
+            "UPDATE incidents SET closed_ms = ?3 WHERE instance_id = ?1 AND node = ?2 AND closed_ms IS NULL",
+            params![instance, node, at_ms],
+        )?;
+    }
+    for i in &t.open_incidents {
+        exec(tx,
+            "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![instance, i.node, i.kind, i.message, at_ms],
+        )?;
+    }
+    Ok(seq)
+}
+
+impl Sqlite {
+    /// Poison wakes cross processes only on PostgreSQL: none here.
+    pub fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Always empty: see [`Store::wakes`].
+    pub fn wakes(&self, _owner: &str) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(Vec::new())
+    }
+}
+
+/// A timer row's purpose as stored (an unknown word reads as a plain timer,
+/// as the rest of the decode path is lenient).
+pub(crate) fn purpose_from_sql(s: &str) -> Purpose {
+    Purpose::parse(s).unwrap_or(Purpose::Timer)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1611 @@
+//! The PostgreSQL store, through the synchronous `postgres` crate.
+//!
+//! The same schema (as PostgreSQL types), the same forward migrations and
+//! the same contract as the SQLite store: one transaction per transition,
+//! checked against the claim and the snapshot version it was decided from.
+//! What SQLite gets from its one writer at a time, this store gets from row
+//! locks, at PostgreSQL's default isolation (read committed):
+//!
+//! - every write about an instance first locks its row (`FOR UPDATE`), so
+//!   the claim and version it checks cannot change before it commits;
+//! - a claim that finds the row locked by another transaction gives up at
+//!   once (`NOWAIT`): a replica racing for a hot instance moves on instead
+//!   of queueing behind the holder's transition;
+//! - work is picked with `FOR UPDATE SKIP LOCKED`, so a replica never picks
+//!   a timer or instance another replica is writing at that moment;
+//! - starting an instance, moving one onto a deployment and retiring it
+//!   lock the deployment's row, so a retirement never races a start.
+//!
+//! The poison wake crosses hosts: a transition that poisons a request
+//! sends `NOTIFY qflow_poison_wake` in its own transaction (delivered only
+//! if it commits); replicas `LISTEN` and treat it as a prompt. It is best
+//! effort — a notification is lost with a dropped connection — and the
+//! call's timeout recovers the same condition.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::ToSql;
+use postgres::{Client, GenericClient, Row, Statement};
+
+use super::batch::Pending;
+use super::lifecycle::{Deployed, DeploymentRow, Retirement, StatusCounts};
+use super::query::{
+    CorrelationRow, HistoryRow, IncidentRow, InstanceRow, OutboxEntry, TimerInfo, TransitionRow,
+};
+use super::{
+    fault, owner_is_dead, source_hash, Deployment, Destination, InstanceFacts, StoreError,
+    CLAIM_TTL_MS,
+};
+use qflow_instance::snapshot::{canonical_string, Snapshot};
+use qflow_instance::{OutboxChange, OutboxRow, Purpose, Status, TimerRow, Transition};
+
+mod contain;
+mod inflight;
+pub mod schema;
+mod stats;
+mod tls;
+
+/// The notification channel of poison wakes.
+const WAKE_CHANNEL: &str = "qflow_poison_wake";
+
+/// The PostgreSQL store: one connection, and the statements it prepared.
+pub(crate) struct Postgres {
+    client: RefCell<Client>,
+    stmts: RefCell<HashMap<&'static str, Statement>>,
+    /// The URL it was opened with (never shown: messages use the redacted one).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) url: String,
+}
+
+type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// A connection or transaction with the statement cache: every statement
+/// of a decision is prepared once per connection, then only executed.
+struct Db<'c, C> {
+    c: &'c mut C,
+    stmts: &'c mut HashMap<&'static str, Statement>,
+}
+
+impl<C: GenericClient> Db<'_, C> {
+    fn st(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
+        if let Some(s) = self.stmts.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.c.prepare(sql)?;
+        self.stmts.insert(sql, s.clone());
+        Ok(s)
+    }
+
+    fn exec(&mut self, sql: &'static str, p: Params<'_>) -> Result<u64, postgres::Error> {
+        let s = self.st(sql)?;
+        self.c.execute(&s, p)
+    }
+
+    fn rows(&mut self, sql: &'static str, p: Params<'_>) -> Result<Vec<Row>, postgres::Error> {
+        let s = self.st(sql)?;
+        self.c.query(&s, p)
+    }
+
+    fn opt(&mut self, sql: &'static str, p: Params<'_>) -> Result<Option<Row>, postgres::Error> {
+        let s = self.st(sql)?;
+        self.c.query_opt(&s, p)
+    }
+
+    fn one(&mut self, sql: &'static str, p: Params<'_>) -> Result<Row, postgres::Error> {
+        let s = self.st(sql)?;
+        self.c.query_one(&s, p)
+    }
+}
+
+/// A counter stored as BIGINT, as the u32 the vocabulary uses.
+fn u32_of(v: i64) -> u32 {
+    v.clamp(0, i64::from(u32::MAX)) as u32
+}
+
+fn opt_u32(v: Option<i64>) -> Option<u32> {
+    v.map(u32_of)
+}
+
+/// Whether an error is "the row is locked by another transaction" (NOWAIT).
+fn is_locked(e: &postgres::Error) -> bool {
+    e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE)
+}
+
+/// The refusal for a claim whose row another transaction is writing.
+fn busy(instance: &str, wall_now_ms: i64) -> StoreError {
+    StoreError::Claimed {
+        instance: instance.into(),
+        owner: "another qflow process (its transaction is writing the instance)".into(),
+        until_ms: wall_now_ms,
+    }
+}
+
+impl Postgres {
+    /// Connect to `url` and bring the schema up to date; with `create`
+    /// false, refuse a database that holds no qflow store yet.
+    pub(crate) fn connect(url: &str, create: bool) -> Result<Postgres, StoreError> {
+        Self::connect_at(url, create, super::schema::LATEST)
+    }
+
+    /// [`Postgres::connect`], migrating only up to `version` (tests build
+    /// databases of an earlier schema with it, as on SQLite).
+    pub(crate) fn connect_at(
+        url: &str,
+        create: bool,
+        version: u32,
+    ) -> Result<Postgres, StoreError> {
+        let shown = super::location::redact(url);
+        let (config, tls) = tls::config(url).map_err(|why| StoreError::BadUrl {
+            url: shown.clone(),
+            why,
+        })?;
+        let mut client = config
+            .connect(tls)
+            .map_err(|e| tls::connect_error(url, &shown, &e))?;
+        // A committed decision is on the server's disk before the commit
+        // returns, whatever the server's default for sessions.
+        client.batch_execute("SET synchronous_commit TO on")?;
+        if !create {
+            let found: Option<String> = client
+                .query_one("SELECT to_regclass('qflow_schema')::text", &[])?
+                .get(0);
+            if found.is_none() {
+                return Err(StoreError::Empty(shown));
+            }
+        }
+        let pg = Postgres {
+            client: RefCell::new(client),
+            stmts: RefCell::new(HashMap::new()),
+            url: url.to_string(),
+        };
+        pg.migrate(&shown, version)?;
+        Ok(pg)
+    }
+
+    /// Apply the missing migrations, one transaction each, under an
+    /// advisory lock (two processes opening a fresh database never both
+    /// migrate it); a newer schema is refused.
+    fn migrate(&self, shown: &str, version: u32) -> Result<(), StoreError> {
+        let mut client = self.client.borrow_mut();
+        loop {
+            let mut tx = client.transaction()?;
+            tx.execute(
+                "SELECT pg_advisory_xact_lock($1)",
+                &[&schema::MIGRATION_LOCK],
+            )?;
+            tx.batch_execute(schema::VERSION_TABLE)?;
+            let found: i64 = tx
+                .query_one("SELECT version FROM qflow_schema", &[])?
+                .get(0);
+            let latest = i64::from(super::schema::LATEST);
+            if found > latest {
+                return Err(StoreError::TooNew {
+                    path: shown.to_string(),
+                    found: u32_of(found),
+                    supported: super::schema::LATEST,
+                });
+            }
+            if found >= i64::from(version) {
+                tx.commit()?;
+                return Ok(());
+            }
+            tx.batch_execute(schema::MIGRATIONS[found as usize])?;
+            tx.execute("UPDATE qflow_schema SET version = $1", &[&(found + 1)])?;
+            tx.commit()?;
+        }
+    }
+
+    /// Run `f` with a statement-caching handle on the connection (outside
+    /// any transaction: each statement commits on its own).
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&mut Db<'_, Client>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut client = self.client.borrow_mut();
+        let mut stmts = self.stmts.borrow_mut();
+        f(&mut Db {
+            c: &mut *client,
+            stmts: &mut stmts,
+        })
+    }
+
+    /// Run `f` in one transaction, committed when it returns `Ok`.
+    fn write<T>(
+        &mut self,
+        f: impl FnOnce(&mut Db<'_, postgres::Transaction<'_>>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let client = self.client.get_mut();
+        let stmts = self.stmts.get_mut();
+        let mut tx = client.transaction()?;
+        let out = f(&mut Db { c: &mut tx, stmts })?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    pub(crate) fn schema_version(&self) -> Result<u32, StoreError> {
+        self.read(|db| {
+            let v: i64 = db.one("SELECT version FROM qflow_schema", &[])?.get(0);
+            Ok(u32_of(v))
+        })
+    }
+
+    pub fn deploy(
+        &mut self,
+        process_id: &str,
+        source: &str,
+        now_ms: i64,
+    ) -> Result<Deployment, StoreError> {
+        let (id, _) = self.write(|db| insert_deployment(db, process_id, source, None, now_ms))?;
+        Ok(Deployment {
+            id,
+            process_id: process_id.to_string(),
+            hash: source_hash(source),
+        })
+    }
+
+    pub fn unfinished_instance(&self, deployment: i64) -> Result<Option<String>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .opt(
+                    "SELECT id FROM instances WHERE deployment_id = $1 AND status IN ('running','waiting') ORDER BY seq LIMIT 1",
+                    &[&deployment],
+                )?
+                .map(|r| r.get(0)))
+        })
+    }
+
+    pub fn create_instance(
+        &mut self,
+        deployment: &Deployment,
+        start: &Transition,
+        started_ms: i64,
+    ) -> Result<(String, bool), StoreError> {
+        self.write(|db| {
+            // The deployment's row lock makes "no unfinished instance yet,
+            // so start one" one step for concurrent processes.
+            if db
+                .opt(
+                    "SELECT id FROM deployments WHERE id = $1 FOR UPDATE",
+                    &[&deployment.id],
+                )?
+                .is_none()
+            {
+                return Err(StoreError::NoDeployment(deployment.id));
+            }
+            if let Some(r) = db.opt(
+                "SELECT id FROM instances WHERE deployment_id = $1 AND status IN ('running','waiting') ORDER BY seq LIMIT 1",
+                &[&deployment.id],
+            )? {
+                return Ok((r.get(0), false));
+            }
+            refuse_retired(db, deployment.id)?;
+            Ok((insert_instance(db, deployment, start, started_ms)?, true))
+        })
+    }
+
+    pub fn start_instance(
+        &mut self,
+        deployment: &Deployment,
+        start: &Transition,
+        started_ms: i64,
+    ) -> Result<String, StoreError> {
+        self.write(|db| {
+            refuse_retired(db, deployment.id)?;
+            insert_instance(db, deployment, start, started_ms)
+        })
+    }
+
+    pub fn start_instances(
+        &mut self,
+        deployment: &Deployment,
+        start: &Transition,
+        started_ms: i64,
+        n: usize,
+    ) -> Result<(), StoreError> {
+        self.write(|db| {
+            refuse_retired(db, deployment.id)?;
+            for _ in 0..n {
+                insert_instance(db, deployment, start, started_ms)?;
+            }
+            Ok(())
+        })
+    }
+
+    pub fn claim(
+        &mut self,
+        instance: &str,
+        owner: &str,
+        wall_now_ms: i64,
+    ) -> Result<(), StoreError> {
+        // As on SQLite: a claim visibly held by a live owner is refused
+        // from a plain read, without taking the row lock.
+        if let Some(err) = self.held_elsewhere(instance, owner, wall_now_ms)? {
+            return Err(err);
+        }
+        self.write(|db| {
+            let row = match db.opt(
+                "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = $1 FOR UPDATE NOWAIT",
+                &[&instance],
+            ) {
+                Ok(r) => r,
+                Err(e) if is_locked(&e) => return Err(busy(instance, wall_now_ms)),
+                Err(e) => return Err(e.into()),
+            };
+            let Some(row) = row else {
+                return Err(StoreError::NoInstance(instance.into()));
+            };
+            let (held, until): (Option<String>, Option<i64>) = (row.get(0), row.get(1));
+            if row.get::<_, Option<i64>>(2).is_some() {
+                return Err(StoreError::Quarantined(instance.into()));
+            }
+            if let (Some(h), Some(u)) = (&held, until) {
+                if h != owner && u > wall_now_ms && !owner_is_dead(h) {
+                    return Err(StoreError::Claimed {
+                        instance: instance.into(),
+                        owner: h.clone(),
+                        until_ms: u,
+                    });
+                }
+            }
+            db.exec(
+                "UPDATE instances SET claim_owner = $2, claim_expires_ms = $3 WHERE id = $1",
+                &[&instance, &owner, &(wall_now_ms + CLAIM_TTL_MS)],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn held_elsewhere(
+        &self,
+        instance: &str,
+        owner: &str,
+        wall_now_ms: i64,
+    ) -> Result<Option<StoreError>, StoreError> {
+        self.read(|db| {
+            let row = db.opt(
+                "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = $1",
+                &[&instance],
+            )?;
+            Ok(row.and_then(|r| {
+                let (held, until): (Option<String>, Option<i64>) = (r.get(0), r.get(1));
+                if r.get::<_, Option<i64>>(2).is_some() {
+                    return Some(StoreError::Quarantined(instance.into()));
+                }
+                match (held, until) {
+                    (Some(h), Some(u)) if h != owner && u > wall_now_ms && !owner_is_dead(&h) => {
+                        Some(StoreError::Claimed {
+                            instance: instance.into(),
+                            owner: h,
+                            until_ms: u,
+                        })
+                    }
+                    _ => None,
+                }
+            }))
+        })
+    }
+
+    pub fn extend_claim(&self, instance: &str, until_ms: i64) -> Result<(), StoreError> {
+        self.read(|db| {
+            db.exec(
+                "UPDATE instances SET claim_expires_ms = $2 WHERE id = $1 AND claim_owner IS NOT NULL AND claim_expires_ms < $2",
+                &[&instance, &until_ms],
+            )?;
+            Ok(())
+        })
+    }
+
+    pub fn request_payload(&self, id: i64) -> Result<Option<serde_json::Value>, StoreError> {
+        self.read(|db| {
+            let text: Option<String> = db
+                .opt("SELECT payload FROM outbox WHERE id = $1", &[&id])?
+                .map(|r| r.get(0));
+            Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+        })
+    }
+
+    pub fn release(&mut self, instance: &str, owner: &str) -> Result<(), StoreError> {
+        self.read(|db| {
+            db.exec(
+                "UPDATE instances SET claim_owner = NULL, claim_expires_ms = NULL WHERE id = $1 AND claim_owner = $2",
+                &[&instance, &owner],
+            )?;
+            Ok(())
+        })
+    }
+
+    pub fn facts(&self, instance: &str) -> Result<InstanceFacts, StoreError> {
+        self.read(|db| {
+            let row = instance_row_of(db, instance)?
+                .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+            let timers = armed_timers(db, instance)?;
+            let held = contain::held_timers(db, instance)?;
+            let keys_sent = keys_sent(db, instance)?;
+            Ok(InstanceFacts::of_row(&row, timers, held, keys_sent))
+        })
+    }
+
+    pub fn apply(
+        &mut self,
+        instance: &str,
+        owner: &str,
+        expected_version: i64,
+        t: &Transition,
+        at_ms: i64,
+        wall_now_ms: i64,
+    ) -> Result<i64, StoreError> {
+        self.write(|db| {
+            check_claim(db, instance, owner, expected_version, wall_now_ms)?;
+            let seq = write_transition(db, instance, owner, expected_version, t, at_ms)?;
+            db.exec(
+                "UPDATE instances SET claim_expires_ms = $2 WHERE id = $1",
+                &[&instance, &(wall_now_ms + CLAIM_TTL_MS)],
+            )?;
+            Ok(seq)
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn migrate_instance(
+        &mut self,
+        instance: &str,
+        owner: &str,
+        expected_version: i64,
+        destination: &Destination,
+        t: &Transition,
+        at_ms: i64,
+        wall_now_ms: i64,
+    ) -> Result<(i64, i64), StoreError> {
+        let client = self.client.get_mut();
+        let stmts = self.stmts.get_mut();
+        let mut tx = client.transaction()?;
+        let mut db = Db { c: &mut tx, stmts };
+        let row = db
+            .opt(
+                "SELECT claim_owner, claim_expires_ms FROM instances WHERE id = $1 FOR UPDATE",
+                &[&instance],
+            )?
+            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+        let (held, until): (Option<String>, Option<i64>) = (row.get(0), row.get(1));
+        if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
+            return Err(StoreError::Claimed {
+                instance: instance.into(),
+                owner: held.unwrap_or_else(|| "nobody".into()),
+                until_ms: until.unwrap_or(0),
+            });
+        }
+        let deployment = match destination {
+            Destination::Deployed(id) => *id,
+            Destination::New {
+                process_id,
+                source,
+                origin,
+            } => insert_deployment(&mut db, process_id, source, origin.as_deref(), wall_now_ms)?.0,
+        };
+        refuse_retired(&mut db, deployment)?;
+        fault::point("migrate.begin");
+        let seq = write_transition(&mut db, instance, owner, expected_version, t, at_ms)?;
+        fault::point("migrate.written");
+        db.exec(
+            "UPDATE instances SET deployment_id = $2 WHERE id = $1",
+            &[&instance, &deployment],
+        )?;
+        fault::point("migrate.before-commit");
+        tx.commit()?;
+        fault::point("migrate.committed");
+        Ok((seq, deployment))
+    }
+
+    pub fn claim_many(
+        &mut self,
+        ids: &[String],
+        owner: &str,
+        wall_now_ms: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        self.write(|db| {
+            let mut claimed = Vec::with_capacity(ids.len());
+            for id in ids {
+                // A row another transaction is writing is skipped, not waited for.
+                let Some(row) = db.opt(
+                    "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = $1 FOR UPDATE SKIP LOCKED",
+                    &[id],
+                )?
+                else {
+                    continue;
+                };
+                if row.get::<_, Option<i64>>(2).is_some() {
+                    continue;
+                }
+                let (held, until): (Option<String>, Option<i64>) = (row.get(0), row.get(1));
+                if let (Some(h), Some(u)) = (&held, until) {
+                    if h != owner && u > wall_now_ms && !owner_is_dead(h) {
+                        continue;
+                    }
+                }
+                db.exec(
+                    "UPDATE instances SET claim_owner = $2, claim_expires_ms = $3 WHERE id = $1",
+                    &[id, &owner, &(wall_now_ms + CLAIM_TTL_MS)],
+                )?;
+                claimed.push(id.clone());
+            }
+            Ok(claimed)
+        })
+    }
+
+    pub fn apply_many(
+        &mut self,
+        owner: &str,
+        batch: &[Pending<'_>],
+        release: &[String],
+        wall_now_ms: i64,
+    ) -> Result<Vec<Result<i64, StoreError>>, StoreError> {
+        let client = self.client.get_mut();
+        let stmts = self.stmts.get_mut();
+        let mut tx = client.transaction()?;
+        let mut results = Vec::with_capacity(batch.len());
+        for p in batch {
+            // Each decision in its own savepoint: a refused one is rolled
+            // back alone.
+            let mut sp = tx.transaction()?;
+            let applied = {
+                let mut db = Db {
+                    c: &mut sp,
+                    stmts: &mut *stmts,
+                };
+                check_claim(&mut db, p.instance, owner, p.version, wall_now_ms).and_then(|()| {
+                    write_transition(&mut db, p.instance, owner, p.version, p.transition, p.at_ms)
+                })
+            };
+            match applied {
+                Ok(seq) => {
+                    sp.commit()?;
+                    results.push(Ok(seq));
+                }
+                Err(e) if e.is_lost_race() => {
+                    sp.rollback()?;
+                    results.push(Err(e));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let mut db = Db { c: &mut tx, stmts };
+        let ids = batch
+            .iter()
+            .map(|p| p.instance)
+            .chain(release.iter().map(String::as_str));
+        for id in ids {
+            db.exec(
+                "UPDATE instances SET claim_owner = NULL, claim_expires_ms = NULL WHERE id = $1 AND claim_owner = $2",
+                &[&id, &owner],
+            )?;
+        }
+        tx.commit()?;
+        Ok(results)
+    }
+
+    pub fn deploy_from(
+        &mut self,
+        process_id: &str,
+        source: &str,
+        origin: Option<&str>,
+        wall_ms: i64,
+    ) -> Result<Deployed, StoreError> {
+        let hash = source_hash(source);
+        self.write(|db| {
+            let (id, created) = insert_deployment(db, process_id, source, origin, wall_ms)?;
+            let r = db.one(
+                "SELECT deployed_ms, retired_ms FROM deployments WHERE id = $1",
+                &[&id],
+            )?;
+            Ok(Deployed {
+                deployment: Deployment {
+                    id,
+                    process_id: process_id.to_string(),
+                    hash,
+                },
+                created,
+                deployed_ms: r.get(0),
+                retired_ms: r.get(1),
+            })
+        })
+    }
+
+    pub fn deployments(&self) -> Result<Vec<DeploymentRow>, StoreError> {
+        self.read(|db| {
+            let rows = db.rows(
+                "SELECT d.id, d.process_id, d.hash, d.origin, d.deployed_ms, d.retired_ms,
+                        COUNT(CASE WHEN i.status = 'running' THEN 1 END),
+                        COUNT(CASE WHEN i.status = 'waiting' THEN 1 END),
+                        COUNT(CASE WHEN i.status = 'completed' THEN 1 END),
+                        COUNT(CASE WHEN i.status = 'failed' THEN 1 END)
+                 FROM deployments d LEFT JOIN instances i ON i.deployment_id = d.id
+                 GROUP BY d.id ORDER BY d.id",
+                &[],
+            )?;
+            Ok(rows
+                .iter()
+                .map(|r| DeploymentRow {
+                    id: r.get(0),
+                    process_id: r.get(1),
+                    hash: r.get(2),
+                    origin: r.get(3),
+                    deployed_ms: r.get(4),
+                    retired_ms: r.get(5),
+                    counts: StatusCounts {
+                        running: u32_of(r.get(6)),
+                        waiting: u32_of(r.get(7)),
+                        completed: u32_of(r.get(8)),
+                        failed: u32_of(r.get(9)),
+                    },
+                })
+                .collect())
+        })
+    }
+
+    pub fn deployment(&self, id: i64) -> Result<Option<DeploymentRow>, StoreError> {
+        Ok(self.deployments()?.into_iter().find(|d| d.id == id))
+    }
+
+    pub fn retire(&mut self, deployment: i64, wall_ms: i64) -> Result<Retirement, StoreError> {
+        self.write(|db| {
+            let retired: Option<Option<i64>> = db
+                .opt(
+                    "SELECT retired_ms FROM deployments WHERE id = $1 FOR UPDATE",
+                    &[&deployment],
+                )?
+                .map(|r| r.get(0));
+            match retired {
+                None => return Err(StoreError::NoDeployment(deployment)),
+                Some(Some(at)) => return Ok(Retirement::AlreadyRetired(at)),
+                Some(None) => {}
+            }
+            let blocking: Vec<(String, Status)> = db
+                .rows(
+                    "SELECT id, status FROM instances WHERE deployment_id = $1 AND status IN ('failed','running','waiting') ORDER BY (status = 'failed') DESC, seq",
+                    &[&deployment],
+                )?
+                .iter()
+                .map(|r| {
+                    let s: String = r.get(1);
+                    (r.get(0), Status::parse(&s).unwrap_or(Status::Waiting))
+                })
+                .collect();
+            if !blocking.is_empty() {
+                return Ok(Retirement::Blocked(blocking));
+            }
+            db.exec(
+                "UPDATE deployments SET retired_ms = $2 WHERE id = $1",
+                &[&deployment, &wall_ms],
+            )?;
+            Ok(Retirement::Retired)
+        })
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn batch(&mut self, sql: &str) {
+        self.client.get_mut().batch_execute(sql).unwrap();
+    }
+
+    /// Whether this connection is encrypted, as the server sees it.
+    #[cfg(test)]
+    pub(crate) fn encrypted(&mut self) -> bool {
+        self.client
+            .get_mut()
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    }
+
+    /// Start receiving poison wakes from every process on this database.
+    pub fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
+        self.client
+            .get_mut()
+            .batch_execute(&format!("LISTEN {WAKE_CHANNEL}"))?;
+        Ok(())
+    }
+
+    /// The poison wakes other processes sent since the last call (instance,
+    /// node), without waiting; this process's own are left out (it keeps
+    /// them in memory already).
+    pub fn wakes(&self, owner: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let mut client = self.client.borrow_mut();
+        // One round trip reads what the server sent: a notification
+        // arrives between commands, and the non-blocking iterator alone
+        // sees only what an earlier command already read off the socket.
+        client.batch_execute("SELECT 1")?;
+        let mut out = Vec::new();
+        let mut notifications = client.notifications();
+        let mut it = notifications.iter();
+        while let Some(n) = it.next()? {
+            let mut parts = n.payload().splitn(3, '\n');
+            if let (Some(from), Some(instance), Some(node)) =
+                (parts.next(), parts.next(), parts.next())
+            {
+                if from != owner {
+                    out.push((instance.to_string(), node.to_string()));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Refuse a transition unless `owner` holds the instance's live claim and
+/// the instance is still at `expected_version`; the row stays locked until
+/// the transaction ends.
+fn check_claim<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    instance: &str,
+    owner: &str,
+    expected_version: i64,
+    wall_now_ms: i64,
+) -> Result<(), StoreError> {
+    let row = db
+        .opt(
+            "SELECT claim_owner, claim_expires_ms, version, quarantined_ms FROM instances WHERE id = $1 FOR UPDATE",
+            &[&instance],
+        )?
+        .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
+    let (held, until, version): (Option<String>, Option<i64>, i64) =
+        (row.get(0), row.get(1), row.get(2));
+    if row.get::<_, Option<i64>>(3).is_some() {
+        return Err(StoreError::Quarantined(instance.into()));
+    }
+    if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
+        return Err(StoreError::Claimed {
+            instance: instance.into(),
+            owner: held.unwrap_or_else(|| "nobody".into()),
+            until_ms: until.unwrap_or(0),
+        });
+    }
+    if version != expected_version {
+        return Err(StoreError::Conflict(instance.into()));
+    }
+    Ok(())
+}
+
+/// Refuse to start (or move) an instance onto a retired deployment; the
+/// deployment's row is share-locked, so a retirement waits for this
+/// transaction (and this one for a retirement in progress).
+fn refuse_retired<C: GenericClient>(db: &mut Db<'_, C>, deployment: i64) -> Result<(), StoreError> {
+    let retired: Option<Option<i64>> = db
+        .opt(
+            "SELECT retired_ms FROM deployments WHERE id = $1 FOR SHARE",
+            &[&deployment],
+        )?
+        .map(|r| r.get(0));
+    match retired {
+        None => Err(StoreError::NoDeployment(deployment)),
+        Some(Some(_)) => Err(StoreError::Retired(deployment)),
+        Some(None) => Ok(()),
+    }
+}
+
+/// Insert a deployment unless the same source of the same process is
+/// deployed: its id, and whether it is new.
+fn insert_deployment<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    process_id: &str,
+    source: &str,
+    origin: Option<&str>,
+    wall_ms: i64,
+) -> Result<(i64, bool), StoreError> {
+    let hash = source_hash(source);
+    // Numbered as on SQLite, the next after the newest: a sequence would
+    // also be advanced by a deploy of a source already there (or one rolled
+    // back), and the ids a user types (`--to 2`) would differ between the
+    // stores. The advisory lock makes concurrent deploys take turns.
+    db.exec(
+        "SELECT pg_advisory_xact_lock($1)",
+        &[&schema::NUMBERING_LOCK],
+    )?;
+    if let Some(r) = db.opt(
+        "SELECT id FROM deployments WHERE hash = $1 AND process_id = $2",
+        &[&hash, &process_id],
+    )? {
+        return Ok((r.get(0), false));
+    }
+    let r = db.one(
+        "INSERT INTO deployments(id, process_id, hash, source, deployed_ms, origin)
+         SELECT COALESCE(MAX(id), 0) + 1, $1, $2, $3, $4, $5 FROM deployments RETURNING id",
+        &[&process_id, &hash, &source, &wall_ms, &origin],
+    )?;
+    Ok((r.get(0), true))
+}
+
+fn insert_instance<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    deployment: &Deployment,
+    start: &Transition,
+    started_ms: i64,
+) -> Result<String, StoreError> {
+    // The next number after the newest instance, as on SQLite, so a store
+    // gives the same ids whichever database it is (a start rolled back
+    // leaves no gap; an instance's jitter is drawn from its id). The
+    // advisory lock, held until this transaction ends, makes concurrent
+    // starts on several hosts take turns for the number.
+    db.exec(
+        "SELECT pg_advisory_xact_lock($1)",
+        &[&schema::NUMBERING_LOCK],
+    )?;
+    let n: i64 = db
+        .one("SELECT COALESCE(MAX(seq), 0) + 1 FROM instances", &[])?
+        .get(0);
+    let id = format!("{}-{}", deployment.process_id, n);
+    db.exec(
+        "INSERT INTO instances(id, seq, deployment_id, status, snapshot, version, started_ms, updated_ms)
+         VALUES ($1, $2, $3, 'running', $4, 0, $5, $5)",
+        &[&id, &n, &deployment.id, &Snapshot::new().encode(), &started_ms],
+    )?;
+    // The start transition is written at version 0 by its creator, who
+    // holds no claim: the row is new and no one else can see it yet.
+    write_transition(db, &id, "", 0, start, started_ms)?;
+    Ok(id)
+}
+
+/// Write one transition inside an open transaction; returns its seq.
+/// `owner` signs the poison wakes it sends.
+fn write_transition<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    instance: &str,
+    owner: &str,
+    version: i64,
+    t: &Transition,
+    at_ms: i64,
+) -> Result<i64, StoreError> {
+    contain::refuse_held_redrive(db, instance, t)?;
+    let new_version = version + 1;
+    let status = t.status.as_str();
+    let changed = if t.keep_stored_snapshot {
+        db.exec(
+            "UPDATE instances SET status = $2, version = $3, updated_ms = $4 WHERE id = $1 AND version = $5",
+            &[&instance, &status, &new_version, &at_ms, &version],
+        )?
+    } else {
+        db.exec(
+            "UPDATE instances SET status = $2, snapshot = $3, version = $4, updated_ms = $5 WHERE id = $1 AND version = $6",
+            &[&instance, &status, &t.snapshot.encode(), &new_version, &at_ms, &version],
+        )?
+    };
+    if changed != 1 {
+        return Err(StoreError::Conflict(instance.into()));
+    }
+    let seq: i64 = db
+        .one(
+            "INSERT INTO transitions(instance_id, version, at_ms, status, snapshot)
+             SELECT id, $2, $3, $4, snapshot FROM instances WHERE id = $1 RETURNING seq",
+            &[&instance, &new_version, &at_ms, &status],
+        )?
+        .get(0);
+    for id in &t.resolve {
+        let n = db.exec(
+            "UPDATE timers SET state = 'resolved', resolved_seq = $3 WHERE id = $1 AND instance_id = $2 AND state = 'armed'",
+            &[id, &instance, &seq],
+        )?;
+        if n != 1 {
+            return Err(StoreError::Conflict(instance.into()));
+        }
+    }
+    for a in &t.arm {
+        let (class, dependency) = if a.purpose == Purpose::Retry {
+            contain::park_cause(db, instance, t, &a.node)?
+        } else {
+            (None, None)
+        };
+        db.exec(
+            "INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq, class, dependency) VALUES ($1, $2, $3, $4, $5, 'armed', $6, $7, $8)",
+            &[&instance, &a.node, &a.purpose.as_str(), &a.due_ms, &a.attempt.map(i64::from), &seq, &class, &dependency],
+        )?;
+    }
+    for e in &t.history {
+        let event = &e.line.event;
+        db.exec(
+            "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, code, task, timer_id, event_index, detail)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            &[
+                &seq,
+                &instance,
+                &at_ms,
+                &event.kind(),
+                &e.line.node,
+                &event.attempt().map(i64::from),
+                &event.code(),
+                &event.task(),
+                &e.timer_id,
+                &e.event_index.map(|i| i as i64),
+                &e.line.to_canonical(),
+            ],
+        )?;
+    }
+    // A migration renames call nodes: their outbox rows, key ledger and
+    // correlations go with them, in two passes through a name no node id
+    // can have (see the SQLite store).
+    for pass in 0..2 {
+        for (old, new) in &t.calls.rename {
+            let (from, to) = if pass == 0 {
+                (old.clone(), format!("migrating {new}"))
+            } else {
+                (format!("migrating {new}"), new.clone())
+            };
+            db.exec(
+                "UPDATE outbox SET node = $3 WHERE instance_id = $1 AND node = $2",
+                &[&instance, &from, &to],
+            )?;
+            db.exec(
+                "INSERT INTO request_keys(instance_id, node, last)
+                 SELECT instance_id, $3, last FROM request_keys WHERE instance_id = $1 AND node = $2
+                 ON CONFLICT (instance_id, node) DO UPDATE SET last = GREATEST(request_keys.last, excluded.last)",
+                &[&instance, &from, &to],
+            )?;
+            db.exec(
+                "DELETE FROM request_keys WHERE instance_id = $1 AND node = $2",
+                &[&instance, &from],
+            )?;
+            db.exec(
+                "UPDATE correlations SET key = $3, node = $4 WHERE key = $2 AND instance_id = $1",
+                &[
+                    &instance,
+                    &format!("{instance}/{from}"),
+                    &format!("{instance}/{to}"),
+                    &to,
+                ],
+            )?;
+        }
+    }
+    // The dead attempt's undelivered requests are withdrawn at its backoff
+    // park (see the SQLite store for why).
+    for node in &t.calls.withdraw {
+        db.exec(
+            "DELETE FROM outbox WHERE instance_id = $1 AND node = $2 AND state IN ('pending','poisoned')",
+            &[&instance, node],
+        )?;
+    }
+    // Everywhere else an undelivered row is kept, marked `abandoned` with
+    // why (see the SQLite store), before any emission of this transition.
+    for a in &t.calls.abandon {
+        db.exec(
+            "UPDATE outbox SET reason = CASE WHEN state = 'poisoned' THEN 'poisoned, then ' || $3 ELSE $3 END,
+                               state = 'abandoned'
+             WHERE instance_id = $1 AND ($2::TEXT IS NULL OR node = $2) AND state IN ('pending','poisoned')",
+            &[&instance, &a.node, &a.reason],
+        )?;
+    }
+    for r in &t.calls.emit {
+        db.exec(
+            "INSERT INTO outbox(instance_id, node, channel, operation, attempt, idempotency_key, payload, state, deliveries, next_ms, created_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $8)",
+            &[
+                &instance,
+                &r.node,
+                &r.channel,
+                &r.operation,
+                &i64::from(r.attempt),
+                &r.idempotency_key,
+                &canonical_string(&r.payload),
+                &at_ms,
+            ],
+        )?;
+        db.exec(
+            "INSERT INTO request_keys(instance_id, node, last) VALUES ($1, $2, $3)
+             ON CONFLICT (instance_id, node) DO UPDATE SET last = GREATEST(request_keys.last, excluded.last)",
+            &[&instance, &r.node, &i64::from(r.key_number)],
+        )?;
+    }
+    for c in &t.calls.outbox {
+        let (id, state, deliveries, next) = match c {
+            OutboxChange::Delivered { id, deliveries } => (id, "delivered", deliveries, at_ms),
+            OutboxChange::Retry {
+                id,
+                deliveries,
+                next_ms,
+            } => (id, "pending", deliveries, *next_ms),
+            OutboxChange::Poisoned { id, deliveries } => (id, "poisoned", deliveries, at_ms),
+        };
+        let node: Option<String> = db
+            .opt(
+                "UPDATE outbox SET state = $3, deliveries = $4, next_ms = $5 WHERE id = $1 AND instance_id = $2 AND state = 'pending' RETURNING node",
+                &[id, &instance, &state, &i64::from(*deliveries), &next],
+            )?
+            .map(|r| r.get(0));
+        let Some(node) = node else {
+            return Err(StoreError::Conflict(instance.into()));
+        };
+        if matches!(c, OutboxChange::Poisoned { .. }) {
+            // Sent when (and only if) this transaction commits.
+            db.exec(
+                "SELECT pg_notify($1, $2)",
+                &[&WAKE_CHANNEL, &format!("{owner}\n{instance}\n{node}")],
+            )?;
+        }
+    }
+    for node in &t.calls.correlate {
+        db.exec(
+            "INSERT INTO correlations(key, instance_id, node, created_ms) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING",
+            &[&format!("{instance}/{node}"), &instance, node, &at_ms],
+        )?;
+    }
+    for node in &t.calls.retire {
+        db.exec(
+            "DELETE FROM correlations WHERE key = $1",
+            &[&format!("{instance}/{node}")],
+        )?;
+    }
+    for node in &t.close_incidents {
+        db.exec(
+            "UPDATE incidents SET closed_ms = $3 WHERE instance_id = $1 AND node = $2 AND closed_ms IS NULL",
+            &[&instance, node, &at_ms],
+        )?;
+    }
+    for i in &t.open_incidents {
+        db.exec(
+            "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES ($1, $2, $3, $4, $5)",
+            &[&instance, &i.node, &i.kind, &i.message, &at_ms],
+        )?;
+    }
+    Ok(seq)
+}
+
+const INSTANCE_SQL: &str =
+    "SELECT i.id, i.deployment_id, d.process_id, d.hash, i.status, i.snapshot, i.version, \
+     i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms \
+     FROM instances i JOIN deployments d ON d.id = i.deployment_id WHERE i.id = $1";
+
+const INSTANCES_SQL: &str =
+    "SELECT i.id, i.deployment_id, d.process_id, d.hash, i.status, i.snapshot, i.version, \
+     i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms \
+     FROM instances i JOIN deployments d ON d.id = i.deployment_id ORDER BY i.seq";
+
+/// The filters of an [`InstanceQuery`](super::query::InstanceQuery), each
+/// skipped when its parameter is null ($1 status, $2 deployment, $3 class,
+/// $4 dependency).
+macro_rules! page_filter {
+    () => {
+        "($1::text IS NULL OR i.status = $1) AND ($2::bigint IS NULL OR i.deployment_id = $2) \
+         AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.class = $3)) \
+         AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.dependency = $4))"
+    };
+}
+
+const PAGE_COUNT_SQL: &str = concat!("SELECT COUNT(*) FROM instances i WHERE ", page_filter!());
+
+/// A page: `LIMIT NULL` ($5) is no limit.
+const PAGE_SQL: &str = concat!(
+    "SELECT i.id, i.deployment_id, d.process_id, d.hash, i.status, i.snapshot, i.version, \
+     i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms \
+     FROM instances i JOIN deployments d ON d.id = i.deployment_id WHERE ",
+    page_filter!(),
+    " ORDER BY i.seq LIMIT $5 OFFSET $6"
+);
+
+fn instance_row(r: &Row) -> InstanceRow {
+    let status: String = r.get(4);
+    InstanceRow {
+        id: r.get(0),
+        deployment_id: r.get(1),
+        process_id: r.get(2),
+        hash: r.get(3),
+        status: Status::parse(&status).unwrap_or(Status::Waiting),
+        snapshot: r.get(5),
+        version: r.get(6),
+        started_ms: r.get(7),
+        updated_ms: r.get(8),
+        claim_owner: r.get(9),
+        claim_expires_ms: r.get(10),
+    }
+}
+
+fn instance_row_of<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    id: &str,
+) -> Result<Option<InstanceRow>, StoreError> {
+    Ok(db.opt(INSTANCE_SQL, &[&id])?.as_ref().map(instance_row))
+}
+
+fn timer_row(r: &Row, from: usize) -> TimerRow {
+    let p: String = r.get(from + 2);
+    TimerRow {
+        id: r.get(from),
+        node: r.get(from + 1),
+        purpose: crate::purpose_from_sql(&p),
+        due_ms: r.get(from + 3),
+        attempt: opt_u32(r.get(from + 4)),
+    }
+}
+
+fn armed_timers<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    instance: &str,
+) -> Result<Vec<TimerRow>, StoreError> {
+    Ok(db
+        .rows(
+            "SELECT id, node, purpose, due_ms, attempt FROM timers WHERE instance_id = $1 AND state = 'armed' ORDER BY due_ms, id",
+            &[&instance],
+        )?
+        .iter()
+        .map(|r| timer_row(r, 0))
+        .collect())
+}
+
+fn keys_sent<C: GenericClient>(
+    db: &mut Db<'_, C>,
+    instance: &str,
+) -> Result<BTreeMap<String, u32>, StoreError> {
+    Ok(db
+        .rows(
+            "SELECT node, last FROM request_keys WHERE instance_id = $1",
+            &[&instance],
+        )?
+        .iter()
+        .map(|r| (r.get::<_, String>(0), u32_of(r.get(1))))
+        .collect())
+}
+
+/// The read-only queries, as on SQLite (see `query.rs` for what each is for).
+impl Postgres {
+    pub fn instances(&self) -> Result<Vec<InstanceRow>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(INSTANCES_SQL, &[])?
+                .iter()
+                .map(instance_row)
+                .collect())
+        })
+    }
+
+    pub fn instance(&self, id: &str) -> Result<Option<InstanceRow>, StoreError> {
+        self.read(|db| instance_row_of(db, id))
+    }
+
+    pub fn instance_page(
+        &self,
+        q: &super::query::InstanceQuery,
+    ) -> Result<super::query::InstancePage, StoreError> {
+        let status = q.status.map(|s| s.as_str());
+        let limit = q.limit.map(|l| l.min(i64::MAX as u64) as i64);
+        let offset = q.offset.min(i64::MAX as u64) as i64;
+        self.read(|db| {
+            let total: i64 = db
+                .one(
+                    PAGE_COUNT_SQL,
+                    &[&status, &q.deployment, &q.class, &q.dependency],
+                )?
+                .get(0);
+            let rows = db
+                .rows(
+                    PAGE_SQL,
+                    &[
+                        &status,
+                        &q.deployment,
+                        &q.class,
+                        &q.dependency,
+                        &limit,
+                        &offset,
+                    ],
+                )?
+                .iter()
+                .map(instance_row)
+                .collect();
+            Ok(super::query::InstancePage {
+                rows,
+                total: total as u64,
+            })
+        })
+    }
+
+    pub fn timers(&self, instance: &str) -> Result<Vec<TimerInfo>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(
+                    "SELECT id, node, purpose, due_ms, attempt, state, armed_seq, resolved_seq FROM timers WHERE instance_id = $1 ORDER BY id",
+                    &[&instance],
+                )?
+                .iter()
+                .map(|r| {
+                    let p: String = r.get(2);
+                    let s: String = r.get(5);
+                    TimerInfo {
+                        id: r.get(0),
+                        node: r.get(1),
+                        purpose: crate::purpose_from_sql(&p),
+                        due_ms: r.get(3),
+                        attempt: opt_u32(r.get(4)),
+                        armed: s == "armed",
+                        armed_seq: r.get(6),
+                        resolved_seq: r.get(7),
+                    }
+                })
+                .collect())
+        })
+    }
+
+    pub fn due_timers(
+        &self,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, TimerRow)>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(
+                    "SELECT instance_id, id, node, purpose, due_ms, attempt FROM timers
+                     WHERE state = 'armed' AND due_ms <= $1 ORDER BY due_ms, id LIMIT $2
+                     FOR UPDATE SKIP LOCKED",
+                    &[&now_ms, &(limit as i64)],
+                )?
+                .iter()
+                .map(|r| (r.get(0), timer_row(r, 1)))
+                .collect())
+        })
+    }
+
+    pub fn pending_requests(&self, instance: &str) -> Result<Vec<(OutboxRow, i64)>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(
+                    "SELECT id, node, channel, attempt, deliveries, idempotency_key, next_ms FROM outbox
+                     WHERE instance_id = $1 AND state = 'pending' ORDER BY next_ms, id",
+                    &[&instance],
+                )?
+                .iter()
+                .map(|r| {
+                    (
+                        OutboxRow {
+                            id: r.get(0),
+                            node: r.get(1),
+                            channel: r.get(2),
+                            attempt: u32_of(r.get(3)),
+                            deliveries: u32_of(r.get(4)),
+                            idempotency_key: r.get(5),
+                        },
+                        r.get(6),
+                    )
+                })
+                .collect())
+        })
+    }
+
+    pub fn has_poisoned_request(&self, instance: &str, node: &str) -> Result<bool, StoreError> {
+        self.read(|db| {
+            let n: i64 = db
+                .one(
+                    "SELECT COUNT(*) FROM outbox WHERE instance_id = $1 AND node = $2 AND state = 'poisoned'",
+                    &[&instance, &node],
+                )?
+                .get(0);
+            Ok(n > 0)
+        })
+    }
+
+    pub fn correlation(&self, key: &str) -> Result<Option<(String, String)>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .opt(
+                    "SELECT instance_id, node FROM correlations WHERE key = $1",
+                    &[&key],
+                )?
+                .map(|r| (r.get(0), r.get(1))))
+        })
+    }
+
+    pub fn next_timer(&self, instance: &str) -> Result<Option<TimerRow>, StoreError> {
+        self.read(|db| {
+            let held = contain::held_timers(db, instance)?;
+            Ok(armed_timers(db, instance)?
+                .into_iter()
+                .find(|t| !held.contains(&t.id)))
+        })
+    }
+
+    pub fn history(&self, instance: &str) -> Result<Vec<HistoryRow>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(
+                    "SELECT seq, transition_seq, at_ms, kind, node, attempt, code, timer_id, event_index, detail
+                     FROM history WHERE instance_id = $1 ORDER BY seq",
+                    &[&instance],
+                )?
+                .iter()
+                .map(|r| HistoryRow {
+                    seq: r.get(0),
+                    transition_seq: r.get(1),
+                    at_ms: r.get(2),
+                    kind: r.get(3),
+                    node: r.get(4),
+                    attempt: opt_u32(r.get(5)),
+                    code: r.get(6),
+                    timer_id: r.get(7),
+                    event_index: r.get(8),
+                    detail: r.get(9),
+                })
+                .collect())
+        })
+    }
+
+    pub fn transitions(&self, instance: &str) -> Result<Vec<TransitionRow>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(
+                    "SELECT seq, version, at_ms, status, snapshot FROM transitions WHERE instance_id = $1 ORDER BY seq",
+                    &[&instance],
+                )?
+                .iter()
+                .map(|r| TransitionRow {
+                    seq: r.get(0),
+                    version: r.get(1),
+                    at_ms: r.get(2),
+                    status: r.get(3),
+                    snapshot: r.get(4),
+                })
+                .collect())
+        })
+    }
+
+    pub fn incidents(&self, instance: &str) -> Result<Vec<IncidentRow>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(
+                    "SELECT id, node, kind, message, opened_ms, closed_ms FROM incidents WHERE instance_id = $1 ORDER BY id",
+                    &[&instance],
+                )?
+                .iter()
+                .map(|r| IncidentRow {
+                    id: r.get(0),
+                    node: r.get(1),
+                    kind: r.get(2),
+                    message: r.get(3),
+                    opened_ms: r.get(4),
+                    closed_ms: r.get(5),
+                })
+                .collect())
+        })
+    }
+
+    pub fn handler_runs(&self, instance: &str, task: &str) -> Result<usize, StoreError> {
+        self.read(|db| {
+            let n: i64 = db
+                .one(
+                    "SELECT COUNT(*) FROM history WHERE instance_id = $1 AND kind = 'attempt' AND task = $2",
+                    &[&instance, &task],
+                )?
+                .get(0);
+            Ok(n as usize)
+        })
+    }
+
+    pub fn delivered_events(&self, instance: &str) -> Result<Vec<usize>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(
+                    "SELECT DISTINCT event_index FROM history WHERE instance_id = $1 AND event_index IS NOT NULL ORDER BY event_index",
+                    &[&instance],
+                )?
+                .iter()
+                .map(|r| r.get::<_, i64>(0) as usize)
+                .collect())
+        })
+    }
+
+    pub fn outbox(&self, instance: &str) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(
+                    "SELECT node, channel, attempt, state, deliveries, idempotency_key, reason FROM outbox WHERE instance_id = $1 ORDER BY id",
+                    &[&instance],
+                )?
+                .iter()
+                .map(|r| OutboxEntry {
+                    node: r.get(0),
+                    channel: r.get(1),
+                    attempt: u32_of(r.get(2)),
+                    state: r.get(3),
+                    deliveries: u32_of(r.get(4)),
+                    idempotency_key: r.get(5),
+                    reason: r.get(6),
+                })
+                .collect())
+        })
+    }
+
+    pub fn correlations(&self, instance: &str) -> Result<Vec<CorrelationRow>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows(
+                    "SELECT key, node FROM correlations WHERE instance_id = $1 ORDER BY created_ms, key",
+                    &[&instance],
+                )?
+                .iter()
+                .map(|r| CorrelationRow {
+                    key: r.get(0),
+                    node: r.get(1),
+                })
+                .collect())
+        })
+    }
+
+    /// As on SQLite, picked with `SKIP LOCKED`: an instance or timer
+    /// another replica's transaction is writing right now is not offered.
+    pub fn candidates(&self, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.read(|db| {
+            let ready: Vec<String> = db
+                .rows(
+                    "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
+                    &[&(limit as i64)],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            if !ready.is_empty() {
+                return Ok(ready);
+            }
+            Ok(db
+                .rows(
+                    "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
+                     WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                       AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p
+                           WHERE (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)))
+                     ORDER BY t.due_ms, t.id LIMIT $1 FOR UPDATE OF t SKIP LOCKED",
+                    &[&(limit as i64)],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect())
+        })
+    }
+
+    /// Nothing to begin: each read is one round trip on its own, where a
+    /// transaction around a batch's reads would add two.
+    pub fn begin_reads(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    pub fn end_reads(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    pub fn last_decision_ms(&self, instance: &str) -> Result<Option<i64>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .opt(
+                    "SELECT at_ms FROM transitions WHERE instance_id = $1 ORDER BY seq DESC LIMIT 1",
+                    &[&instance],
+                )?
+                .map(|r| r.get(0)))
+        })
+    }
+
+    pub fn deployment_source(&self, deployment_id: i64) -> Result<Option<String>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .opt(
+                    "SELECT source FROM deployments WHERE id = $1",
+                    &[&deployment_id],
+                )?
+                .map(|r| r.get(0)))
+        })
+    }
+}
+
+/// For tests and benchmarks: a fresh, empty database on the server of
+/// `url` (created through the server's `postgres` database), and its URL.
+/// Each test gets its own, so tests run in parallel without sharing rows.
+pub fn scratch_database(url: &str, name: &str) -> Result<String, StoreError> {
+    create_database(url, name, false)
+}
+
+/// For tests: a new database `name` holding a copy of `url`'s database
+/// (`CREATE DATABASE … TEMPLATE`, so nothing may be connected to `url`'s
+/// database meanwhile), and its URL: what copying a SQLite file is to the
+/// crash tests, which start each run from the same state.
+pub fn copy_database(url: &str, name: &str) -> Result<String, StoreError> {
+    create_database(url, name, true)
+}
+
+fn create_database(url: &str, name: &str, copy: bool) -> Result<String, StoreError> {
+    let shown = super::location::redact(url);
+    let (config, tls) = tls::config(url).map_err(|why| StoreError::BadUrl {
+        url: shown.clone(),
+        why,
+    })?;
+    let mut admin = config.clone();
+    admin.dbname("postgres");
+    let mut client = admin
+        .connect(tls)
+        .map_err(|e| tls::connect_error(url, &shown, &e))?;
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .take(60)
+        .collect();
+    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))?;
+    let template = match (copy, config.get_dbname()) {
+        (false, _) => String::new(),
+        (true, Some(from)) => format!(" TEMPLATE \"{}\"", from.replace('"', "\"\"")),
+        (true, None) => {
+            return Err(StoreError::BadUrl {
+                url: shown,
+                why: "names no database to copy".into(),
+            })
+        }
+    };
+    client.batch_execute(&format!("CREATE DATABASE {name}{template}"))?;
+    Ok(with_dbname(url, &name))
+}
+
+/// `url` with its database name replaced by `name`.
+fn with_dbname(url: &str, name: &str) -> String {
+    let scheme_end = url.find("://").map_or(0, |i| i + 3);
+    let (head, query) = match url.find('?') {
+        Some(q) => (&url[..q], &url[q..]),
+        None => (url, ""),
+    };
+    let path_start = head[scheme_end..]
+        .find('/')
+        .map_or(head.len(), |i| scheme_end + i);
+    format!("{}/{name}{query}", &head[..path_start])
+}
+
+/// For the engine's own tests: a store on a fresh database of the server
+/// `QFLOW_TEST_POSTGRES_URL` names; `None`, with a line saying the test
+/// skips, when it is unset — and a failure instead when
+/// `QFLOW_REQUIRE_POSTGRES` is set (CI), so CI never skips.
+#[cfg(test)]
+pub(crate) fn test_store(test: &str) -> Option<super::Store> {
+    let url = test_server(test)?;
+    let name = format!("qflow_unit_{test}_{}", std::process::id());
+    let db = scratch_database(&url, &name).unwrap_or_else(|e| panic!("{test}: {e}"));
+    Some(
+        super::Store::connect(&super::Location::Postgres(db))
+            .unwrap_or_else(|e| panic!("{test}: {e}")),
+    )
+}
+
+/// The server's URL from `QFLOW_TEST_POSTGRES_URL`, or `None` (printing
+/// that `test` skips); with `QFLOW_REQUIRE_POSTGRES` set, a missing URL is
+/// a failure.
+pub fn test_server(test: &str) -> Option<String> {
+    match std::env::var("QFLOW_TEST_POSTGRES_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            let required =
+                std::env::var("QFLOW_REQUIRE_POSTGRES").is_ok_and(|v| !v.is_empty() && v != "0");
+            assert!(
+                !required,
+                "{test}: QFLOW_REQUIRE_POSTGRES is set but QFLOW_TEST_POSTGRES_URL is not: \
+                 run the tests under scripts/pg-throwaway.sh run …"
+            );
+            eprintln!(
+                "{test}: skipped on PostgreSQL (QFLOW_TEST_POSTGRES_URL is not set; \
+                 `scripts/pg-throwaway.sh run cargo test` provides a throwaway server)"
+            );
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_dbname;
+
+    #[test]
+    fn a_scratch_url_keeps_everything_but_the_name() {
+        assert_eq!(
+            with_dbname("postgres://u:p@h:5/old?sslmode=require", "new"),
+            "postgres://u:p@h:5/new?sslmode=require"
+        );
+        assert_eq!(with_dbname("postgres://h:5", "new"), "postgres://h:5/new");
+        assert_eq!(
+            with_dbname("postgresql://h?host=/tmp", "n"),
+            "postgresql://h/n?host=/tmp"
+        );
+    }
+}
