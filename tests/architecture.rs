@@ -245,14 +245,65 @@ fn check(invariant: &str, offenders: Vec<String>) {
     );
 }
 
+/// The qflow crates a crate's `[dependencies]` names (dev-dependencies are
+/// a test's business: a crate's tests may use the harness of one below).
+fn qflow_dependencies(krate: &str) -> Vec<String> {
+    let manifest = std::fs::read_to_string(root().join(krate).join("Cargo.toml"))
+        .unwrap_or_else(|e| panic!("{krate}/Cargo.toml: {e}"));
+    let mut in_deps = false;
+    let mut deps = Vec::new();
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]" || line.ends_with(".dependencies]");
+            continue;
+        }
+        if in_deps && line.starts_with("qflow-") {
+            let name = line.split(['.', ' ', '=']).next().unwrap_or_default();
+            deps.push(name.to_string());
+        }
+    }
+    deps.sort();
+    deps
+}
+
 #[test]
-fn the_store_is_below_the_runtime() {
-    let offenders = sources(&["engine/src/store"])
-        .into_iter()
-        .filter(|s| s.names("runtime"))
-        .map(|s| s.path)
+fn each_crate_depends_only_on_the_layers_below_it() {
+    // From the bottom: the durable vocabulary, the model, the store, the
+    // runtime, the facade with its services; the language server stands on
+    // the model alone, the console and the binary on the facade.
+    const LAYERS: &[(&str, &str, &[&str])] = &[
+        ("instance", "qflow-instance", &[]),
+        ("model", "qflow-model", &["qflow-instance"]),
+        ("store", "qflow-store", &["qflow-instance"]),
+        (
+            "runtime",
+            "qflow-runtime",
+            &["qflow-instance", "qflow-model", "qflow-store"],
+        ),
+        (
+            "engine",
+            "qflow-engine",
+            &[
+                "qflow-instance",
+                "qflow-model",
+                "qflow-runtime",
+                "qflow-store",
+            ],
+        ),
+        ("lsp", "qflow-lsp", &["qflow-model"]),
+        ("tui", "qflow-tui", &["qflow-engine"]),
+    ];
+    let offenders = LAYERS
+        .iter()
+        .flat_map(|(dir, name, allowed)| {
+            qflow_dependencies(dir)
+                .into_iter()
+                .filter(|d| !allowed.contains(&d.as_str()))
+                .map(move |d| format!("{name} depends on {d}"))
+        })
         .collect();
-    check("no module of engine/src/store names `runtime`", offenders);
+    check("each crate depends only on the layers below it", offenders);
 }
 
 #[test]
@@ -266,12 +317,19 @@ fn lsp_types_only_in_the_conversion_module_and_the_server_glue() {
         "lsp/src/store.rs",
         "lsp/src/transport.rs",
     ];
-    let offenders = sources(&["engine/src", "lsp/src", "tui/src", "src"])
-        .into_iter()
-        .filter(|s| s.names("tower_lsp_server") || s.names("lsp_types") || s.names("ls_types"))
-        .filter(|s| !GLUE.contains(&s.path.as_str()))
-        .map(|s| s.path)
-        .collect();
+    let offenders = sources(&[
+        "engine/src",
+        "model/src",
+        "runtime/src",
+        "lsp/src",
+        "tui/src",
+        "src",
+    ])
+    .into_iter()
+    .filter(|s| s.names("tower_lsp_server") || s.names("lsp_types") || s.names("ls_types"))
+    .filter(|s| !GLUE.contains(&s.path.as_str()))
+    .map(|s| s.path)
+    .collect();
     check(
         "LSP types appear only in lsp/src/convert.rs and the server glue",
         offenders,
@@ -345,18 +403,29 @@ fn sql_only_in_the_store() {
     const SQL: &[&str] = &[
         "SELECT ", "INSERT ", "UPDATE ", "DELETE ", "CREATE ", "PRAGMA ", "BEGIN ",
     ];
-    let offenders = sources(&["engine/src", "lsp/src", "tui/src", "src"])
-        .into_iter()
-        .filter(|s| !s.path.starts_with("engine/src/store/"))
-        .filter(|s| {
-            s.names("rusqlite")
-                || s.strings
-                    .iter()
-                    .any(|t| SQL.iter().any(|k| t.trim_start().starts_with(k)))
-        })
-        .map(|s| s.path)
-        .collect();
-    check("SQL and rusqlite only in engine/src/store", offenders);
+    let offenders = sources(&[
+        "engine/src",
+        "instance/src",
+        "model/src",
+        "runtime/src",
+        "lsp/src",
+        "tui/src",
+        "src",
+    ])
+    .into_iter()
+    .filter(|s| !s.path.starts_with("store/src/"))
+    .filter(|s| {
+        s.names("rusqlite")
+            || s.strings
+                .iter()
+                .any(|t| SQL.iter().any(|k| t.trim_start().starts_with(k)))
+    })
+    .map(|s| s.path)
+    .collect();
+    check(
+        "SQL and rusqlite only in the store crate (store/src)",
+        offenders,
+    );
 }
 
 #[test]

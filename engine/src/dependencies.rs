@@ -50,7 +50,8 @@ pub fn require_known_dependency(
     let mut known = dependencies(store)?;
     if unpausing {
         known.extend(
-            store.pauses()?
+            store
+                .pauses()?
                 .into_iter()
                 .filter(|p| p.kind == PauseKind::Dependency)
                 .map(|p| p.value),

@@ -19,12 +19,12 @@
 //! The faces (CLI, language server, console) only present what this crate decides.
 
 pub use qflow_instance as instance;
+#[cfg(feature = "testing")]
+pub use qflow_model::testgen;
 pub use qflow_model::{
     classify, condition, config, diagnostic, dialect, duration, file, loader, model, navigate,
     policy, reader, rules, span, suggest, text, xml,
 };
-#[cfg(feature = "testing")]
-pub use qflow_model::testgen;
 pub use qflow_runtime as runtime;
 pub use qflow_store as store;
 

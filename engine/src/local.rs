@@ -21,8 +21,10 @@ use crate::store::{Store, StoreError};
 pub trait LocalRunExt {
     /// Run the next attempt with an outcome an operator picked
     /// ([`operate::attempt_now`]).
-    fn attempt_now(&mut self, outcome: TaskOutcome)
-        -> Result<Result<Decision, NoAttempt>, RunError>;
+    fn attempt_now(
+        &mut self,
+        outcome: TaskOutcome,
+    ) -> Result<Result<Decision, NoAttempt>, RunError>;
     /// Answer the call's attempt `attempt` (or the latest) with `body`
     /// ([`operate::respond_now`]).
     fn respond_now(
@@ -62,7 +64,11 @@ impl<C: Clock> LocalRunExt for LocalRun<C> {
     }
 
     fn inspect(&self) -> Result<Inspection, RunError> {
-        Ok(Inspection::read(self.store(), self.graph(), self.instance_id())?)
+        Ok(Inspection::read(
+            self.store(),
+            self.graph(),
+            self.instance_id(),
+        )?)
     }
 
     fn final_state(&self) -> Result<Value, RunError> {

@@ -111,16 +111,7 @@ pub mod handler {
     /// `q.handler.panic` and `q.handler.missing`): a name `nonRetryableCodes`
     /// may list.
     pub fn is_handler_code(code: &str) -> bool {
-        [
-            EXIT,
-            TIMEOUT,
-            UNREACHABLE,
-            OUTPUT,
-            HTTP_429,
-            PANIC,
-            MISSING,
-        ]
-        .contains(&code)
+        [EXIT, TIMEOUT, UNREACHABLE, OUTPUT, HTTP_429, PANIC, MISSING].contains(&code)
             || code
                 .strip_prefix("q.handler.http-")
                 .is_some_and(|n| n.len() == 3 && n.bytes().all(|b| b.is_ascii_digit()))

@@ -16,9 +16,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use qflow_instance::history::{Delivered, HistoryEvent, Verdict as Said};
-use qflow_instance::{Event, OutboxRow, Purpose, TimerRow};
-use qflow_model::model::Definitions;
 use crate::clock::Clock;
 use crate::decide;
 use crate::graph::{Graph, GraphError, Kind};
@@ -26,6 +23,9 @@ use crate::scenario::{ExternalEvent, Scenario};
 use crate::shell::{self, deployed_graph, Choice};
 use crate::snapshot::TokenState;
 use crate::world::{AttemptCall, DeliveryCall, World};
+use qflow_instance::history::{Delivered, HistoryEvent, Verdict as Said};
+use qflow_instance::{Event, OutboxRow, Purpose, TimerRow};
+use qflow_model::model::Definitions;
 use qflow_store::{local_owner, InstanceFacts, Store, StoreError};
 
 pub use crate::shell::Decision;
@@ -174,11 +174,7 @@ impl<C: Clock> LocalRun<C> {
         let graph = Graph::compile(defs)?;
         let now = clock.now_ms();
         // A deployment's time is a wall-clock fact, whatever clock the run has.
-        let dep = store.deploy(
-            &graph.process_id,
-            source,
-            crate::clock::system_now_ms(),
-        )?;
+        let dep = store.deploy(&graph.process_id, source, crate::clock::system_now_ms())?;
         let start = decide::start(&graph, variables, now);
         let (instance, created) = store.create_instance(&dep, &start, now)?;
         let row = store

@@ -24,14 +24,14 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Instant;
 
-use qflow_instance::event::{ChannelOutcome, DeliveryOutcome, TaskOutcome};
-use qflow_instance::Event;
 use crate::clock::{system_now_ms, Clock, VirtualClock};
 use crate::decide;
 use crate::driver::{Ctx, Decision, Next, RunError};
 use crate::graph::{Graph, Kind};
 use crate::scenario::Scenario;
 use crate::shell::deployed_graph;
+use qflow_instance::event::{ChannelOutcome, DeliveryOutcome, TaskOutcome};
+use qflow_instance::Event;
 use qflow_store::batch::Pending;
 use qflow_store::Store;
 

@@ -8,9 +8,9 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
+use qflow_model::condition::{self, Expr};
 use qflow_model::model::{Definitions, EventTrigger, NodeKind, Process};
 use qflow_model::policy::{ChannelPolicy, RetryPolicy};
-use qflow_model::condition::{self, Expr};
 
 /// One outgoing sequence flow.
 #[derive(Debug, Clone)]

@@ -97,11 +97,7 @@ pub fn unfinished_instance_of(store: &Store, source: &str) -> Result<Option<Stri
         .instances()?
         .into_iter()
         .find(|i| {
-            i.hash == hash
-                && matches!(
-                    i.status,
-                    crate::Status::Running | crate::Status::Waiting
-                )
+            i.hash == hash && matches!(i.status, crate::Status::Running | crate::Status::Waiting)
         })
         .map(|i| i.id))
 }

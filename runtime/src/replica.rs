@@ -16,13 +16,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use qflow_instance::Event;
 use crate::clock::{Clock, VirtualClock};
 use crate::driver::{Ctx, Decision, Next, RunError};
 use crate::graph::Graph;
 use crate::scenario::Scenario;
 use crate::shell::{self, deployed_graph, Choice, Stage, Taken};
 use crate::world::World;
+use qflow_instance::Event;
 use qflow_store::Store;
 
 /// What one replica did.

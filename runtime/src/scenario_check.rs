@@ -57,7 +57,10 @@ fn listing<'a>(what: &str, names: impl IntoIterator<Item = &'a str>) -> String {
     if names.is_empty() {
         format!("the model has no {what}")
     } else {
-        format!("the model's {what}: {}", qflow_model::text::capped_list(&names))
+        format!(
+            "the model's {what}: {}",
+            qflow_model::text::capped_list(&names)
+        )
     }
 }
 

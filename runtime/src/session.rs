@@ -18,11 +18,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use qflow_model::model::Definitions;
 use crate::clock::Clock;
 use crate::driver::{LocalRun, RunError};
 use crate::graph::Graph;
 use crate::scenario::Scenario;
+use qflow_model::model::Definitions;
 use qflow_store::{Location, Store, StoreError};
 
 /// Which scenario a session runs under.

@@ -19,13 +19,13 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use qflow_instance::history::Line;
-use qflow_instance::{Event, Status, Transition};
 use crate::clock::system_now_ms;
 use crate::decide;
 use crate::graph::Graph;
 use crate::migrate;
 use crate::RunError;
+use qflow_instance::history::Line;
+use qflow_instance::{Event, Status, Transition};
 use qflow_store::{Destination, InstanceFacts, Store, StoreError};
 
 /// One applied decision: its lines, as `qflow run --format json` prints them.

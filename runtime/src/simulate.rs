@@ -16,14 +16,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use qflow_instance::event::{ChannelOutcome, DeliveryOutcome, FailureClass, TaskOutcome};
-use qflow_instance::history::{Attempt, HistoryEvent};
-use qflow_instance::Status;
-use qflow_model::model::Definitions;
 use crate::decide;
 use crate::fleet::{Fleet, World};
 use crate::graph::Graph;
 use crate::{RunError, Scenario};
+use qflow_instance::event::{ChannelOutcome, DeliveryOutcome, FailureClass, TaskOutcome};
+use qflow_instance::history::{Attempt, HistoryEvent};
+use qflow_instance::Status;
+use qflow_model::model::Definitions;
 use qflow_store::Store;
 
 /// The failure code every attempt during the outage gets.

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use qflow_instance::event::{ChannelOutcome, DeliveryOutcome, TaskOutcome};
 use crate::scenario::{Scenario, ScheduledEvent};
+use qflow_instance::event::{ChannelOutcome, DeliveryOutcome, TaskOutcome};
 
 /// One attempt of a registered task, as its handler sees it.
 #[derive(Debug, Clone, Copy)]

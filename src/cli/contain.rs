@@ -146,7 +146,8 @@ fn change_pause(PauseArgs { what: args, record }: PauseArgs, pause: bool) -> Exi
         Err(e) => return ops::fail(format, USAGE, "store", e),
     };
     if kind == PauseKind::Dependency && !args.force {
-        if let Err(e) = qflow_engine::dependencies::require_known_dependency(&store, &value, !pause) {
+        if let Err(e) = qflow_engine::dependencies::require_known_dependency(&store, &value, !pause)
+        {
             return ops::fail(format, USAGE, "unknown-dependency", e);
         }
     }

@@ -9,8 +9,8 @@ use std::time::Duration;
 use qflow_engine::instance::history::{
     Attempt, AttemptOutcome, Delivered, HistoryEvent, Line, Park, Secs, Then, Verdict, WaitFor,
 };
-use qflow_engine::runtime::clock::{Clock, SystemClock, VirtualClock};
 use qflow_engine::local::{final_state, migrate_instance};
+use qflow_engine::runtime::clock::{Clock, SystemClock, VirtualClock};
 use qflow_engine::runtime::driver::{
     Decision, RunError, Stop, DEFAULT_HORIZON, MAX_RETURNS_TO_A_STATE,
 };

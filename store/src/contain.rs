@@ -943,4 +943,3 @@ pub(super) fn park_cause(
     let (last_class, dependency) = last.unwrap_or((None, None));
     Ok((class.or(last_class), dependency))
 }
-

@@ -332,9 +332,7 @@ fn a_version_2_database_gets_its_key_ledger_from_the_history_and_the_outbox(
 
 /// The cause of an armed retry park, filled from its last attempt line, is
 /// what a pause by class and a pause by dependency both find.
-fn a_version_5_database_gets_the_cause_of_its_armed_retry_parks(
-    fresh: &crate::fresh::Fresh,
-) {
+fn a_version_5_database_gets_the_cause_of_its_armed_retry_parks(fresh: &crate::fresh::Fresh) {
     let at = fresh.db();
     {
         let mut old = Store::connect_at(&at, 5).unwrap();
@@ -818,9 +816,7 @@ fn a_version_8_database_logs_from_its_upgrade_on_and_invents_nothing_earlier(
 /// process of their own: one pause is made (its record names who made
 /// it), the other three find it made, and all four are logged, exactly one
 /// as having changed anything.
-fn operators_pausing_at_once_are_each_logged_and_one_made_the_pause(
-    fresh: &crate::fresh::Fresh,
-) {
+fn operators_pausing_at_once_are_each_logged_and_one_made_the_pause(fresh: &crate::fresh::Fresh) {
     use super::contain::{Actor, LogQuery, PauseKind};
     let at = fresh.db();
     drop(setup_in(Store::connect(&at).unwrap()));

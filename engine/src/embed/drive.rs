@@ -239,4 +239,3 @@ pub(super) fn clock_of(engine: Time, started_ms: i64) -> Time {
         engine
     }
 }
-

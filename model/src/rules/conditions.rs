@@ -4,9 +4,9 @@
 //! Found at load time so the editor shows it at the exact character; found at
 //! run time it would be a gateway failing on the first instance that reaches it.
 
+use crate::condition;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::Process;
-use crate::condition;
 use crate::span::Span;
 
 pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {

@@ -19,6 +19,7 @@
 use serde_json::{Map, Value};
 
 use super::{catching, fatal, ignore, leave, ms, task_timers, Work};
+use crate::graph::{Call, GNode, Graph, Kind};
 use qflow_instance::codes::{POISONED, TIMEOUT};
 use qflow_instance::event::{ChannelOutcome, DeliveryOutcome, Event};
 use qflow_instance::history::{
@@ -28,7 +29,6 @@ use qflow_instance::rows::{Facts, OutboxRow, Purpose};
 use qflow_instance::snapshot::TokenState;
 use qflow_instance::{Abandon, NewIncident, NewRequest, NewTimer, OutboxChange};
 use qflow_model::policy::Next;
-use crate::graph::{Call, GNode, Graph, Kind};
 
 fn call_of(node: &GNode) -> Option<&Call> {
     match &node.kind {

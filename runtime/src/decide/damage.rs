@@ -20,12 +20,12 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{NewIncident, Work};
+use crate::graph::Graph;
 use qflow_instance::codes::SNAPSHOT_DAMAGED;
 use qflow_instance::history::{Entry, HistoryEvent, Line, Secs};
 use qflow_instance::rows::{Facts, Status};
 use qflow_instance::snapshot::{canonical_string, Family, FRONTIER_KEY};
 use qflow_instance::{CallEffects, Transition};
-use crate::graph::Graph;
 
 /// Why nothing can be decided on this instance's snapshot, if so: the
 /// stored bytes do not decode, the frontier does not, or a token names a

@@ -2,13 +2,13 @@
 //! gateways (exclusive choice, parallel fork and join), intermediate timers
 //! parking, boundaries passing on, and a channel call's first request.
 
+use crate::graph::{GNode, Graph, Kind};
 use qflow_instance::codes;
 use qflow_instance::event::Event;
 use qflow_instance::history::{HistoryEvent, WaitFor};
 use qflow_instance::rows::{Facts, Purpose};
 use qflow_instance::snapshot::{Token, TokenState};
 use qflow_instance::NewTimer;
-use crate::graph::{GNode, Graph, Kind};
 
 use super::{arrive, call, fatal, ignore, leave, ms, Work};
 

@@ -21,9 +21,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::graph::{GNode, Graph, Kind};
 use qflow_instance::history::{Entry, HistoryEvent, Line, Secs};
 use qflow_instance::snapshot::{Failure, Snapshot, Token, TokenState};
-use crate::graph::{GNode, Graph, Kind};
 
 pub mod call;
 pub mod damage;

@@ -10,12 +10,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::graph::Graph;
 use qflow_instance::snapshot::{canonical_string, Snapshot};
 use qflow_instance::{
     DeliveryOutcome, Event, Facts, FailureClass, OutboxChange, OutboxRow, Purpose, Status,
     TaskOutcome, TimerRow, Transition,
 };
-use crate::graph::Graph;
 
 use super::{decide, start};
 

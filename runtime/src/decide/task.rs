@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crate::graph::{GNode, Graph, Kind};
 use qflow_instance::codes;
 use qflow_instance::event::{Event, ExternalEvent, FailureClass, Resolution, TaskOutcome};
 use qflow_instance::history::{
@@ -14,7 +15,6 @@ use qflow_instance::rows::{Facts, Purpose};
 use qflow_instance::snapshot::TokenState;
 use qflow_instance::{NewIncident, NewTimer};
 use qflow_model::policy::{Next, StopReason};
-use crate::graph::{GNode, Graph, Kind};
 
 use super::{catching, fatal, ignore, leave, ms, task_timers, Work};
 

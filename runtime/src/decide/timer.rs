@@ -4,11 +4,11 @@
 //! retry timer is not decided here: it re-drives through the task's handler
 //! as an attempt.
 
+use crate::graph::{Graph, Kind};
 use qflow_instance::event::Event;
 use qflow_instance::history::HistoryEvent;
 use qflow_instance::rows::{Facts, Purpose};
 use qflow_instance::snapshot::TokenState;
-use crate::graph::{Graph, Kind};
 
 use super::{call, ignore, leave, task_timers, Work};
 

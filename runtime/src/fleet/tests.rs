@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 
 use super::{Fleet, World};
-use qflow_instance::event::{FailureClass, TaskOutcome};
 use crate::decide;
 use crate::graph::Graph;
 use crate::{LocalRun, Scenario, VirtualClock};
+use qflow_instance::event::{FailureClass, TaskOutcome};
 use qflow_store::batch::Pending;
 use qflow_store::contain::Actor;
 use qflow_store::fresh::{on_both_stores, open, Fresh};

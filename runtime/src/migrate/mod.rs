@@ -20,10 +20,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::graph::Graph;
 use qflow_instance::history::{Entry, HistoryEvent, Line, Secs};
 use qflow_instance::snapshot::{Family, Snapshot, Token, TokenState, FAILURE_KEY, FRONTIER_KEY};
 use qflow_instance::{CallEffects, Facts, NewTimer, Status, Transition};
-use crate::graph::Graph;
 
 mod plan;
 

@@ -14,9 +14,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::graph::{Graph, Kind};
 use qflow_instance::snapshot::{Family, TokenState};
 use qflow_instance::{Facts, Purpose, Status};
-use crate::graph::{Graph, Kind};
 
 /// What a node of the instance holds that a migration carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
