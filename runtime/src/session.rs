@@ -49,12 +49,21 @@ pub enum SessionError {
     Run(#[from] RunError),
 }
 
-/// `<dir>/scenarios/<stem>.json` beside a model, if that file exists.
+/// `<dir>/scenarios/<stem>.json` beside a model, if that file exists: the
+/// one rule for which scenario belongs to a model, which every face asks
+/// (`qflow run`, `qflow console`, and the editor, which runs those). The
+/// stem is the file name without its last extension, so `order.v2.bpmn`'s
+/// scenario is `scenarios/order.v2.json`.
 pub fn scenario_beside(model: &Path) -> Option<PathBuf> {
-    let stem = model.file_stem()?;
-    let dir = model.parent().unwrap_or(Path::new("."));
-    let p = dir.join("scenarios").join(stem).with_extension("json");
+    let p = companion_scenario(model)?;
     p.is_file().then_some(p)
+}
+
+/// Where [`scenario_beside`] looks, whether or not the file exists.
+pub fn companion_scenario(model: &Path) -> Option<PathBuf> {
+    let stem = model.file_stem()?.to_str()?;
+    let dir = model.parent().unwrap_or(Path::new("."));
+    Some(dir.join("scenarios").join(format!("{stem}.json")))
 }
 
 /// The scenario a session runs under, and the file it came from (`None`:
@@ -204,5 +213,24 @@ impl<C: Clock> Session<C> {
 impl<C: Clock> Drop for Session<C> {
     fn drop(&mut self) {
         let _ = self.run.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::companion_scenario;
+
+    #[test]
+    fn a_model_s_scenario_keeps_every_dot_of_its_stem() {
+        assert_eq!(
+            companion_scenario(Path::new("/m/order.v2.bpmn")).unwrap(),
+            Path::new("/m/scenarios/order.v2.json")
+        );
+        assert_eq!(
+            companion_scenario(Path::new("charge.bpmn")).unwrap(),
+            Path::new("scenarios/charge.json")
+        );
     }
 }

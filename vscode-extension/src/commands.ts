@@ -3,33 +3,9 @@
 // --format json` turned into editor diagnostics. Pure functions (no `vscode`),
 // unit-tested in test/commands.test.ts.
 
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Diagnostic as LspDiagnostic } from 'vscode-languageserver-protocol';
-
-/**
- * The scenario beside a model: `<dir>/scenarios/<stem>.json`, the convention
- * `qflow run` follows when no `--scenario` is given (the stem is the file name
- * without its last extension). Undefined when there is none.
- */
-export function scenarioFor(modelPath: string, isFile: (p: string) => boolean = isRegularFile): string | undefined {
-  const ext = path.extname(modelPath);
-  const stem = path.basename(modelPath, ext);
-  if (stem === '') {
-    return undefined;
-  }
-  const candidate = path.join(path.dirname(modelPath), 'scenarios', `${stem}.json`);
-  return isFile(candidate) ? candidate : undefined;
-}
-
-function isRegularFile(p: string): boolean {
-  try {
-    return fs.statSync(p).isFile();
-  } catch {
-    return false;
-  }
-}
 
 /** Quote one argument for the integrated terminal's shell: POSIX sh/bash/zsh/fish, or PowerShell on Windows. */
 export function quote(arg: string, platform: NodeJS.Platform = process.platform): string {
@@ -48,26 +24,18 @@ export function commandLine(argv: readonly string[], platform: NodeJS.Platform =
   return platform === 'win32' ? `& ${line}` : line;
 }
 
-/** `qflow console MODEL [--scenario FILE]`: the console does not look for a scenario itself, so it is passed. */
-export function consoleArgs(binary: string, modelPath: string, scenarioPath?: string): string[] {
-  const argv = [binary, 'console', modelPath];
-  if (scenarioPath) {
-    argv.push('--scenario', scenarioPath);
-  }
-  return argv;
+/**
+ * `qflow console MODEL`. Which scenario belongs to the model is qflow's
+ * decision alone (`<dir>/scenarios/<stem>.json`, docs/run.md), and the
+ * console says which one it uses: the extension never looks for one itself.
+ */
+export function consoleArgs(binary: string, modelPath: string): string[] {
+  return [binary, 'console', modelPath];
 }
 
-/**
- * `qflow run MODEL [--scenario FILE]`. The scenario is passed explicitly (the
- * same one `qflow run` would pick) so the terminal shows which world the run
- * is in.
- */
-export function runArgs(binary: string, modelPath: string, scenarioPath?: string): string[] {
-  const argv = [binary, 'run', modelPath];
-  if (scenarioPath) {
-    argv.push('--scenario', scenarioPath);
-  }
-  return argv;
+/** `qflow run MODEL`: the scenario beside the model is qflow's to find, as for the console. */
+export function runArgs(binary: string, modelPath: string): string[] {
+  return [binary, 'run', modelPath];
 }
 
 /** One entry of `qflow check --format json` (see the root README). */

@@ -22,7 +22,6 @@ import {
   consoleArgs,
   parseCheckOutput,
   runArgs,
-  scenarioFor,
   type CheckEntry,
 } from './commands';
 import { bundledBinary, describeSource, resolveServer, serverOptions, type Resolution } from './server';
@@ -236,10 +235,9 @@ async function openInConsole(studio: Studio, arg: unknown): Promise<void> {
   if (!uri || !binary) {
     return;
   }
-  const scenario = scenarioFor(uri.fsPath);
   const terminal = vscode.window.createTerminal({ name: `qflow console: ${path.basename(uri.fsPath)}`, cwd: terminalCwd(uri) });
   terminal.show();
-  terminal.sendText(commandLine(consoleArgs(binary, uri.fsPath, scenario)));
+  terminal.sendText(commandLine(consoleArgs(binary, uri.fsPath)));
 }
 
 const RUN_TERMINAL = 'qflow run';
@@ -250,11 +248,10 @@ async function runModel(studio: Studio, arg: unknown): Promise<void> {
   if (!uri || !binary) {
     return;
   }
-  const scenario = scenarioFor(uri.fsPath);
   const existing = vscode.window.terminals.find((t) => t.name === RUN_TERMINAL && t.exitStatus === undefined);
   const terminal = existing ?? vscode.window.createTerminal({ name: RUN_TERMINAL, cwd: terminalCwd(uri) });
   terminal.show();
-  terminal.sendText(commandLine(runArgs(binary, uri.fsPath, scenario)));
+  terminal.sendText(commandLine(runArgs(binary, uri.fsPath)));
 }
 
 function runCheck(binary: string, files: readonly string[]): Promise<CheckEntry[]> {

@@ -17,22 +17,9 @@ import {
   positionAt,
   quote,
   runArgs,
-  scenarioFor,
   type CheckEntry,
 } from '../src/commands';
 import { SAMPLES } from './support';
-
-test('a model finds its scenario at <dir>/scenarios/<stem>.json, as qflow run does', () => {
-  assert.equal(
-    scenarioFor(path.join(SAMPLES, 'dbg08-long-outage.bpmn')),
-    path.join(SAMPLES, 'scenarios', 'dbg08-long-outage.json'),
-  );
-  // No scenarios/dbg08-charge.json beside it: the console runs without one.
-  assert.equal(scenarioFor(path.join(SAMPLES, 'dbg08-charge.bpmn')), undefined);
-  const seen: string[] = [];
-  scenarioFor('/m/order.v2.bpmn', (p) => (seen.push(p), false));
-  assert.deepEqual(seen, ['/m/scenarios/order.v2.json']);
-});
 
 test('arguments are quoted for the terminal only when they need it', () => {
   assert.equal(quote('/usr/bin/qflow', 'linux'), '/usr/bin/qflow');
@@ -41,18 +28,14 @@ test('arguments are quoted for the terminal only when they need it', () => {
   assert.equal(quote("C:\\a b\\it's", 'win32'), `'C:\\a b\\it''s'`);
 });
 
-test('Open in Console types `qflow console MODEL --scenario FILE`', () => {
-  assert.equal(
-    commandLine(consoleArgs('/b/qflow', '/w/dbg08-long-outage.bpmn', '/w/scenarios/dbg08-long-outage.json'), 'linux'),
-    '/b/qflow console /w/dbg08-long-outage.bpmn --scenario /w/scenarios/dbg08-long-outage.json',
-  );
+test('Open in Console types `qflow console MODEL` and leaves the scenario to qflow', () => {
+  assert.equal(commandLine(consoleArgs('/b/qflow', '/w/dbg08-long-outage.bpmn'), 'linux'), '/b/qflow console /w/dbg08-long-outage.bpmn');
   assert.equal(commandLine(consoleArgs('/b/qflow', '/w/My Model.bpmn'), 'linux'), `/b/qflow console '/w/My Model.bpmn'`);
   assert.equal(commandLine(consoleArgs('C:\\q.exe', 'C:\\m.bpmn'), 'win32'), `& 'C:\\q.exe' 'console' 'C:\\m.bpmn'`);
 });
 
-test('Run Model types `qflow run MODEL`, with the scenario it will use', () => {
+test('Run Model types `qflow run MODEL` and leaves the scenario to qflow', () => {
   assert.equal(commandLine(runArgs('/b/qflow', '/w/m.bpmn'), 'linux'), '/b/qflow run /w/m.bpmn');
-  assert.equal(commandLine(runArgs('/b/qflow', '/w/m.bpmn', '/w/scenarios/m.json'), 'linux'), '/b/qflow run /w/m.bpmn --scenario /w/scenarios/m.json');
 });
 
 test('Check Workspace calls qflow check in batches', () => {
