@@ -24,6 +24,16 @@ pub use qflow_instance::codes::handler::{
     is_handler_code, EXIT, HTTP_429, INTERRUPTED, OUTPUT, TIMEOUT, UNREACHABLE,
 };
 
+/// A command's standard output, or an endpoint's answer body, at most: past
+/// it the attempt fails as [`OUTPUT`] (permanent) naming the size, and no
+/// more of it is kept (a result of variables is never that large; a handler
+/// printing that much has broken its contract).
+pub const OUTPUT_LIMIT: usize = 1 << 20;
+
+/// The end of a command's standard error that is kept (its last 200
+/// characters go into a failure's message).
+pub const STDERR_TAIL: usize = 4 * 1024;
+
 /// The default of a task's `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the relay waits for a channel's endpoint to take a request.
@@ -323,6 +333,80 @@ pub fn command_outcome(task: &str, exit: Option<i32>, stdout: &str, stderr: &str
         FailureClass::Transient,
         format!("the command of `{task}` {how} without a JSON error on stdout{said}"),
     )
+}
+
+/// What a command's run means, from the bytes it printed: `stdout_total`
+/// is how many it printed in all (only the first [`OUTPUT_LIMIT`] are
+/// kept). Output over the limit, or a success's output that is not UTF-8,
+/// is a broken contract ([`OUTPUT`], permanent), whatever the exit.
+pub fn command_output(
+    task: &str,
+    exit: Option<i32>,
+    stdout: &[u8],
+    stdout_total: u64,
+    stderr: &[u8],
+) -> TaskOutcome {
+    let stderr = String::from_utf8_lossy(stderr);
+    if stdout_total > OUTPUT_LIMIT as u64 {
+        return fail(
+            OUTPUT,
+            FailureClass::Permanent,
+            format!(
+                "the command of `{task}` printed {stdout_total} bytes on stdout, over the limit of 1 MiB ({OUTPUT_LIMIT} bytes)"
+            ),
+        );
+    }
+    match std::str::from_utf8(stdout) {
+        Ok(text) => command_outcome(task, exit, text, &stderr),
+        Err(e) if exit == Some(0) => fail(
+            OUTPUT,
+            FailureClass::Permanent,
+            format!(
+                "the command of `{task}` exited 0 with output that is not UTF-8 (a byte that is not at offset {}): a result is a JSON object",
+                e.valid_up_to()
+            ),
+        ),
+        Err(_) => command_outcome(task, exit, &String::from_utf8_lossy(stdout), &stderr),
+    }
+}
+
+/// What an endpoint's answer means, from its body's bytes; `over_limit`:
+/// the body was longer than [`OUTPUT_LIMIT`] (and not read past it). A
+/// success whose body is over the limit or not UTF-8 is a broken contract
+/// ([`OUTPUT`], permanent); a failure is classified by its status alone
+/// then.
+pub fn http_answer(
+    task: &str,
+    status: u16,
+    retry_after: Option<Duration>,
+    body: &[u8],
+    over_limit: bool,
+) -> TaskOutcome {
+    let success = (200..300).contains(&status);
+    if over_limit {
+        if success {
+            return fail(
+                OUTPUT,
+                FailureClass::Permanent,
+                format!(
+                    "the endpoint of `{task}` answered HTTP {status} with a body over the limit of 1 MiB ({OUTPUT_LIMIT} bytes)"
+                ),
+            );
+        }
+        return http_outcome(task, status, retry_after, "");
+    }
+    match std::str::from_utf8(body) {
+        Ok(text) => http_outcome(task, status, retry_after, text),
+        Err(e) if success => fail(
+            OUTPUT,
+            FailureClass::Permanent,
+            format!(
+                "the endpoint of `{task}` answered HTTP {status} with a body that is not UTF-8 (a byte that is not at offset {}): a result is a JSON object",
+                e.valid_up_to()
+            ),
+        ),
+        Err(_) => http_outcome(task, status, retry_after, &String::from_utf8_lossy(body)),
+    }
 }
 
 /// What an endpoint's answer means: 2xx a result, 429 rate-limited

@@ -558,14 +558,119 @@ pub fn furthest(diagnostics: &[Diagnostic]) -> usize {
 #[derive(Debug)]
 pub struct Report {
     pub diagnostic: Diagnostic,
-    pub source: miette::NamedSource<String>,
+    pub source: Excerpt,
+}
+
+/// The lines of a source around a diagnostic's labels, as miette reads
+/// them: with their place in the whole source (byte offset, line), so the
+/// labels and line numbers are the whole source's. A report copies and
+/// scans these lines only, never the text before them: a check reporting
+/// 40,000 findings of one large model reads each finding's own lines, not
+/// the model once per finding.
+#[derive(Debug)]
+pub struct Excerpt {
+    name: String,
+    text: String,
+    /// Where `text` starts in the whole source: byte offset and 0-based line.
+    offset: usize,
+    line: usize,
+}
+
+/// Lines kept around a report's labels (miette shows one on each side).
+const EXCERPT_MARGIN: usize = 3;
+
+impl Excerpt {
+    fn around(path: &str, source: &str, spans: &[Span], index: &LineIndex) -> Excerpt {
+        use crate::text::printable;
+        let bytes = source.as_bytes();
+        let lo = spans.iter().map(|s| s.start()).min().unwrap_or(0).min(bytes.len());
+        let hi = spans.iter().map(|s| s.end()).max().unwrap_or(0).clamp(lo, bytes.len());
+        // Back to the start of the line EXCERPT_MARGIN lines before `lo`.
+        let mut start = lo;
+        for _ in 0..=EXCERPT_MARGIN {
+            match memchr::memrchr(b'\n', &bytes[..start]) {
+                Some(nl) if start > 0 => start = nl,
+                _ => {
+                    start = 0;
+                    break;
+                }
+            }
+        }
+        if start > 0 {
+            start += 1;
+        }
+        // On to the end of the line EXCERPT_MARGIN lines after `hi`.
+        let mut end = hi;
+        for _ in 0..=EXCERPT_MARGIN {
+            match memchr::memchr(b'\n', &bytes[end.min(bytes.len())..]) {
+                Some(nl) => end = (end + nl + 1).min(bytes.len()),
+                None => {
+                    end = bytes.len();
+                    break;
+                }
+            }
+        }
+        while !source.is_char_boundary(start) {
+            start -= 1;
+        }
+        while !source.is_char_boundary(end) {
+            end += 1;
+        }
+        Excerpt {
+            name: printable(path).into_owned(),
+            text: printable(&source[start..end]).into_owned(),
+            offset: start,
+            line: index.position(source, start).line,
+        }
+    }
+}
+
+impl miette::SourceCode for Excerpt {
+    fn read_span<'a>(
+        &'a self,
+        span: &miette::SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        let local = miette::SourceSpan::new(
+            span.offset()
+                .saturating_sub(self.offset)
+                .min(self.text.len())
+                .into(),
+            span.len(),
+        );
+        let inner = self
+            .text
+            .read_span(&local, context_lines_before, context_lines_after)?;
+        let at = inner.span();
+        Ok(Box::new(miette::MietteSpanContents::new_named(
+            self.name.clone(),
+            inner.data(),
+            miette::SourceSpan::new((at.offset() + self.offset).into(), at.len()),
+            inner.line() + self.line,
+            inner.column(),
+            inner.line_count(),
+        )))
+    }
 }
 
 impl Report {
     /// The report a terminal shows: the source, the path and every text
     /// made [`printable`](crate::text::printable) (control characters from
     /// someone else's model never reach the terminal; spans stay exact).
-    pub fn new(mut diagnostic: Diagnostic, path: &str, source: &str) -> Self {
+    pub fn new(diagnostic: Diagnostic, path: &str, source: &str) -> Self {
+        let index = LineIndex::up_to(source, furthest(std::slice::from_ref(&diagnostic)));
+        Report::with_index(diagnostic, path, source, &index)
+    }
+
+    /// [`Report::new`] with the source's line index (one for all of a
+    /// file's reports).
+    pub fn with_index(
+        mut diagnostic: Diagnostic,
+        path: &str,
+        source: &str,
+        index: &LineIndex,
+    ) -> Self {
         use crate::text::printable;
         let clean = |s: &mut String| {
             if let std::borrow::Cow::Owned(p) = printable(s) {
@@ -581,10 +686,11 @@ impl Report {
         if let Some(h) = diagnostic.help.as_mut() {
             clean(h);
         }
-        Report {
-            diagnostic,
-            source: miette::NamedSource::new(printable(path), printable(source).into_owned()),
-        }
+        let spans: Vec<Span> = std::iter::once(diagnostic.primary.span)
+            .chain(diagnostic.related.iter().map(|l| l.span))
+            .collect();
+        let source = Excerpt::around(path, source, &spans, index);
+        Report { diagnostic, source }
     }
 }
 

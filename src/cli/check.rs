@@ -126,7 +126,7 @@ pub(crate) fn report_text(
             p.column_chars + 1
         );
     }
-    let report = Report::new(d.clone(), shown, text);
+    let report = Report::with_index(d.clone(), shown, text, index);
     let mut out = String::new();
     match handler.render_report(&mut out, &report) {
         Ok(()) => out,

@@ -85,7 +85,12 @@ fn run_task(spec: &TaskHandler, dir: &Path, task: &Task<'_>) -> TaskOutcome {
 }
 
 /// Run a command: the variables on stdin, its answer on stdout, killed when
-/// it overruns the timeout.
+/// it overruns the timeout. Its output is bounded (the first
+/// [`contract::OUTPUT_LIMIT`] bytes of stdout, the last
+/// [`contract::STDERR_TAIL`] of stderr; the rest is read and dropped), and
+/// its exit is what ends the attempt: once it has exited, whatever is left
+/// of its process group (a background job still holding the pipes) is
+/// killed, so the pipes close and the answer is read at once.
 fn run_command(mut cmd: Command, timeout: Duration, dir: &Path, task: &Task<'_>) -> TaskOutcome {
     // Its own process group (its id is the command's pid), so a timeout
     // kills everything the command started, not the command alone.
@@ -114,32 +119,32 @@ fn run_command(mut cmd: Command, timeout: Duration, dir: &Path, task: &Task<'_>)
             let _ = s.write_all(input.as_bytes());
         }
     });
-    let reader = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut out = String::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_string(&mut out);
-            }
-            out
-        })
-    };
-    let out = reader(
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    let out = Captured::start(
+        child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+        Keep::Head(contract::OUTPUT_LIMIT),
     );
-    let err = reader(
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    let err = Captured::start(
+        child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+        Keep::Tail(contract::STDERR_TAIL),
     );
     let deadline = Instant::now() + timeout;
     let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
+        match exited(&mut child) {
+            Ok(true) => {
+                // The command is done: what it left in its group goes, so
+                // nothing holds its pipes open past its exit.
+                kill_group(&mut child);
+                match child.wait() {
+                    Ok(status) => break status,
+                    Err(e) => {
+                        return contract::unknown_outcome(
+                            task.name,
+                            &format!("could not be waited for: {e}"),
+                        )
+                    }
+                }
+            }
+            Ok(false) if Instant::now() >= deadline => {
                 kill_group(&mut child);
                 let _ = child.wait();
                 return contract::unknown_outcome(
@@ -150,26 +155,115 @@ fn run_command(mut cmd: Command, timeout: Duration, dir: &Path, task: &Task<'_>)
                     ),
                 );
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Ok(false) => std::thread::sleep(Duration::from_millis(5)),
             Err(e) => {
+                kill_group(&mut child);
+                let _ = child.wait();
                 return contract::unknown_outcome(
                     task.name,
                     &format!("could not be waited for: {e}"),
-                )
+                );
             }
         }
     };
-    // The command is done; a grandchild still holding its pipes is not
-    // waited for past the timeout.
-    let stdout = join_until(out, deadline);
-    let stderr = join_until(err, deadline);
-    contract::command_outcome(task.name, status.code(), &stdout, &stderr)
+    // The pipes close with the group; only a process that left the group
+    // on purpose (setsid) can still hold them: it is not waited for long.
+    let grace = Instant::now() + PIPE_GRACE;
+    let (stdout, stdout_total) = out.finish(grace);
+    let (stderr, _) = err.finish(grace);
+    contract::command_output(task.name, status.code(), &stdout, stdout_total, &stderr)
 }
 
-/// Kill a timed-out command and everything it started: the process group
-/// it leads (`process_group(0)` at spawn made its id the command's pid, and
-/// the command is not reaped yet, so that id cannot name anyone else's
-/// group). Whatever left the group on purpose (`setsid`) is not followed.
+/// How long the pipes of a command that has exited are still read.
+const PIPE_GRACE: Duration = Duration::from_secs(1);
+
+/// Whether the command has exited, without reaping it: while it is a
+/// zombie its process id, the id of its group, cannot name anyone else's.
+fn exited(child: &mut std::process::Child) -> std::io::Result<bool> {
+    #[cfg(unix)]
+    {
+        use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+        let pid = Pid::from_child(child);
+        let how = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG;
+        match waitid(WaitId::Pid(pid), how) {
+            Ok(status) => Ok(status.is_some()),
+            Err(e) => Err(e.into()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        child.try_wait().map(|s| s.is_some())
+    }
+}
+
+/// Which part of a pipe's bytes is kept.
+#[derive(Clone, Copy)]
+enum Keep {
+    /// The first N bytes.
+    Head(usize),
+    /// The last N bytes.
+    Tail(usize),
+}
+
+/// A pipe read to its end on a thread of its own: a bounded part of its
+/// bytes kept, all of them counted.
+struct Captured {
+    got: std::sync::Arc<std::sync::Mutex<(Vec<u8>, u64)>>,
+    done: std::thread::JoinHandle<()>,
+}
+
+impl Captured {
+    fn start(pipe: Option<Box<dyn Read + Send>>, keep: Keep) -> Captured {
+        let got: std::sync::Arc<std::sync::Mutex<(Vec<u8>, u64)>> = Default::default();
+        let sink = got.clone();
+        let done = std::thread::spawn(move || {
+            let Some(mut pipe) = pipe else { return };
+            let mut buf = [0u8; 16 * 1024];
+            loop {
+                let n = match pipe.read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => return,
+                };
+                let Ok(mut g) = sink.lock() else { return };
+                let (bytes, total) = &mut *g;
+                *total += n as u64;
+                match keep {
+                    Keep::Head(limit) => {
+                        let room = limit.saturating_sub(bytes.len()).min(n);
+                        bytes.extend_from_slice(&buf[..room]);
+                    }
+                    Keep::Tail(limit) => {
+                        bytes.extend_from_slice(&buf[..n]);
+                        if bytes.len() > limit {
+                            let cut = bytes.len() - limit;
+                            bytes.drain(..cut);
+                        }
+                    }
+                }
+            }
+        });
+        Captured { got, done }
+    }
+
+    /// What was read by `until` (the pipe's end, when it came first): the
+    /// kept bytes and how many were read in all.
+    fn finish(self, until: Instant) -> (Vec<u8>, u64) {
+        while !self.done.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        match self.got.lock() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+/// Kill a command's process group: everything it started (`process_group(0)`
+/// at spawn made the group's id the command's pid, and the command is not
+/// reaped yet, so that id cannot name anyone else's group). Whatever left
+/// the group on purpose (`setsid`) is not followed.
 fn kill_group(child: &mut std::process::Child) {
     #[cfg(unix)]
     {
@@ -179,17 +273,6 @@ fn kill_group(child: &mut std::process::Child) {
         }
     }
     let _ = child.kill();
-}
-
-fn join_until(h: std::thread::JoinHandle<String>, deadline: Instant) -> String {
-    while !h.is_finished() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    if h.is_finished() {
-        h.join().unwrap_or_default()
-    } else {
-        String::new()
-    }
 }
 
 fn agent(timeout: Duration) -> ureq::Agent {
@@ -237,8 +320,16 @@ fn post_task(url: &str, timeout: Duration, task: &Task<'_>) -> TaskOutcome {
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| contract::retry_after(v, system_now_ms() / 1000));
-            match resp.body_mut().read_to_string() {
-                Ok(text) => contract::http_outcome(task.name, status, retry_after, &text),
+            let read = resp
+                .body_mut()
+                .with_config()
+                .limit(contract::OUTPUT_LIMIT as u64)
+                .read_to_vec();
+            match read {
+                Ok(body) => contract::http_answer(task.name, status, retry_after, &body, false),
+                Err(ureq::Error::BodyExceedsLimit(_)) => {
+                    contract::http_answer(task.name, status, retry_after, &[], true)
+                }
                 Err(e) => contract::unknown_outcome(
                     task.name,
                     &format!("answered HTTP {status} but its body was cut off ({e})"),

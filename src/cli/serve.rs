@@ -35,6 +35,15 @@ pub struct Args {
     /// token in the environment variable QFLOW_SERVE_TOKEN.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
     pub listen: String,
+    /// How long a request (head and body) may take to arrive, and each write
+    /// of its answer; also how long a kept-alive connection may stay idle.
+    #[arg(long, value_name = "DURATION", default_value = "PT10S", value_parser = positive_duration)]
+    pub request_timeout: Duration,
+    /// Connections the endpoint keeps open at once; one more is answered 503.
+    /// Lowered to fit the open-file limit (ulimit -n).
+    #[arg(long, value_name = "N", default_value_t = endpoint::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u32).range(1..).map(|n| n as usize))]
+    pub max_connections: usize,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
 }
@@ -44,15 +53,19 @@ Endpoint (JSON in and out; with QFLOW_SERVE_TOKEN set, every request needs
 `Authorization: Bearer <token>`):
   POST /correlations/<instance>/<node>   a counterpart's answer (header Idempotency-Key:
                                          the request it answers); the verdict as status + JSON
-  POST /processes/<process>/instances    start an instance (body: its variables)
+  POST /processes/<process>/instances    start an instance (body: its variables; header
+                                         Idempotency-Key: the same key returns the same instance)
   GET  /instances/<instance>             the instance's state (qflow run's last line)
   POST /instances/<instance>/resolve     reconcile an unknown outcome:
                                          {\"node\": N, \"as\": \"succeeded|failed|retry\", \"variables\": {}}
   GET  /health
 
+Limits: headers 16 KiB (431), a body 1 MiB (413), a request within --request-timeout
+(408), --max-connections open at once (503 past it).
+
 Exit status: 2 for an unreadable or invalid handlers file, a database that cannot be
-opened, an address that cannot be listened on, or a missing token; otherwise it runs
-until stopped.";
+opened, an address that cannot be listened on, or a missing or blank token; otherwise
+it runs until stopped.";
 
 pub fn run(args: Args) -> ExitCode {
     let fail = |msg: String| {
@@ -79,20 +92,22 @@ pub fn run(args: Args) -> ExitCode {
             ))
         }
     };
-    let token = std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty());
+    let token = match endpoint::token_from_env(std::env::var(TOKEN_ENV).ok()) {
+        Ok(t) => t,
+        Err(msg) => return fail(msg),
+    };
     if !addr.ip().is_loopback() && token.is_none() {
         return fail(format!(
             "--listen {addr} is reachable from other machines: set {TOKEN_ENV} to a secret \
              (counterparts send it as `Authorization: Bearer <token>`), or listen on 127.0.0.1"
         ));
     }
-    let server = match tiny_http::Server::http(addr) {
-        Ok(s) => s,
+    let listener = match endpoint::bind(addr) {
+        Ok(l) => l,
         Err(e) => return fail(format!("--listen {addr}: {e}")),
     };
-    let bound = server
-        .server_addr()
-        .to_ip()
+    let bound = listener
+        .local_addr()
         .map_or(addr.to_string(), |a| a.to_string());
     let base = format!("http://{bound}");
     let handlers = super::handlers::world(&file, Some(base.clone()));
@@ -118,7 +133,16 @@ pub fn run(args: Args) -> ExitCode {
         ));
         workers.push(endpoint);
     }
-    endpoint::start(server, workers, token);
+    let (max_connections, lowered) = endpoint::fit_connections(args.max_connections);
+    if let Some(note) = lowered {
+        eprintln!("note: {note}");
+    }
+    let config = endpoint::Config {
+        token,
+        request_timeout: args.request_timeout,
+        max_connections,
+    };
+    endpoint::start(listener, workers, config);
     match args.format {
         Format::Human => eprintln!("listening on {base} (serving {})", args.db),
         Format::Json => println!(
@@ -197,5 +221,14 @@ fn print(format: Format, instance: &str, d: &qflow_engine::runtime::driver::Deci
                 println!("{}  [{instance}]", super::run::human_line(line, &columns));
             }
         }
+    }
+}
+
+/// An ISO-8601 duration longer than zero (`PT10S`).
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match qflow_engine::duration::parse(text) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err("must be longer than zero".into()),
+        Err(e) => Err(format!("an ISO-8601 duration such as PT10S: {e}")),
     }
 }

@@ -77,6 +77,8 @@ forward! {
         /// Whether the outbox holds a poisoned request for exactly this
         /// instance and node (what a poison wake re-reads under the claim).
         fn has_poisoned_request(instance: &str, node: &str) -> Result<bool, StoreError>;
+        /// The start an idempotency key names, if a start took it.
+        fn start_key(key: &str) -> Result<Option<super::start_keys::StartKey>, StoreError>;
         /// The instance and node a correlation key names (`instance/node`), if live.
         fn correlation(key: &str) -> Result<Option<(String, String)>, StoreError>;
         /// The earliest armed timer of an instance.
@@ -192,6 +194,18 @@ forward! {
             start: &Transition,
             started_ms: i64,
         ) -> Result<String, StoreError>;
+        /// Start an instance once per `key`: in one transaction, the key's
+        /// instance if a start took it already (nothing started), else a new
+        /// instance with the key recorded beside it (`start_keys.rs`).
+        /// `fingerprint` identifies the start's variables.
+        fn start_instance_once(
+            deployment: &Deployment,
+            start: &Transition,
+            started_ms: i64,
+            key: &str,
+            fingerprint: &str,
+            wall_ms: i64,
+        ) -> Result<super::start_keys::KeyedStart, StoreError>;
         /// Start `n` instances of a deployment in one transaction, each with
         /// the same start transition (a simulation or a benchmark seeding a
         /// fleet).

@@ -32,6 +32,7 @@ pub mod pg;
 pub mod plans;
 pub mod query;
 pub mod schema;
+pub mod start_keys;
 pub mod stats;
 
 pub use lifecycle::{Deployed, DeploymentRow, Retirement, StatusCounts};
@@ -277,6 +278,14 @@ impl Sqlite {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         // Room for every statement of the decision loop (reads and writes).
         conn.set_prepared_statement_cache_capacity(64);
+        // Another program's database is refused before any setting is
+        // changed: switching it to WAL would already rewrite its header.
+        let found: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let store = Sqlite { conn };
+        if found == 0 {
+            store.refuse_foreign(&path.display().to_string())?;
+        }
+        let conn = store.conn;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;

@@ -220,6 +220,17 @@ CREATE TABLE containment_log (
 );
 CREATE INDEX containment_log_by_target ON containment_log(kind, value, seq);
 "#,
+    // 10: idempotent starts (`start_keys.rs`): the instance each start
+    // key started, written in the start's transaction, never changed.
+    r#"
+CREATE TABLE start_keys (
+    key         TEXT PRIMARY KEY,       -- the Idempotency-Key of the start
+    process_id  TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,          -- sha256 of the process and variables, hex
+    instance_id TEXT NOT NULL REFERENCES instances(id),
+    created_ms  INTEGER NOT NULL        -- wall clock
+);
+"#,
 ];
 
 /// The version that added the deployment lifecycle (`deployments.origin`,

@@ -45,7 +45,30 @@ impl Serve {
 /// `db` is what `--db` takes: a SQLite file (relative to `dir`) or a
 /// PostgreSQL URL (a `Fresh` database of `support::stores`).
 pub fn spawn(dir: &Path, db: &str, env: &[(&str, &str)]) -> Serve {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_qflow"));
+    spawn_with(dir, db, env, &[], None)
+}
+
+/// [`spawn`] with more arguments for `qflow serve`, and with the open-file
+/// limit set to `files` (through `sh -c 'ulimit -n N; exec qflow …'`).
+pub fn spawn_with(
+    dir: &Path,
+    db: &str,
+    env: &[(&str, &str)],
+    extra: &[&str],
+    files: Option<u32>,
+) -> Serve {
+    let mut cmd = match files {
+        None => Command::new(env!("CARGO_BIN_EXE_qflow")),
+        Some(n) => {
+            let mut c = Command::new("sh");
+            c.args([
+                "-c",
+                &format!("ulimit -n {n} && exec \"$0\" \"$@\""),
+                env!("CARGO_BIN_EXE_qflow"),
+            ]);
+            c
+        }
+    };
     cmd.current_dir(dir)
         .args([
             "serve",
@@ -58,6 +81,7 @@ pub fn spawn(dir: &Path, db: &str, env: &[(&str, &str)]) -> Serve {
             "--format",
             "json",
         ])
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());

@@ -51,6 +51,10 @@ pub enum EngineError {
     MissingHandlers(Vec<String>),
     #[error("another process holds the claim on instance `{0}`; try again when it lets go")]
     Busy(String),
+    /// A start's idempotency key names another start (another process, or
+    /// other variables): nothing was started.
+    #[error("the idempotency key `{key}` started instance `{instance}` with other variables or of another process: send a new key for a new start")]
+    KeyReused { key: String, instance: String },
 }
 
 /// One decision an [`Engine`] took, and the instance it was for.
@@ -240,6 +244,70 @@ impl Engine {
         self.start(&dep, variables)
     }
 
+    /// [`Engine::start_process`] once per `key`: the first start with the
+    /// key starts an instance, every later one (after a lost reply, on
+    /// another replica, after a restart) returns that same instance and
+    /// starts nothing; `false` says it was started before. A key already
+    /// used for another process or other variables is refused
+    /// ([`EngineError::KeyReused`]).
+    pub fn start_process_once(
+        &mut self,
+        process_id: &str,
+        variables: Value,
+        key: &str,
+    ) -> Result<(String, bool), EngineError> {
+        let vars: Variables = match variables {
+            Value::Null => Variables::new(),
+            Value::Object(m) => m.into_iter().collect(),
+            other => return Err(EngineError::NotAnObject(other.to_string())),
+        };
+        let fingerprint = start_fingerprint(process_id, &vars);
+        let same = |k: &crate::store::start_keys::StartKey| -> Result<(String, bool), EngineError> {
+            if k.process_id == process_id && k.fingerprint == fingerprint {
+                Ok((k.instance.clone(), false))
+            } else {
+                Err(EngineError::KeyReused {
+                    key: key.to_string(),
+                    instance: k.instance.clone(),
+                })
+            }
+        };
+        if let Some(k) = self.store.start_key(key)? {
+            return same(&k);
+        }
+        let row = self
+            .store
+            .deployments()?
+            .into_iter()
+            .filter(|d| d.process_id == process_id && d.retired_ms.is_none())
+            .max_by_key(|d| d.id)
+            .ok_or_else(|| EngineError::NoProcess(process_id.into()))?;
+        let dep = Deployment {
+            id: row.id,
+            process_id: row.process_id,
+            hash: row.hash,
+        };
+        let missing = self.missing_handlers(&dep)?;
+        if !missing.is_empty() {
+            return Err(EngineError::MissingHandlers(missing));
+        }
+        let graph = self.graph(dep.id)?;
+        let now = self.start_ms();
+        let start = decide::start(&graph, &vars, now);
+        use crate::store::start_keys::KeyedStart;
+        match self.store.start_instance_once(
+            &dep,
+            &start,
+            now,
+            key,
+            &fingerprint,
+            system_now_ms(),
+        )? {
+            KeyedStart::Started(id) => Ok((id, true)),
+            KeyedStart::Existing(k) => same(&k),
+        }
+    }
+
     /// A counterpart's answer on `correlation` (`instance/node`, what a
     /// relay's [`Request::correlation`] says) to the request with
     /// `idempotency_key` (`None`: whichever attempt is live). The verdict
@@ -347,4 +415,15 @@ impl Engine {
         let graph = self.graph(row.deployment_id)?;
         Ok(Inspection::read(&self.store, &graph, instance)?)
     }
+}
+
+/// What identifies a start's request: its process and variables (sorted by
+/// name), as a SHA-256 in hex.
+fn start_fingerprint(process_id: &str, vars: &Variables) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(process_id.as_bytes());
+    h.update(b"\n");
+    h.update(serde_json::to_string(vars).unwrap_or_default().as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }

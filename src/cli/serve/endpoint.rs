@@ -1,20 +1,608 @@
 //! `qflow serve`'s HTTP endpoint: counterparts' answers, starts, an
-//! instance's state, reconciliations and the health check, answered by
-//! [`WORKERS`] threads, each with an engine of its own (docs/handlers.md).
+//! instance's state, reconciliations and the health check
+//! (docs/handlers.md).
+//!
+//! An endpoint that holds, whatever its clients do:
+//!
+//! - **One thread per connection, a bound on connections.** At most
+//!   `max_connections` are open at once (lowered to fit the process's
+//!   open-file limit); one more is answered `503` with `Retry-After` by a
+//!   refusal thread and closed, so a flood degrades into refusals instead
+//!   of starving the process of file descriptors.
+//! - **Timeouts.** A request's head and body must arrive within the
+//!   request timeout (from its first byte, or from the end of the previous
+//!   request on a kept-alive connection: the idle limit), and every write
+//!   of an answer must progress within it; a stalled client is answered
+//!   `408` and closed and holds up nobody else.
+//! - **Bounded sizes.** The request line and headers: [`HEAD_LIMIT`]
+//!   (`431`); a body: [`BODY_LIMIT`] (`413`, said before a byte of the
+//!   body is read, from its `Content-Length`).
+//! - **Authentication first.** With a token, a request without it is
+//!   answered `401` from its head alone: its body is never waited for.
+//! - **No panic path in accepting.** An accept that fails (out of file
+//!   descriptors, say) is reported and retried after a pause; the
+//!   listener never stops.
+//!
+//! Requests that touch the store are answered by [`WORKERS`] threads, each
+//! with an engine of its own (its own connection and claim owner); a
+//! connection thread hands its request over and waits for the answer.
+//! `/health` is answered by the connection thread itself.
 
-use std::io::Read;
-use std::time::Duration;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use qflow_engine::embed::{Engine, EngineError};
 use qflow_engine::runtime::driver::Verdict;
 use serde_json::{json, Value};
 
-/// Answer requests on `server` with one thread per engine in `workers`.
-pub fn start(server: tiny_http::Server, workers: Vec<Engine>, token: Option<String>) {
-    let server = std::sync::Arc::new(server);
+/// How many requests touching the store are answered at once. An answer to
+/// a busy instance waits up to [`BUSY_WAIT`] for its claim; with one worker
+/// every other request would queue behind it. Concurrent workers are as
+/// safe as several `qflow serve` processes on one database: every decision
+/// is taken under the instance's claim and applied only if the instance
+/// has not moved, so two answers to one instance are decided one after the
+/// other, never both on one state.
+pub const WORKERS: usize = 4;
+
+/// Requests waiting for a worker; one more is answered `503`.
+const QUEUE: usize = 64;
+
+/// The request line and headers together, at most (`431` past it).
+pub const HEAD_LIMIT: usize = 16 * 1024;
+
+/// Headers in one request, at most (`431` past it).
+const MAX_HEADERS: usize = 64;
+
+/// A request body, at most (`413` past it).
+pub const BODY_LIMIT: usize = 1 << 20;
+
+/// The default of `--request-timeout`.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default of `--max-connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+
+/// How long an answer waits for an instance's claim before `503 busy`.
+const BUSY_WAIT: Duration = Duration::from_secs(3);
+
+/// How long a connection thread waits for a worker's answer (the worker's
+/// own waits are bounded by [`BUSY_WAIT`] and the store's).
+const WORKER_WAIT: Duration = Duration::from_secs(60);
+
+/// How the endpoint is bounded.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The token every request must carry (`Authorization: Bearer …`).
+    pub token: Option<String>,
+    /// A request's head and body, and each write of its answer, within this.
+    pub request_timeout: Duration,
+    /// Connections open at once, at most.
+    pub max_connections: usize,
+}
+
+/// The token of `QFLOW_SERVE_TOKEN` as the endpoint checks it: surrounding
+/// whitespace is not part of it; a set but blank variable is refused (it
+/// would let anyone in who sends an empty token).
+pub fn token_from_env(value: Option<String>) -> Result<Option<String>, String> {
+    match value {
+        None => Ok(None),
+        Some(v) if v.trim().is_empty() => Err(format!(
+            "{} is set but blank: set it to a secret (counterparts send it as \
+             `Authorization: Bearer <token>`), or unset it to serve loopback without a token",
+            super::TOKEN_ENV
+        )),
+        Some(v) => Ok(Some(v.trim().to_string())),
+    }
+}
+
+/// `max_connections` lowered to fit the process's open-file limit (after
+/// raising its soft limit to the hard one, as a server does), keeping file
+/// descriptors for the store and the handlers; a note when it was lowered.
+pub fn fit_connections(max_connections: usize) -> (usize, Option<String>) {
+    #[cfg(unix)]
+    {
+        use rustix::process::{getrlimit, setrlimit, Resource};
+        let mut limit = getrlimit(Resource::Nofile);
+        if limit.current < limit.maximum {
+            let raised = rustix::process::Rlimit {
+                current: limit.maximum,
+                maximum: limit.maximum,
+            };
+            if setrlimit(Resource::Nofile, raised).is_ok() {
+                limit = getrlimit(Resource::Nofile);
+            }
+        }
+        if let Some(files) = limit.current {
+            let files = usize::try_from(files).unwrap_or(usize::MAX);
+            let reserve = (files / 2).min(64);
+            let fits = files.saturating_sub(reserve).max(1);
+            if max_connections > fits {
+                return (
+                    fits,
+                    Some(format!(
+                        "--max-connections lowered from {max_connections} to {fits}: the open-file \
+                         limit is {files} (ulimit -n), and {reserve} are kept for the store and the handlers"
+                    )),
+                );
+            }
+        }
+    }
+    (max_connections, None)
+}
+
+/// What a connection thread hands a worker.
+struct Job {
+    request: Request,
+    reply: mpsc::Sender<Reply>,
+}
+
+/// A parsed request: what the routes read.
+struct Request {
+    method: String,
+    /// The path, without its query.
+    path: String,
+    idempotency_key: Option<String>,
+    body: Vec<u8>,
+}
+
+/// An answer: status, JSON, extra headers.
+struct Reply {
+    status: u16,
+    body: Value,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl Reply {
+    fn new((status, body): (u16, Value)) -> Reply {
+        let mut headers = Vec::new();
+        if status == 503 {
+            headers.push(("Retry-After", "1".to_string()));
+        }
+        Reply {
+            status,
+            body,
+            headers,
+        }
+    }
+}
+
+/// What every connection thread shares.
+struct Shared {
+    config: Config,
+    open: AtomicUsize,
+    jobs: mpsc::SyncSender<Job>,
+}
+
+/// Counts one open connection while it lives.
+struct Open(Arc<Shared>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Answer requests on `listener`: an accepting thread, a thread per
+/// connection, and one worker thread per engine in `workers`.
+pub fn start(listener: TcpListener, workers: Vec<Engine>, config: Config) {
+    let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
+    let queue = Arc::new(Mutex::new(queue));
     for engine in workers {
-        let (server, token) = (server.clone(), token.clone());
-        std::thread::spawn(move || listen(&server, engine, token));
+        let queue = queue.clone();
+        std::thread::spawn(move || work(engine, &queue));
+    }
+    let (refusals, refused) = mpsc::sync_channel::<TcpStream>(QUEUE);
+    std::thread::spawn(move || refuse_each(&refused));
+    let shared = Arc::new(Shared {
+        config,
+        open: AtomicUsize::new(0),
+        jobs,
+    });
+    std::thread::spawn(move || accept(&listener, &shared, &refusals));
+}
+
+/// The accepting loop: it never ends and never panics.
+fn accept(listener: &TcpListener, shared: &Arc<Shared>, refusals: &mpsc::SyncSender<TcpStream>) {
+    let mut last_report: Option<Instant> = None;
+    loop {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors (EMFILE, ENFILE), out of buffers,
+                // or a connection reset before it was accepted: wait and
+                // accept again; the pending connections stay queued.
+                if last_report.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
+                    eprintln!(
+                        "qflow serve: the endpoint cannot accept a connection ({e}) with {} open; \
+                         it keeps trying (raise the open-file limit, ulimit -n, or lower --max-connections)",
+                        shared.open.load(Ordering::SeqCst)
+                    );
+                    last_report = Some(Instant::now());
+                }
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        };
+        if shared.open.fetch_add(1, Ordering::SeqCst) >= shared.config.max_connections {
+            shared.open.fetch_sub(1, Ordering::SeqCst);
+            // A full refusal queue: the connection is just closed.
+            let _ = refusals.try_send(stream);
+            continue;
+        }
+        let open = Open(shared.clone());
+        let spawned = std::thread::Builder::new()
+            .name("qflow-http".into())
+            .spawn(move || connection(stream, &open));
+        if let Err(e) = spawned {
+            // The stream went with the closure: the client sees it closed.
+            eprintln!("qflow serve: no thread for a connection ({e}); it was closed");
+        }
+    }
+}
+
+/// Answer each refused connection `503` and close it, lingering a moment
+/// so the client reads the answer rather than a reset.
+fn refuse_each(refused: &mpsc::Receiver<TcpStream>) {
+    for mut stream in refused.iter() {
+        let reply = Reply::new((
+            503,
+            json!({"error": "the endpoint has as many connections open as it takes (--max-connections): send again shortly"}),
+        ));
+        let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+        let _ = write_reply(&mut stream, &reply, false);
+        linger(stream, Duration::from_millis(200), 64 * 1024);
+    }
+}
+
+/// Shut the writing side, read and drop what the client still sends for at
+/// most `wait` (or `bytes`), then close: closing with unread input would
+/// reset the connection and lose the answer just written.
+fn linger(mut stream: TcpStream, wait: Duration, bytes: usize) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let deadline = Instant::now() + wait;
+    let mut buf = [0u8; 8192];
+    let mut read = 0;
+    while read < bytes {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            break;
+        };
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read += n,
+        }
+    }
+}
+
+/// Why a request could not be read.
+enum ReadError {
+    /// The client closed the connection (or it broke): nothing to answer.
+    Closed,
+    /// The request did not arrive in time.
+    Timeout,
+    /// An answer to give before closing.
+    Answer(u16, String),
+}
+
+/// A connection: its requests one after another (kept alive as HTTP/1.1
+/// does), each within the request timeout.
+fn connection(mut stream: TcpStream, open: &Open) {
+    let shared = &open.0;
+    let timeout = shared.config.request_timeout;
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_write_timeout(Some(timeout));
+    // Bytes read past the previous request (a pipelined next one).
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        let deadline = Instant::now() + timeout;
+        let (request, keep_alive) = match read_request(&mut stream, &mut pending, deadline, shared)
+        {
+            Ok(r) => r,
+            Err(ReadError::Closed) => return,
+            Err(ReadError::Timeout) => {
+                // A connection idle between requests is closed quietly; a
+                // request that started and stalled hears why.
+                if !pending.is_empty() {
+                    let reply = Reply::new((
+                        408,
+                        json!({"error": format!(
+                            "the request did not arrive within {} (--request-timeout)",
+                            qflow_engine::duration::to_iso(timeout)
+                        )}),
+                    ));
+                    let _ = write_reply(&mut stream, &reply, false);
+                    linger(stream, Duration::from_millis(200), 64 * 1024);
+                }
+                return;
+            }
+            Err(ReadError::Answer(status, message)) => {
+                let _ = write_reply(
+                    &mut stream,
+                    &Reply::new((status, json!({"error": message}))),
+                    false,
+                );
+                linger(stream, Duration::from_secs(1), BODY_LIMIT);
+                return;
+            }
+        };
+        let reply = route(request, shared);
+        if write_reply(&mut stream, &reply, keep_alive).is_err() || !keep_alive {
+            linger(stream, Duration::from_millis(200), 64 * 1024);
+            return;
+        }
+    }
+}
+
+/// Read into `pending` until `deadline`; `Ok(0)` when the client closed.
+fn fill(stream: &mut TcpStream, pending: &mut Vec<u8>, deadline: Instant) -> Result<usize, ReadError> {
+    let left = deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+        .ok_or(ReadError::Timeout)?;
+    stream
+        .set_read_timeout(Some(left))
+        .map_err(|_| ReadError::Closed)?;
+    let mut buf = [0u8; 16 * 1024];
+    match stream.read(&mut buf) {
+        Ok(n) => {
+            pending.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(ReadError::Timeout)
+        }
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(1),
+        Err(_) => Err(ReadError::Closed),
+    }
+}
+
+/// One request: its head (bounded), the token checked, then its body
+/// (bounded, by `Content-Length`). Whether the connection stays open after.
+fn read_request(
+    stream: &mut TcpStream,
+    pending: &mut Vec<u8>,
+    deadline: Instant,
+    shared: &Shared,
+) -> Result<(Request, bool), ReadError> {
+    // The head.
+    let (head_len, method, path, version, headers) = loop {
+        if !pending.is_empty() {
+            let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut req = httparse::Request::new(&mut slots);
+            match req.parse(pending) {
+                Ok(httparse::Status::Complete(n)) => {
+                    let headers: Vec<(String, Vec<u8>)> = req
+                        .headers
+                        .iter()
+                        .map(|h| (h.name.to_ascii_lowercase(), h.value.to_vec()))
+                        .collect();
+                    break (
+                        n,
+                        req.method.unwrap_or_default().to_string(),
+                        req.path.unwrap_or_default().to_string(),
+                        req.version.unwrap_or(1),
+                        headers,
+                    );
+                }
+                Ok(httparse::Status::Partial) => {}
+                Err(httparse::Error::TooManyHeaders) => {
+                    return Err(ReadError::Answer(
+                        431,
+                        format!("a request carries at most {MAX_HEADERS} headers"),
+                    ))
+                }
+                Err(e) => {
+                    return Err(ReadError::Answer(
+                        400,
+                        format!("not an HTTP/1.1 request ({e})"),
+                    ))
+                }
+            }
+            if pending.len() >= HEAD_LIMIT {
+                return Err(ReadError::Answer(
+                    431,
+                    format!(
+                        "the request line and headers are over the limit of {} KiB ({HEAD_LIMIT} bytes)",
+                        HEAD_LIMIT / 1024
+                    ),
+                ));
+            }
+        }
+        if fill(stream, pending, deadline)? == 0 {
+            return Err(ReadError::Closed);
+        }
+    };
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| String::from_utf8_lossy(v).trim().to_string())
+    };
+    // Authentication, from the head alone.
+    if let Some(token) = &shared.config.token {
+        if !authorized(header("authorization").as_deref(), token) {
+            return Err(ReadError::Answer(
+                401,
+                "send the server's token as `Authorization: Bearer <token>`".into(),
+            ));
+        }
+    }
+    // The body's length: Content-Length only.
+    if header("transfer-encoding").is_some() {
+        return Err(ReadError::Answer(
+            411,
+            "send the body with a Content-Length (Transfer-Encoding is not taken)".into(),
+        ));
+    }
+    let lengths: Vec<String> = headers
+        .iter()
+        .filter(|(n, _)| n == "content-length")
+        .map(|(_, v)| String::from_utf8_lossy(v).trim().to_string())
+        .collect();
+    let length = match lengths.as_slice() {
+        [] => 0,
+        [one] => one
+            .parse::<u64>()
+            .map_err(|_| ReadError::Answer(400, format!("Content-Length `{one}` is not a number")))?,
+        _ => {
+            return Err(ReadError::Answer(
+                400,
+                "more than one Content-Length".into(),
+            ))
+        }
+    };
+    if length > BODY_LIMIT as u64 {
+        return Err(ReadError::Answer(
+            413,
+            format!(
+                "the body is {length} bytes, over the limit of 1 MiB ({BODY_LIMIT} bytes)"
+            ),
+        ));
+    }
+    let length = length as usize;
+    if header("expect").is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
+        && pending.len() < head_len + length
+    {
+        let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    // The body.
+    while pending.len() < head_len + length {
+        if fill(stream, pending, deadline)? == 0 {
+            return Err(ReadError::Closed);
+        }
+    }
+    let body = pending[head_len..head_len + length].to_vec();
+    pending.drain(..head_len + length);
+    let connection = header("connection").unwrap_or_default();
+    let keep_alive = if version == 0 {
+        connection.eq_ignore_ascii_case("keep-alive")
+    } else {
+        !connection.eq_ignore_ascii_case("close")
+    };
+    let path = path.split('?').next().unwrap_or_default().to_string();
+    Ok((
+        Request {
+            method,
+            path,
+            idempotency_key: header("idempotency-key"),
+            body,
+        },
+        keep_alive,
+    ))
+}
+
+/// Whether an `Authorization` header carries `token` as a bearer token:
+/// the scheme in any case, the token compared in constant time.
+fn authorized(value: Option<&str>, token: &str) -> bool {
+    let Some((scheme, given)) = value.map(str::trim).and_then(|v| v.split_once(' ')) else {
+        return false;
+    };
+    scheme.eq_ignore_ascii_case("bearer") & same_secret(given.trim().as_bytes(), token.as_bytes())
+}
+
+/// `a == b` in time that depends on their lengths only, never on where
+/// they first differ: a token is not guessed byte by byte from timings.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= usize::from(x ^ y);
+    }
+    std::hint::black_box(diff) == 0
+}
+
+/// Answer one request: the health check here, the rest by a worker.
+fn route(request: Request, shared: &Shared) -> Reply {
+    if request.method == "GET" && request.path == "/health" {
+        return Reply::new((200, json!({"status": "ok"})));
+    }
+    let (reply, answer) = mpsc::channel();
+    match shared.jobs.try_send(Job { request, reply }) {
+        Ok(()) => {}
+        Err(mpsc::TrySendError::Full(_)) => {
+            return Reply::new((
+                503,
+                json!({"error": format!("the endpoint's {WORKERS} workers have {QUEUE} requests waiting: send again shortly")}),
+            ))
+        }
+        Err(mpsc::TrySendError::Disconnected(_)) => {
+            return Reply::new((500, json!({"error": "the endpoint's workers stopped"})))
+        }
+    }
+    answer.recv_timeout(WORKER_WAIT).unwrap_or_else(|_| {
+        Reply::new((
+            503,
+            json!({"error": format!("no answer from the store within {} s: send again", WORKER_WAIT.as_secs())}),
+        ))
+    })
+}
+
+/// A worker: requests from the queue, answered with its own engine.
+fn work(mut engine: Engine, queue: &Mutex<mpsc::Receiver<Job>>) {
+    loop {
+        let job = match queue.lock() {
+            Ok(q) => q.recv(),
+            Err(poisoned) => poisoned.into_inner().recv(),
+        };
+        let Ok(Job { request, reply }) = job else {
+            return;
+        };
+        let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            answer(&mut engine, &request)
+        }));
+        let _ = reply.send(answered.unwrap_or_else(|_| {
+            Reply::new((
+                500,
+                json!({"error": "answering this request failed inside qflow (a bug): see serve's standard error"}),
+            ))
+        }));
+    }
+}
+
+fn write_reply(stream: &mut TcpStream, reply: &Reply, keep_alive: bool) -> io::Result<()> {
+    let body = reply.body.to_string();
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        reply.status,
+        reason(reply.status),
+        body.len()
+    );
+    for (name, value) in &reply.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !keep_alive {
+        head.push_str("Connection: close\r\n");
+    }
+    head.push_str("\r\n");
+    head.push_str(&body);
+    stream.write_all(head.as_bytes())?;
+    stream.flush()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        410 => "Gone",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        422 => "Unprocessable Content",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "",
     }
 }
 
@@ -51,132 +639,121 @@ pub fn verdict_reply(v: &Verdict) -> (u16, Value) {
     }
 }
 
-/// How many requests the endpoint answers at once. An answer to a busy
-/// instance waits up to [`BUSY_WAIT`] for its claim; with one worker every
-/// other request (another instance's answer, a health check) would queue
-/// behind it. Concurrent workers are as safe as several `qflow serve`
-/// processes on one database: every decision is taken under the instance's
-/// claim and applied only if the instance has not moved, so two answers to
-/// one instance are decided one after the other, never both on one state.
-pub const WORKERS: usize = 4;
-
-/// Answer requests until the server closes: one of [`WORKERS`] threads.
-fn listen(server: &tiny_http::Server, mut engine: Engine, token: Option<String>) {
-    for mut req in server.incoming_requests() {
-        let (status, body) = answer(&mut engine, token.as_deref(), &mut req);
-        let retry = status == 503;
-        let mut resp = tiny_http::Response::from_string(body.to_string())
-            .with_status_code(status)
-            .with_header(header("Content-Type", "application/json"));
-        if retry {
-            resp = resp.with_header(header("Retry-After", "1"));
-        }
-        let _ = req.respond(resp);
-    }
-}
-
-fn header(name: &str, value: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
-        .expect("static header names and values are valid")
-}
-
-fn header_value<'a>(req: &'a tiny_http::Request, name: &'static str) -> Option<&'a str> {
-    req.headers()
-        .iter()
-        .find(|h| h.field.equiv(name))
-        .map(|h| h.value.as_str())
-}
-
-/// How long an answer waits for an instance's claim before `503 busy`.
-const BUSY_WAIT: Duration = Duration::from_secs(3);
-
-/// At most this much of a request body is read.
-const BODY_LIMIT: u64 = 1 << 20;
-
-fn read_json(req: &mut tiny_http::Request) -> Result<Value, (u16, Value)> {
-    let mut text = String::new();
-    if let Err(e) = req.as_reader().take(BODY_LIMIT).read_to_string(&mut text) {
-        return Err((400, json!({"error": format!("cannot read the body: {e}")})));
-    }
+/// A body as JSON (empty is `{}`).
+fn body_json(body: &[u8]) -> Result<Value, (u16, Value)> {
+    let text = std::str::from_utf8(body)
+        .map_err(|e| (400, json!({"error": format!("the body is not UTF-8 ({e})")})))?;
     if text.trim().is_empty() {
         return Ok(json!({}));
     }
-    serde_json::from_str(&text)
+    serde_json::from_str(text)
         .map_err(|e| (400, json!({"error": format!("the body is not JSON: {e}")})))
 }
 
-fn answer(engine: &mut Engine, token: Option<&str>, req: &mut tiny_http::Request) -> (u16, Value) {
-    if let Some(t) = token {
-        let given = header_value(req, "Authorization").and_then(|v| v.strip_prefix("Bearer "));
-        if given != Some(t) {
-            return (
-                401,
-                json!({"error": "send the server's token as `Authorization: Bearer <token>`"}),
-            );
-        }
-    }
-    let method = req.method().clone();
-    let url = req.url().split('?').next().unwrap_or("").to_string();
+fn answer(engine: &mut Engine, req: &Request) -> Reply {
+    let url = req.path.as_str();
     let path = url.trim_start_matches('/');
-    use tiny_http::Method::{Get, Post};
-    match (&method, path.split_once('/')) {
-        (Get, _) if path == "health" => (200, json!({"status": "ok"})),
-        (Post, Some(("correlations", key))) if !key.is_empty() => {
-            let body = match read_json(req) {
-                Ok(b) => b,
-                Err(e) => return e,
+    let body = || body_json(&req.body);
+    let reply = |r: (u16, Value)| Reply::new(r);
+    match (req.method.as_str(), path.split_once('/')) {
+        ("POST", Some(("correlations", key))) if !key.is_empty() => {
+            let body = match body() {
+                Ok(b @ Value::Object(_)) => b,
+                Ok(other) => {
+                    return reply((
+                        400,
+                        json!({"error": format!(
+                            "the answer must be a JSON object (its fields are the variables the flow resumes with), not {}",
+                            kind(&other)
+                        )}),
+                    ))
+                }
+                Err(e) => return reply(e),
             };
-            let request = header_value(req, "Idempotency-Key").map(str::to_string);
+            let request = req.idempotency_key.as_deref();
             // The driving thread claims an instance for every look at it:
             // a moment's wait usually finds the claim free again.
-            let deadline = std::time::Instant::now() + BUSY_WAIT;
-            let mut answer = engine.respond(key, request.as_deref(), body.clone());
-            while matches!(answer, Err(EngineError::Busy(_)))
-                && std::time::Instant::now() < deadline
-            {
+            let deadline = Instant::now() + BUSY_WAIT;
+            let mut answer = engine.respond(key, request, body.clone());
+            while matches!(answer, Err(EngineError::Busy(_))) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));
-                answer = engine.respond(key, request.as_deref(), body.clone());
+                answer = engine.respond(key, request, body.clone());
             }
-            match answer {
+            reply(match answer {
                 Ok(v) => verdict_reply(&v),
                 Err(EngineError::Busy(_)) => (
                     503,
                     json!({"verdict": "busy", "message": "the instance is being decided; send the answer again"}),
                 ),
                 Err(e) => (500, json!({"error": e.to_string()})),
-            }
+            })
         }
-        (Post, Some(("processes", rest))) => {
+        ("POST", Some(("processes", rest))) => {
             let Some(process) = rest.strip_suffix("/instances").filter(|p| !p.is_empty()) else {
-                return not_found(&url);
+                return reply(not_found(url));
             };
-            let vars = match read_json(req) {
+            let vars = match body() {
                 Ok(b) => b,
-                Err(e) => return e,
+                Err(e) => return reply(e),
             };
-            match engine.start_process(process, vars) {
-                Ok(id) => (201, json!({"instance": id})),
-                Err(e @ EngineError::NoProcess(_)) => (404, json!({"error": e.to_string()})),
-                Err(e @ (EngineError::NotAnObject(_) | EngineError::MissingHandlers(_))) => {
-                    (422, json!({"error": e.to_string()}))
-                }
-                Err(e) => (500, json!({"error": e.to_string()})),
-            }
+            start(engine, process, vars, req.idempotency_key.as_deref())
         }
-        (Post, Some(("instances", rest))) if rest.ends_with("/resolve") => {
+        ("POST", Some(("instances", rest))) if rest.ends_with("/resolve") => {
             let id = rest.trim_end_matches("/resolve");
-            let body = match read_json(req) {
+            let body = match body() {
                 Ok(b) => b,
-                Err(e) => return e,
+                Err(e) => return reply(e),
             };
-            resolve(engine, id, &body)
+            reply(resolve(engine, id, &body))
         }
-        (Get, Some(("instances", id))) if !id.is_empty() => match engine.status(id) {
+        ("GET", Some(("instances", id))) if !id.is_empty() => reply(match engine.status(id) {
             Ok(state) => (200, state),
             Err(e @ EngineError::NoInstance(_)) => (404, json!({"error": e.to_string()})),
             Err(e) => (500, json!({"error": e.to_string()})),
-        },
-        _ => not_found(&url),
+        }),
+        _ => reply(not_found(url)),
+    }
+}
+
+/// A JSON value's kind, as an error message names it.
+fn kind(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(_) => "a string".into(),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// `POST /processes/<process>/instances`, once per `Idempotency-Key`.
+fn start(engine: &mut Engine, process: &str, vars: Value, key: Option<&str>) -> Reply {
+    let started = match key {
+        None => engine.start_process(process, vars).map(|id| (id, true)),
+        Some(k) if k.is_empty() || k.len() > 255 => {
+            return Reply::new((
+                400,
+                json!({"error": "Idempotency-Key: send 1 to 255 characters naming this start (a UUID, say)"}),
+            ))
+        }
+        Some(k) => engine.start_process_once(process, vars, k),
+    };
+    match started {
+        Ok((id, true)) => Reply::new((201, json!({"instance": id}))),
+        Ok((id, false)) => {
+            let mut r = Reply::new((201, json!({"instance": id})));
+            r.headers.push(("Idempotent-Replayed", "true".into()));
+            r
+        }
+        Err(e @ EngineError::NoProcess(_)) => Reply::new((404, json!({"error": e.to_string()}))),
+        Err(e @ (EngineError::NotAnObject(_) | EngineError::MissingHandlers(_))) => {
+            Reply::new((422, json!({"error": e.to_string()})))
+        }
+        Err(e @ EngineError::KeyReused { .. }) => {
+            Reply::new((422, json!({"error": e.to_string()})))
+        }
+        Err(e) => Reply::new((500, json!({"error": e.to_string()}))),
     }
 }
 
@@ -198,14 +775,14 @@ fn resolve(engine: &mut Engine, id: &str, body: &Value) -> (u16, Value) {
         );
     }
     let vars = body.get("variables").cloned().unwrap_or(Value::Null);
-    let deadline = std::time::Instant::now() + BUSY_WAIT;
+    let deadline = Instant::now() + BUSY_WAIT;
     loop {
         match engine.resolve(id, node, how, vars.clone()) {
             Ok(d) => {
                 let state = engine.status(id).unwrap_or(Value::Null);
                 return (200, json!({"lines": d.lines, "state": state}));
             }
-            Err(EngineError::Busy(_)) if std::time::Instant::now() < deadline => {
+            Err(EngineError::Busy(_)) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(5))
             }
             Err(e @ EngineError::Busy(_)) => {
@@ -223,4 +800,34 @@ fn not_found(url: &str) -> (u16, Value) {
         404,
         json!({"error": format!("no endpoint {url}: POST /correlations/<instance>/<node>, POST /processes/<process>/instances, GET /instances/<instance>, POST /instances/<instance>/resolve, GET /health")}),
     )
+}
+
+/// Bind the endpoint's listener.
+pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+    TcpListener::bind(addr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bearer_token_is_matched_in_any_case_of_the_scheme_and_exactly() {
+        assert!(authorized(Some("Bearer s3cret"), "s3cret"));
+        assert!(authorized(Some("bearer s3cret"), "s3cret"));
+        assert!(authorized(Some("BEARER   s3cret "), "s3cret"));
+        assert!(!authorized(Some("Bearer s3cre"), "s3cret"));
+        assert!(!authorized(Some("Bearer s3cretx"), "s3cret"));
+        assert!(!authorized(Some("Basic s3cret"), "s3cret"));
+        assert!(!authorized(Some("Bearer"), "s3cret"));
+        assert!(!authorized(None, "s3cret"));
+    }
+
+    #[test]
+    fn a_blank_token_is_refused_and_surrounding_whitespace_is_not_part_of_it() {
+        assert!(token_from_env(Some("   ".into())).is_err());
+        assert!(token_from_env(Some(String::new())).is_err());
+        assert_eq!(token_from_env(Some(" t \n".into())), Ok(Some("t".into())));
+        assert_eq!(token_from_env(None), Ok(None));
+    }
 }

@@ -44,6 +44,7 @@ use qflow_instance::{OutboxChange, OutboxRow, Purpose, Status, TimerRow, Transit
 mod contain;
 mod inflight;
 pub mod schema;
+mod start_keys;
 mod stats;
 mod tls;
 

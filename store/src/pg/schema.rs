@@ -194,6 +194,16 @@ CREATE TABLE containment_log (
 );
 CREATE INDEX containment_log_by_target ON containment_log(kind, value, seq);
 "#,
+    // 10: idempotent starts: the instance each start key started.
+    r#"
+CREATE TABLE start_keys (
+    key         TEXT PRIMARY KEY,
+    process_id  TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    instance_id TEXT NOT NULL REFERENCES instances(id),
+    created_ms  BIGINT NOT NULL
+);
+"#,
 ];
 
 // Each SQLite migration has its PostgreSQL twin: whoever adds one adds both.
