@@ -130,7 +130,7 @@ fn deployment_json(d: &DeploymentRow) -> Value {
 
 pub fn list(args: ListArgs) -> ExitCode {
     let format = args.format;
-    let store = match ops::open_existing(&args.db) {
+    let store = match ops::open_for_reading(&args.db) {
         Ok(s) => s,
         Err(e) => return ops::fail(format, USAGE, "store", e),
     };

@@ -131,7 +131,7 @@ pub fn list(args: ListArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return ops::fail(format, USAGE, "usage", e),
     };
-    let store = match ops::open_existing(&args.db) {
+    let store = match ops::open_for_reading(&args.db) {
         Ok(s) => s,
         Err(e) => return ops::fail(format, USAGE, "store", e),
     };
@@ -617,7 +617,7 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
 
 pub fn show(args: ShowArgs) -> ExitCode {
     let format = args.format;
-    let store = match ops::open_existing(&args.db) {
+    let store = match ops::open_for_reading(&args.db) {
         Ok(s) => s,
         Err(e) => return ops::fail(format, USAGE, "store", e),
     };

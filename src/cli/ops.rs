@@ -46,6 +46,12 @@ pub fn open_existing(db: &Location) -> Result<Store, String> {
     Store::connect_existing(db).map_err(|e| format!("--db {}", connect_error(db, &e)))
 }
 
+/// Open a database only to read it: one qflow may not write (a read-only
+/// file, directory or mount) is read as it is (`Store::connect_for_reading`).
+pub fn open_for_reading(db: &Location) -> Result<Store, String> {
+    Store::connect_for_reading(db).map_err(|e| format!("--db {}", connect_error(db, &e)))
+}
+
 /// Open (or create) a database.
 pub fn open(db: &Location) -> Result<Store, String> {
     Store::connect(db).map_err(|e| format!("--db {}", connect_error(db, &e)))

@@ -102,7 +102,7 @@ fn inspect(db: &Location, id: &str) -> Result<Inspection, String> {
     if db.sqlite_path().is_some_and(|p| !p.exists()) {
         return Err(format!("--db {db}: no such database file"));
     }
-    let store = Store::connect_existing(db).map_err(|e| {
+    let store = Store::connect_for_reading(db).map_err(|e| {
         format!(
             "--db {}",
             qflow_engine::store::explain::connect_error(db, &e)

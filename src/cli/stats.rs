@@ -47,7 +47,7 @@ pub fn run(args: Args) -> ExitCode {
             args.db
         ));
     }
-    let store = match Store::connect_existing(&args.db) {
+    let store = match Store::connect_for_reading(&args.db) {
         Ok(s) => s,
         Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
     };

@@ -37,6 +37,7 @@ impl Sqlite {
         owner: &str,
         wall_now_ms: i64,
     ) -> Result<Vec<String>, StoreError> {
+        self.still_there()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;

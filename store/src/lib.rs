@@ -99,6 +99,17 @@ pub enum StoreError {
     NoDeployment(i64),
     #[error("deployment {0} is retired: it starts no new instance and receives none (deploy a changed model, or choose an active deployment)")]
     Retired(i64),
+    /// The SQLite file was deleted or replaced while this process had it
+    /// open: nothing more is decided on the orphaned copy.
+    #[error(
+        "the database file {path} was {} while qflow had it open: whatever is decided now would vanish when this process exits, so it stops; restore the file (from a backup, or the copy you moved away) and start again",
+        if *.replaced { "replaced by another file" } else { "deleted" }
+    )]
+    FileGone { path: String, replaced: bool },
+    #[error("{path} is read-only and its write-ahead log ({path}-wal) holds changes that cannot be read without writing ({cause}): let the process writing it finish, or copy the database and its -wal file somewhere writable and read the copy")]
+    ReadOnlyLog { path: String, cause: String },
+    #[error("{path} is read-only and at schema version {found}: this qflow reads version {latest} and would have to upgrade it, which writes; copy it somewhere writable and read the copy (the copy is upgraded, the original stays as it is)")]
+    ReadOnlyOld { path: String, found: u32, latest: u32 },
     #[error("no such database (a run or `qflow deploy MODEL --db {0}` creates it)")]
     Missing(String),
     /// A PostgreSQL database that exists but holds no qflow store yet
@@ -182,6 +193,34 @@ enum Backend {
 /// The SQLite store: one connection to one database file.
 pub(crate) struct Sqlite {
     conn: Connection,
+    /// The file the connection opened, to notice it deleted or replaced
+    /// under a running process (`None`: no file, or not a Unix system).
+    file: Option<OpenedFile>,
+}
+
+/// A database file by its path and its identity (device and inode) when
+/// it was opened.
+struct OpenedFile {
+    path: std::path::PathBuf,
+    id: (u64, u64),
+    /// When the path was last looked at: at most every [`FILE_CHECK_MS`].
+    checked: std::cell::Cell<Option<std::time::Instant>>,
+}
+
+/// How often (at most) a store checks that its file is still there.
+const FILE_CHECK_MS: u64 = 500;
+
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
 }
 
 /// A deployed model.
@@ -248,6 +287,23 @@ impl Store {
         }
     }
 
+    /// Open a store to read it only (`qflow instances`, `show`,
+    /// `deployments`, `stats`, `render`): as [`Store::connect_existing`],
+    /// except that a SQLite file qflow may not write (a read-only file or
+    /// directory, a copy on a read-only mount) is read as it is through a
+    /// read-only connection, and never changed.
+    pub fn connect_for_reading(location: &Location) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) if path.exists() => match Store::connect(location) {
+                Err(e) if is_read_only(&e) => Ok(Store {
+                    backend: Backend::Sqlite(Sqlite::open_read_only(path)?),
+                }),
+                other => other,
+            },
+            _ => Store::connect_existing(location),
+        }
+    }
+
     /// [`Store::connect`], migrating only up to `version`: tests build
     /// databases of an earlier schema on either store with it.
     pub fn connect_at(location: &Location, version: u32) -> Result<Store, StoreError> {
@@ -272,7 +328,122 @@ impl Store {
     }
 }
 
+/// Whether opening failed because the file (or its directory) may not be
+/// written.
+fn is_read_only(e: &StoreError) -> bool {
+    matches!(e, StoreError::Sql(sql) if matches!(
+        sql.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::PermissionDenied)
+    ))
+}
+
+/// `path` as a SQLite `file:` URI (every byte but the unreserved ones
+/// percent-encoded).
+fn file_uri(path: &Path, query: &str) -> String {
+    let mut uri = String::from("file:");
+    for b in path.as_os_str().as_encoded_bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
+                uri.push(char::from(*b))
+            }
+            _ => uri.push_str(&format!("%{b:02X}")),
+        }
+    }
+    uri.push('?');
+    uri.push_str(query);
+    uri
+}
+
 impl Sqlite {
+    /// A database qflow may not write, opened read-only and left exactly
+    /// as it is: no setting applied, no migration. A database in WAL mode
+    /// needs its `-shm` file to be read; where that cannot be made (a
+    /// read-only directory) and no `-wal` file holds changes, the file is
+    /// read as immutable (nothing else writes it: it is read-only). A
+    /// database whose log holds changes, or older than
+    /// [`schema::READABLE_FROM`], is refused with what to do.
+    fn open_read_only(path: &Path) -> Result<Sqlite, StoreError> {
+        use rusqlite::OpenFlags;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let version = |c: &Connection| c.query_row("PRAGMA user_version", [], |r| r.get::<_, u32>(0));
+        let mut conn = Connection::open_with_flags(file_uri(path, "mode=ro"), flags)?;
+        let found = match version(&conn) {
+            Ok(v) => v,
+            Err(e) => {
+                let log = std::path::PathBuf::from(format!("{}-wal", path.display()));
+                if std::fs::metadata(&log).is_ok_and(|m| m.len() > 0) {
+                    return Err(StoreError::ReadOnlyLog {
+                        path: path.display().to_string(),
+                        cause: e.to_string(),
+                    });
+                }
+                conn = Connection::open_with_flags(file_uri(path, "mode=ro&immutable=1"), flags)?;
+                version(&conn)?
+            }
+        };
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.set_prepared_statement_cache_capacity(64);
+        let store = Sqlite { conn, file: None };
+        let shown = path.display().to_string();
+        if found == 0 {
+            store.refuse_foreign(&shown)?;
+            return Err(StoreError::Missing(shown));
+        }
+        if found > schema::LATEST {
+            return Err(StoreError::TooNew {
+                path: shown,
+                found,
+                supported: schema::LATEST,
+            });
+        }
+        if found < schema::READABLE_FROM {
+            return Err(StoreError::ReadOnlyOld {
+                path: shown,
+                found,
+                latest: schema::LATEST,
+            });
+        }
+        Ok(store)
+    }
+
+    fn over(conn: Connection, path: &Path) -> Sqlite {
+        let file = file_id(path).map(|id| OpenedFile {
+            path: path.to_path_buf(),
+            id,
+            checked: std::cell::Cell::new(Some(std::time::Instant::now())),
+        });
+        Sqlite { conn, file }
+    }
+
+    /// Whether the database file is still the one opened. A file deleted
+    /// (or replaced) under a running process keeps working through the open
+    /// connection, but everything written from then on vanishes when the
+    /// process exits: claims and picks of work refuse to go on instead
+    /// (checked at most every 500 ms).
+    pub(crate) fn still_there(&self) -> Result<(), StoreError> {
+        let Some(f) = &self.file else {
+            return Ok(());
+        };
+        let now = std::time::Instant::now();
+        if f
+            .checked
+            .get()
+            .is_some_and(|t| now.duration_since(t).as_millis() < u128::from(FILE_CHECK_MS))
+        {
+            return Ok(());
+        }
+        f.checked.set(Some(now));
+        match file_id(&f.path) {
+            Some(id) if id == f.id => Ok(()),
+            found => Err(StoreError::FileGone {
+                path: f.path.display().to_string(),
+                replaced: found.is_some(),
+            }),
+        }
+    }
+
     fn open_at(path: &Path, version: u32) -> Result<Sqlite, StoreError> {
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
@@ -281,11 +452,11 @@ impl Sqlite {
         // Another program's database is refused before any setting is
         // changed: switching it to WAL would already rewrite its header.
         let found: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        let store = Sqlite { conn };
+        let store = Sqlite::over(conn, path);
         if found == 0 {
             store.refuse_foreign(&path.display().to_string())?;
         }
-        let conn = store.conn;
+        let conn = &store.conn;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
@@ -296,7 +467,7 @@ impl Sqlite {
         // against 4 KiB to the log). In memory it is emptied at each
         // savepoint's release. Durability is the log's, not this journal's.
         conn.pragma_update(None, "temp_store", "MEMORY")?;
-        let mut store = Sqlite { conn };
+        let mut store = store;
         store.migrate(&path.display().to_string(), version)?;
         Ok(store)
     }
@@ -421,6 +592,7 @@ impl Sqlite {
         start: &Transition,
         started_ms: i64,
     ) -> Result<String, StoreError> {
+        self.still_there()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -484,6 +656,7 @@ impl Sqlite {
         owner: &str,
         wall_now_ms: i64,
     ) -> Result<(), StoreError> {
+        self.still_there()?;
         // A claim visibly held by a live owner is refused from a plain read,
         // without the write lock: losers polling a hot instance must not
         // queue on the lock ahead of the holder's own transition.

@@ -315,6 +315,7 @@ impl Sqlite {
         now_ms: i64,
         limit: usize,
     ) -> Result<Vec<(String, TimerRow)>, StoreError> {
+        self.still_there()?;
         let mut st = self.conn().prepare_cached(
             "SELECT instance_id, id, node, purpose, due_ms, attempt FROM timers
              WHERE state = 'armed' AND due_ms <= ?1 ORDER BY due_ms, id LIMIT ?2",
@@ -524,6 +525,7 @@ impl Sqlite {
     /// What a replica picks from. A quarantined instance is never picked,
     /// nor a retry park of a paused class or dependency.
     pub fn candidates(&self, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.still_there()?;
         let mut st = self.conn().prepare_cached(
             "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT ?1",
         )?;

@@ -245,5 +245,10 @@ pub const CONTAIN: u32 = 6;
 /// The version that added the containment log.
 pub const CONTAINMENT_LOG: u32 = 9;
 
+/// The oldest schema a read-only database is read at, without upgrading
+/// it (`Store::connect_for_reading`): the migrations after it add only
+/// what no reading command reads (`start_keys`, migration 10).
+pub const READABLE_FROM: u32 = 9;
+
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

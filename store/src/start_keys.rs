@@ -62,6 +62,7 @@ impl Sqlite {
         fingerprint: &str,
         wall_ms: i64,
     ) -> Result<KeyedStart, StoreError> {
+        self.still_there()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;

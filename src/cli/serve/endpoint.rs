@@ -696,7 +696,7 @@ fn answer(engine: &mut Engine, req: &Request) -> Reply {
                 Ok(b) => b,
                 Err(e) => return reply(e),
             };
-            start(engine, process, vars, req.idempotency_key.as_deref())
+            start_instance(engine, process, vars, req.idempotency_key.as_deref())
         }
         ("POST", Some(("instances", rest))) if rest.ends_with("/resolve") => {
             let id = rest.trim_end_matches("/resolve");
@@ -728,7 +728,7 @@ fn kind(v: &Value) -> String {
 }
 
 /// `POST /processes/<process>/instances`, once per `Idempotency-Key`.
-fn start(engine: &mut Engine, process: &str, vars: Value, key: Option<&str>) -> Reply {
+fn start_instance(engine: &mut Engine, process: &str, vars: Value, key: Option<&str>) -> Reply {
     let started = match key {
         None => engine.start_process(process, vars).map(|id| (id, true)),
         Some(k) if k.is_empty() || k.len() > 255 => {
