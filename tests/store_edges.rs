@@ -135,3 +135,94 @@ fn a_read_only_database_can_be_listed_and_shown() {
     assert!(String::from_utf8_lossy(&shown.stdout).contains("wait-1"));
     assert_eq!(std::fs::read(dir.path().join("q.db")).unwrap(), before);
 }
+
+const TASK: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+             xmlns:q="urn:qflow:bpmn:1" id="defs" targetNamespace="urn:test">
+  <process id="charge" isExecutable="true">
+    <startEvent id="start"/>
+    <sequenceFlow id="f1" sourceRef="start" targetRef="charge_card"/>
+    <serviceTask id="charge_card" q:task="payments.charge"/>
+    <sequenceFlow id="f2" sourceRef="charge_card" targetRef="done"/>
+    <endEvent id="done"/>
+  </process>
+</definitions>
+"#;
+
+/// A tmpfs of `size` mounted on a new directory, unmounted when dropped;
+/// `None` where mounting is not allowed (not root, a container without
+/// the capability): the test says it skips.
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(SmallDisk(dir))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn a_full_disk_is_named_with_the_database_and_the_fix() {
+    let Some(disk) = SmallDisk::mount("2m") else {
+        eprintln!("a_full_disk_is_named_with_the_database_and_the_fix: skipped (cannot mount a small tmpfs here)");
+        return;
+    };
+    let dir = disk.0.path();
+    std::fs::write(dir.join("model.bpmn"), TASK).unwrap();
+    std::fs::write(dir.join("handlers.toml"), "[tasks.\"payments.charge\"]\ncommand = \"cat >/dev/null\"\n").unwrap();
+    let out = qflow(dir, &["deploy", "model.bpmn", "--db", "q.db"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // serve's stderr goes to a disk with room.
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("serve.err");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .current_dir(dir)
+        .args(["serve", "--db", "q.db", "--handlers", "handlers.toml", "--listen", "127.0.0.1:0", "--format", "json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    {
+        use std::io::BufRead;
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut first).unwrap();
+    }
+    let listening: serde_json::Value = serde_json::from_str(&first).unwrap();
+    let url = format!("{}/processes/charge/instances", listening["url"].as_str().unwrap());
+    // Fill the disk, then start instances with large variables until the
+    // store says so.
+    let _ = std::fs::write(dir.join("filler"), vec![0u8; 2 << 20]);
+    let big = serde_json::json!({"blob": "x".repeat(200_000)});
+    let mut said = String::new();
+    for _ in 0..20 {
+        let client = support::serve::agent();
+        let Ok(mut resp) = client.post(&url).send(big.to_string().as_bytes()) else {
+            break; // serve stopped
+        };
+        if resp.status().as_u16() == 500 {
+            said = resp.body_mut().read_to_string().unwrap_or_default();
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = child.kill();
+    let _ = child.wait();
+    // The answer, or serve's last words if its own decision hit it first.
+    said.push_str(&std::fs::read_to_string(&log).unwrap_or_default());
+    assert!(said.contains("q.db"), "{said}");
+    assert!(said.contains("the disk holding the database is full"), "{said}");
+}

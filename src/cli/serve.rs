@@ -138,6 +138,7 @@ pub fn run(args: Args) -> ExitCode {
         eprintln!("note: {note}");
     }
     let config = endpoint::Config {
+        db: args.db.to_string(),
         token,
         request_timeout: args.request_timeout,
         max_connections,

@@ -146,6 +146,9 @@ fn damage_hint(e: &rusqlite::Error) -> &'static str {
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
             " (another process held the database's write lock for 10 s: qflow's own processes hold it for one decision at a time, so look for a `sqlite3` shell or another program with a transaction open on this file; nothing was changed, run again once it lets go)"
         }
+        Some(rusqlite::ErrorCode::DiskFull) => {
+            " (the disk holding the database is full: free space on it, SQLite needs room for its write-ahead log too, and run again; the transaction that hit it was rolled back, nothing half-written was kept)"
+        }
         Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
             " (the file is damaged: restore it from a backup, or salvage what SQLite can still read with `sqlite3 DB .recover | sqlite3 recovered.db` and point --db at recovered.db)"
         }

@@ -76,6 +76,8 @@ const WORKER_WAIT: Duration = Duration::from_secs(60);
 /// How the endpoint is bounded.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The database, as `--db` named it (500 answers name it).
+    pub db: String,
     /// The token every request must carry (`Authorization: Bearer …`).
     pub token: Option<String>,
     /// A request's head and body, and each write of its answer, within this.
@@ -192,8 +194,8 @@ pub fn start(listener: TcpListener, workers: Vec<Engine>, config: Config) {
     let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
     let queue = Arc::new(Mutex::new(queue));
     for engine in workers {
-        let queue = queue.clone();
-        std::thread::spawn(move || work(engine, &queue));
+        let (queue, db) = (queue.clone(), config.db.clone());
+        std::thread::spawn(move || work(engine, &queue, &db));
     }
     let (refusals, refused) = mpsc::sync_channel::<TcpStream>(QUEUE);
     std::thread::spawn(move || refuse_each(&refused));
@@ -545,7 +547,7 @@ fn route(request: Request, shared: &Shared) -> Reply {
 }
 
 /// A worker: requests from the queue, answered with its own engine.
-fn work(mut engine: Engine, queue: &Mutex<mpsc::Receiver<Job>>) {
+fn work(mut engine: Engine, queue: &Mutex<mpsc::Receiver<Job>>, db: &str) {
     loop {
         let job = match queue.lock() {
             Ok(q) => q.recv(),
@@ -555,7 +557,13 @@ fn work(mut engine: Engine, queue: &Mutex<mpsc::Receiver<Job>>) {
             return;
         };
         let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            answer(&mut engine, &request)
+            let mut reply = answer(&mut engine, &request);
+            if reply.status == 500 {
+                if let Some(e) = reply.body["error"].as_str() {
+                    reply.body["error"] = Value::String(format!("the store {db}: {e}"));
+                }
+            }
+            reply
         }));
         let _ = reply.send(answered.unwrap_or_else(|_| {
             Reply::new((
