@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 mod support;
-use support::serve::{agent, get, post, spawn_with, Serve};
+use support::serve::{agent, post, spawn_with, Serve};
 use support::stores::Fresh;
 
 const TASK: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -331,9 +331,19 @@ fn the_correlation_endpoint_takes_only_a_json_object() {
     let fresh = Fresh::sqlite("objects_only");
     let (dir, db) = (fresh.dir(), fresh.db());
     deploy(dir, &db, CALL);
+    // A counterpart that takes every request.
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let bank = format!("http://{}/bank", server.server_addr().to_ip().unwrap());
+    let (taken, delivered) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for req in server.incoming_requests() {
+            let _ = req.respond(tiny_http::Response::empty(202));
+            let _ = taken.send(());
+        }
+    });
     std::fs::write(
         dir.join("handlers.toml"),
-        "[channels.bank]\nurl = \"http://127.0.0.1:9/never\"\n",
+        format!("[channels.bank]\nurl = \"{bank}\"\n"),
     )
     .unwrap();
     let s = spawn_with(dir, &db, &[], &[], None);
@@ -344,6 +354,9 @@ fn the_correlation_endpoint_takes_only_a_json_object() {
     );
     assert_eq!(status, 201, "{body}");
     let id = body["instance"].as_str().unwrap().to_string();
+    delivered
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the request is delivered");
     let url = format!("{}/correlations/{id}/authorize", s.url);
     for answer in [json!([1, 2]), json!("approved"), Value::Null, json!(42)] {
         let (status, body) = post(&url, None, &answer);

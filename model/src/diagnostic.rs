@@ -632,7 +632,6 @@ impl miette::SourceCode for Excerpt {
         context_lines_before: usize,
         context_lines_after: usize,
     ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
-        use miette::SourceCode as _;
         let local = miette::SourceSpan::new(
             span.offset()
                 .saturating_sub(self.offset)

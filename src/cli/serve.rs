@@ -42,8 +42,8 @@ pub struct Args {
     /// Connections the endpoint keeps open at once; one more is answered 503.
     /// Lowered to fit the open-file limit (ulimit -n).
     #[arg(long, value_name = "N", default_value_t = endpoint::DEFAULT_MAX_CONNECTIONS,
-          value_parser = clap::value_parser!(u32).range(1..).map(|n| n as usize))]
-    pub max_connections: usize,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
 }
@@ -133,7 +133,7 @@ pub fn run(args: Args) -> ExitCode {
         ));
         workers.push(endpoint);
     }
-    let (max_connections, lowered) = endpoint::fit_connections(args.max_connections);
+    let (max_connections, lowered) = endpoint::fit_connections(args.max_connections as usize);
     if let Some(note) = lowered {
         eprintln!("note: {note}");
     }

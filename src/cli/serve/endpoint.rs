@@ -60,11 +60,8 @@ const MAX_HEADERS: usize = 64;
 /// A request body, at most (`413` past it).
 pub const BODY_LIMIT: usize = 1 << 20;
 
-/// The default of `--request-timeout`.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// The default of `--max-connections`.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
 
 /// How long an answer waits for an instance's claim before `503 busy`.
 const BUSY_WAIT: Duration = Duration::from_secs(3);
