@@ -74,7 +74,10 @@ fn run(dir: &Path) -> (Vec<Value>, String) {
         dir,
         &["show", "charge-1", "--db", "run.db", "--format", "json"],
     );
-    (lines(&out), String::from_utf8_lossy(&shown.stdout).into_owned())
+    (
+        lines(&out),
+        String::from_utf8_lossy(&shown.stdout).into_owned(),
+    )
 }
 
 fn attempt(lines: &[Value]) -> (Option<String>, Option<String>) {
@@ -96,7 +99,8 @@ fn ended_at(lines: &[Value]) -> Vec<String> {
         .collect()
 }
 
-const CHARGE: &str = "[tasks.\"payments.charge\"]\ncommand = \"./charge.sh\"\ntimeout = \"PT60S\"\n";
+const CHARGE: &str =
+    "[tasks.\"payments.charge\"]\ncommand = \"./charge.sh\"\ntimeout = \"PT60S\"\n";
 
 #[test]
 fn a_background_child_holding_stdout_does_not_hold_the_attempt_and_is_ended() {
@@ -113,7 +117,11 @@ fn a_background_child_holding_stdout_does_not_hold_the_attempt_and_is_ended() {
         started.elapsed()
     );
     assert_eq!(attempt(&out), (None, None), "{out:?}");
-    assert_eq!(ended_at(&out), vec!["charged"], "the result was kept: {out:?}");
+    assert_eq!(
+        ended_at(&out),
+        vec!["charged"],
+        "the result was kept: {out:?}"
+    );
     std::thread::sleep(Duration::from_secs(5).saturating_sub(started.elapsed()));
     assert!(
         !dir.path().join("late.txt").exists(),
@@ -128,10 +136,7 @@ fn a_success_whose_output_is_not_utf8_is_an_output_failure() {
     let (out, shown) = run(dir.path());
     assert_eq!(
         attempt(&out),
-        (
-            Some("q.handler.output".into()),
-            Some("permanent".into())
-        )
+        (Some("q.handler.output".into()), Some("permanent".into()))
     );
     assert_eq!(out.last().unwrap()["status"], "failed", "{out:?}");
     assert!(shown.contains("not UTF-8"), "{shown}");
@@ -146,10 +151,7 @@ fn output_over_the_limit_is_an_output_failure_naming_the_size() {
     let (out, shown) = run(dir.path());
     assert_eq!(
         attempt(&out),
-        (
-            Some("q.handler.output".into()),
-            Some("permanent".into())
-        )
+        (Some("q.handler.output".into()), Some("permanent".into()))
     );
     assert!(shown.contains("2000029 bytes on stdout"), "{shown}");
     assert!(shown.contains("over the limit of 1 MiB"), "{shown}");
@@ -163,7 +165,8 @@ fn endpoint(status: u16, body: Vec<u8>) -> String {
         for mut req in server.incoming_requests() {
             let mut sink = Vec::new();
             let _ = std::io::Read::read_to_end(req.as_reader(), &mut sink);
-            let _ = req.respond(tiny_http::Response::from_data(body.clone()).with_status_code(status));
+            let _ =
+                req.respond(tiny_http::Response::from_data(body.clone()).with_status_code(status));
         }
     });
     url
@@ -186,10 +189,7 @@ fn a_url_handlers_oversized_or_non_utf8_success_is_an_output_failure_not_a_timeo
         let (out, shown) = run(dir.path());
         assert_eq!(
             attempt(&out),
-            (
-                Some("q.handler.output".into()),
-                Some("permanent".into())
-            ),
+            (Some("q.handler.output".into()), Some("permanent".into())),
             "{says}"
         );
         assert!(shown.contains(says), "{says}: {shown}");
@@ -199,9 +199,6 @@ fn a_url_handlers_oversized_or_non_utf8_success_is_an_output_failure_not_a_timeo
     let (out, _) = run(dir.path());
     assert_eq!(
         attempt(&out),
-        (
-            Some("q.handler.http-503".into()),
-            Some("transient".into())
-        )
+        (Some("q.handler.http-503".into()), Some("transient".into()))
     );
 }

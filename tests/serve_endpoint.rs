@@ -146,7 +146,12 @@ fn stalled_clients_hold_up_nobody_and_are_cut_off_at_the_request_timeout() {
     let mut s = served(&fresh, &[], &["--request-timeout", "PT2S"], None);
     // Eight clients stall: four in their headers, four in their bodies.
     let mut stalls: Vec<TcpStream> = (0..4)
-        .map(|_| stalled(&s, b"POST /processes/charge/instances HTTP/1.1\r\nHost: x\r\n"))
+        .map(|_| {
+            stalled(
+                &s,
+                b"POST /processes/charge/instances HTTP/1.1\r\nHost: x\r\n",
+            )
+        })
         .chain((0..4).map(|_| {
             stalled(
                 &s,
@@ -405,10 +410,7 @@ fn a_start_with_an_idempotency_key_returns_the_same_instance(fresh: &Fresh) {
     let (status, body) = post(&url, Some("order-A-17"), &json!({"orderId": "B-2"}));
     assert_eq!(status, 422, "{body}");
     let msg = body["error"].as_str().unwrap_or_default();
-    assert!(
-        msg.contains(first["instance"].as_str().unwrap()),
-        "{msg}"
-    );
+    assert!(msg.contains(first["instance"].as_str().unwrap()), "{msg}");
     // The key outlives the process: a new serve on the database knows it.
     drop(s);
     let s = spawn_with(dir, &db, &[], &[], None);

@@ -28,7 +28,10 @@ fn another_programs_database_is_refused_and_left_exactly_as_it_was() {
         let out = qflow(dir.path(), &args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("a SQLite database of something else"), "{args:?}: {err}");
+        assert!(
+            err.contains("a SQLite database of something else"),
+            "{args:?}: {err}"
+        );
     }
     assert_eq!(
         std::fs::read(&path).unwrap(),
@@ -59,10 +62,22 @@ fn a_database_file_deleted_under_a_running_serve_stops_it_with_the_path() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("model.bpmn"), TIMER).unwrap();
     let out = qflow(dir.path(), &["deploy", "model.bpmn", "--db", "q.db"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut child = Command::new(env!("CARGO_BIN_EXE_qflow"))
         .current_dir(dir.path())
-        .args(["serve", "--db", "q.db", "--listen", "127.0.0.1:0", "--format", "json"])
+        .args([
+            "serve",
+            "--db",
+            "q.db",
+            "--listen",
+            "127.0.0.1:0",
+            "--format",
+            "json",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -87,8 +102,16 @@ fn a_database_file_deleted_under_a_running_serve_stops_it_with_the_path() {
     };
     assert_eq!(status.code(), Some(2));
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    assert!(err.contains("q.db was deleted while qflow had it open"), "{err}");
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        err.contains("q.db was deleted while qflow had it open"),
+        "{err}"
+    );
 }
 
 /// Runs the built binary in `dir` as a user who may not write the
@@ -98,12 +121,20 @@ fn qflow_unprivileged(dir: &std::path::Path, args: &[&str]) -> std::process::Out
     let root = rustix::process::geteuid().is_root();
     let mut cmd = if root {
         let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_qflow")]);
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_qflow"),
+        ]);
         c
     } else {
         Command::new(env!("CARGO_BIN_EXE_qflow"))
     };
-    cmd.current_dir(dir).args(args).output().expect("qflow runs")
+    cmd.current_dir(dir)
+        .args(args)
+        .output()
+        .expect("qflow runs")
 }
 
 #[test]
@@ -111,8 +142,15 @@ fn a_read_only_database_can_be_listed_and_shown() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("model.bpmn"), TIMER).unwrap();
-    let out = qflow(dir.path(), &["run", "model.bpmn", "--db", "q.db", "--until", "PT1M"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = qflow(
+        dir.path(),
+        &["run", "model.bpmn", "--db", "q.db", "--until", "PT1M"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The run closed the database: no -wal or -shm file beside it.
     let perm = |p: &std::path::Path, mode: u32| {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
@@ -120,11 +158,21 @@ fn a_read_only_database_can_be_listed_and_shown() {
     perm(&dir.path().join("q.db"), 0o444);
     perm(dir.path(), 0o555);
     let before = std::fs::read(dir.path().join("q.db")).unwrap();
-    let listed = qflow_unprivileged(dir.path(), &["instances", "--db", "q.db", "--format", "json"]);
-    let shown = qflow_unprivileged(dir.path(), &["show", "wait-1", "--db", "q.db", "--format", "json"]);
+    let listed = qflow_unprivileged(
+        dir.path(),
+        &["instances", "--db", "q.db", "--format", "json"],
+    );
+    let shown = qflow_unprivileged(
+        dir.path(),
+        &["show", "wait-1", "--db", "q.db", "--format", "json"],
+    );
     let deployments = qflow_unprivileged(dir.path(), &["deployments", "--db", "q.db"]);
     perm(dir.path(), 0o755);
-    for (what, out) in [("instances", &listed), ("show", &shown), ("deployments", &deployments)] {
+    for (what, out) in [
+        ("instances", &listed),
+        ("show", &shown),
+        ("deployments", &deployments),
+    ] {
         assert!(
             out.status.success(),
             "{what}: {}",
@@ -181,15 +229,33 @@ fn a_full_disk_is_named_with_the_database_and_the_fix() {
     };
     let dir = disk.0.path();
     std::fs::write(dir.join("model.bpmn"), TASK).unwrap();
-    std::fs::write(dir.join("handlers.toml"), "[tasks.\"payments.charge\"]\ncommand = \"cat >/dev/null\"\n").unwrap();
+    std::fs::write(
+        dir.join("handlers.toml"),
+        "[tasks.\"payments.charge\"]\ncommand = \"cat >/dev/null\"\n",
+    )
+    .unwrap();
     let out = qflow(dir, &["deploy", "model.bpmn", "--db", "q.db"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // serve's stderr goes to a disk with room.
     let logs = tempfile::tempdir().unwrap();
     let log = logs.path().join("serve.err");
     let mut child = Command::new(env!("CARGO_BIN_EXE_qflow"))
         .current_dir(dir)
-        .args(["serve", "--db", "q.db", "--handlers", "handlers.toml", "--listen", "127.0.0.1:0", "--format", "json"])
+        .args([
+            "serve",
+            "--db",
+            "q.db",
+            "--handlers",
+            "handlers.toml",
+            "--listen",
+            "127.0.0.1:0",
+            "--format",
+            "json",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&log).unwrap())
@@ -202,7 +268,10 @@ fn a_full_disk_is_named_with_the_database_and_the_fix() {
         out.read_line(&mut first).unwrap();
     }
     let listening: serde_json::Value = serde_json::from_str(&first).unwrap();
-    let url = format!("{}/processes/charge/instances", listening["url"].as_str().unwrap());
+    let url = format!(
+        "{}/processes/charge/instances",
+        listening["url"].as_str().unwrap()
+    );
     // Fill the disk, then start instances with large variables until the
     // store says so.
     let _ = std::fs::write(dir.join("filler"), vec![0u8; 2 << 20]);
@@ -224,5 +293,8 @@ fn a_full_disk_is_named_with_the_database_and_the_fix() {
     // The answer, or serve's last words if its own decision hit it first.
     said.push_str(&std::fs::read_to_string(&log).unwrap_or_default());
     assert!(said.contains("q.db"), "{said}");
-    assert!(said.contains("the disk holding the database is full"), "{said}");
+    assert!(
+        said.contains("the disk holding the database is full"),
+        "{said}"
+    );
 }

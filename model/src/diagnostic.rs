@@ -583,8 +583,18 @@ impl Excerpt {
     fn around(path: &str, source: &str, spans: &[Span], index: &LineIndex) -> Excerpt {
         use crate::text::printable;
         let bytes = source.as_bytes();
-        let lo = spans.iter().map(|s| s.start()).min().unwrap_or(0).min(bytes.len());
-        let hi = spans.iter().map(|s| s.end()).max().unwrap_or(0).clamp(lo, bytes.len());
+        let lo = spans
+            .iter()
+            .map(|s| s.start())
+            .min()
+            .unwrap_or(0)
+            .min(bytes.len());
+        let hi = spans
+            .iter()
+            .map(|s| s.end())
+            .max()
+            .unwrap_or(0)
+            .clamp(lo, bytes.len());
         // Back to the start of the line EXCERPT_MARGIN lines before `lo`.
         let mut start = lo;
         for _ in 0..=EXCERPT_MARGIN {
@@ -649,7 +659,11 @@ impl miette::SourceCode for Excerpt {
             miette::SourceSpan::new((at.offset() + self.offset).into(), at.len()),
             inner.line() + self.line,
             inner.column(),
-            inner.line_count(),
+            // miette counts the line breaks from the start of the source to
+            // the end of the context (and merges labels' snippets by it):
+            // those before the excerpt are added, so the drawing is the
+            // whole source's.
+            inner.line_count() + self.line,
         )))
     }
 }

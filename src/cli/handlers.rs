@@ -120,11 +120,17 @@ fn run_command(mut cmd: Command, timeout: Duration, dir: &Path, task: &Task<'_>)
         }
     });
     let out = Captured::start(
-        child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
         Keep::Head(contract::OUTPUT_LIMIT),
     );
     let err = Captured::start(
-        child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
         Keep::Tail(contract::STDERR_TAIL),
     );
     let deadline = Instant::now() + timeout;

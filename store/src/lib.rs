@@ -109,7 +109,11 @@ pub enum StoreError {
     #[error("{path} is read-only and its write-ahead log ({path}-wal) holds changes that cannot be read without writing ({cause}): let the process writing it finish, or copy the database and its -wal file somewhere writable and read the copy")]
     ReadOnlyLog { path: String, cause: String },
     #[error("{path} is read-only and at schema version {found}: this qflow reads version {latest} and would have to upgrade it, which writes; copy it somewhere writable and read the copy (the copy is upgraded, the original stays as it is)")]
-    ReadOnlyOld { path: String, found: u32, latest: u32 },
+    ReadOnlyOld {
+        path: String,
+        found: u32,
+        latest: u32,
+    },
     #[error("no such database (a run or `qflow deploy MODEL --db {0}` creates it)")]
     Missing(String),
     /// A PostgreSQL database that exists but holds no qflow store yet
@@ -370,7 +374,8 @@ impl Sqlite {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
-        let version = |c: &Connection| c.query_row("PRAGMA user_version", [], |r| r.get::<_, u32>(0));
+        let version =
+            |c: &Connection| c.query_row("PRAGMA user_version", [], |r| r.get::<_, u32>(0));
         let mut conn = Connection::open_with_flags(file_uri(path, "mode=ro"), flags)?;
         let found = match version(&conn) {
             Ok(v) => v,
@@ -430,8 +435,7 @@ impl Sqlite {
             return Ok(());
         };
         let now = std::time::Instant::now();
-        if f
-            .checked
+        if f.checked
             .get()
             .is_some_and(|t| now.duration_since(t).as_millis() < u128::from(FILE_CHECK_MS))
         {

@@ -339,7 +339,11 @@ fn connection(mut stream: TcpStream, open: &Open) {
 }
 
 /// Read into `pending` until `deadline`; `Ok(0)` when the client closed.
-fn fill(stream: &mut TcpStream, pending: &mut Vec<u8>, deadline: Instant) -> Result<usize, ReadError> {
+fn fill(
+    stream: &mut TcpStream,
+    pending: &mut Vec<u8>,
+    deadline: Instant,
+) -> Result<usize, ReadError> {
     let left = deadline
         .checked_duration_since(Instant::now())
         .filter(|d| !d.is_zero())
@@ -353,7 +357,12 @@ fn fill(stream: &mut TcpStream, pending: &mut Vec<u8>, deadline: Instant) -> Res
             pending.extend_from_slice(&buf[..n]);
             Ok(n)
         }
-        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
             Err(ReadError::Timeout)
         }
         Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(1),
@@ -446,9 +455,9 @@ fn read_request(
         .collect();
     let length = match lengths.as_slice() {
         [] => 0,
-        [one] => one
-            .parse::<u64>()
-            .map_err(|_| ReadError::Answer(400, format!("Content-Length `{one}` is not a number")))?,
+        [one] => one.parse::<u64>().map_err(|_| {
+            ReadError::Answer(400, format!("Content-Length `{one}` is not a number"))
+        })?,
         _ => {
             return Err(ReadError::Answer(
                 400,
@@ -459,9 +468,7 @@ fn read_request(
     if length > BODY_LIMIT as u64 {
         return Err(ReadError::Answer(
             413,
-            format!(
-                "the body is {length} bytes, over the limit of 1 MiB ({BODY_LIMIT} bytes)"
-            ),
+            format!("the body is {length} bytes, over the limit of 1 MiB ({BODY_LIMIT} bytes)"),
         ));
     }
     let length = length as usize;
@@ -646,8 +653,12 @@ pub fn verdict_reply(v: &Verdict) -> (u16, Value) {
 
 /// A body as JSON (empty is `{}`).
 fn body_json(body: &[u8]) -> Result<Value, (u16, Value)> {
-    let text = std::str::from_utf8(body)
-        .map_err(|e| (400, json!({"error": format!("the body is not UTF-8 ({e})")})))?;
+    let text = std::str::from_utf8(body).map_err(|e| {
+        (
+            400,
+            json!({"error": format!("the body is not UTF-8 ({e})")}),
+        )
+    })?;
     if text.trim().is_empty() {
         return Ok(json!({}));
     }
