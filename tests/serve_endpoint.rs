@@ -255,6 +255,14 @@ fn heads_and_bodies_over_their_limits_are_refused_by_name_before_they_are_read()
     let said = answer_on(&mut c, Duration::from_secs(5));
     assert!(said.starts_with("HTTP/1.1 431"), "{said}");
     assert!(said.contains("16 KiB"), "{said}");
+    // A body without a length: 411, before it is read.
+    let mut c = stalled(
+        &s,
+        b"POST /processes/charge/instances HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+    );
+    let said = answer_on(&mut c, Duration::from_secs(5));
+    assert!(said.starts_with("HTTP/1.1 411"), "{said}");
+    assert!(said.contains("Content-Length"), "{said}");
     // A body just under the limit is read (and is not JSON: 400 says so).
     let (status, body) = {
         let mut resp = agent()
