@@ -15,7 +15,7 @@
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use super::{exec, insert_instance, lifecycle, Deployment, Sqlite, StoreError};
-use crate::instance::Transition;
+use qflow_instance::Transition;
 
 /// The start a key names.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 use super::super::start_keys::{KeyedStart, StartKey};
 use super::super::Deployment;
 use super::{insert_instance, refuse_retired, schema, Postgres, StoreError};
-use crate::instance::Transition;
+use qflow_instance::Transition;
 
 impl Postgres {
     pub fn start_key(&self, key: &str) -> Result<Option<StartKey>, StoreError> {
