@@ -3,12 +3,22 @@
 # and, when Node.js is present, the VS Code extension: its tests (against the
 # built `qflow lsp`), then its packages, each opened and checked.
 #
-# The linux-x64 platform package needs a release build of qflow (about 7 min
-# of CPU on 2 cores). It is built when QFLOW_PLATFORM_PACKAGE=1 (CI sets it:
-# see .ci/run), and skipped with a message otherwise, so that a local run
-# costs only the debug build.
+# `--quick` runs the Rust workspace's tests only (unit, golden, end-to-end,
+# documentation examples), not the extension's.
+#
+# The linux-x64 platform package carries a `dist` build of qflow (fat LTO,
+# one codegen unit: Cargo.toml's [profile.dist]). It is built when
+# QFLOW_PLATFORM_PACKAGE=1 (CI sets it: see .ci/run), and skipped with a
+# message otherwise, so that a local run costs only the debug build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=1 ;;
+    *) echo "scripts/test.sh: unknown argument $arg (the one option is --quick: the Rust workspace's tests only)" >&2; exit 2 ;;
+  esac
+done
 
 timed() {
   local start=$SECONDS
@@ -17,9 +27,13 @@ timed() {
 }
 
 timed cargo test --workspace --locked --all-targets
-# --all-targets leaves out documentation tests: the engine's API examples run here.
-timed cargo test -p qflow-engine --locked --doc
+# --all-targets leaves out documentation tests: the API examples run here.
+# The same packages and profile as the line above, so the features resolve
+# alike and no dependency is built a second time (`-p qflow-engine --doc`
+# resolved the engine's features alone and rebuilt 42 crates).
+timed cargo test --workspace --locked --doc
 
+[ "$quick" = 1 ] && exit 0
 [ -f vscode-extension/package.json ] || exit 0
 if ! command -v npm >/dev/null 2>&1; then
   echo "npm not found: skipping the VS Code extension's tests and packages (they need Node.js 20 with npm)" >&2
@@ -36,8 +50,8 @@ timed npm ci --no-audit --no-fund
 timed npm test
 timed npm run package
 if [ "${QFLOW_PLATFORM_PACKAGE:-0}" = 1 ]; then
-  (cd .. && timed cargo build --release --locked --bin qflow)
+  (cd .. && timed cargo build --profile dist --locked --bin qflow)
   timed npm run package:linux-x64
 else
-  echo "scripts/test.sh: skipping the linux-x64 platform package (set QFLOW_PLATFORM_PACKAGE=1 to build it with a release qflow)" >&2
+  echo "scripts/test.sh: skipping the linux-x64 platform package (set QFLOW_PLATFORM_PACKAGE=1 to build it with a dist qflow)" >&2
 fi

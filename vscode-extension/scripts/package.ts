@@ -4,8 +4,9 @@
 //                                            (it finds qflow via qflow.path, PATH or a workspace build)
 //   node out/scripts/package.js linux-x64    qflow-linux-x64-<version>.vsix: the same plus the
 //                                            release qflow binary under bin/, so one file is all a
-//                                            user installs. The binary is ../target/release/qflow
-//                                            (`cargo build --release --locked`), or $QFLOW_RELEASE_BIN.
+//                                            user installs. The binary is ../target/dist/qflow
+//                                            (`cargo build --profile dist --locked`: fat LTO, one
+//                                            codegen unit), or $QFLOW_RELEASE_BIN.
 //
 // Every package is opened afterwards: its entries must be exactly the expected
 // list (see scripts/vsix.ts), and a platform package's binary must be an
@@ -58,9 +59,9 @@ async function main(): Promise<void> {
     out = path.join(EXTENSION, `${manifest.name}-${manifest.version}.vsix`);
     vsce(['--out', out]);
   } else {
-    source = process.env.QFLOW_RELEASE_BIN || path.join(REPO, 'target', 'release', 'qflow');
+    source = process.env.QFLOW_RELEASE_BIN || path.join(REPO, 'target', 'dist', 'qflow');
     if (!fs.existsSync(source)) {
-      fail(`no release binary at ${source}: run \`cargo build --release --locked\` in ${REPO} first (or set QFLOW_RELEASE_BIN)`);
+      fail(`no dist binary at ${source}: run \`cargo build --profile dist --locked\` in ${REPO} first (or set QFLOW_RELEASE_BIN)`);
     }
     const head = Buffer.alloc(64);
     const fd = fs.openSync(source, 'r');

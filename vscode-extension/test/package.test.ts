@@ -54,7 +54,7 @@ test('the platform package refuses a missing or foreign binary, saying how to bu
     spawnSync(process.execPath, [script, 'linux-x64'], { cwd: EXTENSION, encoding: 'utf8', env: { ...process.env, QFLOW_RELEASE_BIN: bin } });
   const missing = run('/nonexistent/qflow');
   assert.equal(missing.status, 1);
-  assert.match(missing.stderr, /no release binary at \/nonexistent\/qflow: run `cargo build --release --locked`/);
+  assert.match(missing.stderr, /no dist binary at \/nonexistent\/qflow: run `cargo build --profile dist --locked`/);
   const script2 = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'qflow-pkg-')), 'qflow');
   fs.writeFileSync(script2, '#!/bin/sh\n', { mode: 0o755 });
   const foreign = run(script2);
