@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod cli;
 
@@ -13,6 +13,9 @@ mod cli;
 #[derive(Debug, Parser)]
 #[command(name = "qflow", version, about, long_about = None)]
 struct Cli {
+    /// Colour (and terminal hyperlinks): auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never.
+    #[arg(long, value_enum, global = true, default_value = "auto")]
+    color: cli::color::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -23,6 +26,8 @@ enum Command {
     Check(cli::check::Args),
     /// Run one local instance of a model on the embedded store, printing every decision.
     Run(cli::run::Args),
+    /// Run every model's scenarios, each held to its "expect" (exit 0: all hold, 3: one fails, 2: unreadable input).
+    Test(cli::test::Args),
     /// Serve a database's instances on the wall clock with real handlers (commands, HTTP), relaying calls over HTTP.
     Serve(cli::serve::Args),
     /// Answer a channel call by its correlation (instance/node), as a counterpart would; prints the verdict.
@@ -54,8 +59,15 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff): qflow man > qflow.1
-    Man,
+    /// Print a man page (roff): qflow man > qflow.1, qflow man check > qflow-check.1; or every page: qflow man --out-dir DIR
+    Man {
+        /// The subcommand whose page to print (qflow-COMMAND(1)); without it, qflow(1).
+        #[arg(value_name = "COMMAND")]
+        command: Option<String>,
+        /// Write every page (qflow.1 and one qflow-COMMAND.1 per subcommand, which qflow(1) refers to) into DIR.
+        #[arg(long, value_name = "DIR", conflicts_with = "command")]
+        out_dir: Option<std::path::PathBuf>,
+    },
     /// Record a model as a deployment of a database (or name the one that has its source).
     Deploy(cli::deploy::DeployArgs),
     /// List a database's deployments: model, hash, when, instances by status, retired.
@@ -74,7 +86,7 @@ enum Command {
 
 fn main() -> ExitCode {
     quiet_on_closed_stdout();
-    let cli = match Cli::try_parse() {
+    let cli = match command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -85,9 +97,11 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    cli::color::set(cli.color);
     match cli.command {
         Command::Check(args) => cli::check::run(args),
         Command::Run(args) => cli::run::run(args),
+        Command::Test(args) => cli::test::run(args),
         Command::Serve(args) => cli::serve::run(args),
         Command::Respond(args) => cli::respond::run(args),
         Command::Console(args) => cli::console::run(args),
@@ -113,17 +127,38 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut Cli::command(), "qflow", &mut script);
             write_out(&script)
         }
-        Command::Man => {
-            let mut page = Vec::new();
-            match clap_mangen::Man::new(Cli::command()).render(&mut page) {
-                Ok(()) => write_out(&page),
-                Err(e) => {
-                    eprintln!("error: cannot render the man page: {e}");
-                    ExitCode::from(2)
-                }
-            }
-        }
+        Command::Man { command, out_dir } => man(command.as_deref(), out_dir.as_deref()),
     }
+}
+
+/// The parser, with the database named outside the command line
+/// (`QFLOW_DB`, else a `qflow.toml`'s `db`) as the default of every
+/// subcommand whose `--db` is required: the flag wins. The commands whose
+/// `--db` is optional (a local `run`, `simulate`, `console MODEL`) keep
+/// their temporary database; `console` without a model and `render
+/// --instance` read it themselves (`cli::ops::default_db`).
+fn command() -> clap::Command {
+    let mut cmd = Cli::command();
+    let Some((db, from)) = cli::ops::default_db() else {
+        return cmd;
+    };
+    // Read once per process; the parser keeps a 'static default.
+    let db: &'static str = Box::leak(db.into_boxed_str());
+    let from: &'static str = Box::leak(format!("The database (from {from}; --db wins): a SQLite file or a postgres:// URL.").into_boxed_str());
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .filter(|c| {
+            c.get_arguments()
+                .any(|a| a.get_id() == "db" && a.is_required_set())
+        })
+        .map(|c| c.get_name().to_string())
+        .collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(name, |c| {
+            c.mut_arg("db", |a| a.required(false).default_value(db).help(from))
+        });
+    }
+    cmd
 }
 
 /// A usage error (an unknown flag, a missing argument) of a command asked for
@@ -205,6 +240,48 @@ fn broken_pipe() -> String {
 #[cfg(not(unix))]
 fn broken_pipe() -> String {
     std::io::Error::from(std::io::ErrorKind::BrokenPipe).to_string()
+}
+
+/// `qflow man`: qflow(1), one subcommand's qflow-COMMAND(1) (the pages
+/// qflow(1) names), or every page into a directory.
+fn man(command: Option<&str>, out_dir: Option<&std::path::Path>) -> ExitCode {
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    if let Some(dir) = out_dir {
+        return match std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(cmd.clone(), dir)) {
+            Ok(()) => {
+                let pages = 1 + cmd.get_subcommands().filter(|s| !s.is_hide_set()).count();
+                eprintln!("wrote {pages} man pages into {} (qflow.1 and qflow-COMMAND.1): man qflow", dir.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: cannot write the man pages into {}: {e}", dir.display());
+                ExitCode::from(2)
+            }
+        };
+    }
+    let page = match command {
+        None => cmd,
+        Some(name) => match cmd.find_subcommand(name) {
+            Some(sub) => sub.clone(),
+            None => {
+                let names: Vec<&str> = cmd.get_subcommands().map(|s| s.get_name()).collect();
+                let hint = qflow_engine::suggest::closest(name, names.iter().copied())
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                eprintln!("error: `{name}` is not a qflow subcommand{hint}; `qflow --help` lists them");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let mut out = Vec::new();
+    match clap_mangen::Man::new(page).render(&mut out) {
+        Ok(()) => write_out(&out),
+        Err(e) => {
+            eprintln!("error: cannot render the man page: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// Write generated text to stdout; a closed pipe (`qflow man | head`) is not

@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::outcome::Expectation;
+
 pub use qflow_instance::event::{
     ChannelOutcome, DeliveryOutcome, ExternalEvent, FailureClass, Resolution, TaskOutcome,
 };
@@ -37,6 +39,12 @@ pub struct Scenario {
     pub channels: BTreeMap<String, Vec<ChannelOutcome>>,
     pub deliveries: BTreeMap<String, Vec<DeliveryOutcome>>,
     pub events: Vec<ScheduledEvent>,
+    /// `"expect"`: how a run of this scenario must end (`qflow test` holds
+    /// it to that; `qflow run` holds it to `--expect` only).
+    pub expect: Option<Expectation>,
+    /// `"model"`: the model this scenario is for, a path relative to the
+    /// scenario's folder, when it is not the one whose stem it has.
+    pub model: Option<String>,
 }
 
 impl Scenario {
@@ -87,9 +95,18 @@ impl Scenario {
                 "channels",
                 "deliveries",
                 "events",
+                "expect",
+                "model",
             ],
         )?;
         let mut s = Scenario::default();
+        if let Some(e) = top.get("expect") {
+            let text = string(e, "expect")?;
+            s.expect = Some(Expectation::parse(text).map_err(|m| err("expect", m))?);
+        }
+        if let Some(m) = top.get("model") {
+            s.model = Some(string(m, "model")?.to_string());
+        }
         if let Some(vars) = top.get("variables") {
             s.variables = object(vars, "variables")?
                 .iter()

@@ -35,6 +35,7 @@ pub struct MigrateArgs {
     #[arg(long, value_name = "DEPLOYMENT|MODEL")]
     pub to: String,
     /// The database (it must exist): a SQLite file or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// Node OLD of the instance's model is NEW in the target (repeatable).
@@ -62,6 +63,7 @@ pub struct ResumeArgs {
     /// The instance to continue.
     pub instance: String,
     /// The database (it must exist): a SQLite file or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// A scenario (JSON, docs/run.md) for the handlers and counterparts from
@@ -79,7 +81,7 @@ pub struct ResumeArgs {
     /// Exit 3 unless the instance ends this way (as `qflow run --expect`).
     #[arg(long, value_name = "OUTCOME")]
     pub expect: Option<String>,
-    /// Stop after this much virtual time since the instance started (ISO-8601).
+    /// Stop after this much virtual time since the instance started (5m, 2h30m, or ISO-8601: PT5M).
     /// Without it, the run stops 30 days of virtual time past where it began.
     #[arg(long, value_name = "DURATION")]
     pub until: Option<String>,
@@ -339,7 +341,7 @@ pub fn resume(args: ResumeArgs) -> ExitCode {
     };
     let until = match &args.until {
         None => None,
-        Some(u) => match qflow_engine::duration::parse(u) {
+        Some(u) => match qflow_engine::duration::parse_input(u) {
             Ok(d) => Some(d),
             Err(e) => return ops::fail(fmt, USAGE, "usage", format!("--until `{u}`: {e}")),
         },
@@ -407,6 +409,7 @@ pub fn resume(args: ResumeArgs) -> ExitCode {
         db_shown: Some(args.db.to_string()),
         expect,
         columns: Columns::of(Some(run.graph())),
+        quiet: false,
     };
     run_cli::drive_run(&mut run, &opts)
 }

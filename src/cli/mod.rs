@@ -1,4 +1,5 @@
 pub mod check;
+pub mod color;
 pub mod console;
 pub mod contain;
 pub mod deploy;
@@ -17,3 +18,4 @@ pub mod sarif;
 pub mod serve;
 pub mod simulate;
 pub mod stats;
+pub mod test;

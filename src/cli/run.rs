@@ -76,8 +76,8 @@ pub struct Args {
     /// waiting[:WHAT] (WHAT: reconciliation, response, retry, timer, boundary, or a code).
     #[arg(long, value_name = "OUTCOME")]
     pub expect: Option<String>,
-    /// Stop after this much virtual time since the instance started (ISO-8601,
-    /// e.g. PT2H); the instance stays parked and a later --db run resumes it.
+    /// Stop after this much virtual time since the instance started (2h, 5m,
+    /// or ISO-8601: PT2H); the instance stays parked and a later --db run resumes it.
     /// Without it, a virtual-clock run stops 30 days past where it began.
     #[arg(long, value_name = "DURATION")]
     pub until: Option<String>,
@@ -229,7 +229,7 @@ pub fn run(args: Args) -> ExitCode {
     }
     let until = match &args.until {
         None => None,
-        Some(u) => match qflow_engine::duration::parse(u) {
+        Some(u) => match qflow_engine::duration::parse_input(u) {
             Ok(d) => Some(d),
             Err(e) => return fail(format, Why::Usage, format!("--until `{u}`: {e}")),
         },
@@ -334,6 +334,7 @@ pub fn run(args: Args) -> ExitCode {
         db_shown: (!db.is_temporary()).then(|| db.location().to_string()),
         expect,
         columns,
+        quiet: false,
     };
     drop(store);
     match args.clock {
@@ -441,6 +442,9 @@ pub(crate) struct Opts {
     pub db_shown: Option<String>,
     pub expect: Option<Expectation>,
     pub columns: Columns,
+    /// No notes on stderr (why a run stopped, how to continue it): `qflow
+    /// test` reports each scenario in one line of its own.
+    pub quiet: bool,
 }
 
 /// The model refused: every refusing verdict as a report on stderr (and, with
@@ -681,17 +685,6 @@ fn drive<C: Clock>(
 /// decision and the final line (`qflow run` and `qflow resume`).
 pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCode {
     let format = opts.format;
-    match (opts.until, opts.horizon) {
-        (Some(u), _) => run.stop_after(u),
-        (None, Some(h)) => run.stop_after_from_now(h),
-        (None, None) => {}
-    }
-    if opts.horizon.is_some() {
-        run.bound_rounds(MAX_RETURNS_TO_A_STATE);
-    }
-    if let Some(p) = &opts.effects_log {
-        run.log_effects(p);
-    }
     if run.resumed() {
         let db = opts.db_shown.as_deref().unwrap_or("the database");
         let msg = format!(
@@ -703,6 +696,8 @@ pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCod
             Format::Json => eprintln!("{msg}"),
         }
     }
+    // The human output says a run of identical deliveries once (JSON lists each).
+    let repeats = std::cell::RefCell::new(Repeats::default());
     let print = |d: &Decision| match opts.format {
         Format::Json => {
             for line in &d.lines {
@@ -714,10 +709,107 @@ pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCod
         }
         Format::Human => {
             for line in &d.events {
-                println!("{}", human_line(line, &opts.columns));
+                if let Some(text) = repeats.borrow_mut().see(line, &opts.columns) {
+                    println!("{text}");
+                }
             }
         }
     };
+    let settled = settle(run, opts, print);
+    if let Some(text) = repeats.borrow_mut().flush() {
+        println!("{text}");
+    }
+    match settled {
+        Ok(state) => finish(
+            &state,
+            format,
+            opts.expect.as_ref(),
+            opts.db_shown.is_some(),
+        ),
+        Err(e) => store_fail(format, e, opts.db_shown.as_deref()),
+    }
+}
+
+/// Deliveries of one request that end alike (delivered to a silent
+/// counterpart, or failed with the same error), one after another: the
+/// human output prints the first, holds the rest, and when another line
+/// comes (or the run ends) says how many it held and prints the last.
+#[derive(Default)]
+pub(crate) struct Repeats {
+    /// What the held deliveries share: node, key, outcome, error, silence.
+    like: Option<String>,
+    held: u64,
+    /// The last one held, as printed.
+    last: Option<String>,
+}
+
+impl Repeats {
+    /// The text to print for `line` now (several lines, or none while held).
+    pub(crate) fn see(&mut self, line: &Line, columns: &Columns) -> Option<String> {
+        let like = match &line.event {
+            HistoryEvent::Delivery {
+                idempotency_key,
+                outcome,
+                error,
+                silent,
+                poisoned: None,
+                ..
+            } => Some(format!(
+                "{:?}\u{0}{idempotency_key}\u{0}{outcome:?}\u{0}{error:?}\u{0}{}",
+                line.node,
+                silent.is_some()
+            )),
+            _ => None,
+        };
+        let text = human_line(line, columns);
+        if like.is_some() && like == self.like {
+            self.held += 1;
+            self.last = Some(text);
+            return None;
+        }
+        let flushed = self.flush();
+        self.like = like;
+        Some(match flushed {
+            Some(f) => format!("{f}\n{text}"),
+            None => text,
+        })
+    }
+
+    /// What is held, said: the count, then the last one.
+    pub(crate) fn flush(&mut self) -> Option<String> {
+        let held = std::mem::take(&mut self.held);
+        self.like = None;
+        let last = self.last.take()?;
+        Some(match held {
+            1 => last,
+            n => format!(
+                "           … {} more deliveries like it (--format json lists each), the last:\n{last}",
+                n - 1
+            ),
+        })
+    }
+}
+
+/// Step a local instance until nothing more can be decided, handing each
+/// decision to `print`, and return its final state (with why it stopped,
+/// when it stopped with more to do): `qflow run`, `qflow resume` and each
+/// scenario of `qflow test`.
+pub(crate) fn settle<C: Clock>(
+    run: &mut LocalRun<C>,
+    opts: &Opts,
+    print: impl Fn(&Decision),
+) -> Result<Value, RunError> {
+    match (opts.until, opts.horizon) {
+        (Some(u), _) => run.stop_after(u),
+        (None, Some(h)) => run.stop_after_from_now(h),
+        (None, None) => {}
+    }
+    if opts.horizon.is_some() {
+        run.bound_rounds(MAX_RETURNS_TO_A_STATE);
+    }
+    if let Some(p) = &opts.effects_log {
+        run.log_effects(p);
+    }
     if let Some(d) = run.take_start() {
         print(&d);
     }
@@ -726,26 +818,18 @@ pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCod
     let mut resolves = opts.resolves.iter();
     loop {
         let mut decided = false;
-        if let Err(e) = run.run(|d| {
+        run.run(|d| {
             decided = true;
             print(d)
-        }) {
-            return store_fail(format, e, opts.db_shown.as_deref());
-        }
+        })?;
         if let Some(ev) = resolves.next() {
-            match run.deliver(ev.clone()) {
-                Ok(d) => print(&d),
-                Err(e) => return store_fail(format, e, opts.db_shown.as_deref()),
-            }
+            print(&run.deliver(ev.clone())?);
             continue;
         }
         // The engine says when the instance is next due to decide anything
         // (a delivery, a timer, a response, a scripted event): a real clock
         // sleeps until then, between steps, never inside one.
-        let due = match run.next_due_ms() {
-            Ok(d) => d,
-            Err(e) => return fail(format, Why::Store, e),
-        };
+        let due = run.next_due_ms()?;
         let now = run.clock().now_ms();
         if run.stalled() {
             break;
@@ -762,24 +846,12 @@ pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCod
         }
     }
     let _ = run.release();
-    let stop = match run.stopped() {
-        Ok(s) => s,
-        Err(e) => return fail(format, Why::Store, e),
-    };
-    match run.final_state() {
-        Ok(mut state) => {
-            if let Some(stop) = &stop {
-                say_stopped(&mut state, stop, run.instance_id(), opts);
-            }
-            finish(
-                &state,
-                format,
-                opts.expect.as_ref(),
-                opts.db_shown.is_some(),
-            )
-        }
-        Err(e) => fail(format, Why::Store, e),
+    let stop = run.stopped()?;
+    let mut state = run.final_state()?;
+    if let Some(stop) = &stop {
+        say_stopped(&mut state, stop, run.instance_id(), opts);
     }
+    Ok(state)
 }
 
 /// A run that stopped with more to do says why, on stderr and in the final
@@ -846,7 +918,9 @@ fn say_stopped(state: &mut Value, stop: &Stop, instance: &str, opts: &Opts) {
             ),
             None => "the instance was in a temporary database, now removed".to_string(),
         };
-        eprintln!("note: {why}; {next}");
+        if !opts.quiet {
+            eprintln!("note: {why}; {next}");
+        }
         return;
     }
     let next = match &opts.db_shown {
@@ -855,7 +929,9 @@ fn say_stopped(state: &mut Value, stop: &Stop, instance: &str, opts: &Opts) {
         ),
         None => "the instance was in a temporary database, now removed: re-run with --db FILE to keep it and continue it".to_string(),
     };
-    eprintln!("note: {why}; {next}");
+    if !opts.quiet {
+        eprintln!("note: {why}; {next}");
+    }
 }
 
 /// A JSON object with `first` keys leading (in that order), the rest sorted.
