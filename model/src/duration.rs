@@ -56,6 +56,99 @@ fn fault(offset: usize, message: impl Into<String>) -> DurationError {
     }
 }
 
+/// A duration typed on the command line or at a console prompt: the short
+/// form (`30s`, `5m`, `2h30m`, `1d 2h`: whole numbers, each with one of d,
+/// h, m, s, largest unit first) or an ISO-8601 duration ([`parse`]), so
+/// `--until 5m` and `--until PT5M` mean the same. A model's attributes take
+/// ISO-8601 only. The error names a literal to write where one can be
+/// guessed (`5 min`: write 5m or PT5M).
+pub fn parse_input(text: &str) -> Result<Duration, DurationError> {
+    if let Some(d) = short_form(text) {
+        return Ok(d);
+    }
+    parse(text).map_err(|e| {
+        let message = match guess(text) {
+            Some(d) => format!(
+                "`{}` is not a duration: write {} or {}",
+                text.trim(),
+                short(d),
+                to_iso(d)
+            ),
+            None => format!(
+                "{} (or the short form: 90s, 5m, 2h30m, 1d)",
+                e.message
+            ),
+        };
+        DurationError {
+            message,
+            offset: e.offset,
+        }
+    })
+}
+
+/// The short form: `30s`, `5m`, `2h30m`, `1d 2h` (spaces ignored). `None`
+/// when the text is not of that form.
+fn short_form(text: &str) -> Option<Duration> {
+    const UNITS: [(char, u64); 4] = [('d', DAY), ('h', HOUR), ('m', MINUTE), ('s', 1)];
+    let mut total: u64 = 0;
+    let mut digits = String::new();
+    let mut next_unit = 0;
+    let mut any = false;
+    for c in text.chars().filter(|c| !c.is_whitespace()) {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let i = UNITS[next_unit..].iter().position(|(u, _)| *u == c)? + next_unit;
+        let n: u64 = digits.parse().ok()?;
+        total = total.checked_add(n.checked_mul(UNITS[i].1)?)?;
+        digits.clear();
+        next_unit = i + 1;
+        any = true;
+    }
+    (any && digits.is_empty()).then_some(Duration::from_secs(total))
+}
+
+/// What a near miss probably meant: a lower-case ISO duration (`pt5m`), a
+/// unit in words or upper case (`5 min`, `2 hours`, `5M`), a bare number (seconds).
+fn guess(text: &str) -> Option<Duration> {
+    let t = text.trim();
+    if let Ok(d) = parse(&t.to_ascii_uppercase()) {
+        return Some(d);
+    }
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse().ok().map(Duration::from_secs);
+    }
+    let mut lower = t.to_ascii_lowercase();
+    for (words, unit) in [
+        (&["seconds", "second", "secs", "sec"][..], "s"),
+        (&["minutes", "minute", "mins", "min"][..], "m"),
+        (&["hours", "hour", "hrs", "hr"][..], "h"),
+        (&["days", "day"][..], "d"),
+    ] {
+        for w in words {
+            lower = lower.replace(w, unit);
+        }
+    }
+    short_form(&lower)
+}
+
+/// A duration in the short form, largest unit first (`2h30m`, `90s` stays `1m30s`).
+fn short(d: Duration) -> String {
+    let mut left = d.as_secs();
+    if left == 0 {
+        return "0s".to_string();
+    }
+    let mut out = String::new();
+    for (unit, len) in [('d', DAY), ('h', HOUR), ('m', MINUTE), ('s', 1)] {
+        if left >= len {
+            out.push_str(&format!("{}{unit}", left / len));
+            left %= len;
+        }
+    }
+    out
+}
+
 /// Parse an ISO-8601 duration such as `PT30S`, `PT1M`, `P2D`, `P1DT12H`, `PT0.25S`.
 ///
 /// The error says what is wrong (`"`T` is missing before the hours: write PT1H"`),
@@ -74,8 +167,16 @@ pub fn parse(text: &str) -> Result<Duration, DurationError> {
         ));
     }
     if bytes[0] != b'P' {
-        let hint = if bytes[0] == b'p' {
-            "ISO-8601 durations are upper case: write P…, e.g. PT30S".to_string()
+        let hint = if let Some(iso) = short_form(s).map(to_iso) {
+            format!("`{s}` is the short form, which a model does not take: write {iso}")
+        } else if bytes[0] == b'p' {
+            match parse(&s.to_ascii_uppercase()) {
+                Ok(_) => format!(
+                    "ISO-8601 durations are upper case: write {}",
+                    s.to_ascii_uppercase()
+                ),
+                Err(_) => "ISO-8601 durations are upper case: write P…, e.g. PT30S".to_string(),
+            }
         } else if s.bytes().all(|b| b.is_ascii_digit()) {
             format!("a bare number has no unit: write PT{s}S for {s} seconds")
         } else {
@@ -448,5 +549,24 @@ mod tests {
             assert_eq!(parse(&to_iso(d)).unwrap(), d);
         }
         assert_eq!(to_iso(parse("P1Y").unwrap()), "P365D");
+    }
+
+    #[test]
+    fn input_takes_the_short_form_and_iso_alike_and_errors_name_a_literal() {
+        use super::parse_input;
+        assert_eq!(parse_input("5m"), parse_input("PT5M"));
+        assert_eq!(parse_input("2h30m").unwrap(), Duration::from_secs(9000));
+        assert_eq!(parse_input("1d 2h").unwrap(), Duration::from_secs(93_600));
+        let e = |t: &str| parse_input(t).unwrap_err().message;
+        assert_eq!(e("5 min"), "`5 min` is not a duration: write 5m or PT5M");
+        assert_eq!(e("pt5m"), "`pt5m` is not a duration: write 5m or PT5M");
+        assert_eq!(e("90"), "`90` is not a duration: write 1m30s or PT1M30S");
+        assert_eq!(e("2 hours"), "`2 hours` is not a duration: write 2h or PT2H");
+        assert!(e("soon").ends_with("(or the short form: 90s, 5m, 2h30m, 1d)"));
+        // A model takes ISO-8601 only, and is told the literal.
+        assert_eq!(
+            parse("5m").unwrap_err().message,
+            "`5m` is the short form, which a model does not take: write PT5M"
+        );
     }
 }

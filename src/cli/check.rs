@@ -1,6 +1,7 @@
 //! `qflow check PATH…`: the loader's verdicts as miette reports or JSON.
 
-use std::io::IsTerminal;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -14,7 +15,7 @@ use qflow_engine::Severity;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// miette's graphical reports on stderr, and a one-line summary.
+    /// miette's graphical reports on stdout, and a one-line summary.
     Human,
     /// A JSON array of diagnostics on stdout.
     Json,
@@ -22,13 +23,13 @@ pub enum Format {
     Sarif,
 }
 
-/// When the reports use colour (and terminal hyperlinks).
+use super::color::Stream;
+
+/// What `--deny` makes fail the check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorChoice {
-    /// On a terminal, unless NO_COLOR is set.
-    Auto,
-    Always,
-    Never,
+pub enum Deny {
+    /// Warnings fail the check (exit 1), as errors do.
+    Warnings,
 }
 
 /// The least severe verdict shown.
@@ -64,9 +65,6 @@ pub struct Args {
     /// every model instead of the ones found by walking up from each model.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Colour and terminal hyperlinks: auto (a terminal without NO_COLOR), always, never.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub color: ColorChoice,
     /// Only errors and warnings (the same as --min-severity warning).
     #[arg(short, long, conflicts_with_all = ["verbose", "min_severity"])]
     pub quiet: bool,
@@ -76,22 +74,24 @@ pub struct Args {
     /// Hide verdicts less severe than this (in every format).
     #[arg(long, value_enum, value_name = "LEVEL")]
     pub min_severity: Option<MinSeverity>,
+    /// `--deny warnings`: warnings fail the check (exit 1) as errors do.
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub deny: Vec<Deny>,
 }
 
-/// The report renderer. Output is a contract (golden tests compare it), so
-/// nothing is left to miette's environment sniffing: colours only when
-/// `--color` says so (auto: a terminal without `NO_COLOR`), terminal
-/// hyperlinks only where the terminal shows them; otherwise the
+/// The report renderer for reports written to `stream`. Output is a
+/// contract (golden tests compare it), so nothing is left to miette's
+/// environment sniffing: colours only when `--color` says so (auto: a
+/// terminal, unless `NO_COLOR` is set; `CLICOLOR_FORCE` forces them),
+/// terminal hyperlinks only where the terminal shows them; otherwise the
 /// documentation link is printed as a visible URL, at a fixed width of 100.
-fn report_handler(color: ColorChoice) -> GraphicalReportHandler {
-    let on = match color {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-        }
-    };
-    let links = on && supports_hyperlinks::on(supports_hyperlinks::Stream::Stderr);
+fn report_handler(color: super::color::ColorChoice, stream: Stream) -> GraphicalReportHandler {
+    let on = color.on(stream);
+    let links = on
+        && supports_hyperlinks::on(match stream {
+            Stream::Stdout => supports_hyperlinks::Stream::Stdout,
+            Stream::Stderr => supports_hyperlinks::Stream::Stderr,
+        });
     let theme = if on {
         GraphicalTheme::unicode()
     } else {
@@ -137,7 +137,7 @@ pub(crate) fn report_text(
 /// The reports of a model the runtime refuses (`run`, `deploy`, `migrate
 /// --to MODEL`), on stderr, drawn exactly as `check` draws them.
 pub(crate) fn print_refusals(refusals: &[&Diagnostic], shown: &str, text: &str) {
-    let handler = report_handler(ColorChoice::Auto);
+    let handler = report_handler(super::color::choice(), Stream::Stderr);
     let index = LineIndex::new(text);
     for d in refusals {
         eprintln!("{}", report_text(d, shown, text, &index, &handler));
@@ -167,7 +167,8 @@ fn one_line(d: &Diagnostic, shown: &str, text: &str, index: &LineIndex) -> Strin
 }
 
 pub fn run(args: Args) -> ExitCode {
-    let handler = report_handler(args.color);
+    let handler = report_handler(super::color::choice(), Stream::Stdout);
+    let deny_warnings = args.deny.contains(&Deny::Warnings);
     let floor = if args.quiet {
         MinSeverity::Warning
     } else {
@@ -179,6 +180,8 @@ pub fn run(args: Args) -> ExitCode {
         (0usize, 0usize, 0usize, 0usize, 0usize);
     let mut reported: Vec<PathBuf> = Vec::new();
     let mut configured: Vec<String> = Vec::new();
+    // Hints held back to be summarised per file and code (`print_hints`).
+    let hints: RefCell<Hints> = RefCell::default();
     let mut emit = |shown: &str, text: &str, index: &LineIndex, d: &Diagnostic| {
         match d.severity {
             Severity::Error => errors += 1,
@@ -192,10 +195,24 @@ pub fn run(args: Args) -> ExitCode {
         match args.format {
             Format::Json => json.push(d.to_json(shown, text, index)),
             Format::Sarif => sarif.push(d, shown, text, index),
-            Format::Human if d.severity >= Severity::Info && !args.verbose => {
-                eprintln!("{}\n", one_line(d, shown, text, index))
+            // Hints come by the dozen on a newcomer's model: one line per
+            // code and file, listed in full with -v.
+            Format::Human if d.severity == Severity::Hint && !args.verbose => {
+                let p = index.position(text, d.primary.span.start());
+                hints
+                    .borrow_mut()
+                    .entry((shown.to_string(), d.code))
+                    .or_default()
+                    .push((
+                        format!("{}:{}", p.line + 1, p.column_chars + 1),
+                        one_line(d, shown, text, index),
+                        printable(&d.message).into_owned(),
+                    ))
             }
-            Format::Human => eprintln!("{}", report_text(d, shown, text, index, &handler)),
+            Format::Human if d.severity >= Severity::Info && !args.verbose => {
+                println!("{}\n", one_line(d, shown, text, index))
+            }
+            Format::Human => println!("{}", report_text(d, shown, text, index, &handler)),
         }
     };
     let files = model_files(&args.files, &mut unreadable);
@@ -243,6 +260,7 @@ pub fn run(args: Args) -> ExitCode {
         for d in &analysis.diagnostics {
             emit(&shown, &text, &index, d);
         }
+        print_hints(&mut hints.borrow_mut());
         if n + 1 == files.len() {
             // The process ends next: freeing the last model (hundreds of
             // thousands of small allocations; 9 % of a check of the
@@ -265,10 +283,10 @@ pub fn run(args: Args) -> ExitCode {
         ),
         Format::Human => {
             for by in &configured {
-                eprintln!("note: {by}");
+                println!("note: {by}");
             }
-            eprintln!(
-                "{} checked: {}, {}, {}{}{}",
+            println!(
+                "{} checked: {}, {}, {}{}{}{}",
                 counted(files.len(), "file", "files"),
                 counted(errors, "error", "errors"),
                 counted(warnings, "warning", "warnings"),
@@ -282,16 +300,46 @@ pub fn run(args: Args) -> ExitCode {
                     format!(" ({hidden} below the minimum severity not shown)")
                 } else {
                     String::new()
+                },
+                if deny_warnings && warnings > 0 {
+                    " (warnings denied: --deny warnings)"
+                } else {
+                    ""
                 }
             )
         }
     }
     if unreadable > 0 {
         ExitCode::from(2)
-    } else if errors > 0 {
+    } else if errors > 0 || (deny_warnings && warnings > 0) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Hints held back, by file and code: (line:column, the one-line form, the message).
+type Hints = BTreeMap<(String, qflow_engine::Code), Vec<(String, String, String)>>;
+
+/// The hints of one file: a code's only hint as its line, several as one
+/// line that counts them and says where (`-v` shows each in full).
+fn print_hints(hints: &mut Hints) {
+    for ((shown, code), found) in std::mem::take(hints) {
+        if let [(_, line, _)] = found.as_slice() {
+            println!("{line}\n");
+            continue;
+        }
+        let rule = code
+            .alias()
+            .map(|rule| format!(" ({rule})"))
+            .unwrap_or_default();
+        let places: Vec<&str> = found.iter().map(|(at, _, _)| at.as_str()).collect();
+        println!(
+            "hint[{code}]{rule} {shown}: {} hints, at {}; the first: {} (-v shows each; qflow explain {code})\n",
+            found.len(),
+            places.join(", "),
+            found[0].2,
+        );
     }
 }
 

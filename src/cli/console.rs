@@ -24,7 +24,8 @@ pub struct Args {
     pub no_scenario: bool,
     /// The database: a SQLite file or a postgres:// URL (default: a
     /// temporary SQLite file). With MODEL, an unfinished instance of the
-    /// same model in it is resumed.
+    /// same model in it is resumed. Without MODEL and --db: $QFLOW_DB,
+    /// else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Option<Location>,
     /// Feed these keys without a terminal and print the last frame (scripts,
@@ -48,7 +49,13 @@ fn usage(message: &str) -> ExitCode {
 pub fn run(args: Args) -> ExitCode {
     // Exit codes as in every subcommand: 1 the model is refused, 2 an
     // unreadable file, a bad scenario, a database that cannot be opened.
-    let backend = match (&args.model, &args.db) {
+    // Without a model, the console attaches to a database: the one named
+    // outside the command line when --db is not given.
+    let db = match (&args.model, &args.db) {
+        (None, None) => super::ops::default_db().and_then(|(db, _)| db.parse::<Location>().ok()),
+        (_, db) => db.clone(),
+    };
+    let backend = match (&args.model, &db) {
         (Some(model), db) => {
             let choice = match (&args.scenario, args.no_scenario) {
                 (Some(p), _) => ScenarioChoice::File(p.clone()),
@@ -75,7 +82,7 @@ pub fn run(args: Args) -> ExitCode {
             EngineBackend::attach(db.clone()).map_err(|e| (e, 2))
         }
         (None, None) => {
-            return usage("give a MODEL to run (qflow console samples/dbg08-charge.bpmn), or --db DB (a SQLite file or a postgres:// URL) to inspect a database")
+            return usage("give a MODEL to run (qflow console samples/dbg08-charge.bpmn), or --db DB (a SQLite file or a postgres:// URL; or QFLOW_DB) to inspect a database")
         }
     };
     let mut backend = match backend {

@@ -59,6 +59,7 @@ impl RecordArgs {
 #[command(group(clap::ArgGroup::new("what").required(true).args(["class", "dependency"])))]
 pub struct PauseTarget {
     /// The database (it must exist): a SQLite file or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// The failure class whose retries to hold: transient or rate-limited
@@ -94,6 +95,7 @@ pub struct QuarantineTarget {
     /// The instance's id (`qflow instances` lists them).
     pub instance: String,
     /// The database (it must exist): a SQLite file or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     #[arg(long, value_enum, default_value = "human")]

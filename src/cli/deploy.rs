@@ -17,6 +17,7 @@ pub struct DeployArgs {
     /// The BPMN model to deploy; refused, with the report, when it has load errors.
     pub model: PathBuf,
     /// The database: a SQLite file (created if missing) or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     #[arg(long, value_enum, default_value = "human")]
@@ -27,6 +28,7 @@ pub struct DeployArgs {
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
     /// The database (it must exist): a SQLite file or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     #[arg(long, value_enum, default_value = "human")]
@@ -40,6 +42,7 @@ pub struct RetireArgs {
     /// The deployment's id (`qflow deployments` lists them).
     pub deployment: i64,
     /// The database (it must exist): a SQLite file or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     #[arg(long, value_enum, default_value = "human")]

@@ -9,8 +9,9 @@ include!(concat!(env!("OUT_DIR"), "/diagnostic_pages.rs"));
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The code, e.g. QF022 (case and leading zeros do not matter: qf22 works).
-    /// Without one, every code is listed with its rule.
+    /// The code, e.g. QF022 (case and leading zeros do not matter: qf22
+    /// works), or a modelling rule's bpmnlint name (fake-join). Without one,
+    /// every code is listed with the severity `qflow check` gives it here.
     pub code: Option<String>,
 }
 
@@ -19,9 +20,12 @@ pub fn page(code: &str) -> Option<&'static str> {
     PAGES.iter().find(|(c, _)| *c == code).map(|(_, p)| *p)
 }
 
-/// `qf22`, `22`, `QF022` → `QF022`.
+/// `qf22`, `22`, `QF022`, `fake-join` → `QF022`, `QF105`.
 fn normalize(s: &str) -> String {
     let t = s.trim();
+    if let Some(code) = qflow_engine::config::rule_code(t) {
+        return code.as_str().to_string();
+    }
     let digits = t
         .strip_prefix("QF")
         .or_else(|| t.strip_prefix("qf"))
@@ -36,19 +40,7 @@ fn normalize(s: &str) -> String {
 
 pub fn run(args: Args) -> ExitCode {
     let Some(raw) = args.code else {
-        let mut out = String::new();
-        for code in Code::ALL {
-            // bpmnlint's rules outside its recommended set run only when a
-            // configuration turns them on: their default is off.
-            let severity = if code.is_modelling() && !code.is_recommended() {
-                "off"
-            } else {
-                code.severity().as_str()
-            };
-            out.push_str(&format!("{code}  {severity:<7}  {}\n", code.title()));
-        }
-        out.push_str("\n`qflow explain CODE` prints a code's page.\n");
-        return write_out(&out);
+        return write_out(&list());
     };
     let code = normalize(&raw);
     match page(&code) {
@@ -70,6 +62,37 @@ pub fn run(args: Args) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Every code with the severity `qflow check` gives it under the
+/// configuration that applies in the working directory (qflow's defaults
+/// when none does): in an executable process of a qflow model, and in a
+/// plain BPMN file; then its bpmnlint rule and title.
+fn list() -> String {
+    use qflow_engine::config::{Config, Profile};
+    let here = std::env::current_dir()
+        .unwrap_or_else(|_| ".".into())
+        .join("model.bpmn");
+    let config = Config::for_model(&here);
+    let word = |s: Option<qflow_engine::Severity>| s.map_or("off", |s| s.as_str());
+    let mut out = format!("{:<6}  {:<7}  {:<7}  {:<28}  {}\n", "CODE", "QFLOW", "PLAIN", "RULE", "TITLE");
+    for code in Code::ALL {
+        let qflow = word(config.settings.severity(code, Profile::Qflow { executable: true }));
+        let plain = word(config.settings.severity(code, Profile::Plain));
+        out.push_str(&format!(
+            "{:<6}  {qflow:<7}  {plain:<7}  {:<28}  {}\n",
+            code.as_str(),
+            code.alias().unwrap_or("-"),
+            code.title()
+        ));
+    }
+    out.push_str("\nQFLOW: in an executable process of a model that declares urn:qflow:bpmn:1; PLAIN: in any other\nBPMN file; as `qflow check` gives them here");
+    match config.configured_by() {
+        Some(by) => out.push_str(&format!(" ({by})")),
+        None => out.push_str(" (qflow's defaults: no .bpmnlintrc or qflow.toml applies)"),
+    }
+    out.push_str(".\n`qflow explain CODE` (or a rule's name: qflow explain fake-join) prints a code's page.\n");
+    out
 }
 
 /// Print to stdout; a closed pipe (`qflow explain QF022 | head`) ends quietly.
@@ -108,5 +131,7 @@ mod tests {
         assert_eq!(normalize("QF022"), "QF022");
         assert_eq!(normalize("QF1000"), "QF1000");
         assert_eq!(normalize("nope"), "nope");
+        assert_eq!(normalize("fake-join"), "QF105");
+        assert_eq!(normalize("bpmnlint/label-required"), "QF107");
     }
 }

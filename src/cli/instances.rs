@@ -19,6 +19,7 @@ use super::run::{human_line, json_line, Columns};
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
     /// The database (it must exist): a SQLite file or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// Only instances in this status: running, waiting, completed or failed.
@@ -35,6 +36,10 @@ pub struct ListArgs {
     /// task's name or a channel): what `qflow pause --dependency` would hold.
     #[arg(long, value_name = "NAME")]
     pub dependency: Option<String>,
+    /// Only FAILED instances whose failure has this code (PROVIDER_DOWN,
+    /// q.timeout). Reads every instance the other filters leave, then pages.
+    #[arg(long, value_name = "CODE")]
+    pub code: Option<String>,
     /// List at most N instances (0: every one); the rest are counted.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_LIMIT)]
     pub limit: u64,
@@ -56,6 +61,7 @@ pub struct ShowArgs {
     /// The instance id (`qflow instances` lists them).
     pub instance: String,
     /// The database (it must exist): a SQLite file or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     #[arg(long, value_enum, default_value = "human")]
@@ -168,18 +174,82 @@ pub fn list(args: ListArgs) -> ExitCode {
             "--dependency needs a name: a registered task (payments.charge) or a channel (bank)",
         );
     }
+    if let Some(d) = args.dependency.as_deref() {
+        // A name no deployed model uses matches nothing, now or later: say
+        // so, with the nearest one, rather than "no instances match".
+        match store.dependencies() {
+            Ok(known) if !known.contains(d) => {
+                let hint = qflow_engine::suggest::closest(d, known.iter().map(String::as_str))
+                    .map(|s| format!("did you mean `{s}`? "))
+                    .unwrap_or_default();
+                let all: Vec<&str> = known.iter().map(String::as_str).collect();
+                return ops::fail(
+                    format,
+                    USAGE,
+                    "usage",
+                    format!(
+                        "--dependency {d}: no deployed model has this task or channel; {hint}known: {}",
+                        if all.is_empty() { "none (nothing is deployed)".to_string() } else { all.join(", ") }
+                    ),
+                );
+            }
+            Ok(_) => {}
+            Err(e) => return ops::fail(format, USAGE, "store", e),
+        }
+    }
+    let code = match args.code.as_deref().map(str::trim) {
+        Some("") => {
+            return ops::fail(
+                format,
+                USAGE,
+                "usage",
+                "--code needs a failure code (PROVIDER_DOWN, q.timeout)",
+            )
+        }
+        c => c.map(str::to_string),
+    };
     let filter = Filter {
         status,
         deployment: args.deployment,
         class,
         dependency: args.dependency.clone(),
-        offset: args.offset,
-        limit: (args.limit > 0).then_some(args.limit),
+        // A code is read from each instance's inspection: every instance the
+        // other filters leave is read, then the page is cut here.
+        offset: if code.is_some() { 0 } else { args.offset },
+        limit: if code.is_some() {
+            None
+        } else {
+            (args.limit > 0).then_some(args.limit)
+        },
     };
-    let page = match fleet::instances(&store, &filter) {
+    let mut page = match fleet::instances(&store, &filter) {
         Ok(r) => r,
         Err(e) => return ops::fail(format, USAGE, "store", e),
     };
+    if let Some(code) = &code {
+        let codes: std::collections::BTreeSet<String> = page
+            .instances
+            .iter()
+            .filter_map(|s| s.failure_code.clone())
+            .collect();
+        page.instances.retain(|s| s.failure_code.as_deref() == Some(code.as_str()));
+        if page.instances.is_empty() && !codes.is_empty() {
+            let hint = qflow_engine::suggest::closest(code, codes.iter().map(String::as_str))
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            let all: Vec<&str> = codes.iter().map(String::as_str).collect();
+            eprintln!(
+                "note: --code {code}: no instance has this code{hint}; the codes there are: {}",
+                all.join(", ")
+            );
+        }
+        page.total = page.instances.len() as u64;
+        let from = (args.offset as usize).min(page.instances.len());
+        page.instances.drain(..from);
+        if args.limit > 0 {
+            page.instances.truncate(args.limit as usize);
+        }
+    }
     let more = page.after(args.offset);
     let next = format!(
         "… {} more (--offset {} for the next page, --limit 0 for every one)",
@@ -190,9 +260,15 @@ pub fn list(args: ListArgs) -> ExitCode {
     match format {
         Format::Json => {
             let all: Vec<Value> = rows.iter().map(summary_json).collect();
-            println!("{}", canonical_string(&Value::Array(all)));
-            // The array stays the list's shape; what it leaves out is said
-            // where a script reading stdout does not trip on it.
+            // The page and where the next one starts (null: this is the last).
+            let page = json!({
+                "instances": all,
+                "total": page.total,
+                "offset": args.offset,
+                "limit": (args.limit > 0).then_some(args.limit),
+                "next_offset": (more > 0).then(|| args.offset + rows.len() as u64),
+            });
+            println!("{}", canonical_string(&page));
             if more > 0 {
                 eprintln!("{next}");
             }

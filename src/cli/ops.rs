@@ -41,6 +41,22 @@ pub fn fail(format: Format, code: u8, why: &str, msg: impl std::fmt::Display) ->
     ExitCode::from(code)
 }
 
+/// The environment variable naming the database of every command that
+/// operates one (docs/cli.md, "The database").
+pub const DB_VAR: &str = "QFLOW_DB";
+
+/// The database named outside the command line, and where: `QFLOW_DB`, else
+/// the `db` of the nearest `qflow.toml` walking up from the working
+/// directory (a SQLite path there is relative to the file's folder).
+pub fn default_db() -> Option<(String, String)> {
+    if let Some(v) = std::env::var_os(DB_VAR).filter(|v| !v.is_empty()) {
+        return Some((v.to_string_lossy().into_owned(), DB_VAR.to_string()));
+    }
+    let dir = std::env::current_dir().ok()?;
+    let (file, db) = qflow_engine::config::qflow_toml::database(&dir)?;
+    Some((db, file.display().to_string()))
+}
+
 /// Open a database that must already exist (reading commands never create one).
 pub fn open_existing(db: &Location) -> Result<Store, String> {
     Store::connect_existing(db).map_err(|e| format!("--db {}", connect_error(db, &e)))
@@ -126,7 +142,7 @@ pub fn read_model(path: &Path, format: Format) -> Result<Model, ExitCode> {
 /// them: the outage parsed, and at least one job; else the usage error
 /// (exit 2), said once for both commands.
 pub fn outage_and_jobs(outage: &str, jobs: u64, format: Format) -> Result<Duration, ExitCode> {
-    let d = qflow_engine::duration::parse(outage)
+    let d = qflow_engine::duration::parse_input(outage)
         .map_err(|e| fail(format, USAGE, "usage", format!("--outage {outage}: {e}")))?;
     if jobs == 0 {
         return Err(fail(format, USAGE, "usage", "--jobs must be at least 1"));

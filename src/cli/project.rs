@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub jobs: u64,
     /// How long the dependency is down: every attempt that starts within it
-    /// fails (ISO 8601: PT2H, P1D).
+    /// fails (2h, 1d, or ISO 8601: PT2H, P1D).
     #[arg(long, value_name = "DURATION", default_value = "P1D")]
     pub outage: String,
     /// Output format.

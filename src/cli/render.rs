@@ -5,7 +5,7 @@
 //! ([`DiagramState`]) and writes the SVG ([`svg`]); this module reads the
 //! files and the database and writes the result whole.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use qflow_engine::diagram::svg::svg;
@@ -20,13 +20,14 @@ pub struct Args {
     /// The BPMN model to draw.
     pub model: PathBuf,
     /// A database holding an instance of the model (with --instance): a
-    /// SQLite file or a postgres:// URL.
+    /// SQLite file or a postgres:// URL. Default: $QFLOW_DB, else the `db`
+    /// of the nearest qflow.toml.
     #[arg(long, value_name = "DB", requires = "instance")]
     pub db: Option<Location>,
-    /// The instance whose state to draw on the diagram (with --db).
-    #[arg(long, value_name = "ID", requires = "db")]
+    /// The instance whose state to draw on the diagram (from --db).
+    #[arg(long, value_name = "ID")]
     pub instance: Option<String>,
-    /// Where to write the SVG.
+    /// Where to write the SVG (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     pub svg: PathBuf,
 }
@@ -55,7 +56,23 @@ pub fn run(args: Args) -> ExitCode {
             format!("{shown}: {why} (`qflow check {shown}` shows where)"),
         );
     };
-    let state = match (&args.db, &args.instance) {
+    let db = match (&args.db, &args.instance) {
+        (Some(db), _) => Some(db.clone()),
+        (None, Some(id)) => match super::ops::default_db() {
+            Some((db, from)) => match db.parse::<Location>() {
+                Ok(l) => Some(l),
+                Err(e) => return fail(2, format!("{from}: the database `{db}`: {e}")),
+            },
+            None => {
+                return fail(
+                    2,
+                    format!("--instance {id} needs the database holding it: --db DB (or QFLOW_DB)"),
+                )
+            }
+        },
+        (None, None) => None,
+    };
+    let state = match (&db, &args.instance) {
         (Some(db), Some(id)) => match inspect(db, id) {
             Ok(i) => Some(i),
             Err(m) => return fail(2, m),
@@ -69,14 +86,13 @@ pub fn run(args: Args) -> ExitCode {
     let diagram = Diagram::of(process, Some(&text));
     let marks = state.as_ref().map(|i| DiagramState::of(&diagram, i));
     let svg = svg(&diagram, marks.as_ref());
-    if let Err(e) = write_whole(&args.svg, &svg) {
+    if let Err(e) = crate::cli::report::write_output(
+        &args.svg,
+        &svg,
+        "open it in a browser or an image viewer",
+    ) {
         return fail(2, format!("cannot write {}: {e}", args.svg.display()));
     }
-    crate::cli::report::say_written(
-        &args.svg,
-        svg.len(),
-        "open it in a browser or an image viewer",
-    );
     ExitCode::SUCCESS
 }
 
@@ -126,14 +142,3 @@ fn inspect(db: &Location, id: &str) -> Result<Inspection, String> {
     Inspection::read(&store, &graph, id).map_err(|e| format!("--instance {id}: {e}"))
 }
 
-/// Write to a sibling temporary file and rename it over `path`, so a
-/// reader never sees half a drawing.
-fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}

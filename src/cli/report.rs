@@ -350,12 +350,35 @@ pub fn schedule_chart(p: &NodeProjection) -> String {
     s
 }
 
-/// Write a report, whole or not at all (a temporary file renamed into place).
+/// Write a report, whole or not at all (a temporary file renamed into
+/// place), or to standard output when the path is `-`.
 pub fn write(path: &std::path::Path, html: &str) -> std::io::Result<()> {
-    let tmp = path.with_extension("html.tmp");
-    std::fs::write(&tmp, html)?;
-    std::fs::rename(&tmp, path)?;
-    say_written(path, html.len(), "open it in a browser");
+    write_output(path, html, "open it in a browser")
+}
+
+/// Whether a file argument names standard output (`-`, as in every Unix tool).
+pub fn is_stdout(path: &std::path::Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Write `text` to `path` whole or not at all (a temporary file beside it,
+/// renamed into place) and say so on stderr; `-` writes it to standard
+/// output instead, and says nothing.
+pub fn write_output(path: &std::path::Path, text: &str, next: &str) -> std::io::Result<()> {
+    if is_stdout(path) {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        return out.flush();
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })?;
+    say_written(path, text.len(), next);
     Ok(())
 }
 

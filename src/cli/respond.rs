@@ -11,7 +11,8 @@ use qflow_engine::store::explain::connect_error;
 use qflow_engine::store::{Location, Store};
 use serde_json::{json, Value};
 
-use super::run::{json_line, Format};
+use super::ops::Format;
+use super::run::json_line;
 
 /// Answer a channel call by its correlation (`instance/node`).
 #[derive(Debug, clap::Args)]
@@ -20,6 +21,7 @@ pub struct Args {
     /// The correlation: `instance/node` (a relayed request's Qflow-Correlation).
     pub correlation: String,
     /// The database holding the instance: a SQLite file or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// The idempotency key of the request answered (default: the live attempt's).

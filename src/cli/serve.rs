@@ -26,6 +26,7 @@ pub const TOKEN_ENV: &str = "QFLOW_SERVE_TOKEN";
 #[command(after_long_help = AFTER_HELP)]
 pub struct Args {
     /// The database (created if missing): a SQLite file or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// The handlers file (TOML): a command or URL per q:task, a URL per channel.

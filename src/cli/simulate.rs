@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub jobs: usize,
     /// How long every dependency (a registered task's, a channel call's) is
-    /// down, from the start (ISO 8601: PT2H, P1D, PT90M).
+    /// down, from the start (2h, 90m, or ISO 8601: PT2H, P1D, PT90M).
     #[arg(long, value_name = "DURATION")]
     pub outage: String,
     /// Keep the instances in this database (a SQLite file, created if
@@ -42,6 +42,7 @@ pub struct Args {
     /// Also write a self-contained HTML report here: attempts per minute
     /// over the outage, the backlog's age, each policy's schedule, the
     /// process diagram.
+    /// `-` writes it to standard output (the summary then goes to stderr).
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
     /// Output format.
@@ -51,6 +52,14 @@ pub struct Args {
 
 pub fn run(args: Args) -> ExitCode {
     let format = args.format;
+    if format == Format::Json && args.report.as_deref().is_some_and(crate::cli::report::is_stdout) {
+        return crate::cli::ops::fail(
+            crate::cli::ops::Format::Json,
+            2,
+            "usage",
+            "--report - and --format json would both write to standard output: give the report a file name",
+        );
+    }
     let outage = match crate::cli::ops::outage_and_jobs(&args.outage, args.jobs as u64, format) {
         Ok(d) => d,
         Err(code) => return code,
@@ -118,8 +127,14 @@ pub fn run(args: Args) -> ExitCode {
         }
     }
     drop(store);
+    // `--report -` gave stdout to the HTML: the summary goes to stderr.
+    let to_stdout = args
+        .report
+        .as_deref()
+        .is_some_and(crate::cli::report::is_stdout);
     match format {
         Format::Json => println!("{}", json_report(&report, &args, outage, elapsed, rss)),
+        Format::Human if to_stdout => eprint!("{}", human_report(&report, &args, outage, elapsed, rss)),
         Format::Human => print!("{}", human_report(&report, &args, outage, elapsed, rss)),
     }
     if let Some(db) = &args.db {

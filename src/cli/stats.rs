@@ -11,15 +11,18 @@ use qflow_engine::store::{Location, Store};
 use qflow_engine::text::group;
 use serde_json::json;
 
-use crate::cli::run::{json_line, Format};
+use crate::cli::ops::Format;
+use crate::cli::run::json_line;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The database to read (it must exist): a SQLite file or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
     /// Also write a self-contained HTML report here: attempts per minute,
     /// the backlog's age, each deployed policy's schedule, the processes.
+    /// `-` writes it to standard output (the summary then goes to stderr).
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
     /// How many of the latest containment actions to list (pause,
@@ -33,6 +36,14 @@ pub struct Args {
 
 pub fn run(args: Args) -> ExitCode {
     let format = args.format;
+    if format == Format::Json && args.report.as_deref().is_some_and(crate::cli::report::is_stdout) {
+        return crate::cli::ops::fail(
+            crate::cli::ops::Format::Json,
+            2,
+            "usage",
+            "--report - and --format json would both write to standard output: give the report a file name",
+        );
+    }
     let fail = |msg: String| {
         eprintln!("error: {msg}");
         if format == Format::Json {
@@ -82,6 +93,11 @@ pub fn run(args: Args) -> ExitCode {
             v["containment_log_earlier"] = json!(earlier);
             println!("{}", json_line(&v, &["status"]));
         }
+        // `--report -` gave stdout to the HTML: the summary goes to stderr.
+        Format::Human if args.report.as_deref().is_some_and(crate::cli::report::is_stdout) => eprint!(
+            "{}",
+            qflow_engine::text::printable(&human(&obs, &log_lines(&log, earlier, &args)))
+        ),
         Format::Human => print!(
             "{}",
             qflow_engine::text::printable(&human(&obs, &log_lines(&log, earlier, &args)))

@@ -12,6 +12,10 @@
 //! standard-size = ["warn", { "bpmn:Task" = { width = 120, height = 80 } }]
 //! ```
 //!
+//! A `qflow.toml` may also name the database of the commands that take
+//! `--db` (`db = "ops.db"`, relative to the file's folder, or a
+//! `postgres://` URL): see [`database`]. The flag and `QFLOW_DB` win.
+//!
 //! Levels: `off`, `hint`, `info`, `warning` (or `warn`), `error`. The codes
 //! the runtime relies on (QF001-QF022, QF041, QF042) cannot be switched.
 
@@ -51,19 +55,65 @@ pub fn parse(text: &str) -> (Settings, Vec<Diagnostic>) {
                     rule(text, name, level, &mut settings, &mut problems);
                 }
             }
+            // The database of the store's commands: read by the CLI (`database`).
+            ("db", toml::Value::String(_)) => {}
+            ("db", _) => problems.push(
+                Diagnostic::new(Code::QF090, key_span(text, key), "`db` has the wrong type")
+                    .label("ignored")
+                    .help("write db = \"qflow.db\" (a SQLite file) or db = \"postgres://host/db\""),
+            ),
             ("extends", _) | ("rules", _) => problems.push(
                 Diagnostic::new(Code::QF090, key_span(text, key), format!("`{key}` has the wrong type"))
                     .label("ignored")
                     .help("write extends = \"bpmnlint:recommended\" and a [rules] table"),
             ),
-            _ => problems.push(
-                Diagnostic::new(Code::QF091, key_span(text, key), format!("unknown setting `{key}`"))
-                    .label("ignored")
-                    .help("qflow.toml has `extends` and a [rules] table"),
-            ),
+            _ => {
+                let known = ["extends", "rules", "db"];
+                let help = match crate::suggest::closest(key, known) {
+                    Some(s) => format!("did you mean `{s}`? qflow.toml has `extends`, a [rules] table and `db`"),
+                    None => "qflow.toml has `extends`, a [rules] table and `db`".to_string(),
+                };
+                problems.push(
+                    Diagnostic::new(Code::QF091, key_span(text, key), format!("unknown setting `{key}`"))
+                        .label("ignored")
+                        .help(help),
+                )
+            }
         }
     }
     (settings, problems)
+}
+
+/// The database a `qflow.toml` names (`db = "…"`), for the commands that
+/// take `--db`: the nearest `qflow.toml` walking up from `dir` that has a
+/// `db`, as (the file, the value, a SQLite path made relative to the
+/// file's folder). A `postgres://` URL is kept as written. A file that is
+/// not valid TOML, or whose `db` is not a string, names none (`qflow check`
+/// reports it).
+pub fn database(dir: &std::path::Path) -> Option<(std::path::PathBuf, String)> {
+    let mut at = Some(dir);
+    while let Some(d) = at {
+        let file = d.join("qflow.toml");
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            if let Some(db) = text
+                .parse::<toml::Table>()
+                .ok()
+                .and_then(|t| t.get("db").and_then(|v| v.as_str()).map(str::to_string))
+            {
+                let value = if db.starts_with("postgres://")
+                    || db.starts_with("postgresql://")
+                    || std::path::Path::new(&db).is_absolute()
+                {
+                    db
+                } else {
+                    d.join(&db).display().to_string()
+                };
+                return Some((file, value));
+            }
+        }
+        at = d.parent();
+    }
+    None
 }
 
 fn rule(

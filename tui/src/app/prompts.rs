@@ -557,48 +557,14 @@ fn value_is(v: &Value, i: usize) -> bool {
 
 /// A duration typed at a prompt, in milliseconds: the short form the menus
 /// display (`30s`, `5m`, `2h30m`, `1d`) or an ISO-8601 duration, read by the
-/// engine's parser, so the console accepts what a model may write too.
+/// engine's one parser of typed durations (the command line's too).
 pub fn parse_duration_ms(text: &str) -> Result<i64, String> {
-    let ms = match short_duration_ms(text) {
-        Some(ms) => ms,
-        None => {
-            let d: Duration = qflow_engine::duration::parse(text)
-                .map_err(|e| format!("{} (or the short form: 90s, 5m, 2h30m, 1d)", e.message))?;
-            d.as_millis().min(i64::MAX as u128) as i64
-        }
-    };
+    let d: Duration = qflow_engine::duration::parse_input(text).map_err(|e| e.message)?;
+    let ms = d.as_millis().min(i64::MAX as u128) as i64;
     if ms == 0 {
         return Err("zero does not move time: try 30s".into());
     }
     Ok(ms)
-}
-
-/// `30s`, `5m`, `2h30m`, `1d 2h`: whole numbers, each with one of d, h, m, s,
-/// largest unit first. `None` when the text is not of that form.
-fn short_duration_ms(text: &str) -> Option<i64> {
-    const UNITS: [(char, i64); 4] = [
-        ('d', 86_400_000),
-        ('h', 3_600_000),
-        ('m', 60_000),
-        ('s', 1_000),
-    ];
-    let mut total: i64 = 0;
-    let mut digits = String::new();
-    let mut next_unit = 0;
-    let mut any = false;
-    for c in text.chars().filter(|c| !c.is_whitespace()) {
-        if c.is_ascii_digit() {
-            digits.push(c);
-            continue;
-        }
-        let i = UNITS[next_unit..].iter().position(|(u, _)| *u == c)? + next_unit;
-        let n: i64 = digits.parse().ok()?;
-        total = total.checked_add(n.checked_mul(UNITS[i].1)?)?;
-        digits.clear();
-        next_unit = i + 1;
-        any = true;
-    }
-    (any && digits.is_empty()).then_some(total)
 }
 
 /// `OLD=NEW, OLD=NEW` typed at the migration prompt (empty: no mapping).
