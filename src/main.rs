@@ -86,7 +86,10 @@ enum Command {
 
 fn main() -> ExitCode {
     quiet_on_closed_stdout();
-    let cli = match command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
+    let cli = match command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -144,7 +147,10 @@ fn command() -> clap::Command {
     };
     // Read once per process; the parser keeps a 'static default.
     let db: &'static str = Box::leak(db.into_boxed_str());
-    let from: &'static str = Box::leak(format!("The database (from {from}; --db wins): a SQLite file or a postgres:// URL.").into_boxed_str());
+    let from: &'static str = Box::leak(
+        format!("The database (from {from}; --db wins): a SQLite file or a postgres:// URL.")
+            .into_boxed_str(),
+    );
     let names: Vec<String> = cmd
         .get_subcommands()
         .filter(|c| {
@@ -247,35 +253,54 @@ fn broken_pipe() -> String {
 fn man(command: Option<&str>, out_dir: Option<&std::path::Path>) -> ExitCode {
     let mut cmd = Cli::command().disable_help_subcommand(true);
     cmd.build();
+    let source = format!("qflow {}", env!("CARGO_PKG_VERSION"));
     if let Some(dir) = out_dir {
-        return match std::fs::create_dir_all(dir).and_then(|()| clap_mangen::generate_to(cmd.clone(), dir)) {
+        let mut pages = vec![cmd.clone()];
+        pages.extend(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
+        let written = std::fs::create_dir_all(dir).and_then(|()| {
+            pages.iter().try_for_each(|p| {
+                clap_mangen::Man::new(p.clone())
+                    .source(source.clone())
+                    .generate_to(dir)
+                    .map(drop)
+            })
+        });
+        return match written {
             Ok(()) => {
-                let pages = 1 + cmd.get_subcommands().filter(|s| !s.is_hide_set()).count();
-                eprintln!("wrote {pages} man pages into {} (qflow.1 and qflow-COMMAND.1): man qflow", dir.display());
+                eprintln!(
+                    "wrote {} man pages into {} (qflow.1 and qflow-COMMAND.1): man qflow",
+                    pages.len(),
+                    dir.display()
+                );
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("error: cannot write the man pages into {}: {e}", dir.display());
+                eprintln!(
+                    "error: cannot write the man pages into {}: {e}",
+                    dir.display()
+                );
                 ExitCode::from(2)
             }
         };
     }
     let page = match command {
         None => cmd,
-        Some(name) => match cmd.find_subcommand(name) {
-            Some(sub) => sub.clone(),
-            None => {
-                let names: Vec<&str> = cmd.get_subcommands().map(|s| s.get_name()).collect();
-                let hint = qflow_engine::suggest::closest(name, names.iter().copied())
-                    .map(|s| format!(" (did you mean `{s}`?)"))
-                    .unwrap_or_default();
-                eprintln!("error: `{name}` is not a qflow subcommand{hint}; `qflow --help` lists them");
-                return ExitCode::from(2);
+        Some(name) => {
+            match cmd.find_subcommand(name) {
+                Some(sub) => sub.clone(),
+                None => {
+                    let names: Vec<&str> = cmd.get_subcommands().map(|s| s.get_name()).collect();
+                    let hint = qflow_engine::suggest::closest(name, names.iter().copied())
+                        .map(|s| format!(" (did you mean `{s}`?)"))
+                        .unwrap_or_default();
+                    eprintln!("error: `{name}` is not a qflow subcommand{hint}; `qflow --help` lists them");
+                    return ExitCode::from(2);
+                }
             }
-        },
+        }
     };
     let mut out = Vec::new();
-    match clap_mangen::Man::new(page).render(&mut out) {
+    match clap_mangen::Man::new(page).source(source).render(&mut out) {
         Ok(()) => write_out(&out),
         Err(e) => {
             eprintln!("error: cannot render the man page: {e}");

@@ -74,10 +74,7 @@ pub fn parse_input(text: &str) -> Result<Duration, DurationError> {
                 short(d),
                 to_iso(d)
             ),
-            None => format!(
-                "{} (or the short form: 90s, 5m, 2h30m, 1d)",
-                e.message
-            ),
+            None => format!("{} (or the short form: 90s, 5m, 2h30m, 1d)", e.message),
         };
         DurationError {
             message,
@@ -561,7 +558,10 @@ mod tests {
         assert_eq!(e("5 min"), "`5 min` is not a duration: write 5m or PT5M");
         assert_eq!(e("pt5m"), "`pt5m` is not a duration: write 5m or PT5M");
         assert_eq!(e("90"), "`90` is not a duration: write 1m30s or PT1M30S");
-        assert_eq!(e("2 hours"), "`2 hours` is not a duration: write 2h or PT2H");
+        assert_eq!(
+            e("2 hours"),
+            "`2 hours` is not a duration: write 2h or PT2H"
+        );
         assert!(e("soon").ends_with("(or the short form: 90s, 5m, 2h30m, 1d)"));
         // A model takes ISO-8601 only, and is told the literal.
         assert_eq!(

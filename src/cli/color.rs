@@ -56,7 +56,11 @@ impl ColorChoice {
 
 /// `auto`'s decision: CLICOLOR_FORCE first (the user insists), then
 /// NO_COLOR, then whether the stream is a terminal.
-fn auto(no_color: Option<&std::ffi::OsStr>, force: Option<&std::ffi::OsStr>, terminal: bool) -> bool {
+fn auto(
+    no_color: Option<&std::ffi::OsStr>,
+    force: Option<&std::ffi::OsStr>,
+    terminal: bool,
+) -> bool {
     if force.is_some_and(|v| !v.is_empty() && v != "0") {
         return true;
     }
@@ -88,6 +92,9 @@ mod tests {
         assert!(!auto(s("1"), None, true));
         assert!(auto(s(""), None, true), "an empty NO_COLOR is unset");
         assert!(auto(s("1"), s("1"), false));
-        assert!(!auto(None, s("0"), false), "CLICOLOR_FORCE=0 forces nothing");
+        assert!(
+            !auto(None, s("0"), false),
+            "CLICOLOR_FORCE=0 forces nothing"
+        );
     }
 }

@@ -75,9 +75,16 @@ fn list() -> String {
         .join("model.bpmn");
     let config = Config::for_model(&here);
     let word = |s: Option<qflow_engine::Severity>| s.map_or("off", |s| s.as_str());
-    let mut out = format!("{:<6}  {:<7}  {:<7}  {:<28}  {}\n", "CODE", "QFLOW", "PLAIN", "RULE", "TITLE");
+    let mut out = format!(
+        "{:<6}  {:<7}  {:<7}  {:<28}  {}\n",
+        "CODE", "QFLOW", "PLAIN", "RULE", "TITLE"
+    );
     for code in Code::ALL {
-        let qflow = word(config.settings.severity(code, Profile::Qflow { executable: true }));
+        let qflow = word(
+            config
+                .settings
+                .severity(code, Profile::Qflow { executable: true }),
+        );
         let plain = word(config.settings.severity(code, Profile::Plain));
         out.push_str(&format!(
             "{:<6}  {qflow:<7}  {plain:<7}  {:<28}  {}\n",

@@ -232,7 +232,8 @@ pub fn list(args: ListArgs) -> ExitCode {
             .iter()
             .filter_map(|s| s.failure_code.clone())
             .collect();
-        page.instances.retain(|s| s.failure_code.as_deref() == Some(code.as_str()));
+        page.instances
+            .retain(|s| s.failure_code.as_deref() == Some(code.as_str()));
         if page.instances.is_empty() && !codes.is_empty() {
             let hint = qflow_engine::suggest::closest(code, codes.iter().map(String::as_str))
                 .map(|s| format!(" (did you mean `{s}`?)"))

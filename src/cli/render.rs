@@ -86,11 +86,9 @@ pub fn run(args: Args) -> ExitCode {
     let diagram = Diagram::of(process, Some(&text));
     let marks = state.as_ref().map(|i| DiagramState::of(&diagram, i));
     let svg = svg(&diagram, marks.as_ref());
-    if let Err(e) = crate::cli::report::write_output(
-        &args.svg,
-        &svg,
-        "open it in a browser or an image viewer",
-    ) {
+    if let Err(e) =
+        crate::cli::report::write_output(&args.svg, &svg, "open it in a browser or an image viewer")
+    {
         return fail(2, format!("cannot write {}: {e}", args.svg.display()));
     }
     ExitCode::SUCCESS
@@ -141,4 +139,3 @@ fn inspect(db: &Location, id: &str) -> Result<Inspection, String> {
     let graph = Graph::compile(&defs).map_err(|e| format!("--instance {id}: {e}"))?;
     Inspection::read(&store, &graph, id).map_err(|e| format!("--instance {id}: {e}"))
 }
-

@@ -52,7 +52,12 @@ pub struct Args {
 
 pub fn run(args: Args) -> ExitCode {
     let format = args.format;
-    if format == Format::Json && args.report.as_deref().is_some_and(crate::cli::report::is_stdout) {
+    if format == Format::Json
+        && args
+            .report
+            .as_deref()
+            .is_some_and(crate::cli::report::is_stdout)
+    {
         return crate::cli::ops::fail(
             crate::cli::ops::Format::Json,
             2,
@@ -134,7 +139,9 @@ pub fn run(args: Args) -> ExitCode {
         .is_some_and(crate::cli::report::is_stdout);
     match format {
         Format::Json => println!("{}", json_report(&report, &args, outage, elapsed, rss)),
-        Format::Human if to_stdout => eprint!("{}", human_report(&report, &args, outage, elapsed, rss)),
+        Format::Human if to_stdout => {
+            eprint!("{}", human_report(&report, &args, outage, elapsed, rss))
+        }
         Format::Human => print!("{}", human_report(&report, &args, outage, elapsed, rss)),
     }
     if let Some(db) = &args.db {

@@ -36,7 +36,12 @@ pub struct Args {
 
 pub fn run(args: Args) -> ExitCode {
     let format = args.format;
-    if format == Format::Json && args.report.as_deref().is_some_and(crate::cli::report::is_stdout) {
+    if format == Format::Json
+        && args
+            .report
+            .as_deref()
+            .is_some_and(crate::cli::report::is_stdout)
+    {
         return crate::cli::ops::fail(
             crate::cli::ops::Format::Json,
             2,
@@ -94,10 +99,17 @@ pub fn run(args: Args) -> ExitCode {
             println!("{}", json_line(&v, &["status"]));
         }
         // `--report -` gave stdout to the HTML: the summary goes to stderr.
-        Format::Human if args.report.as_deref().is_some_and(crate::cli::report::is_stdout) => eprint!(
-            "{}",
-            qflow_engine::text::printable(&human(&obs, &log_lines(&log, earlier, &args)))
-        ),
+        Format::Human
+            if args
+                .report
+                .as_deref()
+                .is_some_and(crate::cli::report::is_stdout) =>
+        {
+            eprint!(
+                "{}",
+                qflow_engine::text::printable(&human(&obs, &log_lines(&log, earlier, &args)))
+            )
+        }
         Format::Human => print!(
             "{}",
             qflow_engine::text::printable(&human(&obs, &log_lines(&log, earlier, &args)))

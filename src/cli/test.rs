@@ -14,9 +14,7 @@ use qflow_engine::runtime::graph::Graph;
 use qflow_engine::runtime::outcome::Expectation;
 use qflow_engine::runtime::scenario::Scenario;
 use qflow_engine::runtime::scenario_check;
-use qflow_engine::runtime::session::{
-    load_scenario, ScenarioChoice, Session, SessionDb,
-};
+use qflow_engine::runtime::session::{load_scenario, ScenarioChoice, Session, SessionDb};
 use qflow_engine::text::counted;
 use serde_json::{json, Value};
 
@@ -109,7 +107,10 @@ pub fn run(args: Args) -> ExitCode {
         return ExitCode::from(2);
     }
     if args.format == Format::Human {
-        println!("\nrunning {}", counted(cases.len() as u64, "scenario", "scenarios"));
+        println!(
+            "\nrunning {}",
+            counted(cases.len() as u64, "scenario", "scenarios")
+        );
     }
     let mut outcomes = Vec::new();
     for case in cases {
@@ -144,8 +145,10 @@ pub fn run(args: Args) -> ExitCode {
         Format::Human => print_summary(&outcomes, [passed, failed, errors], seconds, colour),
         Format::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&json_report(&outcomes, &problems, passed, failed, errors))
-                .expect("a report serializes")
+            serde_json::to_string_pretty(&json_report(
+                &outcomes, &problems, passed, failed, errors
+            ))
+            .expect("a report serializes")
         ),
         Format::Junit => print!("{}", junit(&outcomes, &problems, seconds)),
     }
@@ -172,7 +175,11 @@ fn run_case(model: &Path, path: &Path) -> (Option<String>, Option<String>, Verdi
         .refusals()
         .map(|d| d.code.as_str().to_string())
         .collect();
-    let Some(defs) = analysis.definitions.as_ref().filter(|_| refusals.is_empty()) else {
+    let Some(defs) = analysis
+        .definitions
+        .as_ref()
+        .filter(|_| refusals.is_empty())
+    else {
         return error(format!(
             "{shown}: the model is refused ({}); `qflow check {shown}` shows why",
             refusals.join(", ")
@@ -237,10 +244,9 @@ fn ended(state: &Value) -> String {
     let reason = state.get("reason").and_then(Value::as_str);
     let attempts = state.get("attempts").and_then(Value::as_u64);
     match (reason, attempts) {
-        (Some(r), Some(n)) => out.push_str(&format!(
-            " ({r}, {})",
-            counted(n, "attempt", "attempts")
-        )),
+        (Some(r), Some(n)) => {
+            out.push_str(&format!(" ({r}, {})", counted(n, "attempt", "attempts")))
+        }
         (Some(r), None) => out.push_str(&format!(" ({r})")),
         _ => {}
     }
@@ -325,8 +331,8 @@ fn model_of(scenario: &Path) -> Result<PathBuf, String> {
     let folder = scenario.parent().unwrap_or(Path::new("."));
     let text = std::fs::read_to_string(scenario)
         .map_err(|e| format!("cannot read scenario {}: {e}", scenario.display()))?;
-    let parsed = Scenario::parse(&text)
-        .map_err(|e| format!("scenario {}: {e}", scenario.display()))?;
+    let parsed =
+        Scenario::parse(&text).map_err(|e| format!("scenario {}: {e}", scenario.display()))?;
     let model = match &parsed.model {
         Some(m) => normal(&folder.join(m)),
         None => {
@@ -401,7 +407,12 @@ fn human_line(o: &Outcome, colour: bool) -> String {
     format!("test {} ... {result}", o.case.scenario.display())
 }
 
-fn print_summary(outcomes: &[Outcome], [passed, failed, errors]: [usize; 3], seconds: f64, colour: bool) {
+fn print_summary(
+    outcomes: &[Outcome],
+    [passed, failed, errors]: [usize; 3],
+    seconds: f64,
+    colour: bool,
+) {
     let bad: Vec<&Outcome> = outcomes
         .iter()
         .filter(|o| !matches!(o.verdict, Verdict::Ok))
@@ -484,7 +495,8 @@ fn junit(outcomes: &[Outcome], problems: &[String], seconds: f64) -> String {
         };
         suites.entry(model).or_default().push(o);
     }
-    let count = |list: &[&Outcome], f: fn(&Verdict) -> bool| list.iter().filter(|o| f(&o.verdict)).count();
+    let count =
+        |list: &[&Outcome], f: fn(&Verdict) -> bool| list.iter().filter(|o| f(&o.verdict)).count();
     let all: Vec<&Outcome> = outcomes.iter().collect();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     out.push_str(&format!(
