@@ -119,8 +119,8 @@ fn a_misspelt_channel_and_an_event_on_a_missing_node_are_refused_with_a_did_you_
 fn a_namespace_slip_is_a_warning_to_check_and_refused_by_run_with_code_and_place() {
     let model = "samples/broken/QF043-namespace-near-miss.bpmn";
     let o = qflow(&["check", model]);
-    assert_eq!(code(&o), 0, "a warning: {}", stderr(&o));
-    assert!(stderr(&o).contains("QF043"));
+    assert_eq!(code(&o), 0, "a warning: {}", stdout(&o));
+    assert!(stdout(&o).contains("QF043"));
     let o = qflow(&["run", model]);
     assert_eq!(code(&o), 1);
     let e = stderr(&o);
@@ -333,14 +333,15 @@ fn explain_prints_the_codes_page_offline_and_suggests_a_close_code() {
     // outside its recommended set are off until configured.
     let o = qflow(&["explain"]);
     let list = stdout(&o);
-    assert!(
-        list.contains("QF126  off      conditional event without a condition"),
-        "{list}"
-    );
-    assert!(
-        list.contains("QF125  warning  terminate end event"),
-        "{list}"
-    );
+    let row = |code: &str| -> Vec<String> {
+        let line = list.lines().find(|l| l.starts_with(code)).unwrap_or("");
+        line.split_whitespace()
+            .take(3)
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(row("QF126"), ["QF126", "off", "off"], "{list}");
+    assert_eq!(row("QF125"), ["QF125", "warning", "warning"], "{list}");
     let o = qflow(&["explain", "QF0222"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("did you mean QF022?"), "{}", stderr(&o));
@@ -372,9 +373,9 @@ fn diagnostic_links_point_at_the_configured_repository() {
 fn color_never_and_always_decide_escapes_and_links_degrade_to_a_visible_url() {
     let model = "samples/broken/QF022-retry-beside-routed-timer.bpmn";
     let o = qflow(&["check", "--color", "never", model]);
-    assert!(!stderr(&o).contains('\u{1b}'), "no escapes");
+    assert!(!stdout(&o).contains('\u{1b}'), "no escapes");
     assert!(
-        stderr(&o).contains("(https://example.invalid/qflow/blob/main/docs/diagnostics/QF022.md)")
+        stdout(&o).contains("(https://example.invalid/qflow/blob/main/docs/diagnostics/QF022.md)")
     );
     // Forced colour without a hyperlink-capable terminal: colours, and the
     // link still a URL a person can read.
@@ -386,7 +387,7 @@ fn color_never_and_always_decide_escapes_and_links_degrade_to_a_visible_url() {
         .args(["check", "--color", "always", model])
         .output()
         .unwrap();
-    let e = stderr(&o);
+    let e = stdout(&o);
     assert!(e.contains("\u{1b}["), "colour escapes: {e}");
     assert!(
         e.contains("https://example.invalid/qflow/blob/main/docs/diagnostics/QF022.md"),
@@ -426,7 +427,7 @@ fn a_typo_in_max_attempts_is_one_finding_and_notes_are_one_line() {
         "root cause first, no QF012 consequence"
     );
     let o = qflow(&["check", &m]);
-    let e = stderr(&o);
+    let e = stdout(&o);
     assert!(e.contains("info[QF040] "), "{e}");
     assert!(e.contains("its instances wait durably"), "{e}");
     assert!(
@@ -435,9 +436,9 @@ fn a_typo_in_max_attempts_is_one_finding_and_notes_are_one_line() {
     );
     let o = qflow(&["check", "-v", &m]);
     assert!(
-        stderr(&o).contains("parks durably between attempts"),
+        stdout(&o).contains("parks durably between attempts"),
         "{}",
-        stderr(&o)
+        stdout(&o)
     );
     let o = qflow(&["check", "-q", "--format", "json", &m]);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -448,11 +449,11 @@ fn a_typo_in_max_attempts_is_one_finding_and_notes_are_one_line() {
         "error",
         "samples/dbg08-charge.bpmn",
     ]);
-    assert!(!stderr(&o).contains("QF040"), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("QF040"), "{}", stdout(&o));
     assert!(
-        stderr(&o).contains("1 below the minimum severity not shown"),
+        stdout(&o).contains("1 below the minimum severity not shown"),
         "{}",
-        stderr(&o)
+        stdout(&o)
     );
 }
 
@@ -585,11 +586,11 @@ fn a_refusal_decided_by_a_parent_bpmnlintrc_names_that_file() {
     );
     let check = qflow(&["check", "-q", &model]);
     assert!(
-        stderr(&check).contains(&format!(
+        stdout(&check).contains(&format!(
             "note: modelling rules configured by {rc}\n1 file checked: 11 errors"
         )),
         "{}",
-        stderr(&check)
+        stdout(&check)
     );
     let console = qflow(&["console", &model, "--no-scenario", "--headless", "q"]);
     assert!(

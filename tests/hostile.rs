@@ -18,6 +18,8 @@ const TIME: &str = "/usr/bin/time";
 struct Run {
     code: Option<i32>,
     stdout: String,
+    /// What a person reads: the human report (on stdout) and the messages
+    /// (on stderr), or, with `--format json`, the messages alone.
     stderr: String,
     /// Peak resident set size of `qflow`, when `/usr/bin/time` is available.
     peak_kb: Option<u64>,
@@ -52,9 +54,13 @@ fn check(file: &Path, args: &[&str]) -> Run {
         peak_kb = stderr[at + 14..].trim().parse().ok();
         stderr.truncate(at);
     }
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !args.contains(&"--format") {
+        stderr = format!("{stdout}{stderr}");
+    }
     Run {
         code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stdout,
         stderr,
         peak_kb,
     }

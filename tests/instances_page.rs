@@ -62,16 +62,24 @@ fn a_long_list_is_paged_counted_and_filtered_by_what_parks_it(fresh: &Fresh) {
     let (_, out, _) = qflow(&["instances", "--db", db, "--offset", "61"]);
     assert_eq!(out, "no instances past --offset 61 (61 match)\n");
 
-    // JSON: the page as an array, the rest counted on stderr; --limit 0
-    // lists every one.
+    // JSON: the page and its paging data (the total, where the next page
+    // starts), the rest counted on stderr too; --limit 0 lists every one.
     let (code, out, err) = qflow(&["instances", "--db", db, "--format", "json"]);
     assert_eq!(code, 0);
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v.as_array().unwrap().len(), 50);
+    assert_eq!(v["instances"].as_array().unwrap().len(), 50);
+    assert_eq!(
+        (v["total"].as_u64(), v["next_offset"].as_u64()),
+        (Some(61), Some(50))
+    );
     assert!(err.contains("… 11 more"), "{err}");
     let (_, out, err) = qflow(&["instances", "--db", db, "--limit", "0", "--format", "json"]);
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v.as_array().unwrap().len(), 61);
+    assert_eq!(v["instances"].as_array().unwrap().len(), 61);
+    assert_eq!(
+        (v["total"].as_u64(), &v["next_offset"]),
+        (Some(61), &Value::Null)
+    );
     assert!(err.is_empty(), "{err}");
 
     // Filters: a status counts its own; a class or a dependency keeps the
@@ -100,7 +108,7 @@ fn a_long_list_is_paged_counted_and_filtered_by_what_parks_it(fresh: &Fresh) {
         );
         assert_eq!(code, 0, "{err}");
         let v: Value = serde_json::from_str(&out).unwrap();
-        let statuses: Vec<&str> = v
+        let statuses: Vec<&str> = v["instances"]
             .as_array()
             .unwrap()
             .iter()

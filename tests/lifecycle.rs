@@ -541,7 +541,7 @@ fn every_failed_instance_of_a_deployment_is_repaired_at_once(fresh: &Fresh) {
         "--format",
         "json",
     ]);
-    let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list: Value = serde_json::from_slice::<Value>(&o.stdout).unwrap()["instances"].clone();
     let ids: Vec<&str> = list
         .as_array()
         .unwrap()

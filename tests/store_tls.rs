@@ -129,7 +129,14 @@ fn an_empty_database_and_a_missing_one_are_named_with_what_to_do() {
     let (code, _, err) = qflow(&["deploy", "samples/dbg08-long-outage.bpmn", "--db", &db]);
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = qflow(&["instances", "--db", &db, "--format", "json"]);
-    assert_eq!((code, out.as_str()), (0, "[]\n"), "{err}");
+    assert_eq!(
+        (code, out.as_str()),
+        (
+            0,
+            "{\"instances\":[],\"limit\":50,\"next_offset\":null,\"offset\":0,\"total\":0}\n"
+        ),
+        "{err}"
+    );
 
     let missing = format!("{db}_gone");
     let name = missing.rsplit('/').next().unwrap();

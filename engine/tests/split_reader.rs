@@ -181,11 +181,21 @@ fn every_model_in_the_repository_and_the_corpus_reads_the_same_split() {
             same_at(&name, cut, split, false);
         }
     }
+    // With the interchange corpus beside the checkout (CI) the corpus adds
+    // its 21 models; a fresh clone has the repository's own alone, which
+    // keep the split before the diagram in 13 models and the split plan in
+    // 103 (measured without ../shared).
+    println!("splits kept before the diagram in {kept} models, split plans in {planned}");
+    let floor = if reader_corners::corpus_present() {
+        20
+    } else {
+        10
+    };
     assert!(
-        kept >= 20,
+        kept >= floor,
         "splits before the diagram kept in {kept} models"
     );
-    assert!(planned >= 20, "split plans kept in {planned} models");
+    assert!(planned >= floor, "split plans kept in {planned} models");
 }
 
 #[test]
