@@ -309,13 +309,11 @@ fn collect(paths: &[PathBuf]) -> (Vec<Case>, Vec<String>) {
                 }
             }
             if found == 0 {
+                let stem = path.file_stem().unwrap_or_default().to_string_lossy();
                 problems.push(format!(
                     "{} has no scenario: write one as {} (docs/run.md)",
                     path.display(),
-                    folder
-                        .join(path.file_stem().unwrap_or_default())
-                        .with_extension("json")
-                        .display()
+                    folder.join(format!("{stem}.json")).display()
                 ));
             }
         }
@@ -336,9 +334,11 @@ fn model_of(scenario: &Path) -> Result<PathBuf, String> {
     let model = match &parsed.model {
         Some(m) => normal(&folder.join(m)),
         None => {
-            let stem = scenario.file_stem().unwrap_or_default();
+            // `scenarios/order.v2.json` is `../order.v2.bpmn`'s (the stem
+            // whole: with_extension would replace its last dot).
+            let stem = scenario.file_stem().unwrap_or_default().to_string_lossy();
             let above = folder.parent().unwrap_or(Path::new("."));
-            normal(&above.join(stem).with_extension("bpmn"))
+            normal(&above.join(format!("{stem}.bpmn")))
         }
     };
     if model.is_file() {
