@@ -177,7 +177,7 @@ pub fn list(args: ListArgs) -> ExitCode {
     if let Some(d) = args.dependency.as_deref() {
         // A name no deployed model uses matches nothing, now or later: say
         // so, with the nearest one, rather than "no instances match".
-        match store.dependencies() {
+        match qflow_engine::dependencies::dependencies(&store) {
             Ok(known) if !known.contains(d) => {
                 let hint = qflow_engine::suggest::closest(d, known.iter().map(String::as_str))
                     .map(|s| format!("did you mean `{s}`? "))
