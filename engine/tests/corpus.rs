@@ -11,7 +11,10 @@ use std::path::PathBuf;
 use qflow_engine::Code;
 
 fn corpus_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/miwg");
+    let dir = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../shared/corpus/miwg");
     if dir.is_dir() {
         Some(dir)
     } else {

@@ -28,7 +28,10 @@ pub fn bpmn_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// corpus and assert only what the repository's own models give
 /// ([`corpus_present`] tells them which).
 pub fn repository_and_corpus_models() -> Vec<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("..");
     let mut files = Vec::new();
     for dir in ["samples", "tests", "lsp", "engine"] {
         bpmn_files(&root.join(dir), &mut files);
@@ -43,9 +46,15 @@ pub fn repository_and_corpus_models() -> Vec<PathBuf> {
     files
 }
 
-/// `<repo>/../shared/corpus/miwg`, the interchange corpus beside the checkout.
+/// `<repo>/../shared/corpus/miwg`, the interchange corpus beside the
+/// checkout. The package folder is read when the test runs (cargo sets
+/// CARGO_MANIFEST_DIR then too), not when it was built: .ci/run runs the
+/// same test binaries in a copy of the checkout with no ../shared beside it.
 pub fn corpus_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/miwg")
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
+    )
+    .join("../../shared/corpus/miwg")
 }
 
 /// Whether the interchange corpus is beside the checkout (CI has it; a
