@@ -269,17 +269,53 @@ fn qflow_db_and_qflow_toml_name_the_database_and_the_flag_wins() {
     assert!(err(&o).contains("--db"), "{}", err(&o));
 }
 
-/// A local run keeps its temporary database whatever QFLOW_DB says.
+/// A local run takes QFLOW_DB too, as every command that takes --db does
+/// (the flag winning); a database it names that cannot be opened is an
+/// error (exit 2), never a silent fall back to a temporary one.
 #[test]
-fn a_local_run_does_not_use_qflow_db() {
+fn a_local_run_uses_qflow_db_and_the_flag_wins() {
     let dir = tempfile::tempdir().unwrap();
+    let ops = dir.path().join("ops.db");
     let o = qflow_in(
         &repo(),
-        &[("QFLOW_DB", dir.path().join("ops.db").to_str().unwrap())],
+        &[("QFLOW_DB", ops.to_str().unwrap())],
         &["run", "samples/checkout.bpmn", "--format", "json"],
     );
     assert_eq!(code(&o), 0, "{}", err(&o));
-    assert!(!dir.path().join("ops.db").exists());
+    assert!(
+        ops.exists(),
+        "the run's instance is kept in QFLOW_DB's database"
+    );
+    let o = qflow_in(
+        &repo(),
+        &[("QFLOW_DB", ops.to_str().unwrap())],
+        &["instances", "--format", "json"],
+    );
+    assert!(out(&o).contains("checkout"), "{}", out(&o));
+    let flag = dir.path().join("flag.db");
+    let o = qflow_in(
+        &repo(),
+        &[("QFLOW_DB", dir.path().join("other.db").to_str().unwrap())],
+        &[
+            "run",
+            "samples/checkout.bpmn",
+            "--db",
+            flag.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(flag.exists() && !dir.path().join("other.db").exists());
+    let o = qflow_in(
+        &repo(),
+        &[("QFLOW_DB", "postgres://")],
+        &["run", "samples/checkout.bpmn"],
+    );
+    assert_eq!(code(&o), 2, "{}", err(&o));
+    assert!(
+        err(&o).contains("cannot connect to postgres://"),
+        "{}",
+        err(&o)
+    );
 }
 
 // ---- check ----

@@ -5,7 +5,6 @@
 //!
 //! The MIWG corpus is read from `<repo>/../shared/corpus/miwg` when present.
 
-
 use qflow_engine::loader::DRAWING_LEAVES;
 use qflow_engine::{reader, rules, testgen, xml};
 

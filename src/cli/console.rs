@@ -51,9 +51,9 @@ pub fn run(args: Args) -> ExitCode {
     // unreadable file, a bad scenario, a database that cannot be opened.
     // Without a model, the console attaches to a database: the one named
     // outside the command line when --db is not given.
-    let db = match (&args.model, &args.db) {
-        (None, None) => super::ops::default_db().and_then(|(db, _)| db.parse::<Location>().ok()),
-        (_, db) => db.clone(),
+    let db = match super::ops::db_or_default(args.db.as_ref()) {
+        Ok(db) => db,
+        Err(m) => return usage(&m),
     };
     let backend = match (&args.model, &db) {
         (Some(model), db) => {

@@ -57,6 +57,22 @@ pub fn default_db() -> Option<(String, String)> {
     Some((db, file.display().to_string()))
 }
 
+/// `--db` when given, else the database named outside the command line
+/// ([`default_db`]); `Ok(None)` when neither names one. A name outside the
+/// command line that is not a database location is an error naming where
+/// it came from, never silently ignored.
+pub fn db_or_default(flag: Option<&Location>) -> Result<Option<Location>, String> {
+    if let Some(db) = flag {
+        return Ok(Some(db.clone()));
+    }
+    match default_db() {
+        None => Ok(None),
+        Some((db, from)) => db.parse::<Location>().map(Some).map_err(|e| {
+            format!("{from}: `{db}` is not a database (a SQLite file or a postgres:// URL): {e}")
+        }),
+    }
+}
+
 /// Open a database that must already exist (reading commands never create one).
 pub fn open_existing(db: &Location) -> Result<Store, String> {
     Store::connect_existing(db).map_err(|e| format!("--db {}", connect_error(db, &e)))

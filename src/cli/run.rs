@@ -234,7 +234,13 @@ pub fn run(args: Args) -> ExitCode {
             Err(e) => return fail(format, Why::Usage, format!("--until `{u}`: {e}")),
         },
     };
-    let db = SessionDb::new(args.db.as_ref(), "run");
+    // QFLOW_DB (or qflow.toml's db) when --db is not given, as for every
+    // command that takes --db (docs/cli.md).
+    let chosen = match super::ops::db_or_default(args.db.as_ref()) {
+        Ok(db) => db,
+        Err(m) => return fail(format, Why::Usage, m),
+    };
+    let db = SessionDb::new(chosen.as_ref(), "run");
     let mut store = match Store::connect(db.location()) {
         Ok(s) => s,
         Err(e) => {

@@ -73,7 +73,14 @@ pub fn run(args: Args) -> ExitCode {
         Ok(read) => read,
         Err(code) => return code,
     };
-    let db = SessionDb::new(args.db.as_ref(), "simulate");
+    let chosen = match crate::cli::ops::db_or_default(args.db.as_ref()) {
+        Ok(db) => db,
+        Err(m) => {
+            eprintln!("qflow simulate: {m}");
+            return ExitCode::from(2);
+        }
+    };
+    let db = SessionDb::new(chosen.as_ref(), "simulate");
     let store = match db.open() {
         Ok(s) => s,
         Err(e) => return fail(format, 2, "store", e),
@@ -144,7 +151,7 @@ pub fn run(args: Args) -> ExitCode {
         }
         Format::Human => print!("{}", human_report(&report, &args, outage, elapsed, rss)),
     }
-    if let Some(db) = &args.db {
+    if let Some(db) = &chosen {
         if format == Format::Human {
             println!("instances kept in {db}");
         }
