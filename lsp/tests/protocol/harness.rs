@@ -26,6 +26,8 @@ pub struct Harness {
     next_id: i64,
     /// Notifications received while waiting for something else, in order.
     pub notifications: VecDeque<Value>,
+    /// The body length of the last message read (what a reply weighs on the wire).
+    pub last_frame_bytes: usize,
     server: tokio::task::JoinHandle<bool>,
 }
 
@@ -50,6 +52,7 @@ impl Harness {
             reader: BufReader::new(read),
             next_id: 1,
             notifications: VecDeque::new(),
+            last_frame_bytes: 0,
             server,
         }
     }
@@ -136,6 +139,7 @@ impl Harness {
         }
         let mut body = vec![0; length.expect("a Content-Length header")];
         self.reader.read_exact(&mut body).await.expect("read body");
+        self.last_frame_bytes = body.len();
         serde_json::from_slice(&body).expect("the server sent invalid JSON")
     }
 
