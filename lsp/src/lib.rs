@@ -16,6 +16,7 @@ pub mod server;
 pub mod store;
 pub mod symbols;
 pub mod transport;
+pub mod worker;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
