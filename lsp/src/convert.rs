@@ -227,6 +227,22 @@ pub fn document_symbol(snap: &Snapshot, s: &Symbol) -> lsp::DocumentSymbol {
     }
 }
 
+/// The one-symbol outline that stands in a response for an answer the
+/// transport splices in (see [`crate::transport::Spliced`]).
+#[allow(deprecated)] // `deprecated` is a required field of the struct.
+pub fn stand_in(name: String) -> lsp::DocumentSymbol {
+    lsp::DocumentSymbol {
+        name,
+        detail: None,
+        kind: lsp::SymbolKind::NULL,
+        tags: None,
+        deprecated: None,
+        range: lsp::Range::default(),
+        selection_range: lsp::Range::default(),
+        children: None,
+    }
+}
+
 fn completion_kind(k: CompletionKind) -> lsp::CompletionItemKind {
     match k {
         CompletionKind::Element => lsp::CompletionItemKind::CLASS,

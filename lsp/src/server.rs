@@ -20,6 +20,7 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
 use crate::store::{Graveyard, Snapshot, Store};
+use crate::transport::Spliced;
 use crate::worker::{panic_message, Worker};
 use crate::{code_action, completion, convert, hover, navigation, symbols};
 
@@ -93,6 +94,9 @@ pub struct Backend {
     shutdown_requested: Arc<AtomicBool>,
     /// The client can watch files for us (dynamic registration).
     watch_configs: AtomicBool,
+    /// Where the outline is written as JSON directly, when the transport
+    /// splices it in (see [`Spliced`]).
+    spliced: Option<Spliced>,
 }
 
 impl std::fmt::Debug for Backend {
@@ -331,7 +335,14 @@ impl Backend {
             shared,
             shutdown_requested,
             watch_configs: AtomicBool::new(false),
+            spliced: None,
         }
+    }
+
+    /// Answer the outline through `spliced` (the transport writes it out).
+    pub(crate) fn splicing(mut self, spliced: Option<Spliced>) -> Self {
+        self.spliced = spliced;
+        self
     }
 
     fn changed(&self, uri: Uri, version: i32, text: String) {
@@ -602,15 +613,24 @@ impl LanguageServer for Backend {
         p: DocumentSymbolParams,
     ) -> Result<Option<DocumentSymbolResponse>> {
         let uri = p.text_document.uri;
+        let spliced = self.spliced.clone();
         self.shared
             .run("document symbols", &uri, move |snap| {
-                let symbols = symbols::document_symbols(snap);
-                Some(DocumentSymbolResponse::Nested(
-                    symbols
-                        .iter()
-                        .map(|s| convert::document_symbol(snap, s))
-                        .collect(),
-                ))
+                let symbols: Vec<DocumentSymbol> = symbols::document_symbols(snap)
+                    .iter()
+                    .map(|s| convert::document_symbol(snap, s))
+                    .collect();
+                // Written as JSON here, from the typed outline: no value tree.
+                let json = spliced
+                    .as_ref()
+                    .and_then(|sp| Some((sp, serde_json::to_vec(&symbols).ok()?)));
+                Some(DocumentSymbolResponse::Nested(match json {
+                    Some((sp, json)) => {
+                        drop(symbols);
+                        vec![convert::stand_in(sp.keep(json))]
+                    }
+                    None => symbols,
+                }))
             })
             .await
     }

@@ -439,7 +439,10 @@ async fn past_the_cap_the_most_severe_findings_are_published_and_the_rest_counte
     let text = many_findings(12);
     let all = published(qflow_lsp::Config::default(), &text).await;
     assert!(all.len() > cap + 2, "{all:?}");
-    assert!(all.iter().any(|d| d["severity"] == 2), "warnings too: {all:?}");
+    assert!(
+        all.iter().any(|d| d["severity"] == 2),
+        "warnings too: {all:?}"
+    );
 
     let out = published(capped, &text).await;
     assert_eq!(out.len(), cap + 1, "{out:?}");
