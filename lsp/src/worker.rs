@@ -6,11 +6,12 @@
 //! thread was free, and glibc's malloc gives each thread its own arena (up
 //! to eight per core): every arena an analysis had ever run in kept the
 //! model-sized holes its frees left, which the next analysis, on another
-//! thread, could not reuse. The server grew from 125 MB to 622 MB over 150
-//! edits, and with `MALLOC_ARENA_MAX=1` stayed at 162–172 MB. Here every
+//! thread, could not reuse: 113 MB after opening, 532 MB after 150 edits,
+//! and 226 MB with `MALLOC_ARENA_MAX=1` (`benches/memory.rs`). Here every
 //! analysis allocates on one thread and every free of its model happens on
 //! the same thread, so one arena serves them all and each analysis reuses
-//! the memory the one before it freed.
+//! the memory the one before it freed: 237 MB after 150 edits, level from
+//! the twentieth on (docs/performance.md).
 //!
 //! A panic in a job is caught and returned as its message; the thread goes
 //! on with the next job.
@@ -39,7 +40,7 @@ pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 }
 
 impl Worker {
-    /// A worker thread named `name`. `None` if the system refuses a thread.
+    /// A worker thread named `name` (an error if the system refuses one).
     pub fn new(name: &str) -> std::io::Result<Worker> {
         let (jobs, queue) = mpsc::channel::<Job>();
         std::thread::Builder::new()
