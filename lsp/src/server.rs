@@ -1,8 +1,9 @@
 //! The language server: LSP requests in, handler answers out.
 //!
-//! Every engine call runs on the blocking pool through [`Shared::run`], so a
-//! panic inside one becomes an error response (the JoinError carries it) and
-//! never unwinds through the protocol loop. Diagnostics are published by one
+//! Every analysis runs on the analysis thread ([`crate::worker`]) and every
+//! other engine call on the blocking pool through [`Shared::run`], so a
+//! panic inside one becomes an error response (the worker or the JoinError
+//! carries its message) and never unwinds through the protocol loop. Diagnostics are published by one
 //! worker task per server, which always analyses the *latest* text and
 //! publishes a result only while its version is still current: a burst of
 //! edits never leaves a stale verdict, and no debounce delay is added.
