@@ -6,6 +6,13 @@
 //! What the author is typing is read lexically by the engine
 //! ([`navigate::cursor_context`]), since a document mid-edit is rarely
 //! well-formed; ids come from the latest model that did load.
+//!
+//! An answer holds at most [`PAGE`] items. A list that fits is sent whole,
+//! as it always was, and the editor filters it as the author types; a longer
+//! one (the ids of a large model) is narrowed by the word typed so far
+//! ([`narrow`]), cut to a page and marked incomplete, so the editor asks
+//! again at the next keystroke instead of filtering a list that lacks what
+//! the author is looking for.
 
 use qflow_model::dialect::{self, ValueKind, VocabAttribute};
 use qflow_model::model::Definitions;
@@ -39,12 +46,27 @@ pub struct Completion {
     pub order: usize,
 }
 
+/// The most items one completion answer carries (clangd's default limit).
+/// The 100,000 ids of a large model were a 22.6 MB answer.
+pub const PAGE: usize = 100;
+
+/// One completion answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Completions {
+    pub items: Vec<Completion>,
+    /// More items exist than [`Completions::items`] holds (they were
+    /// narrowed by the typed word and cut to a [`PAGE`]): the editor must
+    /// ask again as the author types rather than filter this list.
+    pub incomplete: bool,
+}
+
 /// Completions at `offset` of the current text. `model` is the latest model
 /// that loaded (the current one when it does).
-pub fn complete(snap: &Snapshot, model: Option<&Definitions>, offset: usize) -> Vec<Completion> {
+pub fn complete(snap: &Snapshot, model: Option<&Definitions>, offset: usize) -> Completions {
     let text: &str = &snap.text;
     let prefix = navigate::qflow_prefix(text);
-    let mut out = match navigate::cursor_context(text, offset) {
+    let mut incomplete = false;
+    let out = match navigate::cursor_context(text, offset) {
         CursorContext::ElementName {
             prefix: typed,
             start,
@@ -67,21 +89,80 @@ pub fn complete(snap: &Snapshot, model: Option<&Definitions>, offset: usize) -> 
             attribute,
             value,
             value_start,
-        } => values(
-            &prefix,
-            model,
-            &element,
-            &attribute,
-            &value,
-            value_start,
-            offset,
-        ),
+        } => {
+            let (items, cut) = values(
+                &prefix,
+                model,
+                &element,
+                &attribute,
+                &value,
+                value_start,
+                offset,
+            );
+            incomplete = cut;
+            items
+        }
         CursorContext::Other => Vec::new(),
     };
-    for (i, c) in out.iter_mut().enumerate() {
+    // Every item of one context replaces the same span: the word typed.
+    let typed = out
+        .first()
+        .and_then(|c| text.get(c.replace.start()..c.replace.end()))
+        .unwrap_or("");
+    let (mut items, cut) = narrow(out, typed, |c| {
+        if c.filter.is_empty() {
+            &c.label
+        } else {
+            &c.filter
+        }
+    });
+    for (i, c) in items.iter_mut().enumerate() {
         c.order = i;
     }
-    out
+    Completions {
+        items,
+        incomplete: incomplete || cut,
+    }
+}
+
+/// At most a [`PAGE`] of `items`, and whether any were left out. A list
+/// that fits is returned as it is (the editor filters it). A longer one is
+/// narrowed by `typed`: first the items whose key starts with it, then
+/// those that contain its characters in order (as editors' fuzzy filters
+/// match `T12` to `Task_12`), ignoring ASCII case, each group in the
+/// list's order; then cut to a page.
+pub fn narrow<T>(items: Vec<T>, typed: &str, key: impl Fn(&T) -> &str) -> (Vec<T>, bool) {
+    if items.len() <= PAGE {
+        return (items, false);
+    }
+    let mut first = Vec::new();
+    let mut then = Vec::new();
+    for item in items {
+        if first.len() == PAGE {
+            break;
+        }
+        let k = key(&item);
+        if starts_with_ignore_case(k, typed) {
+            first.push(item);
+        } else if then.len() < PAGE && in_order_ignore_case(k, typed) {
+            then.push(item);
+        }
+    }
+    let room = PAGE - first.len();
+    first.extend(then.into_iter().take(room));
+    (first, true)
+}
+
+fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
+    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+}
+
+/// Whether every character of `typed` occurs in `s`, in order (ASCII case ignored).
+fn in_order_ignore_case(s: &str, typed: &str) -> bool {
+    let mut rest = s.chars();
+    typed
+        .chars()
+        .all(|t| rest.any(|c| c.eq_ignore_ascii_case(&t)))
 }
 
 fn local<'a>(qname: &'a str, q: &str) -> Option<&'a str> {
@@ -184,7 +265,7 @@ fn values(
     value: &str,
     value_start: usize,
     offset: usize,
-) -> Vec<Completion> {
+) -> (Vec<Completion>, bool) {
     // The word being typed (lists are whitespace separated).
     let word_start = value
         .rfind(char::is_whitespace)
@@ -207,7 +288,7 @@ fn values(
             .iter()
             .find(|e| e.local == l)
             .and_then(|e| e.attributes.iter().find(|a| a.name == attribute));
-        return match spec.map(|a| a.value) {
+        let items = match spec.map(|a| a.value) {
             Some(ValueKind::OneOf(options)) => options
                 .iter()
                 .map(|o| item(o, CompletionKind::Value, "jitter mode"))
@@ -246,28 +327,36 @@ fn values(
             }
             _ => Vec::new(),
         };
+        return (items, false);
     }
     if attribute == format!("{q}:channel") {
-        return channel_names(model)
+        let items = channel_names(model)
             .iter()
             .map(|c| item(c, CompletionKind::Value, "channel"))
             .collect();
+        return (items, false);
     }
     if navigate::is_reference_attribute(attribute) {
         let Some(defs) = model else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
         // Each id once (the first declaration), by a set of those offered:
         // searching the list so far made 20,000 ids 200 million comparisons,
         // over a second per completion.
         let mut offered = std::collections::HashSet::new();
-        return navigate::reference_candidates(defs, attribute, value_start)
+        let ids: Vec<_> = navigate::reference_candidates(defs, attribute, value_start)
             .into_iter()
             .filter(|d| !d.id.value.is_empty() && offered.insert(d.id.value.as_str()))
+            .collect();
+        // Narrowed before any item is built: a page, not 100,000 items.
+        let (page, cut) = narrow(ids, &value[word_start..], |d| d.id.value.as_str());
+        let items = page
+            .into_iter()
             .map(|d| item(&d.id.value, CompletionKind::Reference, &d.element.local))
             .collect();
+        return (items, cut);
     }
-    Vec::new()
+    (Vec::new(), false)
 }
 
 /// Channels named in the model: configured ones and those tasks call.

@@ -14,8 +14,8 @@ use tower_lsp_server::ls_types as lsp;
 use tower_lsp_server::ls_types::Uri;
 
 use crate::code_action::QuickFix;
-use crate::completion::{Completion, CompletionKind};
-use crate::store::Snapshot;
+use crate::completion::{Completion, CompletionKind, Completions};
+use crate::store::{LeftOut, Snapshot};
 use crate::symbols::{Symbol, SymbolKind};
 
 /// The `source` of every diagnostic, so editors can filter qflow's verdicts.
@@ -89,12 +89,69 @@ pub fn diagnostic(snap: &Snapshot, uri: &Uri, d: &Diagnostic) -> lsp::Diagnostic
     }
 }
 
+/// What is published for a snapshot: its diagnostics, then, when the cap
+/// left some out, one more saying how many and of which severities.
 pub fn diagnostics(snap: &Snapshot, uri: &Uri) -> Vec<lsp::Diagnostic> {
-    snap.analysis
+    let mut out: Vec<lsp::Diagnostic> = snap
+        .analysis
         .iter()
         .flat_map(|a| a.diagnostics.iter())
         .map(|d| diagnostic(snap, uri, d))
-        .collect()
+        .collect();
+    out.extend(snap.left_out.map(left_out));
+    out
+}
+
+/// The summary of the findings the cap left out, at the document's start
+/// (where a list of problems sorted by position shows it first), with the
+/// severity of the worst of them.
+fn left_out(l: LeftOut) -> lsp::Diagnostic {
+    let names = ["error", "warning", "information", "hint"];
+    let parts: Vec<String> = l
+        .by_severity
+        .iter()
+        .zip(names)
+        .filter(|(n, _)| **n > 0)
+        .map(|(n, name)| {
+            let plural = if *n == 1 || name == "information" {
+                ""
+            } else {
+                "s"
+            };
+            format!("{} {name}{plural}", thousands(*n))
+        })
+        .collect();
+    let count = l.count();
+    lsp::Diagnostic {
+        range: lsp::Range::default(),
+        severity: Some(severity(l.worst())),
+        code: None,
+        code_description: None,
+        source: Some(SOURCE.to_string()),
+        message: format!(
+            "{} more finding{} not shown ({}): the language server publishes at most {} per document\nhelp: `qflow check` on the file lists them all",
+            thousands(count),
+            if count == 1 { " is" } else { "s are" },
+            parts.join(", "),
+            thousands(l.published),
+        ),
+        related_information: None,
+        tags: None,
+        data: None,
+    }
+}
+
+/// `12345` as `12,345`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 pub fn location(snap: &Snapshot, uri: &Uri, span: Span) -> lsp::Location {
@@ -170,6 +227,22 @@ pub fn document_symbol(snap: &Snapshot, s: &Symbol) -> lsp::DocumentSymbol {
     }
 }
 
+/// The one-symbol outline that stands in a response for an answer the
+/// transport splices in (see [`crate::transport::Spliced`]).
+#[allow(deprecated)] // `deprecated` is a required field of the struct.
+pub fn stand_in(name: String) -> lsp::DocumentSymbol {
+    lsp::DocumentSymbol {
+        name,
+        detail: None,
+        kind: lsp::SymbolKind::NULL,
+        tags: None,
+        deprecated: None,
+        range: lsp::Range::default(),
+        selection_range: lsp::Range::default(),
+        children: None,
+    }
+}
+
 fn completion_kind(k: CompletionKind) -> lsp::CompletionItemKind {
     match k {
         CompletionKind::Element => lsp::CompletionItemKind::CLASS,
@@ -205,5 +278,19 @@ pub fn completion_item(snap: &Snapshot, c: &Completion) -> lsp::CompletionItem {
         filter_text: Some(c.filter.clone()).filter(|f| !f.is_empty()),
         sort_text: Some(format!("{:04}", c.order)),
         ..lsp::CompletionItem::default()
+    }
+}
+
+/// A whole list as an array (as it always was); a page of a longer one as
+/// a list marked incomplete, so the editor asks again as the author types.
+pub fn completion_response(snap: &Snapshot, c: &Completions) -> lsp::CompletionResponse {
+    let items = c.items.iter().map(|i| completion_item(snap, i)).collect();
+    if c.incomplete {
+        lsp::CompletionResponse::List(lsp::CompletionList {
+            is_incomplete: true,
+            items,
+        })
+    } else {
+        lsp::CompletionResponse::Array(items)
     }
 }

@@ -16,6 +16,7 @@ pub mod server;
 pub mod store;
 pub mod symbols;
 pub mod transport;
+pub mod worker;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -27,9 +28,19 @@ pub use server::{Backend, Config};
 /// A language server service and its client socket, plus the flag that says
 /// whether the client asked for `shutdown` (the exit code depends on it).
 pub fn service(config: Config) -> (LspService<Backend>, ClientSocket, Arc<AtomicBool>) {
+    service_with(config, None)
+}
+
+/// [`service`], answering the outline through `spliced` when given (only
+/// [`transport::serve`] writes the spliced answers out).
+pub(crate) fn service_with(
+    config: Config,
+    spliced: Option<transport::Spliced>,
+) -> (LspService<Backend>, ClientSocket, Arc<AtomicBool>) {
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
-    let (service, socket) = LspService::new(move |client| Backend::new(client, config, flag));
+    let (service, socket) =
+        LspService::new(move |client| Backend::new(client, config, flag).splicing(spliced));
     (service, socket, shutdown)
 }
 

@@ -1,8 +1,9 @@
 //! The language server: LSP requests in, handler answers out.
 //!
-//! Every engine call runs on the blocking pool through [`Shared::run`], so a
-//! panic inside one becomes an error response (the JoinError carries it) and
-//! never unwinds through the protocol loop. Diagnostics are published by one
+//! Every analysis runs on the analysis thread ([`crate::worker`]) and every
+//! other engine call on the blocking pool through [`Shared::run`], so a
+//! panic inside one becomes an error response (the worker or the JoinError
+//! carries its message) and never unwinds through the protocol loop. Diagnostics are published by one
 //! worker task per server, which always analyses the *latest* text and
 //! publishes a result only while its version is still current: a burst of
 //! edits never leaves a stale verdict, and no debounce delay is added.
@@ -20,6 +21,8 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
 use crate::store::{Graveyard, Snapshot, Store};
+use crate::transport::Spliced;
+use crate::worker::{panic_message, Worker};
 use crate::{code_action, completion, convert, hover, navigation, symbols};
 
 /// How the server analyses; tests swap the analyzer to prove robustness.
@@ -28,14 +31,22 @@ pub struct Config {
     /// Documents larger than this are kept but not analysed (a message says
     /// so): an editor must stay responsive whatever is opened in it.
     pub max_document_bytes: usize,
+    /// The most diagnostics published for one document: the rest are
+    /// counted in one summary diagnostic after them, and not kept (a
+    /// document with millions of findings must not cost gigabytes).
+    pub max_diagnostics: usize,
     /// The engine's loader; always [`check_analysis`] outside tests.
     pub analyzer: fn(&str, &Settings) -> Analysis,
 }
+
+/// The default of [`Config::max_diagnostics`].
+pub const MAX_DIAGNOSTICS: usize = 1_000;
 
 impl Default for Config {
     fn default() -> Self {
         Config {
             max_document_bytes: 64 * 1024 * 1024,
+            max_diagnostics: MAX_DIAGNOSTICS,
             analyzer: check_analysis,
         }
     }
@@ -52,6 +63,7 @@ impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
             .field("max_document_bytes", &self.max_document_bytes)
+            .field("max_diagnostics", &self.max_diagnostics)
             .finish_non_exhaustive()
     }
 }
@@ -65,6 +77,11 @@ struct Shared {
     /// clearing on close cannot interleave.
     publish_lock: tokio::sync::Mutex<()>,
     graveyard: Graveyard,
+    /// Runs every analysis, and frees what retired versions held, on one
+    /// thread: one malloc arena for all of them (see [`crate::worker`]).
+    analyst: Worker,
+    /// Builds each version's line index beside its analysis.
+    indexer: Worker,
     /// The configuration (`.bpmnlintrc`, `qflow.toml`) of each open model,
     /// re-read when a file it came from changes (a stat per analysis).
     lint: std::sync::Mutex<HashMap<Uri, Arc<LintConfig>>>,
@@ -78,6 +95,9 @@ pub struct Backend {
     shutdown_requested: Arc<AtomicBool>,
     /// The client can watch files for us (dynamic registration).
     watch_configs: AtomicBool,
+    /// Where the outline is written as JSON directly, when the transport
+    /// splices it in (see [`Spliced`]).
+    spliced: Option<Spliced>,
 }
 
 impl std::fmt::Debug for Backend {
@@ -86,23 +106,16 @@ impl std::fmt::Debug for Backend {
     }
 }
 
-/// The message of a panic payload, for the error response.
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
-}
-
-fn internal(what: &str, e: tokio::task::JoinError) -> Error {
-    let detail = if e.is_panic() {
+/// Why a job on the blocking pool did not answer.
+fn join_error(e: tokio::task::JoinError) -> String {
+    if e.is_panic() {
         panic_message(e.into_panic())
     } else {
         "the task was cancelled".to_string()
-    };
+    }
+}
+
+fn internal(what: &str, detail: String) -> Error {
     Error {
         code: ErrorCode::InternalError,
         message: format!("qflow: internal error in {what}: {detail}").into(),
@@ -122,21 +135,30 @@ impl Shared {
                 // The line index and the analysis are independent scans of
                 // the text: run them side by side.
                 let t = text.clone();
-                let index =
-                    tokio::task::spawn_blocking(move || qflow_model::span::LineIndex::new(&t));
+                let index = self
+                    .indexer
+                    .run(move || qflow_model::span::LineIndex::new(&t));
                 let t = text.clone();
                 let lint = self.lint_config(uri);
-                let analysis = tokio::task::spawn_blocking(move || {
-                    (t.len() <= config.max_document_bytes)
-                        .then(|| (config.analyzer)(&t, &lint.settings))
+                let analysis = self.analyst.run(move || {
+                    let mut analysis = (t.len() <= config.max_document_bytes)
+                        .then(|| (config.analyzer)(&t, &lint.settings));
+                    // Capped where the findings were made: the ones left out
+                    // are freed on this thread, before anything converts them.
+                    let left_out = analysis.as_mut().and_then(|a| {
+                        crate::store::cap(&mut a.diagnostics, config.max_diagnostics)
+                    });
+                    (analysis, left_out)
                 });
-                let analysis = analysis.await.map_err(|e| internal("the analysis", e))?;
-                let index = index.await.map_err(|e| internal("the line index", e))?;
+                let (analysis, index) = tokio::join!(analysis, index);
+                let (analysis, left_out) = analysis.map_err(|e| internal("the analysis", e))?;
+                let index = index.map_err(|e| internal("the line index", e))?;
                 let snap = Arc::new(Snapshot {
                     version,
                     text,
                     index,
                     analysis,
+                    left_out,
                 });
                 self.graveyard.bury(self.store.remember(uri, &snap));
                 Ok::<_, Error>(snap)
@@ -181,7 +203,7 @@ impl Shared {
         };
         tokio::task::spawn_blocking(move || f(&snap))
             .await
-            .map_err(|e| internal(what, e))
+            .map_err(|e| internal(what, join_error(e)))
     }
 }
 
@@ -205,7 +227,7 @@ async fn diagnostics_worker(
             publish(&client, &shared, &uri).await;
             // The verdict is out: now free what the edits retired, before
             // the next analysis starts (not beside it).
-            shared.graveyard.free().await;
+            shared.graveyard.free(&shared.analyst).await;
         }
     }
 }
@@ -252,15 +274,16 @@ async fn publish_config_problems(client: &Client, shared: &Shared, uri: &Uri) {
         let Some(file_uri) = Uri::from_file_path(&file.path) else {
             continue;
         };
-        let snap = Snapshot {
-            version: 0,
-            text: Arc::new(file.text.clone()),
-            index: qflow_model::span::LineIndex::new(&file.text),
-            analysis: Some(Analysis {
+        let snap = Snapshot::new(
+            0,
+            Arc::new(file.text.clone()),
+            qflow_model::span::LineIndex::new(&file.text),
+            Some(Analysis {
                 definitions: None,
                 diagnostics: file.diagnostics.clone(),
             }),
-        };
+            shared.config.max_diagnostics,
+        );
         now.push((file_uri.clone(), convert::diagnostics(&snap, &file_uri)));
     }
     let cleared: Vec<Uri> = {
@@ -298,6 +321,8 @@ impl Backend {
             dirty: tx,
             publish_lock: tokio::sync::Mutex::new(()),
             graveyard: Graveyard::default(),
+            analyst: Worker::new("qflow-analysis").expect("qflow lsp: cannot start a thread"),
+            indexer: Worker::new("qflow-line-index").expect("qflow lsp: cannot start a thread"),
             lint: std::sync::Mutex::new(HashMap::new()),
             config_published: std::sync::Mutex::new(HashMap::new()),
         });
@@ -311,7 +336,14 @@ impl Backend {
             shared,
             shutdown_requested,
             watch_configs: AtomicBool::new(false),
+            spliced: None,
         }
+    }
+
+    /// Answer the outline through `spliced` (the transport writes it out).
+    pub(crate) fn splicing(mut self, spliced: Option<Spliced>) -> Self {
+        self.spliced = spliced;
+        self
     }
 
     fn changed(&self, uri: Uri, version: i32, text: String) {
@@ -582,15 +614,24 @@ impl LanguageServer for Backend {
         p: DocumentSymbolParams,
     ) -> Result<Option<DocumentSymbolResponse>> {
         let uri = p.text_document.uri;
+        let spliced = self.spliced.clone();
         self.shared
             .run("document symbols", &uri, move |snap| {
-                let symbols = symbols::document_symbols(snap);
-                Some(DocumentSymbolResponse::Nested(
-                    symbols
-                        .iter()
-                        .map(|s| convert::document_symbol(snap, s))
-                        .collect(),
-                ))
+                let symbols: Vec<DocumentSymbol> = symbols::document_symbols(snap)
+                    .iter()
+                    .map(|s| convert::document_symbol(snap, s))
+                    .collect();
+                // Written as JSON here, from the typed outline: no value tree.
+                let json = spliced
+                    .as_ref()
+                    .and_then(|sp| Some((sp, serde_json::to_vec(&symbols).ok()?)));
+                Some(DocumentSymbolResponse::Nested(match json {
+                    Some((sp, json)) => {
+                        drop(symbols);
+                        vec![convert::stand_in(sp.keep(json))]
+                    }
+                    None => symbols,
+                }))
             })
             .await
     }
@@ -604,13 +645,8 @@ impl LanguageServer for Backend {
                 let model = snap
                     .definitions()
                     .or_else(|| last_good.as_ref().and_then(|s| s.definitions()));
-                let items = completion::complete(snap, model, convert::offset(snap, pos));
-                Some(CompletionResponse::Array(
-                    items
-                        .iter()
-                        .map(|c| convert::completion_item(snap, c))
-                        .collect(),
-                ))
+                let answer = completion::complete(snap, model, convert::offset(snap, pos));
+                Some(convert::completion_response(snap, &answer))
             })
             .await
     }

@@ -9,9 +9,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use qflow_model::diagnostic::{Diagnostic, Severity};
 use qflow_model::span::LineIndex;
 use qflow_model::Analysis;
 use tower_lsp_server::ls_types::Uri;
+
+use crate::worker::Worker;
 
 /// The once-computed analysis of one version.
 pub type SnapshotCell = tokio::sync::OnceCell<Arc<Snapshot>>;
@@ -23,10 +26,104 @@ pub struct Snapshot {
     pub text: Arc<String>,
     pub index: LineIndex,
     /// `None` when the document is over the size limit: it is kept, not analysed.
+    /// Its diagnostics are the ones published: at most the cap (see [`Snapshot::new`]).
     pub analysis: Option<Analysis>,
+    /// The findings over the cap, which are neither published nor kept.
+    pub left_out: Option<LeftOut>,
+}
+
+/// What the cap on published diagnostics left out of one version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeftOut {
+    /// Left out, by severity: errors, warnings, information, hints.
+    pub by_severity: [usize; 4],
+    /// How many were published.
+    pub published: usize,
+}
+
+impl LeftOut {
+    pub fn count(&self) -> usize {
+        self.by_severity.iter().sum()
+    }
+
+    /// The most severe finding left out.
+    pub fn worst(&self) -> Severity {
+        let i = self.by_severity.iter().position(|&n| n > 0).unwrap_or(3);
+        SEVERITIES[i]
+    }
+}
+
+/// Severities, most severe first: the order the cap keeps them in.
+const SEVERITIES: [Severity; 4] = [
+    Severity::Error,
+    Severity::Warning,
+    Severity::Info,
+    Severity::Hint,
+];
+
+fn rank(s: Severity) -> usize {
+    SEVERITIES.iter().position(|&t| t == s).unwrap_or(3)
+}
+
+/// Keep at most `max` of `diagnostics`: the most severe first (every error
+/// before any warning, and so on), each severity's earliest in the engine's
+/// order, published in that order. What is left out is counted, not kept:
+/// a document with millions of findings costs memory for `max` of them.
+pub fn cap(diagnostics: &mut Vec<Diagnostic>, max: usize) -> Option<LeftOut> {
+    if diagnostics.len() <= max {
+        return None;
+    }
+    let mut total = [0usize; 4];
+    for d in diagnostics.iter() {
+        total[rank(d.severity)] += 1;
+    }
+    // How many of each severity fit, most severe first.
+    let mut room = max;
+    let mut quota = [0usize; 4];
+    for (q, t) in quota.iter_mut().zip(total) {
+        *q = t.min(room);
+        room -= *q;
+    }
+    let mut kept = [0usize; 4];
+    diagnostics.retain(|d| {
+        let r = rank(d.severity);
+        let keep = kept[r] < quota[r];
+        kept[r] += usize::from(keep);
+        keep
+    });
+    diagnostics.shrink_to_fit();
+    let mut by_severity = [0usize; 4];
+    for r in 0..4 {
+        by_severity[r] = total[r] - quota[r];
+    }
+    Some(LeftOut {
+        by_severity,
+        published: diagnostics.len(),
+    })
 }
 
 impl Snapshot {
+    /// A snapshot whose analysis keeps at most `max_diagnostics` findings
+    /// (see [`cap`]); the rest are counted in [`Snapshot::left_out`].
+    pub fn new(
+        version: i32,
+        text: Arc<String>,
+        index: LineIndex,
+        mut analysis: Option<Analysis>,
+        max_diagnostics: usize,
+    ) -> Snapshot {
+        let left_out = analysis
+            .as_mut()
+            .and_then(|a| cap(&mut a.diagnostics, max_diagnostics));
+        Snapshot {
+            version,
+            text,
+            index,
+            analysis,
+            left_out,
+        }
+    }
+
     pub fn definitions(&self) -> Option<&qflow_model::model::Definitions> {
         self.analysis.as_ref()?.definitions.as_ref()
     }
@@ -75,17 +172,18 @@ impl Graveyard {
         }
     }
 
-    /// Free everything buried so far, on the blocking pool, and return when
-    /// it is freed. The caller waits: a model freed on one thread while the
-    /// next analysis allocates on another makes both contend for the
-    /// allocator, and typing into a 20,000-task model then took ~310 ms per
-    /// keystroke instead of ~175 ms (`benches/editor_latency.rs`, back to
-    /// back). Freed between two analyses, it costs the next one at most the
-    /// rest of the free.
-    pub async fn free(&self) {
+    /// Free everything buried so far, on the thread that runs the analyses
+    /// (`worker`), and return when it is freed. The caller waits: a model
+    /// freed on one thread while the next analysis allocates on another
+    /// makes both contend for the allocator, and typing into a 20,000-task
+    /// model then took ~310 ms per keystroke instead of ~175 ms
+    /// (`benches/editor_latency.rs`, back to back). Freed between two
+    /// analyses, it costs the next one at most the rest of the free; freed
+    /// on the analyses' own thread, it is memory the next analysis reuses.
+    pub async fn free(&self, worker: &Worker) {
         let dead = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
         if !dead.is_empty() {
-            let _ = tokio::task::spawn_blocking(move || drop(dead)).await;
+            let _ = worker.run(move || drop(dead)).await;
         }
     }
 }

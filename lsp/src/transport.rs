@@ -8,7 +8,9 @@
 //! (`-32700` parse error, `-32600` invalid request), through an output mux
 //! that interleaves whole frames with the server's own.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use tokio::io::{
@@ -29,6 +31,68 @@ pub fn frame(body: &[u8]) -> Vec<u8> {
     let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
     out.extend_from_slice(body);
     out
+}
+
+/// Answers the server wrote as JSON itself, each standing in a response as
+/// a one-symbol outline whose name is [`Spliced::keep`]'s, until the output
+/// writes the answer in its place.
+///
+/// tower-lsp-server turns every result into a `serde_json::Value` tree
+/// before writing it: for the outline of a 100,000-task model that tree is
+/// about a gigabyte of small maps (each symbol's ranges are five of them)
+/// and most of the request's time. The outline is written straight from
+/// its typed value instead, and only a stand-in passes through the library,
+/// which keeps its order, cancellation and lifecycle. A stand-in's name
+/// begins with a NUL character, which no XML document can hold, so no
+/// model's outline is ever mistaken for one.
+#[derive(Debug, Clone, Default)]
+pub struct Spliced(Arc<Mutex<Kept>>);
+
+#[derive(Debug, Default)]
+struct Kept {
+    next: u64,
+    /// The latest answers (tower-lsp-server runs at most four requests at
+    /// once; an answer whose request was cancelled ages out).
+    answers: VecDeque<(u64, Vec<u8>)>,
+}
+
+/// How many answers are kept before the oldest is dropped.
+const KEPT: usize = 16;
+/// What begins a stand-in's name, and the same as JSON writes it.
+const MARK: &str = "\u{0}qflow-spliced:";
+const MARK_JSON: &[u8] = b"\"\\u0000qflow-spliced:";
+
+impl Spliced {
+    /// Keep `json`, a whole result, and return the name that stands for it.
+    pub fn keep(&self, json: Vec<u8>) -> String {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kept.next += 1;
+        let n = kept.next;
+        if kept.answers.len() == KEPT {
+            kept.answers.pop_front();
+        }
+        kept.answers.push_back((n, json));
+        format!("{MARK}{n}")
+    }
+
+    /// If `body` is a response standing in for a kept answer: its id and
+    /// the answer (which is no longer kept).
+    fn claim(&self, body: &[u8]) -> Option<(Value, Vec<u8>)> {
+        // A stand-in is a few hundred bytes; look no further in larger frames.
+        if body.len() > 4096 || !body.windows(MARK_JSON.len()).any(|w| w == MARK_JSON) {
+            return None;
+        }
+        let v: Value = serde_json::from_slice(body).ok()?;
+        let n: u64 = v["result"][0]["name"]
+            .as_str()?
+            .strip_prefix(MARK)?
+            .parse()
+            .ok()?;
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let at = kept.answers.iter().position(|(k, _)| *k == n)?;
+        let (_, json) = kept.answers.remove(at)?;
+        Some((v["id"].clone(), json))
+    }
 }
 
 /// A frame the guard does not read.
@@ -162,6 +226,7 @@ async fn pump_output<R, O>(
     from_server: R,
     mut refusals: mpsc::UnboundedReceiver<Vec<u8>>,
     mut output: O,
+    spliced: Spliced,
 ) where
     R: AsyncRead + Unpin,
     O: AsyncWrite + Unpin,
@@ -186,10 +251,16 @@ async fn pump_output<R, O>(
                 }
                 match read_frame(&mut from_server).await {
                     Ok(Some(Ok(body))) => {
-                        if output.write_all(&frame(&body)).await.is_err() {
+                        let written = match spliced.claim(&body) {
+                            Some((id, answer)) => {
+                                let head = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":");
+                                write_frame(&mut output, &[head.as_bytes(), &answer, b"}"]).await
+                            }
+                            None => write_frame(&mut output, &[&body]).await,
+                        };
+                        if written.is_err() {
                             return;
                         }
-                        let _ = output.flush().await;
                     }
                     _ => break,
                 }
@@ -197,6 +268,21 @@ async fn pump_output<R, O>(
         }
     }
     let _ = output.shutdown().await;
+}
+
+/// Write one frame whose body is `parts` in order, without joining them.
+async fn write_frame<O: AsyncWrite + Unpin>(
+    output: &mut O,
+    parts: &[&[u8]],
+) -> std::io::Result<()> {
+    let length: usize = parts.iter().map(|p| p.len()).sum();
+    output
+        .write_all(format!("Content-Length: {length}\r\n\r\n").as_bytes())
+        .await?;
+    for part in parts {
+        output.write_all(part).await?;
+    }
+    output.flush().await
 }
 
 /// Serve LSP on `input`/`output` until `exit` or end of input. Returns whether
@@ -210,8 +296,9 @@ where
     let (server_out, guard_out) = tokio::io::duplex(1 << 16);
     let (refusals_tx, refusals_rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let input_task = tokio::spawn(filter_input(input, guard_in, refusals_tx));
-    let output_task = tokio::spawn(pump_output(guard_out, refusals_rx, output));
-    let (service, socket, shutdown) = crate::service(config);
+    let spliced = Spliced::default();
+    let output_task = tokio::spawn(pump_output(guard_out, refusals_rx, output, spliced.clone()));
+    let (service, socket, shutdown) = crate::service_with(config, Some(spliced));
     Server::new(server_in, server_out, socket)
         .serve(service)
         .await;
@@ -221,4 +308,41 @@ where
     let _ = input_task.await;
     let _ = output_task.await;
     shutdown.load(Ordering::SeqCst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stand_in_is_claimed_once_and_nothing_else_is() {
+        let spliced = Spliced::default();
+        let name = spliced.keep(b"[{\"name\":\"Task_1\"}]".to_vec());
+        let stand_in =
+            json!({ "jsonrpc": "2.0", "id": 7, "result": [ { "name": name, "kind": 1 } ] });
+        let body = serde_json::to_vec(&stand_in).unwrap();
+        let (id, answer) = spliced.claim(&body).expect("a stand-in");
+        assert_eq!(id, json!(7));
+        assert_eq!(answer, b"[{\"name\":\"Task_1\"}]");
+        assert!(spliced.claim(&body).is_none(), "claimed once");
+        // A name that only looks like one (no NUL: XML cannot write one) is an answer.
+        let lookalike =
+            json!({ "jsonrpc": "2.0", "id": 8, "result": [ { "name": "qflow-spliced:1" } ] });
+        assert!(spliced
+            .claim(&serde_json::to_vec(&lookalike).unwrap())
+            .is_none());
+    }
+
+    #[test]
+    fn only_the_latest_answers_are_kept() {
+        let spliced = Spliced::default();
+        let names: Vec<String> = (0..KEPT + 1)
+            .map(|_| spliced.keep(b"[]".to_vec()))
+            .collect();
+        let body = |name: &str| {
+            serde_json::to_vec(&json!({ "id": 1, "result": [ { "name": name } ] })).unwrap()
+        };
+        assert!(spliced.claim(&body(&names[0])).is_none(), "aged out");
+        assert!(spliced.claim(&body(&names[KEPT])).is_some());
+    }
 }

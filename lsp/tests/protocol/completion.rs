@@ -134,3 +134,84 @@ async fn failure_codes_jitter_modes_and_ids() {
     assert!(names(&items).contains(&"decide"), "{:?}", names(&items));
     h.stop().await;
 }
+
+/// The completion answer at byte `offset` of the open document.
+async fn complete_at(h: &mut Harness, text: &str, offset: usize) -> Value {
+    let (line, character) = lsp_pos(text, offset);
+    let r = h
+        .request(
+            "textDocument/completion",
+            at(
+                URI,
+                serde_json::json!({ "line": line, "character": character }),
+            ),
+        )
+        .await;
+    r["result"].clone()
+}
+
+#[tokio::test]
+async fn the_ids_of_a_large_model_come_a_page_at_a_time_narrowed_by_what_is_typed() {
+    let page = qflow_lsp::completion::PAGE;
+    let tasks = 3 * page;
+    let text = qflow_model::testgen::generate(tasks);
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let value = text.find("targetRef=\"Task_2\"").unwrap() + "targetRef=\"".len();
+
+    // Nothing typed: the first page of the flow nodes, marked incomplete.
+    let r = complete_at(&mut h, &text, value).await;
+    assert_eq!(r["isIncomplete"], true, "{r}");
+    let items = r["items"].as_array().unwrap();
+    assert_eq!(items.len(), page);
+    assert_eq!(
+        names(&items[..3]),
+        ["StartEvent_1", "Task_1", "Task_2"],
+        "in document order"
+    );
+
+    // A prefix: what starts with it first, then what holds its characters
+    // in order (still marked incomplete, so the editor asks again when the
+    // author deletes a character).
+    let typed = format!(
+        "{}Task_12{}",
+        &text[..value],
+        &text[value + "Task_2".len()..]
+    );
+    h.change(URI, 2, &typed).await;
+    let r = complete_at(&mut h, &typed, value + "Task_12".len()).await;
+    assert_eq!(r["isIncomplete"], true, "{r}");
+    let labels = names(r["items"].as_array().unwrap());
+    let mut prefixed = vec!["Task_12".to_string()];
+    prefixed.extend((120..=129).map(|i| format!("Task_{i}")));
+    assert_eq!(labels[..prefixed.len()], prefixed);
+    assert_eq!(
+        labels[prefixed.len()..3 + prefixed.len()],
+        ["Task_102", "Task_112", "Task_132"]
+    );
+    assert!(labels
+        .iter()
+        .all(|l| l.starts_with("Task_") && l[5..].contains('1')));
+
+    // Characters in order, as an editor's fuzzy filter matches them:
+    // prefixes first (none here), then every id holding `T`, `2`, `9` in
+    // that order, in document order; the page is never fuller than a page.
+    let typed = format!("{}T29{}", &text[..value], &text[value + "Task_2".len()..]);
+    h.change(URI, 3, &typed).await;
+    let r = complete_at(&mut h, &typed, value + "T29".len()).await;
+    let labels = names(r["items"].as_array().unwrap());
+    assert!(labels.len() <= page);
+    assert_eq!(labels[..3], ["Task_29", "Task_129", "Task_209"]);
+    assert!(labels.iter().all(|l| {
+        let mut rest = l.chars();
+        "T29".chars().all(|t| rest.any(|c| c == t))
+    }));
+
+    // Every edit of the replaced word is the typed word's range.
+    let edit = &r["items"][0]["textEdit"]["range"];
+    assert_eq!(
+        edit["end"]["character"].as_u64().unwrap() - edit["start"]["character"].as_u64().unwrap(),
+        3
+    );
+    h.stop().await;
+}

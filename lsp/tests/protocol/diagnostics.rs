@@ -401,3 +401,85 @@ async fn incremental_changes_apply_in_utf16_and_in_order() {
     );
     h.stop().await;
 }
+
+/// A plain BPMN process of unnamed, unconnected tasks and inclusive
+/// gateways, none drawn: every element breaks bpmnlint's recommended rules
+/// (errors for each, and a warning for each gateway).
+fn many_findings(elements: usize) -> String {
+    let mut s = String::from(
+        "<?xml version=\"1.0\"?>\n<bpmn:definitions xmlns:bpmn=\"http://www.omg.org/spec/BPMN/20100524/MODEL\" id=\"d\">\n  <bpmn:process id=\"p\">\n",
+    );
+    for i in 0..elements {
+        if i % 3 == 0 {
+            s.push_str(&format!("    <bpmn:inclusiveGateway id=\"g{i}\"/>\n"));
+        } else {
+            s.push_str(&format!("    <bpmn:task id=\"t{i}\"/>\n"));
+        }
+    }
+    s.push_str("  </bpmn:process>\n</bpmn:definitions>\n");
+    s
+}
+
+/// The diagnostics a server with `config` publishes for `text`.
+async fn published(config: qflow_lsp::Config, text: &str) -> Vec<Value> {
+    let mut h = Harness::initialized_with(config).await;
+    h.open(URI, 1, text).await;
+    let out = h.diagnostics(URI, 1).await;
+    h.stop().await;
+    out
+}
+
+#[tokio::test]
+async fn past_the_cap_the_most_severe_findings_are_published_and_the_rest_counted() {
+    let cap = 5;
+    let capped = qflow_lsp::Config {
+        max_diagnostics: cap,
+        ..qflow_lsp::Config::default()
+    };
+    let text = many_findings(12);
+    let all = published(qflow_lsp::Config::default(), &text).await;
+    assert!(all.len() > cap + 2, "{all:?}");
+    assert!(
+        all.iter().any(|d| d["severity"] == 2),
+        "warnings too: {all:?}"
+    );
+
+    let out = published(capped, &text).await;
+    assert_eq!(out.len(), cap + 1, "{out:?}");
+    // The most severe first, each severity's earliest: the whole list
+    // ordered by severity (stable) and cut at the cap, published in the
+    // engine's order.
+    let mut expected: Vec<&Value> = all.iter().collect();
+    expected.sort_by_key(|d| d["severity"].as_u64());
+    expected.truncate(cap);
+    expected.sort_by_key(|d| all.iter().position(|a| a == *d));
+    assert_eq!(out[..cap].iter().collect::<Vec<_>>(), expected);
+
+    // Then one summary: how many were left out, of which severities, with
+    // the severity of the worst of them, at the start of the document.
+    let summary = &out[cap];
+    let left: Vec<&Value> = all.iter().filter(|d| !expected.contains(d)).collect();
+    let errors = left.iter().filter(|d| d["severity"] == 1).count();
+    let warnings = left.iter().filter(|d| d["severity"] == 2).count();
+    assert_eq!(errors + warnings, left.len());
+    assert_eq!(
+        summary["message"],
+        format!(
+            "{} more findings are not shown ({errors} errors, {warnings} warnings): the language server publishes at most {cap} per document\nhelp: `qflow check` on the file lists them all",
+            left.len()
+        )
+    );
+    assert_eq!(summary["severity"], 1);
+    assert_eq!(summary["source"], "qflow");
+    assert!(summary.get("code").is_none(), "{summary}");
+    assert_eq!(
+        summary["range"],
+        json!({ "start": { "line": 0, "character": 0 }, "end": { "line": 0, "character": 0 } })
+    );
+
+    // Under the cap nothing changes: the same list, no summary.
+    let few = fixture("dbg08.bpmn");
+    let all = published(qflow_lsp::Config::default(), &few).await;
+    assert!(all.len() <= cap);
+    assert_eq!(published(capped, &few).await, all);
+}

@@ -26,6 +26,8 @@ pub struct Harness {
     next_id: i64,
     /// Notifications received while waiting for something else, in order.
     pub notifications: VecDeque<Value>,
+    /// The body length of the last message read (what a reply weighs on the wire).
+    pub last_frame_bytes: usize,
     server: tokio::task::JoinHandle<bool>,
 }
 
@@ -50,6 +52,7 @@ impl Harness {
             reader: BufReader::new(read),
             next_id: 1,
             notifications: VecDeque::new(),
+            last_frame_bytes: 0,
             server,
         }
     }
@@ -99,6 +102,35 @@ impl Harness {
         self.response(json!(id)).await
     }
 
+    /// Send a request and return its response's body unparsed (a benchmark
+    /// weighing the server's answer must not weigh a client's value tree
+    /// of it too). Notifications meanwhile are parsed and kept.
+    pub async fn request_raw(&mut self, method: &str, params: Value) -> Vec<u8> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            id: Option<Value>,
+            method: Option<String>,
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await;
+        loop {
+            let body = tokio::time::timeout(TIMEOUT, self.read_body())
+                .await
+                .unwrap_or_else(|_| panic!("no message from the server within {TIMEOUT:?}"));
+            let head: Head = serde_json::from_slice(&body).expect("the server sent invalid JSON");
+            if head.method.is_some() {
+                let msg = serde_json::from_slice(&body).expect("the server sent invalid JSON");
+                self.notifications.push_back(msg);
+            } else if head.id == Some(json!(id)) {
+                return body;
+            } else {
+                panic!("unexpected response while waiting for {id}");
+            }
+        }
+    }
+
     /// Wait for the response with `id`, keeping notifications for later.
     pub async fn response(&mut self, id: Value) -> Value {
         loop {
@@ -121,6 +153,11 @@ impl Harness {
     }
 
     async fn read_unbounded(&mut self) -> Value {
+        let body = self.read_body().await;
+        serde_json::from_slice(&body).expect("the server sent invalid JSON")
+    }
+
+    async fn read_body(&mut self) -> Vec<u8> {
         let mut length = None;
         loop {
             let mut line = String::new();
@@ -136,7 +173,8 @@ impl Harness {
         }
         let mut body = vec![0; length.expect("a Content-Length header")];
         self.reader.read_exact(&mut body).await.expect("read body");
-        serde_json::from_slice(&body).expect("the server sent invalid JSON")
+        self.last_frame_bytes = body.len();
+        body
     }
 
     /// The next notification named `method` (earlier ones of other kinds are kept).
