@@ -36,6 +36,12 @@ pub struct Args {
     pub listen: String,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
+    /// How many handler attempts and channel deliveries run at once, each
+    /// on its own lane apart from the decisions (a task or channel table's
+    /// `concurrency = N` bounds one dependency further).
+    #[arg(long, value_name = "N", default_value_t = qflow_engine::runtime::lanes::DEFAULT_CONCURRENCY as u32,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub concurrency: u32,
 }
 
 const AFTER_HELP: &str = "\
@@ -106,6 +112,7 @@ pub fn run(args: Args) -> ExitCode {
     // own engine: its own store connection and claim owner, as another
     // `qflow serve` on the database would have.
     let server = std::sync::Arc::new(server);
+    let waker = engine.waker();
     for worker in 0..WORKERS {
         let mut endpoint = match open(&args.db, handlers.clone()) {
             Ok(e) => e,
@@ -115,8 +122,8 @@ pub fn run(args: Args) -> ExitCode {
             "{}:http{worker}",
             qflow_engine::store::local_owner()
         ));
-        let (server, token) = (server.clone(), token.clone());
-        std::thread::spawn(move || listen(&server, endpoint, token));
+        let (server, token, waker) = (server.clone(), token.clone(), waker.clone());
+        std::thread::spawn(move || listen(&server, endpoint, token, waker));
     }
     match args.format {
         Format::Human => eprintln!("listening on {base} (serving {})", args.db),
@@ -125,15 +132,28 @@ pub fn run(args: Args) -> ExitCode {
             json_line(&json!({"status": "listening", "url": base}), &["status"])
         ),
     }
-    loop {
-        match engine.step() {
-            Ok(Some(step)) => print(args.format, &step.instance, &step.decision),
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(EngineError::Busy(_)) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return fail(format!("serving {}: {e}", args.db)),
+    // Decisions on this thread; attempts and deliveries on lanes. The
+    // loop wakes for a lane's outcome, a request on the endpoint, the next
+    // due timer or delivery, and at the latest every SAFETY_POLL (another
+    // process's writes on the database).
+    engine.set_concurrency(args.concurrency as usize);
+    let format = args.format;
+    let served = engine.serve_steps(SAFETY_POLL, |_, steps| {
+        for step in steps {
+            print(format, &step.instance, &step.decision);
         }
+        true
+    });
+    match served {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => fail(format!("serving {}: {e}", args.db)),
     }
 }
+
+/// How often the serving loop looks at the database when nothing woke it:
+/// what this process did not do itself (another replica, `qflow respond`,
+/// an operator's command) is seen within this.
+const SAFETY_POLL: Duration = Duration::from_millis(250);
 
 fn open(db: &Location, handlers: Handlers) -> Result<Engine, EngineError> {
     let mut engine = Engine::with_store(Store::connect(db)?);
@@ -242,9 +262,16 @@ pub fn verdict_reply(v: &Verdict) -> (u16, Value) {
 const WORKERS: usize = 4;
 
 /// Answer requests until the server closes: one of [`WORKERS`] threads.
-fn listen(server: &tiny_http::Server, mut engine: Engine, token: Option<String>) {
+fn listen(
+    server: &tiny_http::Server,
+    mut engine: Engine,
+    token: Option<String>,
+    waker: qflow_engine::embed::Waker,
+) {
     for mut req in server.incoming_requests() {
         let (status, body) = answer(&mut engine, token.as_deref(), &mut req);
+        // A start, an answer or a reconciliation may have made work due.
+        waker.wake();
         let retry = status == 503;
         let mut resp = tiny_http::Response::from_string(body.to_string())
             .with_status_code(status)

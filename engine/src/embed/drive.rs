@@ -2,7 +2,6 @@
 //! idle on virtual time, or serving on the wall clock ([`Engine::serve`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::instance::Event;
 use crate::runtime::clock::{system_now_ms, Clock, SystemClock, VirtualClock};
@@ -81,32 +80,6 @@ impl Engine {
             n += 1;
         }
         Ok(n)
-    }
-
-    /// Serve with the wall clock until `between` says stop: take every
-    /// decision due, then call `between` (which may answer calls with
-    /// [`Engine::respond`], start instances, …) and look again, pausing
-    /// `idle` when nothing was due. Switches the engine to [`Time::System`].
-    pub fn serve(
-        &mut self,
-        idle: Duration,
-        mut between: impl FnMut(&mut Engine) -> bool,
-    ) -> Result<u64, EngineError> {
-        self.time = Time::System;
-        let mut n = 0;
-        loop {
-            let mut busy = false;
-            while self.step()?.is_some() {
-                n += 1;
-                busy = true;
-            }
-            if !between(self) {
-                return Ok(n);
-            }
-            if !busy {
-                std::thread::sleep(idle);
-            }
-        }
     }
 
     /// One decision for `instance` if it has one now (its claim released
@@ -259,10 +232,11 @@ fn next_event<C: Clock>(
         started_ms: facts.started_ms,
         until_ms: None,
         effects: None,
+        lanes: None,
     }
     .next_event(facts)?;
     Ok(match next {
         Next::Event(ev) => Some(Choice::event(ev, clock.now_ms())),
-        Next::Idle => None,
+        Next::Idle | Next::Dispatch(_) => None,
     })
 }

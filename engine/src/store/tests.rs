@@ -33,6 +33,7 @@ fn transition(
         })],
         open_incidents: Vec::new(),
         close_incidents: Vec::new(),
+        close_in_flight: Vec::new(),
         calls: CallEffects::default(),
         keep_stored_snapshot: false,
     }
@@ -780,7 +781,7 @@ fn a_version_8_database_logs_from_its_upgrade_on_and_invents_nothing_earlier(
     }
     let mut store = Store::connect(&at).unwrap();
     assert_eq!(store.schema_version().unwrap(), schema::LATEST);
-    assert_eq!(schema::LATEST, schema::CONTAINMENT_LOG);
+    assert!(schema::LATEST >= schema::CONTAINMENT_LOG);
     assert!(store
         .containment_log(&LogQuery::recent(0))
         .unwrap()

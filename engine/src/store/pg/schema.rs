@@ -194,6 +194,17 @@ CREATE TABLE containment_log (
 );
 CREATE INDEX containment_log_by_target ON containment_log(kind, value, seq);
 "#,
+    // 10: late decisions (see SQLite's): what `qflow stats` counts.
+    r#"
+CREATE TABLE late_decisions (
+    seq         BIGSERIAL PRIMARY KEY,
+    instance_id TEXT NOT NULL,
+    node        TEXT,
+    kind        TEXT NOT NULL,
+    due_ms      BIGINT NOT NULL,
+    decided_ms  BIGINT NOT NULL
+);
+"#,
 ];
 
 // Each SQLite migration has its PostgreSQL twin: whoever adds one adds both.
