@@ -77,7 +77,10 @@ fn serve_until(engine: &mut Engine, mut done: impl FnMut(&mut Engine) -> bool) {
 }
 
 fn status(e: &mut Engine, id: &str) -> String {
-    e.status(id).unwrap()["status"].as_str().unwrap().to_string()
+    e.status(id).unwrap()["status"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 on_both_stores!(
@@ -112,9 +115,7 @@ fn a_slow_handler_does_not_delay_another_instances_retry(fresh: &Fresh) {
             Ok(json!({}))
         }
     });
-    let slow = engine
-        .deploy(&task_model("slow", "slow.op", ""))
-        .unwrap();
+    let slow = engine.deploy(&task_model("slow", "slow.op", "")).unwrap();
     let flaky = engine
         .deploy(&task_model(
             "flaky",
@@ -192,9 +193,7 @@ fn an_answer_sent_after_the_timeout_was_due_is_refused(fresh: &Fresh) {
             .push((req.correlation.to_string(), req.idempotency_key.to_string()));
         Delivery::Delivered
     });
-    let dep = engine
-        .deploy(&call_model("PT0.3S", 3, "PT1S", ""))
-        .unwrap();
+    let dep = engine.deploy(&call_model("PT0.3S", 3, "PT1S", "")).unwrap();
     let id = engine.start(&dep, json!({})).unwrap();
     // Emit and deliver the request; the timeout is not due yet.
     let t0 = Instant::now();
@@ -206,7 +205,11 @@ fn an_answer_sent_after_the_timeout_was_due_is_refused(fresh: &Fresh) {
     std::thread::sleep(Duration::from_millis(400));
     let (c, k) = sent.lock().unwrap()[0].clone();
     let verdict = engine.respond(&c, Some(&k), json!({"ok": true})).unwrap();
-    assert_eq!(verdict, Verdict::Failed, "the timeout won: no policy, FAILED");
+    assert_eq!(
+        verdict,
+        Verdict::Failed,
+        "the timeout won: no policy, FAILED"
+    );
     let st = engine.status(&id).unwrap();
     assert_eq!(st["code"], "q.timeout", "{st}");
 }
@@ -232,7 +235,10 @@ fn a_rejected_delivery_poisons_the_request_at_once_with_its_status_kept(fresh: &
     let inspection = engine.inspect(&id).unwrap();
     let row = inspection.outbox.first().expect("the outbox row is kept");
     // Poisoned, then abandoned by the fatal path: the reason says both.
-    assert!(row.state == "poisoned" || row.state == "abandoned", "{row:?}");
+    assert!(
+        row.state == "poisoned" || row.state == "abandoned",
+        "{row:?}"
+    );
     let reason = row.reason.clone().unwrap_or_default();
     assert!(reason.contains("HTTP 422"), "{reason}");
     assert!(reason.contains("bad iban"), "{reason}");
@@ -259,7 +265,9 @@ fn a_retry_after_at_delivery_delays_the_next_delivery(fresh: &Fresh) {
     serve_until(&mut engine, |_| tries.load(Ordering::SeqCst) >= 1);
     // A few more rounds: on the channel's curve there would be more tries.
     let rounds = Instant::now();
-    serve_until(&mut engine, |_| rounds.elapsed() > Duration::from_millis(400));
+    serve_until(&mut engine, |_| {
+        rounds.elapsed() > Duration::from_millis(400)
+    });
     assert_eq!(tries.load(Ordering::SeqCst), 1);
     let (_, next) = engine.store().pending_requests(&id).unwrap()[0].clone();
     assert!(
@@ -302,8 +310,14 @@ fn a_paused_dependency_gets_no_request_of_any_kind_until_unpaused(fresh: &Fresh)
     let t = engine.start(&task, json!({})).unwrap();
     let c = engine.start(&call, json!({})).unwrap();
     let rounds = Instant::now();
-    serve_until(&mut engine, |_| rounds.elapsed() > Duration::from_millis(500));
-    assert_eq!(runs.load(Ordering::SeqCst), 0, "no first attempt while paused");
+    serve_until(&mut engine, |_| {
+        rounds.elapsed() > Duration::from_millis(500)
+    });
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "no first attempt while paused"
+    );
     assert_eq!(sent.load(Ordering::SeqCst), 0, "no delivery while paused");
     let wall = crate::runtime::clock::system_now_ms();
     for dep in ["payments.charge", "bank"] {

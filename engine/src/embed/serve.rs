@@ -240,7 +240,9 @@ impl Engine {
                 let (ids, next) = self.store.due_instances(now, ROUND)?;
                 next_due = next;
                 for id in ids {
-                    if self.due_with_lanes(&id, pool, flight)?.is_none_or(|d| d > now) {
+                    // (A ready token is due "now" on the clock it was read at.)
+                    let due = self.due_with_lanes(&id, pool, flight)?;
+                    if due.is_none_or(|d| d > system_now_ms()) {
                         continue;
                     }
                     // Everything due for this instance now, one decision
@@ -400,7 +402,10 @@ impl Engine {
                         Time::Virtual => last,
                         Time::System => system_now_ms(),
                     };
-                    return Ok(Some(Choice::event(Event::PoisonWake { node, poisoned }, at)));
+                    return Ok(Some(Choice::event(
+                        Event::PoisonWake { node, poisoned },
+                        at,
+                    )));
                 }
                 let world: &dyn World = handlers;
                 let (next, at) = match clock_of(time, facts.started_ms) {

@@ -243,10 +243,7 @@ fn a_delivery_answer_is_classified_at_the_channel_boundary() {
     for s in [429, 503] {
         assert_eq!(
             delivery_outcome(u, s, Some(Duration::from_secs(60)), ""),
-            Delivery::RetryAfter(
-                format!("{u} answered HTTP {s}"),
-                Duration::from_secs(60)
-            )
+            Delivery::RetryAfter(format!("{u} answered HTTP {s}"), Duration::from_secs(60))
         );
     }
     assert!(matches!(

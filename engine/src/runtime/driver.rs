@@ -23,10 +23,10 @@ use crate::model::Definitions;
 use crate::runtime::clock::Clock;
 use crate::runtime::decide;
 use crate::runtime::graph::{Graph, GraphError, Kind};
+use crate::runtime::lanes::{Job, LaneView};
 use crate::runtime::scenario::{ExternalEvent, Scenario};
 use crate::runtime::shell::{self, deployed_graph, Choice};
 use crate::runtime::snapshot::TokenState;
-use crate::runtime::lanes::{Job, LaneView};
 use crate::runtime::world::{AttemptCall, DeliveryCall, World};
 use crate::store::{local_owner, InstanceFacts, Store, StoreError};
 

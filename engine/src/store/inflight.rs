@@ -134,7 +134,13 @@ impl Sqlite {
         wall_ms: i64,
         lease_until_ms: i64,
     ) -> Result<(), StoreError> {
-        let m = message_by(attempt, version, wall_ms, &super::local_owner(), lease_until_ms);
+        let m = message_by(
+            attempt,
+            version,
+            wall_ms,
+            &super::local_owner(),
+            lease_until_ms,
+        );
         exec(self.conn(),
             "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![instance, node, KIND, m, at_ms],
@@ -144,7 +150,12 @@ impl Sqlite {
 
     /// Close the in-flight records of one node (its attempt came back and
     /// was decided, or found nothing waiting for it).
-    pub fn close_in_flight_of(&self, instance: &str, node: &str, at_ms: i64) -> Result<(), StoreError> {
+    pub fn close_in_flight_of(
+        &self,
+        instance: &str,
+        node: &str,
+        at_ms: i64,
+    ) -> Result<(), StoreError> {
         exec(self.conn(),
             "UPDATE incidents SET closed_ms = ?4 WHERE instance_id = ?1 AND node = ?2 AND kind = ?3 AND closed_ms IS NULL",
             params![instance, node, KIND, at_ms],

@@ -63,7 +63,12 @@ impl Postgres {
         })
     }
 
-    pub fn close_in_flight_of(&self, instance: &str, node: &str, at_ms: i64) -> Result<(), StoreError> {
+    pub fn close_in_flight_of(
+        &self,
+        instance: &str,
+        node: &str,
+        at_ms: i64,
+    ) -> Result<(), StoreError> {
         self.read(|db| {
             db.exec(
                 "UPDATE incidents SET closed_ms = $4 WHERE instance_id = $1 AND node = $2 AND kind = $3 AND closed_ms IS NULL",
