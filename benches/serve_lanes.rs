@@ -14,9 +14,10 @@
 //!    lateness of the healthy retries (decided after due, wall clock) over
 //!    a window, with 100 lanes and with one lane.
 //!
-//! Run: `cargo bench --bench serve_lanes -- 1000` (N, default 200; the CI
-//! smoke runs `-- 20`). SQLite in a temporary directory. Figures go to
-//! stdout; nothing is asserted.
+//! Run: `cargo bench --bench serve_lanes -- 1000` (N, default 1,000; under
+//! `cargo test --all-targets`, as CI runs it, a smoke of every case with
+//! N = 10 and a 1 s window). SQLite in a temporary directory. Figures go
+//! to stdout; nothing is asserted.
 
 use std::io::Read;
 use std::path::Path;
@@ -163,10 +164,13 @@ fn lateness(lanes: usize, window: Duration) -> (Option<i64>, Option<i64>, Option
 }
 
 fn main() {
+    // `cargo bench` passes --bench; `cargo test --all-targets` runs this
+    // without it: a smoke run of every case at a small size.
+    let bench = std::env::args().any(|a| a == "--bench");
     let n: usize = std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())
-        .unwrap_or(200);
+        .unwrap_or(if bench { 1000 } else { 10 });
     let url = provider(Duration::from_secs(1));
     println!("serve_lanes: SQLite, handler answers 503 after 1 s over loopback HTTP");
     let (wall, decided) = outage(&url, n, 100);
@@ -175,7 +179,7 @@ fn main() {
         wall.as_secs_f64(),
         decided as f64 / wall.as_secs_f64()
     );
-    let small = (n / 50).max(5);
+    let small = if bench { (n / 50).max(5) } else { 3 };
     let (wall1, _) = outage(&url, small, 1);
     let per = wall1.as_secs_f64() / small as f64;
     println!(
@@ -183,7 +187,7 @@ fn main() {
         wall1.as_secs_f64(),
         per * n as f64
     );
-    let window = Duration::from_secs(5);
+    let window = Duration::from_secs(if bench { 5 } else { 1 });
     for lanes in [100, 1] {
         let (p50, p99, max, decisions, late) = lateness(lanes, window);
         println!(

@@ -747,11 +747,13 @@ impl<C: Clock> Ctx<'_, C> {
         if self.scenario.records_in_flight() {
             if let Some(f) = self.store.in_flight(self.instance, node)? {
                 let wall = crate::runtime::clock::system_now_ms();
-                if !f.orphaned(facts.version, false, wall) {
+                if f.running(false, wall) {
                     return Ok(true);
                 }
                 // An orphan is decided at once (no lane needed).
-                return Ok(false);
+                if f.orphaned(facts.version, false, wall) {
+                    return Ok(false);
+                }
             }
         }
         Ok(self.lanes.is_some_and(|l| !(l.free)(task)))

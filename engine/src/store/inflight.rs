@@ -37,16 +37,28 @@ impl InFlight {
     /// Every applied attempt outcome closes its record in its own
     /// transaction, so an open record is an outcome never recorded.
     pub fn orphaned(&self, version: i64, running_here: bool, wall_now_ms: i64) -> bool {
-        let Some(owner) = &self.owner else {
+        if self.owner.is_none() {
             return self.version == version;
+        }
+        !self.running(running_here, wall_now_ms)
+    }
+
+    /// Whether the attempt may still be running, so no other may start:
+    /// its process lives (this one only if it runs it on a lane now) and
+    /// its lease has not run out. A record without an owner was written by
+    /// a process that held the claim while its handler ran: whoever reads
+    /// it holds the claim, so that attempt is not running.
+    pub fn running(&self, running_here: bool, wall_now_ms: i64) -> bool {
+        let Some(owner) = &self.owner else {
+            return false;
         };
         if self.lease_until_ms.is_some_and(|l| l <= wall_now_ms) {
-            return true;
+            return false;
         }
         if owner == &super::local_owner() {
-            return !running_here;
+            return running_here;
         }
-        super::owner_is_dead(owner)
+        !super::owner_is_dead(owner)
     }
 }
 
@@ -199,5 +211,35 @@ mod tests {
             super::parse_owner(&m),
             (Some("box:42".into()), Some(1_700_000_035_000))
         );
+    }
+
+    #[test]
+    fn a_record_runs_while_its_process_lives_and_its_lease_lasts() {
+        use super::InFlight;
+        let me = super::super::local_owner();
+        let rec = |owner: Option<&str>, lease: Option<i64>| InFlight {
+            attempt: 1,
+            version: 5,
+            opened_ms: 0,
+            message: String::new(),
+            owner: owner.map(str::to_string),
+            lease_until_ms: lease,
+        };
+        // Written under a held claim (no owner): an orphan at its version only.
+        assert!(rec(None, None).orphaned(5, false, 0));
+        assert!(!rec(None, None).orphaned(6, false, 0));
+        assert!(!rec(None, None).running(false, 0));
+        // This process's: running only on one of its lanes.
+        assert!(rec(Some(&me), Some(100)).running(true, 50));
+        assert!(rec(Some(&me), Some(100)).orphaned(9, false, 50));
+        // Past its lease: an orphan whoever owns it.
+        assert!(rec(Some(&me), Some(100)).orphaned(5, true, 100));
+        // A dead process on this host.
+        let host = me.rsplit_once(':').unwrap().0;
+        let dead = format!("{host}:999999999");
+        assert!(rec(Some(&dead), Some(100)).orphaned(5, false, 50));
+        // Another host's: running until its lease ends.
+        assert!(rec(Some("elsewhere:1"), Some(100)).running(false, 50));
+        assert!(rec(Some("elsewhere:1"), Some(100)).orphaned(5, false, 100));
     }
 }
