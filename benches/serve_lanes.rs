@@ -19,7 +19,6 @@
 //! N = 10 and a 1 s window). SQLite in a temporary directory. Figures go
 //! to stdout; nothing is asserted.
 
-use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -213,7 +213,7 @@ impl Engine {
                 if let Msg::Done(d) = msg {
                     pool.finished(&d.job);
                     flight.remove(&d.job);
-                    back.push(d);
+                    back.push(*d);
                 }
             }
             let mut retry = Vec::new();
@@ -285,7 +285,7 @@ impl Engine {
                 Ok(Msg::Done(d)) => {
                     pool.finished(&d.job);
                     flight.remove(&d.job);
-                    back.push(d);
+                    back.push(*d);
                 }
                 Ok(Msg::Wake) | Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(n),

@@ -1078,10 +1078,10 @@ pub fn respond_as(
     // An answer that arrives after a timer of the instance was due (the
     // call's timeout above all) is decided after that timer, whether or not
     // the loop that decides timers has reached it yet: the timeout wins.
-    if decide_due_timers(store, owner, &instance, now_ms)? {
-        if store.correlation(correlation)?.is_none() {
-            return Ok((no_live_correlation(store, correlation)?, None));
-        }
+    if decide_due_timers(store, owner, &instance, now_ms)?
+        && store.correlation(correlation)?.is_none()
+    {
+        return Ok((no_live_correlation(store, correlation)?, None));
     }
     let ev = Event::Response {
         node,

@@ -59,7 +59,7 @@ pub enum Job {
 /// What the serving loop hears: a lane's outcome, or a prompt to look again.
 #[derive(Debug)]
 pub enum Msg {
-    Done(Done),
+    Done(Box<Done>),
     Wake,
 }
 
@@ -266,7 +266,10 @@ impl Pool {
                     }
                 };
                 let outcome = job.run(&*world);
-                if done.send(Msg::Done(Done { job, outcome })).is_err() {
+                if done
+                    .send(Msg::Done(Box::new(Done { job, outcome })))
+                    .is_err()
+                {
                     return;
                 }
             })
