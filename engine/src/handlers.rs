@@ -55,6 +55,8 @@ pub struct TaskHandler {
     pub runner: Runner,
     /// No answer by then: an unknown outcome (`q.handler.timeout`).
     pub timeout: Duration,
+    /// At most this many attempts at once under `qflow serve` (a bulkhead).
+    pub concurrency: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +66,8 @@ pub struct ChannelRelay {
     /// How long one delivery may take before it counts as failed (the
     /// outbox delivers it again, with the same idempotency key).
     pub timeout: Duration,
+    /// At most this many deliveries at once under `qflow serve`.
+    pub concurrency: Option<usize>,
 }
 
 /// A parsed handlers file.
@@ -202,7 +206,7 @@ fn task(place: &str, spec: &toml::Value) -> Result<TaskHandler, HandlersError> {
     let toml::Value::Table(t) = spec else {
         return Err(err(place, "expected a table with `command` or `url`"));
     };
-    known(place, t, &["command", "url", "timeout"])?;
+    known(place, t, &["command", "url", "timeout", "concurrency"])?;
     let runner = match (t.get("command"), t.get("url")) {
         (Some(_), Some(_)) => return Err(err(place, "has both `command` and `url`: give one")),
         (None, None) => return Err(err(place, "needs `command` or `url`")),
@@ -228,14 +232,19 @@ fn task(place: &str, spec: &toml::Value) -> Result<TaskHandler, HandlersError> {
         Some(v) => duration(&format!("{place}.timeout"), v)?,
         None => DEFAULT_TIMEOUT,
     };
-    Ok(TaskHandler { runner, timeout })
+    let concurrency = concurrency(place, t)?;
+    Ok(TaskHandler {
+        runner,
+        timeout,
+        concurrency,
+    })
 }
 
 fn channel(place: &str, spec: &toml::Value) -> Result<ChannelRelay, HandlersError> {
     let toml::Value::Table(t) = spec else {
         return Err(err(place, "expected a table with `url`"));
     };
-    known(place, t, &["url", "timeout"])?;
+    known(place, t, &["url", "timeout", "concurrency"])?;
     let url = match t.get("url") {
         Some(u) => url(&format!("{place}.url"), u)?,
         None => return Err(err(place, "needs `url`: where the outbox relay POSTs")),
@@ -244,7 +253,24 @@ fn channel(place: &str, spec: &toml::Value) -> Result<ChannelRelay, HandlersErro
         Some(v) => duration(&format!("{place}.timeout"), v)?,
         None => DEFAULT_DELIVERY_TIMEOUT,
     };
-    Ok(ChannelRelay { url, timeout })
+    let concurrency = concurrency(place, t)?;
+    Ok(ChannelRelay {
+        url,
+        timeout,
+        concurrency,
+    })
+}
+
+/// `concurrency = N`: a positive integer, if given.
+fn concurrency(place: &str, t: &toml::Table) -> Result<Option<usize>, HandlersError> {
+    match t.get("concurrency") {
+        None => Ok(None),
+        Some(toml::Value::Integer(n)) if *n >= 1 => Ok(Some(*n as usize)),
+        Some(_) => Err(err(
+            format!("{place}.concurrency"),
+            "expected a whole number of 1 or more: how many requests to it may run at once",
+        )),
+    }
 }
 
 /// A success's body: a JSON object of variables, or nothing at all.
@@ -459,6 +485,38 @@ pub fn http_outcome(
                 format!(": {snippet}")
             }
         )),
+    }
+}
+
+/// How much of a counterpart's body a refused delivery keeps (characters).
+pub const BODY_SUMMARY: usize = 200;
+
+/// What a counterpart's answer to one delivery means (the delivery
+/// contract, docs/handlers.md): 2xx delivered; a 4xx other than 408 and
+/// 429 a rejection, poisoned at once, with the status and the body's first
+/// [`BODY_SUMMARY`] characters; 429 or 503 with `Retry-After` a failed
+/// delivery tried again no sooner than asked; anything else a failed
+/// delivery on the channel's curve.
+pub fn delivery_outcome(
+    url: &str,
+    status: u16,
+    retry_after: Option<Duration>,
+    body: &str,
+) -> crate::embed::Delivery {
+    use crate::embed::Delivery;
+    if (200..300).contains(&status) {
+        return Delivery::Delivered;
+    }
+    let summary: String = body.trim().chars().take(BODY_SUMMARY).collect();
+    let said = if summary.is_empty() {
+        format!("{url} answered HTTP {status}")
+    } else {
+        format!("{url} answered HTTP {status}: {summary}")
+    };
+    match (status, retry_after) {
+        (429 | 503, Some(after)) => Delivery::RetryAfter(said, after),
+        (400..=499, _) if status != 408 && status != 429 => Delivery::Rejected(said),
+        _ => Delivery::Failed(said),
     }
 }
 

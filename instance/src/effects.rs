@@ -108,6 +108,10 @@ pub struct Transition {
     pub open_incidents: Vec<NewIncident>,
     /// Close the open incidents of these nodes.
     pub close_incidents: Vec<String>,
+    /// Close the open in-flight records of these nodes: an attempt's
+    /// outcome, applied or found stale, is no longer in flight, in the same
+    /// transaction as its decision.
+    pub close_in_flight: Vec<String>,
     pub calls: CallEffects,
     /// Leave the stored snapshot bytes exactly as they are (a snapshot that
     /// cannot be decoded: `snapshot` is not written, the transition records

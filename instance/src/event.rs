@@ -75,8 +75,22 @@ pub enum ChannelOutcome {
 #[derive(Debug, Clone, PartialEq)]
 pub enum DeliveryOutcome {
     Ok,
+    /// Not delivered: tried again on the channel's curve, with the same key.
     Fail(String),
+    /// The counterpart refused the request itself (an HTTP 4xx other than
+    /// 408 and 429): sending it again cannot mend it, so it is poisoned at
+    /// once. The text keeps the status and a bounded summary of the body.
+    Rejected(String),
+    /// Not delivered, and the counterpart said when to come back (429 or
+    /// 503 with `Retry-After`): the next delivery waits that long (at least
+    /// the channel's interval, at most the cap of [`DELIVERY_RETRY_AFTER_CAP`]
+    /// or the call's `maxDelay`).
+    Later(String, Duration),
 }
+
+/// The longest a counterpart's `Retry-After` delays a delivery of a call
+/// without a retry policy (with one, its `maxDelay`, as for tasks).
+pub const DELIVERY_RETRY_AFTER_CAP: Duration = Duration::from_secs(3600);
 
 /// An operator's reconciliation of an unknown outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

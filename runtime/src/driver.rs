@@ -19,6 +19,7 @@ use serde_json::Value;
 use crate::clock::Clock;
 use crate::decide;
 use crate::graph::{Graph, GraphError, Kind};
+use crate::lanes::{Job, LaneView};
 use crate::scenario::{ExternalEvent, Scenario};
 use crate::shell::{self, deployed_graph, Choice};
 use crate::snapshot::TokenState;
@@ -142,8 +143,12 @@ enum Cand {
     Scenario(usize),
 }
 
-pub(crate) enum Next {
+/// What the chooser found for one instance: an event to decide, a job for a
+/// lane, or nothing now.
+pub enum Next {
     Event(Event),
+    /// An attempt or a delivery for a lane (only with a [`LaneView`]).
+    Dispatch(Job),
     Idle,
 }
 
@@ -438,9 +443,10 @@ impl<C: Clock> LocalRun<C> {
                     started_ms,
                     until_ms,
                     effects,
+                    lanes: None,
                 };
                 Ok(match ctx.next_event(facts)? {
-                    Next::Idle => None,
+                    Next::Idle | Next::Dispatch(_) => None,
                     Next::Event(ev) => Some(Choice::event(ev, clock.now_ms())),
                 })
             },
@@ -520,6 +526,7 @@ impl<C: Clock> LocalRun<C> {
             started_ms: self.started_ms,
             until_ms: self.until_ms,
             effects: None,
+            lanes: None,
         };
         Ok(ctx.earliest(&facts)?.map(|(due, _)| due))
     }
@@ -532,7 +539,8 @@ impl<C: Clock> LocalRun<C> {
 }
 
 /// What choosing the next event of one instance reads.
-pub(crate) struct Ctx<'a, C: Clock> {
+/// (Read by the serving loop of `qflow_engine::embed` too.)
+pub struct Ctx<'a, C: Clock> {
     pub store: &'a Store,
     pub graph: &'a Graph,
     /// The world the outcomes come from (a scenario, or real handlers).
@@ -542,6 +550,10 @@ pub(crate) struct Ctx<'a, C: Clock> {
     pub started_ms: i64,
     pub until_ms: Option<i64>,
     pub effects: Option<&'a std::path::Path>,
+    /// A serving process's lanes: attempts and deliveries are handed back
+    /// as [`Next::Dispatch`] instead of run here, and what its lanes hold
+    /// is not due again.
+    pub lanes: Option<&'a LaneView<'a>>,
 }
 
 impl<C: Clock> Ctx<'_, C> {
@@ -559,23 +571,46 @@ impl<C: Clock> Ctx<'_, C> {
             .map(|(i, e)| (i, e.at.map(|a| self.started_ms + a.as_millis() as i64))))
     }
 
+    /// An attempt of the registered task at `node` is due (its token ready,
+    /// or `timer`, its retry timer, due at `due`): the event deciding its
+    /// outcome (the handler run here), the interrupted attempt a dead
+    /// process left, or with lanes the job to hand to one.
     fn attempt(
         &self,
         facts: &InstanceFacts,
         node: &str,
         timer: Option<i64>,
-    ) -> Result<Event, RunError> {
+        due: i64,
+    ) -> Result<Next, RunError> {
         let task = match self.graph.node(node).map(|n| &n.kind) {
             Some(Kind::Task { task, .. }) => task.clone(),
             _ => String::new(),
         };
         let runs = self.store.handler_runs(self.instance, &task)?;
-        if let Some(lease) = self.scenario.attempt_lease(&task) {
-            // The attempt's outcome must find the claim still held.
-            let until = crate::clock::system_now_ms()
-                + lease.as_millis().min(i64::MAX as u128 / 2) as i64
-                + qflow_store::CLAIM_TTL_MS;
-            self.store.extend_claim(self.instance, until)?;
+        let attempt = facts.snapshot.attempts(node) + 1;
+        let wall = crate::clock::system_now_ms();
+        if self.scenario.records_in_flight() {
+            // An attempt recorded as started whose process can no longer
+            // report it never had its outcome applied: it died mid-attempt.
+            if let Some(f) = self.store.in_flight(self.instance, node)? {
+                let here = self.lanes.is_some_and(|l| l.nodes.contains(node));
+                if f.orphaned(facts.version, here, wall) {
+                    return Ok(Next::Event(Event::Attempt {
+                        node: node.to_string(),
+                        outcome: qflow_instance::codes::handler::interrupted(&task, f.attempt),
+                        timer,
+                    }));
+                }
+            }
+        }
+        let lease = self.scenario.attempt_lease(&task).map(|lease| {
+            wall + lease.as_millis().min(i64::MAX as u128 / 2) as i64 + qflow_store::CLAIM_TTL_MS
+        });
+        if self.lanes.is_none() {
+            if let Some(until) = lease {
+                // The attempt's outcome must find the claim still held.
+                self.store.extend_claim(self.instance, until)?;
+            }
         }
         if let Some(path) = self.effects {
             use std::io::Write;
@@ -591,29 +626,40 @@ impl<C: Clock> Ctx<'_, C> {
                 .open(path)?;
             f.write_all(line.as_bytes())?;
         }
-        let attempt = facts.snapshot.attempts(node) + 1;
         if self.scenario.records_in_flight() {
-            // An attempt recorded as started from these very facts never
-            // had its outcome applied: its process died mid-attempt.
-            if let Some(f) = self.store.in_flight(self.instance, node)? {
-                if f.version == facts.version {
-                    return Ok(Event::Attempt {
-                        node: node.to_string(),
-                        outcome: qflow_instance::codes::handler::interrupted(&task, f.attempt),
-                        timer,
-                    });
-                }
+            match (self.lanes, lease) {
+                (Some(_), Some(until)) => self.store.open_in_flight_by(
+                    self.instance,
+                    node,
+                    attempt,
+                    facts.version,
+                    self.clock.now_ms(),
+                    wall,
+                    until,
+                )?,
+                _ => self.store.open_in_flight(
+                    self.instance,
+                    node,
+                    attempt,
+                    facts.version,
+                    self.clock.now_ms(),
+                    wall,
+                )?,
             }
-            self.store.open_in_flight(
-                self.instance,
-                node,
-                attempt,
-                facts.version,
-                self.clock.now_ms(),
-                crate::clock::system_now_ms(),
-            )?;
         }
         let variables = facts.snapshot.variables();
+        if self.lanes.is_some() {
+            return Ok(Next::Dispatch(Job::Attempt {
+                instance: self.instance.to_string(),
+                node: node.to_string(),
+                task,
+                attempt,
+                runs,
+                variables,
+                timer,
+                due_ms: due,
+            }));
+        }
         let call = AttemptCall {
             instance: self.instance,
             node,
@@ -622,11 +668,60 @@ impl<C: Clock> Ctx<'_, C> {
             runs,
             variables: &variables,
         };
-        Ok(Event::Attempt {
+        Ok(Next::Event(Event::Attempt {
             node: node.to_string(),
             outcome: self.scenario.attempt(&call),
             timer,
-        })
+        }))
+    }
+
+    /// Whether no new attempt of the registered task at `node` may start
+    /// now: one runs already (on a lane of this process, or of a live
+    /// process elsewhere, by its open in-flight record), its dependency is
+    /// paused, or the dependency's lanes are all taken.
+    fn task_held(
+        &self,
+        facts: &InstanceFacts,
+        node: &str,
+        paused: &std::collections::BTreeSet<String>,
+    ) -> Result<bool, RunError> {
+        let Some(Kind::Task {
+            task, call: None, ..
+        }) = self.graph.node(node).map(|n| &n.kind)
+        else {
+            return Ok(false);
+        };
+        if paused.contains(task) {
+            return Ok(true);
+        }
+        if let Some(l) = self.lanes {
+            if l.nodes.contains(node) {
+                return Ok(true);
+            }
+        }
+        if self.scenario.records_in_flight() {
+            if let Some(f) = self.store.in_flight(self.instance, node)? {
+                let wall = crate::clock::system_now_ms();
+                if f.running(false, wall) {
+                    return Ok(true);
+                }
+                // An orphan is decided at once (no lane needed).
+                if f.orphaned(facts.version, false, wall) {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(self.lanes.is_some_and(|l| !(l.free)(task)))
+    }
+
+    /// Whether the outbox row may not be delivered now: a lane of this
+    /// process delivers it already, its channel is paused, or the
+    /// channel's lanes are all taken.
+    fn row_held(&self, row: &OutboxRow, paused: &std::collections::BTreeSet<String>) -> bool {
+        paused.contains(&row.channel)
+            || self
+                .lanes
+                .is_some_and(|l| l.rows.contains(&row.id) || !(l.free)(&row.channel))
     }
 
     /// What the instance is due to decide next, and when: a ready token
@@ -638,7 +733,10 @@ impl<C: Clock> Ctx<'_, C> {
     /// Both [`Ctx::next_event`] (which takes it when time reaches it) and a
     /// real-clock poller ([`LocalRun::next_due_ms`], which sleeps until it)
     /// read this one answer, so both clocks decide the same things in the
-    /// same order.
+    /// same order. What may not start now is passed over: an attempt or a
+    /// delivery already running, or to a paused dependency (its first
+    /// attempts, its retries and its deliveries wait for the unpause), or
+    /// with lanes to a dependency whose lanes are all taken.
     fn earliest(&self, facts: &InstanceFacts) -> Result<Option<(i64, Cand)>, RunError> {
         let pending = self.pending_event()?;
         let now = self.clock.now_ms();
@@ -652,13 +750,11 @@ impl<C: Clock> Ctx<'_, C> {
             }
             return Ok(pending.map(|(i, at)| (at.unwrap_or(now), Cand::Scenario(i))));
         }
-        if let Some(t) = facts
-            .snapshot
-            .frontier()
-            .into_iter()
-            .find(|t| t.state == TokenState::Ready)
-        {
-            return Ok(Some((now, Cand::Ready(t.node))));
+        let paused = self.store.paused_dependencies()?;
+        for t in facts.snapshot.frontier() {
+            if t.state == TokenState::Ready && !self.task_held(facts, &t.node, &paused)? {
+                return Ok(Some((now, Cand::Ready(t.node))));
+            }
         }
         let mut best: Option<(i64, u8, Cand)> = None;
         let mut offer = |due: i64, rank: u8, c: Cand| {
@@ -670,13 +766,17 @@ impl<C: Clock> Ctx<'_, C> {
             .store
             .pending_requests(self.instance)?
             .into_iter()
-            .next()
+            .find(|(row, _)| !self.row_held(row, &paused))
         {
             offer(next, 0, Cand::Delivery(row));
         }
         // A paused park keeps its timer and its due time, but is not re-driven.
-        if let Some(t) = facts.timers.iter().find(|t| !facts.held.contains(&t.id)) {
+        for t in facts.timers.iter().filter(|t| !facts.held.contains(&t.id)) {
+            if t.purpose == Purpose::Retry && self.task_held(facts, &t.node, &paused)? {
+                continue;
+            }
             offer(t.due_ms, 1, Cand::Timer(t.clone()));
+            break;
         }
         if let Some((due, node, key, body)) = self.pending_response()? {
             offer(due, 2, Cand::Response(node, key, body));
@@ -687,7 +787,13 @@ impl<C: Clock> Ctx<'_, C> {
         Ok(best.map(|(due, _, c)| (due, c)))
     }
 
-    pub(crate) fn next_event(&self, facts: &InstanceFacts) -> Result<Next, RunError> {
+    /// When the next thing [`Ctx::next_event`] would take is due (a ready
+    /// token: now), reading only.
+    pub fn due_at(&self, facts: &InstanceFacts) -> Result<Option<i64>, RunError> {
+        Ok(self.earliest(facts)?.map(|(due, _)| due))
+    }
+
+    pub fn next_event(&self, facts: &InstanceFacts) -> Result<Next, RunError> {
         let Some((due, cand)) = self.earliest(facts)? else {
             return Ok(Next::Idle);
         };
@@ -697,12 +803,13 @@ impl<C: Clock> Ctx<'_, C> {
         }
         Ok(Next::Event(match cand {
             Cand::Ready(node) if self.is_registered_task(&node) => {
-                self.attempt(facts, &node, None)?
+                let since = self.ready_since(facts);
+                return self.attempt(facts, &node, None, since);
             }
             Cand::Ready(node) => Event::Advance { node },
-            Cand::Delivery(row) => self.delivery(facts, row)?,
+            Cand::Delivery(row) => return self.delivery(facts, row, due),
             Cand::Timer(t) if t.purpose == Purpose::Retry && self.is_registered_task(&t.node) => {
-                self.attempt(facts, &t.node, Some(t.id))?
+                return self.attempt(facts, &t.node, Some(t.id), t.due_ms)
             }
             Cand::Timer(t) => Event::TimerDue { timer: t.id },
             Cand::Response(node, request, body) => Event::Response {
@@ -717,6 +824,15 @@ impl<C: Clock> Ctx<'_, C> {
         }))
     }
 
+    /// Since when a ready token has waited: the instance's last decision.
+    fn ready_since(&self, facts: &InstanceFacts) -> i64 {
+        self.store
+            .last_decision_ms(self.instance)
+            .ok()
+            .flatten()
+            .unwrap_or(facts.started_ms)
+    }
+
     fn is_registered_task(&self, node: &str) -> bool {
         matches!(
             self.graph.node(node).map(|n| &n.kind),
@@ -727,8 +843,9 @@ impl<C: Clock> Ctx<'_, C> {
     /// The dispatcher's next delivery of a request, with the scenario's
     /// outcome for it (`deliveries.<channel>`, one entry per delivery) and, if
     /// it gets through, the counterpart's (`channels.<channel>`, one entry per
-    /// delivered request); both counted from the durable history.
-    fn delivery(&self, facts: &InstanceFacts, row: OutboxRow) -> Result<Event, RunError> {
+    /// delivered request); both counted from the durable history. With
+    /// lanes, the job that delivers it.
+    fn delivery(&self, facts: &InstanceFacts, row: OutboxRow, due: i64) -> Result<Next, RunError> {
         let (mut tried, mut delivered) = (0, 0);
         for h in self.store.history(self.instance)? {
             if let Some(HistoryEvent::Delivery {
@@ -748,6 +865,17 @@ impl<C: Clock> Ctx<'_, C> {
             .request_payload(row.id)?
             .unwrap_or_else(|| Value::Object(facts.snapshot.variables().into_iter().collect()));
         let correlation = format!("{}/{}", self.instance, row.node);
+        if self.lanes.is_some() {
+            return Ok(Next::Dispatch(Job::Delivery {
+                instance: self.instance.to_string(),
+                row,
+                correlation,
+                tried,
+                delivered,
+                body,
+                due_ms: due,
+            }));
+        }
         let (outcome, counterpart) = self.scenario.deliver(&DeliveryCall {
             instance: self.instance,
             node: &row.node,
@@ -759,11 +887,11 @@ impl<C: Clock> Ctx<'_, C> {
             delivered,
             body: &body,
         });
-        Ok(Event::Delivery {
+        Ok(Next::Event(Event::Delivery {
             row,
             outcome,
             counterpart,
-        })
+        }))
     }
 
     /// The earliest counterpart response scheduled by a delivery and not yet
@@ -902,6 +1030,14 @@ pub fn respond_as(
     let Some((instance, node)) = store.correlation(correlation)? else {
         return Ok((no_live_correlation(store, correlation)?, None));
     };
+    // An answer that arrives after a timer of the instance was due (the
+    // call's timeout above all) is decided after that timer, whether or not
+    // the loop that decides timers has reached it yet: the timeout wins.
+    if decide_due_timers(store, owner, &instance, now_ms)?
+        && store.correlation(correlation)?.is_none()
+    {
+        return Ok((no_live_correlation(store, correlation)?, None));
+    }
     let ev = Event::Response {
         node,
         request: request.to_string(),
@@ -936,6 +1072,53 @@ pub fn respond_as(
     Ok((verdict, Some(d)))
 }
 
+/// Decide, one at a time and each under the claim, the timers of
+/// `instance` due at `now_ms` or before (not a registered task's retry: that
+/// is an attempt, run on a lane). The decisions are the ones the serving
+/// loop would take; taking them first orders an answer after them.
+fn decide_due_timers(
+    store: &mut Store,
+    owner: &str,
+    instance: &str,
+    now_ms: i64,
+) -> Result<bool, RunError> {
+    let mut decided = false;
+    for _ in 0..16 {
+        let taken = shell::take(
+            store,
+            owner,
+            instance,
+            |store, facts| deployed_graph(store, facts.deployment_id).map(Box::new),
+            |store, graph, facts| {
+                if facts.status.is_terminal() {
+                    return Ok(None);
+                }
+                let last = store
+                    .last_decision_ms(instance)?
+                    .unwrap_or(facts.started_ms);
+                let due = facts.timers.iter().find(|t| {
+                    t.due_ms <= now_ms
+                        && !facts.held.contains(&t.id)
+                        && !(t.purpose == Purpose::Retry
+                            && matches!(
+                                graph.node(&t.node).map(|n| &n.kind),
+                                Some(Kind::Task { call: None, .. })
+                            ))
+                });
+                Ok(due.map(|t| Choice::event(Event::TimerDue { timer: t.id }, now_ms.max(last))))
+            },
+        )?;
+        store.release(instance, owner)?;
+        match taken.or_lost()? {
+            Some(_) => decided = true,
+            None => return Ok(decided),
+        }
+    }
+    Ok(decided)
+}
+
+/// The next event of `instance` as a choice for the shell (`None`: nothing
+/// to decide now): what a serving loop asks of the driver's rules.
 pub fn next_event<C: Clock>(
     store: &Store,
     graph: &Graph,
@@ -953,10 +1136,11 @@ pub fn next_event<C: Clock>(
         started_ms: facts.started_ms,
         until_ms: None,
         effects: None,
+        lanes: None,
     }
     .next_event(facts)?;
     Ok(match next {
         Next::Event(ev) => Some(Choice::event(ev, clock.now_ms())),
-        Next::Idle => None,
+        Next::Idle | Next::Dispatch(_) => None,
     })
 }

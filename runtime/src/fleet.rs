@@ -243,9 +243,10 @@ impl Fleet {
             started_ms: facts.started_ms,
             until_ms: None,
             effects: None,
+            lanes: None,
         };
         let mut event = match ctx.next_event(&facts)? {
-            Next::Idle => return Ok(None),
+            Next::Idle | Next::Dispatch(_) => return Ok(None),
             Next::Event(ev) => ev,
         };
         let at = clock.now_ms();

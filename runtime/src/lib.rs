@@ -26,6 +26,7 @@ pub mod decide;
 pub mod driver;
 pub mod fleet;
 pub mod graph;
+pub mod lanes;
 pub mod migrate;
 pub mod outcome;
 pub mod replica;

@@ -242,9 +242,10 @@ impl Replica {
                             started_ms: facts.started_ms,
                             until_ms: None,
                             effects,
+                            lanes: None,
                         };
                         match ctx.next_event(facts)? {
-                            Next::Idle => {
+                            Next::Idle | Next::Dispatch(_) => {
                                 idle = true;
                                 return Ok(None);
                             }

@@ -25,12 +25,18 @@ pub fn world(file: &HandlersFile, reply_to: Option<String>) -> Handlers {
         // The claim outlasts the handler's own timeout, plus the time to
         // kill a command that overran it.
         let lease = spec.timeout + Duration::from_secs(5);
+        if let Some(n) = spec.concurrency {
+            handlers.concurrency(name, n);
+        }
         handlers.task_with_lease(name, lease, move |task| {
             as_result(run_task(&spec, &dir, task))
         });
     }
     for (channel, relay) in &file.channels {
         let relay = relay.clone();
+        if let Some(n) = relay.concurrency {
+            handlers.concurrency(channel, n);
+        }
         let reply_to = reply_to.clone();
         handlers.relay(channel, move |req| {
             deliver(&relay, reply_to.as_deref(), req)
@@ -349,9 +355,14 @@ fn post_task(url: &str, timeout: Duration, task: &Task<'_>) -> TaskOutcome {
     }
 }
 
-/// One delivery of a call's request: 2xx is delivered; anything else is a
+/// How much of a refusing counterpart's body is kept (characters).
+const BODY_SUMMARY: usize = contract::BODY_SUMMARY;
+
+/// One delivery of a call's request: 2xx is delivered; a 4xx other than
+/// 408 and 429 is a rejection (poisoned at once); 429 or 503 with
+/// `Retry-After` is tried again no sooner than asked; anything else is a
 /// failed delivery, which the outbox tries again (same idempotency key) on
-/// the channel's own curve.
+/// the channel's own curve (docs/handlers.md, the delivery contract).
 fn deliver(relay: &ChannelRelay, reply_to: Option<&str>, req: &Request<'_>) -> Delivery {
     let mut call = agent(relay.timeout)
         .post(&relay.url)
@@ -367,11 +378,21 @@ fn deliver(relay: &ChannelRelay, reply_to: Option<&str>, req: &Request<'_>) -> D
     }
     match call.send(req.body.to_string().as_bytes()) {
         Ok(resp) if resp.status().is_success() => Delivery::Delivered,
-        Ok(resp) => Delivery::Failed(format!(
-            "{} answered HTTP {}",
-            relay.url,
-            resp.status().as_u16()
-        )),
+        Ok(mut resp) => {
+            let status = resp.status().as_u16();
+            let retry_after = resp
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| contract::retry_after(v, system_now_ms() / 1000));
+            let body = resp
+                .body_mut()
+                .with_config()
+                .limit(BODY_SUMMARY as u64 * 4)
+                .read_to_string()
+                .unwrap_or_default();
+            contract::delivery_outcome(&relay.url, status, retry_after, &body)
+        }
         Err(e) => Delivery::Failed(format!("{}: {e}", relay.url)),
     }
 }

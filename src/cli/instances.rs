@@ -419,10 +419,16 @@ fn show_json(i: &Inspection) -> Value {
         "quarantined_ms": i.quarantined_ms,
         "quarantined_by": i.quarantined_by,
         "quarantine_reason": i.quarantine_reason,
-        "held": i.held.iter().map(|h| json!({"node": h.node, "timer": h.timer,
-            "due_s": ops::seconds(h.due_ms), "kind": h.kind.flag(), "value": h.value,
-            "paused_ms": h.paused_ms, "paused_by": h.paused_by, "reason": h.reason}))
-            .collect::<Vec<_>>(),
+        "held": i.held.iter().map(|h| {
+            let mut v = json!({"node": h.node, "timer": h.timer,
+                "due_s": ops::seconds(h.due_ms), "kind": h.kind.flag(), "value": h.value,
+                "paused_ms": h.paused_ms, "paused_by": h.paused_by, "reason": h.reason});
+            // A retry park's entry is as it always was; others say what.
+            if h.request != qflow_engine::inspect::HeldRequest::Retry {
+                v["request"] = json!(h.request.as_str());
+            }
+            v
+        }).collect::<Vec<_>>(),
         "nodes": nodes,
         "snapshot": snapshot,
         "raw_snapshot": i.raw_snapshot,
@@ -453,7 +459,8 @@ fn containment_lines(i: &Inspection, db: &str) -> Vec<String> {
         .iter()
         .map(|h| {
             format!(
-                "held     the retry of {} due at {} is held by the pause of {} since {} {}; its due time is kept: `qflow unpause --{} {} --db {db}` lets it run",
+                "held     {} of {} due at {} is held by the pause of {} since {} {}; its due time is kept: `qflow unpause --{} {} --db {db}` lets it run",
+                h.request.words(),
                 h.node,
                 ops::since_start(h.due_ms),
                 h.pause(),

@@ -47,6 +47,12 @@ pub struct Args {
     pub max_connections: u32,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
+    /// How many handler attempts and channel deliveries run at once, each
+    /// on its own lane apart from the decisions (a task or channel table's
+    /// `concurrency = N` bounds one dependency further).
+    #[arg(long, value_name = "N", default_value_t = qflow_engine::runtime::lanes::DEFAULT_CONCURRENCY as u32,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub concurrency: u32,
 }
 
 const AFTER_HELP: &str = "\
@@ -122,6 +128,7 @@ pub fn run(args: Args) -> ExitCode {
     // The endpoint answers WORKERS requests at once, each worker with its
     // own engine: its own store connection and claim owner, as another
     // `qflow serve` on the database would have.
+    let waker = engine.waker();
     let mut workers = Vec::with_capacity(endpoint::WORKERS);
     for worker in 0..endpoint::WORKERS {
         let mut endpoint = match open(&args.db, handlers.clone()) {
@@ -143,6 +150,7 @@ pub fn run(args: Args) -> ExitCode {
         token,
         request_timeout: args.request_timeout,
         max_connections,
+        waker: Some(waker),
     };
     endpoint::start(listener, workers, config);
     match args.format {
@@ -152,15 +160,28 @@ pub fn run(args: Args) -> ExitCode {
             json_line(&json!({"status": "listening", "url": base}), &["status"])
         ),
     }
-    loop {
-        match engine.step() {
-            Ok(Some(step)) => print(args.format, &step.instance, &step.decision),
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(EngineError::Busy(_)) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return fail(format!("serving {}: {e}", args.db)),
+    // Decisions on this thread; attempts and deliveries on lanes. The
+    // loop wakes for a lane's outcome, a request on the endpoint, the next
+    // due timer or delivery, and at the latest every SAFETY_POLL (another
+    // process's writes on the database).
+    engine.set_concurrency(args.concurrency as usize);
+    let format = args.format;
+    let served = engine.serve_steps(SAFETY_POLL, |_, steps| {
+        for step in steps {
+            print(format, &step.instance, &step.decision);
         }
+        true
+    });
+    match served {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => fail(format!("serving {}: {e}", args.db)),
     }
 }
+
+/// How often the serving loop looks at the database when nothing woke it:
+/// what this process did not do itself (another replica, `qflow respond`,
+/// an operator's command) is seen within this.
+const SAFETY_POLL: Duration = Duration::from_millis(250);
 
 fn open(db: &Location, handlers: Handlers) -> Result<Engine, EngineError> {
     let mut engine = Engine::with_store(Store::connect(db)?);

@@ -183,6 +183,17 @@ fn html_report(
         ));
     }
     summary.push(("quarantined".into(), group(o.quarantined)));
+    if o.late.decisions > 0 {
+        summary.push((
+            "late decisions".into(),
+            format!(
+                "{} (worst {} ms late, the last {} ms)",
+                group(o.late.decisions),
+                o.late.worst_ms.unwrap_or(0),
+                o.late.last_ms.unwrap_or(0)
+            ),
+        ));
+    }
     let mut policies = Vec::new();
     let mut diagrams = Vec::new();
     for d in store.deployments()? {
@@ -367,6 +378,14 @@ fn human(o: &Observations, containment_log: &str) -> String {
         n => format!("  {} quarantined\n", count(n, "instance", "instances")),
     };
     out += containment_log;
+    if o.late.decisions > 0 {
+        out += &format!(
+            "\ndecisions on time\n  {} taken late by qflow serve (more than its threshold after due), worst {} ms, the last {} ms\n",
+            count(o.late.decisions, "decision", "decisions"),
+            o.late.worst_ms.unwrap_or(0),
+            o.late.last_ms.unwrap_or(0)
+        );
+    }
     out += "\nbacklog age by creation time (unfinished instances)\n";
     if o.unfinished == 0 {
         out += "  no unfinished instance\n";

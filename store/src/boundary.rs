@@ -102,6 +102,20 @@ forward! {
         /// token first (oldest first), else those with the earliest armed
         /// timers. What a replica picks from.
         fn candidates(limit: usize) -> Result<Vec<String>, StoreError>;
+        /// What a serving loop looks at now (wall clock `now_ms`): instances
+        /// with a due timer (not held by a pause), then with a due delivery,
+        /// then with a ready token, at most `limit` of each, once each; and
+        /// when the next timer or delivery falls due after `now_ms`.
+        fn due_instances(now_ms: i64, limit: usize) -> Result<(Vec<String>, Option<i64>), StoreError>;
+        /// Record a decision taken more than the serving loop's threshold
+        /// after it was due (wall clock): an observation `qflow stats` counts.
+        fn record_late(
+            instance: &str,
+            node: Option<&str>,
+            kind: &str,
+            due_ms: i64,
+            decided_ms: i64,
+        ) -> Result<(), StoreError>;
         /// The time of the instance's last decision.
         fn last_decision_ms(instance: &str) -> Result<Option<i64>, StoreError>;
         /// Read everything until [`Store::end_reads`] from one snapshot of
@@ -128,6 +142,9 @@ forward! {
         /// The fleet's observations (read-only; whole-table reads, meant
         /// for an operator's look, not the decision loop).
         fn observations() -> Result<super::stats::Observations, StoreError>;
+        /// The dependencies paused now (their first attempts, retries and
+        /// deliveries all wait for the unpause).
+        fn paused_dependencies() -> Result<std::collections::BTreeSet<String>, StoreError>;
         /// The pauses in force, oldest first, with the parks each holds.
         fn pauses() -> Result<Vec<super::contain::Pause>, StoreError>;
         /// Attempts per minute of the store's time (minute index →
@@ -162,6 +179,20 @@ forward! {
             at_ms: i64,
             wall_ms: i64,
         ) -> Result<(), StoreError>;
+        /// [`Store::open_in_flight`] for an attempt run on a lane of this
+        /// process without the claim held: the record names the process
+        /// and the lease (wall clock) the attempt may run until.
+        fn open_in_flight_by(
+            instance: &str,
+            node: &str,
+            attempt: u32,
+            version: i64,
+            at_ms: i64,
+            wall_ms: i64,
+            lease_until_ms: i64,
+        ) -> Result<(), StoreError>;
+        /// Close the in-flight records of one node.
+        fn close_in_flight_of(instance: &str, node: &str, at_ms: i64) -> Result<(), StoreError>;
         /// The latest open in-flight record of `node`, if any.
         fn in_flight(instance: &str, node: &str) -> Result<Option<super::inflight::InFlight>, StoreError>;
         /// Close the instance's in-flight records (its attempt's outcome was

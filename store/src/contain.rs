@@ -503,6 +503,16 @@ impl Sqlite {
         Ok(change)
     }
 
+    /// The dependencies paused now: every request to them (first
+    /// attempts, retries, deliveries) waits for the unpause.
+    pub fn paused_dependencies(&self) -> Result<BTreeSet<String>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT value FROM pauses WHERE kind = 'dependency'")?;
+        let rows = st.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// The pauses in force, oldest first, with the parks each holds.
     pub fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
         let mut st = self.conn.prepare_cached(
@@ -840,7 +850,9 @@ pub(super) fn refuse_held_redrive(
         let held: Option<(String, String, String)> = tx
             .prepare_cached(&format!(
                 "SELECT t.node, p.kind, p.value FROM timers t JOIN pauses p ON {MATCHES_PAUSE}
-                 WHERE t.id = ?1 AND t.purpose = 'retry' LIMIT 1"
+                 WHERE t.id = ?1 AND t.purpose = 'retry' AND NOT EXISTS (SELECT 1 FROM incidents i
+                   WHERE i.instance_id = t.instance_id AND i.node = t.node AND i.kind = 'in-flight' AND i.closed_ms IS NULL)
+                 LIMIT 1"
             ))?
             .query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()?;

@@ -22,10 +22,62 @@ pub struct InFlight {
     pub version: i64,
     pub opened_ms: i64,
     pub message: String,
+    /// The process running the attempt (`host:pid`), and until when (wall
+    /// clock) it may run at most: absent in records written before lanes.
+    pub owner: Option<String>,
+    pub lease_until_ms: Option<i64>,
+}
+
+impl InFlight {
+    /// Whether the attempt this open record names can no longer report its
+    /// outcome: its process is gone (a dead process on this host, this
+    /// process when it is not running the attempt on one of its lanes), or
+    /// its lease ran out. A record written before lanes (no owner) is an
+    /// orphan when the instance is still at the version it was started from.
+    /// Every applied attempt outcome closes its record in its own
+    /// transaction, so an open record is an outcome never recorded.
+    pub fn orphaned(&self, version: i64, running_here: bool, wall_now_ms: i64) -> bool {
+        if self.owner.is_none() {
+            return self.version == version;
+        }
+        !self.running(running_here, wall_now_ms)
+    }
+
+    /// Whether the attempt may still be running, so no other may start:
+    /// its process lives (this one only if it runs it on a lane now) and
+    /// its lease has not run out. A record without an owner was written by
+    /// a process that held the claim while its handler ran: whoever reads
+    /// it holds the claim, so that attempt is not running.
+    pub fn running(&self, running_here: bool, wall_now_ms: i64) -> bool {
+        let Some(owner) = &self.owner else {
+            return false;
+        };
+        if self.lease_until_ms.is_some_and(|l| l <= wall_now_ms) {
+            return false;
+        }
+        if owner == &super::local_owner() {
+            return running_here;
+        }
+        !super::owner_is_dead(owner)
+    }
 }
 
 pub(super) fn message(attempt: u32, version: i64, wall_ms: i64) -> String {
     format!("attempt {attempt} started (instance version {version}, wall clock {wall_ms} ms); the handler is running")
+}
+
+/// [`message`] naming the process that runs the attempt and its lease.
+pub(super) fn message_by(
+    attempt: u32,
+    version: i64,
+    wall_ms: i64,
+    owner: &str,
+    lease_until_ms: i64,
+) -> String {
+    format!(
+        "{}; owner {owner}, lease until {lease_until_ms} ms",
+        message(attempt, version, wall_ms)
+    )
 }
 
 pub(super) fn parse(message: &str) -> Option<(u32, i64)> {
@@ -33,6 +85,32 @@ pub(super) fn parse(message: &str) -> Option<(u32, i64)> {
     let attempt = words.nth(1)?.parse().ok()?;
     let version = words.nth(3)?.trim_end_matches(',').parse().ok()?;
     Some((attempt, version))
+}
+
+/// The owner and lease [`message_by`] wrote, if it did.
+pub(super) fn parse_owner(message: &str) -> (Option<String>, Option<i64>) {
+    let Some((_, rest)) = message.rsplit_once("; owner ") else {
+        return (None, None);
+    };
+    let Some((owner, lease)) = rest.split_once(", lease until ") else {
+        return (None, None);
+    };
+    let lease = lease.trim_end_matches(" ms").parse().ok();
+    (Some(owner.to_string()), lease)
+}
+
+/// An open record as read back.
+pub(super) fn record(message: String, opened_ms: i64) -> Option<InFlight> {
+    let (attempt, version) = parse(&message)?;
+    let (owner, lease_until_ms) = parse_owner(&message);
+    Some(InFlight {
+        attempt,
+        version,
+        opened_ms,
+        message,
+        owner,
+        lease_until_ms,
+    })
 }
 
 impl Sqlite {
@@ -54,6 +132,49 @@ impl Sqlite {
         Ok(())
     }
 
+    /// [`Sqlite::open_in_flight`] for an attempt this process runs on a
+    /// lane, without the claim held while it runs: the record names the
+    /// process and how long the attempt may take.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_in_flight_by(
+        &self,
+        instance: &str,
+        node: &str,
+        attempt: u32,
+        version: i64,
+        at_ms: i64,
+        wall_ms: i64,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
+        let m = message_by(
+            attempt,
+            version,
+            wall_ms,
+            &super::local_owner(),
+            lease_until_ms,
+        );
+        exec(self.conn(),
+            "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![instance, node, KIND, m, at_ms],
+        )?;
+        Ok(())
+    }
+
+    /// Close the in-flight records of one node (its attempt came back and
+    /// was decided, or found nothing waiting for it).
+    pub fn close_in_flight_of(
+        &self,
+        instance: &str,
+        node: &str,
+        at_ms: i64,
+    ) -> Result<(), StoreError> {
+        exec(self.conn(),
+            "UPDATE incidents SET closed_ms = ?4 WHERE instance_id = ?1 AND node = ?2 AND kind = ?3 AND closed_ms IS NULL",
+            params![instance, node, KIND, at_ms],
+        )?;
+        Ok(())
+    }
+
     /// The latest open in-flight record of `node`, if any.
     pub fn in_flight(&self, instance: &str, node: &str) -> Result<Option<InFlight>, StoreError> {
         let row: Option<(String, i64)> = self
@@ -63,14 +184,7 @@ impl Sqlite {
             )?
             .query_row(params![instance, node, KIND], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
-        Ok(row.and_then(|(message, opened_ms)| {
-            parse(&message).map(|(attempt, version)| InFlight {
-                attempt,
-                version,
-                opened_ms,
-                message,
-            })
-        }))
+        Ok(row.and_then(|(message, opened_ms)| record(message, opened_ms)))
     }
 
     /// Close the instance's in-flight records (its attempt's outcome was
@@ -90,5 +204,42 @@ mod tests {
     fn the_message_says_what_is_parsed_back() {
         let m = super::message(3, 17, 1_700_000_000_000);
         assert_eq!(super::parse(&m), Some((3, 17)), "{m}");
+        assert_eq!(super::parse_owner(&m), (None, None));
+        let m = super::message_by(3, 17, 1_700_000_000_000, "box:42", 1_700_000_035_000);
+        assert_eq!(super::parse(&m), Some((3, 17)), "{m}");
+        assert_eq!(
+            super::parse_owner(&m),
+            (Some("box:42".into()), Some(1_700_000_035_000))
+        );
+    }
+
+    #[test]
+    fn a_record_runs_while_its_process_lives_and_its_lease_lasts() {
+        use super::InFlight;
+        let me = super::super::local_owner();
+        let rec = |owner: Option<&str>, lease: Option<i64>| InFlight {
+            attempt: 1,
+            version: 5,
+            opened_ms: 0,
+            message: String::new(),
+            owner: owner.map(str::to_string),
+            lease_until_ms: lease,
+        };
+        // Written under a held claim (no owner): an orphan at its version only.
+        assert!(rec(None, None).orphaned(5, false, 0));
+        assert!(!rec(None, None).orphaned(6, false, 0));
+        assert!(!rec(None, None).running(false, 0));
+        // This process's: running only on one of its lanes.
+        assert!(rec(Some(&me), Some(100)).running(true, 50));
+        assert!(rec(Some(&me), Some(100)).orphaned(9, false, 50));
+        // Past its lease: an orphan whoever owns it.
+        assert!(rec(Some(&me), Some(100)).orphaned(5, true, 100));
+        // A dead process on this host.
+        let host = me.rsplit_once(':').unwrap().0;
+        let dead = format!("{host}:999999999");
+        assert!(rec(Some(&dead), Some(100)).orphaned(5, false, 50));
+        // Another host's: running until its lease ends.
+        assert!(rec(Some("elsewhere:1"), Some(100)).running(false, 50));
+        assert!(rec(Some("elsewhere:1"), Some(100)).orphaned(5, false, 100));
     }
 }

@@ -1108,7 +1108,7 @@ fn write_transition(
     // that re-enters the call node keeps its fresh request pending.
     for a in &t.calls.abandon {
         exec(tx,
-            "UPDATE outbox SET reason = CASE WHEN state = 'poisoned' THEN 'poisoned, then ' || ?3 ELSE ?3 END,
+            "UPDATE outbox SET reason = CASE WHEN state = 'poisoned' THEN 'poisoned' || COALESCE(' (' || reason || ')', '') || ', then ' || ?3 ELSE ?3 END,
                                state = 'abandoned'
              WHERE instance_id = ?1 AND (?2 IS NULL OR node = ?2) AND state IN ('pending','poisoned')",
             params![instance, a.node, a.reason],
@@ -1144,6 +1144,15 @@ fn write_transition(
         if n != 1 {
             return Err(StoreError::Conflict(instance.into()));
         }
+        if let (OutboxChange::Poisoned { .. }, Some(i)) = (c, poison_reason(t)) {
+            // Why it was poisoned (the counterpart's status and body, or
+            // the deliveries spent), kept on the row.
+            exec(
+                tx,
+                "UPDATE outbox SET reason = ?2 WHERE id = ?1",
+                params![id, i],
+            )?;
+        }
     }
     for node in &t.calls.correlate {
         exec(tx,
@@ -1164,6 +1173,12 @@ fn write_transition(
             params![instance, node, at_ms],
         )?;
     }
+    for node in &t.close_in_flight {
+        exec(tx,
+            "UPDATE incidents SET closed_ms = ?3 WHERE instance_id = ?1 AND node = ?2 AND kind = 'in-flight' AND closed_ms IS NULL",
+            params![instance, node, at_ms],
+        )?;
+    }
     for i in &t.open_incidents {
         exec(tx,
             "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -1171,6 +1186,35 @@ fn write_transition(
         )?;
     }
     Ok(seq)
+}
+
+/// Why a transition's poisoned request was refused, when the counterpart
+/// refused it (its status and body summary, from the incident the
+/// transition opens): kept on the outbox row. A request poisoned by its
+/// spent deliveries keeps no reason there (its incident and history say it).
+pub(crate) fn poison_reason(t: &Transition) -> Option<&str> {
+    t.open_incidents
+        .iter()
+        .find(|i| i.kind == "poisoned" && i.message.contains(" rejected by the counterpart "))
+        .map(|i| i.message.as_str())
+}
+
+impl Sqlite {
+    /// Record a decision taken late (an observation for `qflow stats`).
+    pub fn record_late(
+        &self,
+        instance: &str,
+        node: Option<&str>,
+        kind: &str,
+        due_ms: i64,
+        decided_ms: i64,
+    ) -> Result<(), StoreError> {
+        exec(&self.conn,
+            "INSERT INTO late_decisions(instance_id, node, kind, due_ms, decided_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![instance, node, kind, due_ms, decided_ms],
+        )?;
+        Ok(())
+    }
 }
 
 impl Sqlite {

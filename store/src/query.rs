@@ -72,7 +72,9 @@ pub struct OutboxEntry {
     pub state: String,
     pub deliveries: u32,
     pub idempotency_key: String,
-    /// Why an `abandoned` row will never be delivered.
+    /// Why an `abandoned` row will never be delivered, or a `poisoned`
+    /// one was poisoned (a counterpart's refusal keeps its status and a
+    /// summary of its body).
     pub reason: Option<String>,
 }
 
@@ -549,6 +551,58 @@ impl Sqlite {
             .query_map(params![limit as i64], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
         Ok(due)
+    }
+
+    pub fn due_instances(
+        &self,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<i64>), StoreError> {
+        let c = self.conn();
+        let mut ids: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut add = |v: Vec<String>| {
+            for id in v {
+                if seen.insert(id.clone()) {
+                    ids.push(id);
+                }
+            }
+        };
+        let lim = limit as i64;
+        let timers: Vec<String> = c
+            .prepare_cached(
+                "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
+                 WHERE t.state = 'armed' AND t.due_ms <= ?1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                   AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p
+                       WHERE (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)))
+                 ORDER BY t.due_ms, t.id LIMIT ?2",
+            )?
+            .query_map(params![now_ms, lim], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        add(timers);
+        let rows: Vec<String> = c
+            .prepare_cached(
+                "SELECT o.instance_id FROM outbox o CROSS JOIN instances i ON i.id = o.instance_id
+                 WHERE o.state = 'pending' AND o.next_ms <= ?1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                 ORDER BY o.next_ms, o.id LIMIT ?2",
+            )?
+            .query_map(params![now_ms, lim], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        add(rows);
+        let ready: Vec<String> = c
+            .prepare_cached(
+                "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT ?1",
+            )?
+            .query_map(params![lim], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        add(ready);
+        let next: Option<i64> = c
+            .prepare_cached(
+                "SELECT MIN(d) FROM (SELECT MIN(due_ms) AS d FROM timers WHERE state = 'armed' AND due_ms > ?1
+                 UNION ALL SELECT MIN(next_ms) FROM outbox WHERE state = 'pending' AND next_ms > ?1)",
+            )?
+            .query_row(params![now_ms], |r| r.get(0))?;
+        Ok((ids, next))
     }
 
     pub fn begin_reads(&self) -> Result<(), StoreError> {

@@ -231,6 +231,20 @@ CREATE TABLE start_keys (
     created_ms  INTEGER NOT NULL        -- wall clock
 );
 "#,
+    // 11: late decisions. `qflow serve` records each timed decision (a due
+    // timer, a retry handed to a lane, a delivery) it took more than its
+    // threshold after it was due (wall clock): what `qflow stats` counts.
+    // An observation, not a fact any decision reads.
+    r#"
+CREATE TABLE late_decisions (
+    seq         INTEGER PRIMARY KEY,
+    instance_id TEXT NOT NULL,
+    node        TEXT,
+    kind        TEXT NOT NULL,          -- timer | attempt | delivery
+    due_ms      INTEGER NOT NULL,       -- wall clock
+    decided_ms  INTEGER NOT NULL        -- wall clock
+);
+"#,
 ];
 
 /// The version that added the deployment lifecycle (`deployments.origin`,

@@ -70,6 +70,25 @@ pub struct Observations {
     pub paused: Vec<super::contain::Pause>,
     /// Instances set aside by a quarantine.
     pub quarantined: u64,
+    /// Timed decisions `qflow serve` took more than its threshold after
+    /// they were due (left out while there are none).
+    #[serde(skip_serializing_if = "Late::is_none")]
+    pub late: Late,
+}
+
+/// The late decisions recorded (`late_decisions`): how many, and the worst.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Late {
+    pub decisions: u64,
+    /// The latest one's lateness and the worst's (wall clock, ms).
+    pub worst_ms: Option<i64>,
+    pub last_ms: Option<i64>,
+}
+
+impl Late {
+    pub fn is_none(&self) -> bool {
+        self.decisions == 0
+    }
 }
 
 pub(crate) const AGE_BUCKETS: [(&str, i64); 5] = [
@@ -189,7 +208,21 @@ impl Sqlite {
             [],
             |r| r.get(0),
         )?;
+        let late = c.query_row(
+            "SELECT COUNT(*), MAX(decided_ms - due_ms),
+                    (SELECT decided_ms - due_ms FROM late_decisions ORDER BY seq DESC LIMIT 1)
+             FROM late_decisions",
+            [],
+            |r| {
+                Ok(Late {
+                    decisions: r.get::<_, i64>(0)? as u64,
+                    worst_ms: r.get(1)?,
+                    last_ms: r.get(2)?,
+                })
+            },
+        )?;
         Ok(Observations {
+            late,
             paused,
             quarantined: quarantined as u64,
             instances: instances as u64,

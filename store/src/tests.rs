@@ -33,6 +33,7 @@ fn transition(
         })],
         open_incidents: Vec::new(),
         close_incidents: Vec::new(),
+        close_in_flight: Vec::new(),
         calls: CallEffects::default(),
         keep_stored_snapshot: false,
     }

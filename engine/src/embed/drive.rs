@@ -2,7 +2,6 @@
 //! idle on virtual time, or serving on the wall clock ([`Engine::serve`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::instance::Event;
 use crate::runtime::clock::{system_now_ms, SystemClock, VirtualClock};
@@ -79,32 +78,6 @@ impl Engine {
             n += 1;
         }
         Ok(n)
-    }
-
-    /// Serve with the wall clock until `between` says stop: take every
-    /// decision due, then call `between` (which may answer calls with
-    /// [`Engine::respond`], start instances, …) and look again, pausing
-    /// `idle` when nothing was due. Switches the engine to [`Time::System`].
-    pub fn serve(
-        &mut self,
-        idle: Duration,
-        mut between: impl FnMut(&mut Engine) -> bool,
-    ) -> Result<u64, EngineError> {
-        self.time = Time::System;
-        let mut n = 0;
-        loop {
-            let mut busy = false;
-            while self.step()?.is_some() {
-                n += 1;
-                busy = true;
-            }
-            if !between(self) {
-                return Ok(n);
-            }
-            if !busy {
-                std::thread::sleep(idle);
-            }
-        }
     }
 
     /// One decision for `instance` if it has one now (its claim released

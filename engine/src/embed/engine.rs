@@ -76,6 +76,17 @@ pub struct Engine {
     /// Per instance: the instant of its last decision and how many were
     /// taken at it (a loop that never waits is stopped, not spun).
     pub(super) instants: BTreeMap<String, (i64, u32)>,
+    /// The serving loop's mailbox: lanes' outcomes and wake-ups in, the
+    /// receiver taken while [`Engine::serve`] runs.
+    pub(super) signal: (
+        std::sync::mpsc::Sender<crate::runtime::lanes::Msg>,
+        Option<std::sync::mpsc::Receiver<crate::runtime::lanes::Msg>>,
+    ),
+    pub(super) concurrency: usize,
+    pub(super) late_after: std::time::Duration,
+    pub(super) lateness: super::serve::Lateness,
+    /// The last lane outcome could not be decided: its instance was claimed.
+    pub(super) lost: bool,
 }
 
 /// Instances started before this instant (2000-01-01, wall clock) were
@@ -112,6 +123,14 @@ impl Engine {
             graphs: BTreeMap::new(),
             wakes: Vec::new(),
             instants: BTreeMap::new(),
+            signal: {
+                let (tx, rx) = std::sync::mpsc::channel();
+                (tx, Some(rx))
+            },
+            concurrency: crate::runtime::lanes::DEFAULT_CONCURRENCY,
+            late_after: std::time::Duration::from_millis(100),
+            lateness: Default::default(),
+            lost: false,
         }
     }
 

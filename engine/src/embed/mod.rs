@@ -41,10 +41,12 @@
 
 mod drive;
 mod engine;
+mod serve;
 mod task;
 mod world;
 
 pub use engine::{Engine, EngineError, Step, Time};
+pub use serve::{Late, Lateness, Waker};
 pub use task::{Task, TaskError, TaskResult, Variables, MISSING, PANIC};
 pub use world::{channel_names, task_names, Delivery, Handlers, Request, DEFAULT_LEASE};
 
@@ -70,5 +72,7 @@ pub const EXAMPLE_MODEL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 </definitions>
 "#;
 
+#[cfg(test)]
+mod lane_tests;
 #[cfg(test)]
 mod tests;

@@ -40,6 +40,12 @@ pub enum Delivery {
     /// Not delivered: the outbox tries again on the channel's own curve
     /// (`<q:channelConfig>`) until its `maxDeliveries` poisons the request.
     Failed(String),
+    /// The counterpart refused the request (an HTTP 4xx other than 408 and
+    /// 429): poisoned at once, the reason kept (status, body summary).
+    Rejected(String),
+    /// Not delivered; the counterpart asked to be tried again after this
+    /// long (`Retry-After` on a 429 or 503).
+    RetryAfter(String, Duration),
 }
 
 type RelayFn = dyn Fn(&Request<'_>) -> Delivery + Send + Sync;
@@ -54,6 +60,7 @@ pub struct Handlers {
     relays: BTreeMap<String, Arc<RelayFn>>,
     leases: BTreeMap<String, Duration>,
     lease: Duration,
+    bounds: BTreeMap<String, usize>,
 }
 
 impl Default for Handlers {
@@ -62,6 +69,7 @@ impl Default for Handlers {
             tasks: BTreeMap::new(),
             relays: BTreeMap::new(),
             leases: BTreeMap::new(),
+            bounds: BTreeMap::new(),
             lease: DEFAULT_LEASE,
         }
     }
@@ -113,6 +121,19 @@ impl Handlers {
     {
         self.relays.insert(channel.to_string(), Arc::new(relay));
         self
+    }
+
+    /// Run at most `n` attempts of the task (or deliveries of the channel)
+    /// `dependency` at once under [`super::Engine::serve`]: a bulkhead, so
+    /// one slow dependency cannot take every lane.
+    pub fn concurrency(&mut self, dependency: &str, n: usize) -> &mut Handlers {
+        self.bounds.insert(dependency.to_string(), n.max(1));
+        self
+    }
+
+    /// The per-dependency bounds ([`Handlers::concurrency`]).
+    pub fn bounds(&self) -> &BTreeMap<String, usize> {
+        &self.bounds
     }
 
     /// Whether a handler is registered for the task `name`.
@@ -193,6 +214,8 @@ impl World for Handlers {
         let outcome = match catch_unwind(AssertUnwindSafe(|| relay(&request))) {
             Ok(Delivery::Delivered) => DeliveryOutcome::Ok,
             Ok(Delivery::Failed(why)) => DeliveryOutcome::Fail(why),
+            Ok(Delivery::Rejected(why)) => DeliveryOutcome::Rejected(why),
+            Ok(Delivery::RetryAfter(why, after)) => DeliveryOutcome::Later(why, after),
             Err(_) => DeliveryOutcome::Fail(format!("the relay of `{}` panicked", call.channel)),
         };
         (outcome, None)

@@ -31,7 +31,8 @@ url = "http://127.0.0.1:8081/authorize"
         f.tasks["payments.charge"],
         TaskHandler {
             runner: Runner::Shell("./charge.sh".into()),
-            timeout: Duration::from_secs(30)
+            timeout: Duration::from_secs(30),
+            concurrency: None,
         }
     );
     assert_eq!(f.tasks["stock.reserve"].timeout, DEFAULT_TIMEOUT);
@@ -45,6 +46,11 @@ url = "http://127.0.0.1:8081/authorize"
 #[test]
 fn mistakes_name_their_place_and_the_fix() {
     let cases = [
+        (
+            "[tasks.a]\ncommand = \"x\"\nconcurrency = 0\n",
+            "tasks.a.concurrency",
+            "a whole number of 1 or more",
+        ),
         (
             "[tasks.a]\ncomand = \"x\"\n",
             "tasks.a.comand",
@@ -213,4 +219,35 @@ fn retry_after_reads_seconds_and_http_dates() {
         Some(Duration::ZERO)
     );
     assert_eq!(retry_after("soon", 0), None);
+}
+
+#[test]
+fn a_delivery_answer_is_classified_at_the_channel_boundary() {
+    use crate::embed::Delivery;
+    let u = "http://127.0.0.1:1/x";
+    assert_eq!(delivery_outcome(u, 202, None, ""), Delivery::Delivered);
+    let long = "e".repeat(1000);
+    match delivery_outcome(u, 422, None, &format!("{{\"error\": \"{long}\"}}")) {
+        Delivery::Rejected(why) => {
+            assert!(why.contains("HTTP 422"), "{why}");
+            assert!(why.len() < 300, "the body is summarised: {}", why.len());
+        }
+        other => panic!("{other:?}"),
+    }
+    for s in [408, 429, 500, 503] {
+        assert!(
+            matches!(delivery_outcome(u, s, None, ""), Delivery::Failed(_)),
+            "{s}"
+        );
+    }
+    for s in [429, 503] {
+        assert_eq!(
+            delivery_outcome(u, s, Some(Duration::from_secs(60)), ""),
+            Delivery::RetryAfter(format!("{u} answered HTTP {s}"), Duration::from_secs(60))
+        );
+    }
+    assert!(matches!(
+        delivery_outcome(u, 404, Some(Duration::from_secs(60)), ""),
+        Delivery::Rejected(_)
+    ));
 }

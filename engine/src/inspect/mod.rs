@@ -85,6 +85,9 @@ pub struct Inspection {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
     pub node: String,
+    /// What is held: a retry park (its timer), a first attempt, a delivery.
+    pub request: HeldRequest,
+    /// The retry park's timer (0 for a first attempt or a delivery).
     pub timer: i64,
     /// When the park falls due, in ms since the instance started.
     pub due_ms: i64,
@@ -96,6 +99,36 @@ pub struct Held {
     /// Who made it and why (`None`: made before qflow recorded who).
     pub paused_by: Option<String>,
     pub reason: Option<String>,
+}
+
+/// Which request of a node a pause holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeldRequest {
+    /// A retry park: its timer stays armed with its due time.
+    Retry,
+    /// A first attempt of a registered task: its token waits at the task.
+    FirstAttempt,
+    /// A delivery of a channel call's request: it stays pending, its key kept.
+    Delivery,
+}
+
+impl HeldRequest {
+    /// How `show` says it: `the retry of charge`, …
+    pub fn words(self) -> &'static str {
+        match self {
+            HeldRequest::Retry => "the retry",
+            HeldRequest::FirstAttempt => "the first attempt",
+            HeldRequest::Delivery => "the delivery of the request",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HeldRequest::Retry => "retry",
+            HeldRequest::FirstAttempt => "first-attempt",
+            HeldRequest::Delivery => "delivery",
+        }
+    }
 }
 
 impl Held {
@@ -244,11 +277,12 @@ impl Inspection {
             })
             .collect();
         let contained = store.containment(id)?;
-        let held = contained
+        let mut held: Vec<Held> = contained
             .held
             .into_iter()
             .map(|h| Held {
                 node: h.node,
+                request: HeldRequest::Retry,
                 timer: h.timer,
                 due_ms: h.due_ms - start,
                 kind: h.kind,
@@ -258,6 +292,47 @@ impl Inspection {
                 reason: h.reason,
             })
             .collect();
+        // A paused dependency holds every request to it: the first attempt
+        // a ready token waits to make, and the pending deliveries.
+        if !row.status.is_terminal() {
+            let paused: Vec<_> = store
+                .pauses()?
+                .into_iter()
+                .filter(|p| p.kind == PauseKind::Dependency)
+                .collect();
+            if !paused.is_empty() {
+                let now = store.last_decision_ms(id)?.unwrap_or(start) - start;
+                let mut hold = |node: &str, request, dep: &str, due_ms: i64| {
+                    if let Some(p) = paused.iter().find(|p| p.value == dep) {
+                        held.push(Held {
+                            node: node.to_string(),
+                            request,
+                            timer: 0,
+                            due_ms,
+                            kind: p.kind,
+                            value: p.value.clone(),
+                            paused_ms: p.paused_ms,
+                            paused_by: p.by.clone(),
+                            reason: p.reason.clone(),
+                        });
+                    }
+                };
+                for t in snap.frontier() {
+                    if t.state != TokenState::Ready {
+                        continue;
+                    }
+                    if let Some(crate::runtime::graph::Kind::Task {
+                        task, call: None, ..
+                    }) = graph.node(&t.node).map(|n| &n.kind)
+                    {
+                        hold(&t.node, HeldRequest::FirstAttempt, task, now);
+                    }
+                }
+                for (r, next) in store.pending_requests(id)? {
+                    hold(&r.node, HeldRequest::Delivery, &r.channel, next - start);
+                }
+            }
+        }
         Ok(Inspection {
             id: row.id.clone(),
             process: row.process_id.clone(),

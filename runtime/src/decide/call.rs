@@ -447,28 +447,50 @@ pub(super) fn delivery(
                 _ => silent = Some(true),
             }
         }
-        DeliveryOutcome::Fail(error) => {
+        DeliveryOutcome::Fail(error)
+        | DeliveryOutcome::Rejected(error)
+        | DeliveryOutcome::Later(error, _) => {
             line_outcome = Delivered::Failed;
             line_error = Some(error.clone());
-            let call = graph.node(&row.node).and_then(call_of);
+            let node = graph.node(&row.node);
+            let call = node.and_then(call_of);
             let ceiling = call.and_then(|c| c.max_deliveries);
-            if ceiling.is_some_and(|m| deliveries >= m) {
+            let rejected = matches!(outcome, DeliveryOutcome::Rejected(_));
+            if rejected || ceiling.is_some_and(|m| deliveries >= m) {
                 w.calls.outbox.push(OutboxChange::Poisoned {
                     id: row.id,
                     deliveries,
                 });
                 poisoned = Some(true);
+                let why = if rejected {
+                    format!("rejected by the counterpart at delivery {deliveries}")
+                } else {
+                    format!("poisoned after {deliveries} deliveries")
+                };
                 w.open_incidents.push(NewIncident {
                     node: row.node.clone(),
                     kind: "poisoned".into(),
                     message: format!(
-                        "request {} to {} poisoned after {deliveries} deliveries: {error}",
+                        "request {} to {} {why}: {error}",
                         row.idempotency_key, row.channel
                     ),
                 });
             } else {
                 let interval = call.map_or(1000, |c| ms(c.delivery_interval));
-                let next = w.now_ms + interval;
+                let asked = match outcome {
+                    DeliveryOutcome::Later(_, after) => {
+                        let cap = match node.map(|n| &n.kind) {
+                            Some(Kind::Task {
+                                policy: Some(p), ..
+                            }) => p.max_delay,
+                            _ => None,
+                        }
+                        .unwrap_or(qflow_instance::event::DELIVERY_RETRY_AFTER_CAP);
+                        ms((*after).min(cap))
+                    }
+                    _ => 0,
+                };
+                let next = w.now_ms + interval.max(asked);
                 w.calls.outbox.push(OutboxChange::Retry {
                     id: row.id,
                     deliveries,

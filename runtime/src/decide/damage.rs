@@ -104,6 +104,7 @@ pub fn fail(graph: &Graph, facts: &Facts<'_>, why: &str, now_ms: i64) -> Transit
             ),
         }],
         close_incidents: Vec::new(),
+        close_in_flight: Vec::new(),
         calls: CallEffects::default(),
         keep_stored_snapshot: true,
     }

@@ -225,6 +225,7 @@ pub(crate) struct Work {
     pub(crate) history: Vec<Entry>,
     pub(crate) open_incidents: Vec<NewIncident>,
     pub(crate) close_incidents: Vec<String>,
+    pub(crate) close_in_flight: Vec<String>,
     pub(crate) calls: CallEffects,
 }
 
@@ -241,6 +242,7 @@ impl Work {
             history: Vec::new(),
             open_incidents: Vec::new(),
             close_incidents: Vec::new(),
+            close_in_flight: Vec::new(),
             calls: CallEffects::default(),
         }
     }
@@ -331,6 +333,7 @@ impl Work {
             history: self.history,
             open_incidents: self.open_incidents,
             close_incidents: self.close_incidents,
+            close_in_flight: self.close_in_flight,
             calls: self.calls,
             keep_stored_snapshot: false,
         }

@@ -101,6 +101,8 @@ pub(super) fn attempt(
         outcome: outcome.clone(),
         timer,
     };
+    // Whatever this outcome finds, the attempt is no longer in flight.
+    w.close_in_flight.push(id.to_string());
     let Some(node) = graph.node(id) else {
         return ignore(w, &ev, "no such node in the deployment");
     };

@@ -208,6 +208,7 @@ fn transition(
         history: vec![Entry::new(line)],
         open_incidents: Vec::new(),
         close_incidents: failed_node.into_iter().collect(),
+        close_in_flight: Vec::new(),
         calls: CallEffects {
             rename: mapping
                 .iter()

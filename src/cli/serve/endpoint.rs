@@ -81,6 +81,10 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Connections open at once, at most.
     pub max_connections: usize,
+    /// Prompts the serving loop after each answer (a start, a response or a
+    /// reconciliation may have made work due), so it need not wait for its
+    /// safety poll.
+    pub waker: Option<qflow_engine::embed::Waker>,
 }
 
 /// The token of `QFLOW_SERVE_TOKEN` as the endpoint checks it: surrounding
@@ -191,8 +195,8 @@ pub fn start(listener: TcpListener, workers: Vec<Engine>, config: Config) {
     let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
     let queue = Arc::new(Mutex::new(queue));
     for engine in workers {
-        let (queue, db) = (queue.clone(), config.db.clone());
-        std::thread::spawn(move || work(engine, &queue, &db));
+        let (queue, db, waker) = (queue.clone(), config.db.clone(), config.waker.clone());
+        std::thread::spawn(move || work(engine, &queue, &db, waker.as_ref()));
     }
     let (refusals, refused) = mpsc::sync_channel::<TcpStream>(QUEUE);
     std::thread::spawn(move || refuse_each(&refused));
@@ -551,7 +555,12 @@ fn route(request: Request, shared: &Shared) -> Reply {
 }
 
 /// A worker: requests from the queue, answered with its own engine.
-fn work(mut engine: Engine, queue: &Mutex<mpsc::Receiver<Job>>, db: &str) {
+fn work(
+    mut engine: Engine,
+    queue: &Mutex<mpsc::Receiver<Job>>,
+    db: &str,
+    waker: Option<&qflow_engine::embed::Waker>,
+) {
     loop {
         let job = match queue.lock() {
             Ok(q) => q.recv(),
@@ -569,6 +578,9 @@ fn work(mut engine: Engine, queue: &Mutex<mpsc::Receiver<Job>>, db: &str) {
             }
             reply
         }));
+        if let Some(w) = waker {
+            w.wake();
+        }
         let _ = reply.send(answered.unwrap_or_else(|_| {
             Reply::new((
                 500,

@@ -78,6 +78,16 @@ impl Postgres {
         })
     }
 
+    pub fn paused_dependencies(&self) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        self.read(|db| {
+            Ok(db
+                .rows("SELECT value FROM pauses WHERE kind = 'dependency'", &[])?
+                .iter()
+                .map(|r| r.get(0))
+                .collect())
+        })
+    }
+
     pub fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
         self.read(|db| Postgres::pauses_in(self, db))
     }
@@ -420,7 +430,9 @@ pub(super) fn refuse_held_redrive<C: GenericClient>(
         let Some(r) = db.opt(
             "SELECT t.node, p.kind, p.value FROM timers t JOIN pauses p
                  ON (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)
-             WHERE t.id = $1 AND t.purpose = 'retry' LIMIT 1",
+             WHERE t.id = $1 AND t.purpose = 'retry' AND NOT EXISTS (SELECT 1 FROM incidents i
+                   WHERE i.instance_id = t.instance_id AND i.node = t.node AND i.kind = 'in-flight' AND i.closed_ms IS NULL)
+             LIMIT 1",
             &[id],
         )?
         else {

@@ -970,7 +970,7 @@ fn write_transition<C: GenericClient>(
     // why (see the SQLite store), before any emission of this transition.
     for a in &t.calls.abandon {
         db.exec(
-            "UPDATE outbox SET reason = CASE WHEN state = 'poisoned' THEN 'poisoned, then ' || $3 ELSE $3 END,
+            "UPDATE outbox SET reason = CASE WHEN state = 'poisoned' THEN 'poisoned' || COALESCE(' (' || reason || ')', '') || ', then ' || $3 ELSE $3 END,
                                state = 'abandoned'
              WHERE instance_id = $1 AND ($2::TEXT IS NULL OR node = $2) AND state IN ('pending','poisoned')",
             &[&instance, &a.node, &a.reason],
@@ -1017,6 +1017,9 @@ fn write_transition<C: GenericClient>(
             return Err(StoreError::Conflict(instance.into()));
         };
         if matches!(c, OutboxChange::Poisoned { .. }) {
+            if let Some(why) = super::poison_reason(t) {
+                db.exec("UPDATE outbox SET reason = $2 WHERE id = $1", &[id, &why])?;
+            }
             // Sent when (and only if) this transaction commits.
             db.exec(
                 "SELECT pg_notify($1, $2)",
@@ -1039,6 +1042,12 @@ fn write_transition<C: GenericClient>(
     for node in &t.close_incidents {
         db.exec(
             "UPDATE incidents SET closed_ms = $3 WHERE instance_id = $1 AND node = $2 AND closed_ms IS NULL",
+            &[&instance, node, &at_ms],
+        )?;
+    }
+    for node in &t.close_in_flight {
+        db.exec(
+            "UPDATE incidents SET closed_ms = $3 WHERE instance_id = $1 AND node = $2 AND kind = 'in-flight' AND closed_ms IS NULL",
             &[&instance, node, &at_ms],
         )?;
     }
@@ -1454,6 +1463,61 @@ impl Postgres {
                 .iter()
                 .map(|r| r.get(0))
                 .collect())
+        })
+    }
+
+    pub fn due_instances(
+        &self,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<i64>), StoreError> {
+        self.read(|db| {
+            let lim = limit as i64;
+            let mut ids: Vec<String> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for sql in [
+                "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
+                 WHERE t.state = 'armed' AND t.due_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                   AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p
+                       WHERE (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)))
+                 ORDER BY t.due_ms, t.id LIMIT $2",
+                "SELECT o.instance_id FROM outbox o JOIN instances i ON i.id = o.instance_id
+                 WHERE o.state = 'pending' AND o.next_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                 ORDER BY o.next_ms, o.id LIMIT $2",
+                "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL AND $1 = $1 ORDER BY seq LIMIT $2",
+            ] {
+                for r in db.rows(sql, &[&now_ms, &lim])? {
+                    let id: String = r.get(0);
+                    if seen.insert(id.clone()) {
+                        ids.push(id);
+                    }
+                }
+            }
+            let next: Option<i64> = db
+                .opt(
+                    "SELECT LEAST((SELECT MIN(due_ms) FROM timers WHERE state = 'armed' AND due_ms > $1),
+                                  (SELECT MIN(next_ms) FROM outbox WHERE state = 'pending' AND next_ms > $1))",
+                    &[&now_ms],
+                )?
+                .and_then(|r| r.get(0));
+            Ok((ids, next))
+        })
+    }
+
+    pub fn record_late(
+        &self,
+        instance: &str,
+        node: Option<&str>,
+        kind: &str,
+        due_ms: i64,
+        decided_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.read(|db| {
+            db.exec(
+                "INSERT INTO late_decisions(instance_id, node, kind, due_ms, decided_ms) VALUES ($1, $2, $3, $4, $5)",
+                &[&instance, &node, &kind, &due_ms, &decided_ms],
+            )?;
+            Ok(())
         })
     }
 

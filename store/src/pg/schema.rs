@@ -204,6 +204,17 @@ CREATE TABLE start_keys (
     created_ms  BIGINT NOT NULL
 );
 "#,
+    // 11: late decisions (see SQLite's): what `qflow stats` counts.
+    r#"
+CREATE TABLE late_decisions (
+    seq         BIGSERIAL PRIMARY KEY,
+    instance_id TEXT NOT NULL,
+    node        TEXT,
+    kind        TEXT NOT NULL,
+    due_ms      BIGINT NOT NULL,
+    decided_ms  BIGINT NOT NULL
+);
+"#,
 ];
 
 // Each SQLite migration has its PostgreSQL twin: whoever adds one adds both.

@@ -111,7 +111,19 @@ impl Postgres {
                     &[],
                 )?
                 .get(0);
+            let r = db.one(
+                "SELECT COUNT(*), MAX(decided_ms - due_ms),
+                        (SELECT decided_ms - due_ms FROM late_decisions ORDER BY seq DESC LIMIT 1)
+                 FROM late_decisions",
+                &[],
+            )?;
+            let late = super::super::stats::Late {
+                decisions: r.get::<_, i64>(0) as u64,
+                worst_ms: r.get(1),
+                last_ms: r.get(2),
+            };
             Ok(Observations {
+                late,
                 paused: self.pauses_in(db)?,
                 quarantined: quarantined as u64,
                 instances: instances as u64,

@@ -1,0 +1,201 @@
+//! `Engine::serve` (what `qflow serve` runs) with lanes, against its
+//! one-lane baseline in the same run:
+//!
+//! 1. **Outage fleet.** N instances of DBG-08's transient-outage shape
+//!    (`samples/dbg08-transient-outage.bpmn`) whose handler POSTs to a
+//!    loopback HTTP provider that answers `503` after 1 s: the wall time
+//!    until every first attempt is decided (each parked on the DBG-08
+//!    curve, its retry a minute away), with `--concurrency 100` for N
+//!    instances and with one lane for `N / 50` (at least 5) instances,
+//!    extrapolated per instance.
+//! 2. **Lateness beside a hang.** 20 instances of a task whose handler
+//!    hangs (until the bench ends: past any window) and 20 of a healthy
+//!    dependency that fails at once and retries every 200 ms: p50/p99/max
+//!    lateness of the healthy retries (decided after due, wall clock) over
+//!    a window, with 100 lanes and with one lane.
+//!
+//! Run: `cargo bench --bench serve_lanes -- 1000` (N, default 1,000; under
+//! `cargo test --all-targets`, as CI runs it, a smoke of every case with
+//! N = 10 and a 1 s window). SQLite in a temporary directory. Figures go
+//! to stdout; nothing is asserted.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use qflow_engine::embed::{Engine, TaskError, Time};
+use serde_json::json;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A provider on loopback that answers every POST with 503 after `delay`.
+fn provider(delay: Duration) -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").expect("a loopback port");
+    let url = format!("http://{}/charge", server.server_addr().to_ip().unwrap());
+    std::thread::spawn(move || {
+        for mut req in server.incoming_requests() {
+            std::thread::spawn(move || {
+                let mut body = String::new();
+                let _ = req.as_reader().read_to_string(&mut body);
+                std::thread::sleep(delay);
+                let _ = req.respond(tiny_http::Response::empty(503));
+            });
+        }
+    });
+    url
+}
+
+fn outage(url: &str, instances: usize, lanes: usize) -> (Duration, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = Engine::open(dir.path().join("bench.db")).unwrap();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(30)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let url = url.to_string();
+    engine.register("payments.charge", move |task| {
+        let resp = agent
+            .post(&url)
+            .header("Idempotency-Key", task.idempotency_key())
+            .send(b"{}".as_slice());
+        match resp {
+            Ok(r) if r.status().is_success() => Ok(json!({})),
+            Ok(r) => Err(TaskError::transient(format!(
+                "q.handler.http-{}",
+                r.status().as_u16()
+            ))),
+            Err(e) => Err(TaskError::transient(format!("q.handler.unreachable: {e}"))),
+        }
+    });
+    engine.set_concurrency(lanes).set_time(Time::System);
+    let source =
+        std::fs::read_to_string(repo().join("samples/dbg08-transient-outage.bpmn")).unwrap();
+    let dep = engine.deploy(&source).unwrap();
+    let started = Instant::now();
+    let ids: Vec<String> = (0..instances)
+        .map(|_| engine.start(&dep, json!({"amount": 42})).unwrap())
+        .collect();
+    let mut decided = 0u64;
+    let mut attempts = 0usize;
+    engine
+        .serve_steps(Duration::from_millis(250), |_, steps| {
+            for s in steps {
+                decided += 1;
+                attempts += s
+                    .decision
+                    .events
+                    .iter()
+                    .filter(|l| l.event.kind() == "attempt")
+                    .count();
+            }
+            attempts < ids.len() && started.elapsed() < Duration::from_secs(1800)
+        })
+        .unwrap();
+    (started.elapsed(), decided)
+}
+
+fn lateness(lanes: usize, window: Duration) -> (Option<i64>, Option<i64>, Option<i64>, u64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = Engine::open(dir.path().join("bench.db")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    engine.register("stuck.op", move |_| {
+        // Hangs as a handler at its 30 s timeout would, until the window
+        // is over (then lets go, so the bench ends).
+        while !s.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(TaskError::transient("HUNG"))
+    });
+    engine.register("healthy.op", |_| Err(TaskError::transient("DOWN")));
+    engine.set_concurrency(lanes).set_time(Time::System);
+    let model = |process: &str, task: &str, retry: &str| {
+        format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+             xmlns:q="urn:qflow:bpmn:1" id="defs" targetNamespace="urn:bench">
+  <process id="{process}" isExecutable="true">
+    <startEvent id="start"/>
+    <sequenceFlow id="f1" sourceRef="start" targetRef="work"/>
+    <serviceTask id="work" q:task="{task}"><extensionElements>{retry}</extensionElements></serviceTask>
+    <sequenceFlow id="f2" sourceRef="work" targetRef="done"/>
+    <endEvent id="done"/>
+  </process>
+</definitions>"#
+        )
+    };
+    let stuck = engine.deploy(&model("stuck", "stuck.op", "")).unwrap();
+    let healthy = engine
+        .deploy(&model(
+            "healthy",
+            "healthy.op",
+            r#"<q:retry maxAttempts="1000" backoff="PT0.2S" jitter="none"/>"#,
+        ))
+        .unwrap();
+    for _ in 0..20 {
+        engine.start(&stuck, json!({})).unwrap();
+        engine.start(&healthy, json!({})).unwrap();
+    }
+    let started = Instant::now();
+    engine
+        .serve(Duration::from_millis(250), |_| {
+            // The hang ends with the window; one more second lets a lane
+            // freed by it take what waited (the one-lane baseline's
+            // lateness is measured then).
+            if started.elapsed() >= window {
+                stop.store(true, Ordering::SeqCst);
+            }
+            started.elapsed() < window + Duration::from_secs(1)
+        })
+        .unwrap();
+    let l = engine.lateness();
+    (
+        l.percentile(50.0),
+        l.percentile(99.0),
+        l.samples.iter().max().copied(),
+        l.decisions,
+        l.late,
+    )
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --all-targets` runs this
+    // without it: a smoke run of every case at a small size.
+    let bench = std::env::args().any(|a| a == "--bench");
+    let n: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(if bench { 1000 } else { 10 });
+    let url = provider(Duration::from_secs(1));
+    println!("serve_lanes: SQLite, handler answers 503 after 1 s over loopback HTTP");
+    let (wall, decided) = outage(&url, n, 100);
+    println!(
+        "outage fleet, --concurrency 100: {n} first attempts in {:.1} s ({decided} decisions, {:.0} decisions/s)",
+        wall.as_secs_f64(),
+        decided as f64 / wall.as_secs_f64()
+    );
+    let small = if bench { (n / 50).max(5) } else { 3 };
+    let (wall1, _) = outage(&url, small, 1);
+    let per = wall1.as_secs_f64() / small as f64;
+    println!(
+        "outage fleet, one lane (baseline): {small} first attempts in {:.1} s ({per:.2} s each: {n} would take {:.0} s)",
+        wall1.as_secs_f64(),
+        per * n as f64
+    );
+    let window = Duration::from_secs(if bench { 5 } else { 1 });
+    for lanes in [100, 1] {
+        let (p50, p99, max, decisions, late) = lateness(lanes, window);
+        println!(
+            "lateness of a healthy dependency's due retries beside a hung one, {lanes} lane(s), {}s window: \
+             p50 {} ms, p99 {} ms, max {} ms over {decisions} timed decisions ({late} late > 100 ms)",
+            window.as_secs(),
+            p50.map_or("-".into(), |v| v.to_string()),
+            p99.map_or("-".into(), |v| v.to_string()),
+            max.map_or("-".into(), |v| v.to_string()),
+        );
+    }
+}

@@ -1,0 +1,624 @@
+//! Serving on the wall clock with lanes ([`Engine::serve`]): the loop that
+//! decides never runs a handler or a delivery; lanes do
+//! ([`crate::runtime::lanes`]), and their outcomes come back to it.
+//!
+//! One round: decide what came back from the lanes (each under a fresh
+//! claim, from the facts as they are now), the poison wakes, then every
+//! instance with something due (due timers first, then due deliveries,
+//! then ready tokens), handing attempts and deliveries to lanes. Then wait
+//! for the next thing: a lane's outcome, a wake-up ([`Waker`]: a start or
+//! an answer on this process's endpoint), the next due timer or delivery,
+//! or at the latest the safety poll (another process's writes). No wait
+//! holds a lane and no lane holds a claim.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use crate::instance::Event;
+use crate::runtime::clock::{system_now_ms, SystemClock, VirtualClock};
+use crate::runtime::driver::{Ctx, Next, RunError};
+use crate::runtime::lanes::{Done, Job, LaneView, Msg, Outcome, Pool};
+use crate::runtime::shell::{self, deployed_graph, Choice, Taken};
+use crate::runtime::world::World;
+
+use super::drive::clock_of;
+use super::engine::{Engine, EngineError, Step, Time, ROUND};
+
+/// Prompts the serving loop to look again now (a new instance, an answer
+/// taken on an endpoint): cheap, never blocks, harmless when the loop is
+/// not serving.
+#[derive(Clone, Debug)]
+pub struct Waker(pub(super) mpsc::Sender<Msg>);
+
+impl Waker {
+    pub fn wake(&self) {
+        let _ = self.0.send(Msg::Wake);
+    }
+}
+
+/// A decision taken later than it was due, past the engine's threshold
+/// ([`Engine::set_late_after`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Late {
+    pub instance: String,
+    pub node: Option<String>,
+    /// `timer`, `attempt` (a retry handed to a lane), `delivery`.
+    pub kind: &'static str,
+    pub due_ms: i64,
+    pub decided_ms: i64,
+}
+
+/// What [`Engine::serve`] measured of its timed decisions: how late each
+/// was taken after it was due (wall clock, ms).
+#[derive(Debug, Clone, Default)]
+pub struct Lateness {
+    /// Every timed decision's lateness, in the order taken (bounded: the
+    /// latest [`Lateness::KEEP`]).
+    pub samples: Vec<i64>,
+    pub decisions: u64,
+    /// Taken more than the threshold after due.
+    pub late: u64,
+}
+
+impl Lateness {
+    pub const KEEP: usize = 100_000;
+
+    /// The `p`-th percentile (0..=100) of the kept samples.
+    pub fn percentile(&self, p: f64) -> Option<i64> {
+        if self.samples.is_empty() {
+            return None;
+        }
+        let mut s = self.samples.clone();
+        s.sort_unstable();
+        let i = ((p / 100.0) * (s.len() - 1) as f64).round() as usize;
+        Some(s[i.min(s.len() - 1)])
+    }
+}
+
+/// What the loop's look at one instance did.
+enum Look {
+    Decided(Step),
+    Dispatched(Job),
+    Nothing,
+}
+
+/// The lanes' bookkeeping of one serve.
+struct InFlight {
+    /// Task nodes with an attempt on a lane, by instance.
+    nodes: BTreeMap<String, BTreeSet<String>>,
+    /// Outbox rows on a lane.
+    rows: BTreeSet<i64>,
+}
+
+impl InFlight {
+    fn add(&mut self, job: &Job) {
+        match job {
+            Job::Attempt { instance, node, .. } => {
+                self.nodes
+                    .entry(instance.clone())
+                    .or_default()
+                    .insert(node.clone());
+            }
+            Job::Delivery { row, .. } => {
+                self.rows.insert(row.id);
+            }
+        }
+    }
+
+    fn remove(&mut self, job: &Job) {
+        match job {
+            Job::Attempt { instance, node, .. } => {
+                if let Some(s) = self.nodes.get_mut(instance) {
+                    s.remove(node);
+                    if s.is_empty() {
+                        self.nodes.remove(instance);
+                    }
+                }
+            }
+            Job::Delivery { row, .. } => {
+                self.rows.remove(&row.id);
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// A handle that makes a serving loop look again at once.
+    pub fn waker(&self) -> Waker {
+        Waker(self.signal.0.clone())
+    }
+
+    /// Run at most `n` attempts and deliveries at once under
+    /// [`Engine::serve`] (default [`crate::runtime::lanes::DEFAULT_CONCURRENCY`]).
+    pub fn set_concurrency(&mut self, n: usize) -> &mut Engine {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// A decision taken more than this after it was due counts as late
+    /// (default 100 ms): counted, and recorded in the store for `qflow stats`.
+    pub fn set_late_after(&mut self, d: Duration) -> &mut Engine {
+        self.late_after = d;
+        self
+    }
+
+    /// What the last [`Engine::serve`] measured.
+    pub fn lateness(&self) -> &Lateness {
+        &self.lateness
+    }
+
+    /// Serve with the wall clock until `between` says stop: take every
+    /// decision due, running attempts and deliveries on lanes (at most
+    /// [`Engine::set_concurrency`] at once, at most a dependency's
+    /// [`super::Handlers::concurrency`] for one task name or channel),
+    /// then call `between` (which may answer calls with
+    /// [`Engine::respond`], start instances, …) and wait for the next
+    /// thing to do, at most `idle` (the safety poll: another process's
+    /// writes are seen then). Switches the engine to [`Time::System`].
+    /// When `between` says stop, the attempts in flight are waited for and
+    /// decided before it returns.
+    pub fn serve(
+        &mut self,
+        idle: Duration,
+        mut between: impl FnMut(&mut Engine) -> bool,
+    ) -> Result<u64, EngineError> {
+        self.serve_steps(idle, |e, _| between(e))
+    }
+
+    /// [`Engine::serve`], with the decisions of each round shown to `between`.
+    pub fn serve_steps(
+        &mut self,
+        idle: Duration,
+        mut between: impl FnMut(&mut Engine, &[Step]) -> bool,
+    ) -> Result<u64, EngineError> {
+        self.time = Time::System;
+        let Some(rx) = self.signal.1.take() else {
+            return Err(EngineError::Run(RunError::Io(std::io::Error::other(
+                "this engine is serving already",
+            ))));
+        };
+        let world: Arc<dyn World + Send + Sync> = Arc::new(self.handlers.clone());
+        let mut pool = Pool::new(
+            world,
+            self.concurrency,
+            self.handlers.bounds().clone(),
+            self.signal.0.clone(),
+        );
+        let mut flight = InFlight {
+            nodes: BTreeMap::new(),
+            rows: BTreeSet::new(),
+        };
+        let result = self.serve_loop(&rx, &mut pool, &mut flight, idle, &mut between);
+        self.signal.1 = Some(rx);
+        result
+    }
+
+    fn serve_loop(
+        &mut self,
+        rx: &mpsc::Receiver<Msg>,
+        pool: &mut Pool,
+        flight: &mut InFlight,
+        idle: Duration,
+        between: &mut impl FnMut(&mut Engine, &[Step]) -> bool,
+    ) -> Result<u64, EngineError> {
+        let mut n = 0u64;
+        let mut back: Vec<Done> = Vec::new();
+        let mut stopping = false;
+        loop {
+            let mut steps = Vec::new();
+            // What came back from the lanes, and what could not be decided
+            // last round (its instance was claimed for a moment).
+            while let Ok(msg) = rx.try_recv() {
+                if let Msg::Done(d) = msg {
+                    pool.finished(&d.job);
+                    flight.remove(&d.job);
+                    back.push(*d);
+                }
+            }
+            let mut retry = Vec::new();
+            let mut progressed = false;
+            for d in back.drain(..) {
+                match self.decide_done(&d)? {
+                    Some(step) => {
+                        progressed = true;
+                        steps.push(step)
+                    }
+                    None if self.lost => retry.push(d),
+                    None => progressed = true,
+                }
+            }
+            back = retry;
+            while let Some((instance, node)) = self.wakes.pop() {
+                if let Look::Decided(s) = self.look(&instance, Some(node), pool, flight)? {
+                    steps.push(s);
+                }
+            }
+            let mut next_due = None;
+            if !stopping {
+                let now = system_now_ms();
+                let (ids, next) = self.store.due_instances(now, ROUND)?;
+                next_due = next;
+                for id in ids {
+                    // (A ready token is due "now" on the clock it was read at.)
+                    let due = self.due_with_lanes(&id, pool, flight)?;
+                    if due.is_none_or(|d| d > system_now_ms()) {
+                        continue;
+                    }
+                    // Everything due for this instance now, one decision
+                    // (or one hand-off) at a time.
+                    for _ in 0..64 {
+                        match self.look(&id, None, pool, flight)? {
+                            Look::Decided(s) => steps.push(s),
+                            Look::Dispatched(job) => {
+                                flight.add(&job);
+                                pool.submit(job);
+                                progressed = true;
+                            }
+                            Look::Nothing => break,
+                        }
+                    }
+                }
+            }
+            n += steps.len() as u64;
+            progressed |= !steps.is_empty();
+            if !stopping && !between(self, &steps) {
+                stopping = true;
+            }
+            if stopping && pool.in_flight() == 0 && back.is_empty() {
+                return Ok(n);
+            }
+            if progressed && !stopping {
+                continue;
+            }
+            // Wait for a lane's outcome, a wake-up, the next due instant or
+            // the safety poll, whichever comes first.
+            let mut wait = idle;
+            if let Some(due) = next_due {
+                let ms = (due - system_now_ms()).max(0) as u64;
+                wait = wait.min(Duration::from_millis(ms));
+            }
+            if !back.is_empty() {
+                wait = wait.min(Duration::from_millis(5));
+            }
+            match rx.recv_timeout(wait) {
+                Ok(Msg::Done(d)) => {
+                    pool.finished(&d.job);
+                    flight.remove(&d.job);
+                    back.push(*d);
+                }
+                Ok(Msg::Wake) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(n),
+            }
+        }
+    }
+
+    /// When `instance` next has something to decide that its lanes allow
+    /// (a read without the claim: only a hint, the look re-reads under it).
+    fn due_with_lanes(
+        &self,
+        instance: &str,
+        pool: &Pool,
+        flight: &InFlight,
+    ) -> Result<Option<i64>, EngineError> {
+        let Some(row) = self.store.instance(instance)? else {
+            return Ok(None);
+        };
+        if row.status.is_terminal() {
+            return Ok(None);
+        }
+        let facts = self.store.facts(instance)?;
+        let graph = match self.graphs.get(&facts.deployment_id) {
+            Some(g) => g.clone(),
+            None => Arc::new(deployed_graph(&self.store, facts.deployment_id)?),
+        };
+        let empty = BTreeSet::new();
+        let free = |d: &str| pool.free(d);
+        let view = LaneView {
+            nodes: flight.nodes.get(instance).unwrap_or(&empty),
+            rows: &flight.rows,
+            free: &free,
+        };
+        let last = self
+            .store
+            .last_decision_ms(instance)?
+            .unwrap_or(facts.started_ms);
+        let due = match clock_of(self.time, facts.started_ms) {
+            Time::Virtual => Ctx {
+                store: &self.store,
+                graph: &graph,
+                scenario: &self.handlers,
+                clock: &VirtualClock::new(last),
+                instance,
+                started_ms: facts.started_ms,
+                until_ms: None,
+                effects: None,
+                lanes: Some(&view),
+            }
+            .due_at(&facts)?,
+            Time::System => Ctx {
+                store: &self.store,
+                graph: &graph,
+                scenario: &self.handlers,
+                clock: &SystemClock,
+                instance,
+                started_ms: facts.started_ms,
+                until_ms: None,
+                effects: None,
+                lanes: Some(&view),
+            }
+            .due_at(&facts)?,
+        };
+        // On virtual time anything due is due now.
+        Ok(match clock_of(self.time, facts.started_ms) {
+            Time::Virtual => due.map(|_| i64::MIN),
+            Time::System => due,
+        })
+    }
+
+    /// One look at `instance` under its claim: a decision, a job for a
+    /// lane (its in-flight record written), or nothing.
+    fn look(
+        &mut self,
+        instance: &str,
+        wake: Option<String>,
+        pool: &Pool,
+        flight: &InFlight,
+    ) -> Result<Look, EngineError> {
+        let Engine {
+            store,
+            handlers,
+            time,
+            owner,
+            graphs,
+            late_after,
+            ..
+        } = self;
+        let time = *time;
+        let mut job = None;
+        let mut due_of: Option<(i64, &'static str, Option<String>)> = None;
+        let empty = BTreeSet::new();
+        let free = |d: &str| pool.free(d);
+        let view = LaneView {
+            nodes: flight.nodes.get(instance).unwrap_or(&empty),
+            rows: &flight.rows,
+            free: &free,
+        };
+        let taken = shell::take(
+            store,
+            owner,
+            instance,
+            |store, facts| graph_of(graphs, store, facts.deployment_id),
+            |store, graph, facts| {
+                if facts.status.is_terminal() {
+                    return Ok(None);
+                }
+                let last = store
+                    .last_decision_ms(instance)?
+                    .unwrap_or(facts.started_ms);
+                if let Some(node) = wake {
+                    let poisoned = store.has_poisoned_request(instance, &node)?;
+                    let at = match clock_of(time, facts.started_ms) {
+                        Time::Virtual => last,
+                        Time::System => system_now_ms(),
+                    };
+                    return Ok(Some(Choice::event(
+                        Event::PoisonWake { node, poisoned },
+                        at,
+                    )));
+                }
+                let world: &dyn World = handlers;
+                let (next, at) = match clock_of(time, facts.started_ms) {
+                    Time::Virtual => {
+                        let clock = VirtualClock::new(last);
+                        let ctx = Ctx {
+                            store,
+                            graph,
+                            scenario: world,
+                            clock: &clock,
+                            instance,
+                            started_ms: facts.started_ms,
+                            until_ms: None,
+                            effects: None,
+                            lanes: Some(&view),
+                        };
+                        let next = ctx.next_event(facts)?;
+                        (next, crate::runtime::Clock::now_ms(&clock))
+                    }
+                    Time::System => {
+                        let ctx = Ctx {
+                            store,
+                            graph,
+                            scenario: world,
+                            clock: &SystemClock,
+                            instance,
+                            started_ms: facts.started_ms,
+                            until_ms: None,
+                            effects: None,
+                            lanes: Some(&view),
+                        };
+                        (ctx.next_event(facts)?, system_now_ms())
+                    }
+                };
+                Ok(match next {
+                    Next::Idle => None,
+                    Next::Dispatch(j) => {
+                        job = Some(j);
+                        None
+                    }
+                    Next::Event(ev) => {
+                        if let Event::TimerDue { timer } = &ev {
+                            if let Some(t) = facts.timers.iter().find(|t| t.id == timer.to_owned())
+                            {
+                                due_of = Some((t.due_ms, "timer", Some(t.node.clone())));
+                            }
+                        }
+                        Some(Choice::event(ev, at))
+                    }
+                })
+            },
+        );
+        let taken = taken?;
+        self.store.release(instance, &self.owner)?;
+        let wall = system_now_ms();
+        let late_after = late_after.as_millis() as i64;
+        if let Some(j) = job {
+            if let Job::Attempt { timer: Some(_), .. } | Job::Delivery { .. } = &j {
+                let kind = if matches!(j, Job::Attempt { .. }) {
+                    "attempt"
+                } else {
+                    "delivery"
+                };
+                let node = Some(j.node().to_string());
+                self.measure(instance, node, kind, j.due_ms(), wall, late_after)?;
+            }
+            return Ok(Look::Dispatched(j));
+        }
+        match taken {
+            Taken::Decided(d) => {
+                if let Some((due, kind, node)) = due_of {
+                    self.measure(instance, node, kind, due, wall, late_after)?;
+                }
+                for n in d.poisoned_nodes() {
+                    self.wakes.push((instance.to_string(), n.to_string()));
+                }
+                Ok(Look::Decided(Step {
+                    instance: instance.to_string(),
+                    decision: d,
+                }))
+            }
+            Taken::Idle | Taken::Lost { .. } => Ok(Look::Nothing),
+        }
+    }
+
+    /// Count one timed decision's lateness; record it when late.
+    fn measure(
+        &mut self,
+        instance: &str,
+        node: Option<String>,
+        kind: &'static str,
+        due_ms: i64,
+        decided_ms: i64,
+        late_after: i64,
+    ) -> Result<(), EngineError> {
+        // Instances on virtual time have no wall-clock lateness.
+        if due_ms < super::engine::VIRTUAL_EPOCH_LIMIT_MS {
+            return Ok(());
+        }
+        let late = (decided_ms - due_ms).max(0);
+        let l = &mut self.lateness;
+        l.decisions += 1;
+        if l.samples.len() >= Lateness::KEEP {
+            l.samples.remove(0);
+        }
+        l.samples.push(late);
+        if late > late_after {
+            l.late += 1;
+            self.store
+                .record_late(instance, node.as_deref(), kind, due_ms, decided_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Decide what a lane brought back, under a fresh claim, from the
+    /// facts as they are now. `None` with `self.lost` set: the instance was
+    /// claimed elsewhere for the moment, try again.
+    fn decide_done(&mut self, done: &Done) -> Result<Option<Step>, EngineError> {
+        self.lost = false;
+        let instance = done.job.instance().to_string();
+        let Engine {
+            store,
+            time,
+            owner,
+            graphs,
+            ..
+        } = self;
+        let time = *time;
+        let taken = shell::take(
+            store,
+            owner,
+            &instance,
+            |store, facts| graph_of(graphs, store, facts.deployment_id),
+            |store, _graph, facts| {
+                if facts.status.is_terminal() {
+                    return Ok(None);
+                }
+                let at = match clock_of(time, facts.started_ms) {
+                    Time::Virtual => store
+                        .last_decision_ms(&instance)?
+                        .unwrap_or(facts.started_ms),
+                    Time::System => system_now_ms(),
+                };
+                let ev = match (&done.job, &done.outcome) {
+                    (Job::Attempt { node, timer, .. }, Outcome::Attempt(outcome)) => {
+                        Event::Attempt {
+                            node: node.clone(),
+                            outcome: outcome.clone(),
+                            timer: *timer,
+                        }
+                    }
+                    (Job::Delivery { row, .. }, Outcome::Delivery(outcome, counterpart)) => {
+                        // The row as it is now: a delivery whose request
+                        // was withdrawn meanwhile (a timeout parked the
+                        // call) has nothing left to decide.
+                        let Some((fresh, _)) = store
+                            .pending_requests(&instance)?
+                            .into_iter()
+                            .find(|(r, _)| r.id == row.id)
+                        else {
+                            return Ok(None);
+                        };
+                        Event::Delivery {
+                            row: fresh,
+                            outcome: outcome.clone(),
+                            counterpart: counterpart.clone(),
+                        }
+                    }
+                    _ => return Ok(None),
+                };
+                Ok(Some(Choice::event(ev, at)))
+            },
+        )?;
+        let step = match taken {
+            Taken::Decided(d) => {
+                for n in d.poisoned_nodes() {
+                    self.wakes.push((instance.clone(), n.to_string()));
+                }
+                Some(Step {
+                    instance: instance.clone(),
+                    decision: d,
+                })
+            }
+            Taken::Idle => {
+                if let Job::Attempt { node, .. } = &done.job {
+                    // Nothing waits for it (the instance finished): no
+                    // longer in flight all the same.
+                    self.store
+                        .close_in_flight_of(&instance, node, system_now_ms())?;
+                }
+                None
+            }
+            Taken::Lost { .. } => {
+                self.lost = true;
+                None
+            }
+        };
+        self.store.release(&instance, &self.owner)?;
+        Ok(step)
+    }
+}
+
+fn graph_of(
+    graphs: &mut BTreeMap<i64, Arc<crate::runtime::graph::Graph>>,
+    store: &crate::store::Store,
+    deployment: i64,
+) -> Result<Arc<crate::runtime::graph::Graph>, RunError> {
+    match graphs.get(&deployment) {
+        Some(g) => Ok(g.clone()),
+        None => {
+            let g = Arc::new(deployed_graph(store, deployment)?);
+            graphs.insert(deployment, g.clone());
+            Ok(g)
+        }
+    }
+}
