@@ -448,8 +448,7 @@ impl Engine {
                     }
                     Next::Event(ev) => {
                         if let Event::TimerDue { timer } = &ev {
-                            if let Some(t) = facts.timers.iter().find(|t| t.id == timer.to_owned())
-                            {
+                            if let Some(t) = facts.timers.iter().find(|t| t.id == *timer) {
                                 due_of = Some((t.due_ms, "timer", Some(t.node.clone())));
                             }
                         }
