@@ -80,7 +80,12 @@ fn state(db: &str) -> State {
 /// template on PostgreSQL.
 fn copy(fresh: &Fresh, base: &str, name: &str) -> String {
     if fresh.is_postgres() {
-        let name = format!("qflow_{}_crash_{name}", std::process::id());
+        // Named after `base` (unique to its test): the two tests of this
+        // file run at once in one process, and making a copy drops any
+        // database of that name first, with its connections.
+        let base_name = base.rsplit('/').next().unwrap_or(base);
+        let base_name = base_name.split('?').next().unwrap_or(base_name);
+        let name = format!("{name}_{base_name}"); // the unique part first: names are cut at 60
         return qflow_engine::store::pg::copy_database(base, &name).unwrap();
     }
     let to = fresh.dir().join(format!("{name}.db"));

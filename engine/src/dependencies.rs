@@ -8,13 +8,13 @@ use std::collections::BTreeSet;
 use crate::store::contain::PauseKind;
 use crate::store::{Store, StoreError};
 
-/// Built on the reads every backend offers ([`Store::deployments`],
-/// [`Store::deployment_source`], [`Store::pauses`]).
 /// The dependencies this database knows, sorted: every registered
 /// task's name (`q:task`) and every channel (`q:channel`) of its deployed
 /// models, retired ones included. Every retry park's dependency comes
 /// from one of them, so a pause of any other name would hold nothing,
-/// now or later: how an operator's typo would pass for containment.
+/// now or later: how an operator's typo would pass for containment. Built
+/// on the reads every backend offers ([`Store::deployments`],
+/// [`Store::deployment_source`]).
 pub fn dependencies(store: &Store) -> Result<BTreeSet<String>, StoreError> {
     let mut known = BTreeSet::new();
     for d in store.deployments()? {

@@ -3,7 +3,6 @@
 // --format json` turned into editor diagnostics. Pure functions (no `vscode`),
 // unit-tested in test/commands.test.ts.
 
-import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Diagnostic as LspDiagnostic } from 'vscode-languageserver-protocol';
 

@@ -1,8 +1,7 @@
-// The studio's commands: scenario lookup, terminal command lines, and
+// The studio's commands: terminal command lines (the scenario is qflow's to find), and
 // `qflow check --format json` turned into the diagnostics the server would publish.
 
 import * as assert from 'node:assert/strict';
-import * as path from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 
@@ -19,7 +18,6 @@ import {
   runArgs,
   type CheckEntry,
 } from '../src/commands';
-import { SAMPLES } from './support';
 
 test('arguments are quoted for the terminal only when they need it', () => {
   assert.equal(quote('/usr/bin/qflow', 'linux'), '/usr/bin/qflow');

@@ -144,7 +144,7 @@ test('Restart Server stops the client and starts a new one; changing qflow.path 
   assert.equal(rec.clients.length, 3, 'other settings do not restart the server');
 });
 
-test('Open in Console types `qflow console MODEL --scenario FILE` when a scenario is beside the model', async () => {
+test('Open in Console types `qflow console MODEL` and leaves the scenario beside the model to qflow', async () => {
   const bin = qflowBinary();
   const model = path.join(SAMPLES, 'dbg08-long-outage.bpmn');
   const { rec } = await activate(OUT, { settings: { 'qflow.path': bin }, workspaceFolders: [path.dirname(SAMPLES)], activeFile: Uri.file(model) });
@@ -153,7 +153,7 @@ test('Open in Console types `qflow console MODEL --scenario FILE` when a scenari
   assert.equal(rec.terminals[0].name, 'qflow console: dbg08-long-outage.bpmn');
   assert.equal(rec.terminals[0].cwd, path.dirname(SAMPLES));
   assert.ok(rec.terminals[0].shown);
-  assert.deepEqual(rec.terminals[0].sent, [`${bin} console ${model} --scenario ${path.join(SAMPLES, 'scenarios', 'dbg08-long-outage.json')}`]);
+  assert.deepEqual(rec.terminals[0].sent, [`${bin} console ${model}`]);
   // From the explorer, on a model with no scenario beside it.
   const plain = path.join(SAMPLES, 'dbg08-charge.bpmn');
   await rec.commands.get('qflow.openInConsole')!(Uri.file(plain));
@@ -177,7 +177,7 @@ test('Run Model types `qflow run MODEL` in one reused terminal', async () => {
   assert.equal(rec.terminals[0].name, 'qflow run');
   assert.deepEqual(rec.terminals[0].sent, [
     `${bin} run ${model}`,
-    `${bin} run ${path.join(SAMPLES, 'dbg08-long-outage.bpmn')} --scenario ${path.join(SAMPLES, 'scenarios', 'dbg08-long-outage.json')}`,
+    `${bin} run ${path.join(SAMPLES, 'dbg08-long-outage.bpmn')}`,
   ]);
 });
 
