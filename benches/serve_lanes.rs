@@ -8,11 +8,13 @@
 //!    curve, its retry a minute away), with `--concurrency 100` for N
 //!    instances and with one lane for `N / 50` (at least 5) instances,
 //!    extrapolated per instance.
-//! 2. **Lateness beside a hang.** 20 instances of a task whose handler
-//!    hangs (until the bench ends: past any window) and 20 of a healthy
-//!    dependency that fails at once and retries every 200 ms: p50/p99/max
-//!    lateness of the healthy retries (decided after due, wall clock) over
-//!    a window, with 100 lanes and with one lane.
+//! 2. **Lateness beside a hang.** 20 instances of a healthy dependency
+//!    that fails at once and retries every 200 ms, and from half a second
+//!    in 20 of a task whose handler hangs until the window ends: p50/p99/max
+//!    lateness of the healthy retries (handed to a lane after due, wall
+//!    clock) over the window and one second more, with 100 lanes and with
+//!    one lane (where the first hung attempt holds the only lane, as a
+//!    loop that runs handlers inline is held).
 //!
 //! Run: `cargo bench --bench serve_lanes -- 1000` (N, default 1,000; under
 //! `cargo test --all-targets`, as CI runs it, a smoke of every case with
@@ -136,13 +138,22 @@ fn lateness(lanes: usize, window: Duration) -> (Option<i64>, Option<i64>, Option
             r#"<q:retry maxAttempts="1000" backoff="PT0.2S" jitter="none"/>"#,
         ))
         .unwrap();
+    // The healthy instances first (parked on their 200 ms retries), then,
+    // half a second in, the ones whose handler hangs: with one lane the
+    // first hung attempt takes it.
     for _ in 0..20 {
-        engine.start(&stuck, json!({})).unwrap();
         engine.start(&healthy, json!({})).unwrap();
     }
     let started = Instant::now();
+    let mut hung = false;
     engine
-        .serve(Duration::from_millis(250), |_| {
+        .serve(Duration::from_millis(250), |e| {
+            if !hung && started.elapsed() >= Duration::from_millis(500) {
+                hung = true;
+                for _ in 0..20 {
+                    e.start(&stuck, json!({})).unwrap();
+                }
+            }
             // The hang ends with the window; one more second lets a lane
             // freed by it take what waited (the one-lane baseline's
             // lateness is measured then).

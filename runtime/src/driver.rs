@@ -897,6 +897,9 @@ impl<C: Clock> Ctx<'_, C> {
     /// The earliest counterpart response scheduled by a delivery and not yet
     /// delivered to the instance: (due, node, request key, body).
     fn pending_response(&self) -> Result<Option<(i64, String, String, Value)>, RunError> {
+        if !self.scenario.scripts_answers() {
+            return Ok(None);
+        }
         let lines: Vec<_> = self
             .store
             .history(self.instance)?

@@ -89,6 +89,14 @@ pub trait World {
     fn records_in_flight(&self) -> bool {
         false
     }
+
+    /// Whether a delivery's outcome may script the counterpart's answer
+    /// (a scenario's `channels`): the chooser then looks in the history for
+    /// answers due. Real counterparts answer on their own: `false` spares
+    /// every look that read.
+    fn scripts_answers(&self) -> bool {
+        true
+    }
 }
 
 impl World for Scenario {
@@ -123,5 +131,8 @@ impl<W: World + ?Sized> World for Box<W> {
     }
     fn records_in_flight(&self) -> bool {
         (**self).records_in_flight()
+    }
+    fn scripts_answers(&self) -> bool {
+        (**self).scripts_answers()
     }
 }

@@ -204,6 +204,10 @@ impl Engine {
     ) -> Result<u64, EngineError> {
         let mut n = 0u64;
         let mut back: Vec<Done> = Vec::new();
+        // Instances looked at and found with nothing to do now, at the
+        // version they were read at: not read again until they move, a
+        // lane frees (a held attempt may start) or the loop waited.
+        let mut quiet: std::collections::HashMap<String, (i64, Option<i64>)> = Default::default();
         let mut stopping = false;
         loop {
             let mut steps = Vec::new();
@@ -240,11 +244,22 @@ impl Engine {
                 let (ids, next) = self.store.due_instances(now, ROUND)?;
                 next_due = next;
                 for id in ids {
+                    let version = self.store.instance(&id)?.map(|r| r.version);
+                    if let (Some(v), Some((qv, qdue))) = (version, quiet.get(&id)) {
+                        if v == *qv && qdue.is_none_or(|d| d > system_now_ms()) {
+                            continue;
+                        }
+                    }
                     // (A ready token is due "now" on the clock it was read at.)
-                    let due = self.due_with_lanes(&id, pool, flight)?;
+                    let (due, full) = self.due_with_lanes(&id, pool, flight)?;
                     if due.is_none_or(|d| d > system_now_ms()) {
+                        // What waits for a full lane is looked at again.
+                        if let (Some(v), false) = (version, full) {
+                            quiet.insert(id, (v, due));
+                        }
                         continue;
                     }
+                    quiet.remove(&id);
                     // Everything due for this instance now, one decision
                     // (or one hand-off) at a time.
                     for _ in 0..64 {
@@ -287,7 +302,9 @@ impl Engine {
                     flight.remove(&d.job);
                     back.push(*d);
                 }
-                Ok(Msg::Wake) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+                // A wake-up or the safety poll: what another party wrote
+                // (a pause lifted, say) is read afresh.
+                Ok(Msg::Wake) | Err(mpsc::RecvTimeoutError::Timeout) => quiet.clear(),
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(n),
             }
         }
@@ -300,12 +317,12 @@ impl Engine {
         instance: &str,
         pool: &Pool,
         flight: &InFlight,
-    ) -> Result<Option<i64>, EngineError> {
+    ) -> Result<(Option<i64>, bool), EngineError> {
         let Some(row) = self.store.instance(instance)? else {
-            return Ok(None);
+            return Ok((None, false));
         };
         if row.status.is_terminal() {
-            return Ok(None);
+            return Ok((None, false));
         }
         let facts = self.store.facts(instance)?;
         let graph = match self.graphs.get(&facts.deployment_id) {
@@ -313,7 +330,12 @@ impl Engine {
             None => Arc::new(deployed_graph(&self.store, facts.deployment_id)?),
         };
         let empty = BTreeSet::new();
-        let free = |d: &str| pool.free(d);
+        let full = std::cell::Cell::new(false);
+        let free = |d: &str| {
+            let f = pool.free(d);
+            full.set(full.get() || !f);
+            f
+        };
         let view = LaneView {
             nodes: flight.nodes.get(instance).unwrap_or(&empty),
             rows: &flight.rows,
@@ -350,10 +372,11 @@ impl Engine {
             .due_at(&facts)?,
         };
         // On virtual time anything due is due now.
-        Ok(match clock_of(self.time, facts.started_ms) {
+        let due = match clock_of(self.time, facts.started_ms) {
             Time::Virtual => due.map(|_| i64::MIN),
             Time::System => due,
-        })
+        };
+        Ok((due, full.get()))
     }
 
     /// One look at `instance` under its claim: a decision, a job for a

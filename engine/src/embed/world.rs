@@ -228,4 +228,8 @@ impl World for Handlers {
     fn records_in_flight(&self) -> bool {
         true
     }
+
+    fn scripts_answers(&self) -> bool {
+        false
+    }
 }
