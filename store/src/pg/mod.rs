@@ -1484,7 +1484,7 @@ impl Postgres {
                 "SELECT o.instance_id FROM outbox o JOIN instances i ON i.id = o.instance_id
                  WHERE o.state = 'pending' AND o.next_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
                  ORDER BY o.next_ms, o.id LIMIT $2",
-                "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL AND $1 = $1 ORDER BY seq LIMIT $2",
+                "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL AND $1::BIGINT IS NOT NULL ORDER BY seq LIMIT $2",
             ] {
                 for r in db.rows(sql, &[&now_ms, &lim])? {
                     let id: String = r.get(0);
