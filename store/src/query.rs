@@ -558,6 +558,8 @@ impl Sqlite {
         now_ms: i64,
         limit: usize,
     ) -> Result<(Vec<String>, Option<i64>), StoreError> {
+        // What a serving loop polls: a deleted database file stops it here.
+        self.still_there()?;
         let c = self.conn();
         let mut ids: Vec<String> = Vec::new();
         let mut seen = std::collections::HashSet::new();
