@@ -213,10 +213,14 @@ impl Engine {
             let mut steps = Vec::new();
             // What came back from the lanes, and what could not be decided
             // last round (its instance was claimed for a moment).
+            // A finished job frees its lane at once, but stays in flight
+            // here until its outcome is applied: its in-flight record is
+            // open until then, and a look at the instance meanwhile (its
+            // claim was taken for a moment by another process) must not
+            // read the record as an attempt nobody runs any more.
             while let Ok(msg) = rx.try_recv() {
                 if let Msg::Done(d) = msg {
                     pool.finished(&d.job);
-                    flight.remove(&d.job);
                     back.push(*d);
                 }
             }
@@ -225,11 +229,15 @@ impl Engine {
             for d in back.drain(..) {
                 match self.decide_done(&d)? {
                     Some(step) => {
+                        flight.remove(&d.job);
                         progressed = true;
                         steps.push(step)
                     }
                     None if self.lost => retry.push(d),
-                    None => progressed = true,
+                    None => {
+                        flight.remove(&d.job);
+                        progressed = true
+                    }
                 }
             }
             back = retry;
@@ -299,7 +307,6 @@ impl Engine {
             match rx.recv_timeout(wait) {
                 Ok(Msg::Done(d)) => {
                     pool.finished(&d.job);
-                    flight.remove(&d.job);
                     back.push(*d);
                 }
                 // A wake-up or the safety poll: what another party wrote
