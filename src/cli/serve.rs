@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::run::{json_line, Format};
 
 mod endpoint;
-pub use endpoint::verdict_reply;
+pub use endpoint::{token_from_env, verdict_reply};
 
 /// The environment variable holding the endpoint's token.
 pub const TOKEN_ENV: &str = "QFLOW_SERVE_TOKEN";

@@ -168,3 +168,172 @@ pub fn instance(store: &Store, id: &str) -> Result<Inspection, crate::runtime::R
     let graph = deployed_graph(store, row.deployment_id)?;
     Ok(Inspection::read(store, &graph, id)?)
 }
+
+/// Which instances a browser's list shows: the store's filters, and those
+/// read from each row (its snapshot and start), for the inspector's list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Search {
+    /// Status, deployment, failure class and dependency of a retry park,
+    /// and the page (`offset`, `limit`): the store's own query.
+    pub store: Filter,
+    /// Only instances standing at this node: a token there, or failed there.
+    pub node: Option<String>,
+    /// Only FAILED instances whose failure has this code (`q.retry.exhausted`).
+    pub code: Option<String>,
+    /// Only instances started at or after / before this instant (ms on the
+    /// instances' clock, `started_ms`).
+    pub started_from_ms: Option<i64>,
+    pub started_before_ms: Option<i64>,
+}
+
+impl Search {
+    /// Whether a filter the store's query does not take is set.
+    fn reads_rows(&self) -> bool {
+        self.node.is_some()
+            || self.code.is_some()
+            || self.started_from_ms.is_some()
+            || self.started_before_ms.is_some()
+    }
+
+    /// Whether one row passes the filters read from the row itself.
+    fn keeps(&self, row: &crate::store::InstanceRow) -> bool {
+        if self.started_from_ms.is_some_and(|t| row.started_ms < t)
+            || self.started_before_ms.is_some_and(|t| row.started_ms >= t)
+        {
+            return false;
+        }
+        if self.node.is_none() && self.code.is_none() {
+            return true;
+        }
+        let Ok(snapshot) = crate::instance::snapshot::Snapshot::decode(&row.snapshot) else {
+            return false;
+        };
+        let failure = snapshot.failure().filter(|_| row.status == Status::Failed);
+        if let Some(code) = &self.code {
+            if failure.as_ref().is_none_or(|f| &f.code != code) {
+                return false;
+            }
+        }
+        if let Some(node) = &self.node {
+            let at_node = failure.as_ref().is_some_and(|f| &f.node == node)
+                || snapshot.frontier().iter().any(|t| &t.node == node);
+            if !at_node {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// One page of the instances that pass `search`, oldest first. With the
+/// store's filters alone this is [`instances`] (the store pages). With a
+/// node, a failure code or a start window, the store's filters select the
+/// rows, each row's snapshot and start are read (no further query per
+/// row), and only the page's instances are inspected.
+pub fn search(store: &Store, search: &Search) -> Result<Page, StoreError> {
+    if !search.reads_rows() {
+        return instances(store, &search.store);
+    }
+    let all = Filter {
+        offset: 0,
+        limit: None,
+        ..search.store.clone()
+    };
+    let rows = store.instance_page(&all)?.rows;
+    let kept: Vec<String> = rows
+        .iter()
+        .filter(|r| search.keeps(r))
+        .map(|r| r.id.clone())
+        .collect();
+    let total = kept.len() as u64;
+    let offset = usize::try_from(search.store.offset).unwrap_or(usize::MAX);
+    let limit = search
+        .store
+        .limit
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    let mut graphs: BTreeMap<i64, Graph> = BTreeMap::new();
+    let mut out = Vec::new();
+    for id in kept.iter().skip(offset).take(limit) {
+        let Some(row) = rows.iter().find(|r| &r.id == id) else {
+            continue;
+        };
+        if let std::collections::btree_map::Entry::Vacant(e) = graphs.entry(row.deployment_id) {
+            match deployed_graph(store, row.deployment_id) {
+                Ok(g) => {
+                    e.insert(g);
+                }
+                Err(_) => continue,
+            }
+        }
+        out.push(Inspection::read(store, &graphs[&row.deployment_id], id)?.summary());
+    }
+    Ok(Page {
+        instances: out,
+        total,
+    })
+}
+
+/// How many instances of one deployment stand at each node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeCounts {
+    /// A token waits there (ready, on a timer, for a response, a join, a
+    /// reconciliation), not parked for a retry.
+    pub waiting: u64,
+    /// A token is parked there for a retry.
+    pub parked: u64,
+    /// The instance FAILED there (its incident is open there).
+    pub failed: u64,
+}
+
+/// What the fleet of one deployment looks like, node by node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeploymentCounts {
+    pub nodes: BTreeMap<String, NodeCounts>,
+    pub running: u64,
+    pub waiting: u64,
+    pub completed: u64,
+    pub failed: u64,
+}
+
+/// The counts per node of `deployment`'s instances, read from each
+/// instance's row and snapshot (one query for the deployment, none per
+/// instance).
+pub fn node_counts(store: &Store, deployment: i64) -> Result<DeploymentCounts, StoreError> {
+    use crate::instance::snapshot::{Snapshot, TokenState};
+    let rows = store
+        .instance_page(&Filter {
+            deployment: Some(deployment),
+            ..Filter::default()
+        })?
+        .rows;
+    let mut out = DeploymentCounts::default();
+    for row in rows {
+        match row.status {
+            Status::Running => out.running += 1,
+            Status::Waiting => out.waiting += 1,
+            Status::Completed => out.completed += 1,
+            Status::Failed => out.failed += 1,
+        }
+        let Ok(snapshot) = Snapshot::decode(&row.snapshot) else {
+            continue;
+        };
+        if row.status == Status::Failed {
+            if let Some(f) = snapshot.failure() {
+                out.nodes.entry(f.node).or_default().failed += 1;
+            }
+            continue;
+        }
+        if row.status == Status::Completed {
+            continue;
+        }
+        for t in snapshot.frontier() {
+            let c = out.nodes.entry(t.node).or_default();
+            if t.state == TokenState::Backoff {
+                c.parked += 1;
+            } else {
+                c.waiting += 1;
+            }
+        }
+    }
+    Ok(out)
+}
