@@ -145,12 +145,16 @@ pub fn run(args: Args) -> ExitCode {
     if let Some(note) = lowered {
         eprintln!("note: {note}");
     }
+    let mut ui = crate::cli::ui::Ui::new(args.db.clone(), token.clone(), true);
+    ui.request_timeout = args.request_timeout;
+    ui.waker = Some(waker.clone());
     let config = endpoint::Config {
         db: args.db.to_string(),
         token,
         request_timeout: args.request_timeout,
         max_connections,
         waker: Some(waker),
+        ui: Some(std::sync::Arc::new(ui)),
     };
     endpoint::start(listener, workers, config);
     match args.format {

@@ -72,6 +72,17 @@ pub struct Ui {
     pub waker: Option<qflow_engine::embed::Waker>,
 }
 
+impl std::fmt::Debug for Ui {
+    /// Without its secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ui")
+            .field("db", &self.db_shown)
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .field("actions", &self.actions)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Ui {
     pub fn new(db: Location, token: Option<String>, actions: bool) -> Ui {
         Ui {

@@ -147,35 +147,43 @@ pub fn fleet_live(ui: &Ui, store: &Store) -> Result<Markup, StoreError> {
                 }
             }
         }
-        h3 { "Attempts per minute (all dependencies)" }
+        h3 { "Attempts over time (all dependencies)" }
         (bars(&per_minute))
     })
 }
 
-/// Attempts per minute as bars: one per minute, the last 60 minutes
-/// recorded, the axis labelled in minutes from the first.
+/// Attempts per minute as bars: one bar per minute, or per declared
+/// bucket of minutes when the record spans more than 60 (the axis says
+/// which), the axis labelled in minutes on the instances' clock.
 fn bars(per_minute: &std::collections::BTreeMap<i64, u64>) -> Markup {
-    if per_minute.is_empty() {
+    let (Some(&first), Some(&last)) = (per_minute.keys().next(), per_minute.keys().next_back())
+    else {
         return html! { p.muted { "No attempt recorded yet." } };
+    };
+    let bucket = ((last - first + 1) as u64).div_ceil(60).max(1) as i64;
+    let mut sums: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
+    for (m, n) in per_minute {
+        *sums.entry((m - first) / bucket).or_default() += n;
     }
-    let last = *per_minute.keys().next_back().unwrap_or(&0);
-    let first = (*per_minute.keys().next().unwrap_or(&0)).max(last - 59);
-    let minutes = (last - first + 1) as usize;
-    let peak = per_minute.values().copied().max().unwrap_or(1).max(1);
-    let (w, h, bw) = (60 + minutes * 12, 140, 10);
+    let count = ((last - first) / bucket + 1) as usize;
+    let peak = sums.values().copied().max().unwrap_or(1).max(1);
+    let (w, h, bw) = (60 + count * 12, 150, 10);
+    let unit = if bucket == 1 { "min".to_string() } else { format!("{bucket} min") };
     html! {
-        svg.bars width=(w) height=(h) viewBox={"0 0 " (w) " " (h)} role="img" aria-label="attempts per minute" {
-            text x="2" y="12" { (peak) "/min" }
-            text x="2" y=(h - 22) { "0" }
-            @for m in first..=last {
-                @let n = per_minute.get(&m).copied().unwrap_or(0);
+        svg.bars width=(w) height=(h) viewBox={"0 0 " (w) " " (h)} role="img" aria-label={"attempts per " (unit)} {
+            text x="2" y="12" { (peak) " per " (unit) }
+            text x="2" y="118" { "0" }
+            @for k in 0..count {
+                @let n = sums.get(&(k as i64)).copied().unwrap_or(0);
                 @let bh = (n as f64 / peak as f64 * 100.0) as i64;
-                @let x = 40 + (m - first) as usize * 12;
-                rect x=(x) y=(118 - bh) width=(bw) height=(bh) { title { "minute " (m) ": " (n) " attempts" } }
-                @if (m - first) % 10 == 0 {
-                    text x=(x) y=(h - 6) { (m) " min" }
+                @let x = 40 + k * 12;
+                @let m = first + k as i64 * bucket;
+                rect x=(x) y=(118 - bh) width=(bw) height=(bh) { title { "from minute " (m) ": " (n) " attempts" } }
+                @if k % 10 == 0 {
+                    text x=(x) y="134" { (when(m * 60_000)) }
                 }
             }
+            text x="40" y="148" { "one bar per " (unit) " of the store's clock" }
         }
     }
 }
