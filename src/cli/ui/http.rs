@@ -277,7 +277,7 @@ pub fn encode(s: &str) -> String {
 const SECURITY_HEADERS: &str = "Content-Security-Policy: default-src 'none'; script-src 'self'; \
      style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
      form-action 'self'; base-uri 'none'; frame-ancestors 'none'\r\n\
-     X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\nX-Frame-Options: DENY\r\n";
+     X-Content-Type-Options: nosniff\r\nReferrer-Policy: same-origin\r\nX-Frame-Options: DENY\r\n";
 
 pub fn write_reply(stream: &mut TcpStream, reply: &Reply, keep_alive: bool) -> io::Result<()> {
     let mut head = format!(
