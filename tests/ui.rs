@@ -13,7 +13,9 @@ fn qflow() -> Command {
 }
 
 fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("samples").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("samples")
+        .join(name)
 }
 
 fn ok(cmd: &mut Command) -> String {
@@ -130,7 +132,9 @@ fn the_fleet_page_links_each_failed_instance_and_loads_nothing_from_another_host
     assert!(root.head.contains("Location: /ui/"), "{}", root.head);
     let fleet = get(&ui, "/ui/");
     assert_eq!(fleet.status, 200, "{}", fleet.body);
-    assert!(fleet.head.contains("Content-Security-Policy: default-src 'none'"));
+    assert!(fleet
+        .head
+        .contains("Content-Security-Policy: default-src 'none'"));
     // The diagram with its counts, the failure codes, the dependency.
     assert!(fleet.body.contains("<svg"), "no diagram");
     assert!(fleet.body.contains("1 parked"), "{}", fleet.body);
@@ -148,7 +152,9 @@ fn the_fleet_page_links_each_failed_instance_and_loads_nothing_from_another_host
     assert!(failed.body.contains("href=\"/ui/instances/dbg08-1\""));
     let one = get(&ui, "/ui/instances/dbg08-1");
     assert_eq!(one.status, 200);
-    assert!(one.body.contains("the dependency is down (simulated outage)"));
+    assert!(one
+        .body
+        .contains("the dependency is down (simulated outage)"));
     assert!(one.body.contains("DEPENDENCY_DOWN"));
     let missing = get(&ui, "/ui/instances/nope-9");
     assert_eq!(missing.status, 404);
@@ -164,8 +170,13 @@ fn the_list_pages_fifty_at_a_time_and_refuses_a_bad_filter() {
     let ui = start_ui(&db, &[], None);
     let first = get(&ui, "/ui/instances?status=failed");
     assert!(first.body.contains("1–50 of 120"), "{}", first.body);
-    assert_eq!(first.body.matches("href=\"/ui/instances/dbg08-").count(), 50);
-    assert!(first.body.contains("rel=\"next\" href=\"/ui/instances?status=failed&amp;page=2\""));
+    assert_eq!(
+        first.body.matches("href=\"/ui/instances/dbg08-").count(),
+        50
+    );
+    assert!(first
+        .body
+        .contains("rel=\"next\" href=\"/ui/instances?status=failed&amp;page=2\""));
     let last = get(&ui, "/ui/instances?status=failed&page=3");
     assert!(last.body.contains("101–120 of 120"), "{}", last.body);
     assert!(!last.body.contains("rel=\"next\""));
@@ -176,7 +187,12 @@ fn the_list_pages_fifty_at_a_time_and_refuses_a_bad_filter() {
     assert!(none.body.contains("No instance passes these filters"));
     let waiting = get(&ui, "/ui/instances?status=waiting");
     assert!(waiting.body.contains("1–1 of 1"), "{}", waiting.body);
-    for bad in ["status=sleeping", "page=0", "deployment=x", "from=yesterday"] {
+    for bad in [
+        "status=sleeping",
+        "page=0",
+        "deployment=x",
+        "from=yesterday",
+    ] {
         let a = get(&ui, &format!("/ui/instances?{bad}"));
         assert_eq!(a.status, 400, "{bad}: {}", a.body);
     }
@@ -224,7 +240,11 @@ fn a_hostile_task_name_and_failure_message_are_shown_as_text() {
         assert!(!a.body.contains("<img src=x"), "{page}: unescaped message");
     }
     let one = get(&ui, &format!("/ui/instances/{id}"));
-    assert!(one.body.contains("&lt;img src=x onerror=alert(2)&gt; 503"), "{}", one.body);
+    assert!(
+        one.body.contains("&lt;img src=x onerror=alert(2)&gt; 503"),
+        "{}",
+        one.body
+    );
     assert!(one.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
 }
 
@@ -235,7 +255,10 @@ fn actions_are_refused_read_only_and_from_another_site() {
     let form = "application/x-www-form-urlencoded";
     // Read-only: no action, not even its preview.
     let ro = start_ui(&db, &[], None);
-    assert_eq!(get(&ro, "/ui/actions/quarantine?instance=dbg08-2").status, 403);
+    assert_eq!(
+        get(&ro, "/ui/actions/quarantine?instance=dbg08-2").status,
+        403
+    );
     drop(ro);
     let ui = start_ui(&db, &["--allow-actions"], None);
     let preview = get(&ui, "/ui/actions/quarantine?instance=dbg08-2");
@@ -247,9 +270,19 @@ fn actions_are_refused_read_only_and_from_another_site() {
         .and_then(|r| r.split('"').next())
         .expect("the form's secret")
         .to_string();
-    let quarantined = |ui: &Ui| get(ui, "/ui/instances/dbg08-2").body.contains("Quarantined since");
+    let quarantined = |ui: &Ui| {
+        get(ui, "/ui/instances/dbg08-2")
+            .body
+            .contains("Quarantined since")
+    };
     // Without the secret, or from another origin: refused, nothing changed.
-    let forged = request(&ui, "POST", "/ui/actions/quarantine", &[("Content-Type", form)], "instance=dbg08-2");
+    let forged = request(
+        &ui,
+        "POST",
+        "/ui/actions/quarantine",
+        &[("Content-Type", form)],
+        "instance=dbg08-2",
+    );
     assert_eq!(forged.status, 403, "{}", forged.body);
     assert!(forged.body.contains("Nothing was changed"));
     let body = format!("instance=dbg08-2&csrf={secret}");
@@ -293,11 +326,29 @@ fn with_a_token_a_page_needs_it_once_then_the_cookie() {
     assert_eq!(get(&ui, "/ui/?token=wrong").status, 401);
     let given = get(&ui, "/ui/instances?token=s3cret&status=failed");
     assert_eq!(given.status, 303, "{}", given.head);
-    assert!(given.head.contains("Location: /ui/instances?status=failed"), "{}", given.head);
-    assert!(given.head.contains("Set-Cookie: qflow_ui_token=s3cret; Path=/ui; HttpOnly; SameSite=Strict"));
-    let with_cookie = request(&ui, "GET", "/ui/", &[("Cookie", "qflow_ui_token=s3cret")], "");
+    assert!(
+        given.head.contains("Location: /ui/instances?status=failed"),
+        "{}",
+        given.head
+    );
+    assert!(given
+        .head
+        .contains("Set-Cookie: qflow_ui_token=s3cret; Path=/ui; HttpOnly; SameSite=Strict"));
+    let with_cookie = request(
+        &ui,
+        "GET",
+        "/ui/",
+        &[("Cookie", "qflow_ui_token=s3cret")],
+        "",
+    );
     assert_eq!(with_cookie.status, 200);
-    let bearer = request(&ui, "GET", "/ui/", &[("Authorization", "Bearer s3cret")], "");
+    let bearer = request(
+        &ui,
+        "GET",
+        "/ui/",
+        &[("Authorization", "Bearer s3cret")],
+        "",
+    );
     assert_eq!(bearer.status, 200);
 }
 

@@ -308,11 +308,13 @@ fn same_site(ui: &Ui, req: &Request) -> Result<(), String> {
             ));
         }
     }
-    let given = req.form.get("csrf").map(String::as_bytes).unwrap_or_default();
+    let given = req
+        .form
+        .get("csrf")
+        .map(String::as_bytes)
+        .unwrap_or_default();
     if !http::same_secret(given, ui.csrf.as_bytes()) {
-        return Err(
-            "a form without this page's secret (reload the page and confirm again)".into(),
-        );
+        return Err("a form without this page's secret (reload the page and confirm again)".into());
     }
     Ok(())
 }
@@ -333,9 +335,14 @@ fn route(ui: &Ui, req: &Request) -> Reply {
         );
     };
     match (req.method.as_str(), rest) {
-        ("GET", "/app.css") => return Reply::asset("text/css; charset=utf-8", include_str!("ui/assets/app.css")),
+        ("GET", "/app.css") => {
+            return Reply::asset("text/css; charset=utf-8", include_str!("ui/assets/app.css"))
+        }
         ("GET", "/app.js") => {
-            return Reply::asset("text/javascript; charset=utf-8", include_str!("ui/assets/app.js"))
+            return Reply::asset(
+                "text/javascript; charset=utf-8",
+                include_str!("ui/assets/app.js"),
+            )
         }
         _ => {}
     }
@@ -372,7 +379,11 @@ fn route(ui: &Ui, req: &Request) -> Reply {
                     qflow_engine::store::StoreError::NoInstance(_),
                 )) => Reply::html(
                     404,
-                    pages::problem(ui, "No such instance", &format!("no instance {id} in {}", ui.db_shown)),
+                    pages::problem(
+                        ui,
+                        "No such instance",
+                        &format!("no instance {id} in {}", ui.db_shown),
+                    ),
                 ),
                 Err(e) => store_error(&e),
             }
@@ -396,7 +407,11 @@ fn route(ui: &Ui, req: &Request) -> Reply {
                     if let Err(why) = same_site(ui, req) {
                         return Reply::html(
                             403,
-                            pages::problem(ui, "Refused", &format!("Refused: {why}. Nothing was changed.")),
+                            pages::problem(
+                                ui,
+                                "Refused",
+                                &format!("Refused: {why}. Nothing was changed."),
+                            ),
                         );
                     }
                     let reply = actions::apply(ui, action, req);
@@ -405,7 +420,10 @@ fn route(ui: &Ui, req: &Request) -> Reply {
                     }
                     reply
                 }
-                _ => Reply::html(405, pages::problem(ui, "Method", "GET a preview, POST its confirmation")),
+                _ => Reply::html(
+                    405,
+                    pages::problem(ui, "Method", "GET a preview, POST its confirmation"),
+                ),
             }
         }
         ("GET", _) => Reply::html(
@@ -414,7 +432,14 @@ fn route(ui: &Ui, req: &Request) -> Reply {
         ),
         _ => Reply::html(
             405,
-            pages::problem(ui, "Method", &format!("{} {}: the pages only take GET (and POST for a confirmed action)", req.method, req.path)),
+            pages::problem(
+                ui,
+                "Method",
+                &format!(
+                    "{} {}: the pages only take GET (and POST for a confirmed action)",
+                    req.method, req.path
+                ),
+            ),
         ),
     }
 }

@@ -407,8 +407,9 @@ pub fn of_deployment(store: &crate::store::Store, id: i64) -> Option<Diagram> {
     let row = store.deployment(id).ok()??;
     let source = store.deployment_source(id).ok()??;
     let defs = crate::load(&source).ok()?;
-    let process = defs
-        .executable_processes()
-        .find(|p| p.id.as_ref().is_some_and(|a| a.value.as_str() == row.process_id))?;
+    let process = defs.executable_processes().find(|p| {
+        p.id.as_ref()
+            .is_some_and(|a| a.value.as_str() == row.process_id)
+    })?;
     Some(Diagram::of(process, Some(&source)))
 }

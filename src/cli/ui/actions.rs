@@ -21,11 +21,21 @@ use super::Ui;
 /// server runs as, marked as the web inspector's.
 fn actor(req: &Request) -> Actor {
     let me = Actor::this_user();
-    let by = match req.form.get("by").map(|b| b.trim()).filter(|b| !b.is_empty()) {
+    let by = match req
+        .form
+        .get("by")
+        .map(|b| b.trim())
+        .filter(|b| !b.is_empty())
+    {
         Some(b) => b.to_string(),
         None => format!("{} (web inspector)", me.by),
     };
-    Actor::new(by).because(req.form.get("reason").map(String::as_str).filter(|r| !r.trim().is_empty()))
+    Actor::new(by).because(
+        req.form
+            .get("reason")
+            .map(String::as_str)
+            .filter(|r| !r.trim().is_empty()),
+    )
 }
 
 fn field<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
@@ -40,7 +50,13 @@ fn bad(ui: &Ui, title: &str, message: String) -> Reply {
     Reply::html(400, problem(ui, title, &message))
 }
 
-fn confirm_form(ui: &Ui, action: &str, hidden: &[(&str, String)], extra: Markup, label: &str) -> Markup {
+fn confirm_form(
+    ui: &Ui,
+    action: &str,
+    hidden: &[(&str, String)],
+    extra: Markup,
+    label: &str,
+) -> Markup {
     html! {
         form method="post" action={(ui.prefix) "/actions/" (action)} {
             input type="hidden" name="csrf" value=(ui.csrf);
@@ -77,9 +93,7 @@ fn pause_target(
 ) -> Result<(PauseKind, String), String> {
     let value = field(req, "value").ok_or("name the class or the dependency (value=…)")?;
     match field(req, "kind") {
-        Some("class") => {
-            super::super::contain::parked_class(value).map(|c| (PauseKind::Class, c))
-        }
+        Some("class") => super::super::contain::parked_class(value).map(|c| (PauseKind::Class, c)),
         Some("dependency") => {
             qflow_engine::dependencies::require_known_dependency(store, value, !pausing)
                 .map_err(|e| e.to_string())?;
@@ -154,8 +168,17 @@ pub fn preview(ui: &Ui, action: &str, req: &Request) -> Reply {
                 Ok(i) => i,
                 Err(e) => return bad(ui, action, format!("{id}: {e}")),
             };
-            let Some(Waiting::Reconciliation { node, code, attempts }) = &ins.waiting else {
-                return bad(ui, "Resolve", format!("{id} waits for no reconciliation: nothing to resolve"));
+            let Some(Waiting::Reconciliation {
+                node,
+                code,
+                attempts,
+            }) = &ins.waiting
+            else {
+                return bad(
+                    ui,
+                    "Resolve",
+                    format!("{id} waits for no reconciliation: nothing to resolve"),
+                );
             };
             let body = html! {
                 h1 { "Resolve the unknown outcome of " code { (node) } " in " span.mono { (id) } }
@@ -169,7 +192,16 @@ pub fn preview(ui: &Ui, action: &str, req: &Request) -> Reply {
             };
             page(ui, "Resolve", body)
         }
-        _ => Reply::html(404, problem(ui, "No such action", &format!("no action {action}: pause, unpause, quarantine, release, migrate, resolve"))),
+        _ => Reply::html(
+            404,
+            problem(
+                ui,
+                "No such action",
+                &format!(
+                    "no action {action}: pause, unpause, quarantine, release, migrate, resolve"
+                ),
+            ),
+        ),
     }
 }
 
@@ -201,7 +233,11 @@ fn migrate_preview(ui: &Ui, store: &qflow_engine::store::Store, req: &Request) -
         let target = Target::Deployment(to);
         let mapping = if field(req, "map").is_none() {
             let m = repair::suggest_mapping(store, id, &target).unwrap_or_default();
-            mapping_text = m.iter().map(|(a, b)| format!("{a}={b}")).collect::<Vec<_>>().join(", ");
+            mapping_text = m
+                .iter()
+                .map(|(a, b)| format!("{a}={b}"))
+                .collect::<Vec<_>>()
+                .join(", ");
             Ok(m)
         } else {
             mapping_of(&mapping_text)
@@ -272,7 +308,13 @@ pub fn apply(ui: &Ui, action: &str, req: &Request) -> Reply {
                     if pausing { "Paused" } else { "Unpaused" },
                     format!(
                         "{} {} {}: {} retry parks {}.",
-                        if !c.changed { "nothing changed for" } else if pausing { "paused" } else { "unpaused" },
+                        if !c.changed {
+                            "nothing changed for"
+                        } else if pausing {
+                            "paused"
+                        } else {
+                            "unpaused"
+                        },
                         kind.flag(),
                         value,
                         c.parks,
@@ -299,8 +341,14 @@ pub fn apply(ui: &Ui, action: &str, req: &Request) -> Reply {
                     ui,
                     if on { "Quarantined" } else { "Released" },
                     match (on, c.changed) {
-                        (true, true) => format!("quarantined {id} ({}): nothing runs it until it is released", c.status),
-                        (false, true) => format!("released {id} ({}): it runs again with whatever serves the database", c.status),
+                        (true, true) => format!(
+                            "quarantined {id} ({}): nothing runs it until it is released",
+                            c.status
+                        ),
+                        (false, true) => format!(
+                            "released {id} ({}): it runs again with whatever serves the database",
+                            c.status
+                        ),
                         (true, false) => format!("{id} was already quarantined: nothing changed"),
                         (false, false) => format!("{id} was not quarantined: nothing changed"),
                     },
@@ -330,7 +378,11 @@ pub fn apply(ui: &Ui, action: &str, req: &Request) -> Reply {
                     format!(
                         "applied: {id} is on deployment {deployment}, {}{}",
                         decision.status.as_str().to_uppercase(),
-                        if ui.waker.is_some() { "; the server continues it" } else { "; a running `qflow serve` (or `qflow resume`) continues it" }
+                        if ui.waker.is_some() {
+                            "; the server continues it"
+                        } else {
+                            "; a running `qflow serve` (or `qflow resume`) continues it"
+                        }
                     ),
                     Some(format!("{}/instances/{}", ui.prefix, encode(id))),
                 ),
@@ -348,7 +400,9 @@ pub fn apply(ui: &Ui, action: &str, req: &Request) -> Reply {
                 None => serde_json::Value::Null,
                 Some(v) => match serde_json::from_str(v) {
                     Ok(v) => v,
-                    Err(e) => return bad(ui, "Resolve", format!("the variables are not JSON: {e}")),
+                    Err(e) => {
+                        return bad(ui, "Resolve", format!("the variables are not JSON: {e}"))
+                    }
                 },
             };
             let mut engine = Engine::with_store(store);
@@ -356,12 +410,18 @@ pub fn apply(ui: &Ui, action: &str, req: &Request) -> Reply {
                 Ok(d) => done(
                     ui,
                     "Resolved",
-                    format!("resolved {node} of {id}: it is {}", d.status.as_str().to_uppercase()),
+                    format!(
+                        "resolved {node} of {id}: it is {}",
+                        d.status.as_str().to_uppercase()
+                    ),
                     Some(format!("{}/instances/{}", ui.prefix, encode(id))),
                 ),
                 Err(e) => bad(ui, "Resolve", format!("{id}: {e}; nothing was changed")),
             }
         }
-        _ => Reply::html(404, problem(ui, "No such action", &format!("no action {action}"))),
+        _ => Reply::html(
+            404,
+            problem(ui, "No such action", &format!("no action {action}")),
+        ),
     }
 }

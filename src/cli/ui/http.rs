@@ -102,7 +102,11 @@ pub enum ReadError {
     Answer(u16, String),
 }
 
-fn fill(stream: &mut TcpStream, pending: &mut Vec<u8>, deadline: Instant) -> Result<usize, ReadError> {
+fn fill(
+    stream: &mut TcpStream,
+    pending: &mut Vec<u8>,
+    deadline: Instant,
+) -> Result<usize, ReadError> {
     let left = deadline
         .checked_duration_since(Instant::now())
         .filter(|d| !d.is_zero())
@@ -116,7 +120,12 @@ fn fill(stream: &mut TcpStream, pending: &mut Vec<u8>, deadline: Instant) -> Res
             pending.extend_from_slice(&buf[..n]);
             Ok(n)
         }
-        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
             Err(ReadError::Timeout)
         }
         Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(1),
@@ -157,7 +166,12 @@ pub fn read_request(
                     );
                 }
                 Ok(httparse::Status::Partial) => {}
-                Err(e) => return Err(ReadError::Answer(400, format!("not an HTTP/1.1 request ({e})"))),
+                Err(e) => {
+                    return Err(ReadError::Answer(
+                        400,
+                        format!("not an HTTP/1.1 request ({e})"),
+                    ))
+                }
             }
             if pending.len() >= HEAD_LIMIT {
                 return Err(ReadError::Answer(
@@ -170,9 +184,17 @@ pub fn read_request(
             return Err(ReadError::Closed);
         }
     };
-    let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
     if header("transfer-encoding").is_some() {
-        return Err(ReadError::Answer(411, "send the body with a Content-Length".into()));
+        return Err(ReadError::Answer(
+            411,
+            "send the body with a Content-Length".into(),
+        ));
     }
     let length = match header("content-length") {
         None => 0,

@@ -76,7 +76,10 @@ pub fn fleet_live(ui: &Ui, store: &Store) -> Result<Markup, StoreError> {
     let o = store.observations()?;
     let per_minute = store.attempts_per_minute()?;
     let failed: u64 = deployments.iter().map(|d| u64::from(d.counts.failed)).sum();
-    let waiting: u64 = deployments.iter().map(|d| u64::from(d.counts.waiting)).sum();
+    let waiting: u64 = deployments
+        .iter()
+        .map(|d| u64::from(d.counts.waiting))
+        .sum();
     let p = ui.prefix;
     let mut drawn: Vec<&DeploymentRow> = deployments
         .iter()
@@ -168,7 +171,11 @@ fn bars(per_minute: &std::collections::BTreeMap<i64, u64>) -> Markup {
     let count = ((last - first) / bucket + 1) as usize;
     let peak = sums.values().copied().max().unwrap_or(1).max(1);
     let (w, h, bw) = (60 + count * 12, 150, 10);
-    let unit = if bucket == 1 { "min".to_string() } else { format!("{bucket} min") };
+    let unit = if bucket == 1 {
+        "min".to_string()
+    } else {
+        format!("{bucket} min")
+    };
     html! {
         svg.bars width=(w) height=(h) viewBox={"0 0 " (w) " " (h)} role="img" aria-label={"attempts per " (unit)} {
             text x="2" y="12" { (peak) " per " (unit) }
@@ -316,7 +323,16 @@ impl ListQuery {
     pub fn parse(req: &Request) -> Result<ListQuery, String> {
         let mut search = Search::default();
         let mut given = Vec::new();
-        for name in ["status", "deployment", "node", "code", "class", "dependency", "from", "to"] {
+        for name in [
+            "status",
+            "deployment",
+            "node",
+            "code",
+            "class",
+            "dependency",
+            "from",
+            "to",
+        ] {
             if let Some(v) = req.q(name) {
                 given.push((name, v.to_string()));
             }
