@@ -372,3 +372,197 @@ fn another_address_than_loopback_needs_the_token() {
         .unwrap();
     assert_eq!(missing.status.code(), Some(2));
 }
+
+/// The form's secret, from a preview page.
+fn secret_of(page: &Answer) -> String {
+    page.body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("the form's secret")
+        .to_string()
+}
+
+fn confirm(ui: &Ui, action: &str, fields: &str) -> Answer {
+    let origin = format!("http://{}", ui.addr);
+    request(
+        ui,
+        "POST",
+        &format!("/ui/actions/{action}"),
+        &[
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Origin", &origin),
+        ],
+        fields,
+    )
+}
+
+#[test]
+fn an_unknown_outcome_is_resolved_from_its_preview() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("uo.db");
+    ok(qflow()
+        .arg("run")
+        .arg(sample("dbg08-unknown-outcome.bpmn"))
+        .arg("--db")
+        .arg(&db));
+    let ui = start_ui(&db, &["--allow-actions"], None);
+    let page = get(&ui, "/ui/instances/dbg08-1");
+    assert!(page
+        .body
+        .contains("href=\"/ui/actions/resolve?instance=dbg08-1\""));
+    let preview = get(&ui, "/ui/actions/resolve?instance=dbg08-1");
+    assert_eq!(preview.status, 200);
+    assert!(
+        preview.body.contains("CONNECTION_RESET_AFTER_SEND"),
+        "{}",
+        preview.body
+    );
+    let secret = secret_of(&preview);
+    let bad = confirm(
+        &ui,
+        "resolve",
+        &format!("csrf={secret}&instance=dbg08-1&node=charge&as=maybe"),
+    );
+    assert_eq!(bad.status, 400);
+    let done = confirm(
+        &ui,
+        "resolve",
+        &format!("csrf={secret}&instance=dbg08-1&node=charge&as=succeeded&variables=%7B%7D"),
+    );
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert!(
+        done.body
+            .contains("resolved charge of dbg08-1: it is RUNNING; a running `qflow serve`"),
+        "{}",
+        done.body
+    );
+    // Nothing is left to resolve.
+    assert_eq!(get(&ui, "/ui/actions/resolve?instance=dbg08-1").status, 400);
+}
+
+#[test]
+fn a_dependency_is_paused_and_unpaused_from_the_fleet_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = outage_store(dir.path(), 1);
+    let ui = start_ui(&db, &["--allow-actions"], None);
+    let fleet = get(&ui, "/ui/");
+    let link = "/ui/actions/pause?kind=dependency&amp;value=payments.charge";
+    assert!(fleet.body.contains(link), "{}", fleet.body);
+    let preview = get(
+        &ui,
+        "/ui/actions/pause?kind=dependency&value=payments.charge",
+    );
+    assert!(
+        preview.body.contains("1 retry parks of it are armed now"),
+        "{}",
+        preview.body
+    );
+    let unknown = get(
+        &ui,
+        "/ui/actions/pause?kind=dependency&value=payments.chrage",
+    );
+    assert_eq!(unknown.status, 400);
+    assert!(
+        unknown.body.contains("payments.charge"),
+        "the known name is suggested"
+    );
+    assert_eq!(
+        get(&ui, "/ui/actions/pause?kind=class&value=permanent").status,
+        400
+    );
+    let secret = secret_of(&preview);
+    let paused = confirm(
+        &ui,
+        "pause",
+        &format!("csrf={secret}&kind=dependency&value=payments.charge&reason=provider+down"),
+    );
+    assert!(
+        paused
+            .body
+            .contains("paused dependency payments.charge: 1 retry parks held"),
+        "{}",
+        paused.body
+    );
+    let fleet = get(&ui, "/ui/");
+    assert!(fleet.body.contains("(web inspector)"), "who paused it");
+    assert!(fleet.body.contains("provider down"));
+    let unpaused = confirm(
+        &ui,
+        "unpause",
+        &format!("csrf={secret}&kind=dependency&value=payments.charge"),
+    );
+    assert!(
+        unpaused
+            .body
+            .contains("unpaused dependency payments.charge"),
+        "{}",
+        unpaused.body
+    );
+    assert!(get(&ui, "/ui/")
+        .body
+        .contains("Pauses in force</h2><p class=\"muted\">None."));
+}
+
+#[test]
+fn serve_answers_the_pages_under_ui_with_its_token_and_its_json_routes_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("done.db");
+    // Only FAILED instances: serve needs no handler for them.
+    ok(qflow()
+        .arg("simulate")
+        .arg(sample("dbg08-long-outage.bpmn"))
+        .args(["--jobs", "2", "--outage", "20h", "--db"])
+        .arg(&db));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = qflow()
+        .args(["serve", "--db"])
+        .arg(&db)
+        .args(["--listen", &addr])
+        .env("QFLOW_SERVE_TOKEN", "t0ken")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("listening"), "{line}");
+    let ui = Ui { child, addr };
+    assert_eq!(get(&ui, "/ui/").status, 401);
+    let page = request(
+        &ui,
+        "GET",
+        "/ui/instances/dbg08-1",
+        &[("Cookie", "qflow_ui_token=t0ken")],
+        "",
+    );
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("repair by migration"),
+        "serve's pages offer the actions"
+    );
+    // The endpoint's own routes still take the bearer token only.
+    let json = get(&ui, "/instances/dbg08-1");
+    assert_eq!(json.status, 401);
+    let json = request(
+        &ui,
+        "GET",
+        "/instances/dbg08-1",
+        &[("Authorization", "Bearer t0ken")],
+        "",
+    );
+    assert_eq!(json.status, 200);
+    assert!(json.head.contains("application/json"));
+    assert_eq!(
+        get(&ui, "/uix").status,
+        401,
+        "only /ui and /ui/… are the inspector's"
+    );
+}

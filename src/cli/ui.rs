@@ -445,7 +445,8 @@ fn route(ui: &Ui, req: &Request) -> Reply {
 }
 
 /// A live page's event stream: the page's live fragment, sent whenever it
-/// differs from the last one sent (looked at every [`LIVE_EVERY`]).
+/// differs from the last one sent (looked at every [`LIVE_EVERY`], or
+/// after twice as long as the last look took, whichever is longer).
 fn events(mut stream: TcpStream, req: &Request, ui: &Ui) {
     if http::start_events(&mut stream).is_err() {
         return;
@@ -454,6 +455,7 @@ fn events(mut stream: TcpStream, req: &Request, ui: &Ui) {
     let mut last: Option<String> = None;
     let mut quiet = 0u32;
     while started.elapsed() < STREAM_FOR {
+        let look = Instant::now();
         let fragment = ui.open().ok().and_then(|store| match req.q("view") {
             Some("instance") => {
                 let id = req.q("id")?;
@@ -482,6 +484,8 @@ fn events(mut stream: TcpStream, req: &Request, ui: &Ui) {
         if sent.is_err() {
             return;
         }
-        std::thread::sleep(LIVE_EVERY);
+        // A large store's look costs more: never spend more than a third
+        // of the time looking.
+        std::thread::sleep(LIVE_EVERY.max(look.elapsed() * 2));
     }
 }

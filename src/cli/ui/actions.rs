@@ -38,6 +38,18 @@ fn actor(req: &Request) -> Actor {
     )
 }
 
+/// What continues an instance an action left running or waiting.
+fn continues(ui: &Ui, status: qflow_engine::runtime::Status) -> &'static str {
+    use qflow_engine::runtime::Status;
+    match (status, ui.waker.is_some()) {
+        (Status::Running | Status::Waiting, true) => "; the server continues it",
+        (Status::Running | Status::Waiting, false) => {
+            "; a running `qflow serve` (or `qflow resume`) continues it"
+        }
+        _ => "",
+    }
+}
+
 fn field<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
     req.form
         .get(name)
@@ -378,11 +390,7 @@ pub fn apply(ui: &Ui, action: &str, req: &Request) -> Reply {
                     format!(
                         "applied: {id} is on deployment {deployment}, {}{}",
                         decision.status.as_str().to_uppercase(),
-                        if ui.waker.is_some() {
-                            "; the server continues it"
-                        } else {
-                            "; a running `qflow serve` (or `qflow resume`) continues it"
-                        }
+                        continues(ui, decision.status)
                     ),
                     Some(format!("{}/instances/{}", ui.prefix, encode(id))),
                 ),
@@ -411,8 +419,9 @@ pub fn apply(ui: &Ui, action: &str, req: &Request) -> Reply {
                     ui,
                     "Resolved",
                     format!(
-                        "resolved {node} of {id}: it is {}",
-                        d.status.as_str().to_uppercase()
+                        "resolved {node} of {id}: it is {}{}",
+                        d.status.as_str().to_uppercase(),
+                        continues(ui, d.status)
                     ),
                     Some(format!("{}/instances/{}", ui.prefix, encode(id))),
                 ),

@@ -72,8 +72,15 @@ fn instance_link(ui: &Ui, id: &str) -> Markup {
 /// The live part of the fleet page: counts per node on each diagram, the
 /// dependencies' load. Sent again on every change by the event stream.
 pub fn fleet_live(ui: &Ui, store: &Store) -> Result<Markup, StoreError> {
+    fleet_live_with(ui, store, &store.observations()?)
+}
+
+fn fleet_live_with(
+    ui: &Ui,
+    store: &Store,
+    o: &qflow_engine::store::stats::Observations,
+) -> Result<Markup, StoreError> {
     let deployments = fleet::deployments(store)?;
-    let o = store.observations()?;
     let per_minute = store.attempts_per_minute()?;
     let failed: u64 = deployments.iter().map(|d| u64::from(d.counts.failed)).sum();
     let waiting: u64 = deployments
@@ -196,9 +203,9 @@ fn bars(per_minute: &std::collections::BTreeMap<i64, u64>) -> Markup {
 }
 
 pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
-    let live = fleet_live(ui, store)?;
-    let deployments = fleet::deployments(store)?;
     let o = store.observations()?;
+    let live = fleet_live_with(ui, store, &o)?;
+    let deployments = fleet::deployments(store)?;
     let causes = store.parked_by_cause()?;
     let quarantined = store.quarantined()?;
     let p = ui.prefix;
