@@ -566,3 +566,37 @@ fn serve_answers_the_pages_under_ui_with_its_token_and_its_json_routes_as_before
         "only /ui and /ui/… are the inspector's"
     );
 }
+
+#[test]
+fn a_live_page_streams_its_fragment_as_server_sent_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = outage_store(dir.path(), 2);
+    let ui = start_ui(&db, &[], None);
+    let mut s = TcpStream::connect(&ui.addr).unwrap();
+    write!(
+        s,
+        "GET /ui/events?view=fleet HTTP/1.1\r\nHost: {}\r\n\r\n",
+        ui.addr
+    )
+    .unwrap();
+    // The head, then the first event: the fleet's live part.
+    let mut reader = BufReader::new(s);
+    let mut text = String::new();
+    while !text.contains("event: fragment\n") || !text.ends_with("\n\n") {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        text.push_str(&line);
+    }
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("Content-Type: text/event-stream"), "{text}");
+    assert!(
+        text.contains("data: ") && text.contains("data-count=\"failed\">2<"),
+        "{text}"
+    );
+    let instance = get(&ui, "/ui/instances/dbg08-1");
+    assert!(instance
+        .body
+        .contains("data-live=\"/ui/events?view=instance&amp;id=dbg08-1\""));
+}

@@ -454,17 +454,26 @@ fn events(mut stream: TcpStream, req: &Request, ui: &Ui) {
     let started = Instant::now();
     let mut last: Option<String> = None;
     let mut quiet = 0u32;
+    // One connection for the stream's life (each look reads afresh).
+    let mut store: Option<Store> = None;
     while started.elapsed() < STREAM_FOR {
         let look = Instant::now();
-        let fragment = ui.open().ok().and_then(|store| match req.q("view") {
+        if store.is_none() {
+            store = ui.open().ok();
+        }
+        let fragment = store.as_ref().and_then(|store| match req.q("view") {
             Some("instance") => {
                 let id = req.q("id")?;
-                qflow_engine::inspect::fleet::instance(&store, id)
+                qflow_engine::inspect::fleet::instance(store, id)
                     .ok()
-                    .map(|ins| pages::instance_live(&ins, &store).into_string())
+                    .map(|ins| pages::instance_live(&ins, store).into_string())
             }
-            _ => pages::fleet_live(ui, &store).ok().map(|m| m.into_string()),
+            _ => pages::fleet_live(ui, store).ok().map(|m| m.into_string()),
         });
+        if fragment.is_none() {
+            // Read again on a fresh connection next time.
+            store = None;
+        }
         let sent = match fragment {
             Some(f) if last.as_deref() != Some(f.as_str()) => {
                 let r = http::send_event(&mut stream, "fragment", &f);

@@ -38,8 +38,8 @@ pub fn layout(ui: &Ui, title: &str, here: &str, body: Markup) -> String {
             body {
                 header.top {
                     strong { "qflow" }
-                    a.here[here == "fleet"] href={(p) "/"} { "Fleet" }
-                    a.here[here == "instances"] href={(p) "/instances"} { "Instances" }
+                    a class=[(here == "fleet").then_some("here")] href={(p) "/"} { "Fleet" }
+                    a class=[(here == "instances").then_some("here")] href={(p) "/instances"} { "Instances" }
                     span.mode { @if ui.actions { "actions on" } @else { "read-only" } }
                     span.db { (ui.db_shown) }
                 }
