@@ -141,6 +141,13 @@ fn the_fleet_page_links_each_failed_instance_and_loads_nothing_from_another_host
     assert!(fleet.body.contains("3 failed"), "{}", fleet.body);
     assert!(fleet.body.contains("payments.charge"));
     assert!(fleet.body.contains("DEPENDENCY_DOWN"));
+    // Each failed instance is one link away: the latest are on the page.
+    for id in ["dbg08-1", "dbg08-2", "dbg08-3"] {
+        assert!(
+            fleet.body.contains(&format!("href=\"/ui/instances/{id}\"")),
+            "{id} is not linked from the fleet page"
+        );
+    }
     // Nothing from another host: every src and href is on this server.
     for attr in ["src=\"http", "href=\"http", "src=\"//", "href=\"//"] {
         assert!(!fleet.body.contains(attr), "{attr} in the fleet page");

@@ -16,6 +16,12 @@ use qflow_engine::store::{DeploymentRow, Store, StoreError};
 use super::http::{encode, Request};
 use super::Ui;
 
+/// FAILED instances the fleet page links at once, the most recent.
+const RECENT_FAILURES: u64 = 10;
+
+/// The span of the attempts chart, at most.
+const DAY_MINUTES: i64 = 24 * 60;
+
 /// Instances on one page of the list.
 pub const PAGE_SIZE: u64 = 50;
 
@@ -94,6 +100,7 @@ fn fleet_live_with(
         .collect();
     drawn.reverse();
     drawn.truncate(DIAGRAMS);
+    let recent = latest_failures(store)?;
     let mut diagrams = Vec::new();
     for d in &drawn {
         let counts = fleet::node_counts(store, d.id)?;
@@ -110,6 +117,27 @@ fn fleet_live_with(
             div.card { div.n { (o.attempts) } div.muted { "attempts" } }
             div.card { div.n { (o.unknown_outcomes) } div.muted { "unknown outcomes" } }
             div.card { div.n { (o.quarantined) } div.muted { "quarantined" } }
+        }
+        @if !recent.is_empty() {
+            h2 { "Latest failures" }
+            table #recent-failures {
+                tr { th { "instance" } th { "deployment" } th { "node" } th.num { "attempts" } th { "failure" } }
+                @for i in recent.iter().rev() {
+                    tr {
+                        td { (instance_link(ui, &i.id)) }
+                        td { (i.deployment_id) ": " (i.process) }
+                        td { (i.node.as_deref().unwrap_or("")) }
+                        td.num { @if let Some(a) = i.attempts { (a) } }
+                        td {
+                            @if let Some(c) = &i.failure_code { code { (c) } }
+                            @if let Some(r) = &i.failure_reason { " " span.message { (r) } }
+                        }
+                    }
+                }
+            }
+            @if failed > recent.len() as u64 {
+                p { a href={(p) "/instances?status=failed"} { "all " (failed) " failed instances" } }
+            }
         }
         @for (d, counts, drawing) in &diagrams {
             h2 {
@@ -162,6 +190,19 @@ fn fleet_live_with(
     })
 }
 
+/// The most recent FAILED instances, oldest first (the list's order).
+fn latest_failures(store: &Store) -> Result<Vec<InstanceSummary>, StoreError> {
+    let mut filter = fleet::Filter {
+        status: Some(Status::Failed),
+        limit: Some(0),
+        ..fleet::Filter::default()
+    };
+    let total = fleet::instances(store, &filter)?.total;
+    filter.offset = total.saturating_sub(RECENT_FAILURES);
+    filter.limit = Some(RECENT_FAILURES);
+    Ok(fleet::instances(store, &filter)?.instances)
+}
+
 /// Attempts per minute as bars: one bar per minute, or per declared
 /// bucket of minutes when the record spans more than 60 (the axis says
 /// which), the axis labelled in minutes on the instances' clock.
@@ -170,6 +211,13 @@ fn bars(per_minute: &std::collections::BTreeMap<i64, u64>) -> Markup {
     else {
         return html! { p.muted { "No attempt recorded yet." } };
     };
+    // The last day of the record at most: a store whose older minutes are
+    // on another clock (a simulation's, beside a server's) still reads.
+    let cut = first < last - DAY_MINUTES + 1;
+    let first = first.max(last - DAY_MINUTES + 1);
+    let per_minute: std::collections::BTreeMap<i64, u64> =
+        per_minute.range(first..).map(|(m, n)| (*m, *n)).collect();
+    let per_minute = &per_minute;
     let bucket = ((last - first + 1) as u64).div_ceil(60).max(1) as i64;
     let mut sums: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
     for (m, n) in per_minute {
@@ -197,7 +245,7 @@ fn bars(per_minute: &std::collections::BTreeMap<i64, u64>) -> Markup {
                     text x=(x) y="134" { (when(m * 60_000)) }
                 }
             }
-            text x="40" y="148" { "one bar per " (unit) " of the store's clock" }
+            text x="40" y="148" { "one bar per " (unit) " of the store's clock" @if cut { ", the last 24 h recorded" } }
         }
     }
 }
