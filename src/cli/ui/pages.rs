@@ -118,27 +118,6 @@ fn fleet_live_with(
             div.card { div.n { (o.unknown_outcomes) } div.muted { "unknown outcomes" } }
             div.card { div.n { (o.quarantined) } div.muted { "quarantined" } }
         }
-        @if !recent.is_empty() {
-            h2 { "Latest failures" }
-            table #recent-failures {
-                tr { th { "instance" } th { "deployment" } th { "node" } th.num { "attempts" } th { "failure" } }
-                @for i in recent.iter().rev() {
-                    tr {
-                        td { (instance_link(ui, &i.id)) }
-                        td { (i.deployment_id) ": " (i.process) }
-                        td { (i.node.as_deref().unwrap_or("")) }
-                        td.num { @if let Some(a) = i.attempts { (a) } }
-                        td {
-                            @if let Some(c) = &i.failure_code { code { (c) } }
-                            @if let Some(r) = &i.failure_reason { " " span.message { (r) } }
-                        }
-                    }
-                }
-            }
-            @if failed > recent.len() as u64 {
-                p { a href={(p) "/instances?status=failed"} { "all " (failed) " failed instances" } }
-            }
-        }
         @for (d, counts, drawing) in &diagrams {
             h2 {
                 "Deployment " (d.id) ": " (d.process_id) " "
@@ -166,6 +145,27 @@ fn fleet_live_with(
                 }
             } @else {
                 p.error { "This deployment's source no longer loads: it cannot be drawn." }
+            }
+        }
+        @if !recent.is_empty() {
+            h2 { "Latest failures" }
+            table #recent-failures {
+                tr { th { "instance" } th { "deployment" } th { "node" } th.num { "attempts" } th { "failure" } }
+                @for i in recent.iter().rev() {
+                    tr {
+                        td { (instance_link(ui, &i.id)) }
+                        td { (i.deployment_id) ": " (i.process) }
+                        td { (i.node.as_deref().unwrap_or("")) }
+                        td.num { @if let Some(a) = i.attempts { (a) } }
+                        td {
+                            @if let Some(c) = &i.failure_code { code { (c) } }
+                            @if let Some(r) = &i.failure_reason { " " span.message { (r) } }
+                        }
+                    }
+                }
+            }
+            @if failed > recent.len() as u64 {
+                p { a href={(p) "/instances?status=failed"} { "all " (failed) " failed instances" } }
             }
         }
         h2 { "Dependencies" }
