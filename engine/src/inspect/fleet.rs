@@ -120,10 +120,23 @@ pub fn deployments(store: &Store) -> Result<Vec<DeploymentRow>, StoreError> {
 /// page in one query each, so only the page's instances are inspected: a
 /// page of 50 costs the same at 50,000 instances as at 50.
 pub fn instances(store: &Store, filter: &Filter) -> Result<Page, StoreError> {
+    let page = store.instance_page(filter)?;
+    Ok(Page {
+        instances: summaries(store, page.rows.iter())?,
+        total: page.total,
+    })
+}
+
+/// Each row summarised from its inspection (one compiled graph per
+/// deployment); a row whose deployment no longer compiles is listed from
+/// the row itself, saying why.
+fn summaries<'a>(
+    store: &Store,
+    rows: impl Iterator<Item = &'a crate::store::InstanceRow>,
+) -> Result<Vec<InstanceSummary>, StoreError> {
     let mut graphs: BTreeMap<i64, Result<Graph, String>> = BTreeMap::new();
     let mut out = Vec::new();
-    let page = store.instance_page(filter)?;
-    for row in page.rows {
+    for row in rows {
         let graph = graphs
             .entry(row.deployment_id)
             .or_insert_with(|| deployed_graph(store, row.deployment_id).map_err(|e| e.to_string()));
@@ -154,10 +167,7 @@ pub fn instances(store: &Store, filter: &Filter) -> Result<Page, StoreError> {
         };
         out.push(summary);
     }
-    Ok(Page {
-        instances: out,
-        total: page.total,
-    })
+    Ok(out)
 }
 
 /// Read one instance on its pinned deployment.
@@ -240,33 +250,14 @@ pub fn search(store: &Store, search: &Search) -> Result<Page, StoreError> {
         ..search.store.clone()
     };
     let rows = store.instance_page(&all)?.rows;
-    let kept: Vec<String> = rows
-        .iter()
-        .filter(|r| search.keeps(r))
-        .map(|r| r.id.clone())
-        .collect();
+    let kept: Vec<&crate::store::InstanceRow> = rows.iter().filter(|r| search.keeps(r)).collect();
     let total = kept.len() as u64;
     let offset = usize::try_from(search.store.offset).unwrap_or(usize::MAX);
     let limit = search
         .store
         .limit
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
-    let mut graphs: BTreeMap<i64, Graph> = BTreeMap::new();
-    let mut out = Vec::new();
-    for id in kept.iter().skip(offset).take(limit) {
-        let Some(row) = rows.iter().find(|r| &r.id == id) else {
-            continue;
-        };
-        if let std::collections::btree_map::Entry::Vacant(e) = graphs.entry(row.deployment_id) {
-            match deployed_graph(store, row.deployment_id) {
-                Ok(g) => {
-                    e.insert(g);
-                }
-                Err(_) => continue,
-            }
-        }
-        out.push(Inspection::read(store, &graphs[&row.deployment_id], id)?.summary());
-    }
+    let out = summaries(store, kept.into_iter().skip(offset).take(limit))?;
     Ok(Page {
         instances: out,
         total,
