@@ -77,10 +77,12 @@ struct Answer {
 fn request(ui: &Ui, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
     let mut s = TcpStream::connect(&ui.addr).unwrap();
     let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        ui.addr,
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
     );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {}\r\n", ui.addr));
+    }
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -309,6 +311,19 @@ fn actions_are_refused_read_only_and_from_another_site() {
         &body,
     );
     assert_eq!(site.status, 403);
+    // Another site's name resolved to this machine (DNS rebinding): not
+    // even a page is answered, so no form's secret can be read.
+    let rebound = request(
+        &ui,
+        "GET",
+        "/ui/actions/quarantine?instance=dbg08-2",
+        &[("Host", "evil.example:7879")],
+        "",
+    );
+    assert_eq!(rebound.status, 403, "{}", rebound.body);
+    assert!(rebound.body.contains("loopback names only"));
+    let localhost = request(&ui, "GET", "/ui/", &[("Host", "localhost:7879")], "");
+    assert_eq!(localhost.status, 200);
     assert!(!quarantined(&ui));
     // The page's own confirmation: applied.
     let origin = format!("http://{}", ui.addr);

@@ -234,6 +234,24 @@ pub fn serve_connection(mut stream: TcpStream, mut pending: Vec<u8>, ui: &Ui) {
 /// `?token=` that sets the cookie (and is taken out of the address).
 fn authorize(ui: &Ui, req: &Request) -> Result<(), Reply> {
     let Some(token) = &ui.token else {
+        // Without a token the server is on loopback: a page may only be
+        // asked for by a loopback name, so another site whose name is made
+        // to resolve to 127.0.0.1 (DNS rebinding) reads nothing, and
+        // cannot read a form's secret to confirm an action with.
+        let host = req.header("host").unwrap_or_default();
+        if !loopback_host(host) {
+            return Err(Reply::html(
+                403,
+                pages::problem(
+                    ui,
+                    "Refused",
+                    &format!(
+                        "a request for the host name `{host}`: without a token ({}) the inspector answers loopback names only (127.0.0.1, localhost, [::1])",
+                        super::serve::TOKEN_ENV
+                    ),
+                ),
+            ));
+        }
         return Ok(());
     };
     let t = token.as_bytes();
@@ -285,6 +303,18 @@ fn authorize(ui: &Ui, req: &Request) -> Result<(), Reply> {
             ),
         ),
     ))
+}
+
+/// Whether a `Host` header names this machine's loopback (any port).
+fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Refuse a state-changing request that may come from another site: it
