@@ -622,3 +622,55 @@ fn a_live_page_streams_its_fragment_as_server_sent_events() {
         .body
         .contains("data-live=\"/ui/events?view=instance&amp;id=dbg08-1\""));
 }
+
+#[test]
+fn every_failed_instance_of_a_deployment_is_repaired_from_one_preview() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = outage_store(dir.path(), 3);
+    ok(qflow()
+        .arg("deploy")
+        .arg(sample("dbg08-repaired.bpmn"))
+        .arg("--db")
+        .arg(&db));
+    let ui = start_ui(&db, &["--allow-actions"], None);
+    let fleet = get(&ui, "/ui/");
+    assert!(fleet
+        .body
+        .contains("href=\"/ui/actions/migrate-all?deployment=1\""));
+    let preview = get(&ui, "/ui/actions/migrate-all?deployment=1");
+    assert_eq!(preview.status, 200, "{}", preview.body);
+    assert!(
+        preview
+            .body
+            .contains("3 FAILED instances move to deployment 2"),
+        "{}",
+        preview.body
+    );
+    assert_eq!(preview.body.matches("charge → chargeCard").count(), 3);
+    let secret = secret_of(&preview);
+    let fields = |count: u32| {
+        format!("csrf={secret}&deployment=1&to=2&map=charge%3DchargeCard&count={count}")
+    };
+    // A preview of another number of instances is not confirmed.
+    let stale = confirm(&ui, "migrate-all", &fields(2));
+    assert_eq!(stale.status, 400);
+    assert!(stale
+        .body
+        .contains("3 FAILED instances now, not the 2 previewed"));
+    assert!(get(&ui, "/ui/instances?status=failed")
+        .body
+        .contains("1–3 of 3"));
+    let done = confirm(&ui, "migrate-all", &fields(3));
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert!(
+        done.body
+            .contains("applied: 3 instances moved to deployment 2"),
+        "{}",
+        done.body
+    );
+    assert!(get(&ui, "/ui/instances?status=failed")
+        .body
+        .contains("No instance passes these filters"));
+    let nothing = get(&ui, "/ui/actions/migrate-all?deployment=1");
+    assert!(nothing.body.contains("has no FAILED instance"));
+}

@@ -172,6 +172,7 @@ pub fn preview(ui: &Ui, action: &str, req: &Request) -> Reply {
             page(ui, action, body)
         }
         "migrate" => migrate_preview(ui, &store, req),
+        "migrate-all" => migrate_all_preview(ui, &store, req),
         "resolve" => {
             let Some(id) = field(req, "instance") else {
                 return bad(ui, action, "instance=ID".into());
@@ -296,6 +297,124 @@ fn migrate_preview(ui: &Ui, store: &qflow_engine::store::Store, req: &Request) -
     page(ui, "Migrate", body)
 }
 
+/// Plans shown in full on the preview of a batch repair; the rest are
+/// counted.
+const PLANS_SHOWN: usize = 10;
+
+/// Every FAILED instance of a deployment, its target, mapping and plans:
+/// what `qflow migrate --all-failed-of` plans (one refusal: nothing moves).
+struct Batch {
+    deployment: i64,
+    to: Option<i64>,
+    mapping_text: String,
+    reset: bool,
+    plans: Result<Vec<repair::Planned>, String>,
+    ids: Vec<String>,
+}
+
+fn batch(store: &qflow_engine::store::Store, req: &Request) -> Result<Batch, String> {
+    let deployment = field(req, "deployment")
+        .and_then(|d| d.parse::<i64>().ok())
+        .ok_or("deployment=N: the deployment whose FAILED instances to repair")?;
+    let ids = repair::failed_of(store, deployment).map_err(|e| e.to_string())?;
+    let to = match field(req, "to") {
+        Some(t) => Some(
+            t.parse::<i64>()
+                .map_err(|_| format!("to={t}: a deployment's number"))?,
+        ),
+        None => match ids.first() {
+            Some(first) => repair::likely_target(store, first).map_err(|e| e.to_string())?,
+            None => None,
+        },
+    };
+    let reset = field(req, "reset_budget").is_some();
+    let mut mapping_text = field(req, "map").unwrap_or_default().to_string();
+    let plans = match (to, ids.first()) {
+        (Some(to), Some(first)) => {
+            let target = Target::Deployment(to);
+            let mapping = if field(req, "map").is_none() {
+                let m = repair::suggest_mapping(store, first, &target).unwrap_or_default();
+                mapping_text = m
+                    .iter()
+                    .map(|(a, b)| format!("{a}={b}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                Ok(m)
+            } else {
+                mapping_of(&mapping_text)
+            };
+            mapping.and_then(|m| {
+                ids.iter()
+                    .map(|id| {
+                        repair::plan(store, id, &target, &m, reset)
+                            .map_err(|e| format!("{id}: {e}"))
+                    })
+                    .collect()
+            })
+        }
+        _ => Ok(Vec::new()),
+    };
+    Ok(Batch {
+        deployment,
+        to,
+        mapping_text,
+        reset,
+        plans,
+        ids,
+    })
+}
+
+fn migrate_all_preview(ui: &Ui, store: &qflow_engine::store::Store, req: &Request) -> Reply {
+    let b = match batch(store, req) {
+        Ok(b) => b,
+        Err(e) => return bad(ui, "Repair every FAILED instance", e),
+    };
+    let deployments = store.deployments().unwrap_or_default();
+    let body = html! {
+        h1 { "Repair every FAILED instance of deployment " (b.deployment) }
+        @if b.ids.is_empty() {
+            p.notice #preview { "Deployment " (b.deployment) " has no FAILED instance: nothing to repair." }
+        } @else {
+            form method="get" action={(ui.prefix) "/actions/migrate-all"} {
+                input type="hidden" name="deployment" value=(b.deployment);
+                p {
+                    label { "to deployment "
+                        select name="to" #to {
+                            @for d in &deployments {
+                                option value=(d.id) selected[Some(d.id) == b.to] { (d.id) ": " (d.process_id) @if let Some(o) = &d.origin { " (" (o) ")" } }
+                            }
+                        }
+                    }
+                    " "
+                    label { "node mapping " input name="map" value=(b.mapping_text) size="30"; }
+                    " "
+                    label { input type="checkbox" name="reset_budget" value="1" checked[b.reset]; " reset the attempt counters" }
+                    " "
+                    button type="submit" { "Plan" }
+                }
+            }
+            @match &b.plans {
+                Err(e) => { p.error #plan-error { (e) "; nothing would be changed (one refusal and no instance moves)." } }
+                Ok(plans) => {
+                    p.notice #preview { (plans.len()) " FAILED instances move to deployment " (b.to.unwrap_or_default()) ", each in its own transaction, each only if it has not moved since its plan." }
+                    @for p in plans.iter().take(PLANS_SHOWN) {
+                        pre.plan { @for l in p.plan.describe() { (l) "\n" } }
+                    }
+                    @if plans.len() > PLANS_SHOWN { p { "… and " (plans.len() - PLANS_SHOWN) " more plans." } }
+                    (confirm_form(ui, "migrate-all", &[
+                        ("deployment", b.deployment.to_string()),
+                        ("to", b.to.unwrap_or_default().to_string()),
+                        ("map", b.mapping_text.clone()),
+                        ("count", plans.len().to_string()),
+                        ("reset_budget", if b.reset { "1".into() } else { String::new() }),
+                    ], html! {}, &format!("Repair {} instances", plans.len())))
+                }
+            }
+        }
+    };
+    page(ui, "Repair every FAILED instance", body)
+}
+
 pub fn apply(ui: &Ui, action: &str, req: &Request) -> Reply {
     let mut store = match ui.open_for_writing() {
         Ok(s) => s,
@@ -396,6 +515,60 @@ pub fn apply(ui: &Ui, action: &str, req: &Request) -> Reply {
                 ),
                 Err(e) => bad(ui, "Migrate", format!("{id}: {e}; nothing was changed")),
             }
+        }
+        "migrate-all" => {
+            let b = match batch(&store, req) {
+                Ok(b) => b,
+                Err(e) => return bad(ui, "Repair every FAILED instance", e),
+            };
+            let expected = field(req, "count").and_then(|c| c.parse::<usize>().ok());
+            if expected != Some(b.ids.len()) {
+                return bad(
+                    ui,
+                    "Repair every FAILED instance",
+                    format!(
+                        "deployment {} has {} FAILED instances now, not the {} previewed: plan again; nothing was changed",
+                        b.deployment,
+                        b.ids.len(),
+                        expected.map_or("?".to_string(), |n| n.to_string())
+                    ),
+                );
+            }
+            let plans = match b.plans {
+                Ok(p) => p,
+                Err(e) => {
+                    return bad(
+                        ui,
+                        "Repair every FAILED instance",
+                        format!("{e}; nothing was changed"),
+                    )
+                }
+            };
+            let Some(to) = b.to else {
+                return bad(ui, "Repair every FAILED instance", "to=DEPLOYMENT".into());
+            };
+            let mapping = mapping_of(&b.mapping_text).unwrap_or_default();
+            let target = Target::Deployment(to);
+            let (mut moved, mut refused) = (0usize, Vec::new());
+            for p in &plans {
+                let id = &p.plan.instance;
+                match repair::apply(&mut store, id, &target, &mapping, b.reset, Some(p.version)) {
+                    Ok(_) => moved += 1,
+                    Err(e) => refused.push(format!("{id}: {e}")),
+                }
+            }
+            let mut message = format!(
+                "applied: {moved} instances moved to deployment {to}{}",
+                continues(ui, qflow_engine::runtime::Status::Running)
+            );
+            if !refused.is_empty() {
+                message.push_str(&format!(
+                    "; {} were not moved (they moved since their plan): {}",
+                    refused.len(),
+                    refused.join("; ")
+                ));
+            }
+            done(ui, "Repaired", message, None)
         }
         "resolve" => {
             let (Some(id), Some(node)) = (field(req, "instance"), field(req, "node")) else {

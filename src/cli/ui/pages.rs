@@ -128,6 +128,9 @@ fn fleet_live_with(
                 a href={(p) "/instances?deployment=" (d.id) "&status=failed"} { (counts.failed) " failed" }
                 " · " (counts.completed) " completed. On the diagram, per node: waiting, parked for a retry, failed (an open incident)."
             }
+            @if ui.actions && counts.failed > 0 {
+                p.actions { a href={(p) "/actions/migrate-all?deployment=" (d.id)} { "repair all " (counts.failed) " FAILED instances by migration…" } }
+            }
             @if let Some(s) = drawing {
                 div.diagram { (PreEscaped(s)) }
                 @let busy: Vec<_> = counts.nodes.iter().collect();
