@@ -199,6 +199,7 @@ fn the_list_pages_fifty_at_a_time_and_refuses_a_bad_filter() {
     for bad in [
         "status=sleeping",
         "page=0",
+        "page=18446744073709551615",
         "deployment=x",
         "from=yesterday",
     ] {

@@ -16,6 +16,9 @@ use qflow_engine::store::{DeploymentRow, Store, StoreError};
 use super::http::{encode, Request};
 use super::Ui;
 
+/// The highest page number taken (50 billion instances).
+const MAX_PAGE: u64 = 1_000_000_000;
+
 /// FAILED instances the fleet page links at once, the most recent.
 const RECENT_FAILURES: u64 = 10;
 
@@ -59,6 +62,10 @@ pub fn layout(ui: &Ui, title: &str, here: &str, body: Markup) -> String {
 /// An instant on the instances' clock: wall-clock times as RFC 3339, a
 /// virtual run's small numbers as an offset.
 pub fn when(ms: i64) -> String {
+    // Up to the year 9999 (RFC 3339's last); past it, the number itself.
+    if ms > 253_402_300_799_999 {
+        return format!("{ms} ms");
+    }
     if ms > 100_000_000_000 {
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64);
         humantime::format_rfc3339_seconds(t).to_string()
@@ -417,8 +424,8 @@ impl ListQuery {
             Some(p) => p
                 .parse::<u64>()
                 .ok()
-                .filter(|&p| p >= 1)
-                .ok_or_else(|| format!("page={p}: a page number from 1"))?,
+                .filter(|&p| (1..=MAX_PAGE).contains(&p))
+                .ok_or_else(|| format!("page={p}: a page number from 1 to {MAX_PAGE}"))?,
         };
         search.store.offset = (page - 1) * PAGE_SIZE;
         search.store.limit = Some(PAGE_SIZE);
