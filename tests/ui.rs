@@ -159,6 +159,12 @@ fn the_fleet_page_links_each_failed_instance_and_loads_nothing_from_another_host
     assert_eq!(failed.status, 200);
     assert!(failed.body.contains("1–3 of 3"), "{}", failed.body);
     assert!(failed.body.contains("href=\"/ui/instances/dbg08-1\""));
+    assert!(
+        failed.body.contains(
+            "exhausted: <span class=\"message\">the dependency is down (simulated outage)</span>"
+        ),
+        "the list says each failure's message"
+    );
     let one = get(&ui, "/ui/instances/dbg08-1");
     assert_eq!(one.status, 200);
     assert!(one
@@ -243,7 +249,11 @@ fn a_hostile_task_name_and_failure_message_are_shown_as_text() {
         .and_then(|r| r.split('"').next())
         .expect("a failed instance")
         .to_string();
-    for page in [format!("/ui/instances/{id}"), "/ui/".to_string()] {
+    for page in [
+        format!("/ui/instances/{id}"),
+        "/ui/".to_string(),
+        "/ui/instances".to_string(),
+    ] {
         let a = get(&ui, &page);
         assert_eq!(a.status, 200);
         assert!(!a.body.contains("<script>alert"), "{page}: unescaped name");

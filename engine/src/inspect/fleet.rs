@@ -30,6 +30,9 @@ pub struct InstanceSummary {
     pub waiting_for: Option<String>,
     pub failure_code: Option<String>,
     pub failure_reason: Option<String>,
+    /// The last attempt's failure message, when the failure recorded one
+    /// (a handler's words: `503 from the provider`).
+    pub failure_message: Option<String>,
     /// When it was quarantined (wall clock, ms since the epoch), if it is.
     pub quarantined_ms: Option<i64>,
     /// Who quarantined it, and why.
@@ -81,6 +84,7 @@ impl Inspection {
             waiting_for: waiting_for.filter(|_| self.status == Status::Waiting),
             failure_code: failure.map(|f| f.code.clone()),
             failure_reason: failure.map(|f| f.reason.clone()),
+            failure_message: failure.and_then(|f| f.message.clone()),
             quarantined_ms: self.quarantined_ms,
             quarantined_by: self.quarantined_by.clone(),
             quarantine_reason: self.quarantine_reason.clone(),
@@ -157,6 +161,7 @@ fn summaries<'a>(
                     waiting_for: None,
                     failure_code: None,
                     failure_reason: None,
+                    failure_message: None,
                     quarantined_ms: c.quarantined_ms,
                     quarantined_by: c.quarantined_by,
                     quarantine_reason: c.quarantine_reason,

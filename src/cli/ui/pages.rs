@@ -169,7 +169,8 @@ fn fleet_live_with(
                         td.num { @if let Some(a) = i.attempts { (a) } }
                         td {
                             @if let Some(c) = &i.failure_code { code { (c) } }
-                            @if let Some(r) = &i.failure_reason { " " span.message { (r) } }
+                            @if let Some(r) = &i.failure_reason { " " (r) }
+                            @if let Some(m) = &i.failure_message { ": " span.message { (m) } }
                         }
                     }
                 }
@@ -536,7 +537,8 @@ fn summary_row(ui: &Ui, i: &InstanceSummary) -> Markup {
             td { (i.waiting_for.as_deref().unwrap_or("")) @if let Some(n) = i.next_ms { " at +" (compact_ms(n)) } }
             td {
                 @if let Some(c) = &i.failure_code { code { (c) } }
-                @if let Some(r) = &i.failure_reason { " " span.message { (r) } }
+                @if let Some(r) = &i.failure_reason { " " (r) }
+                            @if let Some(m) = &i.failure_message { ": " span.message { (m) } }
                 @if let Some(u) = &i.unreadable { span.message { (u) } }
             }
             td { @for h in &i.held_by { (h.pause()) " " } }
