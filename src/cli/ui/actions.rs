@@ -228,6 +228,27 @@ fn mapping_of(text: &str) -> Result<BTreeMap<String, String>, String> {
     super::super::migrate::parse_map(&items)
 }
 
+/// The node mapping of a migration: the form's, or (none given) the one
+/// the engine suggests for `id`, written back into `text` for the form.
+fn mapping(
+    store: &qflow_engine::store::Store,
+    req: &Request,
+    id: &str,
+    target: &Target,
+    text: &mut String,
+) -> Result<BTreeMap<String, String>, String> {
+    if field(req, "map").is_some() {
+        return mapping_of(text);
+    }
+    let m = repair::suggest_mapping(store, id, target).unwrap_or_default();
+    *text = m
+        .iter()
+        .map(|(a, b)| format!("{a}={b}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Ok(m)
+}
+
 fn migrate_preview(ui: &Ui, store: &qflow_engine::store::Store, req: &Request) -> Reply {
     let Some(id) = field(req, "instance") else {
         return bad(ui, "Migrate", "instance=ID".into());
@@ -244,18 +265,8 @@ fn migrate_preview(ui: &Ui, store: &qflow_engine::store::Store, req: &Request) -
     let mut mapping_text = field(req, "map").unwrap_or_default().to_string();
     let plan = to.map(|to| {
         let target = Target::Deployment(to);
-        let mapping = if field(req, "map").is_none() {
-            let m = repair::suggest_mapping(store, id, &target).unwrap_or_default();
-            mapping_text = m
-                .iter()
-                .map(|(a, b)| format!("{a}={b}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            Ok(m)
-        } else {
-            mapping_of(&mapping_text)
-        };
-        mapping.and_then(|m| repair::plan(store, id, &target, &m, reset).map_err(|e| e.to_string()))
+        mapping(store, req, id, &target, &mut mapping_text)
+            .and_then(|m| repair::plan(store, id, &target, &m, reset).map_err(|e| e.to_string()))
     });
     let body = html! {
         h1 { "Repair " span.mono { (id) } " by migration" }
@@ -332,18 +343,7 @@ fn batch(store: &qflow_engine::store::Store, req: &Request) -> Result<Batch, Str
     let plans = match (to, ids.first()) {
         (Some(to), Some(first)) => {
             let target = Target::Deployment(to);
-            let mapping = if field(req, "map").is_none() {
-                let m = repair::suggest_mapping(store, first, &target).unwrap_or_default();
-                mapping_text = m
-                    .iter()
-                    .map(|(a, b)| format!("{a}={b}"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                Ok(m)
-            } else {
-                mapping_of(&mapping_text)
-            };
-            mapping.and_then(|m| {
+            mapping(store, req, first, &target, &mut mapping_text).and_then(|m| {
                 ids.iter()
                     .map(|id| {
                         repair::plan(store, id, &target, &m, reset)
