@@ -440,6 +440,10 @@ fn an_unknown_outcome_is_resolved_from_its_preview() {
         .arg("--db")
         .arg(&db));
     let ui = start_ui(&db, &["--allow-actions"], None);
+    assert!(
+        get(&ui, "/ui/").body.contains("1 to reconcile"),
+        "the fleet's diagram counts the unknown outcome"
+    );
     let page = get(&ui, "/ui/instances/dbg08-1");
     assert!(page
         .body

@@ -96,9 +96,10 @@ impl DiagramState {
 
 impl DiagramState {
     /// A deployment's fleet laid on its diagram: each node's counts as its
-    /// note (`3 waiting · 12 parked · 2 failed`), its class the gravest of
-    /// them (`failed`, then `parked`, then `token`), an incident mark where
-    /// instances FAILED. No flow is marked taken.
+    /// note (`3 waiting · 12 parked · 1 to reconcile · 2 failed`), its class
+    /// the gravest of them (`failed`, `reconcile`, `parked`, then `token`),
+    /// an incident mark where instances FAILED or await a reconciliation
+    /// (their incidents are open). No flow is marked taken.
     pub fn of_counts(
         process: &str,
         counts: &crate::inspect::fleet::DeploymentCounts,
@@ -112,6 +113,9 @@ impl DiagramState {
             if c.parked > 0 {
                 parts.push(format!("{} parked", c.parked));
             }
+            if c.reconcile > 0 {
+                parts.push(format!("{} to reconcile", c.reconcile));
+            }
             if c.failed > 0 {
                 parts.push(format!("{} failed", c.failed));
             }
@@ -120,6 +124,8 @@ impl DiagramState {
             }
             let class = if c.failed > 0 {
                 "failed"
+            } else if c.reconcile > 0 {
+                "reconcile"
             } else if c.parked > 0 {
                 "parked"
             } else {
@@ -131,7 +137,7 @@ impl DiagramState {
                     class,
                     note: Some(parts.join(" \u{b7} ")),
                     attempts: None,
-                    incident: c.failed > 0,
+                    incident: c.failed > 0 || c.reconcile > 0,
                 },
             );
         }

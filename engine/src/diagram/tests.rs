@@ -139,6 +139,7 @@ fn a_fleet_is_drawn_with_its_counts_on_each_node_the_gravest_first() {
         NodeCounts {
             waiting: 2,
             parked: 12,
+            reconcile: 0,
             failed: 3,
         },
     );
@@ -147,6 +148,7 @@ fn a_fleet_is_drawn_with_its_counts_on_each_node_the_gravest_first() {
         NodeCounts {
             waiting: 0,
             parked: 5,
+            reconcile: 1,
             failed: 0,
         },
     );
@@ -158,8 +160,15 @@ fn a_fleet_is_drawn_with_its_counts_on_each_node_the_gravest_first() {
         a.note.as_deref(),
         Some("2 waiting \u{b7} 12 parked \u{b7} 3 failed")
     );
-    assert_eq!(state.nodes["b"].class, "parked");
-    assert!(!state.nodes["b"].incident);
+    assert_eq!(state.nodes["b"].class, "reconcile");
+    assert_eq!(
+        state.nodes["b"].note.as_deref(),
+        Some("5 parked \u{b7} 1 to reconcile")
+    );
+    assert!(
+        state.nodes["b"].incident,
+        "an unknown outcome's incident is open"
+    );
     assert!(
         !state.nodes.contains_key("s"),
         "a node with no instance has no mark"

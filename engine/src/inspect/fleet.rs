@@ -272,11 +272,14 @@ pub fn search(store: &Store, search: &Search) -> Result<Page, StoreError> {
 /// How many instances of one deployment stand at each node.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NodeCounts {
-    /// A token waits there (ready, on a timer, for a response, a join, a
-    /// reconciliation), not parked for a retry.
+    /// A token waits there (ready, on a timer, for a response, a join),
+    /// not parked for a retry nor awaiting a reconciliation.
     pub waiting: u64,
     /// A token is parked there for a retry.
     pub parked: u64,
+    /// An attempt's outcome is unknown there: it waits for an operator's
+    /// reconciliation (an open incident).
+    pub reconcile: u64,
     /// The instance FAILED there (its incident is open there).
     pub failed: u64,
 }
@@ -324,10 +327,10 @@ pub fn node_counts(store: &Store, deployment: i64) -> Result<DeploymentCounts, S
         }
         for t in snapshot.frontier() {
             let c = out.nodes.entry(t.node).or_default();
-            if t.state == TokenState::Backoff {
-                c.parked += 1;
-            } else {
-                c.waiting += 1;
+            match t.state {
+                TokenState::Backoff => c.parked += 1,
+                TokenState::Reconcile => c.reconcile += 1,
+                _ => c.waiting += 1,
             }
         }
     }
