@@ -94,6 +94,62 @@ impl DiagramState {
     }
 }
 
+impl DiagramState {
+    /// A deployment's fleet laid on its diagram: each node's counts as its
+    /// note (`3 waiting · 12 parked · 1 to reconcile · 2 failed`), its class
+    /// the gravest of them (`failed`, `reconcile`, `parked`, then `token`),
+    /// an incident mark where instances FAILED or await a reconciliation
+    /// (their incidents are open). No flow is marked taken.
+    pub fn of_counts(
+        process: &str,
+        counts: &crate::inspect::fleet::DeploymentCounts,
+    ) -> DiagramState {
+        let mut nodes = BTreeMap::new();
+        for (id, c) in &counts.nodes {
+            let mut parts = Vec::new();
+            if c.waiting > 0 {
+                parts.push(format!("{} waiting", c.waiting));
+            }
+            if c.parked > 0 {
+                parts.push(format!("{} parked", c.parked));
+            }
+            if c.reconcile > 0 {
+                parts.push(format!("{} to reconcile", c.reconcile));
+            }
+            if c.failed > 0 {
+                parts.push(format!("{} failed", c.failed));
+            }
+            if parts.is_empty() {
+                continue;
+            }
+            let class = if c.failed > 0 {
+                "failed"
+            } else if c.reconcile > 0 {
+                "reconcile"
+            } else if c.parked > 0 {
+                "parked"
+            } else {
+                "token"
+            };
+            nodes.insert(
+                id.clone(),
+                NodeMark {
+                    class,
+                    note: Some(parts.join(" \u{b7} ")),
+                    attempts: None,
+                    incident: c.failed > 0 || c.reconcile > 0,
+                },
+            );
+        }
+        DiagramState {
+            instance: format!("fleet of {process}"),
+            status: "fleet".to_string(),
+            nodes,
+            taken: BTreeSet::new(),
+        }
+    }
+}
+
 /// A flow is taken when the history names it (an exclusive gateway's
 /// choice); a flow out of an exclusive gateway the history does not name is
 /// not. Any other flow is taken when both its ends were reached.

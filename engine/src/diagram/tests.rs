@@ -125,3 +125,55 @@ fn the_diagram_section_gives_the_positions_when_it_draws_every_node() {
         Placement::Layered
     );
 }
+
+#[test]
+fn a_fleet_is_drawn_with_its_counts_on_each_node_the_gravest_first() {
+    use crate::inspect::fleet::{DeploymentCounts, NodeCounts};
+    let d = diagram(&format!(
+        r#"<bpmn:startEvent id="s"/><bpmn:serviceTask id="a" name="Charge" q:task="x"/><bpmn:serviceTask id="b" q:task="y"/><bpmn:endEvent id="e"/>{}"#,
+        flows(&[("s", "a"), ("a", "b"), ("b", "e")])
+    ));
+    let mut counts = DeploymentCounts::default();
+    counts.nodes.insert(
+        "a".into(),
+        NodeCounts {
+            waiting: 2,
+            parked: 12,
+            reconcile: 0,
+            failed: 3,
+        },
+    );
+    counts.nodes.insert(
+        "b".into(),
+        NodeCounts {
+            waiting: 0,
+            parked: 5,
+            reconcile: 1,
+            failed: 0,
+        },
+    );
+    let state = DiagramState::of_counts("p", &counts);
+    let a = &state.nodes["a"];
+    assert_eq!(a.class, "failed");
+    assert!(a.incident);
+    assert_eq!(
+        a.note.as_deref(),
+        Some("2 waiting \u{b7} 12 parked \u{b7} 3 failed")
+    );
+    assert_eq!(state.nodes["b"].class, "reconcile");
+    assert_eq!(
+        state.nodes["b"].note.as_deref(),
+        Some("5 parked \u{b7} 1 to reconcile")
+    );
+    assert!(
+        state.nodes["b"].incident,
+        "an unknown outcome's incident is open"
+    );
+    assert!(
+        !state.nodes.contains_key("s"),
+        "a node with no instance has no mark"
+    );
+    let drawn = svg::svg(&d, Some(&state));
+    assert!(drawn.contains("12 parked"), "{drawn}");
+    assert!(state.taken.is_empty());
+}
