@@ -146,6 +146,39 @@ impl ShapeKind {
     }
 }
 
+/// What an event reacts to or throws, as BPMN marks it inside the circle:
+/// a clock for a timer, a lightning bolt for an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// A blank event, or anything that is not an event.
+    None,
+    Timer,
+    Error,
+    /// Message, signal, escalation, …: loaded, not executed, drawn blank.
+    Other,
+}
+
+impl Trigger {
+    /// The value of the SVG's `data-trigger` (absent for `None`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Trigger::None => "none",
+            Trigger::Timer => "timer",
+            Trigger::Error => "error",
+            Trigger::Other => "other",
+        }
+    }
+
+    fn of(t: &EventTrigger) -> Trigger {
+        match t {
+            EventTrigger::None => Trigger::None,
+            EventTrigger::Timer(_) => Trigger::Timer,
+            EventTrigger::Error { .. } => Trigger::Error,
+            EventTrigger::Other(_) => Trigger::Other,
+        }
+    }
+}
+
 /// One node, placed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiagramNode {
@@ -158,6 +191,20 @@ pub struct DiagramNode {
     /// A boundary event that does not interrupt its task
     /// (`cancelActivity="false"`): BPMN draws it dashed.
     pub non_interrupting: bool,
+    /// An event's trigger (its marker); `None` for every other node.
+    pub trigger: Trigger,
+}
+
+impl DiagramNode {
+    /// A one-character symbol, for faces that draw text (the console): the
+    /// kind's, but a boundary or intermediate event shows its trigger.
+    pub fn symbol(&self) -> &'static str {
+        match (self.kind, self.trigger) {
+            (ShapeKind::Boundary | ShapeKind::Intermediate, Trigger::Timer) => "◷",
+            (ShapeKind::Boundary | ShapeKind::Intermediate, Trigger::Error) => "ϟ",
+            (k, _) => k.symbol(),
+        }
+    }
 }
 
 /// What a sequence flow says about when it is taken.
@@ -242,6 +289,13 @@ impl Diagram {
                             ..
                         }
                     ),
+                    trigger: match &n.kind {
+                        NodeKind::BoundaryEvent { trigger, .. }
+                        | NodeKind::IntermediateCatchEvent { trigger }
+                        | NodeKind::EndEvent { trigger }
+                        | NodeKind::StartEvent { trigger } => Trigger::of(trigger),
+                        _ => Trigger::None,
+                    },
                 }
             })
             .collect();
@@ -308,6 +362,28 @@ impl Diagram {
 
     pub fn flow(&self, id: &str) -> Option<&DiagramFlow> {
         self.flows.iter().find(|f| f.id == id)
+    }
+
+    /// Pairs of flows (by index) that run along one stretch of line
+    /// although they share neither their source nor their target: drawn
+    /// like that, the line reads as one flow between the wrong nodes
+    /// ("Charge → Tell the customer"). Flows out of one node may leave
+    /// together, flows into one node may arrive together; no other pair
+    /// may share a segment. The layered layout leaves none; a diagram
+    /// section is the author's drawing and is kept as it is.
+    pub fn shared_segments(&self) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        for i in 0..self.flows.len() {
+            for j in i + 1..self.flows.len() {
+                if may_share(&self.flows[i], &self.flows[j]) {
+                    continue;
+                }
+                if shares(&self.flows[i].points, &self.flows[j].points) {
+                    out.push((i, j));
+                }
+            }
+        }
+        out
     }
 
     /// Shift everything so the drawing starts one margin from the origin,
@@ -384,6 +460,36 @@ fn shape_kind(n: &crate::model::Node) -> ShapeKind {
         NodeKind::SubProcess { .. } => ShapeKind::SubProcess,
         NodeKind::Other if n.element.ends_with("Task") || n.element == "task" => ShapeKind::Task,
         NodeKind::Other => ShapeKind::Other,
+    }
+}
+
+/// Whether two flows may run along one line: they leave one node or enter
+/// one node.
+fn may_share(a: &DiagramFlow, b: &DiagramFlow) -> bool {
+    a.source == b.source || a.target == b.target
+}
+
+/// Whether two polylines run together along a stretch longer than a
+/// point (both horizontal or both vertical on the same line, overlapping).
+fn shares(a: &[Point], b: &[Point]) -> bool {
+    a.windows(2)
+        .any(|s| b.windows(2).any(|t| overlap(s[0], s[1], t[0], t[1]) > 1.0))
+}
+
+/// How long two axis-parallel segments run together (0 when they do not).
+fn overlap(a0: Point, a1: Point, b0: Point, b1: Point) -> f64 {
+    let close = |x: f64, y: f64| (x - y).abs() < 0.5;
+    let run = |lo0: f64, hi0: f64, lo1: f64, hi1: f64| {
+        (hi0.max(lo0).min(hi1.max(lo1)) - lo0.min(hi0).max(lo1.min(hi1))).max(0.0)
+    };
+    let horizontal = |p: Point, q: Point| close(p.y, q.y) && !close(p.x, q.x);
+    let vertical = |p: Point, q: Point| close(p.x, q.x) && !close(p.y, q.y);
+    if horizontal(a0, a1) && horizontal(b0, b1) && close(a0.y, b0.y) {
+        run(a0.x, a1.x, b0.x, b1.x)
+    } else if vertical(a0, a1) && vertical(b0, b1) && close(a0.x, b0.x) {
+        run(a0.y, a1.y, b0.y, b1.y)
+    } else {
+        0.0
     }
 }
 

@@ -7,13 +7,18 @@
 
 use std::fmt::Write as _;
 
-use super::{Diagram, DiagramFlow, DiagramNode, DiagramState, FlowMark, Point, ShapeKind};
+use super::{
+    Diagram, DiagramFlow, DiagramNode, DiagramState, FlowMark, Point, Rect, ShapeKind, Trigger,
+};
 
 const STYLE: &str = "
 .node .shape { fill: #fff; stroke: #333; stroke-width: 1.5; }
 .node.end .shape, .node.error-end .shape { stroke-width: 3.5; }
 .node.boundary.non-interrupting .shape { stroke-dasharray: 4 2; }
 .node .symbol { fill: none; stroke: #333; stroke-width: 2; }
+.node .marker { fill: none; stroke: #333; stroke-width: 1.5; stroke-linejoin: round; stroke-linecap: round; }
+.node .marker.face { fill: #fff; }
+.node.end .marker, .node.error-end .marker { fill: #333; }
 .node text { font: 12px sans-serif; fill: #222; }
 .node .icon { font-size: 13px; fill: #555; }
 .node .note { font-size: 11px; font-weight: bold; fill: #0d47a1; }
@@ -225,6 +230,9 @@ fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &
     if let Some(a) = &n.attached_to {
         let _ = write!(s, r#" data-attached-to="{}""#, esc(a));
     }
+    if n.trigger != Trigger::None {
+        let _ = write!(s, r#" data-trigger="{}""#, n.trigger.name());
+    }
     s.push('>');
     let r = n.rect;
     let c = r.center();
@@ -245,6 +253,7 @@ fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &
                 num(r.w.min(r.h) / 2.0 - 4.0)
             );
         }
+        trigger_marker(s, n.trigger, r);
     } else if n.kind.is_gateway() {
         let _ = write!(
             s,
@@ -355,6 +364,79 @@ fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &
         }
     }
     s.push_str("</g>\n");
+}
+
+/// An event's BPMN marker inside its circle: a clock face with its hands
+/// for a timer, a lightning bolt for an error (filled when thrown, by the
+/// style of an end event). A blank event (or another trigger) has none.
+fn trigger_marker(s: &mut String, trigger: Trigger, r: Rect) {
+    let c = r.center();
+    let radius = r.w.min(r.h) / 2.0;
+    match trigger {
+        Trigger::Timer => {
+            let face = radius - 7.0;
+            let _ = write!(
+                s,
+                r#"<g class="marker clock"><circle class="marker face" cx="{}" cy="{}" r="{}"/>"#,
+                num(c.x),
+                num(c.y),
+                num(face)
+            );
+            // Twelve hour ticks, then the hands at ten past two.
+            let mut d = String::new();
+            for k in 0..12 {
+                let a = std::f64::consts::TAU * k as f64 / 12.0;
+                let (sin, cos) = a.sin_cos();
+                let _ = write!(
+                    d,
+                    "M{},{} L{},{} ",
+                    num(c.x + sin * (face - 2.5)),
+                    num(c.y - cos * (face - 2.5)),
+                    num(c.x + sin * face),
+                    num(c.y - cos * face)
+                );
+            }
+            let _ = write!(
+                d,
+                "M{},{} L{},{} L{},{}",
+                num(c.x + face * 0.45),
+                num(c.y - face * 0.6),
+                num(c.x),
+                num(c.y),
+                num(c.x + face * 0.6),
+                num(c.y - face * 0.2)
+            );
+            let _ = write!(
+                s,
+                r#"<path class="marker hands" d="{}"/></g>"#,
+                d.trim_end()
+            );
+        }
+        Trigger::Error => {
+            // BPMN's zigzag bolt (bpmn.io's outline: 9.5 wide, 13.5
+            // high), centred and scaled to the circle.
+            let k = (radius - 7.0) * 1.55 / 13.5;
+            let pts = [
+                (0.0, 0.0),
+                (2.5, -11.5),
+                (6.0, -2.5),
+                (9.5, -13.5),
+                (7.0, -1.5),
+                (3.5, -10.5),
+            ];
+            let pts = pts.map(|(x, y)| (x - 4.75, y + 6.75));
+            let points: Vec<String> = pts
+                .iter()
+                .map(|(x, y)| format!("{},{}", num(c.x + x * k), num(c.y + y * k)))
+                .collect();
+            let _ = write!(
+                s,
+                r#"<polygon class="marker bolt" points="{}"/>"#,
+                points.join(" ")
+            );
+        }
+        Trigger::None | Trigger::Other => {}
+    }
 }
 
 /// The node's name: inside a box, wrapped; an event's or a gateway's below
