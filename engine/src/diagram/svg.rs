@@ -5,7 +5,10 @@
 //! drawing, so they cannot disagree; docs/render.md lists the classes a
 //! stylesheet or a test can rely on.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+use crate::inspect::fleet::NodeCount;
 
 use super::{
     Diagram, DiagramFlow, DiagramNode, DiagramState, FlowMark, Point, Rect, ShapeKind, Trigger,
@@ -37,6 +40,13 @@ const STYLE: &str = "
 .flow.taken path.line { stroke: #2e7d32; stroke-width: 3; }
 .flow .default-mark { stroke: #555; stroke-width: 1.5; }
 .flow text { font: 11px sans-serif; fill: #444; }
+.node .counts text { font: bold 10px sans-serif; fill: #fff; }
+.node .counts rect { stroke: none; }
+.node .counts .waiting { fill: #1565c0; }
+.node .counts .parked { fill: #ef6c00; }
+.node .counts .failed { fill: #c62828; }
+.node .counts .completed { fill: #2e7d32; }
+.node .counts text.waiting, .node .counts text.parked, .node .counts text.failed, .node .counts text.completed { fill: #fff; }
 .flow text, .node .note, .node .attempts, .node.start .name, .node.end .name, .node.error-end .name, .node.intermediate .name, .node.boundary .name, .node.exclusive .name, .node.parallel .name { paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
 ";
 
@@ -46,6 +56,22 @@ const STYLE: &str = "
 /// instance's marks (classes `token`, `parked`, `failed`, `done`, …, notes
 /// and attempt counts) and the path taken.
 pub fn svg(d: &Diagram, state: Option<&DiagramState>) -> String {
+    draw(d, state, None)
+}
+
+/// The diagram of a fleet: every node where instances stand carries a
+/// `g.counts` (`data-waiting`, `data-parked`, `data-failed`,
+/// `data-completed`) of one pill per nonzero count, `12 parked`, `3
+/// failed`, … (see [`NodeCount`]), above its shape.
+pub fn svg_with_counts(d: &Diagram, counts: &BTreeMap<String, NodeCount>) -> String {
+    draw(d, None, Some(counts))
+}
+
+fn draw(
+    d: &Diagram,
+    state: Option<&DiagramState>,
+    counts: Option<&BTreeMap<String, NodeCount>>,
+) -> String {
     let mut s = String::with_capacity(1024 + 400 * (d.nodes.len() + d.flows.len()));
     let _ = write!(
         s,
@@ -87,7 +113,8 @@ pub fn svg(d: &Diagram, state: Option<&DiagramState>) -> String {
     let (plain, boundaries): (Vec<&DiagramNode>, Vec<&DiagramNode>) =
         d.nodes.iter().partition(|n| n.kind != ShapeKind::Boundary);
     for n in plain.into_iter().chain(boundaries) {
-        node(&mut s, n, state, &mut labels);
+        let count = counts.and_then(|c| c.get(&n.id)).filter(|c| !c.is_empty());
+        node(&mut s, n, state, count, &mut labels);
     }
     s.push_str("</g>\n</svg>\n");
     s
@@ -208,7 +235,13 @@ fn flow(s: &mut String, f: &DiagramFlow, taken: bool, labels: &mut Labels) {
     s.push_str("</g>\n");
 }
 
-fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &mut Labels) {
+fn node(
+    s: &mut String,
+    n: &DiagramNode,
+    state: Option<&DiagramState>,
+    count: Option<&NodeCount>,
+    labels: &mut Labels,
+) {
     let mark = state.and_then(|st| st.nodes.get(&n.id));
     let mut class = format!("node {}", n.kind.class());
     if n.non_interrupting {
@@ -363,7 +396,69 @@ fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &
             );
         }
     }
+    if let Some(c) = count {
+        count_pills(s, n, c, labels);
+    }
     s.push_str("</g>\n");
+}
+
+/// The counts of a fleet's diagram on one node: a row of pills above its
+/// shape (else below it, wherever it covers least).
+fn count_pills(s: &mut String, n: &DiagramNode, c: &NodeCount, labels: &mut Labels) {
+    let pills: Vec<(&str, String)> = [
+        ("waiting", c.waiting),
+        ("parked", c.parked),
+        ("failed", c.failed),
+        ("completed", c.completed),
+    ]
+    .into_iter()
+    .filter(|(_, k)| *k > 0)
+    .map(|(class, k)| (class, format!("{} {class}", crate::text::group(k))))
+    .collect();
+    let width = |t: &str| t.chars().count() as f64 * PILL_FONT * 0.62 + 8.0;
+    let total: f64 = pills.iter().map(|(_, t)| width(t) + 3.0).sum::<f64>() - 3.0;
+    let chars = (total / (PILL_FONT * 0.54)).ceil() as usize;
+    let r = n.rect;
+    let above = r.y - 8.0;
+    let below = r.bottom() + 12.0 + PILL_FONT + 4.0;
+    let spots = [
+        Spot::start(r.x, above),
+        Spot::end(r.right(), above),
+        Spot::middle(r.center().x, above - 16.0),
+        Spot::start(r.x, below),
+        Spot::start(r.x, below + 16.0),
+    ];
+    let at = labels.place(&spots, chars, 1, PILL_FONT);
+    let mut x = match at.anchor {
+        Anchor::Start => at.x,
+        Anchor::Middle => at.x - total / 2.0,
+        Anchor::End => at.x - total,
+    };
+    let _ = write!(
+        s,
+        r#"<g class="counts" data-node="{}" data-waiting="{}" data-parked="{}" data-failed="{}" data-completed="{}">"#,
+        esc(&n.id),
+        c.waiting,
+        c.parked,
+        c.failed,
+        c.completed
+    );
+    for (class, text) in &pills {
+        let w = width(text);
+        let _ = write!(
+            s,
+            r#"<rect class="{class}" x="{}" y="{}" width="{}" height="{}" rx="7"/><text class="{class}" x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            num(x),
+            num(at.y - PILL_FONT - 1.0),
+            num(w),
+            num(PILL_FONT + 5.0),
+            num(x + w / 2.0),
+            num(at.y + 0.5),
+            esc(text)
+        );
+        x += w + 3.0;
+    }
+    s.push_str("</g>");
 }
 
 /// An event's BPMN marker inside its circle: a clock face with its hands
@@ -563,6 +658,8 @@ fn name_text(s: &mut String, at: Spot, lines: &[String], class: &str, step: f64)
 const NAME_FONT: f64 = 12.0;
 const FLOW_FONT: f64 = 11.0;
 const NOTE_FONT: f64 = 11.0;
+/// The counts on a fleet's diagram.
+const PILL_FONT: f64 = 10.0;
 /// A box's name too long for the room under the icon at the name's size.
 const SMALL_NAME_FONT: f64 = 10.0;
 /// How far below a box's top its kind icon reaches.

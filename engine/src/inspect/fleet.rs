@@ -168,3 +168,77 @@ pub fn instance(store: &Store, id: &str) -> Result<Inspection, crate::runtime::R
     let graph = deployed_graph(store, row.deployment_id)?;
     Ok(Inspection::read(store, &graph, id)?)
 }
+
+/// How many instances of one deployment stand at a node, by how they
+/// stand there: what a diagram of the fleet writes on each node (the
+/// reports', `qflow simulate --report` and `qflow stats --report`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeCount {
+    /// A token there that is not parked for a retry: ready, waiting for a
+    /// response, a timer, a join or a reconciliation.
+    pub waiting: u64,
+    /// Parked for a retry: a task's backoff, a call in its backoff window.
+    pub parked: u64,
+    /// FAILED there (the failure's node).
+    pub failed: u64,
+    /// Completed through this end event.
+    pub completed: u64,
+}
+
+impl NodeCount {
+    pub fn is_empty(&self) -> bool {
+        *self == NodeCount::default()
+    }
+}
+
+/// Every node of `deployment` where at least one of its instances stands,
+/// failed or completed, read from the store: each unfinished instance's
+/// frontier (an instance with tokens on two nodes counts at both), each
+/// FAILED instance's failure, and each completed instance's last end
+/// event (from its history). An instance whose snapshot cannot be read
+/// counts nowhere.
+pub fn node_counts(
+    store: &Store,
+    deployment: i64,
+) -> Result<BTreeMap<String, NodeCount>, StoreError> {
+    use crate::instance::history::HistoryEvent;
+    use crate::instance::snapshot::{Snapshot, TokenState};
+    let mut out: BTreeMap<String, NodeCount> = BTreeMap::new();
+    for row in store.instances()? {
+        if row.deployment_id != deployment {
+            continue;
+        }
+        let Ok(snapshot) = Snapshot::decode(&row.snapshot) else {
+            continue;
+        };
+        match row.status {
+            Status::Failed => {
+                if let Some(f) = snapshot.failure() {
+                    out.entry(f.node).or_default().failed += 1;
+                }
+            }
+            Status::Completed => {
+                let end = store.history(&row.id)?.iter().rev().find_map(|h| {
+                    let line = h.line()?;
+                    matches!(line.event, HistoryEvent::End { .. }).then_some(line.node?)
+                });
+                if let Some(node) = end {
+                    out.entry(node).or_default().completed += 1;
+                }
+            }
+            Status::Running | Status::Waiting => {
+                for t in snapshot.frontier() {
+                    let parked = t.state == TokenState::Backoff
+                        || (t.state == TokenState::Timer && snapshot.in_backoff(&t.node));
+                    let c = out.entry(t.node).or_default();
+                    if parked {
+                        c.parked += 1;
+                    } else {
+                        c.waiting += 1;
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
