@@ -1,6 +1,7 @@
 //! An instance's state on its diagram: which class and note each node
 //! carries, which flows the instance has taken. Computed once here from the
-//! inspection model so the SVG and the console show the same marks.
+//! inspection model so the SVG and the console show the same marks (the
+//! marks themselves are plain data of the model layer's diagram).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,89 +9,63 @@ use crate::duration::compact_ms;
 use crate::inspect::{Inspection, NodeState};
 use crate::instance::history::HistoryEvent;
 
-use super::Diagram;
+use super::{Diagram, DiagramState, NodeMark};
 
-/// How one node stands, as the diagram marks it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeMark {
-    /// One of `idle`, `token`, `parked`, `timer`, `waiting`, `reconcile`,
-    /// `joined`, `failed`, `done`: the state class of its shape.
-    pub class: &'static str,
-    /// What to write beside it: `parked until +35s`, `FAILED q.timeout`, …
-    pub note: Option<String>,
-    /// Failed attempts burned at this node, when it has any.
-    pub attempts: Option<u32>,
-    /// An incident is open at this node.
-    pub incident: bool,
-}
-
-/// The state of one instance, laid on its diagram.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiagramState {
-    pub instance: String,
-    /// `completed`, `failed`, `waiting`, `running`.
-    pub status: String,
-    /// Per node id; nodes the inspection does not know are absent.
-    pub nodes: BTreeMap<String, NodeMark>,
-    /// Ids of the flows the instance has taken.
-    pub taken: BTreeSet<String>,
-}
-
-impl DiagramState {
-    pub fn of(diagram: &Diagram, inspection: &Inspection) -> DiagramState {
-        let mut nodes = BTreeMap::new();
-        for n in &inspection.nodes {
-            let (class, note) = match &n.state {
-                NodeState::Idle => ("idle", None),
-                NodeState::Active => ("token", Some("token here".to_string())),
-                NodeState::Parked { eligible_at_ms } => (
-                    "parked",
-                    Some(format!("parked until +{}", compact_ms(*eligible_at_ms))),
-                ),
-                NodeState::Timer { due_at_ms } => (
-                    "timer",
-                    Some(format!("timer until +{}", compact_ms(*due_at_ms))),
-                ),
-                NodeState::WaitingResponse { timeout_at_ms } => (
-                    "waiting",
-                    Some(match timeout_at_ms {
-                        Some(t) => format!("awaits response until +{}", compact_ms(*t)),
-                        None => "awaits response".to_string(),
-                    }),
-                ),
-                NodeState::WaitingReconciliation => {
-                    ("reconcile", Some("awaits reconciliation".to_string()))
-                }
-                NodeState::Joined => ("joined", Some("joined, waits for branches".to_string())),
-                NodeState::Failed => (
-                    "failed",
-                    Some(match &inspection.failure {
-                        Some(f) => format!("FAILED {}", f.code),
-                        None => "FAILED".to_string(),
-                    }),
-                ),
-                NodeState::Completed => ("done", None),
-            };
-            let incident = inspection
-                .incidents
-                .iter()
-                .any(|i| i.node == n.id && i.closed_ms.is_none());
-            nodes.insert(
-                n.id.clone(),
-                NodeMark {
-                    class,
-                    note,
-                    attempts: n.attempts.filter(|&a| a > 0),
-                    incident,
-                },
-            );
-        }
-        DiagramState {
-            instance: inspection.id.clone(),
-            status: inspection.status.as_str().to_string(),
-            taken: taken(diagram, inspection, &nodes),
-            nodes,
-        }
+/// The state of `inspection`'s instance on its `diagram`: each node's
+/// class, note and attempts, and the flows it has taken.
+pub fn state_of(diagram: &Diagram, inspection: &Inspection) -> DiagramState {
+    let mut nodes = BTreeMap::new();
+    for n in &inspection.nodes {
+        let (class, note) = match &n.state {
+            NodeState::Idle => ("idle", None),
+            NodeState::Active => ("token", Some("token here".to_string())),
+            NodeState::Parked { eligible_at_ms } => (
+                "parked",
+                Some(format!("parked until +{}", compact_ms(*eligible_at_ms))),
+            ),
+            NodeState::Timer { due_at_ms } => (
+                "timer",
+                Some(format!("timer until +{}", compact_ms(*due_at_ms))),
+            ),
+            NodeState::WaitingResponse { timeout_at_ms } => (
+                "waiting",
+                Some(match timeout_at_ms {
+                    Some(t) => format!("awaits response until +{}", compact_ms(*t)),
+                    None => "awaits response".to_string(),
+                }),
+            ),
+            NodeState::WaitingReconciliation => {
+                ("reconcile", Some("awaits reconciliation".to_string()))
+            }
+            NodeState::Joined => ("joined", Some("joined, waits for branches".to_string())),
+            NodeState::Failed => (
+                "failed",
+                Some(match &inspection.failure {
+                    Some(f) => format!("FAILED {}", f.code),
+                    None => "FAILED".to_string(),
+                }),
+            ),
+            NodeState::Completed => ("done", None),
+        };
+        let incident = inspection
+            .incidents
+            .iter()
+            .any(|i| i.node == n.id && i.closed_ms.is_none());
+        nodes.insert(
+            n.id.clone(),
+            NodeMark {
+                class,
+                note,
+                attempts: n.attempts.filter(|&a| a > 0),
+                incident,
+            },
+        );
+    }
+    DiagramState {
+        instance: inspection.id.clone(),
+        status: inspection.status.as_str().to_string(),
+        taken: taken(diagram, inspection, &nodes),
+        nodes,
     }
 }
 

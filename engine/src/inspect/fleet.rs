@@ -169,27 +169,7 @@ pub fn instance(store: &Store, id: &str) -> Result<Inspection, crate::runtime::R
     Ok(Inspection::read(store, &graph, id)?)
 }
 
-/// How many instances of one deployment stand at a node, by how they
-/// stand there: what a diagram of the fleet writes on each node (the
-/// reports', `qflow simulate --report` and `qflow stats --report`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NodeCount {
-    /// A token there that is not parked for a retry: ready, waiting for a
-    /// response, a timer, a join or a reconciliation.
-    pub waiting: u64,
-    /// Parked for a retry: a task's backoff, a call in its backoff window.
-    pub parked: u64,
-    /// FAILED there (the failure's node).
-    pub failed: u64,
-    /// Completed through this end event.
-    pub completed: u64,
-}
-
-impl NodeCount {
-    pub fn is_empty(&self) -> bool {
-        *self == NodeCount::default()
-    }
-}
+pub use crate::diagram::NodeCount;
 
 /// Every node of `deployment` where at least one of its instances stands,
 /// failed or completed, read from the store: each unfinished instance's

@@ -8,10 +8,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::inspect::fleet::NodeCount;
-
 use super::{
-    Diagram, DiagramFlow, DiagramNode, DiagramState, FlowMark, Point, Rect, ShapeKind, Trigger,
+    Diagram, DiagramFlow, DiagramNode, DiagramState, FlowMark, NodeCount, Point, Rect, ShapeKind,
+    Trigger,
 };
 
 const STYLE: &str = "

@@ -1,0 +1,55 @@
+//! What a face lays on a diagram, as plain data: one instance's state
+//! ([`DiagramState`], computed by the engine from its inspection) and a
+//! fleet's counts per node ([`NodeCount`], counted by the engine from a
+//! store). Here so the drawing ([`super::svg`]) needs nothing above the
+//! model layer and the language server can draw too.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How one node stands, as the diagram marks it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeMark {
+    /// One of `idle`, `token`, `parked`, `timer`, `waiting`, `reconcile`,
+    /// `joined`, `failed`, `done`: the state class of its shape.
+    pub class: &'static str,
+    /// What to write beside it: `parked until +35s`, `FAILED q.timeout`, …
+    pub note: Option<String>,
+    /// Failed attempts burned at this node, when it has any.
+    pub attempts: Option<u32>,
+    /// An incident is open at this node.
+    pub incident: bool,
+}
+
+/// The state of one instance, laid on its diagram.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiagramState {
+    pub instance: String,
+    /// `completed`, `failed`, `waiting`, `running`.
+    pub status: String,
+    /// Per node id; nodes the inspection does not know are absent.
+    pub nodes: BTreeMap<String, NodeMark>,
+    /// Ids of the flows the instance has taken.
+    pub taken: BTreeSet<String>,
+}
+
+/// How many instances of one deployment stand at a node, by how they
+/// stand there: what a diagram of the fleet writes on each node (the
+/// reports', `qflow simulate --report` and `qflow stats --report`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeCount {
+    /// A token there that is not parked for a retry: ready, waiting for a
+    /// response, a timer, a join or a reconciliation.
+    pub waiting: u64,
+    /// Parked for a retry: a task's backoff, a call in its backoff window.
+    pub parked: u64,
+    /// FAILED there (the failure's node).
+    pub failed: u64,
+    /// Completed through this end event.
+    pub completed: u64,
+}
+
+impl NodeCount {
+    pub fn is_empty(&self) -> bool {
+        *self == NodeCount::default()
+    }
+}
