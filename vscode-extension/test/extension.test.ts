@@ -35,6 +35,7 @@ test('the manifest: the bundle is the entry point, .bpmn activates it, every com
     'qflow.openInConsole',
     'qflow.restartServer',
     'qflow.runModel',
+    'qflow.showDiagram',
     'qflow.showOutput',
   ]);
   assert.deepEqual(Object.keys(manifest.contributes.configuration.properties).sort(), ['qflow.path', 'qflow.trace.server']);

@@ -53,3 +53,12 @@ impl NodeCount {
         *self == NodeCount::default()
     }
 }
+
+/// What the loader says about one element, as an editor's diagram marks
+/// it: the most severe verdict's severity (`error`, `warning`, `info`,
+/// `hint`) and every verdict's message, most severe first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub severity: &'static str,
+    pub messages: Vec<String>,
+}

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::{
-    Diagram, DiagramFlow, DiagramNode, DiagramState, FlowMark, NodeCount, Point, Rect, ShapeKind,
-    Trigger,
+    Diagram, DiagramFlow, DiagramNode, DiagramState, Finding, FlowMark, NodeCount, Point, Rect,
+    ShapeKind, Trigger,
 };
 
 const STYLE: &str = "
@@ -46,6 +46,13 @@ const STYLE: &str = "
 .node .counts .failed { fill: #c62828; }
 .node .counts .completed { fill: #2e7d32; }
 .node .counts text.waiting, .node .counts text.parked, .node .counts text.failed, .node .counts text.completed { fill: #fff; }
+.finding-error .shape, .flow.finding-error path.line { stroke: #d32f2f; stroke-width: 2.5; stroke-dasharray: 6 3; }
+.finding-warning .shape, .flow.finding-warning path.line { stroke: #f9a825; stroke-width: 2.5; stroke-dasharray: 6 3; }
+.finding-info .shape, .finding-hint .shape, .flow.finding-info path.line, .flow.finding-hint path.line { stroke: #1976d2; stroke-dasharray: 6 3; }
+.finding-badge circle { fill: #1976d2; stroke: #fff; stroke-width: 1.5; }
+.finding-error .finding-badge circle { fill: #d32f2f; }
+.finding-warning .finding-badge circle { fill: #f9a825; }
+.node .finding-badge text { font: bold 12px sans-serif; fill: #fff; }
 .flow text, .node .note, .node .attempts, .node.start .name, .node.end .name, .node.error-end .name, .node.intermediate .name, .node.boundary .name, .node.exclusive .name, .node.parallel .name { paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
 ";
 
@@ -55,7 +62,7 @@ const STYLE: &str = "
 /// instance's marks (classes `token`, `parked`, `failed`, `done`, …, notes
 /// and attempt counts) and the path taken.
 pub fn svg(d: &Diagram, state: Option<&DiagramState>) -> String {
-    draw(d, state, None)
+    draw(d, state, None, None)
 }
 
 /// The diagram of a fleet: every node where instances stand carries a
@@ -63,13 +70,23 @@ pub fn svg(d: &Diagram, state: Option<&DiagramState>) -> String {
 /// `data-completed`) of one pill per nonzero count, `12 parked`, `3
 /// failed`, … (see [`NodeCount`]), above its shape.
 pub fn svg_with_counts(d: &Diagram, counts: &BTreeMap<String, NodeCount>) -> String {
-    draw(d, None, Some(counts))
+    draw(d, None, Some(counts), None)
+}
+
+/// The diagram as an editor shows it beside the text: every node or flow
+/// the loader has a verdict on carries the classes `finding` and
+/// `finding-SEVERITY` (`error`, `warning`, `info`, `hint`),
+/// `data-findings` (how many) and a `title` with the messages; a node also
+/// a `g.finding-badge` (`!`) on its top-right corner.
+pub fn svg_with_findings(d: &Diagram, findings: &BTreeMap<String, Finding>) -> String {
+    draw(d, None, None, Some(findings))
 }
 
 fn draw(
     d: &Diagram,
     state: Option<&DiagramState>,
     counts: Option<&BTreeMap<String, NodeCount>>,
+    findings: Option<&BTreeMap<String, Finding>>,
 ) -> String {
     let mut s = String::with_capacity(1024 + 400 * (d.nodes.len() + d.flows.len()));
     let _ = write!(
@@ -103,6 +120,7 @@ fn draw(
             &mut s,
             f,
             state.is_some_and(|st| st.taken.contains(&f.id)),
+            findings.and_then(|x| x.get(&f.id)),
             &mut labels,
         );
     }
@@ -113,13 +131,20 @@ fn draw(
         d.nodes.iter().partition(|n| n.kind != ShapeKind::Boundary);
     for n in plain.into_iter().chain(boundaries) {
         let count = counts.and_then(|c| c.get(&n.id)).filter(|c| !c.is_empty());
-        node(&mut s, n, state, count, &mut labels);
+        let finding = findings.and_then(|x| x.get(&n.id));
+        node(&mut s, n, state, count, finding, &mut labels);
     }
     s.push_str("</g>\n</svg>\n");
     s
 }
 
-fn flow(s: &mut String, f: &DiagramFlow, taken: bool, labels: &mut Labels) {
+fn flow(
+    s: &mut String,
+    f: &DiagramFlow,
+    taken: bool,
+    finding: Option<&Finding>,
+    labels: &mut Labels,
+) {
     let mut class = String::from("flow");
     match f.mark {
         FlowMark::Default => class.push_str(" default"),
@@ -132,13 +157,18 @@ fn flow(s: &mut String, f: &DiagramFlow, taken: bool, labels: &mut Labels) {
     if taken {
         class.push_str(" taken");
     }
+    if let Some(x) = finding {
+        let _ = write!(class, " finding finding-{}", x.severity);
+    }
     let _ = write!(
         s,
-        r#"<g class="{class}" data-id="{}" data-source="{}" data-target="{}"><path class="line" d=""#,
+        r#"<g class="{class}" data-id="{}" data-source="{}" data-target="{}""#,
         esc(&f.id),
         esc(&f.source),
         esc(&f.target)
     );
+    finding_title(s, finding);
+    s.push_str(r#"<path class="line" d=""#);
     for (i, p) in f.points.iter().enumerate() {
         let _ = write!(
             s,
@@ -239,6 +269,7 @@ fn node(
     n: &DiagramNode,
     state: Option<&DiagramState>,
     count: Option<&NodeCount>,
+    finding: Option<&Finding>,
     labels: &mut Labels,
 ) {
     let mark = state.and_then(|st| st.nodes.get(&n.id));
@@ -253,6 +284,9 @@ fn node(
             class.push_str(" incident");
         }
     }
+    if let Some(x) = finding {
+        let _ = write!(class, " finding finding-{}", x.severity);
+    }
     let _ = write!(
         s,
         r#"<g class="{class}" data-id="{}" data-kind="{}""#,
@@ -265,7 +299,7 @@ fn node(
     if n.trigger != Trigger::None {
         let _ = write!(s, r#" data-trigger="{}""#, n.trigger.name());
     }
-    s.push('>');
+    finding_title(s, finding);
     let r = n.rect;
     let c = r.center();
     if n.kind.is_event() {
@@ -398,7 +432,44 @@ fn node(
     if let Some(c) = count {
         count_pills(s, n, c, labels);
     }
+    if finding.is_some() {
+        // `!` on the top-right corner (a diamond's: its right point's top).
+        let r = n.rect;
+        let (x, y) = if n.kind.is_event() {
+            let c = r.center();
+            let k = r.w.min(r.h) / 2.0 * std::f64::consts::FRAC_1_SQRT_2;
+            (c.x + k, c.y - k)
+        } else if n.kind.is_gateway() {
+            (r.x + r.w * 0.75, r.y + r.h * 0.25)
+        } else {
+            (r.right(), r.y)
+        };
+        let _ = write!(
+            s,
+            r#"<g class="finding-badge"><circle cx="{}" cy="{}" r="8"/><text x="{}" y="{}" text-anchor="middle">!</text></g>"#,
+            num(x),
+            num(y),
+            num(x),
+            num(y + 4.0)
+        );
+    }
     s.push_str("</g>\n");
+}
+
+/// Close a group's opening tag: with a finding, its count and its
+/// messages as the group's `title` (an editor's tooltip).
+fn finding_title(s: &mut String, finding: Option<&Finding>) {
+    match finding {
+        Some(x) => {
+            let _ = write!(
+                s,
+                r#" data-findings="{}"><title>{}</title>"#,
+                x.messages.len(),
+                esc(&x.messages.join("\n"))
+            );
+        }
+        None => s.push('>'),
+    }
 }
 
 /// The counts of a fleet's diagram on one node: a row of pills above its
