@@ -48,11 +48,11 @@ const STYLE: &str = "
 .node .counts text.waiting, .node .counts text.parked, .node .counts text.failed, .node .counts text.completed { fill: #fff; }
 .finding-error .shape, .flow.finding-error path.line { stroke: #d32f2f; stroke-width: 2.5; stroke-dasharray: 6 3; }
 .finding-warning .shape, .flow.finding-warning path.line { stroke: #f9a825; stroke-width: 2.5; stroke-dasharray: 6 3; }
-.finding-info .shape, .finding-hint .shape, .flow.finding-info path.line, .flow.finding-hint path.line { stroke: #1976d2; stroke-dasharray: 6 3; }
-.finding-badge circle { fill: #1976d2; stroke: #fff; stroke-width: 1.5; }
+.finding-badge circle { fill: #90a4ae; stroke: #fff; stroke-width: 1.5; }
 .finding-error .finding-badge circle { fill: #d32f2f; }
 .finding-warning .finding-badge circle { fill: #f9a825; }
 .node .finding-badge text { font: bold 12px sans-serif; fill: #fff; }
+.node.finding-info .finding-badge text, .node.finding-hint .finding-badge text { font: bold 9px serif; }
 .flow text, .node .note, .node .attempts, .node.start .name, .node.end .name, .node.error-end .name, .node.intermediate .name, .node.boundary .name, .node.exclusive .name, .node.parallel .name { paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
 ";
 
@@ -77,7 +77,9 @@ pub fn svg_with_counts(d: &Diagram, counts: &BTreeMap<String, NodeCount>) -> Str
 /// the loader has a verdict on carries the classes `finding` and
 /// `finding-SEVERITY` (`error`, `warning`, `info`, `hint`),
 /// `data-findings` (how many) and a `title` with the messages; a node also
-/// a `g.finding-badge` (`!`) on its top-right corner.
+/// a `g.finding-badge` on its top-right corner (`!` for an error or a
+/// warning, whose shape is outlined dashed in red or amber; a small grey
+/// `i` for information and hints).
 pub fn svg_with_findings(d: &Diagram, findings: &BTreeMap<String, Finding>) -> String {
     draw(d, None, None, Some(findings))
 }
@@ -432,8 +434,10 @@ fn node(
     if let Some(c) = count {
         count_pills(s, n, c, labels);
     }
-    if finding.is_some() {
-        // `!` on the top-right corner (a diamond's: its right point's top).
+    if let Some(found) = finding {
+        // `!` on the top-right corner (a diamond's: its right point's top);
+        // information and hints a small grey `i`, so they never drown an
+        // error.
         let r = n.rect;
         let (x, y) = if n.kind.is_event() {
             let c = r.center();
@@ -444,13 +448,16 @@ fn node(
         } else {
             (r.right(), r.y)
         };
+        let loud = matches!(found.severity, "error" | "warning");
+        let (r, mark, dy) = if loud { (8.0, "!", 4.0) } else { (5.5, "i", 3.0) };
         let _ = write!(
             s,
-            r#"<g class="finding-badge"><circle cx="{}" cy="{}" r="8"/><text x="{}" y="{}" text-anchor="middle">!</text></g>"#,
+            r#"<g class="finding-badge"><circle cx="{}" cy="{}" r="{}"/><text x="{}" y="{}" text-anchor="middle">{mark}</text></g>"#,
             num(x),
             num(y),
+            num(r),
             num(x),
-            num(y + 4.0)
+            num(y + dy)
         );
     }
     s.push_str("</g>\n");
