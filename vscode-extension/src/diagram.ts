@@ -41,6 +41,44 @@ export function diagramParams(uri: string, processId?: string): { textDocument: 
   return processId ? { textDocument: { uri }, process: processId } : { textDocument: { uri } };
 }
 
+/**
+ * `qflow render MODEL [--db DB] --instance ID --svg -`: the instance's state
+ * drawn on the diagram of its deployment, on standard output. Without `db`
+ * the binary finds the database as every command does ($QFLOW_DB, else the
+ * `db` of the nearest qflow.toml).
+ */
+export function instanceRenderArgv(model: string, instance: string, db?: string): string[] {
+  return ['render', model, ...(db ? ['--db', db] : []), '--instance', instance, '--svg', '-'];
+}
+
+/** `qflow instances [--db DB] --format json`: the instances to pick from. */
+export function instancesArgv(db?: string): string[] {
+  return ['instances', ...(db ? ['--db', db] : []), '--format', 'json'];
+}
+
+/** One instance of `qflow instances --format json`, as a picker lists it. */
+export interface InstanceChoice {
+  instance: string;
+  process: string;
+  status: string;
+  detail: string;
+}
+
+/** The instances of `process` in the output of `qflow instances --format json`, FAILED first. */
+export function instanceChoices(json: string, process: string): InstanceChoice[] {
+  const parsed = JSON.parse(json) as { instances?: Array<{ instance: string; process: string; status: string; node?: string | null; code?: string | null }> };
+  const rank = (s: string) => ['failed', 'waiting', 'running', 'completed'].indexOf(s);
+  return (parsed.instances ?? [])
+    .filter((i) => i.process === process)
+    .map((i) => ({
+      instance: i.instance,
+      process: i.process,
+      status: i.status,
+      detail: [i.status.toUpperCase(), i.node ? `at ${i.node}` : '', i.code ?? ''].filter((s) => s).join(' '),
+    }))
+    .sort((a, b) => rank(a.status) - rank(b.status));
+}
+
 /** What the webview posts when an element is clicked. */
 export interface RevealMessage {
   type: 'reveal';
@@ -66,6 +104,8 @@ export interface Host {
   createPanel(title: string): { webview: Webview; onDidDispose(listener: () => void): void; title: string };
   /** Put the cursor on `range` of the document `uri`, in the text editor. */
   reveal(uri: string, range: Range): Promise<void> | void;
+  /** The SVG of an instance's state on the diagram (`qflow render --instance`). */
+  renderInstance?(uri: string, instance: string): Promise<string>;
 }
 
 /** A nonce for the webview's one inline script. */
@@ -99,7 +139,7 @@ export function page(result: DiagramResult | null, cspSource: string, note?: str
   const status = [
     `process ${result.process}`,
     result.processes.length > 1 ? `(${result.processes.length} in the file)` : '',
-    result.marked === 0 ? 'no finding on the drawing' : `${result.marked} finding${result.marked === 1 ? '' : 's'} marked`,
+    note?.startsWith('instance ') ? '' : result.marked === 0 ? 'no finding on the drawing' : `${result.marked} finding${result.marked === 1 ? '' : 's'} marked`,
     note ?? '',
   ]
     .filter((s) => s)
@@ -125,6 +165,8 @@ export class DiagramPanel {
   private inFlight: Promise<void> | undefined;
   private again = false;
   private disposed = false;
+  /** Draw this instance's state (read from the database) instead of the text's verdicts. */
+  private instance: string | undefined;
   readonly panel: ReturnType<Host['createPanel']>;
 
   constructor(
@@ -143,6 +185,12 @@ export class DiagramPanel {
 
   get isDisposed(): boolean {
     return this.disposed;
+  }
+
+  /** Draw `instance`'s state from now on (undefined: the text's verdicts again). */
+  showInstance(instance: string | undefined): Promise<void> {
+    this.instance = instance;
+    return this.update();
   }
 
   /** Ask the server for the current text's drawing and show it. */
@@ -179,6 +227,22 @@ export class DiagramPanel {
     } else if (this.last) {
       // Not well-formed just now, say: keep the last drawing, and say so.
       note = note ?? 'the text does not parse: the last drawing is shown';
+    }
+    if (this.instance && this.last && this.host.renderInstance) {
+      // The instance's state, as `qflow render` draws it from the database
+      // (on its deployment's model); the elements stay the text's, so a
+      // click still reveals.
+      try {
+        const svg = await this.host.renderInstance(this.uri, this.instance);
+        if (this.disposed) {
+          return;
+        }
+        const shown: DiagramResult = { ...this.last, svg, marked: 0 };
+        this.panel.webview.html = page(shown, this.panel.webview.cspSource, `instance ${this.instance}, its state read from the database`);
+        return;
+      } catch (e) {
+        note = `instance ${this.instance} could not be drawn: ${e instanceof Error ? e.message : String(e)}`;
+      }
     }
     this.panel.webview.html = page(this.last, this.panel.webview.cspSource, note);
   }

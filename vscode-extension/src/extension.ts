@@ -24,7 +24,15 @@ import {
   runArgs,
   type CheckEntry,
 } from './commands';
-import { DIAGRAM_REQUEST, DiagramPanel, diagramParams, type DiagramResult } from './diagram';
+import {
+  DIAGRAM_REQUEST,
+  DiagramPanel,
+  diagramParams,
+  instanceChoices,
+  instanceRenderArgv,
+  instancesArgv,
+  type DiagramResult,
+} from './diagram';
 import { bundledBinary, describeSource, resolveServer, serverOptions, type Resolution } from './server';
 import { statusView, type ServerState } from './status';
 
@@ -356,17 +364,17 @@ let watchingEdits = false;
  * panel beside the text, redrawn as the text changes, a click on an element
  * putting the cursor on it.
  */
-async function showDiagram(s: Studio, arg?: unknown): Promise<void> {
+async function showDiagram(s: Studio, arg?: unknown): Promise<DiagramPanel | undefined> {
   const uri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
   if (!uri) {
     void vscode.window.showInformationMessage('qflow: open a .bpmn model to draw it.');
-    return;
+    return undefined;
   }
   const key = uri.toString();
   const open = panels.get(key);
   if (open && !open.isDisposed) {
     await open.update();
-    return;
+    return open;
   }
   if (!watchingEdits) {
     watchingEdits = true;
@@ -386,6 +394,14 @@ async function showDiagram(s: Studio, arg?: unknown): Promise<void> {
         });
         return { webview: p.webview, onDidDispose: (l) => void p.onDidDispose(l), title };
       },
+      renderInstance: (u, instance) => {
+        const binary = s.binaryForCommand();
+        if (!binary) {
+          return Promise.reject(new Error('no qflow binary'));
+        }
+        const model = vscode.Uri.parse(u).fsPath;
+        return runQflow(binary, instanceRenderArgv(model, instance, database()), path.dirname(model));
+      },
       reveal: async (u, range) => {
         const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(u));
         const r = new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character);
@@ -399,6 +415,62 @@ async function showDiagram(s: Studio, arg?: unknown): Promise<void> {
   panel.panel.onDidDispose(() => panels.delete(key));
   panels.set(key, panel);
   await panel.update();
+  return panel;
+}
+
+/** The `qflow.database` setting (empty: the binary's own default). */
+function database(): string | undefined {
+  const db = vscode.workspace.getConfiguration('qflow').get<string>('database')?.trim();
+  return db ? db : undefined;
+}
+
+/** Run the binary in `cwd`; its stdout, or its stderr as the error. */
+function runQflow(binary: string, argv: string[], cwd: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(binary, argv, { cwd, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
+      if (error) {
+        reject(new Error(stderr.trim() || error.message));
+      } else {
+        resolve(stdout);
+      }
+    });
+  });
+}
+
+/**
+ * qflow: Show Instance on Diagram — pick an instance of the model's process
+ * from the database (the `qflow.database` setting, else $QFLOW_DB or the
+ * nearest qflow.toml's `db`) and draw its state in the diagram panel.
+ */
+async function showInstance(s: Studio, arg?: unknown): Promise<void> {
+  const panel = await showDiagram(s, arg);
+  const binary = panel && s.binaryForCommand();
+  if (!panel || !binary) {
+    return;
+  }
+  const model = vscode.Uri.parse(panel.uri).fsPath;
+  let choices;
+  try {
+    const json = await runQflow(binary, instancesArgv(database()), path.dirname(model));
+    choices = instanceChoices(json, panel.result?.process ?? '');
+  } catch (e) {
+    void vscode.window.showErrorMessage(
+      `qflow: no database to read instances from (set qflow.database, or a qflow.toml with db): ${e instanceof Error ? e.message : String(e)}`,
+      OPEN_SETTINGS,
+    );
+    return;
+  }
+  if (choices.length === 0) {
+    void vscode.window.showInformationMessage(`qflow: the database holds no instance of ${panel.result?.process ?? 'this process'}.`);
+    return;
+  }
+  const picked = await vscode.window.showQuickPick(
+    choices.map((c) => ({ label: c.instance, description: c.detail })),
+    { placeHolder: 'the instance whose state to draw' },
+  );
+  if (picked) {
+    await panel.showInstance(picked.label);
+  }
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -417,7 +489,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('qflow.runModel', (uri?: unknown) => runModel(s, uri)),
     vscode.commands.registerCommand('qflow.checkWorkspace', () => checkWorkspace(s)),
     vscode.commands.registerCommand('qflow.showOutput', () => output.show(true)),
-    vscode.commands.registerCommand('qflow.showDiagram', (uri?: unknown) => showDiagram(s, uri)),
+    vscode.commands.registerCommand('qflow.showDiagram', async (uri?: unknown) => void (await showDiagram(s, uri))),
+    vscode.commands.registerCommand('qflow.showInstanceOnDiagram', (uri?: unknown) => showInstance(s, uri)),
     vscode.commands.registerCommand('qflow.openSettings', () => openSettings()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('qflow.path')) {

@@ -5,14 +5,26 @@
 // reveals its id in the text, and an edit redraws it.
 
 import * as assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import * as os from 'node:os';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { StreamMessageReader, StreamMessageWriter, createMessageConnection, type MessageConnection } from 'vscode-jsonrpc/node';
 
-import { DIAGRAM_REQUEST, DiagramPanel, diagramParams, page, type DiagramResult, type Host, type Range } from '../src/diagram';
+import {
+  DIAGRAM_REQUEST,
+  DiagramPanel,
+  diagramParams,
+  instanceChoices,
+  instanceRenderArgv,
+  instancesArgv,
+  page,
+  type DiagramResult,
+  type Host,
+  type Range,
+} from '../src/diagram';
 import { serverOptions } from '../src/server';
 import { REPO, SAMPLES, qflowBinary } from './support';
 
@@ -153,4 +165,41 @@ test('the panel shows the drawing, reveals a clicked element in the text, and re
 
 test('the page escapes what it writes itself and shows a message when there is nothing to draw', () => {
   assert.match(page(null, 'x', 'a <b> & "c"'), /a &lt;b&gt; &amp; &quot;c&quot;/);
+});
+
+test('with a database, an instance is picked from it and its state drawn on the diagram', async () => {
+  const bin = qflowBinary();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qflow-diagram-'));
+  const db = path.join(dir, 'run.db');
+  // One FAILED instance of the long outage (its scenario beside the model).
+  execFileSync(bin, ['run', path.join(SAMPLES, 'dbg08-long-outage.bpmn'), '--db', db], { cwd: REPO, stdio: 'pipe' });
+  const choices = instanceChoices(execFileSync(bin, instancesArgv(db), { cwd: REPO, encoding: 'utf8' }), 'dbg08');
+  assert.deepEqual(
+    choices.map((c) => [c.instance, c.status]),
+    [['dbg08-1', 'failed']],
+  );
+  assert.match(choices[0].detail, /FAILED at charge PROVIDER_DOWN/);
+  assert.deepEqual(instanceChoices(execFileSync(bin, instancesArgv(db), { cwd: REPO, encoding: 'utf8' }), 'other'), []);
+
+  const file = path.join(SAMPLES, 'dbg08-long-outage.bpmn');
+  const uri = open(file);
+  const rec = recordingHost();
+  rec.host.renderInstance = async (u, instance) =>
+    execFileSync(bin, instanceRenderArgv(new URL(u).pathname, instance, db), { cwd: REPO, encoding: 'utf8' });
+  const panel = new DiagramPanel(rec.host, uri, 'Diagram: dbg08-long-outage.bpmn');
+  await panel.showInstance('dbg08-1');
+  assert.match(rec.webview.html, /data-instance="dbg08-1" data-status="failed"/);
+  assert.match(rec.webview.html, /<g class="node task failed[^"]*" data-id="charge"/);
+  assert.match(rec.webview.html, /instance dbg08-1, its state read from the database/);
+  // A click still reveals the element in the text.
+  rec.click('charge');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(rec.revealed.length, 1);
+  // Back to the text's verdicts.
+  await panel.showInstance(undefined);
+  assert.doesNotMatch(rec.webview.html, /data-instance=/);
+  // An instance the database does not hold is said, not drawn.
+  await panel.showInstance('dbg08-99');
+  assert.match(rec.webview.html, /instance dbg08-99 could not be drawn: [^<]*dbg08-99/);
+  fs.rmSync(dir, { recursive: true, force: true });
 });
