@@ -449,7 +449,11 @@ fn node(
             (r.right(), r.y)
         };
         let loud = matches!(found.severity, "error" | "warning");
-        let (r, mark, dy) = if loud { (8.0, "!", 4.0) } else { (5.5, "i", 3.0) };
+        let (r, mark, dy) = if loud {
+            (8.0, "!", 4.0)
+        } else {
+            (5.5, "i", 3.0)
+        };
         let _ = write!(
             s,
             r#"<g class="finding-badge"><circle cx="{}" cy="{}" r="{}"/><text x="{}" y="{}" text-anchor="middle">{mark}</text></g>"#,
