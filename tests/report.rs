@@ -217,12 +217,19 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
         .collect();
     assert_eq!(diagram.len(), 1);
     assert_eq!(with(&diagram[0].1, "g", "node").len(), 3);
-    // With where the instances ended: all thirty completed through `done`.
-    let counts = with(&diagram[0].1, "g", "counts");
-    assert_eq!(counts.len(), 1, "only the end event counts anything");
-    assert_eq!(counts[0].attrs["data-node"], "done");
-    assert_eq!(counts[0].attrs["data-completed"], "30");
-    assert!(html.contains(">30 completed</text>"));
+    // With where the instances stand: all thirty completed, none on a node.
+    assert!(
+        html.contains("where the instances stand (30 completed, 0 failed, 0 unfinished)"),
+        "the caption counts them"
+    );
+    assert_eq!(
+        diagram[0]
+            .1
+            .iter()
+            .filter(|e| e.classes.iter().any(|c| c == "note"))
+            .count(),
+        0
+    );
 
     // The same store read back by stats charts the same minutes.
     let stats = dir.join("stats.html");
@@ -277,16 +284,24 @@ fn a_long_outage_keeps_one_bar_per_minute_and_counts_the_failed_on_the_diagram()
     // in its own box rather than merging minutes.
     assert!(html.contains("<div class=\"scroll\">"));
     assert!(html.contains("one bar per minute"));
-    // All twelve exhausted at the task: the diagram says so on it.
+    // All twelve exhausted at the task: the diagram says so on it (the
+    // engine's fleet state, as the web inspector draws it).
     let diagram: Vec<_> = all
         .iter()
         .filter(|(c, _)| !c.iter().any(|x| x == "chart"))
         .collect();
-    let counts = with(&diagram[0].1, "g", "counts");
-    assert_eq!(counts.len(), 1);
-    assert_eq!(counts[0].attrs["data-node"], "charge");
-    assert_eq!(counts[0].attrs["data-failed"], "12");
-    assert_eq!(counts[0].attrs["data-completed"], "0");
+    let charge = diagram[0]
+        .1
+        .iter()
+        .find(|e| e.name == "g" && e.attrs.get("data-id").map(String::as_str) == Some("charge"))
+        .unwrap();
+    assert!(
+        charge.classes.iter().any(|c| c == "failed"),
+        "{:?}",
+        charge.classes
+    );
+    assert!(html.contains(">12 failed</text>"), "the count on the node");
+    assert!(html.contains("(0 completed, 12 failed, 0 unfinished)"));
 }
 
 #[test]

@@ -89,7 +89,7 @@ pub struct ResumeArgs {
     pub format: Format,
 }
 
-fn parse_map(items: &[String]) -> Result<BTreeMap<String, String>, String> {
+pub(crate) fn parse_map(items: &[String]) -> Result<BTreeMap<String, String>, String> {
     let mut mapping = BTreeMap::new();
     for m in items {
         match m.split_once('=') {

@@ -138,11 +138,11 @@ pub fn html(r: &Report<'_>) -> String {
 
 /// What the pills on a fleet's diagram count, in their colours (the
 /// diagram's own style).
-const DIAGRAM_LEGEND: &str = "<p class=\"note legend-html\">Instances on each node:\
-<span class=\"swatch\" style=\"background:#1565c0\"></span>waiting (a token there: a response, a timer, a join, a reconciliation)\
+const DIAGRAM_LEGEND: &str = "<p class=\"note legend-html\">Each node says how many instances stand there (waiting, parked for a retry, to reconcile, failed), its outline the gravest:\
+<span class=\"swatch\" style=\"background:#1565c0\"></span>waiting\
 <span class=\"swatch\" style=\"background:#ef6c00\"></span>parked for a retry\
-<span class=\"swatch\" style=\"background:#c62828\"></span>failed there\
-<span class=\"swatch\" style=\"background:#2e7d32\"></span>completed through this end</p>\n";
+<span class=\"swatch\" style=\"background:#6a1b9a\"></span>to reconcile\
+<span class=\"swatch\" style=\"background:#c62828\"></span>failed there</p>\n";
 
 /// An SVG document without its XML declaration, to sit inline in HTML.
 fn strip_prolog(svg: &str) -> &str {

@@ -241,9 +241,15 @@ fn html_report(
             Some(dep) => qflow_engine::inspect::fleet::node_counts(store, dep.id)?,
             None => Default::default(),
         };
+        let state = qflow_engine::diagram::state_of_counts(name, &counts);
         diagrams.push((
-            format!("The process {name}: where the instances ended"),
-            qflow_engine::diagram::svg::svg_with_counts(&d, &counts),
+            format!(
+                "The process {name}: where the instances stand ({} completed, {} failed, {} unfinished)",
+                group(counts.completed),
+                group(counts.failed),
+                group(counts.running + counts.waiting)
+            ),
+            qflow_engine::diagram::svg::svg(&d, Some(&state)),
         ));
     }
     Ok(crate::cli::report::html(&crate::cli::report::Report {

@@ -223,12 +223,17 @@ fn html_report(
             .filter(|p| p.id.as_ref().is_some_and(|i| i.value == d.process_id))
         {
             let diagram = qflow_engine::diagram::Diagram::of(p, Some(&source));
+            let state = qflow_engine::diagram::state_of_counts(&d.process_id, &counts);
             diagrams.push((
                 format!(
-                    "Deployment {}: {}, where its instances stand",
-                    d.id, d.process_id
+                    "Deployment {}: {}, where its instances stand ({} completed, {} failed, {} unfinished)",
+                    d.id,
+                    d.process_id,
+                    group(counts.completed),
+                    group(counts.failed),
+                    group(counts.running + counts.waiting)
                 ),
-                qflow_engine::diagram::svg::svg_with_counts(&diagram, &counts),
+                qflow_engine::diagram::svg::svg(&diagram, Some(&state)),
             ));
         }
     }

@@ -125,6 +125,15 @@ forward! {
         fn begin_reads() -> Result<(), StoreError>;
         /// End what [`Store::begin_reads`] began (nothing when none is open).
         fn end_reads() -> Result<(), StoreError>;
+        /// Group the small writes of a serving round's looks (the in-flight
+        /// records of the attempts it hands to lanes) and its reads into one
+        /// write transaction until [`Store::end_group`]: on SQLite one
+        /// commit, one sync of the log, for the whole group instead of one
+        /// per record. On PostgreSQL each statement commits alone, as before.
+        fn begin_group() -> Result<(), StoreError>;
+        /// End what [`Store::begin_group`] began: commit it, or roll it back
+        /// (`commit` false: nothing of the group is kept).
+        fn end_group(commit: bool) -> Result<(), StoreError>;
         /// The deployed source of a deployment.
         fn deployment_source(deployment_id: i64) -> Result<Option<String>, StoreError>;
         /// Every deployment, oldest first, with its instances by status.

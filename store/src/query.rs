@@ -618,6 +618,20 @@ impl Sqlite {
         Ok(())
     }
 
+    pub fn begin_group(&self) -> Result<(), StoreError> {
+        // IMMEDIATE: the write lock from the start (waiting out another
+        // writer), never a read snapshot that cannot be upgraded later.
+        Ok(self.conn().execute_batch("BEGIN IMMEDIATE")?)
+    }
+
+    pub fn end_group(&self, commit: bool) -> Result<(), StoreError> {
+        if !self.conn().is_autocommit() {
+            self.conn()
+                .execute_batch(if commit { "COMMIT" } else { "ROLLBACK" })?;
+        }
+        Ok(())
+    }
+
     /// The time of the instance's last decision (its start if none).
     pub fn last_decision_ms(&self, instance: &str) -> Result<Option<i64>, StoreError> {
         Ok(self

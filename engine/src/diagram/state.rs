@@ -69,6 +69,60 @@ pub fn state_of(diagram: &Diagram, inspection: &Inspection) -> DiagramState {
     }
 }
 
+/// A deployment's fleet laid on its diagram: each node's counts as its
+/// note (`3 waiting · 12 parked · 1 to reconcile · 2 failed`), its class
+/// the gravest of them (`failed`, `reconcile`, `parked`, then `token`),
+/// an incident mark where instances FAILED or await a reconciliation
+/// (their incidents are open). No flow is marked taken.
+pub fn state_of_counts(
+    process: &str,
+    counts: &crate::inspect::fleet::DeploymentCounts,
+) -> DiagramState {
+    let mut nodes = BTreeMap::new();
+    for (id, c) in &counts.nodes {
+        let mut parts = Vec::new();
+        if c.waiting > 0 {
+            parts.push(format!("{} waiting", c.waiting));
+        }
+        if c.parked > 0 {
+            parts.push(format!("{} parked", c.parked));
+        }
+        if c.reconcile > 0 {
+            parts.push(format!("{} to reconcile", c.reconcile));
+        }
+        if c.failed > 0 {
+            parts.push(format!("{} failed", c.failed));
+        }
+        if parts.is_empty() {
+            continue;
+        }
+        let class = if c.failed > 0 {
+            "failed"
+        } else if c.reconcile > 0 {
+            "reconcile"
+        } else if c.parked > 0 {
+            "parked"
+        } else {
+            "token"
+        };
+        nodes.insert(
+            id.clone(),
+            NodeMark {
+                class,
+                note: Some(parts.join(" \u{b7} ")),
+                attempts: None,
+                incident: c.failed > 0 || c.reconcile > 0,
+            },
+        );
+    }
+    DiagramState {
+        instance: format!("fleet of {process}"),
+        status: "fleet".to_string(),
+        nodes,
+        taken: BTreeSet::new(),
+    }
+}
+
 /// A flow is taken when the history names it (an exclusive gateway's
 /// choice); a flow out of an exclusive gateway the history does not name is
 /// not. Any other flow is taken when both its ends were reached.
@@ -111,4 +165,82 @@ fn taken(
         })
         .map(|f| f.id.clone())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Diagram;
+
+    fn diagram(body: &str) -> Diagram {
+        let text = format!(
+            r#"<?xml version="1.0"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d" targetNamespace="t">
+<bpmn:process id="p" isExecutable="true">
+{body}</bpmn:process></bpmn:definitions>"#
+        );
+        let defs = crate::analyze(&text).definitions.expect("a model");
+        Diagram::of(&defs.processes[0], Some(&text))
+    }
+
+    fn flows(pairs: &[(&str, &str)]) -> String {
+        pairs
+            .iter()
+            .enumerate()
+            .map(|(i, (s, t))| {
+                format!(r#"<bpmn:sequenceFlow id="f{i}" sourceRef="{s}" targetRef="{t}"/>"#)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_fleet_is_drawn_with_its_counts_on_each_node_the_gravest_first() {
+        use crate::inspect::fleet::{DeploymentCounts, NodeCounts};
+        let d = diagram(&format!(
+            r#"<bpmn:startEvent id="s"/><bpmn:serviceTask id="a" name="Charge" q:task="x"/><bpmn:serviceTask id="b" q:task="y"/><bpmn:endEvent id="e"/>{}"#,
+            flows(&[("s", "a"), ("a", "b"), ("b", "e")])
+        ));
+        let mut counts = DeploymentCounts::default();
+        counts.nodes.insert(
+            "a".into(),
+            NodeCounts {
+                waiting: 2,
+                parked: 12,
+                reconcile: 0,
+                failed: 3,
+            },
+        );
+        counts.nodes.insert(
+            "b".into(),
+            NodeCounts {
+                waiting: 0,
+                parked: 5,
+                reconcile: 1,
+                failed: 0,
+            },
+        );
+        let state = super::state_of_counts("p", &counts);
+        let a = &state.nodes["a"];
+        assert_eq!(a.class, "failed");
+        assert!(a.incident);
+        assert_eq!(
+            a.note.as_deref(),
+            Some("2 waiting \u{b7} 12 parked \u{b7} 3 failed")
+        );
+        assert_eq!(state.nodes["b"].class, "reconcile");
+        assert_eq!(
+            state.nodes["b"].note.as_deref(),
+            Some("5 parked \u{b7} 1 to reconcile")
+        );
+        assert!(
+            state.nodes["b"].incident,
+            "an unknown outcome's incident is open"
+        );
+        assert!(
+            !state.nodes.contains_key("s"),
+            "a node with no instance has no mark"
+        );
+        let drawn = super::svg::svg(&d, Some(&state));
+        assert!(drawn.contains("12 parked"), "{drawn}");
+        assert!(state.taken.is_empty());
+    }
 }

@@ -1,8 +1,8 @@
-//! What a face lays on a diagram, as plain data: one instance's state
-//! ([`DiagramState`], computed by the engine from its inspection) and a
-//! fleet's counts per node ([`NodeCount`], counted by the engine from a
-//! store). Here so the drawing ([`super::svg`]) needs nothing above the
-//! model layer and the language server can draw too.
+//! What a face lays on a diagram, as plain data: one instance's state or a
+//! deployment's fleet ([`DiagramState`], computed by the engine from an
+//! inspection or a store's counts) and the loader's verdicts
+//! ([`Finding`]). Here so the drawing ([`super::svg`]) needs nothing above
+//! the model layer and the language server can draw too.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,28 +30,6 @@ pub struct DiagramState {
     pub nodes: BTreeMap<String, NodeMark>,
     /// Ids of the flows the instance has taken.
     pub taken: BTreeSet<String>,
-}
-
-/// How many instances of one deployment stand at a node, by how they
-/// stand there: what a diagram of the fleet writes on each node (the
-/// reports', `qflow simulate --report` and `qflow stats --report`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NodeCount {
-    /// A token there that is not parked for a retry: ready, waiting for a
-    /// response, a timer, a join or a reconciliation.
-    pub waiting: u64,
-    /// Parked for a retry: a task's backoff, a call in its backoff window.
-    pub parked: u64,
-    /// FAILED there (the failure's node).
-    pub failed: u64,
-    /// Completed through this end event.
-    pub completed: u64,
-}
-
-impl NodeCount {
-    pub fn is_empty(&self) -> bool {
-        *self == NodeCount::default()
-    }
 }
 
 /// What the loader says about one element, as an editor's diagram marks

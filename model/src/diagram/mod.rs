@@ -23,7 +23,7 @@ mod layered;
 mod marks;
 pub mod svg;
 
-pub use marks::{DiagramState, Finding, NodeCount, NodeMark};
+pub use marks::{DiagramState, Finding, NodeMark};
 
 /// A point, in diagram units (pixels of the modeller's canvas).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::{
-    Diagram, DiagramFlow, DiagramNode, DiagramState, Finding, FlowMark, NodeCount, Point, Rect,
-    ShapeKind, Trigger,
+    Diagram, DiagramFlow, DiagramNode, DiagramState, Finding, FlowMark, Point, Rect, ShapeKind,
+    Trigger,
 };
 
 const STYLE: &str = "
@@ -39,13 +39,6 @@ const STYLE: &str = "
 .flow.taken path.line { stroke: #2e7d32; stroke-width: 3; }
 .flow .default-mark { stroke: #555; stroke-width: 1.5; }
 .flow text { font: 11px sans-serif; fill: #444; }
-.node .counts text { font: bold 10px sans-serif; fill: #fff; }
-.node .counts rect { stroke: none; }
-.node .counts .waiting { fill: #1565c0; }
-.node .counts .parked { fill: #ef6c00; }
-.node .counts .failed { fill: #c62828; }
-.node .counts .completed { fill: #2e7d32; }
-.node .counts text.waiting, .node .counts text.parked, .node .counts text.failed, .node .counts text.completed { fill: #fff; }
 .finding-error .shape, .flow.finding-error path.line { stroke: #d32f2f; stroke-width: 2.5; stroke-dasharray: 6 3; }
 .finding-warning .shape, .flow.finding-warning path.line { stroke: #f9a825; stroke-width: 2.5; stroke-dasharray: 6 3; }
 .finding-badge circle { fill: #90a4ae; stroke: #fff; stroke-width: 1.5; }
@@ -62,15 +55,7 @@ const STYLE: &str = "
 /// instance's marks (classes `token`, `parked`, `failed`, `done`, …, notes
 /// and attempt counts) and the path taken.
 pub fn svg(d: &Diagram, state: Option<&DiagramState>) -> String {
-    draw(d, state, None, None)
-}
-
-/// The diagram of a fleet: every node where instances stand carries a
-/// `g.counts` (`data-waiting`, `data-parked`, `data-failed`,
-/// `data-completed`) of one pill per nonzero count, `12 parked`, `3
-/// failed`, … (see [`NodeCount`]), above its shape.
-pub fn svg_with_counts(d: &Diagram, counts: &BTreeMap<String, NodeCount>) -> String {
-    draw(d, None, Some(counts), None)
+    draw(d, state, None)
 }
 
 /// The diagram as an editor shows it beside the text: every node or flow
@@ -81,13 +66,12 @@ pub fn svg_with_counts(d: &Diagram, counts: &BTreeMap<String, NodeCount>) -> Str
 /// warning, whose shape is outlined dashed in red or amber; a small grey
 /// `i` for information and hints).
 pub fn svg_with_findings(d: &Diagram, findings: &BTreeMap<String, Finding>) -> String {
-    draw(d, None, None, Some(findings))
+    draw(d, None, Some(findings))
 }
 
 fn draw(
     d: &Diagram,
     state: Option<&DiagramState>,
-    counts: Option<&BTreeMap<String, NodeCount>>,
     findings: Option<&BTreeMap<String, Finding>>,
 ) -> String {
     let mut s = String::with_capacity(1024 + 400 * (d.nodes.len() + d.flows.len()));
@@ -132,9 +116,8 @@ fn draw(
     let (plain, boundaries): (Vec<&DiagramNode>, Vec<&DiagramNode>) =
         d.nodes.iter().partition(|n| n.kind != ShapeKind::Boundary);
     for n in plain.into_iter().chain(boundaries) {
-        let count = counts.and_then(|c| c.get(&n.id)).filter(|c| !c.is_empty());
         let finding = findings.and_then(|x| x.get(&n.id));
-        node(&mut s, n, state, count, finding, &mut labels);
+        node(&mut s, n, state, finding, &mut labels);
     }
     s.push_str("</g>\n</svg>\n");
     s
@@ -270,7 +253,6 @@ fn node(
     s: &mut String,
     n: &DiagramNode,
     state: Option<&DiagramState>,
-    count: Option<&NodeCount>,
     finding: Option<&Finding>,
     labels: &mut Labels,
 ) {
@@ -431,9 +413,6 @@ fn node(
             );
         }
     }
-    if let Some(c) = count {
-        count_pills(s, n, c, labels);
-    }
     if let Some(found) = finding {
         // `!` on the top-right corner (a diamond's: its right point's top);
         // information and hints a small grey `i`, so they never drown an
@@ -481,65 +460,6 @@ fn finding_title(s: &mut String, finding: Option<&Finding>) {
         }
         None => s.push('>'),
     }
-}
-
-/// The counts of a fleet's diagram on one node: a row of pills above its
-/// shape (else below it, wherever it covers least).
-fn count_pills(s: &mut String, n: &DiagramNode, c: &NodeCount, labels: &mut Labels) {
-    let pills: Vec<(&str, String)> = [
-        ("waiting", c.waiting),
-        ("parked", c.parked),
-        ("failed", c.failed),
-        ("completed", c.completed),
-    ]
-    .into_iter()
-    .filter(|(_, k)| *k > 0)
-    .map(|(class, k)| (class, format!("{} {class}", crate::text::group(k))))
-    .collect();
-    let width = |t: &str| t.chars().count() as f64 * PILL_FONT * 0.62 + 8.0;
-    let total: f64 = pills.iter().map(|(_, t)| width(t) + 3.0).sum::<f64>() - 3.0;
-    let chars = (total / (PILL_FONT * 0.54)).ceil() as usize;
-    let r = n.rect;
-    let above = r.y - 8.0;
-    let below = r.bottom() + 12.0 + PILL_FONT + 4.0;
-    let spots = [
-        Spot::start(r.x, above),
-        Spot::end(r.right(), above),
-        Spot::middle(r.center().x, above - 16.0),
-        Spot::start(r.x, below),
-        Spot::start(r.x, below + 16.0),
-    ];
-    let at = labels.place(&spots, chars, 1, PILL_FONT);
-    let mut x = match at.anchor {
-        Anchor::Start => at.x,
-        Anchor::Middle => at.x - total / 2.0,
-        Anchor::End => at.x - total,
-    };
-    let _ = write!(
-        s,
-        r#"<g class="counts" data-node="{}" data-waiting="{}" data-parked="{}" data-failed="{}" data-completed="{}">"#,
-        esc(&n.id),
-        c.waiting,
-        c.parked,
-        c.failed,
-        c.completed
-    );
-    for (class, text) in &pills {
-        let w = width(text);
-        let _ = write!(
-            s,
-            r#"<rect class="{class}" x="{}" y="{}" width="{}" height="{}" rx="7"/><text class="{class}" x="{}" y="{}" text-anchor="middle">{}</text>"#,
-            num(x),
-            num(at.y - PILL_FONT - 1.0),
-            num(w),
-            num(PILL_FONT + 5.0),
-            num(x + w / 2.0),
-            num(at.y + 0.5),
-            esc(text)
-        );
-        x += w + 3.0;
-    }
-    s.push_str("</g>");
 }
 
 /// An event's BPMN marker inside its circle: a clock face with its hands
@@ -739,8 +659,6 @@ fn name_text(s: &mut String, at: Spot, lines: &[String], class: &str, step: f64)
 const NAME_FONT: f64 = 12.0;
 const FLOW_FONT: f64 = 11.0;
 const NOTE_FONT: f64 = 11.0;
-/// The counts on a fleet's diagram.
-const PILL_FONT: f64 = 10.0;
 /// A box's name too long for the room under the icon at the name's size.
 const SMALL_NAME_FONT: f64 = 10.0;
 /// How far below a box's top its kind icon reaches.

@@ -1531,6 +1531,14 @@ impl Postgres {
         Ok(())
     }
 
+    pub fn begin_group(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    pub fn end_group(&self, _commit: bool) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     pub fn last_decision_ms(&self, instance: &str) -> Result<Option<i64>, StoreError> {
         self.read(|db| {
             Ok(db
