@@ -239,7 +239,7 @@ mod tests {
             !state.nodes.contains_key("s"),
             "a node with no instance has no mark"
         );
-        let drawn = super::svg::svg(&d, Some(&state));
+        let drawn = crate::diagram::svg::svg(&d, Some(&state));
         assert!(drawn.contains("12 parked"), "{drawn}");
         assert!(state.taken.is_empty());
     }
