@@ -6,7 +6,7 @@
 //! engine's diagram and its state.
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
-use qflow_engine::diagram::{self, svg::svg, DiagramState};
+use qflow_engine::diagram::{self, svg::svg};
 use qflow_engine::duration::compact_ms;
 use qflow_engine::inspect::fleet::{self, Search};
 use qflow_engine::inspect::{AttemptResult, Inspection, InstanceSummary, Waiting};
@@ -111,8 +111,15 @@ fn fleet_live_with(
     let mut diagrams = Vec::new();
     for d in &drawn {
         let counts = fleet::node_counts(store, d.id)?;
-        let drawing = diagram::of_deployment(store, d.id)
-            .map(|dg| svg(&dg, Some(&DiagramState::of_counts(&d.process_id, &counts))));
+        let drawing = diagram::of_deployment(store, d.id).map(|dg| {
+            svg(
+                &dg,
+                Some(&qflow_engine::diagram::state_of_counts(
+                    &d.process_id,
+                    &counts,
+                )),
+            )
+        });
         diagrams.push((d, counts, drawing));
     }
     Ok(html! {
@@ -549,7 +556,7 @@ fn summary_row(ui: &Ui, i: &InstanceSummary) -> Markup {
 /// The live part of an instance's page: its status, diagram and state.
 pub fn instance_live(ins: &Inspection, store: &Store) -> Markup {
     let drawing = diagram::of_deployment(store, ins.deployment_id).map(|d| {
-        let state = DiagramState::of(&d, ins);
+        let state = qflow_engine::diagram::state_of(&d, ins);
         svg(&d, Some(&state))
     });
     html! {
