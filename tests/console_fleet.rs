@@ -246,3 +246,43 @@ fn m_on_the_list_repairs_every_failed_instance_of_a_deployment_after_its_plans()
         "{nothing}"
     );
 }
+
+#[test]
+fn the_fleet_panel_counts_the_decisions_serve_took_late() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("late.db").to_str().unwrap().to_string();
+    ok(&qflow(&[
+        "run",
+        "samples/dbg08-long-outage.bpmn",
+        "--db",
+        &db,
+    ]));
+    // Tall enough for the fleet panel above the lists.
+    let tall = |db: &str| {
+        let o = qflow(&["console", "--db", db, "--headless", "", "--size", "120x36"]);
+        ok(&o);
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let on_time = tall(&db);
+    let line = |f: &str| {
+        f.lines()
+            .find(|l| l.contains("late decisions"))
+            .unwrap_or_else(|| panic!("no late decisions line:\n{f}"))
+            .to_string()
+    };
+    assert!(line(&on_time).contains("none"), "{on_time}");
+    // What `qflow serve` records when it takes a due decision late.
+    let store = support::stores::open(&db);
+    store
+        .record_late("dbg08-1", Some("charge"), "timer", 1_000, 1_450)
+        .unwrap();
+    store
+        .record_late("dbg08-1", Some("charge"), "attempt", 2_000, 2_120)
+        .unwrap();
+    drop(store);
+    let late = tall(&db);
+    assert!(
+        line(&late).contains("2 (worst 450 ms late, the last 120 ms)"),
+        "{late}"
+    );
+}

@@ -1284,6 +1284,21 @@ fn fleet_lines(o: &qflow_engine::store::stats::Observations) -> Vec<(String, Str
         ("oldest next eligible".into(), at(o.oldest_next_eligible_ms)),
         ("unknown outcomes".into(), group(o.unknown_outcomes)),
         (
+            // What `qflow serve` decided later than its threshold after due
+            // (as `qflow stats` says it under "decisions on time").
+            "late decisions".into(),
+            if o.late.decisions == 0 {
+                "none".into()
+            } else {
+                format!(
+                    "{} (worst {} ms late, the last {} ms)",
+                    group(o.late.decisions),
+                    o.late.worst_ms.unwrap_or(0),
+                    o.late.last_ms.unwrap_or(0)
+                )
+            },
+        ),
+        (
             "FAILED".into(),
             or_none(
                 o.terminal
