@@ -969,6 +969,11 @@ pub enum Verdict {
     /// No instance of that name (an existing one whose node has no live
     /// correlation is [`Verdict::NotWaiting`], or [`Verdict::Failed`]).
     NoSuchInstance,
+    /// The instance is quarantined: nothing is decided for it, an answer
+    /// neither, until an operator releases it. Nothing changed; the
+    /// correlation stays live, so the same answer sent after the release
+    /// is decided then.
+    Quarantined,
 }
 
 /// The honest verdict for an answer with no live correlation: an instance

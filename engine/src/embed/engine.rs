@@ -351,6 +351,7 @@ impl Engine {
             Err(RunError::Store(StoreError::Claimed { .. } | StoreError::Conflict(_))) => {
                 Err(EngineError::Busy(instance))
             }
+            Err(RunError::Store(StoreError::Quarantined(_))) => Ok(Verdict::Quarantined),
             Err(e) => Err(e.into()),
         }
     }

@@ -678,6 +678,11 @@ pub fn verdict_reply(v: &Verdict) -> (u16, Value) {
             404,
             json!({"verdict": "no-such-instance", "message": "no instance by that name"}),
         ),
+        Verdict::Quarantined => (
+            409,
+            json!({"verdict": "quarantined",
+                   "message": "the instance is quarantined: nothing is decided for it until `qflow release INSTANCE` (send the answer again then)"}),
+        ),
     }
 }
 
