@@ -198,6 +198,14 @@ fn an_answered_call_is_accepted_and_routes_on_the_answer(fresh: &Fresh) {
         .filter_map(|l| l["node"].as_str().map(str::to_string))
         .collect();
     assert_eq!(ended, vec!["approved"]);
+    // The decision the endpoint took is printed with the loop's own.
+    let answered = s.lines_once(|l| l["kind"] == "response");
+    assert!(
+        answered.iter().any(|l| l["kind"] == "response"
+            && l["verdict"] == "accepted"
+            && l["instance"] == id.as_str()),
+        "serve's output names the accepted response: {answered:?}"
+    );
     // Answered again: the node is no longer waiting (the instance exists:
     // not a 404).
     let (status, verdict) = post(&req.reply_to, Some(&req.key), &json!({}));

@@ -155,6 +155,14 @@ pub fn run(args: Args) -> ExitCode {
         max_connections,
         waker: Some(waker),
         ui: Some(std::sync::Arc::new(ui)),
+        // The endpoint's decisions (answers, reconciliations) are printed
+        // as the loop's are: the log of a serve is every decision it took.
+        on_decision: Some({
+            let format = args.format;
+            endpoint::OnDecision(std::sync::Arc::new(move |instance: &str, d: &_| {
+                print(format, instance, d)
+            }))
+        }),
     };
     endpoint::start(listener, workers, config);
     match args.format {

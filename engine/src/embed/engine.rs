@@ -335,8 +335,19 @@ impl Engine {
         idempotency_key: Option<&str>,
         body: Value,
     ) -> Result<Verdict, EngineError> {
+        Ok(self.respond_decided(correlation, idempotency_key, body)?.0)
+    }
+
+    /// [`Engine::respond`], with the decision it took and its instance
+    /// (`None` when the verdict changed nothing): what a server prints.
+    pub fn respond_decided(
+        &mut self,
+        correlation: &str,
+        idempotency_key: Option<&str>,
+        body: Value,
+    ) -> Result<(Verdict, Option<(String, Decision)>), EngineError> {
         let Some((instance, _)) = self.store.correlation(correlation)? else {
-            return Ok(driver::no_live_correlation(&self.store, correlation)?);
+            return Ok((driver::no_live_correlation(&self.store, correlation)?, None));
         };
         let now = self.now_for(&instance)?;
         match driver::respond_as(
@@ -347,11 +358,11 @@ impl Engine {
             body,
             now,
         ) {
-            Ok((verdict, _)) => Ok(verdict),
+            Ok((verdict, decision)) => Ok((verdict, decision.map(|d| (instance, d)))),
             Err(RunError::Store(StoreError::Claimed { .. } | StoreError::Conflict(_))) => {
                 Err(EngineError::Busy(instance))
             }
-            Err(RunError::Store(StoreError::Quarantined(_))) => Ok(Verdict::Quarantined),
+            Err(RunError::Store(StoreError::Quarantined(_))) => Ok((Verdict::Quarantined, None)),
             Err(e) => Err(e.into()),
         }
     }

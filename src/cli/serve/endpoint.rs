@@ -90,6 +90,22 @@ pub struct Config {
     /// (`crate::cli::ui`), which checks the same token itself (as a cookie
     /// too: a browser's links carry no header).
     pub ui: Option<Arc<crate::cli::ui::Ui>>,
+    /// Shown each decision an answer took (a response, a reconciliation),
+    /// with its instance: `qflow serve` prints them beside the loop's own.
+    pub on_decision: Option<OnDecision>,
+}
+
+/// How a decision is shown: its instance and the decision.
+pub type ShowDecision = dyn Fn(&str, &qflow_engine::runtime::driver::Decision) + Send + Sync;
+
+/// What [`Config::on_decision`] calls.
+#[derive(Clone)]
+pub struct OnDecision(pub Arc<ShowDecision>);
+
+impl std::fmt::Debug for OnDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnDecision")
+    }
 }
 
 /// The token of `QFLOW_SERVE_TOKEN` as the endpoint checks it: surrounding
@@ -201,7 +217,8 @@ pub fn start(listener: TcpListener, workers: Vec<Engine>, config: Config) {
     let queue = Arc::new(Mutex::new(queue));
     for engine in workers {
         let (queue, db, waker) = (queue.clone(), config.db.clone(), config.waker.clone());
-        std::thread::spawn(move || work(engine, &queue, &db, waker.as_ref()));
+        let shown = config.on_decision.clone();
+        std::thread::spawn(move || work(engine, &queue, &db, waker.as_ref(), shown.as_ref()));
     }
     let (refusals, refused) = mpsc::sync_channel::<TcpStream>(QUEUE);
     std::thread::spawn(move || refuse_each(&refused));
@@ -578,6 +595,7 @@ fn work(
     queue: &Mutex<mpsc::Receiver<Job>>,
     db: &str,
     waker: Option<&qflow_engine::embed::Waker>,
+    shown: Option<&OnDecision>,
 ) {
     loop {
         let job = match queue.lock() {
@@ -588,7 +606,7 @@ fn work(
             return;
         };
         let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut reply = answer(&mut engine, &request);
+            let mut reply = answer(&mut engine, &request, shown);
             if reply.status == 500 {
                 if let Some(e) = reply.body["error"].as_str() {
                     reply.body["error"] = Value::String(format!("the store {db}: {e}"));
@@ -701,7 +719,7 @@ fn body_json(body: &[u8]) -> Result<Value, (u16, Value)> {
         .map_err(|e| (400, json!({"error": format!("the body is not JSON: {e}")})))
 }
 
-fn answer(engine: &mut Engine, req: &Request) -> Reply {
+fn answer(engine: &mut Engine, req: &Request, shown: Option<&OnDecision>) -> Reply {
     let url = req.path.as_str();
     let path = url.trim_start_matches('/');
     let body = || body_json(&req.body);
@@ -725,13 +743,18 @@ fn answer(engine: &mut Engine, req: &Request) -> Reply {
             // The driving thread claims an instance for every look at it:
             // a moment's wait usually finds the claim free again.
             let deadline = Instant::now() + BUSY_WAIT;
-            let mut answer = engine.respond(key, request, body.clone());
+            let mut answer = engine.respond_decided(key, request, body.clone());
             while matches!(answer, Err(EngineError::Busy(_))) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));
-                answer = engine.respond(key, request, body.clone());
+                answer = engine.respond_decided(key, request, body.clone());
             }
             reply(match answer {
-                Ok(v) => verdict_reply(&v),
+                Ok((v, decided)) => {
+                    if let (Some(show), Some((instance, d))) = (shown, &decided) {
+                        (show.0)(instance, d);
+                    }
+                    verdict_reply(&v)
+                }
                 Err(EngineError::Busy(_)) => (
                     503,
                     json!({"verdict": "busy", "message": "the instance is being decided; send the answer again"}),
@@ -755,7 +778,7 @@ fn answer(engine: &mut Engine, req: &Request) -> Reply {
                 Ok(b) => b,
                 Err(e) => return reply(e),
             };
-            reply(resolve(engine, id, &body))
+            reply(resolve(engine, id, &body, shown))
         }
         ("GET", Some(("instances", id))) if !id.is_empty() => reply(match engine.status(id) {
             Ok(state) => (200, state),
@@ -810,7 +833,12 @@ fn start_instance(engine: &mut Engine, process: &str, vars: Value, key: Option<&
 
 /// `{"node": …, "as": "succeeded|failed|retry", "variables": {…}}`: the
 /// reconciliation of an unknown outcome.
-fn resolve(engine: &mut Engine, id: &str, body: &Value) -> (u16, Value) {
+fn resolve(
+    engine: &mut Engine,
+    id: &str,
+    body: &Value,
+    shown: Option<&OnDecision>,
+) -> (u16, Value) {
     use qflow_engine::embed::Resolution;
     let node = body["node"].as_str().unwrap_or_default();
     let Some(how) = body["as"].as_str().and_then(Resolution::parse) else {
@@ -830,6 +858,9 @@ fn resolve(engine: &mut Engine, id: &str, body: &Value) -> (u16, Value) {
     loop {
         match engine.resolve(id, node, how, vars.clone()) {
             Ok(d) => {
+                if let Some(show) = shown {
+                    (show.0)(id, &d);
+                }
                 let state = engine.status(id).unwrap_or(Value::Null);
                 return (200, json!({"lines": d.lines, "state": state}));
             }
