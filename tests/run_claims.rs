@@ -42,7 +42,14 @@ fn an_instance_claimed_by_a_live_process_is_not_run_by_a_second_one(fresh: &Fres
     let second = qflow(&["run", model, "--db", db_s, "--format", "json"]);
     assert_eq!(second.status.code(), Some(2));
     let err = String::from_utf8_lossy(&second.stderr);
-    assert!(err.contains("claimed by elsewhere:"), "{err}");
+    assert!(err.contains("being decided by elsewhere:"), "{err}");
+    // How long the claim lasts, in seconds: never a wall-clock instant in
+    // epoch milliseconds for the reader to convert.
+    assert!(
+        err.contains("its claim lasts") && err.contains(" s more"),
+        "{err}"
+    );
+    assert!(!err.contains("wall-clock ms"), "{err}");
     // Nothing was decided by the refused run.
     let attempts = store
         .history("dbg08-1")

@@ -60,7 +60,7 @@ pub enum StoreError {
         found: u32,
         supported: u32,
     },
-    #[error("instance {instance} is claimed by {owner} until {until_ms} (wall-clock ms): another qflow process is running it")]
+    #[error("instance {instance} is being decided by {owner} ({}): another qflow process holds it for a moment; run the command again", claim_left(*.until_ms))]
     Claimed {
         instance: String,
         owner: String,
@@ -242,6 +242,19 @@ pub struct Deployment {
 pub fn source_hash(source: &str) -> String {
     let d = Sha256::digest(source.as_bytes());
     d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How long a claim lasts still, in words: a claim's end is a wall-clock
+/// instant in ms, which no reader should have to convert.
+fn claim_left(until_ms: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    match until_ms - now {
+        left if left <= 0 => "its claim has just lapsed".into(),
+        left if left < 1_000 => format!("its claim lasts {left} ms more"),
+        left => format!("its claim lasts {:.1} s more", left as f64 / 1000.0),
+    }
 }
 
 /// This process's claim owner: host and pid, so a claim left by a killed
