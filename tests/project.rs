@@ -154,3 +154,23 @@ fn bad_arguments_are_named() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("does not load"), "{err}");
 }
+
+#[test]
+fn a_model_that_does_not_load_counts_its_errors_as_check_does() {
+    // check: "1 error, 1 warning, 2 notes".
+    let model = "samples/broken/QF005-no-start-event.bpmn";
+    let (code, out, _) = qflow(&["check", model]);
+    assert_eq!(code, 1);
+    assert!(out.contains("1 error, 1 warning, 2 notes"), "{out}");
+    for cmd in [
+        vec!["project", model, "--jobs", "10"],
+        vec!["simulate", model, "--jobs", "10", "--outage", "1h"],
+    ] {
+        let (code, _, err) = qflow(&cmd);
+        assert_eq!(code, 1, "{cmd:?}: {err}");
+        assert!(
+            err.contains("does not load (1 error)"),
+            "{cmd:?} counts errors as check does, not every finding: {err}"
+        );
+    }
+}

@@ -186,15 +186,24 @@ pub fn read_definitions(
     let text = String::from_utf8_lossy(&bytes).into_owned();
     match qflow_engine::load(&text) {
         Ok(defs) => Ok((shown, text, defs)),
-        Err(diags) => Err(fail(
-            format,
-            1,
-            "model",
-            format!(
-                "{shown} does not load ({}): `qflow check {shown}` shows where",
-                qflow_engine::text::counted(diags.len() as u64, "error", "errors")
-            ),
-        )),
+        Err(diags) => {
+            // Counted as `check` counts them: the errors, not every finding
+            // the failed load carried (its warnings and hints too).
+            let errors = diags
+                .iter()
+                .filter(|d| d.severity == qflow_engine::diagnostic::Severity::Error)
+                .count()
+                .max(1);
+            Err(fail(
+                format,
+                1,
+                "model",
+                format!(
+                    "{shown} does not load ({}): `qflow check {shown}` shows where",
+                    qflow_engine::text::counted(errors as u64, "error", "errors")
+                ),
+            ))
+        }
     }
 }
 
