@@ -922,3 +922,34 @@ fn run_together(a: Segment, b: Segment) -> bool {
         false
     }
 }
+
+#[test]
+fn an_instance_is_drawn_on_its_deployed_model_whatever_model_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("q.db").display().to_string();
+    let id = run_into(&db, "dbg08-long-outage", "dbg08-long-outage");
+    let draw = |sample: &str, out: &str| {
+        let out = dir.path().join(out);
+        let o = qflow()
+            .arg("render")
+            .arg(repo().join("samples").join(format!("{sample}.bpmn")))
+            .args(["--db", &db, "--instance", &id, "--svg"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{err}");
+        (std::fs::read_to_string(out).unwrap(), err)
+    };
+    let (own, err) = draw("dbg08-long-outage", "own.svg");
+    assert!(!err.contains("note:"), "{err}");
+    // Another version of the same process (the repaired model) is not the
+    // one the instance runs: its state is drawn on the deployed model.
+    let (other, err) = draw("dbg08-repaired", "other.svg");
+    assert!(
+        err.contains(&format!("is not the model instance {id} was started from"))
+            && err.contains("drawing its deployed model instead"),
+        "{err}"
+    );
+    assert_eq!(other, own, "the deployed model's drawing, with the state");
+}

@@ -72,14 +72,38 @@ pub fn run(args: Args) -> ExitCode {
         },
         (None, None) => None,
     };
-    let state = match (&db, &args.instance) {
+    let (state, deployed) = match (&db, &args.instance) {
         (Some(db), Some(id)) => match inspect(db, id) {
-            Ok(i) => Some(i),
+            Ok((i, source)) => (Some(i), Some(source)),
             Err(m) => return fail(2, m),
         },
-        _ => None,
+        _ => (None, None),
     };
-    let process = match pick(&defs, state.as_ref().map(|i| i.process.as_str())) {
+    // An instance is drawn on the model it runs: a model file that is not
+    // that one (edited since, or another version) would put its state on
+    // the wrong shapes. The deployed model is drawn instead, and said so.
+    let deployed_defs;
+    let (text, defs) = match (&deployed, &args.instance) {
+        (Some(source), Some(id)) if *source != text => match qflow_engine::load(source) {
+            Ok(d) => {
+                eprintln!(
+                        "note: {shown} is not the model instance {id} was started from: \
+                         drawing its deployed model instead (`qflow instances --db {}` names its deployment)",
+                        db.as_ref().map(|d| d.to_string()).unwrap_or_default()
+                    );
+                deployed_defs = d;
+                (std::borrow::Cow::Owned(source.clone()), &deployed_defs)
+            }
+            Err(_) => {
+                return fail(
+                    2,
+                    format!("--instance {id}: its deployed model no longer loads"),
+                )
+            }
+        },
+        _ => (text, &defs),
+    };
+    let process = match pick(defs, state.as_ref().map(|i| i.process.as_str())) {
         Ok(p) => p,
         Err(m) => return fail(2, format!("{shown}: {m}")),
     };
@@ -113,8 +137,9 @@ fn pick<'a>(defs: &'a Definitions, wanted: Option<&str>) -> Result<&'a Process, 
     }
 }
 
-/// Read instance `id` from the database, against the model it was deployed with.
-fn inspect(db: &Location, id: &str) -> Result<Inspection, String> {
+/// Read instance `id` from the database, against the model it was deployed
+/// with; that model's source beside it.
+fn inspect(db: &Location, id: &str) -> Result<(Inspection, String), String> {
     if db.sqlite_path().is_some_and(|p| !p.exists()) {
         return Err(format!("--db {db}: no such database file"));
     }
@@ -139,5 +164,7 @@ fn inspect(db: &Location, id: &str) -> Result<Inspection, String> {
     let defs = qflow_engine::load(&source)
         .map_err(|_| format!("--instance {id}: its deployed model no longer loads"))?;
     let graph = Graph::compile(&defs).map_err(|e| format!("--instance {id}: {e}"))?;
-    Inspection::read(&store, &graph, id).map_err(|e| format!("--instance {id}: {e}"))
+    let inspection =
+        Inspection::read(&store, &graph, id).map_err(|e| format!("--instance {id}: {e}"))?;
+    Ok((inspection, source))
 }
