@@ -264,3 +264,55 @@ fn the_containment_log_says_who_let_a_pause_go_and_when(fresh: &Fresh) {
     assert_eq!(v["containment_log"].as_array().unwrap().len(), 7);
     assert_eq!(v["containment_log"][0]["by"], "ops-0");
 }
+
+crate::on_both_stores!(a_wall_clock_store_shows_instants_as_dates_not_days_since_1970);
+
+/// A store served on the wall clock (what `qflow serve` writes): its
+/// instants are RFC 3339 dates in stats' human output, never `+20789d 2h`
+/// (the days since 1970 a virtual-clock offset would make of them).
+fn a_wall_clock_store_shows_instants_as_dates_not_days_since_1970(fresh: &Fresh) {
+    use qflow_engine::embed::{Engine, TaskError, Time};
+    let db = fresh.db();
+    let mut engine = Engine::connect(&qflow_engine::store::Location::parse(&db).unwrap()).unwrap();
+    engine.register("payments.charge", |_| Err(TaskError::transient("DOWN")));
+    engine.set_time(Time::System);
+    let source = std::fs::read_to_string(DBG08).unwrap();
+    let dep = engine.deploy(&source).unwrap();
+    engine.start(&dep, serde_json::json!({})).unwrap();
+    // The first attempt fails; its retry is parked a minute away.
+    let mut attempted = false;
+    engine
+        .serve_steps(std::time::Duration::from_millis(20), |_, steps| {
+            attempted |= steps.iter().any(|s| {
+                s.decision
+                    .events
+                    .iter()
+                    .any(|l| l.event.kind() == "attempt")
+            });
+            !attempted
+        })
+        .unwrap();
+    drop(engine);
+    let (code, out, err) = qflow(&["stats", "--db", &db]);
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("oldest next-eligible time"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let year = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / 31_556_952
+        + 1970;
+    assert!(
+        line.contains(&format!("{year}-")) && line.contains('T') && line.contains('Z'),
+        "an RFC 3339 date: {line}"
+    );
+    // No `+NNNNNd`: an offset of thousands of days is an epoch misread.
+    let epoch_days = out.split('+').skip(1).any(|rest| {
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        digits >= 4 && rest[digits..].starts_with('d')
+    });
+    assert!(!epoch_days, "no days since 1970: {out}");
+}

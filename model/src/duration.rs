@@ -404,6 +404,23 @@ pub fn to_words(d: Duration) -> String {
 }
 
 /// A span of time in a table's compact form: `0s`, `45s`, `1m 30s`,
+/// Instants before this one (2000-01-01, ms since the epoch) are on a run's
+/// virtual clock, whose epoch is 0; later ones are wall-clock instants
+/// (`qflow serve`, `Time::System`).
+pub const WALL_CLOCK_FROM_MS: i64 = 946_684_800_000;
+
+/// An instant as an operator reads it: a virtual-clock one as the time
+/// since the clock's start (`+2h 36m`, as `qflow run` prints it), a
+/// wall-clock one as RFC 3339 in UTC to the second
+/// (`2026-12-02T02:36:00Z`), never days since 1970.
+pub fn instant(ms: i64) -> String {
+    if ms < WALL_CLOCK_FROM_MS {
+        return format!("+{}", compact_ms(ms));
+    }
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
 /// `2h 36m`, `1d 2h` — the two largest non-zero units, sub-second remainders
 /// dropped. The console's panels and `qflow run`'s human lines both show time
 /// this way, so a time reads the same in both.

@@ -250,7 +250,7 @@ fn html_report(
 }
 
 fn at(ms: Option<i64>) -> String {
-    ms.map_or_else(|| "—".into(), |ms| format!("+{}", compact_ms(ms)))
+    ms.map_or_else(|| "—".into(), qflow_engine::duration::instant)
 }
 
 /// `n thing` or `n things`, grouped.

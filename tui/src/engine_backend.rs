@@ -1250,7 +1250,8 @@ fn fleet_lines(o: &qflow_engine::store::stats::Observations) -> Vec<(String, Str
             v.join(" · ")
         }
     };
-    let at = |ms: Option<i64>| ms.map_or_else(|| "none".to_string(), crate::fmt::at);
+    let at =
+        |ms: Option<i64>| ms.map_or_else(|| "none".to_string(), qflow_engine::duration::instant);
     let failed: u64 = o.terminal.iter().map(|t| t.count).sum();
     vec![
         (
