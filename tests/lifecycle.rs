@@ -623,3 +623,47 @@ fn resume_runs_under_the_scenario_beside_the_deployments_model_unless_told_other
         "{end}"
     );
 }
+
+crate::on_both_stores!(a_run_of_an_edited_model_says_which_instances_the_earlier_version_left);
+
+/// Rerunning an edited model on the same database starts a new instance
+/// on a new deployment; the earlier one is named, with the migrate that
+/// moves it, never left parked without a word.
+fn a_run_of_an_edited_model_says_which_instances_the_earlier_version_left(fresh: &Fresh) {
+    let db = fresh.db();
+    let first = qflow(&[
+        "run",
+        "samples/dbg08-long-outage.bpmn",
+        "--db",
+        &db,
+        "--until",
+        "PT30S",
+    ]);
+    assert!(first.status.success());
+    assert!(!String::from_utf8_lossy(&first.stderr).contains("earlier versions"));
+    let edited = fresh.dir().join("edited.bpmn");
+    let source = std::fs::read_to_string(repo().join("samples/dbg08-long-outage.bpmn")).unwrap();
+    std::fs::write(
+        &edited,
+        source.replace("Charge the card", "Charge the card now"),
+    )
+    .unwrap();
+    let second = qflow(&[
+        "run",
+        edited.to_str().unwrap(),
+        "--scenario",
+        "samples/scenarios/dbg08-long-outage.json",
+        "--db",
+        &db,
+        "--until",
+        "PT30S",
+    ]);
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{err}");
+    assert!(
+        err.contains("dbg08-2 is a new instance on deployment 2")
+            && err.contains("1 unfinished instance of the earlier versions is left")
+            && err.contains(&format!("`qflow migrate dbg08-1 --to 2 --db {db}`")),
+        "{err}"
+    );
+}

@@ -687,6 +687,42 @@ fn drive<C: Clock>(
     drive_run(&mut session.run, opts)
 }
 
+/// A run of an edited model on a kept database starts a new instance on a
+/// new deployment; the instances of the earlier versions stay where they
+/// are. Said, never silent: which are left, and the migrate that moves one.
+fn earlier_versions_waiting(
+    store: &qflow_engine::store::Store,
+    instance: &str,
+    opts: &Opts,
+) -> Option<String> {
+    let this = store.instance(instance).ok()??;
+    let earlier: Vec<_> = store
+        .deployments()
+        .ok()?
+        .into_iter()
+        .filter(|d| d.id != this.deployment_id && d.process_id == this.process_id)
+        .filter(|d| d.counts.running + d.counts.waiting > 0)
+        .collect();
+    let first = earlier.first()?;
+    let example = store.unfinished_instance(first.id).ok()??;
+    let left: u64 = earlier
+        .iter()
+        .map(|d| u64::from(d.counts.running + d.counts.waiting))
+        .sum();
+    let db = opts.db_shown.as_deref().unwrap_or("DB");
+    Some(format!(
+        "this model differs from the one deployment {} runs, so {instance} is a new instance on deployment {}; \
+         {} of the earlier versions {} left where {} (e.g. {example}): \
+         `qflow migrate {example} --to {} --db {db}` moves it onto this one",
+        first.id,
+        this.deployment_id,
+        qflow_engine::text::counted(left, "unfinished instance", "unfinished instances"),
+        if left == 1 { "is" } else { "are" },
+        if left == 1 { "it waits" } else { "they wait" },
+        this.deployment_id,
+    ))
+}
+
 /// Step a local instance until nothing more can be decided, printing each
 /// decision and the final line (`qflow run` and `qflow resume`).
 pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCode {
@@ -700,6 +736,11 @@ pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCod
         match opts.format {
             Format::Human => println!("{msg}"),
             Format::Json => eprintln!("{msg}"),
+        }
+    }
+    if !run.resumed() {
+        if let Some(note) = earlier_versions_waiting(run.store(), run.instance_id(), opts) {
+            eprintln!("note: {note}");
         }
     }
     // The human output says a run of identical deliveries once (JSON lists each).
