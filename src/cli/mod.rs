@@ -20,3 +20,4 @@ pub mod simulate;
 pub mod stats;
 pub mod test;
 pub mod ui;
+pub mod wire;

@@ -35,6 +35,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::cli::wire::{reason, same_secret};
 use qflow_engine::embed::{Engine, EngineError};
 use qflow_engine::runtime::driver::Verdict;
 use serde_json::{json, Value};
@@ -551,18 +552,6 @@ fn authorized(value: Option<&str>, token: &str) -> bool {
     scheme.eq_ignore_ascii_case("bearer") & same_secret(given.trim().as_bytes(), token.as_bytes())
 }
 
-/// `a == b` in time that depends on their lengths only, never on where
-/// they first differ: a token is not guessed byte by byte from timings.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= usize::from(x ^ y);
-    }
-    std::hint::black_box(diff) == 0
-}
-
 /// Answer one request: the health check here, the rest by a worker.
 fn route(request: Request, shared: &Shared) -> Reply {
     if request.method == "GET" && request.path == "/health" {
@@ -644,26 +633,6 @@ fn write_reply(stream: &mut TcpStream, reply: &Reply, keep_alive: bool) -> io::R
     head.push_str(&body);
     stream.write_all(head.as_bytes())?;
     stream.flush()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        201 => "Created",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        404 => "Not Found",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        410 => "Gone",
-        411 => "Length Required",
-        413 => "Content Too Large",
-        422 => "Unprocessable Content",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "",
-    }
 }
 
 /// The HTTP status and JSON of a verdict.

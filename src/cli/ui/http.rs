@@ -9,6 +9,9 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use crate::cli::wire::reason;
+pub use crate::cli::wire::same_secret;
+
 /// The request line and headers together, at most (`431` past it).
 const HEAD_LIMIT: usize = 16 * 1024;
 /// A form's body, at most (`413` past it).
@@ -348,37 +351,6 @@ pub fn send_event(stream: &mut TcpStream, event: &str, text: &str) -> io::Result
 pub fn send_keepalive(stream: &mut TcpStream) -> io::Result<()> {
     stream.write_all(b": keep-alive\n\n")?;
     stream.flush()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        303 => "See Other",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        411 => "Length Required",
-        413 => "Content Too Large",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "",
-    }
-}
-
-/// `a == b` in time that depends on their lengths only.
-pub fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= usize::from(x ^ y);
-    }
-    std::hint::black_box(diff) == 0
 }
 
 /// A fresh secret: 32 hex digits from the system's random source (the
