@@ -16,7 +16,9 @@
 
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
-use super::{write_transition, Sqlite, StoreError, CLAIM_TTL_MS};
+use super::{Sqlite, StoreError, CLAIM_TTL_MS};
+use crate::sql::sqlite::Lite;
+use crate::write::{check_claim, write_transition};
 use qflow_instance::Transition;
 
 /// One decision of a batch, decided from the facts read at `version`.
@@ -88,8 +90,11 @@ impl Sqlite {
         let mut results = Vec::with_capacity(batch.len());
         for p in batch {
             let sp = tx.savepoint()?;
-            let applied = super::check_claim(&sp, p.instance, owner, p.version, wall_now_ms)
-                .and_then(|()| write_transition(&sp, p.instance, p.version, p.transition, p.at_ms));
+            let mut db = Lite(&sp);
+            let applied =
+                check_claim(&mut db, p.instance, owner, p.version, wall_now_ms).and_then(|()| {
+                    write_transition(&mut db, p.instance, owner, p.version, p.transition, p.at_ms)
+                });
             match applied {
                 Ok(seq) => {
                     sp.commit()?;

@@ -434,7 +434,7 @@ pub struct Containment {
     pub held: Vec<HeldPark>,
 }
 
-const MATCHES_PAUSE: &str = "(p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)";
+const MATCHES_PAUSE: &str = crate::write::matches_pause!();
 
 impl Sqlite {
     /// Pause the re-drive of every retry park of a failure class or a
@@ -825,56 +825,6 @@ fn append_log(c: &Connection, e: &NewEntry<'_>) -> Result<Logged, StoreError> {
     Ok(e.logged(c.last_insert_rowid()))
 }
 
-/// The armed retry timers of an instance whose re-drive a pause holds back.
-pub(super) fn held_timers(c: &Connection, instance: &str) -> Result<BTreeSet<i64>, StoreError> {
-    let mut st = c.prepare_cached(&format!(
-        "SELECT t.id FROM timers t WHERE t.instance_id = ?1 AND t.state = 'armed' AND t.purpose = 'retry'
-         AND EXISTS (SELECT 1 FROM pauses p WHERE {MATCHES_PAUSE})"
-    ))?;
-    let rows = st.query_map(params![instance], |r| r.get(0))?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// Refuse a transition that re-drives a paused park: it resolves a retry
-/// timer of a paused class or dependency and makes an attempt of that
-/// timer's node. (A transition that cancels the park, an interrupting
-/// boundary or a migration, is no re-drive and goes through.) Checked inside
-/// the applying transaction, so a replica that read its facts before the
-/// pause committed cannot slip a re-drive past it.
-pub(super) fn refuse_held_redrive(
-    tx: &Connection,
-    instance: &str,
-    t: &Transition,
-) -> Result<(), StoreError> {
-    for id in &t.resolve {
-        let held: Option<(String, String, String)> = tx
-            .prepare_cached(&format!(
-                "SELECT t.node, p.kind, p.value FROM timers t JOIN pauses p ON {MATCHES_PAUSE}
-                 WHERE t.id = ?1 AND t.purpose = 'retry' AND NOT EXISTS (SELECT 1 FROM incidents i
-                   WHERE i.instance_id = t.instance_id AND i.node = t.node AND i.kind = 'in-flight' AND i.closed_ms IS NULL)
-                 LIMIT 1"
-            ))?
-            .query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()?;
-        let Some((node, kind, value)) = held else {
-            continue;
-        };
-        let attempts = t.history.iter().any(|e| {
-            e.line.node.as_deref() == Some(node.as_str())
-                && matches!(e.line.event, HistoryEvent::Attempt(_))
-        });
-        if attempts {
-            return Err(StoreError::Paused {
-                instance: instance.into(),
-                node,
-                kind,
-                value,
-            });
-        }
-    }
-    Ok(())
-}
-
 /// What transition `t` itself says of the failure that parks `node`'s
 /// retry: one pure reading both stores share before they fall back to the
 /// node's last attempt line in their own history table.
@@ -926,32 +876,4 @@ pub(super) fn cause_in_transition(t: &Transition, node: &str) -> CauseInTransiti
         }
     }
     cause
-}
-
-/// The class and dependency of the failure that parks `node`'s retry in
-/// transition `t`: from its own attempt line (a registered task's failed
-/// attempt; a channel call's failed attempt, always transient, whose
-/// channel is on the call's last attempt line), else from the node's last
-/// attempt line in the store (a park re-armed by a migration).
-pub(super) fn park_cause(
-    tx: &Connection,
-    instance: &str,
-    t: &Transition,
-    node: &str,
-) -> Result<(Option<String>, Option<String>), StoreError> {
-    let class = match cause_in_transition(t, node) {
-        CauseInTransition::Task(class, task) => return Ok((class, Some(task))),
-        CauseInTransition::Call => Some("transient".to_string()),
-        CauseInTransition::None => None,
-    };
-    let last: Option<(Option<String>, Option<String>)> = tx
-        .prepare_cached(
-            "SELECT COALESCE(json_extract(detail, '$.class'), CASE WHEN task IS NULL THEN 'transient' END),
-                    COALESCE(task, json_extract(detail, '$.channel'))
-             FROM history WHERE instance_id = ?1 AND node = ?2 AND kind = 'attempt' ORDER BY seq DESC LIMIT 1",
-        )?
-        .query_row(params![instance, node], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    let (last_class, dependency) = last.unwrap_or((None, None));
-    Ok((class.or(last_class), dependency))
 }

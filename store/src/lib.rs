@@ -14,8 +14,8 @@ use std::path::Path;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use sha2::{Digest, Sha256};
 
-use qflow_instance::snapshot::{canonical_string, Snapshot};
-use qflow_instance::{Facts, OutboxChange, Purpose, Status, TimerRow, Transition};
+use qflow_instance::snapshot::Snapshot;
+use qflow_instance::{Facts, Purpose, Status, TimerRow, Transition};
 
 pub mod batch;
 mod boundary;
@@ -32,8 +32,10 @@ pub mod pg;
 pub mod plans;
 pub mod query;
 pub mod schema;
+mod sql;
 pub mod start_keys;
 pub mod stats;
+mod write;
 
 pub use lifecycle::{Deployed, DeploymentRow, Retirement, StatusCounts};
 pub use location::Location;
@@ -127,6 +129,10 @@ pub enum StoreError {
     NoDatabase { url: String, name: String },
     #[error("database error: {0}")]
     Postgres(#[from] postgres::Error),
+    /// A column that does not hold what the store wrote there (the
+    /// database was changed by hand or by another program).
+    #[error("database error: {0} (the database was changed by hand or by another program: restore it from a backup)")]
+    Decode(String),
     #[error("{url}: {why}")]
     BadUrl { url: String, why: String },
     #[error("cannot connect to {url}: {cause} (is the server running, and the URL's host, port, user and database right?)")]
@@ -649,7 +655,7 @@ fn insert_instance(
              VALUES (?1, ?2, 'running', ?3, 0, ?4, ?4)",
             params![id, deployment.id, Snapshot::new().encode(), started_ms],
         )?;
-    write_transition(tx, &id, 0, start, started_ms)?;
+    write::write_transition(&mut sql::sqlite::Lite(tx), &id, "", 0, start, started_ms)?;
     Ok(id)
 }
 
@@ -762,7 +768,7 @@ impl Sqlite {
         Ok(InstanceFacts::of_row(
             &row,
             query::armed_timers(&self.conn, instance)?,
-            contain::held_timers(&self.conn, instance)?,
+            write::held_timers(&mut sql::sqlite::Lite(&self.conn), instance)?,
             query::keys_sent(&self.conn, instance)?,
         ))
     }
@@ -782,8 +788,9 @@ impl Sqlite {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        check_claim(&tx, instance, owner, expected_version, wall_now_ms)?;
-        let seq = write_transition(&tx, instance, expected_version, t, at_ms)?;
+        let mut db = sql::sqlite::Lite(&tx);
+        write::check_claim(&mut db, instance, owner, expected_version, wall_now_ms)?;
+        let seq = write::write_transition(&mut db, instance, owner, expected_version, t, at_ms)?;
         exec(
             &tx,
             "UPDATE instances SET claim_expires_ms = ?2 WHERE id = ?1",
@@ -841,7 +848,14 @@ impl Sqlite {
         };
         lifecycle::refuse_retired(&tx, deployment)?;
         fault::point("migrate.begin");
-        let seq = write_transition(&tx, instance, expected_version, t, at_ms)?;
+        let seq = write::write_transition(
+            &mut sql::sqlite::Lite(&tx),
+            instance,
+            owner,
+            expected_version,
+            t,
+            at_ms,
+        )?;
         fault::point("migrate.written");
         tx.execute(
             "UPDATE instances SET deployment_id = ?2 WHERE id = ?1",
@@ -939,253 +953,6 @@ impl InstanceFacts {
 /// cost more than executing it.
 fn exec(c: &Connection, sql: &str, p: impl rusqlite::Params) -> rusqlite::Result<usize> {
     c.prepare_cached(sql)?.execute(p)
-}
-
-/// Refuse a transition unless `owner` holds the instance's live claim and
-/// the instance is still at `expected_version` (inside the transaction that
-/// applies it).
-fn check_claim(
-    tx: &Connection,
-    instance: &str,
-    owner: &str,
-    expected_version: i64,
-    wall_now_ms: i64,
-) -> Result<(), StoreError> {
-    let (held, until, version, quarantined): (Option<String>, Option<i64>, i64, Option<i64>) = tx
-        .prepare_cached(
-            "SELECT claim_owner, claim_expires_ms, version, quarantined_ms FROM instances WHERE id = ?1",
-        )?
-        .query_row(params![instance], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })
-        .optional()?
-        .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-    if quarantined.is_some() {
-        return Err(StoreError::Quarantined(instance.into()));
-    }
-    if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
-        return Err(StoreError::Claimed {
-            instance: instance.into(),
-            owner: held.unwrap_or_else(|| "nobody".into()),
-            until_ms: until.unwrap_or(0),
-        });
-    }
-    if version != expected_version {
-        return Err(StoreError::Conflict(instance.into()));
-    }
-    Ok(())
-}
-
-/// Write one transition inside an open transaction; returns its seq.
-fn write_transition(
-    tx: &Connection,
-    instance: &str,
-    version: i64,
-    t: &Transition,
-    at_ms: i64,
-) -> Result<i64, StoreError> {
-    contain::refuse_held_redrive(tx, instance, t)?;
-    let new_version = version + 1;
-    let changed = if t.keep_stored_snapshot {
-        // A snapshot that cannot be decoded stays byte for byte as stored.
-        exec(tx,
-            "UPDATE instances SET status = ?2, version = ?3, updated_ms = ?4 WHERE id = ?1 AND version = ?5",
-            params![instance, t.status.as_str(), new_version, at_ms, version],
-        )?
-    } else {
-        exec(tx,
-            "UPDATE instances SET status = ?2, snapshot = ?3, version = ?4, updated_ms = ?5 WHERE id = ?1 AND version = ?6",
-            params![instance, t.status.as_str(), t.snapshot.encode(), new_version, at_ms, version],
-        )?
-    };
-    if changed != 1 {
-        return Err(StoreError::Conflict(instance.into()));
-    }
-    exec(
-        tx,
-        "INSERT INTO transitions(instance_id, version, at_ms, status, snapshot)
-         SELECT ?1, ?2, ?3, ?4, snapshot FROM instances WHERE id = ?1",
-        params![instance, new_version, at_ms, t.status.as_str()],
-    )?;
-    let seq = tx.last_insert_rowid();
-    for id in &t.resolve {
-        let n = exec(tx,
-            "UPDATE timers SET state = 'resolved', resolved_seq = ?3 WHERE id = ?1 AND instance_id = ?2 AND state = 'armed'",
-            params![id, instance, seq],
-        )?;
-        if n != 1 {
-            return Err(StoreError::Conflict(instance.into()));
-        }
-    }
-    for a in &t.arm {
-        let (class, dependency) = if a.purpose == Purpose::Retry {
-            contain::park_cause(tx, instance, t, &a.node)?
-        } else {
-            (None, None)
-        };
-        exec(tx,
-            "INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq, class, dependency) VALUES (?1, ?2, ?3, ?4, ?5, 'armed', ?6, ?7, ?8)",
-            params![instance, a.node, a.purpose.as_str(), a.due_ms, a.attempt, seq, class, dependency],
-        )?;
-    }
-    for e in &t.history {
-        let event = &e.line.event;
-        exec(tx,
-            "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, code, task, timer_id, event_index, detail)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                seq,
-                instance,
-                at_ms,
-                event.kind(),
-                e.line.node,
-                event.attempt(),
-                event.code(),
-                event.task(),
-                e.timer_id,
-                e.event_index.map(|i| i as i64),
-                e.line.to_canonical()
-            ],
-        )?;
-    }
-    // A migration renames call nodes: their outbox rows and correlations go
-    // with them. Two passes through a name no node id can have (ids are XML
-    // names, never containing a space), so a swap `a=b, b=a` cannot collide.
-    for pass in 0..2 {
-        for (old, new) in &t.calls.rename {
-            let (from, to) = if pass == 0 {
-                (old.clone(), format!("migrating {new}"))
-            } else {
-                (format!("migrating {new}"), new.clone())
-            };
-            exec(
-                tx,
-                "UPDATE outbox SET node = ?3 WHERE instance_id = ?1 AND node = ?2",
-                params![instance, from, to],
-            )?;
-            // The ledger moves with its node; a node that already had keys
-            // keeps the higher count.
-            exec(
-                tx,
-                "INSERT INTO request_keys(instance_id, node, last)
-                 SELECT instance_id, ?3, last FROM request_keys WHERE instance_id = ?1 AND node = ?2
-                 ON CONFLICT(instance_id, node) DO UPDATE SET last = max(last, excluded.last)",
-                params![instance, from, to],
-            )?;
-            exec(
-                tx,
-                "DELETE FROM request_keys WHERE instance_id = ?1 AND node = ?2",
-                params![instance, from],
-            )?;
-            exec(
-                tx,
-                "UPDATE correlations SET key = ?3, node = ?4 WHERE key = ?2 AND instance_id = ?1",
-                params![
-                    instance,
-                    format!("{instance}/{from}"),
-                    format!("{instance}/{to}"),
-                    to
-                ],
-            )?;
-        }
-    }
-    // The dead attempt's undelivered requests (pending and poisoned) are
-    // withdrawn at its backoff park: the one exception to "the outbox never
-    // deletes an undelivered row". A superseded request delivered late would
-    // race the re-drive's fresh emission into a double submit, and one
-    // poisoning late would fail the live attempt and burn a budget slot it
-    // never spent. Nothing is forgotten: the failure lives on in the marker,
-    // the attempt counter, the history, and the poison's incident.
-    for node in &t.calls.withdraw {
-        exec(tx,
-            "DELETE FROM outbox WHERE instance_id = ?1 AND node = ?2 AND state IN ('pending','poisoned')",
-            params![instance, node],
-        )?;
-    }
-    // Everywhere else an undelivered row is kept: marked `abandoned` with
-    // why it will never be delivered (a poisoned row's reason says it was
-    // poisoned first). Before any emission of this transition, so a flow
-    // that re-enters the call node keeps its fresh request pending.
-    for a in &t.calls.abandon {
-        exec(tx,
-            "UPDATE outbox SET reason = CASE WHEN state = 'poisoned' THEN 'poisoned' || COALESCE(' (' || reason || ')', '') || ', then ' || ?3 ELSE ?3 END,
-                               state = 'abandoned'
-             WHERE instance_id = ?1 AND (?2 IS NULL OR node = ?2) AND state IN ('pending','poisoned')",
-            params![instance, a.node, a.reason],
-        )?;
-    }
-    for r in &t.calls.emit {
-        exec(tx,
-            "INSERT INTO outbox(instance_id, node, channel, operation, attempt, idempotency_key, payload, state, deliveries, next_ms, created_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?8, ?8)",
-            params![instance, r.node, r.channel, r.operation, r.attempt, r.idempotency_key, canonical_string(&r.payload), at_ms],
-        )?;
-        exec(
-            tx,
-            "INSERT INTO request_keys(instance_id, node, last) VALUES (?1, ?2, ?3)
-             ON CONFLICT(instance_id, node) DO UPDATE SET last = max(last, excluded.last)",
-            params![instance, r.node, r.key_number],
-        )?;
-    }
-    for c in &t.calls.outbox {
-        let (id, state, deliveries, next) = match c {
-            OutboxChange::Delivered { id, deliveries } => (id, "delivered", deliveries, at_ms),
-            OutboxChange::Retry {
-                id,
-                deliveries,
-                next_ms,
-            } => (id, "pending", deliveries, *next_ms),
-            OutboxChange::Poisoned { id, deliveries } => (id, "poisoned", deliveries, at_ms),
-        };
-        let n = exec(tx,
-            "UPDATE outbox SET state = ?3, deliveries = ?4, next_ms = ?5 WHERE id = ?1 AND instance_id = ?2 AND state = 'pending'",
-            params![id, instance, state, deliveries, next],
-        )?;
-        if n != 1 {
-            return Err(StoreError::Conflict(instance.into()));
-        }
-        if let (OutboxChange::Poisoned { .. }, Some(i)) = (c, poison_reason(t)) {
-            // Why it was poisoned (the counterpart's status and body, or
-            // the deliveries spent), kept on the row.
-            exec(
-                tx,
-                "UPDATE outbox SET reason = ?2 WHERE id = ?1",
-                params![id, i],
-            )?;
-        }
-    }
-    for node in &t.calls.correlate {
-        exec(tx,
-            "INSERT OR IGNORE INTO correlations(key, instance_id, node, created_ms) VALUES (?1, ?2, ?3, ?4)",
-            params![format!("{instance}/{node}"), instance, node, at_ms],
-        )?;
-    }
-    for node in &t.calls.retire {
-        exec(
-            tx,
-            "DELETE FROM correlations WHERE key = ?1",
-            params![format!("{instance}/{node}")],
-        )?;
-    }
-    for node in &t.close_incidents {
-        exec(tx,
-            "UPDATE incidents SET closed_ms = ?3 WHERE instance_id = ?1 AND node = ?2 AND closed_ms IS NULL",
-            params![instance, node, at_ms],
-        )?;
-    }
-    for node in &t.close_in_flight {
-        exec(tx,
-            "UPDATE incidents SET closed_ms = ?3 WHERE instance_id = ?1 AND node = ?2 AND kind = 'in-flight' AND closed_ms IS NULL",
-            params![instance, node, at_ms],
-        )?;
-    }
-    for i in &t.open_incidents {
-        exec(tx,
-            "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![instance, i.node, i.kind, i.message, at_ms],
-        )?;
-    }
-    Ok(seq)
 }
 
 /// Why a transition's poisoned request was refused, when the counterpart

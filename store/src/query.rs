@@ -394,7 +394,7 @@ impl Sqlite {
     pub fn next_timer(&self, instance: &str) -> Result<Option<TimerRow>, StoreError> {
         // A park a pause holds is not due for anyone: a poller waiting for
         // it would wait forever.
-        let held = super::contain::held_timers(self.conn(), instance)?;
+        let held = crate::write::held_timers(&mut crate::sql::sqlite::Lite(self.conn()), instance)?;
         Ok(armed_timers(self.conn(), instance)?
             .into_iter()
             .find(|t| !held.contains(&t.id)))

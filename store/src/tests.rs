@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::*;
 use qflow_instance::history::{Entry, HistoryEvent, Line, Secs};
 use qflow_instance::snapshot::{Token, TokenState};
-use qflow_instance::{CallEffects, NewTimer};
+use qflow_instance::{CallEffects, NewTimer, OutboxChange};
 
 const MODEL: &str = "<definitions/>";
 

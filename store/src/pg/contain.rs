@@ -3,18 +3,14 @@
 //! does). A pause or a quarantine is a row, so it holds for every process
 //! on every host serving the database.
 
-use std::collections::BTreeSet;
-
 use postgres::GenericClient;
 
 use super::super::contain::{
-    cause_in_transition, entry, in_order, pause_changes, quarantine_changes, record_after, Action,
-    Actor, CauseInTransition, Containment, HeldPark, LogQuery, Logged, NewEntry, ParkedCause,
-    Pause, PauseChange, PauseKind, PauseRecord, QuarantineChange, Quarantined, PARKED_BY_CAUSE,
+    entry, in_order, pause_changes, quarantine_changes, record_after, Action, Actor, Containment,
+    HeldPark, LogQuery, Logged, NewEntry, ParkedCause, Pause, PauseChange, PauseKind, PauseRecord,
+    QuarantineChange, Quarantined, PARKED_BY_CAUSE,
 };
 use super::{Db, Postgres, StoreError};
-use qflow_instance::history::HistoryEvent;
-use qflow_instance::Transition;
 
 impl Postgres {
     pub fn pause(
@@ -392,92 +388,6 @@ fn append_log<C: GenericClient>(
         ],
     )?;
     Ok(e.logged(r.get(0)))
-}
-
-/// The armed retry timers of an instance whose re-drive a pause holds back.
-pub(super) fn held_timers<C: GenericClient>(
-    db: &mut Db<'_, C>,
-    instance: &str,
-) -> Result<BTreeSet<i64>, StoreError> {
-    Ok(db
-        .rows(
-            "SELECT t.id FROM timers t WHERE t.instance_id = $1 AND t.state = 'armed' AND t.purpose = 'retry'
-             AND EXISTS (SELECT 1 FROM pauses p WHERE (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency))",
-            &[&instance],
-        )?
-        .iter()
-        .map(|r| r.get(0))
-        .collect())
-}
-
-/// Refuse a transition that re-drives a paused park, inside the applying
-/// transaction.
-pub(super) fn refuse_held_redrive<C: GenericClient>(
-    db: &mut Db<'_, C>,
-    instance: &str,
-    t: &Transition,
-) -> Result<(), StoreError> {
-    if t.resolve.is_empty() {
-        return Ok(());
-    }
-    // Held until commit: a pause committing meanwhile waits for this
-    // transition, and one already committed is seen by the check below.
-    db.exec(
-        "SELECT pg_advisory_xact_lock_shared($1)",
-        &[&super::schema::PAUSE_LOCK],
-    )?;
-    for id in &t.resolve {
-        let Some(r) = db.opt(
-            "SELECT t.node, p.kind, p.value FROM timers t JOIN pauses p
-                 ON (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)
-             WHERE t.id = $1 AND t.purpose = 'retry' AND NOT EXISTS (SELECT 1 FROM incidents i
-                   WHERE i.instance_id = t.instance_id AND i.node = t.node AND i.kind = 'in-flight' AND i.closed_ms IS NULL)
-             LIMIT 1",
-            &[id],
-        )?
-        else {
-            continue;
-        };
-        let (node, kind, value): (String, String, String) = (r.get(0), r.get(1), r.get(2));
-        let attempts = t.history.iter().any(|e| {
-            e.line.node.as_deref() == Some(node.as_str())
-                && matches!(e.line.event, HistoryEvent::Attempt(_))
-        });
-        if attempts {
-            return Err(StoreError::Paused {
-                instance: instance.into(),
-                node,
-                kind,
-                value,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// The class and dependency of the failure that parks `node`'s retry in
-/// transition `t` (see SQLite's `park_cause`).
-pub(super) fn park_cause<C: GenericClient>(
-    db: &mut Db<'_, C>,
-    instance: &str,
-    t: &Transition,
-    node: &str,
-) -> Result<(Option<String>, Option<String>), StoreError> {
-    let class = match cause_in_transition(t, node) {
-        CauseInTransition::Task(class, task) => return Ok((class, Some(task))),
-        CauseInTransition::Call => Some("transient".to_string()),
-        CauseInTransition::None => None,
-    };
-    let last: Option<(Option<String>, Option<String>)> = db
-        .opt(
-            "SELECT COALESCE(detail::json->>'class', CASE WHEN task IS NULL THEN 'transient' END),
-                    COALESCE(task, detail::json->>'channel')
-             FROM history WHERE instance_id = $1 AND node = $2 AND kind = 'attempt' ORDER BY seq DESC LIMIT 1",
-            &[&instance, &node],
-        )?
-        .map(|r| (r.get(0), r.get(1)));
-    let (last_class, dependency) = last.unwrap_or((None, None));
-    Ok((class.or(last_class), dependency))
 }
 
 #[cfg(test)]

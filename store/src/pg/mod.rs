@@ -38,8 +38,8 @@ use super::{
     fault, owner_is_dead, source_hash, Deployment, Destination, InstanceFacts, StoreError,
     CLAIM_TTL_MS,
 };
-use qflow_instance::snapshot::{canonical_string, Snapshot};
-use qflow_instance::{OutboxChange, OutboxRow, Purpose, Status, TimerRow, Transition};
+use qflow_instance::snapshot::Snapshot;
+use qflow_instance::{OutboxRow, Status, TimerRow, Transition};
 
 mod contain;
 mod inflight;
@@ -48,8 +48,7 @@ mod start_keys;
 mod stats;
 mod tls;
 
-/// The notification channel of poison wakes.
-const WAKE_CHANNEL: &str = "qflow_poison_wake";
+use crate::write::{check_claim, held_timers, write_transition, WAKE_CHANNEL};
 
 /// The PostgreSQL store: one connection, and the statements it prepared.
 pub(crate) struct Postgres {
@@ -64,13 +63,13 @@ type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
 /// A connection or transaction with the statement cache: every statement
 /// of a decision is prepared once per connection, then only executed.
-struct Db<'c, C> {
+pub(crate) struct Db<'c, C> {
     c: &'c mut C,
     stmts: &'c mut HashMap<&'static str, Statement>,
 }
 
 impl<C: GenericClient> Db<'_, C> {
-    fn st(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
+    pub(crate) fn st(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
         if let Some(s) = self.stmts.get(sql) {
             return Ok(s.clone());
         }
@@ -79,22 +78,34 @@ impl<C: GenericClient> Db<'_, C> {
         Ok(s)
     }
 
-    fn exec(&mut self, sql: &'static str, p: Params<'_>) -> Result<u64, postgres::Error> {
+    pub(crate) fn exec(
+        &mut self,
+        sql: &'static str,
+        p: Params<'_>,
+    ) -> Result<u64, postgres::Error> {
         let s = self.st(sql)?;
         self.c.execute(&s, p)
     }
 
-    fn rows(&mut self, sql: &'static str, p: Params<'_>) -> Result<Vec<Row>, postgres::Error> {
+    pub(crate) fn rows(
+        &mut self,
+        sql: &'static str,
+        p: Params<'_>,
+    ) -> Result<Vec<Row>, postgres::Error> {
         let s = self.st(sql)?;
         self.c.query(&s, p)
     }
 
-    fn opt(&mut self, sql: &'static str, p: Params<'_>) -> Result<Option<Row>, postgres::Error> {
+    pub(crate) fn opt(
+        &mut self,
+        sql: &'static str,
+        p: Params<'_>,
+    ) -> Result<Option<Row>, postgres::Error> {
         let s = self.st(sql)?;
         self.c.query_opt(&s, p)
     }
 
-    fn one(&mut self, sql: &'static str, p: Params<'_>) -> Result<Row, postgres::Error> {
+    pub(crate) fn one(&mut self, sql: &'static str, p: Params<'_>) -> Result<Row, postgres::Error> {
         let s = self.st(sql)?;
         self.c.query_one(&s, p)
     }
@@ -422,7 +433,7 @@ impl Postgres {
             let row = instance_row_of(db, instance)?
                 .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
             let timers = armed_timers(db, instance)?;
-            let held = contain::held_timers(db, instance)?;
+            let held = held_timers(db, instance)?;
             let keys_sent = keys_sent(db, instance)?;
             Ok(InstanceFacts::of_row(&row, timers, held, keys_sent))
         })
@@ -736,40 +747,6 @@ impl Postgres {
     }
 }
 
-/// Refuse a transition unless `owner` holds the instance's live claim and
-/// the instance is still at `expected_version`; the row stays locked until
-/// the transaction ends.
-fn check_claim<C: GenericClient>(
-    db: &mut Db<'_, C>,
-    instance: &str,
-    owner: &str,
-    expected_version: i64,
-    wall_now_ms: i64,
-) -> Result<(), StoreError> {
-    let row = db
-        .opt(
-            "SELECT claim_owner, claim_expires_ms, version, quarantined_ms FROM instances WHERE id = $1 FOR UPDATE",
-            &[&instance],
-        )?
-        .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-    let (held, until, version): (Option<String>, Option<i64>, i64) =
-        (row.get(0), row.get(1), row.get(2));
-    if row.get::<_, Option<i64>>(3).is_some() {
-        return Err(StoreError::Quarantined(instance.into()));
-    }
-    if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
-        return Err(StoreError::Claimed {
-            instance: instance.into(),
-            owner: held.unwrap_or_else(|| "nobody".into()),
-            until_ms: until.unwrap_or(0),
-        });
-    }
-    if version != expected_version {
-        return Err(StoreError::Conflict(instance.into()));
-    }
-    Ok(())
-}
-
 /// Refuse to start (or move) an instance onto a retired deployment; the
 /// deployment's row is share-locked, so a retirement waits for this
 /// transaction (and this one for a retirement in progress).
@@ -847,217 +824,6 @@ fn insert_instance<C: GenericClient>(
     // holds no claim: the row is new and no one else can see it yet.
     write_transition(db, &id, "", 0, start, started_ms)?;
     Ok(id)
-}
-
-/// Write one transition inside an open transaction; returns its seq.
-/// `owner` signs the poison wakes it sends.
-fn write_transition<C: GenericClient>(
-    db: &mut Db<'_, C>,
-    instance: &str,
-    owner: &str,
-    version: i64,
-    t: &Transition,
-    at_ms: i64,
-) -> Result<i64, StoreError> {
-    contain::refuse_held_redrive(db, instance, t)?;
-    let new_version = version + 1;
-    let status = t.status.as_str();
-    let changed = if t.keep_stored_snapshot {
-        db.exec(
-            "UPDATE instances SET status = $2, version = $3, updated_ms = $4 WHERE id = $1 AND version = $5",
-            &[&instance, &status, &new_version, &at_ms, &version],
-        )?
-    } else {
-        db.exec(
-            "UPDATE instances SET status = $2, snapshot = $3, version = $4, updated_ms = $5 WHERE id = $1 AND version = $6",
-            &[&instance, &status, &t.snapshot.encode(), &new_version, &at_ms, &version],
-        )?
-    };
-    if changed != 1 {
-        return Err(StoreError::Conflict(instance.into()));
-    }
-    let seq: i64 = db
-        .one(
-            "INSERT INTO transitions(instance_id, version, at_ms, status, snapshot)
-             SELECT id, $2, $3, $4, snapshot FROM instances WHERE id = $1 RETURNING seq",
-            &[&instance, &new_version, &at_ms, &status],
-        )?
-        .get(0);
-    for id in &t.resolve {
-        let n = db.exec(
-            "UPDATE timers SET state = 'resolved', resolved_seq = $3 WHERE id = $1 AND instance_id = $2 AND state = 'armed'",
-            &[id, &instance, &seq],
-        )?;
-        if n != 1 {
-            return Err(StoreError::Conflict(instance.into()));
-        }
-    }
-    for a in &t.arm {
-        let (class, dependency) = if a.purpose == Purpose::Retry {
-            contain::park_cause(db, instance, t, &a.node)?
-        } else {
-            (None, None)
-        };
-        db.exec(
-            "INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq, class, dependency) VALUES ($1, $2, $3, $4, $5, 'armed', $6, $7, $8)",
-            &[&instance, &a.node, &a.purpose.as_str(), &a.due_ms, &a.attempt.map(i64::from), &seq, &class, &dependency],
-        )?;
-    }
-    for e in &t.history {
-        let event = &e.line.event;
-        db.exec(
-            "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, code, task, timer_id, event_index, detail)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-            &[
-                &seq,
-                &instance,
-                &at_ms,
-                &event.kind(),
-                &e.line.node,
-                &event.attempt().map(i64::from),
-                &event.code(),
-                &event.task(),
-                &e.timer_id,
-                &e.event_index.map(|i| i as i64),
-                &e.line.to_canonical(),
-            ],
-        )?;
-    }
-    // A migration renames call nodes: their outbox rows, key ledger and
-    // correlations go with them, in two passes through a name no node id
-    // can have (see the SQLite store).
-    for pass in 0..2 {
-        for (old, new) in &t.calls.rename {
-            let (from, to) = if pass == 0 {
-                (old.clone(), format!("migrating {new}"))
-            } else {
-                (format!("migrating {new}"), new.clone())
-            };
-            db.exec(
-                "UPDATE outbox SET node = $3 WHERE instance_id = $1 AND node = $2",
-                &[&instance, &from, &to],
-            )?;
-            db.exec(
-                "INSERT INTO request_keys(instance_id, node, last)
-                 SELECT instance_id, $3, last FROM request_keys WHERE instance_id = $1 AND node = $2
-                 ON CONFLICT (instance_id, node) DO UPDATE SET last = GREATEST(request_keys.last, excluded.last)",
-                &[&instance, &from, &to],
-            )?;
-            db.exec(
-                "DELETE FROM request_keys WHERE instance_id = $1 AND node = $2",
-                &[&instance, &from],
-            )?;
-            db.exec(
-                "UPDATE correlations SET key = $3, node = $4 WHERE key = $2 AND instance_id = $1",
-                &[
-                    &instance,
-                    &format!("{instance}/{from}"),
-                    &format!("{instance}/{to}"),
-                    &to,
-                ],
-            )?;
-        }
-    }
-    // The dead attempt's undelivered requests are withdrawn at its backoff
-    // park (see the SQLite store for why).
-    for node in &t.calls.withdraw {
-        db.exec(
-            "DELETE FROM outbox WHERE instance_id = $1 AND node = $2 AND state IN ('pending','poisoned')",
-            &[&instance, node],
-        )?;
-    }
-    // Everywhere else an undelivered row is kept, marked `abandoned` with
-    // why (see the SQLite store), before any emission of this transition.
-    for a in &t.calls.abandon {
-        db.exec(
-            "UPDATE outbox SET reason = CASE WHEN state = 'poisoned' THEN 'poisoned' || COALESCE(' (' || reason || ')', '') || ', then ' || $3 ELSE $3 END,
-                               state = 'abandoned'
-             WHERE instance_id = $1 AND ($2::TEXT IS NULL OR node = $2) AND state IN ('pending','poisoned')",
-            &[&instance, &a.node, &a.reason],
-        )?;
-    }
-    for r in &t.calls.emit {
-        db.exec(
-            "INSERT INTO outbox(instance_id, node, channel, operation, attempt, idempotency_key, payload, state, deliveries, next_ms, created_ms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $8)",
-            &[
-                &instance,
-                &r.node,
-                &r.channel,
-                &r.operation,
-                &i64::from(r.attempt),
-                &r.idempotency_key,
-                &canonical_string(&r.payload),
-                &at_ms,
-            ],
-        )?;
-        db.exec(
-            "INSERT INTO request_keys(instance_id, node, last) VALUES ($1, $2, $3)
-             ON CONFLICT (instance_id, node) DO UPDATE SET last = GREATEST(request_keys.last, excluded.last)",
-            &[&instance, &r.node, &i64::from(r.key_number)],
-        )?;
-    }
-    for c in &t.calls.outbox {
-        let (id, state, deliveries, next) = match c {
-            OutboxChange::Delivered { id, deliveries } => (id, "delivered", deliveries, at_ms),
-            OutboxChange::Retry {
-                id,
-                deliveries,
-                next_ms,
-            } => (id, "pending", deliveries, *next_ms),
-            OutboxChange::Poisoned { id, deliveries } => (id, "poisoned", deliveries, at_ms),
-        };
-        let node: Option<String> = db
-            .opt(
-                "UPDATE outbox SET state = $3, deliveries = $4, next_ms = $5 WHERE id = $1 AND instance_id = $2 AND state = 'pending' RETURNING node",
-                &[id, &instance, &state, &i64::from(*deliveries), &next],
-            )?
-            .map(|r| r.get(0));
-        let Some(node) = node else {
-            return Err(StoreError::Conflict(instance.into()));
-        };
-        if matches!(c, OutboxChange::Poisoned { .. }) {
-            if let Some(why) = super::poison_reason(t) {
-                db.exec("UPDATE outbox SET reason = $2 WHERE id = $1", &[id, &why])?;
-            }
-            // Sent when (and only if) this transaction commits.
-            db.exec(
-                "SELECT pg_notify($1, $2)",
-                &[&WAKE_CHANNEL, &format!("{owner}\n{instance}\n{node}")],
-            )?;
-        }
-    }
-    for node in &t.calls.correlate {
-        db.exec(
-            "INSERT INTO correlations(key, instance_id, node, created_ms) VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING",
-            &[&format!("{instance}/{node}"), &instance, node, &at_ms],
-        )?;
-    }
-    for node in &t.calls.retire {
-        db.exec(
-            "DELETE FROM correlations WHERE key = $1",
-            &[&format!("{instance}/{node}")],
-        )?;
-    }
-    for node in &t.close_incidents {
-        db.exec(
-            "UPDATE incidents SET closed_ms = $3 WHERE instance_id = $1 AND node = $2 AND closed_ms IS NULL",
-            &[&instance, node, &at_ms],
-        )?;
-    }
-    for node in &t.close_in_flight {
-        db.exec(
-            "UPDATE incidents SET closed_ms = $3 WHERE instance_id = $1 AND node = $2 AND kind = 'in-flight' AND closed_ms IS NULL",
-            &[&instance, node, &at_ms],
-        )?;
-    }
-    for i in &t.open_incidents {
-        db.exec(
-            "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES ($1, $2, $3, $4, $5)",
-            &[&instance, &i.node, &i.kind, &i.message, &at_ms],
-        )?;
-    }
-    Ok(seq)
 }
 
 const INSTANCE_SQL: &str =
@@ -1303,7 +1069,7 @@ impl Postgres {
 
     pub fn next_timer(&self, instance: &str) -> Result<Option<TimerRow>, StoreError> {
         self.read(|db| {
-            let held = contain::held_timers(db, instance)?;
+            let held = held_timers(db, instance)?;
             Ok(armed_timers(db, instance)?
                 .into_iter()
                 .find(|t| !held.contains(&t.id)))
