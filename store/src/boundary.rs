@@ -8,13 +8,11 @@
 //! not a runtime surprise). Adding a method to the store means adding it to
 //! this list and to each backend.
 
-use super::batch::Pending;
 use super::{
-    Backend, CorrelationRow, Deployed, Deployment, DeploymentRow, Destination, HistoryRow,
-    IncidentRow, InstanceFacts, InstanceRow, OutboxEntry, Retirement, Store, StoreError, TimerInfo,
-    TransitionRow,
+    Backend, CorrelationRow, DeploymentRow, HistoryRow, IncidentRow, InstanceFacts, InstanceRow,
+    OutboxEntry, Store, StoreError, TimerInfo, TransitionRow,
 };
-use qflow_instance::{OutboxRow, TimerRow, Transition};
+use qflow_instance::{OutboxRow, TimerRow};
 
 /// `reads { fn name(args) -> T; … }` forwards `&self` methods, `writes`
 /// forwards `&mut self` ones, each to the backend's method of the same name.
@@ -51,8 +49,6 @@ forward! {
     reads {
         /// The schema version of the database (the migrations applied).
         fn schema_version() -> Result<u32, StoreError>;
-        /// The unfinished instance of a deployment, if any (the oldest).
-        fn unfinished_instance(deployment: i64) -> Result<Option<String>, StoreError>;
         /// The durable facts of one instance: deployment, status, version,
         /// start, snapshot, armed timers, the key ledger.
         fn facts(instance: &str) -> Result<InstanceFacts, StoreError>;
@@ -77,8 +73,6 @@ forward! {
         /// Whether the outbox holds a poisoned request for exactly this
         /// instance and node (what a poison wake re-reads under the claim).
         fn has_poisoned_request(instance: &str, node: &str) -> Result<bool, StoreError>;
-        /// The start an idempotency key names, if a start took it.
-        fn start_key(key: &str) -> Result<Option<super::start_keys::StartKey>, StoreError>;
         /// The instance and node a correlation key names (`instance/node`), if live.
         fn correlation(key: &str) -> Result<Option<(String, String)>, StoreError>;
         /// The earliest armed timer of an instance.
@@ -131,11 +125,6 @@ forward! {
         fn deployments() -> Result<Vec<DeploymentRow>, StoreError>;
         /// One deployment, if it exists.
         fn deployment(id: i64) -> Result<Option<DeploymentRow>, StoreError>;
-        /// Keep a claim held until at least `until_ms` (wall clock), for
-        /// the owner that holds it: a handler that may run longer than a
-        /// claim lasts must still find it held when its outcome is applied.
-        /// Never shortens a claim, never takes one.
-        fn extend_claim(instance: &str, until_ms: i64) -> Result<(), StoreError>;
         /// The body an outbox row was emitted with (what the relay sends),
         /// if the row exists and its payload is JSON.
         fn request_payload(id: i64) -> Result<Option<serde_json::Value>, StoreError>;
@@ -206,100 +195,6 @@ forward! {
         fn wakes(owner: &str) -> Result<Vec<(String, String)>, StoreError>;
     }
     writes {
-        /// Deploy a model (idempotent by hash and process id). `now_ms`: wall clock.
-        fn deploy(process_id: &str, source: &str, now_ms: i64) -> Result<Deployment, StoreError>;
-        /// Create an instance with its start transition, unless the
-        /// deployment already has an unfinished one: decided in one write
-        /// transaction, so two processes never start two. Returns the
-        /// instance id and whether it is new.
-        fn create_instance(
-            deployment: &Deployment,
-            start: &Transition,
-            started_ms: i64,
-        ) -> Result<(String, bool), StoreError>;
-        /// Start one more instance of a deployment, whatever else runs: what
-        /// a server does for every request (local runs use
-        /// [`Store::create_instance`]).
-        fn start_instance(
-            deployment: &Deployment,
-            start: &Transition,
-            started_ms: i64,
-        ) -> Result<String, StoreError>;
-        /// Start an instance once per `key`: in one transaction, the key's
-        /// instance if a start took it already (nothing started), else a new
-        /// instance with the key recorded beside it (`start_keys.rs`).
-        /// `fingerprint` identifies the start's variables.
-        fn start_instance_once(
-            deployment: &Deployment,
-            start: &Transition,
-            started_ms: i64,
-            key: &str,
-            fingerprint: &str,
-            wall_ms: i64,
-        ) -> Result<super::start_keys::KeyedStart, StoreError>;
-        /// Start `n` instances of a deployment in one transaction, each with
-        /// the same start transition (a simulation or a benchmark seeding a
-        /// fleet).
-        fn start_instances(
-            deployment: &Deployment,
-            start: &Transition,
-            started_ms: i64,
-            n: usize,
-        ) -> Result<(), StoreError>;
-        /// Take (or renew) the claim on an instance: a lease until
-        /// `wall_now_ms` + [`super::CLAIM_TTL_MS`]. A claim held by someone
-        /// else is respected until it expires, unless its owner is a dead
-        /// process on this host.
-        fn claim(instance: &str, owner: &str, wall_now_ms: i64) -> Result<(), StoreError>;
-        /// Give the claim up (end of a run).
-        fn release(instance: &str, owner: &str) -> Result<(), StoreError>;
-        /// Apply a transition in one transaction under the claim: refused if
-        /// the claim is not `owner`'s, if the instance moved past
-        /// `expected_version`, or if a timer it resolves is no longer armed.
-        fn apply(
-            instance: &str,
-            owner: &str,
-            expected_version: i64,
-            t: &Transition,
-            at_ms: i64,
-            wall_now_ms: i64,
-        ) -> Result<i64, StoreError>;
-        /// Move an instance to another deployment, applying the migration's
-        /// transition in the same transaction, under the claim. A retired
-        /// deployment receives no instance.
-        fn migrate_instance(
-            instance: &str,
-            owner: &str,
-            expected_version: i64,
-            destination: &Destination,
-            t: &Transition,
-            at_ms: i64,
-            wall_now_ms: i64,
-        ) -> Result<(i64, i64), StoreError>;
-        /// Claim every instance of `ids` not held by another live owner, in
-        /// one transaction; returns those claimed, in the order given.
-        fn claim_many(ids: &[String], owner: &str, wall_now_ms: i64) -> Result<Vec<String>, StoreError>;
-        /// Apply a batch of transitions in one transaction, each under
-        /// `owner`'s claim and the version it was decided at (a refused one
-        /// rolled back alone), and release `owner`'s claims on the batch and
-        /// on `release`. One result per decision, in order.
-        fn apply_many(
-            owner: &str,
-            batch: &[Pending<'_>],
-            release: &[String],
-            wall_now_ms: i64,
-        ) -> Result<Vec<Result<i64, StoreError>>, StoreError>;
-        /// Deploy a model from a file (idempotent by source hash and process
-        /// id): a new deployment, or the existing one of the same source.
-        fn deploy_from(
-            process_id: &str,
-            source: &str,
-            origin: Option<&str>,
-            wall_ms: i64,
-        ) -> Result<Deployed, StoreError>;
-        /// Retire a deployment, unless an instance of it is FAILED or
-        /// unfinished: checked and set in one write transaction.
-        fn retire(deployment: i64, wall_ms: i64) -> Result<Retirement, StoreError>;
         /// Start receiving the poison wakes of every process on this
         /// database ([`Store::wakes`]); nothing to do on SQLite.
         fn listen_for_wakes() -> Result<(), StoreError>;

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, TransactionBehavior};
 use sha2::{Digest, Sha256};
 
 use qflow_instance::snapshot::Snapshot;
@@ -27,6 +27,7 @@ pub mod fresh;
 pub mod inflight;
 pub mod lifecycle;
 pub mod location;
+mod ops;
 pub mod pg;
 #[cfg(any(test, feature = "testing"))]
 pub mod plans;
@@ -172,6 +173,12 @@ fn damage_hint(e: &rusqlite::Error) -> &'static str {
 }
 
 impl StoreError {
+    /// Whether a statement found its row locked by another transaction
+    /// and was told not to wait (PostgreSQL's `NOWAIT`).
+    pub(crate) fn is_row_locked(&self) -> bool {
+        matches!(self, StoreError::Postgres(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE))
+    }
+
     /// A refusal that means "someone or something else decides for this
     /// instance now" (another claim, stale facts, a quarantine, a pause):
     /// routine for a replica, which drops the decision and moves on.
@@ -541,225 +548,12 @@ impl Sqlite {
         &self.conn
     }
 
-    /// Deploy a model (idempotent by hash and process id). `now_ms`: wall clock.
-    pub fn deploy(
-        &mut self,
-        process_id: &str,
-        source: &str,
-        now_ms: i64,
-    ) -> Result<Deployment, StoreError> {
-        let hash = source_hash(source);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let id = lifecycle::insert_deployment(&tx, process_id, source, None, now_ms)?;
-        tx.commit()?;
-        Ok(Deployment {
-            id,
-            process_id: process_id.to_string(),
-            hash,
-        })
+    pub(crate) fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
     }
-
-    /// The unfinished instance of a deployment, if any (the oldest).
-    pub fn unfinished_instance(&self, deployment: i64) -> Result<Option<String>, StoreError> {
-        Ok(self
-            .conn
-            .prepare_cached("SELECT id FROM instances WHERE deployment_id = ?1 AND status IN ('running','waiting') ORDER BY rowid LIMIT 1")?.query_row(params![deployment],
-                |r| r.get(0),
-            )
-            .optional()?)
-    }
-
-    /// Create an instance with its start transition, unless the deployment
-    /// already has an unfinished one: decided in one write transaction, so two
-    /// processes never start two. Returns the instance id and whether it is new.
-    pub fn create_instance(
-        &mut self,
-        deployment: &Deployment,
-        start: &Transition,
-        started_ms: i64,
-    ) -> Result<(String, bool), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let existing: Option<String> = tx
-            .prepare_cached("SELECT id FROM instances WHERE deployment_id = ?1 AND status IN ('running','waiting') ORDER BY rowid LIMIT 1")?.query_row(params![deployment.id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(id) = existing {
-            return Ok((id, false));
-        }
-        lifecycle::refuse_retired(&tx, deployment.id)?;
-        let id = insert_instance(&tx, deployment, start, started_ms)?;
-        tx.commit()?;
-        Ok((id, true))
-    }
-
-    /// Start one more instance of a deployment, whatever else runs: what a
-    /// server does for every request (local runs use [`Store::create_instance`]).
-    pub fn start_instance(
-        &mut self,
-        deployment: &Deployment,
-        start: &Transition,
-        started_ms: i64,
-    ) -> Result<String, StoreError> {
-        self.still_there()?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        lifecycle::refuse_retired(&tx, deployment.id)?;
-        let id = insert_instance(&tx, deployment, start, started_ms)?;
-        tx.commit()?;
-        Ok(id)
-    }
-
-    /// Start `n` instances of a deployment in one transaction, each with the
-    /// same start transition: how a simulation or a benchmark seeds a fleet
-    /// without a commit per instance.
-    pub fn start_instances(
-        &mut self,
-        deployment: &Deployment,
-        start: &Transition,
-        started_ms: i64,
-        n: usize,
-    ) -> Result<(), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        lifecycle::refuse_retired(&tx, deployment.id)?;
-        for _ in 0..n {
-            insert_instance(&tx, deployment, start, started_ms)?;
-        }
-        tx.commit()?;
-        Ok(())
-    }
-}
-
-fn insert_instance(
-    tx: &rusqlite::Transaction<'_>,
-    deployment: &Deployment,
-    start: &Transition,
-    started_ms: i64,
-) -> Result<String, StoreError> {
-    // The next number after the newest row (the count of rows while none is
-    // ever deleted): a lookup at the end of the table, where a count read
-    // every row, so starting the 50,000th instance cost 50,000 reads.
-    let n: i64 = tx
-        .prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM instances")?
-        .query_row([], |r| r.get(0))?;
-    let id = format!("{}-{}", deployment.process_id, n + 1);
-    exec(tx,
-            "INSERT INTO instances(id, deployment_id, status, snapshot, version, started_ms, updated_ms)
-             VALUES (?1, ?2, 'running', ?3, 0, ?4, ?4)",
-            params![id, deployment.id, Snapshot::new().encode(), started_ms],
-        )?;
-    write::write_transition(&mut sql::sqlite::Lite(tx), &id, "", 0, start, started_ms)?;
-    Ok(id)
 }
 
 impl Sqlite {
-    /// Take (or renew) the claim on an instance. A claim held by someone else
-    /// is respected until it expires, unless its owner is a dead process on
-    /// this host.
-    pub fn claim(
-        &mut self,
-        instance: &str,
-        owner: &str,
-        wall_now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.still_there()?;
-        // A claim visibly held by a live owner is refused from a plain read,
-        // without the write lock: losers polling a hot instance must not
-        // queue on the lock ahead of the holder's own transition.
-        if let Some(err) = self.held_elsewhere(instance, owner, wall_now_ms)? {
-            return Err(err);
-        }
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let row: Option<(Option<String>, Option<i64>, Option<i64>)> = tx
-            .prepare_cached(
-                "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = ?1",
-            )?
-            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()?;
-        let Some((held, until, quarantined)) = row else {
-            return Err(StoreError::NoInstance(instance.into()));
-        };
-        if quarantined.is_some() {
-            return Err(StoreError::Quarantined(instance.into()));
-        }
-        if let (Some(h), Some(u)) = (&held, until) {
-            if h != owner && u > wall_now_ms && !owner_is_dead(h) {
-                return Err(StoreError::Claimed {
-                    instance: instance.into(),
-                    owner: h.clone(),
-                    until_ms: u,
-                });
-            }
-        }
-        exec(
-            &tx,
-            "UPDATE instances SET claim_owner = ?2, claim_expires_ms = ?3 WHERE id = ?1",
-            params![instance, owner, wall_now_ms + CLAIM_TTL_MS],
-        )?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// The refusal for a claim someone else holds, read outside a
-    /// transaction (the claim itself re-checks under the write lock).
-    fn held_elsewhere(
-        &self,
-        instance: &str,
-        owner: &str,
-        wall_now_ms: i64,
-    ) -> Result<Option<StoreError>, StoreError> {
-        let row: Option<(Option<String>, Option<i64>, Option<i64>)> = self
-            .conn
-            .prepare_cached(
-                "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = ?1",
-            )?
-            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()?;
-        Ok(match row {
-            Some((_, _, Some(_))) => Some(StoreError::Quarantined(instance.into())),
-            Some((Some(h), Some(u), None))
-                if h != owner && u > wall_now_ms && !owner_is_dead(&h) =>
-            {
-                Some(StoreError::Claimed {
-                    instance: instance.into(),
-                    owner: h,
-                    until_ms: u,
-                })
-            }
-            _ => None,
-        })
-    }
-
-    /// Keep a claim held until at least `until_ms` (wall clock), for the
-    /// owner that holds it: a handler that may run longer than a claim
-    /// lasts must still find it held when its outcome is applied. Never
-    /// shortens a claim, never takes one.
-    pub fn extend_claim(&self, instance: &str, until_ms: i64) -> Result<(), StoreError> {
-        exec(&self.conn,
-            "UPDATE instances SET claim_expires_ms = ?2 WHERE id = ?1 AND claim_owner IS NOT NULL AND claim_expires_ms < ?2",
-            params![instance, until_ms],
-        )?;
-        Ok(())
-    }
-
-    /// Give the claim up (end of a run).
-    pub fn release(&mut self, instance: &str, owner: &str) -> Result<(), StoreError> {
-        exec(&self.conn,
-            "UPDATE instances SET claim_owner = NULL, claim_expires_ms = NULL WHERE id = ?1 AND claim_owner = ?2",
-            params![instance, owner],
-        )?;
-        Ok(())
-    }
-
     /// The durable facts of one instance: deployment, status, version,
     /// start, snapshot, armed timers.
     pub fn facts(&self, instance: &str) -> Result<InstanceFacts, StoreError> {
@@ -772,101 +566,9 @@ impl Sqlite {
             query::keys_sent(&self.conn, instance)?,
         ))
     }
-
-    /// Apply a transition in one transaction under the claim: refused if the
-    /// claim is not `owner`'s, if the instance moved past `expected_version`,
-    /// or if a timer it resolves is no longer armed.
-    pub fn apply(
-        &mut self,
-        instance: &str,
-        owner: &str,
-        expected_version: i64,
-        t: &Transition,
-        at_ms: i64,
-        wall_now_ms: i64,
-    ) -> Result<i64, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut db = sql::sqlite::Lite(&tx);
-        write::check_claim(&mut db, instance, owner, expected_version, wall_now_ms)?;
-        let seq = write::write_transition(&mut db, instance, owner, expected_version, t, at_ms)?;
-        exec(
-            &tx,
-            "UPDATE instances SET claim_expires_ms = ?2 WHERE id = ?1",
-            params![instance, wall_now_ms + CLAIM_TTL_MS],
-        )?;
-        tx.commit()?;
-        Ok(seq)
-    }
 }
 
-impl Sqlite {
-    /// Move an instance to another deployment, applying the migration's
-    /// transition in the same transaction, under the claim. A retired
-    /// deployment receives no instance. (The `fault` points let the crash
-    /// tests stop the process inside the transaction.)
-    #[allow(clippy::too_many_arguments)]
-    pub fn migrate_instance(
-        &mut self,
-        instance: &str,
-        owner: &str,
-        expected_version: i64,
-        destination: &Destination,
-        t: &Transition,
-        at_ms: i64,
-        wall_now_ms: i64,
-    ) -> Result<(i64, i64), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (held, until): (Option<String>, Option<i64>) = tx
-            .prepare_cached("SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1")?
-            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?
-            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-        if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
-            return Err(StoreError::Claimed {
-                instance: instance.into(),
-                owner: held.unwrap_or_else(|| "nobody".into()),
-                until_ms: until.unwrap_or(0),
-            });
-        }
-        let deployment = match destination {
-            Destination::Deployed(id) => *id,
-            Destination::New {
-                process_id,
-                source,
-                origin,
-            } => lifecycle::insert_deployment(
-                &tx,
-                process_id,
-                source,
-                origin.as_deref(),
-                wall_now_ms,
-            )?,
-        };
-        lifecycle::refuse_retired(&tx, deployment)?;
-        fault::point("migrate.begin");
-        let seq = write::write_transition(
-            &mut sql::sqlite::Lite(&tx),
-            instance,
-            owner,
-            expected_version,
-            t,
-            at_ms,
-        )?;
-        fault::point("migrate.written");
-        tx.execute(
-            "UPDATE instances SET deployment_id = ?2 WHERE id = ?1",
-            params![instance, deployment],
-        )?;
-        fault::point("migrate.before-commit");
-        tx.commit()?;
-        fault::point("migrate.committed");
-        Ok((seq, deployment))
-    }
-}
+impl Sqlite {}
 
 /// Where a migration moves an instance.
 #[derive(Debug, Clone, PartialEq, Eq)]

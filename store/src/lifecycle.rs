@@ -7,9 +7,7 @@
 //! it, while any instance of the deployment is FAILED or unfinished: a FAILED
 //! instance is kept for its repair, and retiring its deployment would hide it.
 
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
-
-use super::{source_hash, Deployment, Sqlite, StoreError};
+use super::{Deployment, Sqlite, StoreError};
 
 /// One deployment as the lifecycle commands list it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,41 +83,6 @@ pub enum Retirement {
 }
 
 impl Sqlite {
-    /// Deploy a model from a file (idempotent by source hash and process
-    /// id): a new deployment, or the existing one of the same source.
-    pub fn deploy_from(
-        &mut self,
-        process_id: &str,
-        source: &str,
-        origin: Option<&str>,
-        wall_ms: i64,
-    ) -> Result<Deployed, StoreError> {
-        let hash = source_hash(source);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let before: i64 = tx.query_row("SELECT COUNT(*) FROM deployments", [], |r| r.get(0))?;
-        let id = insert_deployment(&tx, process_id, source, origin, wall_ms)?;
-        let after: i64 = tx.query_row("SELECT COUNT(*) FROM deployments", [], |r| r.get(0))?;
-        let created = after > before;
-        let (deployed_ms, retired_ms): (i64, Option<i64>) = tx.query_row(
-            "SELECT deployed_ms, retired_ms FROM deployments WHERE id = ?1",
-            params![id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        tx.commit()?;
-        Ok(Deployed {
-            deployment: Deployment {
-                id,
-                process_id: process_id.to_string(),
-                hash,
-            },
-            created,
-            deployed_ms,
-            retired_ms,
-        })
-    }
-
     /// Every deployment, oldest first, with its instances by status.
     pub fn deployments(&self) -> Result<Vec<DeploymentRow>, StoreError> {
         let mut st = self.conn.prepare(
@@ -154,101 +117,6 @@ impl Sqlite {
     pub fn deployment(&self, id: i64) -> Result<Option<DeploymentRow>, StoreError> {
         Ok(self.deployments()?.into_iter().find(|d| d.id == id))
     }
-
-    /// Retire a deployment, unless an instance of it is FAILED or
-    /// unfinished: checked and set in one write transaction, so no instance
-    /// starts or fails between the check and the retirement.
-    pub fn retire(&mut self, deployment: i64, wall_ms: i64) -> Result<Retirement, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let retired: Option<Option<i64>> = tx
-            .query_row(
-                "SELECT retired_ms FROM deployments WHERE id = ?1",
-                params![deployment],
-                |r| r.get(0),
-            )
-            .optional()?;
-        match retired {
-            None => return Err(StoreError::NoDeployment(deployment)),
-            Some(Some(at)) => return Ok(Retirement::AlreadyRetired(at)),
-            Some(None) => {}
-        }
-        let blocking: Vec<(String, qflow_instance::Status)> = {
-            let mut st = tx.prepare(
-                "SELECT id, status FROM instances WHERE deployment_id = ?1 AND status IN ('failed','running','waiting') ORDER BY status = 'failed' DESC, rowid",
-            )?;
-            let rows = st.query_map(params![deployment], |r| {
-                let s: String = r.get(1)?;
-                Ok((
-                    r.get::<_, String>(0)?,
-                    qflow_instance::Status::parse(&s).unwrap_or(qflow_instance::Status::Waiting),
-                ))
-            })?;
-            rows.collect::<Result<_, _>>()?
-        };
-        if !blocking.is_empty() {
-            return Ok(Retirement::Blocked(blocking));
-        }
-        tx.execute(
-            "UPDATE deployments SET retired_ms = ?2 WHERE id = ?1",
-            params![deployment, wall_ms],
-        )?;
-        tx.commit()?;
-        Ok(Retirement::Retired)
-    }
-}
-
-/// Refuse to start (or move) an instance onto a retired deployment, inside
-/// the caller's write transaction.
-pub(super) fn refuse_retired(
-    tx: &rusqlite::Transaction<'_>,
-    deployment: i64,
-) -> Result<(), StoreError> {
-    let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if version < super::schema::LIFECYCLE {
-        return Ok(());
-    }
-    let retired: Option<Option<i64>> = tx
-        .query_row(
-            "SELECT retired_ms FROM deployments WHERE id = ?1",
-            params![deployment],
-            |r| r.get(0),
-        )
-        .optional()?;
-    match retired {
-        None => Err(StoreError::NoDeployment(deployment)),
-        Some(Some(_)) => Err(StoreError::Retired(deployment)),
-        Some(None) => Ok(()),
-    }
-}
-
-/// Insert a deployment unless the same source of the same process is
-/// deployed; its id either way. Inside the caller's write transaction.
-pub(super) fn insert_deployment(
-    tx: &rusqlite::Transaction<'_>,
-    process_id: &str,
-    source: &str,
-    origin: Option<&str>,
-    wall_ms: i64,
-) -> Result<i64, StoreError> {
-    let hash = source_hash(source);
-    match origin {
-        Some(origin) => tx.execute(
-            "INSERT OR IGNORE INTO deployments(process_id, hash, source, deployed_ms, origin) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![process_id, hash, source, wall_ms, origin],
-        )?,
-        // (Without an origin the columns of every schema version suffice.)
-        None => tx.execute(
-            "INSERT OR IGNORE INTO deployments(process_id, hash, source, deployed_ms) VALUES (?1, ?2, ?3, ?4)",
-            params![process_id, hash, source, wall_ms],
-        )?,
-    };
-    Ok(tx.query_row(
-        "SELECT id FROM deployments WHERE hash = ?1 AND process_id = ?2",
-        params![hash, process_id],
-        |r| r.get(0),
-    )?)
 }
 
 #[cfg(test)]

@@ -29,26 +29,20 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
 use postgres::{Client, GenericClient, Row, Statement};
 
-use super::batch::Pending;
-use super::lifecycle::{Deployed, DeploymentRow, Retirement, StatusCounts};
+use super::lifecycle::{DeploymentRow, StatusCounts};
 use super::query::{
     CorrelationRow, HistoryRow, IncidentRow, InstanceRow, OutboxEntry, TimerInfo, TransitionRow,
 };
-use super::{
-    fault, owner_is_dead, source_hash, Deployment, Destination, InstanceFacts, StoreError,
-    CLAIM_TTL_MS,
-};
-use qflow_instance::snapshot::Snapshot;
-use qflow_instance::{OutboxRow, Status, TimerRow, Transition};
+use super::{InstanceFacts, StoreError};
+use qflow_instance::{OutboxRow, Status, TimerRow};
 
 mod contain;
 mod inflight;
 pub mod schema;
-mod start_keys;
 mod stats;
 mod tls;
 
-use crate::write::{check_claim, held_timers, write_transition, WAKE_CHANNEL};
+use crate::write::{held_timers, WAKE_CHANNEL};
 
 /// The PostgreSQL store: one connection, and the statements it prepared.
 pub(crate) struct Postgres {
@@ -64,8 +58,8 @@ type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 /// A connection or transaction with the statement cache: every statement
 /// of a decision is prepared once per connection, then only executed.
 pub(crate) struct Db<'c, C> {
-    c: &'c mut C,
-    stmts: &'c mut HashMap<&'static str, Statement>,
+    pub(crate) c: &'c mut C,
+    pub(crate) stmts: &'c mut HashMap<&'static str, Statement>,
 }
 
 impl<C: GenericClient> Db<'_, C> {
@@ -118,20 +112,6 @@ fn u32_of(v: i64) -> u32 {
 
 fn opt_u32(v: Option<i64>) -> Option<u32> {
     v.map(u32_of)
-}
-
-/// Whether an error is "the row is locked by another transaction" (NOWAIT).
-fn is_locked(e: &postgres::Error) -> bool {
-    e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE)
-}
-
-/// The refusal for a claim whose row another transaction is writing.
-fn busy(instance: &str, wall_now_ms: i64) -> StoreError {
-    StoreError::Claimed {
-        instance: instance.into(),
-        owner: "another qflow process (its transaction is writing the instance)".into(),
-        until_ms: wall_now_ms,
-    }
 }
 
 impl Postgres {
@@ -211,7 +191,7 @@ impl Postgres {
 
     /// Run `f` with a statement-caching handle on the connection (outside
     /// any transaction: each statement commits on its own).
-    fn read<T>(
+    pub(crate) fn read<T>(
         &self,
         f: impl FnOnce(&mut Db<'_, Client>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
@@ -224,7 +204,7 @@ impl Postgres {
     }
 
     /// Run `f` in one transaction, committed when it returns `Ok`.
-    fn write<T>(
+    pub(crate) fn write<T>(
         &mut self,
         f: impl FnOnce(&mut Db<'_, postgres::Transaction<'_>>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
@@ -243,188 +223,12 @@ impl Postgres {
         })
     }
 
-    pub fn deploy(
-        &mut self,
-        process_id: &str,
-        source: &str,
-        now_ms: i64,
-    ) -> Result<Deployment, StoreError> {
-        let (id, _) = self.write(|db| insert_deployment(db, process_id, source, None, now_ms))?;
-        Ok(Deployment {
-            id,
-            process_id: process_id.to_string(),
-            hash: source_hash(source),
-        })
-    }
-
-    pub fn unfinished_instance(&self, deployment: i64) -> Result<Option<String>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .opt(
-                    "SELECT id FROM instances WHERE deployment_id = $1 AND status IN ('running','waiting') ORDER BY seq LIMIT 1",
-                    &[&deployment],
-                )?
-                .map(|r| r.get(0)))
-        })
-    }
-
-    pub fn create_instance(
-        &mut self,
-        deployment: &Deployment,
-        start: &Transition,
-        started_ms: i64,
-    ) -> Result<(String, bool), StoreError> {
-        self.write(|db| {
-            // The deployment's row lock makes "no unfinished instance yet,
-            // so start one" one step for concurrent processes.
-            if db
-                .opt(
-                    "SELECT id FROM deployments WHERE id = $1 FOR UPDATE",
-                    &[&deployment.id],
-                )?
-                .is_none()
-            {
-                return Err(StoreError::NoDeployment(deployment.id));
-            }
-            if let Some(r) = db.opt(
-                "SELECT id FROM instances WHERE deployment_id = $1 AND status IN ('running','waiting') ORDER BY seq LIMIT 1",
-                &[&deployment.id],
-            )? {
-                return Ok((r.get(0), false));
-            }
-            refuse_retired(db, deployment.id)?;
-            Ok((insert_instance(db, deployment, start, started_ms)?, true))
-        })
-    }
-
-    pub fn start_instance(
-        &mut self,
-        deployment: &Deployment,
-        start: &Transition,
-        started_ms: i64,
-    ) -> Result<String, StoreError> {
-        self.write(|db| {
-            refuse_retired(db, deployment.id)?;
-            insert_instance(db, deployment, start, started_ms)
-        })
-    }
-
-    pub fn start_instances(
-        &mut self,
-        deployment: &Deployment,
-        start: &Transition,
-        started_ms: i64,
-        n: usize,
-    ) -> Result<(), StoreError> {
-        self.write(|db| {
-            refuse_retired(db, deployment.id)?;
-            for _ in 0..n {
-                insert_instance(db, deployment, start, started_ms)?;
-            }
-            Ok(())
-        })
-    }
-
-    pub fn claim(
-        &mut self,
-        instance: &str,
-        owner: &str,
-        wall_now_ms: i64,
-    ) -> Result<(), StoreError> {
-        // As on SQLite: a claim visibly held by a live owner is refused
-        // from a plain read, without taking the row lock.
-        if let Some(err) = self.held_elsewhere(instance, owner, wall_now_ms)? {
-            return Err(err);
-        }
-        self.write(|db| {
-            let row = match db.opt(
-                "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = $1 FOR UPDATE NOWAIT",
-                &[&instance],
-            ) {
-                Ok(r) => r,
-                Err(e) if is_locked(&e) => return Err(busy(instance, wall_now_ms)),
-                Err(e) => return Err(e.into()),
-            };
-            let Some(row) = row else {
-                return Err(StoreError::NoInstance(instance.into()));
-            };
-            let (held, until): (Option<String>, Option<i64>) = (row.get(0), row.get(1));
-            if row.get::<_, Option<i64>>(2).is_some() {
-                return Err(StoreError::Quarantined(instance.into()));
-            }
-            if let (Some(h), Some(u)) = (&held, until) {
-                if h != owner && u > wall_now_ms && !owner_is_dead(h) {
-                    return Err(StoreError::Claimed {
-                        instance: instance.into(),
-                        owner: h.clone(),
-                        until_ms: u,
-                    });
-                }
-            }
-            db.exec(
-                "UPDATE instances SET claim_owner = $2, claim_expires_ms = $3 WHERE id = $1",
-                &[&instance, &owner, &(wall_now_ms + CLAIM_TTL_MS)],
-            )?;
-            Ok(())
-        })
-    }
-
-    fn held_elsewhere(
-        &self,
-        instance: &str,
-        owner: &str,
-        wall_now_ms: i64,
-    ) -> Result<Option<StoreError>, StoreError> {
-        self.read(|db| {
-            let row = db.opt(
-                "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = $1",
-                &[&instance],
-            )?;
-            Ok(row.and_then(|r| {
-                let (held, until): (Option<String>, Option<i64>) = (r.get(0), r.get(1));
-                if r.get::<_, Option<i64>>(2).is_some() {
-                    return Some(StoreError::Quarantined(instance.into()));
-                }
-                match (held, until) {
-                    (Some(h), Some(u)) if h != owner && u > wall_now_ms && !owner_is_dead(&h) => {
-                        Some(StoreError::Claimed {
-                            instance: instance.into(),
-                            owner: h,
-                            until_ms: u,
-                        })
-                    }
-                    _ => None,
-                }
-            }))
-        })
-    }
-
-    pub fn extend_claim(&self, instance: &str, until_ms: i64) -> Result<(), StoreError> {
-        self.read(|db| {
-            db.exec(
-                "UPDATE instances SET claim_expires_ms = $2 WHERE id = $1 AND claim_owner IS NOT NULL AND claim_expires_ms < $2",
-                &[&instance, &until_ms],
-            )?;
-            Ok(())
-        })
-    }
-
     pub fn request_payload(&self, id: i64) -> Result<Option<serde_json::Value>, StoreError> {
         self.read(|db| {
             let text: Option<String> = db
                 .opt("SELECT payload FROM outbox WHERE id = $1", &[&id])?
                 .map(|r| r.get(0));
             Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
-        })
-    }
-
-    pub fn release(&mut self, instance: &str, owner: &str) -> Result<(), StoreError> {
-        self.read(|db| {
-            db.exec(
-                "UPDATE instances SET claim_owner = NULL, claim_expires_ms = NULL WHERE id = $1 AND claim_owner = $2",
-                &[&instance, &owner],
-            )?;
-            Ok(())
         })
     }
 
@@ -436,191 +240,6 @@ impl Postgres {
             let held = held_timers(db, instance)?;
             let keys_sent = keys_sent(db, instance)?;
             Ok(InstanceFacts::of_row(&row, timers, held, keys_sent))
-        })
-    }
-
-    pub fn apply(
-        &mut self,
-        instance: &str,
-        owner: &str,
-        expected_version: i64,
-        t: &Transition,
-        at_ms: i64,
-        wall_now_ms: i64,
-    ) -> Result<i64, StoreError> {
-        self.write(|db| {
-            check_claim(db, instance, owner, expected_version, wall_now_ms)?;
-            let seq = write_transition(db, instance, owner, expected_version, t, at_ms)?;
-            db.exec(
-                "UPDATE instances SET claim_expires_ms = $2 WHERE id = $1",
-                &[&instance, &(wall_now_ms + CLAIM_TTL_MS)],
-            )?;
-            Ok(seq)
-        })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub fn migrate_instance(
-        &mut self,
-        instance: &str,
-        owner: &str,
-        expected_version: i64,
-        destination: &Destination,
-        t: &Transition,
-        at_ms: i64,
-        wall_now_ms: i64,
-    ) -> Result<(i64, i64), StoreError> {
-        let client = self.client.get_mut();
-        let stmts = self.stmts.get_mut();
-        let mut tx = client.transaction()?;
-        let mut db = Db { c: &mut tx, stmts };
-        let row = db
-            .opt(
-                "SELECT claim_owner, claim_expires_ms FROM instances WHERE id = $1 FOR UPDATE",
-                &[&instance],
-            )?
-            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-        let (held, until): (Option<String>, Option<i64>) = (row.get(0), row.get(1));
-        if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
-            return Err(StoreError::Claimed {
-                instance: instance.into(),
-                owner: held.unwrap_or_else(|| "nobody".into()),
-                until_ms: until.unwrap_or(0),
-            });
-        }
-        let deployment = match destination {
-            Destination::Deployed(id) => *id,
-            Destination::New {
-                process_id,
-                source,
-                origin,
-            } => insert_deployment(&mut db, process_id, source, origin.as_deref(), wall_now_ms)?.0,
-        };
-        refuse_retired(&mut db, deployment)?;
-        fault::point("migrate.begin");
-        let seq = write_transition(&mut db, instance, owner, expected_version, t, at_ms)?;
-        fault::point("migrate.written");
-        db.exec(
-            "UPDATE instances SET deployment_id = $2 WHERE id = $1",
-            &[&instance, &deployment],
-        )?;
-        fault::point("migrate.before-commit");
-        tx.commit()?;
-        fault::point("migrate.committed");
-        Ok((seq, deployment))
-    }
-
-    pub fn claim_many(
-        &mut self,
-        ids: &[String],
-        owner: &str,
-        wall_now_ms: i64,
-    ) -> Result<Vec<String>, StoreError> {
-        self.write(|db| {
-            let mut claimed = Vec::with_capacity(ids.len());
-            for id in ids {
-                // A row another transaction is writing is skipped, not waited for.
-                let Some(row) = db.opt(
-                    "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = $1 FOR UPDATE SKIP LOCKED",
-                    &[id],
-                )?
-                else {
-                    continue;
-                };
-                if row.get::<_, Option<i64>>(2).is_some() {
-                    continue;
-                }
-                let (held, until): (Option<String>, Option<i64>) = (row.get(0), row.get(1));
-                if let (Some(h), Some(u)) = (&held, until) {
-                    if h != owner && u > wall_now_ms && !owner_is_dead(h) {
-                        continue;
-                    }
-                }
-                db.exec(
-                    "UPDATE instances SET claim_owner = $2, claim_expires_ms = $3 WHERE id = $1",
-                    &[id, &owner, &(wall_now_ms + CLAIM_TTL_MS)],
-                )?;
-                claimed.push(id.clone());
-            }
-            Ok(claimed)
-        })
-    }
-
-    pub fn apply_many(
-        &mut self,
-        owner: &str,
-        batch: &[Pending<'_>],
-        release: &[String],
-        wall_now_ms: i64,
-    ) -> Result<Vec<Result<i64, StoreError>>, StoreError> {
-        let client = self.client.get_mut();
-        let stmts = self.stmts.get_mut();
-        let mut tx = client.transaction()?;
-        let mut results = Vec::with_capacity(batch.len());
-        for p in batch {
-            // Each decision in its own savepoint: a refused one is rolled
-            // back alone.
-            let mut sp = tx.transaction()?;
-            let applied = {
-                let mut db = Db {
-                    c: &mut sp,
-                    stmts: &mut *stmts,
-                };
-                check_claim(&mut db, p.instance, owner, p.version, wall_now_ms).and_then(|()| {
-                    write_transition(&mut db, p.instance, owner, p.version, p.transition, p.at_ms)
-                })
-            };
-            match applied {
-                Ok(seq) => {
-                    sp.commit()?;
-                    results.push(Ok(seq));
-                }
-                Err(e) if e.is_lost_race() => {
-                    sp.rollback()?;
-                    results.push(Err(e));
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        let mut db = Db { c: &mut tx, stmts };
-        let ids = batch
-            .iter()
-            .map(|p| p.instance)
-            .chain(release.iter().map(String::as_str));
-        for id in ids {
-            db.exec(
-                "UPDATE instances SET claim_owner = NULL, claim_expires_ms = NULL WHERE id = $1 AND claim_owner = $2",
-                &[&id, &owner],
-            )?;
-        }
-        tx.commit()?;
-        Ok(results)
-    }
-
-    pub fn deploy_from(
-        &mut self,
-        process_id: &str,
-        source: &str,
-        origin: Option<&str>,
-        wall_ms: i64,
-    ) -> Result<Deployed, StoreError> {
-        let hash = source_hash(source);
-        self.write(|db| {
-            let (id, created) = insert_deployment(db, process_id, source, origin, wall_ms)?;
-            let r = db.one(
-                "SELECT deployed_ms, retired_ms FROM deployments WHERE id = $1",
-                &[&id],
-            )?;
-            Ok(Deployed {
-                deployment: Deployment {
-                    id,
-                    process_id: process_id.to_string(),
-                    hash,
-                },
-                created,
-                deployed_ms: r.get(0),
-                retired_ms: r.get(1),
-            })
         })
     }
 
@@ -658,41 +277,6 @@ impl Postgres {
 
     pub fn deployment(&self, id: i64) -> Result<Option<DeploymentRow>, StoreError> {
         Ok(self.deployments()?.into_iter().find(|d| d.id == id))
-    }
-
-    pub fn retire(&mut self, deployment: i64, wall_ms: i64) -> Result<Retirement, StoreError> {
-        self.write(|db| {
-            let retired: Option<Option<i64>> = db
-                .opt(
-                    "SELECT retired_ms FROM deployments WHERE id = $1 FOR UPDATE",
-                    &[&deployment],
-                )?
-                .map(|r| r.get(0));
-            match retired {
-                None => return Err(StoreError::NoDeployment(deployment)),
-                Some(Some(at)) => return Ok(Retirement::AlreadyRetired(at)),
-                Some(None) => {}
-            }
-            let blocking: Vec<(String, Status)> = db
-                .rows(
-                    "SELECT id, status FROM instances WHERE deployment_id = $1 AND status IN ('failed','running','waiting') ORDER BY (status = 'failed') DESC, seq",
-                    &[&deployment],
-                )?
-                .iter()
-                .map(|r| {
-                    let s: String = r.get(1);
-                    (r.get(0), Status::parse(&s).unwrap_or(Status::Waiting))
-                })
-                .collect();
-            if !blocking.is_empty() {
-                return Ok(Retirement::Blocked(blocking));
-            }
-            db.exec(
-                "UPDATE deployments SET retired_ms = $2 WHERE id = $1",
-                &[&deployment, &wall_ms],
-            )?;
-            Ok(Retirement::Retired)
-        })
     }
 
     #[cfg(any(test, feature = "testing"))]
@@ -745,85 +329,6 @@ impl Postgres {
         }
         Ok(out)
     }
-}
-
-/// Refuse to start (or move) an instance onto a retired deployment; the
-/// deployment's row is share-locked, so a retirement waits for this
-/// transaction (and this one for a retirement in progress).
-fn refuse_retired<C: GenericClient>(db: &mut Db<'_, C>, deployment: i64) -> Result<(), StoreError> {
-    let retired: Option<Option<i64>> = db
-        .opt(
-            "SELECT retired_ms FROM deployments WHERE id = $1 FOR SHARE",
-            &[&deployment],
-        )?
-        .map(|r| r.get(0));
-    match retired {
-        None => Err(StoreError::NoDeployment(deployment)),
-        Some(Some(_)) => Err(StoreError::Retired(deployment)),
-        Some(None) => Ok(()),
-    }
-}
-
-/// Insert a deployment unless the same source of the same process is
-/// deployed: its id, and whether it is new.
-fn insert_deployment<C: GenericClient>(
-    db: &mut Db<'_, C>,
-    process_id: &str,
-    source: &str,
-    origin: Option<&str>,
-    wall_ms: i64,
-) -> Result<(i64, bool), StoreError> {
-    let hash = source_hash(source);
-    // Numbered as on SQLite, the next after the newest: a sequence would
-    // also be advanced by a deploy of a source already there (or one rolled
-    // back), and the ids a user types (`--to 2`) would differ between the
-    // stores. The advisory lock makes concurrent deploys take turns.
-    db.exec(
-        "SELECT pg_advisory_xact_lock($1)",
-        &[&schema::NUMBERING_LOCK],
-    )?;
-    if let Some(r) = db.opt(
-        "SELECT id FROM deployments WHERE hash = $1 AND process_id = $2",
-        &[&hash, &process_id],
-    )? {
-        return Ok((r.get(0), false));
-    }
-    let r = db.one(
-        "INSERT INTO deployments(id, process_id, hash, source, deployed_ms, origin)
-         SELECT COALESCE(MAX(id), 0) + 1, $1, $2, $3, $4, $5 FROM deployments RETURNING id",
-        &[&process_id, &hash, &source, &wall_ms, &origin],
-    )?;
-    Ok((r.get(0), true))
-}
-
-fn insert_instance<C: GenericClient>(
-    db: &mut Db<'_, C>,
-    deployment: &Deployment,
-    start: &Transition,
-    started_ms: i64,
-) -> Result<String, StoreError> {
-    // The next number after the newest instance, as on SQLite, so a store
-    // gives the same ids whichever database it is (a start rolled back
-    // leaves no gap; an instance's jitter is drawn from its id). The
-    // advisory lock, held until this transaction ends, makes concurrent
-    // starts on several hosts take turns for the number.
-    db.exec(
-        "SELECT pg_advisory_xact_lock($1)",
-        &[&schema::NUMBERING_LOCK],
-    )?;
-    let n: i64 = db
-        .one("SELECT COALESCE(MAX(seq), 0) + 1 FROM instances", &[])?
-        .get(0);
-    let id = format!("{}-{}", deployment.process_id, n);
-    db.exec(
-        "INSERT INTO instances(id, seq, deployment_id, status, snapshot, version, started_ms, updated_ms)
-         VALUES ($1, $2, $3, 'running', $4, 0, $5, $5)",
-        &[&id, &n, &deployment.id, &Snapshot::new().encode(), &started_ms],
-    )?;
-    // The start transition is written at version 0 by its creator, who
-    // holds no claim: the row is new and no one else can see it yet.
-    write_transition(db, &id, "", 0, start, started_ms)?;
-    Ok(id)
 }
 
 const INSTANCE_SQL: &str =

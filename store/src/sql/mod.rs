@@ -284,6 +284,13 @@ pub(crate) trait Conn {
     /// Send `payload` on `channel` when (and only if) the transaction
     /// commits; nothing where the backend has no notifications.
     fn notify(&mut self, channel: &str, payload: &str) -> Result<(), StoreError>;
+    /// Run `f` in a savepoint of the open transaction: what it wrote is
+    /// kept when it returns `Ok`, and rolled back alone (the transaction
+    /// goes on) when it returns an error, which is returned.
+    fn savepoint(
+        &mut self,
+        f: &mut dyn FnMut(&mut dyn Conn) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
 }
 
 impl dyn Conn + '_ {

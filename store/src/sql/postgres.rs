@@ -110,4 +110,20 @@ impl<C: GenericClient> Conn for Db<'_, C> {
         self.exec("SELECT pg_notify($1, $2)", &[&channel, &payload])?;
         Ok(())
     }
+
+    fn savepoint(
+        &mut self,
+        f: &mut dyn FnMut(&mut dyn Conn) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut sp = self.c.transaction()?;
+        let out = f(&mut Db {
+            c: &mut sp,
+            stmts: &mut *self.stmts,
+        });
+        match out {
+            Ok(()) => sp.commit()?,
+            Err(_) => sp.rollback()?,
+        }
+        out
+    }
 }

@@ -70,4 +70,22 @@ impl Conn for Lite<'_> {
     fn notify(&mut self, _channel: &str, _payload: &str) -> Result<(), StoreError> {
         Ok(())
     }
+
+    fn savepoint(
+        &mut self,
+        f: &mut dyn FnMut(&mut dyn Conn) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.0.execute_batch("SAVEPOINT qflow_step")?;
+        match f(self) {
+            Ok(()) => {
+                self.0.execute_batch("RELEASE qflow_step")?;
+                Ok(())
+            }
+            Err(e) => {
+                self.0
+                    .execute_batch("ROLLBACK TO qflow_step; RELEASE qflow_step")?;
+                Err(e)
+            }
+        }
+    }
 }
