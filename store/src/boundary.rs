@@ -131,33 +131,9 @@ forward! {
         /// The fleet's observations (read-only; whole-table reads, meant
         /// for an operator's look, not the decision loop).
         fn observations() -> Result<super::stats::Observations, StoreError>;
-        /// The dependencies paused now (their first attempts, retries and
-        /// deliveries all wait for the unpause).
-        fn paused_dependencies() -> Result<std::collections::BTreeSet<String>, StoreError>;
-        /// The pauses in force, oldest first, with the parks each holds.
-        fn pauses() -> Result<Vec<super::contain::Pause>, StoreError>;
         /// Attempts per minute of the store's time (minute index →
         /// attempts), only minutes that saw one.
         fn attempts_per_minute() -> Result<std::collections::BTreeMap<i64, u64>, StoreError>;
-        /// What holds one instance back: its quarantine and the retry
-        /// parks a pause holds, each with its pause (refused for an
-        /// unknown instance).
-        fn containment(instance: &str) -> Result<super::contain::Containment, StoreError>;
-        /// Every retry park a pause holds, of every unfinished instance,
-        /// with its instance id, by instance then due time.
-        fn held_parks() -> Result<Vec<(String, super::contain::HeldPark)>, StoreError>;
-        /// The retry parks armed now, counted by the class and by the
-        /// dependency they record (classes first, most parks first).
-        fn parked_by_cause() -> Result<Vec<super::contain::ParkedCause>, StoreError>;
-        /// The quarantined instances, with when they were set aside.
-        fn quarantined() -> Result<Vec<super::contain::Quarantined>, StoreError>;
-        /// The containment log's entries a query asks for, oldest first:
-        /// every pause, unpause, quarantine and release since the log
-        /// existed, with who took it, when, why and whether it changed
-        /// anything.
-        fn containment_log(
-            query: &super::contain::LogQuery,
-        ) -> Result<Vec<super::contain::Logged>, StoreError>;
         /// Record that attempt `attempt` of `node` starts now, from the
         /// instance at `version` (call under the instance's claim).
         fn open_in_flight(
@@ -198,38 +174,6 @@ forward! {
         /// Start receiving the poison wakes of every process on this
         /// database ([`Store::wakes`]); nothing to do on SQLite.
         fn listen_for_wakes() -> Result<(), StoreError>;
-        /// Pause the re-drive of every retry park of a failure class or a
-        /// dependency (idempotent: a second pause keeps the first one's
-        /// record). `wall_now_ms` and `actor`: when, by whom and why.
-        fn pause(
-            kind: super::contain::PauseKind,
-            value: &str,
-            wall_now_ms: i64,
-            actor: &super::contain::Actor,
-        ) -> Result<super::contain::PauseChange, StoreError>;
-        /// Lift a pause (idempotent): its parks are re-driven as they fall
-        /// due, those already due at once. `wall_now_ms` and `actor`: when,
-        /// by whom and why, for the containment log.
-        fn unpause(
-            kind: super::contain::PauseKind,
-            value: &str,
-            wall_now_ms: i64,
-            actor: &super::contain::Actor,
-        ) -> Result<super::contain::PauseChange, StoreError>;
-        /// Set an instance aside: never claimed, so nothing runs it, until
-        /// released. Idempotent; refused for an unknown instance.
-        fn quarantine(
-            instance: &str,
-            wall_now_ms: i64,
-            actor: &super::contain::Actor,
-        ) -> Result<super::contain::QuarantineChange, StoreError>;
-        /// Let a quarantined instance run again (idempotent). `wall_now_ms`
-        /// and `actor`: for the containment log.
-        fn release_quarantine(
-            instance: &str,
-            wall_now_ms: i64,
-            actor: &super::contain::Actor,
-        ) -> Result<super::contain::QuarantineChange, StoreError>;
     }
 }
 

@@ -202,7 +202,7 @@ impl Sqlite {
                 });
             }
         }
-        let paused = self.pauses()?;
+        let paused = crate::contain::pauses_in(&mut crate::sql::sqlite::Lite(&self.conn))?;
         let quarantined: i64 = c.query_row(
             "SELECT COUNT(*) FROM instances WHERE quarantined_ms IS NOT NULL",
             [],

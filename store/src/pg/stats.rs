@@ -124,7 +124,7 @@ impl Postgres {
             };
             Ok(Observations {
                 late,
-                paused: self.pauses_in(db)?,
+                paused: crate::contain::pauses_in(db)?,
                 quarantined: quarantined as u64,
                 instances: instances as u64,
                 unfinished: unfinished as u64,
