@@ -101,15 +101,6 @@ forward! {
         /// then with a ready token, at most `limit` of each, once each; and
         /// when the next timer or delivery falls due after `now_ms`.
         fn due_instances(now_ms: i64, limit: usize) -> Result<(Vec<String>, Option<i64>), StoreError>;
-        /// Record a decision taken more than the serving loop's threshold
-        /// after it was due (wall clock): an observation `qflow stats` counts.
-        fn record_late(
-            instance: &str,
-            node: Option<&str>,
-            kind: &str,
-            due_ms: i64,
-            decided_ms: i64,
-        ) -> Result<(), StoreError>;
         /// The time of the instance's last decision.
         fn last_decision_ms(instance: &str) -> Result<Option<i64>, StoreError>;
         /// Read everything until [`Store::end_reads`] from one snapshot of
@@ -134,35 +125,6 @@ forward! {
         /// Attempts per minute of the store's time (minute index →
         /// attempts), only minutes that saw one.
         fn attempts_per_minute() -> Result<std::collections::BTreeMap<i64, u64>, StoreError>;
-        /// Record that attempt `attempt` of `node` starts now, from the
-        /// instance at `version` (call under the instance's claim).
-        fn open_in_flight(
-            instance: &str,
-            node: &str,
-            attempt: u32,
-            version: i64,
-            at_ms: i64,
-            wall_ms: i64,
-        ) -> Result<(), StoreError>;
-        /// [`Store::open_in_flight`] for an attempt run on a lane of this
-        /// process without the claim held: the record names the process
-        /// and the lease (wall clock) the attempt may run until.
-        fn open_in_flight_by(
-            instance: &str,
-            node: &str,
-            attempt: u32,
-            version: i64,
-            at_ms: i64,
-            wall_ms: i64,
-            lease_until_ms: i64,
-        ) -> Result<(), StoreError>;
-        /// Close the in-flight records of one node.
-        fn close_in_flight_of(instance: &str, node: &str, at_ms: i64) -> Result<(), StoreError>;
-        /// The latest open in-flight record of `node`, if any.
-        fn in_flight(instance: &str, node: &str) -> Result<Option<super::inflight::InFlight>, StoreError>;
-        /// Close the instance's in-flight records (its attempt's outcome was
-        /// applied, or lost to another party).
-        fn close_in_flight(instance: &str, at_ms: i64) -> Result<(), StoreError>;
         /// The poison wakes other processes sent since the last call
         /// (instance, node), without waiting; `owner`'s own are left out.
         /// Best effort: always empty on SQLite (a replica keeps its own

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use rusqlite::{params, Connection, TransactionBehavior};
+use rusqlite::{Connection, TransactionBehavior};
 use sha2::{Digest, Sha256};
 
 use qflow_instance::snapshot::Snapshot;
@@ -650,13 +650,6 @@ impl InstanceFacts {
     }
 }
 
-/// Run one statement through the connection's statement cache: the
-/// statements of a decision run thousands of times, and preparing each anew
-/// cost more than executing it.
-fn exec(c: &Connection, sql: &str, p: impl rusqlite::Params) -> rusqlite::Result<usize> {
-    c.prepare_cached(sql)?.execute(p)
-}
-
 /// Why a transition's poisoned request was refused, when the counterpart
 /// refused it (its status and body summary, from the incident the
 /// transition opens): kept on the outbox row. A request poisoned by its
@@ -668,23 +661,7 @@ pub(crate) fn poison_reason(t: &Transition) -> Option<&str> {
         .map(|i| i.message.as_str())
 }
 
-impl Sqlite {
-    /// Record a decision taken late (an observation for `qflow stats`).
-    pub fn record_late(
-        &self,
-        instance: &str,
-        node: Option<&str>,
-        kind: &str,
-        due_ms: i64,
-        decided_ms: i64,
-    ) -> Result<(), StoreError> {
-        exec(&self.conn,
-            "INSERT INTO late_decisions(instance_id, node, kind, due_ms, decided_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![instance, node, kind, due_ms, decided_ms],
-        )?;
-        Ok(())
-    }
-}
+impl Sqlite {}
 
 impl Sqlite {
     /// Poison wakes cross processes only on PostgreSQL: none here.

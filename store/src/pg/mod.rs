@@ -37,7 +37,6 @@ use super::{InstanceFacts, StoreError};
 use qflow_instance::{OutboxRow, Status, TimerRow};
 
 mod contain;
-mod inflight;
 pub mod schema;
 mod stats;
 mod tls;
@@ -772,23 +771,6 @@ impl Postgres {
                 )?
                 .and_then(|r| r.get(0));
             Ok((ids, next))
-        })
-    }
-
-    pub fn record_late(
-        &self,
-        instance: &str,
-        node: Option<&str>,
-        kind: &str,
-        due_ms: i64,
-        decided_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.read(|db| {
-            db.exec(
-                "INSERT INTO late_decisions(instance_id, node, kind, due_ms, decided_ms) VALUES ($1, $2, $3, $4, $5)",
-                &[&instance, &node, &kind, &due_ms, &decided_ms],
-            )?;
-            Ok(())
         })
     }
 
