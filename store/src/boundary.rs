@@ -8,11 +8,7 @@
 //! not a runtime surprise). Adding a method to the store means adding it to
 //! this list and to each backend.
 
-use super::{
-    Backend, CorrelationRow, DeploymentRow, HistoryRow, IncidentRow, InstanceFacts, InstanceRow,
-    OutboxEntry, Store, StoreError, TimerInfo, TransitionRow,
-};
-use qflow_instance::{OutboxRow, TimerRow};
+use super::{Backend, DeploymentRow, Store, StoreError};
 
 /// `reads { fn name(args) -> T; … }` forwards `&self` methods, `writes`
 /// forwards `&mut self` ones, each to the backend's method of the same name.
@@ -49,49 +45,11 @@ forward! {
     reads {
         /// The schema version of the database (the migrations applied).
         fn schema_version() -> Result<u32, StoreError>;
-        /// The durable facts of one instance: deployment, status, version,
-        /// start, snapshot, armed timers, the key ledger.
-        fn facts(instance: &str) -> Result<InstanceFacts, StoreError>;
-        /// Every instance, oldest first.
-        fn instances() -> Result<Vec<InstanceRow>, StoreError>;
         /// One page of the instances passing a query's filters, oldest
         /// first, with how many pass in all (`qflow instances`).
         fn instance_page(
             q: &super::query::InstanceQuery,
         ) -> Result<super::query::InstancePage, StoreError>;
-        /// One instance, if it exists.
-        fn instance(id: &str) -> Result<Option<InstanceRow>, StoreError>;
-        /// Every timer of an instance, armed and resolved, in arming order.
-        fn timers(instance: &str) -> Result<Vec<TimerInfo>, StoreError>;
-        /// Armed timers due at `now_ms` across all instances, earliest first:
-        /// what a poller serving many instances re-drives (each under its
-        /// instance's claim, so two pollers never act on the same timer twice).
-        fn due_timers(now_ms: i64, limit: usize) -> Result<Vec<(String, TimerRow)>, StoreError>;
-        /// Pending outbox rows of an instance with their next delivery time,
-        /// earliest first (what the dispatcher delivers).
-        fn pending_requests(instance: &str) -> Result<Vec<(OutboxRow, i64)>, StoreError>;
-        /// Whether the outbox holds a poisoned request for exactly this
-        /// instance and node (what a poison wake re-reads under the claim).
-        fn has_poisoned_request(instance: &str, node: &str) -> Result<bool, StoreError>;
-        /// The instance and node a correlation key names (`instance/node`), if live.
-        fn correlation(key: &str) -> Result<Option<(String, String)>, StoreError>;
-        /// The earliest armed timer of an instance.
-        fn next_timer(instance: &str) -> Result<Option<TimerRow>, StoreError>;
-        /// The decisions of an instance, in order.
-        fn history(instance: &str) -> Result<Vec<HistoryRow>, StoreError>;
-        /// Every snapshot the instance persisted, in order.
-        fn transitions(instance: &str) -> Result<Vec<TransitionRow>, StoreError>;
-        /// The incidents of an instance, open and closed, oldest first.
-        fn incidents(instance: &str) -> Result<Vec<IncidentRow>, StoreError>;
-        /// How many times a handler has run for an instance: which scenario
-        /// entry its next run consumes.
-        fn handler_runs(instance: &str, task: &str) -> Result<usize, StoreError>;
-        /// Scenario event indexes already delivered to an instance.
-        fn delivered_events(instance: &str) -> Result<Vec<usize>, StoreError>;
-        /// The outbox rows of an instance, oldest first.
-        fn outbox(instance: &str) -> Result<Vec<OutboxEntry>, StoreError>;
-        /// The live correlations of an instance.
-        fn correlations(instance: &str) -> Result<Vec<CorrelationRow>, StoreError>;
         /// Up to `limit` unfinished instances with work: those with a ready
         /// token first (oldest first), else those with the earliest armed
         /// timers. What a replica picks from.
@@ -101,8 +59,6 @@ forward! {
         /// then with a ready token, at most `limit` of each, once each; and
         /// when the next timer or delivery falls due after `now_ms`.
         fn due_instances(now_ms: i64, limit: usize) -> Result<(Vec<String>, Option<i64>), StoreError>;
-        /// The time of the instance's last decision.
-        fn last_decision_ms(instance: &str) -> Result<Option<i64>, StoreError>;
         /// Read everything until [`Store::end_reads`] from one snapshot of
         /// the database (a batch's facts): on SQLite one read transaction,
         /// where each statement alone takes and drops its own locks (15
@@ -110,15 +66,10 @@ forward! {
         fn begin_reads() -> Result<(), StoreError>;
         /// End what [`Store::begin_reads`] began (nothing when none is open).
         fn end_reads() -> Result<(), StoreError>;
-        /// The deployed source of a deployment.
-        fn deployment_source(deployment_id: i64) -> Result<Option<String>, StoreError>;
         /// Every deployment, oldest first, with its instances by status.
         fn deployments() -> Result<Vec<DeploymentRow>, StoreError>;
         /// One deployment, if it exists.
         fn deployment(id: i64) -> Result<Option<DeploymentRow>, StoreError>;
-        /// The body an outbox row was emitted with (what the relay sends),
-        /// if the row exists and its payload is JSON.
-        fn request_payload(id: i64) -> Result<Option<serde_json::Value>, StoreError>;
         /// The fleet's observations (read-only; whole-table reads, meant
         /// for an operator's look, not the decision loop).
         fn observations() -> Result<super::stats::Observations, StoreError>;

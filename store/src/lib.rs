@@ -553,20 +553,7 @@ impl Sqlite {
     }
 }
 
-impl Sqlite {
-    /// The durable facts of one instance: deployment, status, version,
-    /// start, snapshot, armed timers.
-    pub fn facts(&self, instance: &str) -> Result<InstanceFacts, StoreError> {
-        let row = query::instance(&self.conn, instance)?
-            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-        Ok(InstanceFacts::of_row(
-            &row,
-            query::armed_timers(&self.conn, instance)?,
-            write::held_timers(&mut sql::sqlite::Lite(&self.conn), instance)?,
-            query::keys_sent(&self.conn, instance)?,
-        ))
-    }
-}
+impl Sqlite {}
 
 impl Sqlite {}
 

@@ -56,7 +56,7 @@ impl Store {
 
     /// SQLite only: refuse to go on when the database file was deleted or
     /// replaced under this process (claims and picks of work check it).
-    fn still_there(&self) -> Result<(), StoreError> {
+    pub(crate) fn still_there(&self) -> Result<(), StoreError> {
         match &self.backend {
             Backend::Sqlite(s) => s.still_there(),
             Backend::Postgres(_) => Ok(()),

@@ -23,25 +23,22 @@
 //! call's timeout recovers the same condition.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
 use postgres::{Client, GenericClient, Row, Statement};
 
 use super::lifecycle::{DeploymentRow, StatusCounts};
-use super::query::{
-    CorrelationRow, HistoryRow, IncidentRow, InstanceRow, OutboxEntry, TimerInfo, TransitionRow,
-};
-use super::{InstanceFacts, StoreError};
-use qflow_instance::{OutboxRow, Status, TimerRow};
+use super::StoreError;
 
 mod contain;
 pub mod schema;
 mod stats;
 mod tls;
 
-use crate::write::{held_timers, WAKE_CHANNEL};
+use crate::sql::{args, Conn};
+use crate::write::WAKE_CHANNEL;
 
 /// The PostgreSQL store: one connection, and the statements it prepared.
 pub(crate) struct Postgres {
@@ -107,10 +104,6 @@ impl<C: GenericClient> Db<'_, C> {
 /// A counter stored as BIGINT, as the u32 the vocabulary uses.
 fn u32_of(v: i64) -> u32 {
     v.clamp(0, i64::from(u32::MAX)) as u32
-}
-
-fn opt_u32(v: Option<i64>) -> Option<u32> {
-    v.map(u32_of)
 }
 
 impl Postgres {
@@ -222,26 +215,6 @@ impl Postgres {
         })
     }
 
-    pub fn request_payload(&self, id: i64) -> Result<Option<serde_json::Value>, StoreError> {
-        self.read(|db| {
-            let text: Option<String> = db
-                .opt("SELECT payload FROM outbox WHERE id = $1", &[&id])?
-                .map(|r| r.get(0));
-            Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
-        })
-    }
-
-    pub fn facts(&self, instance: &str) -> Result<InstanceFacts, StoreError> {
-        self.read(|db| {
-            let row = instance_row_of(db, instance)?
-                .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-            let timers = armed_timers(db, instance)?;
-            let held = held_timers(db, instance)?;
-            let keys_sent = keys_sent(db, instance)?;
-            Ok(InstanceFacts::of_row(&row, timers, held, keys_sent))
-        })
-    }
-
     pub fn deployments(&self) -> Result<Vec<DeploymentRow>, StoreError> {
         self.read(|db| {
             let rows = db.rows(
@@ -330,16 +303,6 @@ impl Postgres {
     }
 }
 
-const INSTANCE_SQL: &str =
-    "SELECT i.id, i.deployment_id, d.process_id, d.hash, i.status, i.snapshot, i.version, \
-     i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms \
-     FROM instances i JOIN deployments d ON d.id = i.deployment_id WHERE i.id = $1";
-
-const INSTANCES_SQL: &str =
-    "SELECT i.id, i.deployment_id, d.process_id, d.hash, i.status, i.snapshot, i.version, \
-     i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms \
-     FROM instances i JOIN deployments d ON d.id = i.deployment_id ORDER BY i.seq";
-
 /// The filters of an [`InstanceQuery`](super::query::InstanceQuery), each
 /// skipped when its parameter is null ($1 status, $2 deployment, $3 class,
 /// $4 dependency).
@@ -355,92 +318,15 @@ const PAGE_COUNT_SQL: &str = concat!("SELECT COUNT(*) FROM instances i WHERE ", 
 
 /// A page: `LIMIT NULL` ($5) is no limit.
 const PAGE_SQL: &str = concat!(
-    "SELECT i.id, i.deployment_id, d.process_id, d.hash, i.status, i.snapshot, i.version, \
-     i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms \
-     FROM instances i JOIN deployments d ON d.id = i.deployment_id WHERE ",
+    "SELECT ",
+    crate::query::instance_cols!(),
+    " FROM instances i JOIN deployments d ON d.id = i.deployment_id WHERE ",
     page_filter!(),
     " ORDER BY i.seq LIMIT $5 OFFSET $6"
 );
 
-fn instance_row(r: &Row) -> InstanceRow {
-    let status: String = r.get(4);
-    InstanceRow {
-        id: r.get(0),
-        deployment_id: r.get(1),
-        process_id: r.get(2),
-        hash: r.get(3),
-        status: Status::parse(&status).unwrap_or(Status::Waiting),
-        snapshot: r.get(5),
-        version: r.get(6),
-        started_ms: r.get(7),
-        updated_ms: r.get(8),
-        claim_owner: r.get(9),
-        claim_expires_ms: r.get(10),
-    }
-}
-
-fn instance_row_of<C: GenericClient>(
-    db: &mut Db<'_, C>,
-    id: &str,
-) -> Result<Option<InstanceRow>, StoreError> {
-    Ok(db.opt(INSTANCE_SQL, &[&id])?.as_ref().map(instance_row))
-}
-
-fn timer_row(r: &Row, from: usize) -> TimerRow {
-    let p: String = r.get(from + 2);
-    TimerRow {
-        id: r.get(from),
-        node: r.get(from + 1),
-        purpose: crate::purpose_from_sql(&p),
-        due_ms: r.get(from + 3),
-        attempt: opt_u32(r.get(from + 4)),
-    }
-}
-
-fn armed_timers<C: GenericClient>(
-    db: &mut Db<'_, C>,
-    instance: &str,
-) -> Result<Vec<TimerRow>, StoreError> {
-    Ok(db
-        .rows(
-            "SELECT id, node, purpose, due_ms, attempt FROM timers WHERE instance_id = $1 AND state = 'armed' ORDER BY due_ms, id",
-            &[&instance],
-        )?
-        .iter()
-        .map(|r| timer_row(r, 0))
-        .collect())
-}
-
-fn keys_sent<C: GenericClient>(
-    db: &mut Db<'_, C>,
-    instance: &str,
-) -> Result<BTreeMap<String, u32>, StoreError> {
-    Ok(db
-        .rows(
-            "SELECT node, last FROM request_keys WHERE instance_id = $1",
-            &[&instance],
-        )?
-        .iter()
-        .map(|r| (r.get::<_, String>(0), u32_of(r.get(1))))
-        .collect())
-}
-
 /// The read-only queries, as on SQLite (see `query.rs` for what each is for).
 impl Postgres {
-    pub fn instances(&self) -> Result<Vec<InstanceRow>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .rows(INSTANCES_SQL, &[])?
-                .iter()
-                .map(instance_row)
-                .collect())
-        })
-    }
-
-    pub fn instance(&self, id: &str) -> Result<Option<InstanceRow>, StoreError> {
-        self.read(|db| instance_row_of(db, id))
-    }
-
     pub fn instance_page(
         &self,
         q: &super::query::InstanceQuery,
@@ -449,260 +335,21 @@ impl Postgres {
         let limit = q.limit.map(|l| l.min(i64::MAX as u64) as i64);
         let offset = q.offset.min(i64::MAX as u64) as i64;
         self.read(|db| {
-            let total: i64 = db
-                .one(
-                    PAGE_COUNT_SQL,
-                    &[&status, &q.deployment, &q.class, &q.dependency],
-                )?
-                .get(0);
-            let rows = db
-                .rows(
-                    PAGE_SQL,
-                    &[
-                        &status,
-                        &q.deployment,
-                        &q.class,
-                        &q.dependency,
-                        &limit,
-                        &offset,
-                    ],
-                )?
-                .iter()
-                .map(instance_row)
-                .collect();
+            let db: &mut dyn Conn = db;
+            let total: i64 = db.one(
+                PAGE_COUNT_SQL,
+                args![status, q.deployment, q.class, q.dependency],
+                |r| r.get(0),
+            )?;
+            let rows = db.rows(
+                PAGE_SQL,
+                args![status, q.deployment, q.class, q.dependency, limit, offset],
+                crate::query::instance_row,
+            )?;
             Ok(super::query::InstancePage {
                 rows,
                 total: total as u64,
             })
-        })
-    }
-
-    pub fn timers(&self, instance: &str) -> Result<Vec<TimerInfo>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .rows(
-                    "SELECT id, node, purpose, due_ms, attempt, state, armed_seq, resolved_seq FROM timers WHERE instance_id = $1 ORDER BY id",
-                    &[&instance],
-                )?
-                .iter()
-                .map(|r| {
-                    let p: String = r.get(2);
-                    let s: String = r.get(5);
-                    TimerInfo {
-                        id: r.get(0),
-                        node: r.get(1),
-                        purpose: crate::purpose_from_sql(&p),
-                        due_ms: r.get(3),
-                        attempt: opt_u32(r.get(4)),
-                        armed: s == "armed",
-                        armed_seq: r.get(6),
-                        resolved_seq: r.get(7),
-                    }
-                })
-                .collect())
-        })
-    }
-
-    pub fn due_timers(
-        &self,
-        now_ms: i64,
-        limit: usize,
-    ) -> Result<Vec<(String, TimerRow)>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .rows(
-                    "SELECT instance_id, id, node, purpose, due_ms, attempt FROM timers
-                     WHERE state = 'armed' AND due_ms <= $1 ORDER BY due_ms, id LIMIT $2
-                     FOR UPDATE SKIP LOCKED",
-                    &[&now_ms, &(limit as i64)],
-                )?
-                .iter()
-                .map(|r| (r.get(0), timer_row(r, 1)))
-                .collect())
-        })
-    }
-
-    pub fn pending_requests(&self, instance: &str) -> Result<Vec<(OutboxRow, i64)>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .rows(
-                    "SELECT id, node, channel, attempt, deliveries, idempotency_key, next_ms FROM outbox
-                     WHERE instance_id = $1 AND state = 'pending' ORDER BY next_ms, id",
-                    &[&instance],
-                )?
-                .iter()
-                .map(|r| {
-                    (
-                        OutboxRow {
-                            id: r.get(0),
-                            node: r.get(1),
-                            channel: r.get(2),
-                            attempt: u32_of(r.get(3)),
-                            deliveries: u32_of(r.get(4)),
-                            idempotency_key: r.get(5),
-                        },
-                        r.get(6),
-                    )
-                })
-                .collect())
-        })
-    }
-
-    pub fn has_poisoned_request(&self, instance: &str, node: &str) -> Result<bool, StoreError> {
-        self.read(|db| {
-            let n: i64 = db
-                .one(
-                    "SELECT COUNT(*) FROM outbox WHERE instance_id = $1 AND node = $2 AND state = 'poisoned'",
-                    &[&instance, &node],
-                )?
-                .get(0);
-            Ok(n > 0)
-        })
-    }
-
-    pub fn correlation(&self, key: &str) -> Result<Option<(String, String)>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .opt(
-                    "SELECT instance_id, node FROM correlations WHERE key = $1",
-                    &[&key],
-                )?
-                .map(|r| (r.get(0), r.get(1))))
-        })
-    }
-
-    pub fn next_timer(&self, instance: &str) -> Result<Option<TimerRow>, StoreError> {
-        self.read(|db| {
-            let held = held_timers(db, instance)?;
-            Ok(armed_timers(db, instance)?
-                .into_iter()
-                .find(|t| !held.contains(&t.id)))
-        })
-    }
-
-    pub fn history(&self, instance: &str) -> Result<Vec<HistoryRow>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .rows(
-                    "SELECT seq, transition_seq, at_ms, kind, node, attempt, code, timer_id, event_index, detail
-                     FROM history WHERE instance_id = $1 ORDER BY seq",
-                    &[&instance],
-                )?
-                .iter()
-                .map(|r| HistoryRow {
-                    seq: r.get(0),
-                    transition_seq: r.get(1),
-                    at_ms: r.get(2),
-                    kind: r.get(3),
-                    node: r.get(4),
-                    attempt: opt_u32(r.get(5)),
-                    code: r.get(6),
-                    timer_id: r.get(7),
-                    event_index: r.get(8),
-                    detail: r.get(9),
-                })
-                .collect())
-        })
-    }
-
-    pub fn transitions(&self, instance: &str) -> Result<Vec<TransitionRow>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .rows(
-                    "SELECT seq, version, at_ms, status, snapshot FROM transitions WHERE instance_id = $1 ORDER BY seq",
-                    &[&instance],
-                )?
-                .iter()
-                .map(|r| TransitionRow {
-                    seq: r.get(0),
-                    version: r.get(1),
-                    at_ms: r.get(2),
-                    status: r.get(3),
-                    snapshot: r.get(4),
-                })
-                .collect())
-        })
-    }
-
-    pub fn incidents(&self, instance: &str) -> Result<Vec<IncidentRow>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .rows(
-                    "SELECT id, node, kind, message, opened_ms, closed_ms FROM incidents WHERE instance_id = $1 ORDER BY id",
-                    &[&instance],
-                )?
-                .iter()
-                .map(|r| IncidentRow {
-                    id: r.get(0),
-                    node: r.get(1),
-                    kind: r.get(2),
-                    message: r.get(3),
-                    opened_ms: r.get(4),
-                    closed_ms: r.get(5),
-                })
-                .collect())
-        })
-    }
-
-    pub fn handler_runs(&self, instance: &str, task: &str) -> Result<usize, StoreError> {
-        self.read(|db| {
-            let n: i64 = db
-                .one(
-                    "SELECT COUNT(*) FROM history WHERE instance_id = $1 AND kind = 'attempt' AND task = $2",
-                    &[&instance, &task],
-                )?
-                .get(0);
-            Ok(n as usize)
-        })
-    }
-
-    pub fn delivered_events(&self, instance: &str) -> Result<Vec<usize>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .rows(
-                    "SELECT DISTINCT event_index FROM history WHERE instance_id = $1 AND event_index IS NOT NULL ORDER BY event_index",
-                    &[&instance],
-                )?
-                .iter()
-                .map(|r| r.get::<_, i64>(0) as usize)
-                .collect())
-        })
-    }
-
-    pub fn outbox(&self, instance: &str) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .rows(
-                    "SELECT node, channel, attempt, state, deliveries, idempotency_key, reason FROM outbox WHERE instance_id = $1 ORDER BY id",
-                    &[&instance],
-                )?
-                .iter()
-                .map(|r| OutboxEntry {
-                    node: r.get(0),
-                    channel: r.get(1),
-                    attempt: u32_of(r.get(2)),
-                    state: r.get(3),
-                    deliveries: u32_of(r.get(4)),
-                    idempotency_key: r.get(5),
-                    reason: r.get(6),
-                })
-                .collect())
-        })
-    }
-
-    pub fn correlations(&self, instance: &str) -> Result<Vec<CorrelationRow>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .rows(
-                    "SELECT key, node FROM correlations WHERE instance_id = $1 ORDER BY created_ms, key",
-                    &[&instance],
-                )?
-                .iter()
-                .map(|r| CorrelationRow {
-                    key: r.get(0),
-                    node: r.get(1),
-                })
-                .collect())
         })
     }
 
@@ -782,28 +429,6 @@ impl Postgres {
 
     pub fn end_reads(&self) -> Result<(), StoreError> {
         Ok(())
-    }
-
-    pub fn last_decision_ms(&self, instance: &str) -> Result<Option<i64>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .opt(
-                    "SELECT at_ms FROM transitions WHERE instance_id = $1 ORDER BY seq DESC LIMIT 1",
-                    &[&instance],
-                )?
-                .map(|r| r.get(0)))
-        })
-    }
-
-    pub fn deployment_source(&self, deployment_id: i64) -> Result<Option<String>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .opt(
-                    "SELECT source FROM deployments WHERE id = $1",
-                    &[&deployment_id],
-                )?
-                .map(|r| r.get(0)))
-        })
     }
 }
 

@@ -21,7 +21,9 @@ impl rusqlite::ToSql for Value<'_> {
     }
 }
 
-struct LiteRow<'r, 's>(&'r rusqlite::Row<'s>);
+/// A row SQLite returned, read as a [`Row`] (for the few statements built
+/// at run time, outside [`Conn`]).
+pub(crate) struct LiteRow<'r, 's>(pub(crate) &'r rusqlite::Row<'s>);
 
 impl Row for LiteRow<'_, '_> {
     fn value(&self, i: usize) -> Result<ValueRef<'_>, StoreError> {
