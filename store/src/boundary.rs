@@ -8,7 +8,7 @@
 //! not a runtime surprise). Adding a method to the store means adding it to
 //! this list and to each backend.
 
-use super::{Backend, DeploymentRow, Store, StoreError};
+use super::{Backend, Store, StoreError};
 
 /// `reads { fn name(args) -> T; … }` forwards `&self` methods, `writes`
 /// forwards `&mut self` ones, each to the backend's method of the same name.
@@ -66,16 +66,6 @@ forward! {
         fn begin_reads() -> Result<(), StoreError>;
         /// End what [`Store::begin_reads`] began (nothing when none is open).
         fn end_reads() -> Result<(), StoreError>;
-        /// Every deployment, oldest first, with its instances by status.
-        fn deployments() -> Result<Vec<DeploymentRow>, StoreError>;
-        /// One deployment, if it exists.
-        fn deployment(id: i64) -> Result<Option<DeploymentRow>, StoreError>;
-        /// The fleet's observations (read-only; whole-table reads, meant
-        /// for an operator's look, not the decision loop).
-        fn observations() -> Result<super::stats::Observations, StoreError>;
-        /// Attempts per minute of the store's time (minute index →
-        /// attempts), only minutes that saw one.
-        fn attempts_per_minute() -> Result<std::collections::BTreeMap<i64, u64>, StoreError>;
         /// The poison wakes other processes sent since the last call
         /// (instance, node), without waiting; `owner`'s own are left out.
         /// Best effort: always empty on SQLite (a replica keeps its own

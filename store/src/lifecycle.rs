@@ -7,7 +7,8 @@
 //! it, while any instance of the deployment is FAILED or unfinished: a FAILED
 //! instance is kept for its repair, and retiring its deployment would hide it.
 
-use super::{Deployment, Sqlite, StoreError};
+use super::{Deployment, Store, StoreError};
+use crate::sql::args;
 
 /// One deployment as the lifecycle commands list it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,35 +83,37 @@ pub enum Retirement {
     Blocked(Vec<(String, qflow_instance::Status)>),
 }
 
-impl Sqlite {
+impl Store {
     /// Every deployment, oldest first, with its instances by status.
     pub fn deployments(&self) -> Result<Vec<DeploymentRow>, StoreError> {
-        let mut st = self.conn.prepare(
-            "SELECT d.id, d.process_id, d.hash, d.origin, d.deployed_ms, d.retired_ms,
-                    COUNT(CASE WHEN i.status = 'running' THEN 1 END),
-                    COUNT(CASE WHEN i.status = 'waiting' THEN 1 END),
-                    COUNT(CASE WHEN i.status = 'completed' THEN 1 END),
-                    COUNT(CASE WHEN i.status = 'failed' THEN 1 END)
-             FROM deployments d LEFT JOIN instances i ON i.deployment_id = d.id
-             GROUP BY d.id ORDER BY d.id",
-        )?;
-        let rows = st.query_map([], |r| {
-            Ok(DeploymentRow {
-                id: r.get(0)?,
-                process_id: r.get(1)?,
-                hash: r.get(2)?,
-                origin: r.get(3)?,
-                deployed_ms: r.get(4)?,
-                retired_ms: r.get(5)?,
-                counts: StatusCounts {
-                    running: r.get(6)?,
-                    waiting: r.get(7)?,
-                    completed: r.get(8)?,
-                    failed: r.get(9)?,
+        self.read(|db| {
+            db.rows(
+                "SELECT d.id, d.process_id, d.hash, d.origin, d.deployed_ms, d.retired_ms,
+                        COUNT(CASE WHEN i.status = 'running' THEN 1 END),
+                        COUNT(CASE WHEN i.status = 'waiting' THEN 1 END),
+                        COUNT(CASE WHEN i.status = 'completed' THEN 1 END),
+                        COUNT(CASE WHEN i.status = 'failed' THEN 1 END)
+                 FROM deployments d LEFT JOIN instances i ON i.deployment_id = d.id
+                 GROUP BY d.id ORDER BY d.id",
+                args![],
+                |r| {
+                    Ok(DeploymentRow {
+                        id: r.get(0)?,
+                        process_id: r.get(1)?,
+                        hash: r.get(2)?,
+                        origin: r.get(3)?,
+                        deployed_ms: r.get(4)?,
+                        retired_ms: r.get(5)?,
+                        counts: StatusCounts {
+                            running: r.get(6)?,
+                            waiting: r.get(7)?,
+                            completed: r.get(8)?,
+                            failed: r.get(9)?,
+                        },
+                    })
                 },
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            )
+        })
     }
 
     /// One deployment, if it exists.

@@ -29,12 +29,10 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
 use postgres::{Client, GenericClient, Row, Statement};
 
-use super::lifecycle::{DeploymentRow, StatusCounts};
 use super::StoreError;
 
 mod contain;
 pub mod schema;
-mod stats;
 mod tls;
 
 use crate::sql::{args, Conn};
@@ -213,42 +211,6 @@ impl Postgres {
             let v: i64 = db.one("SELECT version FROM qflow_schema", &[])?.get(0);
             Ok(u32_of(v))
         })
-    }
-
-    pub fn deployments(&self) -> Result<Vec<DeploymentRow>, StoreError> {
-        self.read(|db| {
-            let rows = db.rows(
-                "SELECT d.id, d.process_id, d.hash, d.origin, d.deployed_ms, d.retired_ms,
-                        COUNT(CASE WHEN i.status = 'running' THEN 1 END),
-                        COUNT(CASE WHEN i.status = 'waiting' THEN 1 END),
-                        COUNT(CASE WHEN i.status = 'completed' THEN 1 END),
-                        COUNT(CASE WHEN i.status = 'failed' THEN 1 END)
-                 FROM deployments d LEFT JOIN instances i ON i.deployment_id = d.id
-                 GROUP BY d.id ORDER BY d.id",
-                &[],
-            )?;
-            Ok(rows
-                .iter()
-                .map(|r| DeploymentRow {
-                    id: r.get(0),
-                    process_id: r.get(1),
-                    hash: r.get(2),
-                    origin: r.get(3),
-                    deployed_ms: r.get(4),
-                    retired_ms: r.get(5),
-                    counts: StatusCounts {
-                        running: u32_of(r.get(6)),
-                        waiting: u32_of(r.get(7)),
-                        completed: u32_of(r.get(8)),
-                        failed: u32_of(r.get(9)),
-                    },
-                })
-                .collect())
-        })
-    }
-
-    pub fn deployment(&self, id: i64) -> Result<Option<DeploymentRow>, StoreError> {
-        Ok(self.deployments()?.into_iter().find(|d| d.id == id))
     }
 
     #[cfg(any(test, feature = "testing"))]

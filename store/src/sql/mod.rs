@@ -183,6 +183,13 @@ impl FromValue for u32 {
     }
 }
 
+/// A count (never negative).
+impl FromValue for u64 {
+    fn from_value(v: ValueRef<'_>) -> Option<Self> {
+        i64::from_value(v).map(|i| i.max(0) as u64)
+    }
+}
+
 impl FromValue for usize {
     fn from_value(v: ValueRef<'_>) -> Option<Self> {
         i64::from_value(v).map(|i| usize::try_from(i).unwrap_or(0))
