@@ -45,20 +45,6 @@ forward! {
     reads {
         /// The schema version of the database (the migrations applied).
         fn schema_version() -> Result<u32, StoreError>;
-        /// One page of the instances passing a query's filters, oldest
-        /// first, with how many pass in all (`qflow instances`).
-        fn instance_page(
-            q: &super::query::InstanceQuery,
-        ) -> Result<super::query::InstancePage, StoreError>;
-        /// Up to `limit` unfinished instances with work: those with a ready
-        /// token first (oldest first), else those with the earliest armed
-        /// timers. What a replica picks from.
-        fn candidates(limit: usize) -> Result<Vec<String>, StoreError>;
-        /// What a serving loop looks at now (wall clock `now_ms`): instances
-        /// with a due timer (not held by a pause), then with a due delivery,
-        /// then with a ready token, at most `limit` of each, once each; and
-        /// when the next timer or delivery falls due after `now_ms`.
-        fn due_instances(now_ms: i64, limit: usize) -> Result<(Vec<String>, Option<i64>), StoreError>;
         /// Read everything until [`Store::end_reads`] from one snapshot of
         /// the database (a batch's facts): on SQLite one read transaction,
         /// where each statement alone takes and drops its own locks (15

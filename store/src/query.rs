@@ -1,12 +1,11 @@
 //! Read-only queries: what an inspector (the console, `qflow run`, tests)
 //! reads. None of them writes.
 
-use rusqlite::params;
 use serde_json::Value;
 
-use crate::sql::sqlite::LiteRow;
-use crate::sql::{args, Conn, Row, ValueRef};
+use crate::sql::{args, Conn, Dialect, Row, Value as Arg, ValueRef};
 use crate::write::held_timers;
+use crate::write::matches_pause;
 use crate::{InstanceFacts, Sqlite, Store, StoreError};
 use qflow_instance::history::Line;
 use qflow_instance::{OutboxRow, Purpose, Status, TimerRow};
@@ -156,7 +155,6 @@ macro_rules! instance_cols {
          i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms"
     };
 }
-pub(crate) use instance_cols;
 
 pub(crate) fn instance_row(r: &dyn Row) -> Result<InstanceRow, StoreError> {
     let status: String = r.get(4)?;
@@ -518,6 +516,182 @@ impl Store {
         })
     }
 
+    /// One page of the instances that pass `q`'s filters, oldest first, and
+    /// how many pass in all. Only the conditions given are written into the
+    /// statement, so a status or deployment filter reads its index and the
+    /// count of everything reads the smallest index, never the rows.
+    pub fn instance_page(&self, q: &InstanceQuery) -> Result<InstancePage, StoreError> {
+        self.read(|db| {
+            let mut conditions: Vec<String> = Vec::new();
+            let mut values: Vec<Arg<'_>> = Vec::new();
+            if let Some(s) = q.status {
+                values.push(Arg::Text(s.as_str()));
+                conditions.push(format!("i.status = ${}", values.len()));
+            }
+            if let Some(d) = q.deployment {
+                values.push(Arg::Int(d));
+                conditions.push(format!("i.deployment_id = ${}", values.len()));
+            }
+            for (column, v) in [("class", &q.class), ("dependency", &q.dependency)] {
+                if let Some(v) = v {
+                    values.push(Arg::Text(v));
+                    conditions.push(format!(
+                        "EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.{column} = ${})",
+                        values.len()
+                    ));
+                }
+            }
+            let where_ = if conditions.is_empty() {
+                String::new()
+            } else {
+                format!(" WHERE {}", conditions.join(" AND "))
+            };
+            let mut total = 0;
+            db.each_built(
+                &format!("SELECT COUNT(*) FROM instances i{where_}"),
+                &values,
+                &mut |r| {
+                    total = r.get(0)?;
+                    Ok(())
+                },
+            )?;
+            // No limit: SQLite's is a negative one, PostgreSQL's a null.
+            let limit = match (q.limit, db.dialect()) {
+                (Some(l), _) => Arg::Int(l.min(i64::MAX as u64) as i64),
+                (None, Dialect::Sqlite) => Arg::Int(-1),
+                (None, Dialect::Postgres) => Arg::Null,
+            };
+            values.push(limit);
+            values.push(Arg::Int(q.offset.min(i64::MAX as u64) as i64));
+            let n = values.len();
+            let sql = format!(
+                "SELECT {} FROM instances i JOIN deployments d ON d.id = i.deployment_id{where_} ORDER BY {} LIMIT ${} OFFSET ${n}",
+                instance_cols!(),
+                db.dialect().pick("i.rowid", "i.seq"),
+                n - 1,
+            );
+            let mut rows = Vec::new();
+            db.each_built(&sql, &values, &mut |r| {
+                rows.push(instance_row(r)?);
+                Ok(())
+            })?;
+            Ok(InstancePage { rows, total })
+        })
+    }
+
+    /// Up to `limit` unfinished instances with work: those with a ready
+    /// token first (oldest first), else those with the earliest armed timers.
+    /// What a replica picks from. A quarantined instance is never picked,
+    /// nor a retry park of a paused class or dependency. On PostgreSQL an
+    /// instance or timer another replica's transaction is writing right now
+    /// is not offered (`SKIP LOCKED`).
+    pub fn candidates(&self, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.still_there()?;
+        self.read(|db| {
+            let ready: Vec<String> = db.rows(
+                db.dialect().pick(
+                    "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT $1",
+                    "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
+                ),
+                args![limit],
+                |r| r.get(0),
+            )?;
+            if !ready.is_empty() {
+                return Ok(ready);
+            }
+            // SQLite's CROSS JOIN keeps the armed timers, in due order, as
+            // the outer loop (an index walk that stops at the limit); the
+            // planner would otherwise be free to start from every
+            // unfinished instance. PostgreSQL locks (and skips) timers.
+            db.rows(
+                db.dialect().pick(
+                    concat!(
+                        "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
+                         WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                           AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
+                        matches_pause!(),
+                        ")) ORDER BY t.due_ms, t.id LIMIT $1"
+                    ),
+                    concat!(
+                        "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
+                         WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                           AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
+                        matches_pause!(),
+                        ")) ORDER BY t.due_ms, t.id LIMIT $1 FOR UPDATE OF t SKIP LOCKED"
+                    ),
+                ),
+                args![limit],
+                |r| r.get(0),
+            )
+        })
+    }
+
+    /// What a serving loop looks at now (wall clock `now_ms`): instances
+    /// with a due timer (not held by a pause), then with a due delivery,
+    /// then with a ready token, at most `limit` of each, once each; and
+    /// when the next timer or delivery falls due after `now_ms`.
+    pub fn due_instances(
+        &self,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<i64>), StoreError> {
+        // What a serving loop polls: a deleted database file stops it here.
+        self.still_there()?;
+        self.read(|db| {
+            let mut ids: Vec<String> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            let d = db.dialect();
+            for sql in [
+                d.pick(
+                    concat!(
+                        "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
+                         WHERE t.state = 'armed' AND t.due_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                           AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
+                        matches_pause!(),
+                        ")) ORDER BY t.due_ms, t.id LIMIT $2"
+                    ),
+                    concat!(
+                        "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
+                         WHERE t.state = 'armed' AND t.due_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                           AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
+                        matches_pause!(),
+                        ")) ORDER BY t.due_ms, t.id LIMIT $2"
+                    ),
+                ),
+                d.pick(
+                    "SELECT o.instance_id FROM outbox o CROSS JOIN instances i ON i.id = o.instance_id
+                     WHERE o.state = 'pending' AND o.next_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                     ORDER BY o.next_ms, o.id LIMIT $2",
+                    "SELECT o.instance_id FROM outbox o JOIN instances i ON i.id = o.instance_id
+                     WHERE o.state = 'pending' AND o.next_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                     ORDER BY o.next_ms, o.id LIMIT $2",
+                ),
+                // ($1 is named so PostgreSQL can type every parameter.)
+                d.pick(
+                    "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT $2",
+                    "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL AND $1::BIGINT IS NOT NULL ORDER BY seq LIMIT $2",
+                ),
+            ] {
+                for id in db.rows(sql, args![now_ms, limit], |r| r.get::<String>(0))? {
+                    if seen.insert(id.clone()) {
+                        ids.push(id);
+                    }
+                }
+            }
+            let next: Option<i64> = db.one(
+                d.pick(
+                    "SELECT MIN(d) FROM (SELECT MIN(due_ms) AS d FROM timers WHERE state = 'armed' AND due_ms > $1
+                     UNION ALL SELECT MIN(next_ms) FROM outbox WHERE state = 'pending' AND next_ms > $1)",
+                    "SELECT LEAST((SELECT MIN(due_ms) FROM timers WHERE state = 'armed' AND due_ms > $1),
+                                  (SELECT MIN(next_ms) FROM outbox WHERE state = 'pending' AND next_ms > $1))",
+                ),
+                args![now_ms],
+                |r| r.get(0),
+            )?;
+            Ok((ids, next))
+        })
+    }
+
     /// The time of the instance's last decision (its start if none).
     pub fn last_decision_ms(&self, instance: &str) -> Result<Option<i64>, StoreError> {
         self.read(|db| {
@@ -542,144 +716,6 @@ impl Store {
 }
 
 impl Sqlite {
-    /// One page of the instances that pass `q`'s filters, oldest first, and
-    /// how many pass in all. Only the conditions given are written into the
-    /// statement, so a status or deployment filter reads its index and the
-    /// count of everything reads the smallest index, never the rows.
-    pub fn instance_page(&self, q: &InstanceQuery) -> Result<InstancePage, StoreError> {
-        use rusqlite::types::Value as V;
-        let mut conditions: Vec<&str> = Vec::new();
-        let mut args: Vec<V> = Vec::new();
-        if let Some(s) = q.status {
-            conditions.push("i.status = ?");
-            args.push(V::Text(s.as_str().into()));
-        }
-        if let Some(d) = q.deployment {
-            conditions.push("i.deployment_id = ?");
-            args.push(V::Integer(d));
-        }
-        if let Some(c) = &q.class {
-            conditions.push("EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.class = ?)");
-            args.push(V::Text(c.clone()));
-        }
-        if let Some(d) = &q.dependency {
-            conditions.push("EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.dependency = ?)");
-            args.push(V::Text(d.clone()));
-        }
-        let filter = if conditions.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", conditions.join(" AND "))
-        };
-        let total: i64 = self
-            .conn()
-            .prepare_cached(&format!("SELECT COUNT(*) FROM instances i{filter}"))?
-            .query_row(rusqlite::params_from_iter(args.iter()), |r| r.get(0))?;
-        // SQLite reads a negative limit as none.
-        args.push(V::Integer(
-            q.limit.map_or(-1, |l| l.min(i64::MAX as u64) as i64),
-        ));
-        args.push(V::Integer(q.offset.min(i64::MAX as u64) as i64));
-        let mut st = self.conn().prepare_cached(&format!(
-            "SELECT {} FROM instances i JOIN deployments d ON d.id = i.deployment_id{filter} ORDER BY i.rowid LIMIT ? OFFSET ?",
-            instance_cols!()
-        ))?;
-        let mut found = st.query(rusqlite::params_from_iter(args.iter()))?;
-        let mut rows = Vec::new();
-        while let Some(r) = found.next()? {
-            rows.push(instance_row(&LiteRow(r))?);
-        }
-        Ok(InstancePage {
-            rows,
-            total: total as u64,
-        })
-    }
-
-    /// Up to `limit` unfinished instances with work: those with a ready
-    /// token first (oldest first), else those with the earliest armed timers.
-    /// What a replica picks from. A quarantined instance is never picked,
-    /// nor a retry park of a paused class or dependency.
-    pub fn candidates(&self, limit: usize) -> Result<Vec<String>, StoreError> {
-        self.still_there()?;
-        let mut st = self.conn().prepare_cached(
-            "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT ?1",
-        )?;
-        let ready: Vec<String> = st
-            .query_map(params![limit as i64], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        if !ready.is_empty() {
-            return Ok(ready);
-        }
-        // CROSS JOIN keeps the armed timers, in due order, as the outer
-        // loop (an index walk that stops at the limit); the planner would
-        // otherwise be free to start from every unfinished instance.
-        let mut st = self.conn().prepare_cached(
-            "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
-             WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
-               AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p
-                   WHERE (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)))
-             ORDER BY t.due_ms, t.id LIMIT ?1",
-        )?;
-        let due: Vec<String> = st
-            .query_map(params![limit as i64], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        Ok(due)
-    }
-
-    pub fn due_instances(
-        &self,
-        now_ms: i64,
-        limit: usize,
-    ) -> Result<(Vec<String>, Option<i64>), StoreError> {
-        // What a serving loop polls: a deleted database file stops it here.
-        self.still_there()?;
-        let c = self.conn();
-        let mut ids: Vec<String> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut add = |v: Vec<String>| {
-            for id in v {
-                if seen.insert(id.clone()) {
-                    ids.push(id);
-                }
-            }
-        };
-        let lim = limit as i64;
-        let timers: Vec<String> = c
-            .prepare_cached(
-                "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
-                 WHERE t.state = 'armed' AND t.due_ms <= ?1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
-                   AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p
-                       WHERE (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)))
-                 ORDER BY t.due_ms, t.id LIMIT ?2",
-            )?
-            .query_map(params![now_ms, lim], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        add(timers);
-        let rows: Vec<String> = c
-            .prepare_cached(
-                "SELECT o.instance_id FROM outbox o CROSS JOIN instances i ON i.id = o.instance_id
-                 WHERE o.state = 'pending' AND o.next_ms <= ?1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
-                 ORDER BY o.next_ms, o.id LIMIT ?2",
-            )?
-            .query_map(params![now_ms, lim], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        add(rows);
-        let ready: Vec<String> = c
-            .prepare_cached(
-                "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT ?1",
-            )?
-            .query_map(params![lim], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        add(ready);
-        let next: Option<i64> = c
-            .prepare_cached(
-                "SELECT MIN(d) FROM (SELECT MIN(due_ms) AS d FROM timers WHERE state = 'armed' AND due_ms > ?1
-                 UNION ALL SELECT MIN(next_ms) FROM outbox WHERE state = 'pending' AND next_ms > ?1)",
-            )?
-            .query_row(params![now_ms], |r| r.get(0))?;
-        Ok((ids, next))
-    }
-
     pub fn begin_reads(&self) -> Result<(), StoreError> {
         Ok(self.conn().execute_batch("BEGIN DEFERRED")?)
     }

@@ -35,7 +35,6 @@ mod contain;
 pub mod schema;
 mod tls;
 
-use crate::sql::{args, Conn};
 use crate::write::WAKE_CHANNEL;
 
 /// The PostgreSQL store: one connection, and the statements it prepared.
@@ -82,15 +81,6 @@ impl<C: GenericClient> Db<'_, C> {
     ) -> Result<Vec<Row>, postgres::Error> {
         let s = self.st(sql)?;
         self.c.query(&s, p)
-    }
-
-    pub(crate) fn opt(
-        &mut self,
-        sql: &'static str,
-        p: Params<'_>,
-    ) -> Result<Option<Row>, postgres::Error> {
-        let s = self.st(sql)?;
-        self.c.query_opt(&s, p)
     }
 
     pub(crate) fn one(&mut self, sql: &'static str, p: Params<'_>) -> Result<Row, postgres::Error> {
@@ -265,124 +255,8 @@ impl Postgres {
     }
 }
 
-/// The filters of an [`InstanceQuery`](super::query::InstanceQuery), each
-/// skipped when its parameter is null ($1 status, $2 deployment, $3 class,
-/// $4 dependency).
-macro_rules! page_filter {
-    () => {
-        "($1::text IS NULL OR i.status = $1) AND ($2::bigint IS NULL OR i.deployment_id = $2) \
-         AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.class = $3)) \
-         AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.dependency = $4))"
-    };
-}
-
-const PAGE_COUNT_SQL: &str = concat!("SELECT COUNT(*) FROM instances i WHERE ", page_filter!());
-
-/// A page: `LIMIT NULL` ($5) is no limit.
-const PAGE_SQL: &str = concat!(
-    "SELECT ",
-    crate::query::instance_cols!(),
-    " FROM instances i JOIN deployments d ON d.id = i.deployment_id WHERE ",
-    page_filter!(),
-    " ORDER BY i.seq LIMIT $5 OFFSET $6"
-);
-
 /// The read-only queries, as on SQLite (see `query.rs` for what each is for).
 impl Postgres {
-    pub fn instance_page(
-        &self,
-        q: &super::query::InstanceQuery,
-    ) -> Result<super::query::InstancePage, StoreError> {
-        let status = q.status.map(|s| s.as_str());
-        let limit = q.limit.map(|l| l.min(i64::MAX as u64) as i64);
-        let offset = q.offset.min(i64::MAX as u64) as i64;
-        self.read(|db| {
-            let db: &mut dyn Conn = db;
-            let total: i64 = db.one(
-                PAGE_COUNT_SQL,
-                args![status, q.deployment, q.class, q.dependency],
-                |r| r.get(0),
-            )?;
-            let rows = db.rows(
-                PAGE_SQL,
-                args![status, q.deployment, q.class, q.dependency, limit, offset],
-                crate::query::instance_row,
-            )?;
-            Ok(super::query::InstancePage {
-                rows,
-                total: total as u64,
-            })
-        })
-    }
-
-    /// As on SQLite, picked with `SKIP LOCKED`: an instance or timer
-    /// another replica's transaction is writing right now is not offered.
-    pub fn candidates(&self, limit: usize) -> Result<Vec<String>, StoreError> {
-        self.read(|db| {
-            let ready: Vec<String> = db
-                .rows(
-                    "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
-                    &[&(limit as i64)],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            if !ready.is_empty() {
-                return Ok(ready);
-            }
-            Ok(db
-                .rows(
-                    "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
-                     WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
-                       AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p
-                           WHERE (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)))
-                     ORDER BY t.due_ms, t.id LIMIT $1 FOR UPDATE OF t SKIP LOCKED",
-                    &[&(limit as i64)],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect())
-        })
-    }
-
-    pub fn due_instances(
-        &self,
-        now_ms: i64,
-        limit: usize,
-    ) -> Result<(Vec<String>, Option<i64>), StoreError> {
-        self.read(|db| {
-            let lim = limit as i64;
-            let mut ids: Vec<String> = Vec::new();
-            let mut seen = std::collections::HashSet::new();
-            for sql in [
-                "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
-                 WHERE t.state = 'armed' AND t.due_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
-                   AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p
-                       WHERE (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)))
-                 ORDER BY t.due_ms, t.id LIMIT $2",
-                "SELECT o.instance_id FROM outbox o JOIN instances i ON i.id = o.instance_id
-                 WHERE o.state = 'pending' AND o.next_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
-                 ORDER BY o.next_ms, o.id LIMIT $2",
-                "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL AND $1::BIGINT IS NOT NULL ORDER BY seq LIMIT $2",
-            ] {
-                for r in db.rows(sql, &[&now_ms, &lim])? {
-                    let id: String = r.get(0);
-                    if seen.insert(id.clone()) {
-                        ids.push(id);
-                    }
-                }
-            }
-            let next: Option<i64> = db
-                .opt(
-                    "SELECT LEAST((SELECT MIN(due_ms) FROM timers WHERE state = 'armed' AND due_ms > $1),
-                                  (SELECT MIN(next_ms) FROM outbox WHERE state = 'pending' AND next_ms > $1))",
-                    &[&now_ms],
-                )?
-                .and_then(|r| r.get(0));
-            Ok((ids, next))
-        })
-    }
-
     /// Nothing to begin: each read is one round trip on its own, where a
     /// transaction around a batch's reads would add two.
     pub fn begin_reads(&self) -> Result<(), StoreError> {

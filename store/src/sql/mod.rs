@@ -286,6 +286,14 @@ pub(crate) trait Conn {
         args: &[Value<'_>],
         each: &mut dyn FnMut(&dyn Row) -> Result<(), StoreError>,
     ) -> Result<(), StoreError>;
+    /// [`Conn::each`] for a statement built at run time (an operator's
+    /// filtered list): translated and prepared anew, not kept.
+    fn each_built(
+        &mut self,
+        sql: &str,
+        args: &[Value<'_>],
+        each: &mut dyn FnMut(&dyn Row) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
     /// Take a transaction-wide lock (see [`Lock`]).
     fn lock(&mut self, lock: Lock) -> Result<(), StoreError>;
     /// Send `payload` on `channel` when (and only if) the transaction

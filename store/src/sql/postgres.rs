@@ -93,6 +93,18 @@ impl<C: GenericClient> Conn for Db<'_, C> {
         Ok(())
     }
 
+    fn each_built(
+        &mut self,
+        sql: &str,
+        args: &[Value<'_>],
+        each: &mut dyn FnMut(&dyn Row) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        for r in self.c.query(sql, &refs(args))? {
+            each(&PgRow(&r))?;
+        }
+        Ok(())
+    }
+
     fn lock(&mut self, lock: Lock) -> Result<(), StoreError> {
         let (sql, key) = match lock {
             Lock::Numbering => ("SELECT pg_advisory_xact_lock($1)", schema::NUMBERING_LOCK),

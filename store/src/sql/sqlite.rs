@@ -63,6 +63,20 @@ impl Conn for Lite<'_> {
         Ok(())
     }
 
+    fn each_built(
+        &mut self,
+        sql: &str,
+        args: &[Value<'_>],
+        each: &mut dyn FnMut(&dyn Row) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut st = self.0.prepare(&super::to_sqlite(sql))?;
+        let mut rows = st.query(rusqlite::params_from_iter(args.iter()))?;
+        while let Some(r) = rows.next()? {
+            each(&LiteRow(r))?;
+        }
+        Ok(())
+    }
+
     /// SQLite's write transaction holds the whole database already.
     fn lock(&mut self, _lock: Lock) -> Result<(), StoreError> {
         Ok(())
