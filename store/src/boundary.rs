@@ -1,68 +1,201 @@
-//! The store's one public API, forwarded to the database behind it.
+//! The store's contract with the database behind it: what a backend
+//! implements so that every method of [`Store`] runs on it.
 //!
-//! Every public method of [`Store`] is listed here once, with its contract;
-//! each backend implements a method of the same name and signature, and the
-//! forwarder picks the backend with a `match` (enum dispatch: the set of
-//! stores is closed and known when qflow is built, so there is no trait
-//! object, no vtable, and a method a backend lacks is a compile error here,
-//! not a runtime surprise). Adding a method to the store means adding it to
-//! this list and to each backend.
+//! Every durable write and read of the store is written once, over
+//! [`Conn`] (see `sql/mod.rs`): a backend supplies its connection as a
+//! [`Conn`] outside a transaction ([`Backend::read`]) and inside a write
+//! transaction ([`Backend::write`]), and the few session-level things that
+//! are not statements (its schema version, a batch's read snapshot,
+//! cross-process wakes, a file deleted under it). [`Store`] holds one of a
+//! closed set of backends ([`Database`]) and asks it for `&dyn Backend`:
+//! the set is known when qflow is built, and one dynamic call per
+//! transaction costs nothing beside the statements it runs.
 
-use super::{Backend, Store, StoreError};
+use super::sql::sqlite::Lite;
+use super::sql::Conn;
+use super::{pg, Database, Sqlite, Store, StoreError};
+use rusqlite::TransactionBehavior;
 
-/// `reads { fn name(args) -> T; … }` forwards `&self` methods, `writes`
-/// forwards `&mut self` ones, each to the backend's method of the same name.
-macro_rules! forward {
-    (
-        reads { $( $(#[$ra:meta])* fn $r:ident($($ra_n:ident: $ra_t:ty),* $(,)?) -> $rr:ty; )* }
-        writes { $( $(#[$wa:meta])* fn $w:ident($($wa_n:ident: $wa_t:ty),* $(,)?) -> $wr:ty; )* }
-    ) => {
-        #[allow(clippy::too_many_arguments)]
-        impl Store {
-            $(
-                $(#[$ra])*
-                pub fn $r(&self, $($ra_n: $ra_t),*) -> $rr {
-                    match &self.backend {
-                        Backend::Sqlite(s) => s.$r($($ra_n),*),
-                        Backend::Postgres(p) => p.$r($($ra_n),*),
-                    }
-                }
-            )*
-            $(
-                $(#[$wa])*
-                pub fn $w(&mut self, $($wa_n: $wa_t),*) -> $wr {
-                    match &mut self.backend {
-                        Backend::Sqlite(s) => s.$w($($wa_n),*),
-                        Backend::Postgres(p) => p.$w($($wa_n),*),
-                    }
-                }
-            )*
-        }
-    };
+/// A body run on a backend's connection (the store's generic code, with
+/// its result kept by the caller).
+pub(crate) type Body<'a> = &'a mut dyn FnMut(&mut dyn Conn) -> Result<(), StoreError>;
+
+/// What a database must supply for the store to run on it.
+pub(crate) trait Backend {
+    /// Run `f` on the connection, outside any transaction (each statement
+    /// commits on its own).
+    fn read(&self, f: Body<'_>) -> Result<(), StoreError>;
+    /// Run `f` in one write transaction, committed when it returns `Ok`
+    /// and rolled back otherwise (nothing of it is kept).
+    fn write(&mut self, f: Body<'_>) -> Result<(), StoreError>;
+    /// The schema version of the database (the migrations applied).
+    fn schema_version(&self) -> Result<u32, StoreError>;
+    /// Read everything until [`Backend::end_reads`] from one snapshot, if
+    /// the backend gains by it (nothing by default).
+    fn begin_reads(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn end_reads(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// Start receiving other processes' poison wakes (none by default: a
+    /// replica keeps its own in memory, and a lost one is recovered by the
+    /// call's timeout).
+    fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn wakes(&self, _owner: &str) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(Vec::new())
+    }
+    /// Refuse to go on when the database under this process is gone (a
+    /// SQLite file deleted or replaced); checked by claims and picks of
+    /// work.
+    fn still_there(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
-forward! {
-    reads {
-        /// The schema version of the database (the migrations applied).
-        fn schema_version() -> Result<u32, StoreError>;
-        /// Read everything until [`Store::end_reads`] from one snapshot of
-        /// the database (a batch's facts): on SQLite one read transaction,
-        /// where each statement alone takes and drops its own locks (15
-        /// lock calls per decision). Writing in between is an error.
-        fn begin_reads() -> Result<(), StoreError>;
-        /// End what [`Store::begin_reads`] began (nothing when none is open).
-        fn end_reads() -> Result<(), StoreError>;
-        /// The poison wakes other processes sent since the last call
-        /// (instance, node), without waiting; `owner`'s own are left out.
-        /// Best effort: always empty on SQLite (a replica keeps its own
-        /// wakes in memory), and a lost one is recovered by the call's
-        /// timeout.
-        fn wakes(owner: &str) -> Result<Vec<(String, String)>, StoreError>;
+impl Backend for Sqlite {
+    fn read(&self, f: Body<'_>) -> Result<(), StoreError> {
+        f(&mut Lite(self.conn()))
     }
-    writes {
-        /// Start receiving the poison wakes of every process on this
-        /// database ([`Store::wakes`]); nothing to do on SQLite.
-        fn listen_for_wakes() -> Result<(), StoreError>;
+
+    fn write(&mut self, f: Body<'_>) -> Result<(), StoreError> {
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        f(&mut Lite(&tx))?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn schema_version(&self) -> Result<u32, StoreError> {
+        Sqlite::schema_version(self)
+    }
+
+    /// One read transaction, where each statement alone takes and drops
+    /// its own locks (15 lock calls per decision).
+    fn begin_reads(&self) -> Result<(), StoreError> {
+        Ok(self.conn().execute_batch("BEGIN DEFERRED")?)
+    }
+
+    fn end_reads(&self) -> Result<(), StoreError> {
+        if !self.conn().is_autocommit() {
+            self.conn().execute_batch("COMMIT")?;
+        }
+        Ok(())
+    }
+
+    fn still_there(&self) -> Result<(), StoreError> {
+        Sqlite::still_there(self)
+    }
+}
+
+impl Backend for pg::Postgres {
+    fn read(&self, f: Body<'_>) -> Result<(), StoreError> {
+        pg::Postgres::read(self, |db| f(db))
+    }
+
+    fn write(&mut self, f: Body<'_>) -> Result<(), StoreError> {
+        pg::Postgres::write(self, |db| f(db))
+    }
+
+    fn schema_version(&self) -> Result<u32, StoreError> {
+        pg::Postgres::schema_version(self)
+    }
+
+    fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
+        pg::Postgres::listen_for_wakes(self)
+    }
+
+    fn wakes(&self, owner: &str) -> Result<Vec<(String, String)>, StoreError> {
+        pg::Postgres::wakes(self, owner)
+    }
+}
+
+impl Store {
+    pub(crate) fn backend(&self) -> &dyn Backend {
+        match &self.backend {
+            Database::Sqlite(s) => s,
+            Database::Postgres(p) => &**p,
+        }
+    }
+
+    fn backend_mut(&mut self) -> &mut dyn Backend {
+        match &mut self.backend {
+            Database::Sqlite(s) => s,
+            Database::Postgres(p) => &mut **p,
+        }
+    }
+
+    /// Run `f` on the connection, outside any transaction (each statement
+    /// commits on its own).
+    pub(crate) fn read<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Conn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let (mut f, mut out) = (Some(f), None);
+        self.backend().read(&mut |db| {
+            if let Some(f) = f.take() {
+                out = Some(f(db)?);
+            }
+            Ok(())
+        })?;
+        out.ok_or_else(|| StoreError::Decode("a read ran no body".into()))
+    }
+
+    /// Run `f` in one write transaction, committed when it returns `Ok`
+    /// (rolled back otherwise: nothing of it is kept).
+    pub(crate) fn write<T>(
+        &mut self,
+        f: impl FnOnce(&mut dyn Conn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let (mut f, mut out) = (Some(f), None);
+        self.backend_mut().write(&mut |db| {
+            if let Some(f) = f.take() {
+                out = Some(f(db)?);
+            }
+            Ok(())
+        })?;
+        out.ok_or_else(|| StoreError::Decode("a write ran no body".into()))
+    }
+
+    /// SQLite only: refuse to go on when the database file was deleted or
+    /// replaced under this process (claims and picks of work check it).
+    pub(crate) fn still_there(&self) -> Result<(), StoreError> {
+        self.backend().still_there()
+    }
+
+    /// The schema version of the database (the migrations applied).
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        self.backend().schema_version()
+    }
+
+    /// Read everything until [`Store::end_reads`] from one snapshot of the
+    /// database (a batch's facts): on SQLite one read transaction, where
+    /// each statement alone takes and drops its own locks (15 lock calls
+    /// per decision). Writing in between is an error.
+    pub fn begin_reads(&self) -> Result<(), StoreError> {
+        self.backend().begin_reads()
+    }
+
+    /// End what [`Store::begin_reads`] began (nothing when none is open).
+    pub fn end_reads(&self) -> Result<(), StoreError> {
+        self.backend().end_reads()
+    }
+
+    /// The poison wakes other processes sent since the last call
+    /// (instance, node), without waiting; `owner`'s own are left out. Best
+    /// effort: always empty on SQLite (a replica keeps its own wakes in
+    /// memory), and a lost one is recovered by the call's timeout.
+    pub fn wakes(&self, owner: &str) -> Result<Vec<(String, String)>, StoreError> {
+        self.backend().wakes(owner)
+    }
+
+    /// Start receiving the poison wakes of every process on this database
+    /// ([`Store::wakes`]); nothing to do on SQLite.
+    pub fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
+        self.backend_mut().listen_for_wakes()
     }
 }
 
@@ -72,8 +205,8 @@ impl Store {
     /// by hand.
     pub fn conn(&self) -> &rusqlite::Connection {
         match &self.backend {
-            Backend::Sqlite(s) => s.conn(),
-            Backend::Postgres(_) => panic!("a SQLite connection asked of a PostgreSQL store"),
+            Database::Sqlite(s) => s.conn(),
+            Database::Postgres(_) => panic!("a SQLite connection asked of a PostgreSQL store"),
         }
     }
 
@@ -81,8 +214,8 @@ impl Store {
     /// state by hand).
     pub fn pg_batch(&mut self, sql: &str) {
         match &mut self.backend {
-            Backend::Sqlite(_) => panic!("PostgreSQL statements asked of a SQLite store"),
-            Backend::Postgres(p) => p.batch(sql),
+            Database::Sqlite(_) => panic!("PostgreSQL statements asked of a SQLite store"),
+            Database::Postgres(p) => p.batch(sql),
         }
     }
 
@@ -90,8 +223,8 @@ impl Store {
     /// (see `plans.rs`).
     pub fn count_steps(&mut self) {
         match &mut self.backend {
-            Backend::Sqlite(s) => s.count_steps(),
-            Backend::Postgres(_) => panic!("SQLite step counting asked of a PostgreSQL store"),
+            Database::Sqlite(s) => s.count_steps(),
+            Database::Postgres(_) => panic!("SQLite step counting asked of a PostgreSQL store"),
         }
     }
 }

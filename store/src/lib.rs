@@ -199,12 +199,12 @@ pub const CLAIM_TTL_MS: i64 = 30_000;
 /// The store every face and the runtime use: one public API, whichever
 /// database is behind it (see `docs/store.md`, "Two stores, one boundary").
 pub struct Store {
-    backend: Backend,
+    backend: Database,
 }
 
-/// The database behind a [`Store`]: a closed set, dispatched by `match` in
-/// the forwarding methods below.
-enum Backend {
+/// The database behind a [`Store`]: a closed set, each a
+/// [`boundary::Backend`] (see there for what a backend supplies).
+enum Database {
     Sqlite(Sqlite),
     // Boxed: the client is much larger than a SQLite connection.
     Postgres(Box<pg::Postgres>),
@@ -288,7 +288,7 @@ impl Store {
         match location {
             Location::Sqlite(path) => Store::open(path),
             Location::Postgres(url) => Ok(Store {
-                backend: Backend::Postgres(Box::new(pg::Postgres::connect(url, true)?)),
+                backend: Database::Postgres(Box::new(pg::Postgres::connect(url, true)?)),
             }),
         }
     }
@@ -302,7 +302,7 @@ impl Store {
             }
             Location::Sqlite(_) => Store::connect(location),
             Location::Postgres(url) => Ok(Store {
-                backend: Backend::Postgres(Box::new(pg::Postgres::connect(url, false)?)),
+                backend: Database::Postgres(Box::new(pg::Postgres::connect(url, false)?)),
             }),
         }
     }
@@ -316,7 +316,7 @@ impl Store {
         match location {
             Location::Sqlite(path) if path.exists() => match Store::connect(location) {
                 Err(e) if is_read_only(&e) => Ok(Store {
-                    backend: Backend::Sqlite(Sqlite::open_read_only(path)?),
+                    backend: Database::Sqlite(Sqlite::open_read_only(path)?),
                 }),
                 other => other,
             },
@@ -330,7 +330,9 @@ impl Store {
         match location {
             Location::Sqlite(path) => Store::open_at(path, version),
             Location::Postgres(url) => Ok(Store {
-                backend: Backend::Postgres(Box::new(pg::Postgres::connect_at(url, true, version)?)),
+                backend: Database::Postgres(Box::new(pg::Postgres::connect_at(
+                    url, true, version,
+                )?)),
             }),
         }
     }
@@ -343,7 +345,7 @@ impl Store {
     /// Open and migrate only up to `version` (tests build old databases with it).
     pub fn open_at(path: &Path, version: u32) -> Result<Store, StoreError> {
         Ok(Store {
-            backend: Backend::Sqlite(Sqlite::open_at(path, version)?),
+            backend: Database::Sqlite(Sqlite::open_at(path, version)?),
         })
     }
 }
@@ -650,17 +652,7 @@ pub(crate) fn poison_reason(t: &Transition) -> Option<&str> {
 
 impl Sqlite {}
 
-impl Sqlite {
-    /// Poison wakes cross processes only on PostgreSQL: none here.
-    pub fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    /// Always empty: see [`Store::wakes`].
-    pub fn wakes(&self, _owner: &str) -> Result<Vec<(String, String)>, StoreError> {
-        Ok(Vec::new())
-    }
-}
+impl Sqlite {}
 
 /// A timer row's purpose as stored (an unknown word reads as a plain timer,
 /// as the rest of the decode path is lenient).

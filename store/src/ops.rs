@@ -6,63 +6,20 @@
 //! `NOWAIT` / `SKIP LOCKED` clauses the statements carry (and SQLite's
 //! translation drops), and from the advisory locks of [`Lock`].
 
-use rusqlite::TransactionBehavior;
-
 use qflow_instance::snapshot::Snapshot;
 use qflow_instance::{Status, Transition};
 
 use crate::batch::Pending;
 use crate::lifecycle::{Deployed, Retirement};
-use crate::sql::sqlite::Lite;
 use crate::sql::{args, Conn, Dialect, Lock};
 use crate::start_keys::{KeyedStart, StartKey};
 use crate::write::{check_claim, write_transition};
 use crate::{
-    fault, owner_is_dead, schema, source_hash, Backend, Deployment, Destination, Store, StoreError,
+    fault, owner_is_dead, schema, source_hash, Deployment, Destination, Store, StoreError,
     CLAIM_TTL_MS,
 };
 
 impl Store {
-    /// Run `f` on the connection, outside any transaction (each statement
-    /// commits on its own).
-    pub(crate) fn read<T>(
-        &self,
-        f: impl FnOnce(&mut dyn Conn) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => f(&mut Lite(s.conn())),
-            Backend::Postgres(p) => p.read(|db| f(db)),
-        }
-    }
-
-    /// Run `f` in one write transaction, committed when it returns `Ok`
-    /// (rolled back otherwise: nothing of it is kept).
-    pub(crate) fn write<T>(
-        &mut self,
-        f: impl FnOnce(&mut dyn Conn) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => {
-                let tx = s
-                    .conn_mut()
-                    .transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let out = f(&mut Lite(&tx))?;
-                tx.commit()?;
-                Ok(out)
-            }
-            Backend::Postgres(p) => p.write(|db| f(db)),
-        }
-    }
-
-    /// SQLite only: refuse to go on when the database file was deleted or
-    /// replaced under this process (claims and picks of work check it).
-    pub(crate) fn still_there(&self) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.still_there(),
-            Backend::Postgres(_) => Ok(()),
-        }
-    }
-
     /// Deploy a model (idempotent by hash and process id). `now_ms`: wall clock.
     pub fn deploy(
         &mut self,

@@ -715,18 +715,7 @@ impl Store {
     }
 }
 
-impl Sqlite {
-    pub fn begin_reads(&self) -> Result<(), StoreError> {
-        Ok(self.conn().execute_batch("BEGIN DEFERRED")?)
-    }
-
-    pub fn end_reads(&self) -> Result<(), StoreError> {
-        if !self.conn().is_autocommit() {
-            self.conn().execute_batch("COMMIT")?;
-        }
-        Ok(())
-    }
-}
+impl Sqlite {}
 
 #[cfg(test)]
 mod incident_tests {

@@ -256,17 +256,7 @@ impl Postgres {
 }
 
 /// The read-only queries, as on SQLite (see `query.rs` for what each is for).
-impl Postgres {
-    /// Nothing to begin: each read is one round trip on its own, where a
-    /// transaction around a batch's reads would add two.
-    pub fn begin_reads(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    pub fn end_reads(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-}
+impl Postgres {}
 
 /// For tests and benchmarks: a fresh, empty database on the server of
 /// `url` (created through the server's `postgres` database), and its URL.
