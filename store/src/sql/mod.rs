@@ -32,7 +32,7 @@
 //! statements by it.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{OnceLock, RwLock};
 
 use super::StoreError;
 
@@ -449,13 +449,21 @@ impl<'a> Words<'a> {
 
 /// [`to_sqlite`] of a statement text, translated once per process.
 pub(crate) fn sqlite_text(sql: &'static str) -> &'static str {
-    static CACHE: OnceLock<Mutex<HashMap<(usize, usize), &'static str>>> = OnceLock::new();
+    type Cache = RwLock<HashMap<(usize, usize), &'static str>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    // Keyed by where the text is: statement texts are constants, so one
+    // address and length is one text for the life of the process.
     let key = (sql.as_ptr() as usize, sql.len());
     let cache = CACHE.get_or_init(Default::default);
-    let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
-    // Statement texts are a fixed set of constants: each is translated and
-    // kept once, for the life of the process.
-    map.entry(key)
+    if let Some(done) = cache.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return done;
+    }
+    // Each constant is translated and kept once, for the life of the
+    // process (a fixed set: a few kilobytes).
+    *cache
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(key)
         .or_insert_with(|| Box::leak(to_sqlite(sql).into_boxed_str()))
 }
 
