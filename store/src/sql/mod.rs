@@ -460,10 +460,8 @@ pub(crate) fn sqlite_text(sql: &'static str) -> &'static str {
     }
     // Each constant is translated and kept once, for the life of the
     // process (a fixed set: a few kilobytes).
-    *cache
-        .write()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(key)
+    let mut map = cache.write().unwrap_or_else(|e| e.into_inner());
+    map.entry(key)
         .or_insert_with(|| Box::leak(to_sqlite(sql).into_boxed_str()))
 }
 
