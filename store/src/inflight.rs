@@ -160,7 +160,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         self.read(|db| {
             db.execute(
-                "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES ($1, $2, $3, $4, $5)",
+                crate::write::OPEN_INCIDENT,
                 args![instance, node, KIND, message, at_ms],
             )?;
             Ok(())

@@ -243,7 +243,7 @@ impl Store {
                 return Err(refused);
             }
             db.execute(
-                "UPDATE instances SET claim_owner = $2, claim_expires_ms = $3 WHERE id = $1",
+                TAKE_CLAIM,
                 args![instance, owner, wall_now_ms + CLAIM_TTL_MS],
             )?;
             Ok(())
@@ -269,10 +269,7 @@ impl Store {
                 if refusal(id, owner, wall_now_ms, row).is_some() {
                     continue;
                 }
-                db.execute(
-                    "UPDATE instances SET claim_owner = $2, claim_expires_ms = $3 WHERE id = $1",
-                    args![id, owner, wall_now_ms + CLAIM_TTL_MS],
-                )?;
+                db.execute(TAKE_CLAIM, args![id, owner, wall_now_ms + CLAIM_TTL_MS])?;
                 claimed.push(id.clone());
             }
             Ok(claimed)
@@ -423,6 +420,10 @@ const CLAIM_ROW_NOWAIT: &str =
     "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = $1 FOR UPDATE NOWAIT";
 const CLAIM_ROW_SKIP_LOCKED: &str =
     "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = $1 FOR UPDATE SKIP LOCKED";
+
+/// Take (or renew) a claim for `$2` until `$3`.
+const TAKE_CLAIM: &str =
+    "UPDATE instances SET claim_owner = $2, claim_expires_ms = $3 WHERE id = $1";
 
 type ClaimRow = (Option<String>, Option<i64>, Option<i64>);
 

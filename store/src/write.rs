@@ -26,6 +26,10 @@ macro_rules! matches_pause {
 }
 pub(crate) use matches_pause;
 
+/// Open an incident: instance, node, kind, message, when.
+pub(crate) const OPEN_INCIDENT: &str =
+    "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES ($1, $2, $3, $4, $5)";
+
 /// Refuse a transition unless `owner` holds the instance's live claim and
 /// the instance is still at `expected_version`; on PostgreSQL the row stays
 /// locked until the transaction ends.
@@ -275,7 +279,7 @@ pub(crate) fn write_transition(
     }
     for i in &t.open_incidents {
         db.execute(
-            "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES ($1, $2, $3, $4, $5)",
+            OPEN_INCIDENT,
             args![instance, i.node, i.kind, i.message, at_ms],
         )?;
     }
