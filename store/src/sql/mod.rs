@@ -467,7 +467,37 @@ pub(crate) fn sqlite_text(sql: &'static str) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::to_sqlite;
+    use super::{args, to_sqlite};
+    use crate::fresh::{open, Fresh};
+
+    crate::on_both_stores!(a_value_reads_back_as_it_was_bound);
+
+    /// One statement text, the same answer on every backend: integers at
+    /// their extremes, nulls, text holding what looks like SQL, and a
+    /// quoted placeholder left as the literal it is.
+    fn a_value_reads_back_as_it_was_bound(fresh: &Fresh) {
+        let store = open(&fresh.db());
+        type Got = (i64, Option<i64>, String, Option<String>, String);
+        let got: Got = store
+            .read(|db| {
+                db.one(
+                    "SELECT CAST($1 AS BIGINT), CAST($2 AS BIGINT), CAST($3 AS TEXT), CAST($4 AS TEXT), CAST($3 AS TEXT) || '$2'",
+                    args![i64::MIN, None::<i64>, "é ' $1 FOR UPDATE", None::<String>],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                )
+            })
+            .unwrap();
+        assert_eq!(
+            got,
+            (
+                i64::MIN,
+                None,
+                "é ' $1 FOR UPDATE".to_string(),
+                None,
+                "é ' $1 FOR UPDATE$2".to_string()
+            )
+        );
+    }
 
     #[test]
     fn placeholders_become_sqlite_numbered_ones() {
