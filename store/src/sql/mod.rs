@@ -467,7 +467,7 @@ pub(crate) fn sqlite_text(sql: &'static str) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::{args, to_sqlite};
+    use super::to_sqlite;
     use crate::fresh::{open, Fresh};
 
     crate::on_both_stores!(a_value_reads_back_as_it_was_bound);
