@@ -16,6 +16,12 @@
 //!    one lane (where the first hung attempt holds the only lane, as a
 //!    loop that runs handlers inline is held).
 //!
+//! 3. **Throughput.** N instances of a one-task model whose in-process
+//!    handler answers at once: decisions per second of `Engine::serve`
+//!    until all complete, beside the batched fleet driver (what `simulate`
+//!    runs) deciding the same N instances on a store of its own, in the
+//!    same run.
+//!
 //! Run: `cargo bench --bench serve_lanes -- 1000` (N, default 1,000; under
 //! `cargo test --all-targets`, as CI runs it, a smoke of every case with
 //! N = 10 and a 1 s window). SQLite in a temporary directory. Figures go
@@ -173,6 +179,65 @@ fn lateness(lanes: usize, window: Duration) -> (Option<i64>, Option<i64>, Option
     )
 }
 
+const ONE_TASK: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+             xmlns:q="urn:qflow:bpmn:1" id="defs" targetNamespace="urn:bench">
+  <process id="quick" isExecutable="true">
+    <startEvent id="start"/>
+    <sequenceFlow id="f1" sourceRef="start" targetRef="work"/>
+    <serviceTask id="work" q:task="quick.op"/>
+    <sequenceFlow id="f2" sourceRef="work" targetRef="done"/>
+    <endEvent id="done"/>
+  </process>
+</definitions>"#;
+
+/// `n` started instances of [`ONE_TASK`] in a new SQLite store at `path`.
+fn seeded(path: &Path, n: usize) -> Engine {
+    let mut engine = Engine::open(path).unwrap();
+    engine.register("quick.op", |_| Ok(json!({})));
+    let dep = engine.deploy(ONE_TASK).unwrap();
+    for _ in 0..n {
+        engine.start(&dep, json!({})).unwrap();
+    }
+    engine
+}
+
+/// Decisions per second of `Engine::serve` until every instance of `n`
+/// completed, and of the fleet driver on the same shape.
+fn throughput(n: usize) -> ((u64, f64), (u64, f64)) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = seeded(&dir.path().join("serve.db"), n);
+    engine.set_concurrency(32).set_time(Time::System);
+    let (mut decided, mut completed) = (0u64, 0usize);
+    let t = Instant::now();
+    engine
+        .serve_steps(Duration::from_millis(250), |_, steps| {
+            for s in steps {
+                decided += 1;
+                completed += usize::from(s.decision.status.as_str() == "completed");
+            }
+            completed < n && t.elapsed() < Duration::from_secs(1800)
+        })
+        .unwrap();
+    let serve = (decided, t.elapsed().as_secs_f64());
+    drop(engine);
+
+    let path = dir.path().join("fleet.db");
+    drop(seeded(&path, n));
+    let store = qflow_engine::store::Store::open(&path).unwrap();
+    let mut fleet = qflow_engine::runtime::fleet::Fleet::new(
+        store,
+        qflow_engine::runtime::Scenario::default(),
+        "bench:fleet".into(),
+    );
+    let t = Instant::now();
+    let stats = fleet.serve(|_, _| {}).unwrap();
+    (
+        (serve.0, serve.1),
+        (stats.decisions, t.elapsed().as_secs_f64()),
+    )
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test --all-targets` runs this
     // without it: a smoke run of every case at a small size.
@@ -209,4 +274,13 @@ fn main() {
             max.map_or("-".into(), |v| v.to_string()),
         );
     }
+    let n3 = if bench { 5 * n } else { 20 };
+    let ((sd, ss), (fd, fs)) = throughput(n3);
+    println!(
+        "throughput, {n3} one-task instances, handler answers at once: serve {sd} decisions in {ss:.2} s = {:.0}/s; \
+         fleet driver {fd} in {fs:.2} s = {:.0}/s; serve at {:.0} % of the fleet driver",
+        sd as f64 / ss,
+        fd as f64 / fs,
+        100.0 * (sd as f64 / ss) / (fd as f64 / fs)
+    );
 }

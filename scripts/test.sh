@@ -46,6 +46,12 @@ fi
 if [ ! -x target/debug/qflow ]; then
   timed cargo build --locked --bin qflow
 fi
+# The web inspector in a real headless Chromium (docs/inspector.md,
+# "Browser tests"): Debian's chromium, driven by puppeteer-core from
+# tests/browser's lockfile, against target/debug/qflow. Without a browser
+# the tests skip with a message; QFLOW_REQUIRE_BROWSER=1 (CI) makes that a
+# failure. Screenshots: target/browser-screenshots/*.png.
+(cd tests/browser && timed npm ci --no-audit --no-fund && timed npm test)
 cd vscode-extension
 timed npm ci --no-audit --no-fund
 timed npm test

@@ -52,6 +52,8 @@ enum Command {
     Release(cli::contain::QuarantineArgs),
     /// The fleet's observations from a store: pending by failure class, terminal failures, load by dependency, backlog age.
     Stats(cli::stats::Args),
+    /// The web inspector: a database's fleet, instances and one instance in the browser (read-only unless --allow-actions).
+    Ui(cli::ui::Args),
     /// Print a diagnostic code's page (offline), or list every code.
     Explain(cli::explain::Args),
     /// Print a shell completion script: qflow completions bash > ~/.local/share/bash-completion/completions/qflow
@@ -119,6 +121,7 @@ fn main() -> ExitCode {
         Command::Resume(args) => cli::migrate::resume(args),
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Stats(args) => cli::stats::run(args),
+        Command::Ui(args) => cli::ui::run(args),
         Command::Project(args) => cli::project::run(args),
         Command::Pause(args) => cli::contain::pause(args),
         Command::Unpause(args) => cli::contain::unpause(args),

@@ -438,3 +438,57 @@ fn a_completed_instance_is_not_quarantined(fresh: &support::stores::Fresh) {
     assert_eq!(code, 0);
     assert_eq!(last_json(&out)["quarantined"], 0);
 }
+
+crate::on_both_stores!(an_answer_to_a_quarantined_instance_is_refused_and_decided_after_release);
+
+/// A counterpart's answer to a quarantined instance: the `quarantined`
+/// verdict (exit 4, nothing changed; HTTP 409 at the endpoint), never a
+/// store error; after `qflow release` the same answer is accepted.
+fn an_answer_to_a_quarantined_instance_is_refused_and_decided_after_release(
+    fresh: &support::stores::Fresh,
+) {
+    let db = fresh.db();
+    let silent = fresh.dir().join("silent.json");
+    std::fs::write(&silent, r#"{"channels": {"bank": [{"silent": true}]}}"#).unwrap();
+    let (code, _, err) = qflow(&[
+        "run",
+        "samples/checkout.bpmn",
+        "--scenario",
+        silent.to_str().unwrap(),
+        "--db",
+        &db,
+        "--until",
+        "PT20S",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = qflow(&["quarantine", "checkout-1", "--db", &db]);
+    assert_eq!(code, 0, "{err}");
+    let answer = || {
+        qflow(&[
+            "respond",
+            "checkout-1/capture",
+            "--db",
+            &db,
+            "--body",
+            r#"{"captured": true}"#,
+            "--format",
+            "json",
+        ])
+    };
+    let (code, out, err) = answer();
+    assert_eq!(code, 4, "refused, not a store error: {out}{err}");
+    let v = last_json(&out);
+    assert_eq!(v["verdict"], "quarantined", "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("qflow release"),
+        "{v}"
+    );
+    let (code, _, err) = qflow(&["release", "checkout-1", "--db", &db]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = answer();
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(last_json(&out)["verdict"], "accepted");
+}

@@ -793,3 +793,132 @@ fn only_a_non_interrupting_boundary_is_marked_to_be_drawn_dashed() {
     assert!(!svg.nodes["onDeclined"].has("non-interrupting"));
     assert!(text.contains(".node.boundary.non-interrupting .shape { stroke-dasharray"));
 }
+
+/// A boundary event carries its trigger's BPMN marker: a clock for a
+/// timer, a bolt for an error (so the two boundaries of `run-boundaries`
+/// no longer look alike); a thrown error end event's bolt is there too.
+#[test]
+fn boundary_events_carry_their_bpmn_markers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("b.svg");
+    render("run-boundaries", None, &out);
+    let svg = parse(&std::fs::read_to_string(&out).unwrap());
+    let timer = &svg.nodes["tooLong"];
+    assert_eq!(timer.attrs["data-trigger"], "timer");
+    assert_eq!(timer.count("g", "clock"), 1, "{timer:?}");
+    assert_eq!(timer.count("path", "hands"), 1);
+    assert_eq!(timer.count("polygon", "bolt"), 0);
+    let error = &svg.nodes["onDeclined"];
+    assert_eq!(error.attrs["data-trigger"], "error");
+    assert_eq!(error.count("polygon", "bolt"), 1, "{error:?}");
+    assert_eq!(error.count("g", "clock"), 0);
+    assert_eq!(svg.nodes["failedEnd"].count("polygon", "bolt"), 1);
+    // A blank end event has no marker and no trigger.
+    assert!(!svg.nodes["paid"].attrs.contains_key("data-trigger"));
+    assert_eq!(svg.nodes["paid"].count("polygon", "bolt"), 0);
+}
+
+/// Two flows run along one stretch of line only when they leave the same
+/// node or enter the same node: in `run-boundaries` the declined card's
+/// flow (`f3`, from the error boundary) used to join `f2`'s run out of
+/// Charge, so the line read "Charge → Tell the customer".
+#[test]
+fn flows_never_share_a_segment_with_a_flow_between_other_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples: Vec<String> = std::fs::read_dir(repo().join("samples"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".bpmn").map(str::to_string)
+        })
+        .collect();
+    assert!(samples.len() > 10, "{samples:?}");
+    for sample in &samples {
+        let out = dir.path().join(format!("{sample}.svg"));
+        render(sample, None, &out);
+        let text = std::fs::read_to_string(&out).unwrap();
+        let flows = flow_lines(&text);
+        for (i, a) in flows.iter().enumerate() {
+            for b in &flows[i + 1..] {
+                if a.1 == b.1 || a.2 == b.2 {
+                    continue;
+                }
+                let shared = a.3.iter().any(|s| b.3.iter().any(|t| run_together(*s, *t)));
+                assert!(
+                    !shared,
+                    "{sample}: {} ({} → {}) and {} ({} → {}) share a segment",
+                    a.0, a.1, a.2, b.0, b.1, b.2
+                );
+            }
+        }
+    }
+    // The declined card's flow now enters Tell the customer on its own.
+    let out = dir.path().join("run-boundaries.svg");
+    let flows = flow_lines(&std::fs::read_to_string(out).unwrap());
+    let f3 = flows.iter().find(|f| f.0 == "f3").unwrap();
+    assert_eq!(
+        (f3.1.as_str(), f3.2.as_str()),
+        ("onDeclined", "tellCustomer")
+    );
+}
+
+/// Every flow: id, source, target and its segments.
+fn flow_lines(svg: &str) -> Vec<(String, String, String, Vec<Segment>)> {
+    let mut out = Vec::new();
+    let mut reader = Reader::from_str(svg);
+    let mut open: Option<(String, String, String)> = None;
+    loop {
+        match reader.read_event().expect("well-formed") {
+            Event::Start(e) | Event::Empty(e) => {
+                let attrs: BTreeMap<String, String> = e
+                    .attributes()
+                    .flatten()
+                    .map(|a| {
+                        (
+                            String::from_utf8(a.key.as_ref().to_vec()).unwrap(),
+                            a.unescape_value().unwrap().into_owned(),
+                        )
+                    })
+                    .collect();
+                let class = attrs.get("class").cloned().unwrap_or_default();
+                if e.local_name().as_ref() == b"g" && class.split(' ').next() == Some("flow") {
+                    open = Some((
+                        attrs["data-id"].clone(),
+                        attrs["data-source"].clone(),
+                        attrs["data-target"].clone(),
+                    ));
+                } else if e.local_name().as_ref() == b"path" && class == "line" {
+                    let points: Vec<(f64, f64)> = attrs["d"]
+                        .split(['M', 'L'])
+                        .filter_map(|p| {
+                            let (x, y) = p.trim().split_once(',')?;
+                            Some((x.parse().ok()?, y.parse().ok()?))
+                        })
+                        .collect();
+                    let (id, s, t) = open.take().expect("a line inside its flow");
+                    out.push((id, s, t, points.windows(2).map(|w| (w[0], w[1])).collect()));
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether two axis-parallel segments run together for more than a point.
+fn run_together(a: Segment, b: Segment) -> bool {
+    let ((ax0, ay0), (ax1, ay1)) = a;
+    let ((bx0, by0), (bx1, by1)) = b;
+    let close = |x: f64, y: f64| (x - y).abs() < 0.5;
+    let run = |a0: f64, a1: f64, b0: f64, b1: f64| {
+        a0.max(a1).min(b0.max(b1)) - a0.min(a1).max(b0.min(b1)) > 1.0
+    };
+    if close(ay0, ay1) && close(by0, by1) && close(ay0, by0) {
+        run(ax0, ax1, bx0, bx1)
+    } else if close(ax0, ax1) && close(bx0, bx1) && close(ax0, bx0) {
+        run(ay0, ay1, by0, by1)
+    } else {
+        false
+    }
+}

@@ -137,6 +137,46 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
         "{heights:?}"
     );
     assert_eq!(with(attempts[0], "rect", "outage").len(), 1);
+    // The outage is drawn over the bars (after them), translucent, so the
+    // bars inside it still show; the legend says what each colour is.
+    let pos = |els: &[El], class: &str| {
+        els.iter()
+            .position(|e| e.classes.iter().any(|c| c == class))
+            .unwrap()
+    };
+    let last_bar = attempts[0]
+        .iter()
+        .rposition(|e| e.name == "rect" && e.classes.iter().any(|c| c == "bar"))
+        .unwrap();
+    assert!(
+        pos(attempts[0], "outage") > last_bar,
+        "the outage above the bars"
+    );
+    assert_eq!(with(attempts[0], "g", "legend").len(), 1);
+    assert_eq!(with(attempts[0], "rect", "outage-key").len(), 1);
+    assert!(
+        html.contains("outage: the dependency down for the first 2 h")
+            && html.contains("attempts in each minute"),
+        "the legend names the bars and the outage"
+    );
+    // A labelled tick every half hour over the 2h 36m, and the axes' titles
+    // with their units.
+    let ticks: Vec<&El> = with(attempts[0], "text", "tick")
+        .into_iter()
+        .filter(|e| e.attrs.contains_key("data-minute"))
+        .collect();
+    assert_eq!(
+        attr(&ticks, "data-minute"),
+        [0, 30, 60, 90, 120, 150],
+        "round ticks"
+    );
+    for label in ["+0s", "+30m", "+1h", "+1h 30m", "+2h", "+2h 30m"] {
+        assert!(html.contains(&format!(">{label}</text>")), "{label}");
+    }
+    assert!(html.contains("virtual time since the start (d h m), one bar per minute"));
+    assert!(html.contains(">attempts per minute</text>"));
+    // The value axis: round steps of 10 up to the 30 of the busiest minute.
+    assert_eq!(with(attempts[0], "line", "grid").len(), 4);
 
     // The pending backlog: all thirty from minute 0 to 155, none once the
     // fifth attempt completes them at minute 156; one bar a minute.
@@ -163,6 +203,12 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
     assert_eq!(attr(&dots, "data-attempt"), [1, 2, 3, 4, 5, 6]);
     assert_eq!(attr(&dots, "data-at-s"), [0, 60, 360, 1_860, 9_360, 46_860]);
     assert_eq!(with(schedule[0], "circle", "last").len(), 1);
+    // It names the deployment it belongs to, and has a time axis.
+    assert!(
+        html.contains(r#"data-owner="deployment 1 (dbg08, samples/dbg08-long-outage.bpmn)""#),
+        "the schedule names its deployment"
+    );
+    assert!(!with(schedule[0], "text", "tick").is_empty());
 
     // The engine's drawing of the process: start, charge, end.
     let diagram: Vec<_> = all
@@ -171,6 +217,19 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
         .collect();
     assert_eq!(diagram.len(), 1);
     assert_eq!(with(&diagram[0].1, "g", "node").len(), 3);
+    // With where the instances stand: all thirty completed, none on a node.
+    assert!(
+        html.contains("where the instances stand (30 completed, 0 failed, 0 unfinished)"),
+        "the caption counts them"
+    );
+    assert_eq!(
+        diagram[0]
+            .1
+            .iter()
+            .filter(|e| e.classes.iter().any(|c| c == "note"))
+            .count(),
+        0
+    );
 
     // The same store read back by stats charts the same minutes.
     let stats = dir.join("stats.html");
@@ -193,7 +252,7 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
 }
 
 #[test]
-fn a_long_outage_shows_each_span_of_minutes_by_its_busiest_minute() {
+fn a_long_outage_keeps_one_bar_per_minute_and_counts_the_failed_on_the_diagram() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("long.html");
     let (code, _, err) = qflow(&[
@@ -207,20 +266,79 @@ fn a_long_outage_shows_each_span_of_minutes_by_its_busiest_minute() {
         report.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
-    let all = svgs(&std::fs::read_to_string(&report).unwrap());
-    // Minutes 0 to 781 in at most 240 bars: spans of 4 minutes, so the
-    // attempts of minutes 0 and 1 share a bar (its busiest is minute 0).
+    let html = std::fs::read_to_string(&report).unwrap();
+    let all = svgs(&html);
+    // Minutes 0 to 781, one bar each: the six bursts of the DBG-08
+    // schedule are six bars (minutes 0 and 1 no longer share one).
     let bars = with(chart(&all, "attempts")[0], "rect", "bar");
-    assert_eq!(attr(&bars, "data-minute"), [0, 6, 31, 156, 781]);
-    assert_eq!(attr(&bars, "data-attempts"), [12; 5]);
-    // The backlog over minutes 0 to 781 in spans of 4 minutes, each its
-    // highest: twelve pending in every span (the last, 780-781, too).
+    assert_eq!(attr(&bars, "data-minute"), [0, 1, 6, 31, 156, 781]);
+    assert_eq!(attr(&bars, "data-attempts"), [12; 6]);
+    // The backlog: twelve pending at the end of every minute 0 to 780,
+    // none at the end of 781, where the sixth attempts exhaust them.
     let pending = with(chart(&all, "pending")[0], "rect", "bar");
-    assert_eq!(
-        attr(&pending, "data-minute"),
-        (0..=780).step_by(4).collect::<Vec<_>>()
+    assert_eq!(attr(&pending, "data-minute"), (0..=781).collect::<Vec<_>>());
+    let mut twelve = vec![12; 781];
+    twelve.push(0);
+    assert_eq!(attr(&pending, "data-pending"), twelve);
+    // Too wide for the page at three pixels a minute: the chart scrolls
+    // in its own box rather than merging minutes.
+    assert!(html.contains("<div class=\"scroll\">"));
+    assert!(html.contains("one bar per minute"));
+    // All twelve exhausted at the task: the diagram says so on it (the
+    // engine's fleet state, as the web inspector draws it).
+    let diagram: Vec<_> = all
+        .iter()
+        .filter(|(c, _)| !c.iter().any(|x| x == "chart"))
+        .collect();
+    let charge = diagram[0]
+        .1
+        .iter()
+        .find(|e| e.name == "g" && e.attrs.get("data-id").map(String::as_str) == Some("charge"))
+        .unwrap();
+    assert!(
+        charge.classes.iter().any(|c| c == "failed"),
+        "{:?}",
+        charge.classes
     );
-    assert!(attr(&pending, "data-pending").iter().all(|n| *n == 12));
+    assert!(html.contains(">12 failed</text>"), "the count on the node");
+    assert!(html.contains("(0 completed, 12 failed, 0 unfinished)"));
+}
+
+#[test]
+fn past_a_day_of_minutes_a_bar_is_a_declared_bucket() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("slow.bpmn");
+    // The DBG-08 model with its schedule stretched tenfold: attempts at 0,
+    // 10 m, 1 h, 5 h 10 m, 1 d 2 h and 5 d 10 h 10 m (minute 7,810).
+    let source = std::fs::read_to_string(DBG08).unwrap();
+    let stretched = source.replace(
+        r#"backoff="PT1M PT5M PT25M PT125M PT625M""#,
+        r#"backoff="PT10M PT50M PT250M PT1250M PT6250M""#,
+    );
+    assert_ne!(source, stretched, "the sample's schedule as DBG-08 has it");
+    std::fs::write(&model, stretched).unwrap();
+    let report = dir.path().join("slow.html");
+    let (code, _, err) = qflow(&[
+        "simulate",
+        model.to_str().unwrap(),
+        "--jobs",
+        "5",
+        "--outage",
+        "P10D",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&report).unwrap();
+    let all = svgs(&html);
+    let bars = with(chart(&all, "attempts")[0], "rect", "bar");
+    // 7,811 minutes: buckets of 10 (the first round size that keeps the
+    // bars under 1,440); each bar is the attempts in its ten minutes, and
+    // the legend and the axis say so.
+    assert!(html.contains("attempts in each 10 minutes"), "declared");
+    assert!(html.contains("one bar per 10 minutes"));
+    assert_eq!(attr(&bars, "data-minute"), [0, 10, 60, 310, 1560, 7810]);
+    assert_eq!(attr(&bars, "data-attempts"), [5; 6]);
 }
 
 #[test]

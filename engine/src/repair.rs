@@ -235,6 +235,41 @@ pub fn failed_of(store: &Store, deployment: i64) -> Result<Vec<String>, StoreErr
         .collect())
 }
 
+/// Plan the repair of each of `instances` onto `target` with one mapping,
+/// every plan before any is applied: the plans in order, or the first
+/// refusal and the instance it refuses (then none is to be moved). What
+/// `qflow migrate --all-failed-of` and the console's batch repair both
+/// show before they apply each plan with [`apply`].
+pub fn plan_all(
+    store: &Store,
+    instances: &[String],
+    target: &Target,
+    mapping: &BTreeMap<String, String>,
+    reset_budget: bool,
+) -> Result<Vec<Planned>, (String, RepairError)> {
+    instances
+        .iter()
+        .map(|id| plan(store, id, target, mapping, reset_budget).map_err(|e| (id.clone(), e)))
+        .collect()
+}
+
+/// One mapping to offer for the repair of all of `instances` onto
+/// `target`: every instance's suggestion ([`suggest_mapping`]) together,
+/// the first instance's choice kept where two suggest differently.
+pub fn suggest_mapping_all(
+    store: &Store,
+    instances: &[String],
+    target: &Target,
+) -> Result<BTreeMap<String, String>, RepairError> {
+    let mut out = BTreeMap::new();
+    for id in instances {
+        for (from, to) in suggest_mapping(store, id, target)? {
+            out.entry(from).or_insert(to);
+        }
+    }
+    Ok(out)
+}
+
 /// A mapping to offer for a migration of `instance` onto `target`: each node
 /// holding state that the target lacks, to its likely counterpart.
 pub fn suggest_mapping(
@@ -260,12 +295,23 @@ pub fn likely_target(store: &Store, instance: &str) -> Result<Option<i64>, Store
     let Some(row) = store.instance(instance)? else {
         return Ok(None);
     };
-    Ok(store
-        .deployments()?
-        .into_iter()
-        .filter(|d| {
-            d.process_id == row.process_id && d.id != row.deployment_id && d.retired_ms.is_none()
-        })
+    Ok(likely_target_among(
+        &store.deployments()?,
+        row.deployment_id,
+    ))
+}
+
+/// The deployment the instances of `deployment` would most likely be
+/// repaired onto, among `deployments` (a store's list): the newest active
+/// deployment of its process other than itself.
+pub fn likely_target_among(
+    deployments: &[crate::store::DeploymentRow],
+    deployment: i64,
+) -> Option<i64> {
+    let process = &deployments.iter().find(|d| d.id == deployment)?.process_id;
+    deployments
+        .iter()
+        .filter(|d| &d.process_id == process && d.id != deployment && d.retired_ms.is_none())
         .map(|d| d.id)
-        .max())
+        .max()
 }

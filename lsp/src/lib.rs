@@ -10,6 +10,7 @@
 pub mod code_action;
 pub mod completion;
 pub mod convert;
+pub mod diagram;
 pub mod hover;
 pub mod navigation;
 pub mod server;
@@ -40,7 +41,9 @@ pub(crate) fn service_with(
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
     let (service, socket) =
-        LspService::new(move |client| Backend::new(client, config, flag).splicing(spliced));
+        LspService::build(move |client| Backend::new(client, config, flag).splicing(spliced))
+            .custom_method("qflow/diagram", Backend::diagram)
+            .finish();
     (service, socket, shutdown)
 }
 

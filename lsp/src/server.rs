@@ -23,7 +23,7 @@ use tower_lsp_server::{Client, LanguageServer};
 use crate::store::{Graveyard, Snapshot, Store};
 use crate::transport::Spliced;
 use crate::worker::{panic_message, Worker};
-use crate::{code_action, completion, convert, hover, navigation, symbols};
+use crate::{code_action, completion, convert, diagram, hover, navigation, symbols};
 
 /// How the server analyses; tests swap the analyzer to prove robustness.
 #[derive(Clone, Copy)]
@@ -381,6 +381,71 @@ fn capabilities() -> ServerCapabilities {
         })),
         document_symbol_provider: Some(OneOf::Left(true)),
         ..ServerCapabilities::default()
+    }
+}
+
+/// The parameters of `qflow/diagram`: the document, and which process to
+/// draw (its id; default: the first executable one).
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiagramParams {
+    pub text_document: TextDocumentIdentifier,
+    #[serde(default)]
+    pub process: Option<String>,
+}
+
+/// One element of the drawing and where it is in the text.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiagramElement {
+    pub id: String,
+    pub range: Range,
+    pub selection_range: Range,
+}
+
+/// The answer to `qflow/diagram`: the document's version it was drawn
+/// from, the process drawn and the others, the SVG, the elements, and how
+/// many verdicts are marked on the drawing.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiagramResult {
+    pub version: i32,
+    pub process: String,
+    pub processes: Vec<String>,
+    pub svg: String,
+    pub elements: Vec<DiagramElement>,
+    pub marked: usize,
+}
+
+impl Backend {
+    /// `qflow/diagram`: the model layer's drawing of one process of the
+    /// document with the current version's verdicts marked on it; `null`
+    /// when the document is not open or holds no process (not well-formed
+    /// XML, say: the editor keeps showing the last drawing).
+    pub async fn diagram(&self, p: DiagramParams) -> Result<Option<DiagramResult>> {
+        let uri = p.text_document.uri;
+        let process = p.process;
+        self.shared
+            .run("the diagram", &uri, move |snap| {
+                let a = diagram::diagram(snap, process.as_deref())?;
+                Some(DiagramResult {
+                    version: snap.version,
+                    process: a.process,
+                    processes: a.processes,
+                    svg: a.svg,
+                    elements: a
+                        .elements
+                        .into_iter()
+                        .map(|e| DiagramElement {
+                            id: e.id,
+                            range: convert::range(snap, e.span),
+                            selection_range: convert::range(snap, e.selection),
+                        })
+                        .collect(),
+                    marked: a.marked,
+                })
+            })
+            .await
     }
 }
 

@@ -8,11 +8,13 @@
 //! - [`policy`]: retry policies, their schedules and load projections.
 //! - [`condition`]: the exclusive gateways' condition language.
 //! - [`config`]: `.bpmnlintrc` and `qflow.toml`.
+//! - [`diagram`]: the process drawn (placement, layout, SVG), for every face.
 
 pub mod classify;
 pub mod condition;
 pub mod config;
 pub mod diagnostic;
+pub mod diagram;
 pub mod dialect;
 pub mod duration;
 pub mod file;

@@ -969,6 +969,11 @@ pub enum Verdict {
     /// No instance of that name (an existing one whose node has no live
     /// correlation is [`Verdict::NotWaiting`], or [`Verdict::Failed`]).
     NoSuchInstance,
+    /// The instance is quarantined: nothing is decided for it, an answer
+    /// neither, until an operator releases it. Nothing changed; the
+    /// correlation stays live, so the same answer sent after the release
+    /// is decided then.
+    Quarantined,
 }
 
 /// The honest verdict for an answer with no live correlation: an instance
@@ -978,7 +983,23 @@ pub enum Verdict {
 /// Only a key naming no instance at all is [`Verdict::NoSuchInstance`].
 pub fn no_live_correlation(store: &Store, correlation: &str) -> Result<Verdict, RunError> {
     let Some((instance, node)) = correlation.rsplit_once('/') else {
-        return Ok(Verdict::NoSuchInstance);
+        // An instance's id alone: the node is missing, not the instance.
+        if store.instance(correlation)?.is_none() {
+            return Ok(Verdict::NoSuchInstance);
+        }
+        let waiting: Vec<String> = store
+            .correlations(correlation)?
+            .into_iter()
+            .map(|c| format!("{correlation}/{}", c.node))
+            .collect();
+        return Ok(Verdict::NotWaiting(if waiting.is_empty() {
+            format!("a correlation is INSTANCE/NODE, and no call of instance {correlation} waits for an answer")
+        } else {
+            format!(
+                "a correlation is INSTANCE/NODE: {} waits for an answer",
+                waiting.join(", ")
+            )
+        }));
     };
     let Some(row) = store.instance(instance)? else {
         return Ok(Verdict::NoSuchInstance);

@@ -218,6 +218,16 @@ impl Pool {
             })
     }
 
+    /// [`Pool::free`] with `taken` more jobs chosen but not yet handed
+    /// over, `taken_here` of them to `dependency` (a serving round hands
+    /// its group's jobs over once their in-flight records are committed).
+    pub fn free_beside(&self, dependency: &str, taken: usize, taken_here: usize) -> bool {
+        self.in_flight + taken < self.concurrency
+            && self.bounds.get(dependency).is_none_or(|b| {
+                self.by_dependency.get(dependency).copied().unwrap_or(0) + taken_here < (*b).max(1)
+            })
+    }
+
     pub fn in_flight(&self) -> usize {
         self.in_flight
     }

@@ -219,6 +219,94 @@ pub fn take<G: std::ops::Deref<Target = Graph>>(
     }
 }
 
+/// [`take`] for many instances at once, with group commit: every instance
+/// of `instances` not held elsewhere is claimed in one transaction, each is
+/// decided from its own facts read under its claim (`choose` sees them as
+/// in [`take`], and may pick an event or nothing), and every decision is
+/// applied in one more transaction, each under its own claim and version
+/// check ([`Store::apply_many`]): a refused one is [`Taken::Lost`] alone.
+/// What `choose` writes (an in-flight record) is committed together, before
+/// the decisions, in one more transaction ([`Store::begin_group`]); its
+/// caller starts what those records announce only after this returns.
+/// Instances claimed elsewhere are left out of the answer. Two commits
+/// carry the whole group, where [`take`] costs three per decision.
+pub fn take_many<G: std::ops::Deref<Target = Graph>>(
+    store: &mut Store,
+    owner: &str,
+    instances: &[String],
+    mut graph: impl FnMut(&Store, &InstanceFacts) -> Result<G, RunError>,
+    mut choose: impl FnMut(
+        &Store,
+        &str,
+        &Graph,
+        &InstanceFacts,
+    ) -> Result<Option<(Event, i64)>, RunError>,
+) -> Result<Vec<(String, Taken)>, RunError> {
+    let claimed = store.claim_many(instances, owner, system_now_ms())?;
+    let mut decided: Vec<(String, i64, Transition, i64)> = Vec::new();
+    let mut idle: Vec<String> = Vec::new();
+    let mut read = || -> Result<(), RunError> {
+        for instance in &claimed {
+            let facts = store.facts(instance)?;
+            let graph = graph(store, &facts)?;
+            let f = facts.as_facts(instance);
+            if !facts.status.is_terminal() {
+                if let Some(why) = decide::damage::unreadable(&graph, &f) {
+                    let at = store
+                        .last_decision_ms(instance)?
+                        .unwrap_or(facts.started_ms);
+                    let t = decide::damage::fail(&graph, &f, &why, at);
+                    decided.push((instance.clone(), facts.version, t, at));
+                    continue;
+                }
+            }
+            match choose(store, instance, &graph, &facts)? {
+                None => idle.push(instance.clone()),
+                Some((event, at)) => {
+                    let t = decide::decide(&graph, &f, &event, at);
+                    decided.push((instance.clone(), facts.version, t, at));
+                }
+            }
+        }
+        Ok(())
+    };
+    // The group's reads and the small writes its choices make (in-flight
+    // records of attempts handed to lanes) in one transaction: one commit.
+    store.begin_group()?;
+    let read = read();
+    let ended = store.end_group(read.is_ok());
+    if let Err(e) = read.and(ended.map_err(RunError::from)) {
+        // Nothing of the group is applied; its claims are given back now
+        // rather than left to lapse.
+        let _ = store.apply_many(owner, &[], &claimed, system_now_ms());
+        return Err(e);
+    }
+    let pending: Vec<qflow_store::batch::Pending<'_>> = decided
+        .iter()
+        .map(|(id, version, t, at)| qflow_store::batch::Pending {
+            instance: id,
+            version: *version,
+            transition: t,
+            at_ms: *at,
+        })
+        .collect();
+    let results = store.apply_many(owner, &pending, &idle, system_now_ms())?;
+    let mut out = Vec::with_capacity(claimed.len());
+    for ((id, _, t, at), result) in decided.iter().zip(results) {
+        let taken = match result {
+            Ok(seq) => Taken::Decided(Decision::of(seq, *at, t)),
+            Err(error) if error.is_lost_race() => Taken::Lost {
+                stage: Stage::Apply,
+                error,
+            },
+            Err(e) => return Err(e.into()),
+        };
+        out.push((id.clone(), taken));
+    }
+    out.extend(idle.into_iter().map(|id| (id, Taken::Idle)));
+    Ok(out)
+}
+
 impl Taken {
     /// For callers to whom a lost race is an error (one process expected to
     /// own the instance): the decision, `None` when idle, the store's refusal

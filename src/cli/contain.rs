@@ -110,8 +110,15 @@ fn what(args: &PauseTarget) -> Result<(PauseKind, String), String> {
         return Ok((PauseKind::Dependency, d.clone()));
     }
     let class = args.class.clone().unwrap_or_default();
-    match FailureClass::parse(&class) {
-        Some(FailureClass::Transient | FailureClass::RateLimited) => Ok((PauseKind::Class, class)),
+    parked_class(&class).map(|c| (PauseKind::Class, c))
+}
+
+/// A failure class a pause can name: one that parks a retry (transient,
+/// rate-limited); the others are refused with why (the web inspector's
+/// pause checks the same way).
+pub fn parked_class(class: &str) -> Result<String, String> {
+    match FailureClass::parse(class) {
+        Some(FailureClass::Transient | FailureClass::RateLimited) => Ok(class.to_string()),
         Some(FailureClass::Permanent) => Err(
             "--class permanent: a permanent failure is never retried (it fails at once), so nothing of it parks; pause transient or rate-limited".into(),
         ),

@@ -89,7 +89,7 @@ pub struct ResumeArgs {
     pub format: Format,
 }
 
-fn parse_map(items: &[String]) -> Result<BTreeMap<String, String>, String> {
+pub(crate) fn parse_map(items: &[String]) -> Result<BTreeMap<String, String>, String> {
     let mut mapping = BTreeMap::new();
     for m in items {
         match m.split_once('=') {
@@ -245,13 +245,10 @@ pub fn migrate(args: MigrateArgs) -> ExitCode {
         (None, None) => unreachable!("clap requires an instance or --all-failed-of"),
     };
     // Every plan first: one refusal and nothing is moved.
-    let mut plans = Vec::new();
-    for id in &instances {
-        match repair::plan(&store, id, &target, &mapping, args.reset_budget) {
-            Ok(p) => plans.push(p),
-            Err(e) => return refusal(format, id, &e),
-        }
-    }
+    let plans = match repair::plan_all(&store, &instances, &target, &mapping, args.reset_budget) {
+        Ok(plans) => plans,
+        Err((id, e)) => return refusal(format, &id, &e),
+    };
     if args.dry_run {
         for p in &plans {
             print_plan(p, &to_shown, format, None);

@@ -19,3 +19,4 @@ pub mod serve;
 pub mod simulate;
 pub mod stats;
 pub mod test;
+pub mod ui;

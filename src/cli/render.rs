@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use qflow_engine::diagram::svg::svg;
-use qflow_engine::diagram::{Diagram, DiagramState};
+use qflow_engine::diagram::Diagram;
 use qflow_engine::inspect::Inspection;
 use qflow_engine::model::{Definitions, Process};
 use qflow_engine::runtime::graph::Graph;
@@ -84,7 +84,9 @@ pub fn run(args: Args) -> ExitCode {
         Err(m) => return fail(2, format!("{shown}: {m}")),
     };
     let diagram = Diagram::of(process, Some(&text));
-    let marks = state.as_ref().map(|i| DiagramState::of(&diagram, i));
+    let marks = state
+        .as_ref()
+        .map(|i| qflow_engine::diagram::state_of(&diagram, i));
     let svg = svg(&diagram, marks.as_ref());
     if let Err(e) =
         crate::cli::report::write_output(&args.svg, &svg, "open it in a browser or an image viewer")

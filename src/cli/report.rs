@@ -3,23 +3,13 @@
 //! who would rather look than read.
 //!
 //! Charts, each an `<svg>` with a class naming it and one element per
-//! datum, so a test (or a stylesheet) can rely on the structure:
-//!
-//! - `svg.attempts`: attempts per minute, one `rect.bar` per minute (or per
-//!   span of minutes when there are more than [`MAX_BARS`], each showing its
-//!   busiest minute), `data-minute`/`data-attempts` on each; the outage as
-//!   `rect.outage`.
-//! - `svg.pending` (a simulation's): the pending backlog (unfinished
-//!   instances) at the end of each minute, one `rect.bar` per minute (or
-//!   per span when there are more than [`MAX_BARS`], each showing the
-//!   span's highest), `data-minute` (the span's first)/`data-pending` on
-//!   each; the outage as `rect.outage`.
-//! - `svg.backlog`: unfinished instances by age since creation, one
-//!   `rect.bar` per bucket with `data-label`/`data-count`.
-//! - `svg.schedule` per retry policy: one `circle.attempt` per attempt of an
-//!   always-failing instance at its start (`data-attempt`, `data-at-s`), on a
-//!   line from the first attempt to the last one's failure.
-//! - the process diagram, the engine's own SVG drawing (`qflow render`).
+//! datum, so a test (or a stylesheet) can rely on the structure
+//! (docs/cli.md lists it): the minute charts (`svg.attempts`,
+//! `svg.pending`) one `rect.bar` per minute (or per declared bucket past
+//! [`MAX_BARS`] minutes), a value grid, a time axis with round ticks, a
+//! legend and the outage drawn over the bars; `svg.backlog` a bar per age
+//! bucket; `svg.schedule` per retry policy, naming what it belongs to; and
+//! the engine's own drawing of the process with the fleet's counts on it.
 //!
 //! The numbers come from the engine (the simulation's report, the store's
 //! observations, the policy's worst case); this module only draws them.
@@ -32,8 +22,10 @@ use qflow_engine::policy::projection::NodeProjection;
 use qflow_engine::store::stats::Count;
 use qflow_engine::text::group;
 
-/// The most bars the attempts chart draws; beyond, spans of minutes.
-pub const MAX_BARS: usize = 240;
+/// The most bars a minute chart draws (a day of minutes, each at least
+/// [`MIN_SLOT`] pixels wide, the chart scrolling); beyond, one bar per
+/// declared bucket of minutes.
+pub const MAX_BARS: usize = 1440;
 
 /// What a report shows.
 pub struct Report<'a> {
@@ -49,7 +41,9 @@ pub struct Report<'a> {
     pub pending: Option<&'a [(i64, u64)]>,
     /// Unfinished instances by age since creation; `None`: not shown.
     pub backlog_age: Option<&'a [Count]>,
-    pub policies: &'a [NodeProjection],
+    /// Each retry policy with what it belongs to (the deployment, or the
+    /// simulated model), which its chart names.
+    pub policies: &'a [(String, NodeProjection)],
     /// Process diagrams, each an SVG document, with a caption.
     pub diagrams: Vec<(String, String)>,
 }
@@ -77,13 +71,21 @@ table.summary td { padding: 2px 14px 2px 0; } table.summary td:first-child { col
 p.note { color: #555; }
 svg.chart { background: #fafafa; border: 1px solid #ddd; }
 svg.chart text { font: 11px sans-serif; fill: #444; }
-svg.chart .axis { stroke: #999; stroke-width: 1; }
-svg.attempts .bar { fill: #1565c0; }
-svg.attempts .outage { fill: #ffebee; }
+svg.chart .axis { stroke: #777; stroke-width: 1; }
+svg.chart .grid { stroke: #e4e4e4; stroke-width: 1; }
+svg.chart .tick { stroke: #777; stroke-width: 1; }
+svg.chart text.tick { stroke: none; fill: #555; }
+svg.chart .axis-title { fill: #333; font-style: italic; }
+svg.attempts .bar, svg.attempts .key.bars { fill: #1565c0; }
+svg.chart .outage, svg.chart .key.outage-key { fill: #c62828; fill-opacity: 0.16; stroke: none; }
+svg.chart .outage-end { stroke: #c62828; stroke-width: 1.5; stroke-dasharray: 4 3; }
 svg.backlog .bar { fill: #ef6c00; }
-svg.pending .bar { fill: #6a1b9a; }
-svg.pending .outage { fill: #ffebee; }
+svg.pending .bar, svg.pending .key.bars { fill: #6a1b9a; }
+div.scroll { overflow-x: auto; max-width: 100%; border: 1px solid #ddd; }
+div.scroll svg.chart { border: none; }
 svg.schedule .line { stroke: #999; stroke-width: 2; }
+svg.schedule text.owner { fill: #222; font-weight: bold; }
+.legend-html span.swatch { display: inline-block; width: 11px; height: 11px; vertical-align: -1px; margin: 0 4px 0 12px; border-radius: 6px; }
 svg.schedule .attempt { fill: #c62828; }
 svg.schedule .attempt.last { fill: #6d4c41; }
 .diagram svg { max-width: 100%; height: auto; border: 1px solid #ddd; }
@@ -118,14 +120,14 @@ pub fn html(r: &Report<'_>) -> String {
     if !r.policies.is_empty() {
         s.push_str("<h2>Retry schedules</h2>\n");
         s.push_str("<p class=\"note\">Each policy's attempts for an instance whose every attempt fails (nominal delays). Scheduled opportunities, not observed requests.</p>\n");
-        for p in r.policies {
-            s.push_str(&schedule_chart(p));
+        for (owner, p) in r.policies {
+            s.push_str(&schedule_chart(owner, p));
         }
     }
     for (caption, svg) in &r.diagrams {
         let _ = write!(
             s,
-            "<h2>{}</h2>\n<div class=\"diagram\">\n{}\n</div>\n",
+            "<h2>{}</h2>\n{DIAGRAM_LEGEND}<div class=\"diagram\">\n{}\n</div>\n",
             esc(caption),
             strip_prolog(svg)
         );
@@ -133,6 +135,14 @@ pub fn html(r: &Report<'_>) -> String {
     s.push_str("</body>\n</html>\n");
     s
 }
+
+/// What the pills on a fleet's diagram count, in their colours (the
+/// diagram's own style).
+const DIAGRAM_LEGEND: &str = "<p class=\"note legend-html\">Each node says how many instances stand there (waiting, parked for a retry, to reconcile, failed), its outline the gravest:\
+<span class=\"swatch\" style=\"background:#1565c0\"></span>waiting\
+<span class=\"swatch\" style=\"background:#ef6c00\"></span>parked for a retry\
+<span class=\"swatch\" style=\"background:#6a1b9a\"></span>to reconcile\
+<span class=\"swatch\" style=\"background:#c62828\"></span>failed there</p>\n";
 
 /// An SVG document without its XML declaration, to sit inline in HTML.
 fn strip_prolog(svg: &str) -> &str {
@@ -146,96 +156,85 @@ fn strip_prolog(svg: &str) -> &str {
 }
 
 const W: f64 = 960.0;
-const H: f64 = 260.0;
-const LEFT: f64 = 60.0;
-const BOTTOM: f64 = 30.0;
-const TOP: f64 = 14.0;
+const H: f64 = 300.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 16.0;
+/// Room under the plot: tick labels, then the axis title.
+const BOTTOM: f64 = 46.0;
+/// Room over the plot: the legend.
+const TOP: f64 = 34.0;
+/// The narrowest slot a minute's bar gets: a chart of many minutes grows
+/// wider (and scrolls) rather than merging minutes.
+const MIN_SLOT: f64 = 3.0;
 
-/// One bar per minute from the first to the last minute with an attempt
-/// (a minute without one is a gap), or per span when there are more than
-/// [`MAX_BARS`] minutes, each the span's busiest minute.
+/// One bar per minute from minute 0 to the last minute with an attempt (a
+/// minute without one is a gap); past [`MAX_BARS`] minutes, one bar per
+/// declared bucket of minutes (the attempts in it), the bucket named in the
+/// legend and on the axis.
 pub fn attempts_chart(per_minute: &BTreeMap<i64, u64>, outage_minutes: Option<f64>) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "<svg class=\"chart attempts\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\">"
-    );
     let (Some((&first, _)), Some((&last, _))) =
         (per_minute.first_key_value(), per_minute.last_key_value())
     else {
-        let _ = write!(
-            s,
-            "<text x=\"{LEFT}\" y=\"{}\">no attempts</text>\n</svg>\n",
-            H / 2.0
-        );
-        return s;
+        return empty_chart("attempts", "no attempts");
     };
     let first = first.min(0);
-    let span = (last - first + 1) as usize;
-    let width = span.div_ceil(MAX_BARS) as i64;
-    // (start minute, busiest minute, attempts)
-    let mut bars: Vec<(i64, i64, u64)> = Vec::new();
+    let bucket = bucket_minutes((last - first + 1) as usize);
+    // (first minute of the bucket, attempts in it)
+    let mut bars: Vec<(i64, u64)> = Vec::new();
     for (m, n) in per_minute {
-        let start = first + (m - first) / width * width;
+        let start = first + (m - first) / bucket * bucket;
         match bars.last_mut() {
-            Some(b) if b.0 == start => {
-                if *n > b.2 {
-                    b.1 = *m;
-                    b.2 = *n;
-                }
-            }
-            _ => bars.push((start, *m, *n)),
+            Some(b) if b.0 == start => b.1 += n,
+            _ => bars.push((start, *n)),
         }
     }
-    let plot = MinutePlot::new(first, span, width, bars.iter().map(|b| b.2).max());
-    plot.outage(&mut s, outage_minutes);
-    for (start, busiest, n) in &bars {
+    let per = if bucket == 1 {
+        "minute".to_string()
+    } else {
+        format!("{bucket} minutes")
+    };
+    let plot = MinutePlot::new(first, last, bucket, bars.iter().map(|b| b.1).max());
+    let mut s = plot.open("attempts");
+    plot.grid(&mut s, &format!("attempts per {per}"));
+    for (start, n) in &bars {
         plot.bar(
             &mut s,
             *start,
             *n,
-            &format!("data-minute=\"{busiest}\" data-attempts=\"{n}\""),
+            &format!("data-minute=\"{start}\" data-attempts=\"{n}\""),
             &format!(
                 "+{}: {} attempts",
-                esc(&compact_ms(busiest * 60_000)),
+                esc(&compact_ms(start * 60_000)),
                 group(*n)
             ),
         );
     }
-    plot.axes(&mut s, last, &format!("the busiest minute of {width}"));
-    s
+    plot.outage(&mut s, outage_minutes);
+    plot.legend(&mut s, &format!("attempts in each {per}"), outage_minutes);
+    s.push_str("</svg>\n");
+    scrolling(&plot, s)
 }
 
 /// The pending backlog: one bar per minute from minute 0 (a minute with
-/// nothing pending is a bar of height 0), or per span of minutes when there
-/// are more than [`MAX_BARS`], each showing the span's highest.
+/// nothing pending is a bar of height 0); past [`MAX_BARS`] minutes, one
+/// bar per declared bucket, the highest in it.
 pub fn pending_chart(pending: &[(i64, u64)], outage_minutes: Option<f64>) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "<svg class=\"chart pending\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\">"
-    );
     let (Some(&(first, _)), Some(&(last, _))) = (pending.first(), pending.last()) else {
-        let _ = write!(
-            s,
-            "<text x=\"{LEFT}\" y=\"{}\">nothing was pending</text>\n</svg>\n",
-            H / 2.0
-        );
-        return s;
+        return empty_chart("pending", "nothing was pending");
     };
-    let span = (last - first + 1).max(1) as usize;
-    let width = span.div_ceil(MAX_BARS) as i64;
-    // (first minute of the span, highest pending in it)
+    let bucket = bucket_minutes((last - first + 1).max(1) as usize);
+    // (first minute of the bucket, highest pending in it)
     let mut bars: Vec<(i64, u64)> = Vec::new();
     for (m, n) in pending {
-        let start = first + (m - first) / width * width;
+        let start = first + (m - first) / bucket * bucket;
         match bars.last_mut() {
             Some(b) if b.0 == start => b.1 = b.1.max(*n),
             _ => bars.push((start, *n)),
         }
     }
-    let plot = MinutePlot::new(first, span, width, bars.iter().map(|b| b.1).max());
-    plot.outage(&mut s, outage_minutes);
+    let plot = MinutePlot::new(first, last, bucket, bars.iter().map(|b| b.1).max());
+    let mut s = plot.open("pending");
+    plot.grid(&mut s, "instances pending");
     for (start, n) in &bars {
         plot.bar(
             &mut s,
@@ -249,10 +248,65 @@ pub fn pending_chart(pending: &[(i64, u64)], outage_minutes: Option<f64>) -> Str
             ),
         );
     }
-    plot.axes(&mut s, last, &format!("the highest of {width} minutes"));
-    s
+    plot.outage(&mut s, outage_minutes);
+    let what = if bucket == 1 {
+        "pending at the end of each minute".to_string()
+    } else {
+        format!("the most pending in each {bucket} minutes")
+    };
+    plot.legend(&mut s, &what, outage_minutes);
+    s.push_str("</svg>\n");
+    scrolling(&plot, s)
 }
 
+/// A chart with nothing to draw, saying so.
+fn empty_chart(class: &str, why: &str) -> String {
+    format!(
+        "<svg class=\"chart {class}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"80\" viewBox=\"0 0 {W} 80\">\n<text x=\"{LEFT}\" y=\"44\">{why}</text>\n</svg>\n"
+    )
+}
+
+/// A chart wider than the page scrolls sideways in its own box.
+fn scrolling(plot: &MinutePlot, svg: String) -> String {
+    if plot.width > W {
+        format!("<div class=\"scroll\">\n{svg}</div>\n")
+    } else {
+        svg
+    }
+}
+
+/// Minutes per bar: 1 up to [`MAX_BARS`] minutes, else the smallest round
+/// bucket that brings the bars under it.
+fn bucket_minutes(minutes: usize) -> i64 {
+    [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440]
+        .into_iter()
+        .find(|b| minutes.div_ceil(*b as usize) <= MAX_BARS)
+        .unwrap_or_else(|| minutes.div_ceil(MAX_BARS).div_ceil(1440) as i64 * 1440)
+}
+
+/// A round step for an axis from 0 to `max` with about `ticks` ticks:
+/// 1, 2 or 5 times a power of ten.
+fn nice_step(max: f64, ticks: f64) -> f64 {
+    let raw = (max / ticks).max(1.0);
+    let p = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * p)
+}
+
+/// A round step of minutes for a time axis of `span` minutes over `px`
+/// pixels, a label at least every 90 pixels apart.
+fn time_step(span: f64, px: f64) -> i64 {
+    let most = (px / 90.0).max(1.0);
+    [
+        1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440, 2880, 10080,
+    ]
+    .into_iter()
+    .find(|m| span / *m as f64 <= most)
+    .unwrap_or(10080 * ((span / most / 10080.0).ceil() as i64).max(1))
+}
 /// One bar per age bucket.
 pub fn backlog_chart(ages: &[Count]) -> String {
     let (w, h) = (600.0, 220.0);
@@ -294,9 +348,12 @@ pub fn backlog_chart(ages: &[Count]) -> String {
 }
 
 /// One policy's timetable: a line from the first attempt to the last
-/// one's failure, a circle at each attempt's start.
-pub fn schedule_chart(p: &NodeProjection) -> String {
-    let (w, h) = (W, 120.0);
+/// one's failure, a circle (numbered above) at each attempt's start, a
+/// time axis with round ticks; headed by the node, its dependency and what
+/// it belongs to (`owner`: the deployment, or the simulated model), which
+/// the chart also carries as `data-owner`.
+pub fn schedule_chart(owner: &str, p: &NodeProjection) -> String {
+    let (w, h) = (W, 132.0);
     let wc = &p.projection.worst_case;
     let end_s = wc
         .fails_by
@@ -306,24 +363,55 @@ pub fn schedule_chart(p: &NodeProjection) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "<svg class=\"chart schedule\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" data-node=\"{}\">",
-        esc(&p.node)
+        "<svg class=\"chart schedule\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" data-node=\"{}\" data-owner=\"{}\">",
+        esc(&p.node),
+        esc(owner)
     );
     let _ = writeln!(
         s,
-        "<text x=\"10\" y=\"18\">{} ({}): {}</text>",
+        "<text class=\"owner\" x=\"10\" y=\"18\">{}</text>\n<text x=\"10\" y=\"34\">{} ({}): {}</text>",
+        esc(owner),
         esc(&p.node),
         esc(&p.dependency),
         esc(&wc.summary())
     );
-    let (x0, x1, y) = (LEFT, w - 40.0, 64.0);
+    let (x0, x1, y) = (LEFT, w - 40.0, 72.0);
     let at = |secs: f64| x0 + secs / end_s * (x1 - x0);
     let _ = writeln!(
         s,
         "<line class=\"line\" x1=\"{x0}\" y1=\"{y}\" x2=\"{:.2}\" y2=\"{y}\"/>",
         at(end_s)
     );
+    // The time axis: a tick and a label at every round step.
+    let step = [
+        1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400,
+        172800, 604800,
+    ]
+    .into_iter()
+    .find(|st| end_s / *st as f64 <= (x1 - x0) / 90.0)
+    .unwrap_or(604800);
+    let mut t = 0;
+    while t as f64 <= end_s {
+        let x = at(t as f64);
+        let _ = writeln!(
+            s,
+            "<line class=\"tick\" x1=\"{x:.1}\" y1=\"{}\" x2=\"{x:.1}\" y2=\"{}\"/><text class=\"tick x\" x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">+{}</text>",
+            y + 8.0,
+            y + 13.0,
+            y + 26.0,
+            esc(&compact_ms(t * 1000))
+        );
+        t += step;
+    }
+    let _ = writeln!(
+        s,
+        "<text class=\"axis-title x\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">time since the first attempt (d h m s); the last one fails at +{}</text>",
+        (x0 + x1) / 2.0,
+        h - 8.0,
+        esc(&compact_ms((end_s * 1000.0) as i64))
+    );
     let n = wc.attempts.len();
+    let mut last_label = f64::NEG_INFINITY;
     for (i, a) in wc.attempts.iter().enumerate() {
         let t = a.since_first.as_secs_f64();
         let last = if i + 1 == n && wc.complete {
@@ -331,21 +419,26 @@ pub fn schedule_chart(p: &NodeProjection) -> String {
         } else {
             ""
         };
+        let cx = at(t);
         let _ = writeln!(
             s,
-            "<circle class=\"attempt{last}\" cx=\"{:.2}\" cy=\"{y}\" r=\"5\" data-attempt=\"{}\" data-at-s=\"{}\"><title>attempt {} at +{}</title></circle>",
-            at(t),
+            "<circle class=\"attempt{last}\" cx=\"{cx:.2}\" cy=\"{y}\" r=\"5\" data-attempt=\"{}\" data-at-s=\"{}\"><title>attempt {} at +{}</title></circle>",
             a.attempt,
             a.since_first.as_secs(),
             a.attempt,
             esc(&compact_ms(a.since_first.as_millis() as i64))
         );
+        // Numbered above, where the number clears the one before.
+        if cx - last_label >= 18.0 {
+            let _ = writeln!(
+                s,
+                "<text class=\"attempt-number\" x=\"{cx:.1}\" y=\"{}\" text-anchor=\"middle\">#{}</text>",
+                y - 10.0,
+                a.attempt
+            );
+            last_label = cx;
+        }
     }
-    let _ = writeln!(
-        s,
-        "<text x=\"{x0}\" y=\"96\">+0s</text>\n<text x=\"{x1}\" y=\"96\" text-anchor=\"end\">+{}</text>",
-        esc(&compact_ms((end_s * 1000.0) as i64))
-    );
     s.push_str("</svg>\n");
     s
 }
@@ -394,87 +487,161 @@ pub fn say_written(path: &std::path::Path, bytes: usize, next: &str) {
     eprintln!("wrote {} ({size}): {next}", path.display());
 }
 
-/// Where the bars of a chart of one bar per minute (or per `width`
-/// minutes) go: both minute charts share their geometry, outage band, bar
-/// shape and axes.
+/// Where the bars of a chart of one bar per minute (or per `bucket`
+/// minutes) go: both minute charts share their geometry, value grid, time
+/// axis, outage band and legend.
 struct MinutePlot {
     first: i64,
-    width: i64,
-    max: u64,
+    last: i64,
+    bucket: i64,
+    /// The top of the value axis (a round number at least the highest bar).
+    top: f64,
+    step: f64,
+    /// The whole chart's width (wider than [`W`] when the minutes need it).
+    width: f64,
     plot_w: f64,
     plot_h: f64,
     slot_w: f64,
 }
 
 impl MinutePlot {
-    fn new(first: i64, span: usize, width: i64, max: Option<u64>) -> MinutePlot {
-        let slots = span.div_ceil(width as usize) as f64;
-        let plot_w = W - LEFT - 10.0;
+    fn new(first: i64, last: i64, bucket: i64, max: Option<u64>) -> MinutePlot {
+        let slots = ((last - first + 1) as f64 / bucket as f64).ceil().max(1.0);
+        let slot_w = ((W - LEFT - RIGHT) / slots).max(MIN_SLOT);
+        let plot_w = slot_w * slots;
+        let max = max.unwrap_or(1).max(1) as f64;
+        let step = nice_step(max, 4.0);
         MinutePlot {
             first,
-            width,
-            max: max.unwrap_or(1).max(1),
+            last,
+            bucket,
+            top: (max / step).ceil() * step,
+            step,
+            width: LEFT + plot_w + RIGHT,
             plot_w,
             plot_h: H - TOP - BOTTOM,
-            slot_w: plot_w / slots,
+            slot_w,
         }
     }
 
-    /// The outage shaded from the first minute to `end` (minutes).
-    fn outage(&self, s: &mut String, end: Option<f64>) {
-        let Some(end) = end else { return };
-        let x1 =
-            ((end - self.first as f64) / self.width as f64 * self.slot_w).clamp(0.0, self.plot_w);
+    fn x(&self, minute: f64) -> f64 {
+        LEFT + (minute - self.first as f64) / self.bucket as f64 * self.slot_w
+    }
+
+    fn open(&self, class: &str) -> String {
+        format!(
+            "<svg class=\"chart {class}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{H}\" viewBox=\"0 0 {w} {H}\">\n",
+            w = self.width
+        )
+    }
+
+    /// The value grid (a labelled line per round step, the axis titled
+    /// `what`) and the time axis: a tick and a label every round number of
+    /// minutes, titled with its unit.
+    fn grid(&self, s: &mut String, what: &str) {
+        let base = TOP + self.plot_h;
+        let mut v = 0.0;
+        while v <= self.top + 0.5 {
+            let y = base - v / self.top * self.plot_h;
+            let _ = writeln!(
+                s,
+                "<line class=\"grid\" x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\"/><text class=\"tick y\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                LEFT + self.plot_w,
+                LEFT - 6.0,
+                y + 4.0,
+                group(v as u64)
+            );
+            v += self.step;
+        }
         let _ = writeln!(
             s,
-            "<rect class=\"outage\" x=\"{LEFT}\" y=\"{TOP}\" width=\"{x1:.1}\" height=\"{:.1}\"><title>outage: first {} </title></rect>",
+            "<text class=\"axis-title y\" transform=\"translate(14 {:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+            TOP + self.plot_h / 2.0,
+            esc(what)
+        );
+        let _ = writeln!(
+            s,
+            "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{base}\" x2=\"{:.1}\" y2=\"{base}\"/>",
+            LEFT + self.plot_w
+        );
+        let end = (self.last + 1) as f64;
+        let step = time_step(end - self.first as f64, self.plot_w);
+        let mut m = self.first.div_euclid(step) * step;
+        while (m as f64) <= end {
+            if m >= self.first {
+                let x = self.x(m as f64);
+                let _ = writeln!(
+                    s,
+                    "<line class=\"tick\" x1=\"{x:.1}\" y1=\"{base}\" x2=\"{x:.1}\" y2=\"{:.1}\"/><text class=\"tick x\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\" data-minute=\"{m}\">+{}</text>",
+                    base + 5.0,
+                    base + 17.0,
+                    esc(&compact_ms(m * 60_000))
+                );
+            }
+            m += step;
+        }
+        let per = if self.bucket > 1 {
+            format!(", one bar per {} minutes", self.bucket)
+        } else {
+            ", one bar per minute".to_string()
+        };
+        let _ = writeln!(
+            s,
+            "<text class=\"axis-title x\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">virtual time since the start (d h m){per}</text>",
+            // Centred on what a page shows first of a chart that scrolls.
+            LEFT + self.plot_w.min(W - LEFT - RIGHT) / 2.0,
+            H - 8.0
+        );
+    }
+
+    /// The outage, shaded from the first minute to `end` (minutes), over
+    /// the bars (translucent, so the bars under it still show).
+    fn outage(&self, s: &mut String, end: Option<f64>) {
+        let Some(end) = end else { return };
+        let x1 = self.x(end).clamp(LEFT, LEFT + self.plot_w);
+        let _ = writeln!(
+            s,
+            "<rect class=\"outage\" x=\"{LEFT}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{:.1}\"><title>outage: the first {}</title></rect>\n<line class=\"outage-end\" x1=\"{x1:.1}\" y1=\"{TOP}\" x2=\"{x1:.1}\" y2=\"{:.1}\"/>",
+            x1 - LEFT,
             self.plot_h,
-            esc(&compact_ms((end * 60_000.0) as i64))
+            esc(&compact_ms((end * 60_000.0) as i64)),
+            TOP + self.plot_h
         );
     }
 
     /// One bar of height `n` in the slot of minute `start`, with its data
     /// attributes and its tooltip.
     fn bar(&self, s: &mut String, start: i64, n: u64, data: &str, title: &str) {
-        let x = LEFT + (start - self.first) as f64 / self.width as f64 * self.slot_w;
-        let h = n as f64 / self.max as f64 * self.plot_h;
+        let x = self.x(start as f64);
+        let h = n as f64 / self.top * self.plot_h;
         let _ = writeln!(
             s,
             "<rect class=\"bar\" x=\"{x:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{h:.2}\" {data}><title>{title}</title></rect>",
             TOP + self.plot_h - h,
-            (self.slot_w * 0.9).max(0.5),
+            (self.slot_w * 0.8).max(1.5),
         );
     }
 
-    /// The axis, the value scale and the first and last minute, and the
-    /// closing tag; a bar of several minutes is what `each` says.
-    fn axes(&self, s: &mut String, last: i64, each: &str) {
-        let base = TOP + self.plot_h;
-        let _ = writeln!(
+    /// What the colours mean: the bars, and the outage when there is one.
+    fn legend(&self, s: &mut String, bars: &str, outage: Option<f64>) {
+        let y = 12.0;
+        let _ = write!(
             s,
-            "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{base}\" x2=\"{}\" y2=\"{base}\"/>",
-            W - 10.0
+            "<g class=\"legend\"><rect class=\"key bars\" x=\"{LEFT}\" y=\"{y}\" width=\"12\" height=\"12\"/><text x=\"{}\" y=\"{}\">{}</text>",
+            LEFT + 17.0,
+            y + 10.0,
+            esc(bars)
         );
-        let _ = writeln!(
-            s,
-            "<text x=\"4\" y=\"{}\">{}</text>\n<text x=\"4\" y=\"{base}\">0</text>",
-            TOP + 10.0,
-            group(self.max)
-        );
-        let _ = writeln!(
-            s,
-            "<text x=\"{LEFT}\" y=\"{}\">+{}</text>\n<text x=\"{}\" y=\"{}\" text-anchor=\"end\">+{}{}</text>",
-            H - 10.0,
-            esc(&compact_ms(self.first * 60_000)),
-            W - 10.0,
-            H - 10.0,
-            esc(&compact_ms(last * 60_000)),
-            if self.width > 1 {
-                format!(" (each bar: {each})")
-            } else {
-                String::new()
-            }
-        );
-        s.push_str("</svg>\n");
+        if let Some(end) = outage {
+            let x = LEFT + 30.0 + bars.chars().count() as f64 * 6.2;
+            let _ = write!(
+                s,
+                "<rect class=\"key outage-key\" x=\"{x:.1}\" y=\"{y}\" width=\"12\" height=\"12\"/><text x=\"{:.1}\" y=\"{}\">outage: the dependency down for the first {}</text>",
+                x + 17.0,
+                y + 10.0,
+                esc(&qflow_engine::duration::to_words(std::time::Duration::from_secs_f64(end * 60.0)))
+            );
+        }
+        s.push_str("</g>\n");
     }
 }

@@ -37,7 +37,7 @@ pub struct Args {
 const AFTER_HELP: &str = "\
 Exit status: 0 accepted (the flow resumed with the answer); 4 any other verdict
 (retry-pending, superseded, unknown-request, not-waiting, failed, no-such-instance,
-busy), nothing changed; 2 bad arguments, a database that does not exist, a store error.";
+quarantined, busy), nothing changed; 2 bad arguments, a database that does not exist, a store error.";
 
 pub fn run(args: Args) -> ExitCode {
     let fail = |msg: String| {

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::run::{json_line, Format};
 
 mod endpoint;
-pub use endpoint::verdict_reply;
+pub use endpoint::{token_from_env, verdict_reply};
 
 /// The environment variable holding the endpoint's token.
 pub const TOKEN_ENV: &str = "QFLOW_SERVE_TOKEN";
@@ -145,12 +145,16 @@ pub fn run(args: Args) -> ExitCode {
     if let Some(note) = lowered {
         eprintln!("note: {note}");
     }
+    let mut ui = crate::cli::ui::Ui::new(args.db.clone(), token.clone(), true);
+    ui.request_timeout = args.request_timeout;
+    ui.waker = Some(waker.clone());
     let config = endpoint::Config {
         db: args.db.to_string(),
         token,
         request_timeout: args.request_timeout,
         max_connections,
         waker: Some(waker),
+        ui: Some(std::sync::Arc::new(ui)),
     };
     endpoint::start(listener, workers, config);
     match args.format {

@@ -220,18 +220,38 @@ fn html_report(
             ))
         ),
     ));
-    let policies = projection::of_model(defs, args.jobs as u64, outage);
-    let diagrams = defs
-        .executable_processes()
-        .map(|p| {
-            let d = qflow_engine::diagram::Diagram::of(p, Some(text));
-            let name = p.id.as_ref().map_or("process", |a| a.value.as_str());
-            (
-                format!("The process: {name}"),
-                qflow_engine::diagram::svg::svg(&d, None),
-            )
-        })
-        .collect();
+    // The deployment the simulation made of each process: the newest of
+    // its id (a database given with --db may hold older ones).
+    let deployments = store.deployments()?;
+    let deployment_of = |process: &str| deployments.iter().rev().find(|d| d.process_id == process);
+    let owner = |process: &str| match deployment_of(process) {
+        Some(d) => format!("deployment {} ({process}, {})", d.id, args.model.display()),
+        None => format!("{process} ({})", args.model.display()),
+    };
+    let policies: Vec<(String, projection::NodeProjection)> =
+        projection::of_model(defs, args.jobs as u64, outage)
+            .into_iter()
+            .map(|p| (owner(&p.process_id), p))
+            .collect();
+    let mut diagrams = Vec::new();
+    for p in defs.executable_processes() {
+        let d = qflow_engine::diagram::Diagram::of(p, Some(text));
+        let name = p.id.as_ref().map_or("process", |a| a.value.as_str());
+        let counts = match deployment_of(name) {
+            Some(dep) => qflow_engine::inspect::fleet::node_counts(store, dep.id)?,
+            None => Default::default(),
+        };
+        let state = qflow_engine::diagram::state_of_counts(name, &counts);
+        diagrams.push((
+            format!(
+                "The process {name}: where the instances stand ({} completed, {} failed, {} unfinished)",
+                group(counts.completed),
+                group(counts.failed),
+                group(counts.running + counts.waiting)
+            ),
+            qflow_engine::diagram::svg::svg(&d, Some(&state)),
+        ));
+    }
     Ok(crate::cli::report::html(&crate::cli::report::Report {
         title: format!(
             "qflow simulate: {} jobs through a {} outage",

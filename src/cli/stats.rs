@@ -201,16 +201,39 @@ fn html_report(
         let Ok(defs) = qflow_engine::load(&source) else {
             continue;
         };
-        policies.extend(projection::of_model(
-            &defs,
-            o.instances.max(1),
-            std::time::Duration::from_secs(86_400),
-        ));
-        for p in defs.executable_processes() {
+        let owner = match &d.origin {
+            Some(origin) => format!("deployment {} ({}, {origin})", d.id, d.process_id),
+            None => format!("deployment {} ({})", d.id, d.process_id),
+        };
+        // A deployment starts instances of one process: its policies and
+        // its diagram, with where its instances stand.
+        policies.extend(
+            projection::of_model(
+                &defs,
+                o.instances.max(1),
+                std::time::Duration::from_secs(86_400),
+            )
+            .into_iter()
+            .filter(|p| p.process_id == d.process_id)
+            .map(|p| (owner.clone(), p)),
+        );
+        let counts = qflow_engine::inspect::fleet::node_counts(store, d.id)?;
+        for p in defs
+            .executable_processes()
+            .filter(|p| p.id.as_ref().is_some_and(|i| i.value == d.process_id))
+        {
             let diagram = qflow_engine::diagram::Diagram::of(p, Some(&source));
+            let state = qflow_engine::diagram::state_of_counts(&d.process_id, &counts);
             diagrams.push((
-                format!("Deployment {}: {}", d.id, d.process_id),
-                qflow_engine::diagram::svg::svg(&diagram, None),
+                format!(
+                    "Deployment {}: {}, where its instances stand ({} completed, {} failed, {} unfinished)",
+                    d.id,
+                    d.process_id,
+                    group(counts.completed),
+                    group(counts.failed),
+                    group(counts.running + counts.waiting)
+                ),
+                qflow_engine::diagram::svg::svg(&diagram, Some(&state)),
             ));
         }
     }

@@ -38,6 +38,16 @@ pub(crate) trait Backend {
     fn end_reads(&self) -> Result<(), StoreError> {
         Ok(())
     }
+    /// Group a serving round's small writes and reads into one write
+    /// transaction until [`Backend::end_group`], if the backend gains by it
+    /// (nothing by default: each statement commits alone).
+    fn begin_group(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// End the group: commit it, or roll it back (`commit` false).
+    fn end_group(&self, _commit: bool) -> Result<(), StoreError> {
+        Ok(())
+    }
     /// Start receiving other processes' poison wakes (none by default: a
     /// replica keeps its own in memory, and a lost one is recovered by the
     /// call's timeout).
@@ -82,6 +92,22 @@ impl Backend for Sqlite {
     fn end_reads(&self) -> Result<(), StoreError> {
         if !self.conn().is_autocommit() {
             self.conn().execute_batch("COMMIT")?;
+        }
+        Ok(())
+    }
+
+    /// One commit, one sync of the log, for the whole group instead of
+    /// one per record. IMMEDIATE: the write lock from the start (waiting
+    /// out another writer), never a read snapshot that cannot be upgraded
+    /// later.
+    fn begin_group(&self) -> Result<(), StoreError> {
+        Ok(self.conn().execute_batch("BEGIN IMMEDIATE")?)
+    }
+
+    fn end_group(&self, commit: bool) -> Result<(), StoreError> {
+        if !self.conn().is_autocommit() {
+            self.conn()
+                .execute_batch(if commit { "COMMIT" } else { "ROLLBACK" })?;
         }
         Ok(())
     }
@@ -182,6 +208,21 @@ impl Store {
     /// End what [`Store::begin_reads`] began (nothing when none is open).
     pub fn end_reads(&self) -> Result<(), StoreError> {
         self.backend().end_reads()
+    }
+
+    /// Group the small writes of a serving round's looks (the in-flight
+    /// records of the attempts it hands to lanes) and its reads into one
+    /// write transaction until [`Store::end_group`]: on SQLite one commit,
+    /// one sync of the log, for the whole group instead of one per record.
+    /// On PostgreSQL each statement commits alone, as before.
+    pub fn begin_group(&self) -> Result<(), StoreError> {
+        self.backend().begin_group()
+    }
+
+    /// End what [`Store::begin_group`] began: commit it, or roll it back
+    /// (`commit` false: nothing of the group is kept).
+    pub fn end_group(&self, commit: bool) -> Result<(), StoreError> {
+        self.backend().end_group(commit)
     }
 
     /// The poison wakes other processes sent since the last call

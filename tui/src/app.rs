@@ -102,6 +102,13 @@ pub struct App {
     /// How far the last frame could pan each way: the renderer records it,
     /// so a pan key never runs past the drawing's edge.
     pub pan_room: Cell<PanRoom>,
+    /// Instance list: the words a row must hold to be listed (`/`).
+    pub filter: String,
+    /// Instance list: the filter is being typed.
+    pub filtering: bool,
+    /// Instance list: how many rows the last frame showed (a page for
+    /// PageUp/PageDown; the renderer records it).
+    pub list_page: Cell<usize>,
 }
 
 /// How far the diagram can pan from where it follows the current node.
@@ -116,6 +123,8 @@ pub struct PanRoom {
 /// Cells one pan key moves the diagram: across, and up or down.
 const PAN_X: i32 = 8;
 const PAN_Y: i32 = 2;
+/// Rows PageUp/PageDown scroll a panel.
+const PAGE: u16 = 10;
 
 impl App {
     /// A console driving one instance.
@@ -140,7 +149,112 @@ impl App {
             diagram: false,
             pan: (0, 0),
             pan_room: Cell::new(PanRoom::default()),
+            filter: String::new(),
+            filtering: false,
+            list_page: Cell::new(10),
         }
+    }
+
+    /// Instance list: the rows the filter keeps, as indices into `list`
+    /// (all of them without a filter). A row is kept when it holds every
+    /// word of the filter, ignoring case, in its id, status, failure code
+    /// and reason, process, deployment (`d2`), holds and quarantine.
+    pub fn visible(&self) -> Vec<usize> {
+        let words: Vec<String> = self
+            .filter
+            .split_whitespace()
+            .map(str::to_lowercase)
+            .collect();
+        self.list
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| {
+                if words.is_empty() {
+                    return true;
+                }
+                let mut hay = format!(
+                    "{} {} {} {} {} d{}",
+                    r.id,
+                    crate::view::status_label(r.status),
+                    r.code.as_deref().unwrap_or(""),
+                    r.reason.as_deref().unwrap_or(""),
+                    r.process,
+                    r.deployment
+                );
+                for h in &r.held_by {
+                    hay.push(' ');
+                    hay.push_str(h);
+                }
+                if r.quarantined {
+                    hay.push_str(" quarantined");
+                }
+                let hay = hay.to_lowercase();
+                words.iter().all(|w| hay.contains(w.as_str()))
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Keep the selection on a listed row: the first one the filter keeps
+    /// when the selected row is filtered out.
+    fn keep_selection_visible(&mut self) {
+        let visible = self.visible();
+        if !visible.contains(&self.list_selected) {
+            if let Some(&first) = visible.first() {
+                self.list_selected = first;
+            }
+        }
+    }
+
+    /// Move the list's selection `by` listed rows (negative: up), or to the
+    /// first or last listed row, never off the list.
+    fn select_by(&mut self, by: isize) {
+        let visible = self.visible();
+        if visible.is_empty() {
+            return;
+        }
+        let at = visible
+            .iter()
+            .position(|&i| i == self.list_selected)
+            .unwrap_or(0) as isize;
+        let to = (at + by).clamp(0, visible.len() as isize - 1) as usize;
+        self.list_selected = visible[to];
+    }
+
+    /// A key while the filter is typed: text edits it (the list follows at
+    /// once), enter keeps it, esc clears it.
+    fn filter_key(&mut self, key: KeyEvent) {
+        use crossterm::event::KeyCode;
+        match key.code {
+            KeyCode::Enter => {
+                self.filtering = false;
+                self.report = Report::info(self.filter_report());
+            }
+            KeyCode::Esc => {
+                self.filtering = false;
+                self.filter.clear();
+                self.report = Report::info("filter cleared: every instance is listed");
+            }
+            KeyCode::Backspace => {
+                self.filter.pop();
+            }
+            KeyCode::Char(c) => self.filter.push(c),
+            _ => {}
+        }
+        self.keep_selection_visible();
+    }
+
+    /// What the filter keeps, in words.
+    fn filter_report(&self) -> String {
+        let n = self.visible().len();
+        if self.filter.trim().is_empty() {
+            return "no filter: every instance is listed".into();
+        }
+        format!(
+            "filter \"{}\": {n} of {} instances · / edits it, esc clears it",
+            self.filter.trim(),
+            self.list.len()
+        )
     }
 
     /// A console attached to a database: starts on the instance list.
@@ -173,6 +287,7 @@ impl App {
                         .and_then(|id| self.list.iter().position(|r| r.id == id))
                         .unwrap_or(self.list_selected)
                         .min(self.list.len().saturating_sub(1));
+                    self.keep_selection_visible();
                 }
                 Err(e) => self.report = Report::bad(format!("error: {e}")),
             }
@@ -295,6 +410,18 @@ impl App {
         if self.prompt.is_some() {
             return self.prompt_key(key);
         }
+        if self.filtering && self.screen == Screen::List && !self.help {
+            let ctrl_c = key
+                .modifiers
+                .contains(crossterm::event::KeyModifiers::CONTROL)
+                && key.code == crossterm::event::KeyCode::Char('c');
+            if ctrl_c {
+                self.quit = true;
+            } else {
+                self.filter_key(key);
+            }
+            return None;
+        }
         let action = keymap::lookup(key)?;
         if self.incident {
             self.incident_key(action);
@@ -362,6 +489,27 @@ impl App {
                 *s = s.saturating_add(1);
                 None
             }
+            Action::Top => {
+                self.scroll[self.focus.index()] = 0;
+                None
+            }
+            Action::PageUp | Action::PageDown => {
+                let s = &mut self.scroll[self.focus.index()];
+                *s = if action == Action::PageUp {
+                    s.saturating_sub(PAGE)
+                } else {
+                    s.saturating_add(PAGE)
+                };
+                None
+            }
+            Action::Bottom | Action::Filter => {
+                self.report = Report::info(if self.attached {
+                    "G and / work in the instance list: esc goes back to it"
+                } else {
+                    "G and / work in the instance list of `qflow console --db DB`"
+                });
+                None
+            }
             Action::Diagram => {
                 self.diagram = !self.diagram;
                 self.pan = (0, 0);
@@ -423,18 +571,65 @@ impl App {
     }
 
     fn list_key(&mut self, action: Action) -> Option<Command> {
+        let page = self.list_page.get().max(1) as isize;
         match action {
             Action::ScrollUp => {
-                self.list_selected = self.list_selected.saturating_sub(1);
+                self.select_by(-1);
                 None
             }
             Action::ScrollDown => {
-                if self.list_selected + 1 < self.list.len() {
-                    self.list_selected += 1;
+                self.select_by(1);
+                None
+            }
+            Action::Top => {
+                self.select_by(isize::MIN / 2);
+                None
+            }
+            Action::Bottom => {
+                self.select_by(isize::MAX / 2);
+                None
+            }
+            Action::PageUp => {
+                self.select_by(-page);
+                None
+            }
+            Action::PageDown => {
+                self.select_by(page);
+                None
+            }
+            Action::Filter => {
+                self.filtering = true;
+                self.report = Report::info(
+                    "filter: type words (id, status, code, process, d2 for deployment 2) · enter keeps it · esc clears it",
+                );
+                None
+            }
+            Action::Back if !self.filter.is_empty() => {
+                self.filter.clear();
+                self.report = Report::info("filter cleared: every instance is listed");
+                None
+            }
+            Action::Back => None,
+            Action::Migrate => {
+                let visible = self.visible();
+                match self
+                    .list
+                    .get(self.list_selected)
+                    .filter(|_| visible.contains(&self.list_selected))
+                {
+                    Some(r) => {
+                        let d = r.deployment;
+                        self.open(Stage::MigrateTarget { failed_of: Some(d) });
+                    }
+                    None => self.report = Report::info("no instance selected"),
                 }
                 None
             }
             Action::Open | Action::Step => {
+                if !self.visible().contains(&self.list_selected) {
+                    self.report = Report::info("no instance listed: esc clears the filter");
+                    return None;
+                }
                 self.list.get(self.list_selected).map(|r| Command::Open {
                     instance: r.id.clone(),
                 })
@@ -550,7 +745,7 @@ impl App {
             self.report = Report::warn("a completed instance has nothing to repair or move");
             return None;
         }
-        self.open(Stage::MigrateTarget);
+        self.open(Stage::MigrateTarget { failed_of: None });
         None
     }
 

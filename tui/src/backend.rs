@@ -117,8 +117,13 @@ pub enum Command {
         target: String,
         mapping: Option<Vec<(String, String)>>,
         reset_budget: bool,
+        /// `Some(d)`: every FAILED instance of deployment `d` (the list's
+        /// batch repair, as `qflow migrate --all-failed-of d`), not the
+        /// open instance.
+        failed_of: Option<i64>,
     },
-    /// Apply the migration that was previewed, if the instance has not moved.
+    /// Apply the migration that was previewed, if the instance has not moved
+    /// (a batch: each instance that has not moved since its plan).
     Migrate,
     /// Attach mode: pause (or unpause) every retry park of a failure class
     /// (`kind` `class`) or a dependency (`dependency`).
@@ -135,7 +140,11 @@ pub enum Command {
 /// A planned migration, as the confirmation shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MigrationPreview {
+    /// The instance, or for a batch what it covers (`3 FAILED instances of
+    /// deployment 1`).
     pub instance: String,
+    /// A batch: the deployment whose FAILED instances move.
+    pub failed_of: Option<i64>,
     /// What `--to` names: a deployment id or a model file.
     pub target: String,
     pub mapping: Vec<(String, String)>,

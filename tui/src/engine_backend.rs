@@ -65,6 +65,9 @@ pub struct Attach {
     selected: Option<Selected>,
     /// The last migration planned, with the instance version it was planned at.
     preview: Option<(MigrationPreview, Target, i64)>,
+    /// A batch repair's plans, when the preview is one: each instance with
+    /// the version its plan was made from.
+    batch: Vec<(String, i64)>,
     /// The open instance driven, when it is unfinished: a local run of it
     /// on the same database (its own connection), as `qflow resume` runs it.
     driving: Option<Box<Drive>>,
@@ -287,6 +290,7 @@ impl EngineBackend {
             label: db.to_string(),
             selected: None,
             preview: None,
+            batch: Vec::new(),
             driving: None,
             actor: Actor::this_user(),
         })))
@@ -677,7 +681,14 @@ impl Backend for EngineBackend {
                     target,
                     mapping,
                     reset_budget,
+                    failed_of: None,
                 } => a.preview(target, mapping.as_deref(), *reset_budget),
+                Command::PreviewMigration {
+                    target,
+                    mapping,
+                    reset_budget,
+                    failed_of: Some(d),
+                } => a.preview_batch(*d, target, mapping.as_deref(), *reset_budget),
                 Command::Migrate => a.migrate(),
                 Command::SetPause { kind, value, pause } => {
                     set_pause(&mut a.store, &a.actor, kind, value, *pause)
@@ -755,6 +766,7 @@ impl Backend for EngineBackend {
                     held_by: held.remove(&r.id).unwrap_or_default(),
                     quarantined: quarantined.contains(&r.id),
                     process: r.process_id,
+                    deployment: r.deployment_id,
                     id: r.id,
                 }
             })
@@ -782,9 +794,15 @@ impl Backend for EngineBackend {
             return Ok(Vec::new());
         };
         let rows = a.store.deployments().map_err(|e| e.to_string())?;
+        let onto: Vec<Option<i64>> = rows
+            .iter()
+            .map(|d| repair::likely_target_among(&rows, d.id))
+            .collect();
         Ok(rows
             .into_iter()
-            .map(|d| DeploymentRowView {
+            .zip(onto)
+            .map(|(d, repair_onto)| DeploymentRowView {
+                repair_onto,
                 id: d.id,
                 process: d.process_id,
                 model: d.origin,
@@ -967,7 +985,9 @@ impl Attach {
                     false,
                 ),
             };
+        self.batch.clear();
         let preview = MigrationPreview {
+            failed_of: None,
             instance: instance.clone(),
             target: to.to_string(),
             mapping: mapping.into_iter().collect(),
@@ -983,12 +1003,128 @@ impl Attach {
         }))
     }
 
+    /// Plan the repair of every FAILED instance of deployment `from` onto
+    /// `to` with one mapping (the engine's suggestion for them all unless
+    /// given): the engine's `repair::failed_of` and `repair::plan_all`, as
+    /// `qflow migrate --all-failed-of`. The plans (or the refusal) are kept
+    /// for the confirmation, summarised: instances planned alike share
+    /// their lines.
+    fn preview_batch(
+        &mut self,
+        from: i64,
+        to: &str,
+        mapping: Option<&[(String, String)]>,
+        reset_budget: bool,
+    ) -> Result<Report, String> {
+        let instances = repair::failed_of(&self.store, from).map_err(|e| e.to_string())?;
+        if instances.is_empty() {
+            self.preview = None;
+            return Ok(Report::info(format!(
+                "deployment {from} has no FAILED instance: nothing to repair"
+            )));
+        }
+        let target = match self.target(to) {
+            Ok(t) => t,
+            Err(e) => return Ok(Report::bad(e)),
+        };
+        let mapping: BTreeMap<String, String> = match mapping {
+            Some(m) => m.iter().cloned().collect(),
+            None => {
+                repair::suggest_mapping_all(&self.store, &instances, &target).unwrap_or_default()
+            }
+        };
+        let what = format!(
+            "{} FAILED instance{} of deployment {from}",
+            instances.len(),
+            if instances.len() == 1 { "" } else { "s" }
+        );
+        let (lines, ok) =
+            match repair::plan_all(&self.store, &instances, &target, &mapping, reset_budget) {
+                Ok(plans) => {
+                    self.batch = plans
+                        .iter()
+                        .map(|p| (p.plan.instance.clone(), p.version))
+                        .collect();
+                    (batch_lines(&plans), true)
+                }
+                Err((id, e)) => {
+                    self.batch.clear();
+                    let mut lines = vec![format!("{id} is refused, so none is moved:")];
+                    lines.extend(
+                        e.to_string()
+                            .lines()
+                            .map(|l| format!("  {}", l.trim_start_matches("  - "))),
+                    );
+                    (lines, false)
+                }
+            };
+        let preview = MigrationPreview {
+            instance: what.clone(),
+            failed_of: Some(from),
+            target: to.to_string(),
+            mapping: mapping.into_iter().collect(),
+            reset_budget,
+            lines,
+            ok,
+        };
+        self.preview = Some((preview, target, 0));
+        Ok(Report::info(if ok {
+            format!("planned the repair of {what} onto {to}: review it, then apply")
+        } else {
+            format!(
+                "the repair of {what} onto {to} is refused as planned: edit the mapping or cancel"
+            )
+        }))
+    }
+
+    /// Apply a batch repair: each planned instance at the version it was
+    /// planned at (one that moved since is left as it is, and named).
+    fn migrate_batch(&mut self, p: &MigrationPreview, target: &Target) -> Report {
+        let mapping: BTreeMap<String, String> = p.mapping.iter().cloned().collect();
+        let batch = std::mem::take(&mut self.batch);
+        let mut moved = 0;
+        let mut onto = None;
+        let mut refused: Vec<String> = Vec::new();
+        for (id, version) in &batch {
+            match repair::apply(
+                &mut self.store,
+                id,
+                target,
+                &mapping,
+                p.reset_budget,
+                Some(*version),
+            ) {
+                Ok((_, deployment)) => {
+                    moved += 1;
+                    onto = Some(deployment);
+                }
+                Err(e) => refused.push(format!("{id}: {e}")),
+            }
+        }
+        let onto = onto.map_or_else(|| p.target.clone(), |d| format!("deployment {d}"));
+        if refused.is_empty() {
+            Report::good(format!(
+                "repaired {moved} of {} onto {onto} · enter opens one, space continues it",
+                p.instance
+            ))
+        } else {
+            Report::bad(format!(
+                "repaired {moved} of {} onto {onto}; not moved: {}",
+                p.instance,
+                refused.join("; ")
+            ))
+        }
+    }
+
     /// Apply the previewed migration (only at the version it was planned
     /// at), then show the instance on its new deployment.
     fn migrate(&mut self) -> Result<Report, String> {
         let Some((p, target, version)) = self.preview.take() else {
             return Ok(Report::warn("nothing planned: m plans a migration"));
         };
+        if p.failed_of.is_some() {
+            return Ok(self.migrate_batch(&p, &target));
+        }
         let mapping: BTreeMap<String, String> = p.mapping.iter().cloned().collect();
         match repair::apply(
             &mut self.store,
@@ -1067,6 +1203,43 @@ impl Attach {
     }
 }
 
+/// A batch's plans in words: instances whose plans read alike (but for
+/// their id) share one group, its first few ids named.
+fn batch_lines(plans: &[repair::Planned]) -> Vec<String> {
+    let mut groups: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    for p in plans {
+        let mut lines = p.plan.describe();
+        let id = p.plan.instance.clone();
+        if let Some(first) = lines.first_mut() {
+            *first = first.replacen(&format!("instance {id}: "), "", 1);
+        }
+        match groups.iter_mut().find(|(l, _)| *l == lines) {
+            Some((_, ids)) => ids.push(id),
+            None => groups.push((lines, vec![id])),
+        }
+    }
+    let mut out = vec![format!(
+        "every plan checked, none refused ({} in all):",
+        plans.len()
+    )];
+    for (lines, ids) in groups {
+        let named: Vec<&str> = ids.iter().take(3).map(String::as_str).collect();
+        let more = if ids.len() > 3 {
+            format!(" and {} more", ids.len() - 3)
+        } else {
+            String::new()
+        };
+        let mut lines = lines.into_iter();
+        out.push(format!(
+            "{}{more}: {}",
+            named.join(", "),
+            lines.next().unwrap_or_default()
+        ));
+        out.extend(lines);
+    }
+    out
+}
+
 /// The observations as the fleet panel's lines.
 fn fleet_lines(o: &qflow_engine::store::stats::Observations) -> Vec<(String, String)> {
     use qflow_engine::text::group;
@@ -1110,6 +1283,21 @@ fn fleet_lines(o: &qflow_engine::store::stats::Observations) -> Vec<(String, Str
         ),
         ("oldest next eligible".into(), at(o.oldest_next_eligible_ms)),
         ("unknown outcomes".into(), group(o.unknown_outcomes)),
+        (
+            // What `qflow serve` decided later than its threshold after due
+            // (as `qflow stats` says it under "decisions on time").
+            "late decisions".into(),
+            if o.late.decisions == 0 {
+                "none".into()
+            } else {
+                format!(
+                    "{} (worst {} ms late, the last {} ms)",
+                    group(o.late.decisions),
+                    o.late.worst_ms.unwrap_or(0),
+                    o.late.last_ms.unwrap_or(0)
+                )
+            },
+        ),
         (
             "FAILED".into(),
             or_none(

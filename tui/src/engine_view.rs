@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use qflow_engine::diagram::{Diagram, DiagramState};
+use qflow_engine::diagram::Diagram;
 use qflow_engine::inspect::{HistoryItem, Inspection};
 use qflow_engine::instance::history::HistoryEvent;
 use qflow_engine::runtime::graph::Graph;
@@ -45,7 +45,7 @@ pub fn build(src: &Source) -> Result<View, String> {
         read_only: src.read_only,
         diagram: src
             .diagram
-            .map(|d| (Arc::clone(d), DiagramState::of(d, &i))),
+            .map(|d| (Arc::clone(d), qflow_engine::diagram::state_of(d, &i))),
         inspection: i,
     })
 }

@@ -34,6 +34,14 @@ pub enum Action {
     Open,
     /// Back to the instance list (attach mode), or close a prompt.
     Back,
+    /// The first row (the list), the top (a panel).
+    Top,
+    /// The last row (the list).
+    Bottom,
+    PageUp,
+    PageDown,
+    /// Instance list: filter the rows by what they say.
+    Filter,
 }
 
 /// One binding: the keys, the short footer label, the help text.
@@ -51,6 +59,9 @@ pub struct Binding {
     pub acts: bool,
     /// Shown in the footer (the overlay shows every binding).
     pub footer: bool,
+    /// What it does in the instance list of an attached database, as the
+    /// list's `?` overlay says it; `None`: it does nothing there.
+    pub list: Option<&'static str>,
 }
 
 /// Every key the console understands, in the order the footer shows them.
@@ -63,6 +74,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "take the next decision (nothing ready: skip virtual time to the next due timer)",
         acts: true,
         footer: true,
+        list: Some("open the selected instance"),
     },
     Binding {
         action: Action::Advance,
@@ -72,6 +84,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "advance virtual time (30s, 5m, 1h, ISO), deciding what falls due on the way",
         acts: true,
         footer: true,
+        list: None,
     },
     Binding {
         action: Action::Fail,
@@ -81,6 +94,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "run the next attempt and make it fail: pick the code and the class",
         acts: true,
         footer: true,
+        list: None,
     },
     Binding {
         action: Action::Succeed,
@@ -90,6 +104,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "run the next attempt and let it succeed",
         acts: true,
         footer: true,
+        list: None,
     },
     Binding {
         action: Action::Respond,
@@ -99,6 +114,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "deliver a counterpart response, to the live attempt or a superseded one",
         acts: true,
         footer: true,
+        list: None,
     },
     Binding {
         action: Action::Poison,
@@ -108,6 +124,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "poison the pending request: its deliveries fail until maxDeliveries",
         acts: true,
         footer: true,
+        list: None,
     },
     Binding {
         action: Action::Resolve,
@@ -117,6 +134,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "resolve a reconciliation: succeeded, failed or retry",
         acts: true,
         footer: true,
+        list: None,
     },
     Binding {
         action: Action::Diagram,
@@ -126,6 +144,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "switch the process panel between the diagram and the list of nodes",
         acts: false,
         footer: true,
+        list: None,
     },
     Binding {
         action: Action::Migrate,
@@ -136,6 +155,7 @@ pub const KEYMAP: &[Binding] = &[
         acts: false,
         // Shown on an open instance of an attached database only.
         footer: true,
+        list: Some("repair every FAILED instance of the selected instance's deployment: the target (the suggested one selected), the plans, then confirm"),
     },
     Binding {
         action: Action::Pause,
@@ -146,6 +166,7 @@ pub const KEYMAP: &[Binding] = &[
         acts: false,
         // Shown on an attached database only.
         footer: true,
+        list: Some("pause or unpause the retries of a failure class or a dependency of the fleet"),
     },
     Binding {
         action: Action::Quarantine,
@@ -156,6 +177,7 @@ pub const KEYMAP: &[Binding] = &[
         acts: false,
         // Shown on an attached database only.
         footer: true,
+        list: Some("quarantine or release the selected instance (asks first)"),
     },
     Binding {
         action: Action::FocusNext,
@@ -167,6 +189,7 @@ pub const KEYMAP: &[Binding] = &[
         // The focused panel's heavy border shows it, and a collapsed
         // layout's titles say `‹tab›`: the footer's room goes to `d`.
         footer: false,
+        list: None,
     },
     Binding {
         action: Action::FocusPrev,
@@ -176,6 +199,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "move focus to the previous panel",
         acts: false,
         footer: false,
+        list: None,
     },
     Binding {
         action: Action::ScrollUp,
@@ -185,6 +209,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "scroll the focused panel up (in a list: select)",
         acts: false,
         footer: false,
+        list: Some("select the instance above"),
     },
     Binding {
         action: Action::ScrollDown,
@@ -194,6 +219,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "scroll the focused panel down (in a list: select)",
         acts: false,
         footer: false,
+        list: Some("select the instance below"),
     },
     Binding {
         action: Action::PanLeft,
@@ -203,6 +229,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "diagram: pan left (k/j pan up and down while the process panel is focused)",
         acts: false,
         footer: false,
+        list: None,
     },
     Binding {
         action: Action::PanRight,
@@ -212,6 +239,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "diagram: pan right (a step, or d twice, follows the current node again)",
         acts: false,
         footer: false,
+        list: None,
     },
     Binding {
         action: Action::Open,
@@ -221,6 +249,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "open the selected instance; show the selected incident in full; confirm a prompt",
         acts: false,
         footer: false,
+        list: Some("open the selected instance"),
     },
     Binding {
         action: Action::Back,
@@ -230,6 +259,57 @@ pub const KEYMAP: &[Binding] = &[
         help: "close a prompt or this help; back to the instance list (attached database)",
         acts: false,
         footer: false,
+        list: Some("clear the filter; close a prompt or this help"),
+    },
+    Binding {
+        action: Action::Top,
+        keys: &[KeyCode::Home, KeyCode::Char('g')],
+        key_label: "g Home",
+        short: "top",
+        help: "scroll the focused panel to its top (in the list: the first instance)",
+        acts: false,
+        footer: false,
+        list: Some("select the first instance"),
+    },
+    Binding {
+        action: Action::Bottom,
+        keys: &[KeyCode::End, KeyCode::Char('G')],
+        key_label: "G End",
+        short: "end",
+        help: "in the instance list: select the last instance",
+        acts: false,
+        footer: false,
+        list: Some("select the last instance"),
+    },
+    Binding {
+        action: Action::PageUp,
+        keys: &[KeyCode::PageUp],
+        key_label: "PgUp",
+        short: "page up",
+        help: "scroll the focused panel up a page (in the list: a page of instances)",
+        acts: false,
+        footer: false,
+        list: Some("a page of instances up"),
+    },
+    Binding {
+        action: Action::PageDown,
+        keys: &[KeyCode::PageDown],
+        key_label: "PgDn",
+        short: "page down",
+        help: "scroll the focused panel down a page (in the list: a page of instances)",
+        acts: false,
+        footer: false,
+        list: Some("a page of instances down"),
+    },
+    Binding {
+        action: Action::Filter,
+        keys: &[KeyCode::Char('/')],
+        key_label: "/",
+        short: "filter",
+        help: "in the instance list: filter the instances by what their row says",
+        acts: false,
+        footer: false,
+        list: Some("filter: type words (an id, a status, a code, a process, d2 for deployment 2); only rows holding every word stay · enter keeps it, esc clears it"),
     },
     Binding {
         action: Action::Help,
@@ -239,6 +319,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "show or hide this help",
         acts: false,
         footer: true,
+        list: Some("show or hide this help"),
     },
     Binding {
         action: Action::Quit,
@@ -248,6 +329,7 @@ pub const KEYMAP: &[Binding] = &[
         help: "quit and restore the terminal (ctrl+c too)",
         acts: false,
         footer: true,
+        list: Some("quit and restore the terminal (ctrl+c too)"),
     },
 ];
 

@@ -1,7 +1,8 @@
 //! Key scripts: `qflow console --headless KEYS` feeds keys without a terminal
 //! and prints the last frame, so a run can be scripted (and tested end to end
 //! through the binary). Every character is its key; `<enter>`, `<esc>`,
-//! `<tab>`, `<backtab>`, `<space>`, `<up>`, `<down>`, `<bs>` name the others.
+//! `<tab>`, `<backtab>`, `<space>`, `<up>`, `<down>`, `<bs>`, `<home>`,
+//! `<end>`, `<pgup>`, `<pgdn>` name the others.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -25,10 +26,14 @@ pub fn parse(script: &str) -> Result<Vec<KeyEvent>, String> {
                     "up" => KeyCode::Up,
                     "down" => KeyCode::Down,
                     "bs" => KeyCode::Backspace,
+                    "home" => KeyCode::Home,
+                    "end" => KeyCode::End,
+                    "pgup" => KeyCode::PageUp,
+                    "pgdn" => KeyCode::PageDown,
                     "lt" => KeyCode::Char('<'),
                     other => {
                         return Err(format!(
-                            "unknown key <{other}> in the key script: use <enter>, <esc>, <tab>, <backtab>, <space>, <up>, <down>, <bs> or <lt>"
+                            "unknown key <{other}> in the key script: use <enter>, <esc>, <tab>, <backtab>, <space>, <up>, <down>, <bs>, <home>, <end>, <pgup>, <pgdn> or <lt>"
                         ))
                     }
                 };

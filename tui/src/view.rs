@@ -136,6 +136,8 @@ pub fn is_terminal(s: Status) -> bool {
 pub struct InstanceRowView {
     pub id: String,
     pub process: String,
+    /// The deployment it runs on.
+    pub deployment: i64,
     pub status: Status,
     /// For a FAILED instance: code and reason.
     pub code: Option<String>,
@@ -172,6 +174,10 @@ pub struct DeploymentRowView {
     /// Its instances by status, in words (`1 failed, 2 completed`).
     pub instances: String,
     pub retired: bool,
+    /// Where its FAILED instances would most likely be repaired onto (the
+    /// engine's `repair::likely_target_among`): what the migrate picker
+    /// selects first.
+    pub repair_onto: Option<i64>,
 }
 
 /// Attach mode: the fleet's observations, the operating view above the

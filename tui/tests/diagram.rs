@@ -41,13 +41,14 @@ fn the_samples_draw_as_diagrams() {
             "d   ",
             &["<✚>", "▶"][..],
         ),
-        // Boundary events riding on their tasks.
+        // Boundary events riding on their tasks, each with its trigger:
+        // the timer's clock, the error's bolt.
         (
             "diagram-boundary",
             "samples/run-boundaries.bpmn",
             Some("samples/scenarios/run-boundaries-escalate.json"),
             "d ",
-            &["(◔)"][..],
+            &["(◷)", "(ϟ)"][..],
         ),
         // A loop, routed back underneath.
         (

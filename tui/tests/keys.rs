@@ -369,6 +369,7 @@ fn attach_mode_lists_failed_first_and_opens_the_selection() {
         InstanceRowView {
             id: "charge-1".into(),
             process: "charge".into(),
+            deployment: 1,
             status: Status::Failed,
             code: Some("PROVIDER_DOWN".into()),
             reason: Some("exhausted".into()),
@@ -379,6 +380,7 @@ fn attach_mode_lists_failed_first_and_opens_the_selection() {
         InstanceRowView {
             id: "charge-2".into(),
             process: "charge".into(),
+            deployment: 1,
             status: Status::Completed,
             code: None,
             reason: None,
@@ -423,7 +425,7 @@ fn the_help_overlay_scrolls_on_a_small_terminal() {
     type_keys(&mut app, &mut tape, "?");
     let top = ui::render_text(&app, 60, 15);
     assert!(top.contains("take the next decision"), "{top}");
-    type_keys(&mut app, &mut tape, "jjjjjjjjjjjjjjjjjjjjjjjjj");
+    type_keys(&mut app, &mut tape, &"j".repeat(40));
     let down = ui::render_text(&app, 60, 15);
     assert!(down.contains("quit and restore the terminal"), "{down}");
     assert!(tape.commands.is_empty());

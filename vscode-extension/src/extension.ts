@@ -24,6 +24,15 @@ import {
   runArgs,
   type CheckEntry,
 } from './commands';
+import {
+  DIAGRAM_REQUEST,
+  DiagramPanel,
+  diagramParams,
+  instanceChoices,
+  instanceRenderArgv,
+  instancesArgv,
+  type DiagramResult,
+} from './diagram';
 import { bundledBinary, describeSource, resolveServer, serverOptions, type Resolution } from './server';
 import { statusView, type ServerState } from './status';
 
@@ -40,6 +49,11 @@ class Studio {
     private readonly status: vscode.StatusBarItem,
     readonly checkResults: vscode.DiagnosticCollection,
   ) {}
+
+  /** Dispose `d` with the extension. */
+  subscribe(d: vscode.Disposable): void {
+    this.context.subscriptions.push(d);
+  }
 
   /** Resolve the binary now (settings, PATH and the workspace may have changed since last time). */
   resolve(): Resolution {
@@ -161,6 +175,15 @@ class Studio {
     this.output.appendLine('qflow: restarting the language server');
     await this.stop();
     await this.start();
+  }
+
+  /** `qflow/diagram` for a document; undefined while the server is not running. */
+  async diagram(uri: string): Promise<DiagramResult | null | undefined> {
+    const client = this.client;
+    if (!client) {
+      return undefined;
+    }
+    return client.sendRequest<DiagramResult | null>(DIAGRAM_REQUEST, diagramParams(uri));
   }
 
   /** Is the server publishing for this document (so Check Workspace need not)? */
@@ -332,6 +355,124 @@ async function checkWorkspace(studio: Studio): Promise<void> {
 
 let studio: Studio | undefined;
 
+/** The open diagram panels, one per document. */
+const panels = new Map<string, DiagramPanel>();
+let watchingEdits = false;
+
+/**
+ * qflow: Show Diagram — the active model drawn by the language server in a
+ * panel beside the text, redrawn as the text changes, a click on an element
+ * putting the cursor on it.
+ */
+async function showDiagram(s: Studio, arg?: unknown): Promise<DiagramPanel | undefined> {
+  const uri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
+  if (!uri) {
+    void vscode.window.showInformationMessage('qflow: open a .bpmn model to draw it.');
+    return undefined;
+  }
+  const key = uri.toString();
+  const open = panels.get(key);
+  if (open && !open.isDisposed) {
+    await open.update();
+    return open;
+  }
+  if (!watchingEdits) {
+    watchingEdits = true;
+    s.subscribe(
+      vscode.workspace.onDidChangeTextDocument((e) => {
+        void panels.get(e.document.uri.toString())?.update();
+      }),
+    );
+  }
+  const panel = new DiagramPanel(
+    {
+      request: (u) => s.diagram(u),
+      createPanel: (title) => {
+        const p = vscode.window.createWebviewPanel('qflow.diagram', title, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, {
+          enableScripts: true,
+          localResourceRoots: [],
+        });
+        return { webview: p.webview, onDidDispose: (l) => void p.onDidDispose(l), title };
+      },
+      renderInstance: (u, instance) => {
+        const binary = s.binaryForCommand();
+        if (!binary) {
+          return Promise.reject(new Error('no qflow binary'));
+        }
+        const model = vscode.Uri.parse(u).fsPath;
+        return runQflow(binary, instanceRenderArgv(model, instance, database()), path.dirname(model));
+      },
+      reveal: async (u, range) => {
+        const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(u));
+        const r = new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character);
+        const visible = vscode.window.visibleTextEditors.find((ed) => ed.document.uri.toString() === u);
+        await vscode.window.showTextDocument(doc, { viewColumn: visible?.viewColumn, selection: r, preserveFocus: false });
+      },
+    },
+    key,
+    `Diagram: ${path.basename(uri.fsPath)}`,
+  );
+  panel.panel.onDidDispose(() => panels.delete(key));
+  panels.set(key, panel);
+  await panel.update();
+  return panel;
+}
+
+/** The `qflow.database` setting (empty: the binary's own default). */
+function database(): string | undefined {
+  const db = vscode.workspace.getConfiguration('qflow').get<string>('database')?.trim();
+  return db ? db : undefined;
+}
+
+/** Run the binary in `cwd`; its stdout, or its stderr as the error. */
+function runQflow(binary: string, argv: string[], cwd: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(binary, argv, { cwd, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
+      if (error) {
+        reject(new Error(stderr.trim() || error.message));
+      } else {
+        resolve(stdout);
+      }
+    });
+  });
+}
+
+/**
+ * qflow: Show Instance on Diagram — pick an instance of the model's process
+ * from the database (the `qflow.database` setting, else $QFLOW_DB or the
+ * nearest qflow.toml's `db`) and draw its state in the diagram panel.
+ */
+async function showInstance(s: Studio, arg?: unknown): Promise<void> {
+  const panel = await showDiagram(s, arg);
+  const binary = panel && s.binaryForCommand();
+  if (!panel || !binary) {
+    return;
+  }
+  const model = vscode.Uri.parse(panel.uri).fsPath;
+  let choices;
+  try {
+    const json = await runQflow(binary, instancesArgv(database()), path.dirname(model));
+    choices = instanceChoices(json, panel.result?.process ?? '');
+  } catch (e) {
+    void vscode.window.showErrorMessage(
+      `qflow: no database to read instances from (set qflow.database, or a qflow.toml with db): ${e instanceof Error ? e.message : String(e)}`,
+      OPEN_SETTINGS,
+    );
+    return;
+  }
+  if (choices.length === 0) {
+    void vscode.window.showInformationMessage(`qflow: the database holds no instance of ${panel.result?.process ?? 'this process'}.`);
+    return;
+  }
+  const picked = await vscode.window.showQuickPick(
+    choices.map((c) => ({ label: c.instance, description: c.detail })),
+    { placeHolder: 'the instance whose state to draw' },
+  );
+  if (picked) {
+    await panel.showInstance(picked.label);
+  }
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('qflow');
   const status = vscode.window.createStatusBarItem('qflow.server', vscode.StatusBarAlignment.Right, 100);
@@ -348,6 +489,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('qflow.runModel', (uri?: unknown) => runModel(s, uri)),
     vscode.commands.registerCommand('qflow.checkWorkspace', () => checkWorkspace(s)),
     vscode.commands.registerCommand('qflow.showOutput', () => output.show(true)),
+    vscode.commands.registerCommand('qflow.showDiagram', async (uri?: unknown) => void (await showDiagram(s, uri))),
+    vscode.commands.registerCommand('qflow.showInstanceOnDiagram', (uri?: unknown) => showInstance(s, uri)),
     vscode.commands.registerCommand('qflow.openSettings', () => openSettings()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('qflow.path')) {

@@ -35,9 +35,11 @@ test('the manifest: the bundle is the entry point, .bpmn activates it, every com
     'qflow.openInConsole',
     'qflow.restartServer',
     'qflow.runModel',
+    'qflow.showDiagram',
+    'qflow.showInstanceOnDiagram',
     'qflow.showOutput',
   ]);
-  assert.deepEqual(Object.keys(manifest.contributes.configuration.properties).sort(), ['qflow.path', 'qflow.trace.server']);
+  assert.deepEqual(Object.keys(manifest.contributes.configuration.properties).sort(), ['qflow.database', 'qflow.path', 'qflow.trace.server']);
   // A workspace may not pick the binary the extension executes unless the user trusts it.
   assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations, ['qflow.path']);
 });

@@ -1,6 +1,7 @@
 //! An instance's state on its diagram: which class and note each node
 //! carries, which flows the instance has taken. Computed once here from the
-//! inspection model so the SVG and the console show the same marks.
+//! inspection model so the SVG and the console show the same marks (the
+//! marks themselves are plain data of the model layer's diagram).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,89 +9,117 @@ use crate::duration::compact_ms;
 use crate::inspect::{Inspection, NodeState};
 use crate::instance::history::HistoryEvent;
 
-use super::Diagram;
+use super::{Diagram, DiagramState, NodeMark};
 
-/// How one node stands, as the diagram marks it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeMark {
-    /// One of `idle`, `token`, `parked`, `timer`, `waiting`, `reconcile`,
-    /// `joined`, `failed`, `done`: the state class of its shape.
-    pub class: &'static str,
-    /// What to write beside it: `parked until +35s`, `FAILED q.timeout`, …
-    pub note: Option<String>,
-    /// Failed attempts burned at this node, when it has any.
-    pub attempts: Option<u32>,
-    /// An incident is open at this node.
-    pub incident: bool,
+/// The state of `inspection`'s instance on its `diagram`: each node's
+/// class, note and attempts, and the flows it has taken.
+pub fn state_of(diagram: &Diagram, inspection: &Inspection) -> DiagramState {
+    let mut nodes = BTreeMap::new();
+    for n in &inspection.nodes {
+        let (class, note) = match &n.state {
+            NodeState::Idle => ("idle", None),
+            NodeState::Active => ("token", Some("token here".to_string())),
+            NodeState::Parked { eligible_at_ms } => (
+                "parked",
+                Some(format!("parked until +{}", compact_ms(*eligible_at_ms))),
+            ),
+            NodeState::Timer { due_at_ms } => (
+                "timer",
+                Some(format!("timer until +{}", compact_ms(*due_at_ms))),
+            ),
+            NodeState::WaitingResponse { timeout_at_ms } => (
+                "waiting",
+                Some(match timeout_at_ms {
+                    Some(t) => format!("awaits response until +{}", compact_ms(*t)),
+                    None => "awaits response".to_string(),
+                }),
+            ),
+            NodeState::WaitingReconciliation => {
+                ("reconcile", Some("awaits reconciliation".to_string()))
+            }
+            NodeState::Joined => ("joined", Some("joined, waits for branches".to_string())),
+            NodeState::Failed => (
+                "failed",
+                Some(match &inspection.failure {
+                    Some(f) => format!("FAILED {}", f.code),
+                    None => "FAILED".to_string(),
+                }),
+            ),
+            NodeState::Completed => ("done", None),
+        };
+        let incident = inspection
+            .incidents
+            .iter()
+            .any(|i| i.node == n.id && i.closed_ms.is_none());
+        nodes.insert(
+            n.id.clone(),
+            NodeMark {
+                class,
+                note,
+                attempts: n.attempts.filter(|&a| a > 0),
+                incident,
+            },
+        );
+    }
+    DiagramState {
+        instance: inspection.id.clone(),
+        status: inspection.status.as_str().to_string(),
+        taken: taken(diagram, inspection, &nodes),
+        nodes,
+    }
 }
 
-/// The state of one instance, laid on its diagram.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiagramState {
-    pub instance: String,
-    /// `completed`, `failed`, `waiting`, `running`.
-    pub status: String,
-    /// Per node id; nodes the inspection does not know are absent.
-    pub nodes: BTreeMap<String, NodeMark>,
-    /// Ids of the flows the instance has taken.
-    pub taken: BTreeSet<String>,
-}
-
-impl DiagramState {
-    pub fn of(diagram: &Diagram, inspection: &Inspection) -> DiagramState {
-        let mut nodes = BTreeMap::new();
-        for n in &inspection.nodes {
-            let (class, note) = match &n.state {
-                NodeState::Idle => ("idle", None),
-                NodeState::Active => ("token", Some("token here".to_string())),
-                NodeState::Parked { eligible_at_ms } => (
-                    "parked",
-                    Some(format!("parked until +{}", compact_ms(*eligible_at_ms))),
-                ),
-                NodeState::Timer { due_at_ms } => (
-                    "timer",
-                    Some(format!("timer until +{}", compact_ms(*due_at_ms))),
-                ),
-                NodeState::WaitingResponse { timeout_at_ms } => (
-                    "waiting",
-                    Some(match timeout_at_ms {
-                        Some(t) => format!("awaits response until +{}", compact_ms(*t)),
-                        None => "awaits response".to_string(),
-                    }),
-                ),
-                NodeState::WaitingReconciliation => {
-                    ("reconcile", Some("awaits reconciliation".to_string()))
-                }
-                NodeState::Joined => ("joined", Some("joined, waits for branches".to_string())),
-                NodeState::Failed => (
-                    "failed",
-                    Some(match &inspection.failure {
-                        Some(f) => format!("FAILED {}", f.code),
-                        None => "FAILED".to_string(),
-                    }),
-                ),
-                NodeState::Completed => ("done", None),
-            };
-            let incident = inspection
-                .incidents
-                .iter()
-                .any(|i| i.node == n.id && i.closed_ms.is_none());
-            nodes.insert(
-                n.id.clone(),
-                NodeMark {
-                    class,
-                    note,
-                    attempts: n.attempts.filter(|&a| a > 0),
-                    incident,
-                },
-            );
+/// A deployment's fleet laid on its diagram: each node's counts as its
+/// note (`3 waiting · 12 parked · 1 to reconcile · 2 failed`), its class
+/// the gravest of them (`failed`, `reconcile`, `parked`, then `token`),
+/// an incident mark where instances FAILED or await a reconciliation
+/// (their incidents are open). No flow is marked taken.
+pub fn state_of_counts(
+    process: &str,
+    counts: &crate::inspect::fleet::DeploymentCounts,
+) -> DiagramState {
+    let mut nodes = BTreeMap::new();
+    for (id, c) in &counts.nodes {
+        let mut parts = Vec::new();
+        if c.waiting > 0 {
+            parts.push(format!("{} waiting", c.waiting));
         }
-        DiagramState {
-            instance: inspection.id.clone(),
-            status: inspection.status.as_str().to_string(),
-            taken: taken(diagram, inspection, &nodes),
-            nodes,
+        if c.parked > 0 {
+            parts.push(format!("{} parked", c.parked));
         }
+        if c.reconcile > 0 {
+            parts.push(format!("{} to reconcile", c.reconcile));
+        }
+        if c.failed > 0 {
+            parts.push(format!("{} failed", c.failed));
+        }
+        if parts.is_empty() {
+            continue;
+        }
+        let class = if c.failed > 0 {
+            "failed"
+        } else if c.reconcile > 0 {
+            "reconcile"
+        } else if c.parked > 0 {
+            "parked"
+        } else {
+            "token"
+        };
+        nodes.insert(
+            id.clone(),
+            NodeMark {
+                class,
+                note: Some(parts.join(" \u{b7} ")),
+                attempts: None,
+                incident: c.failed > 0 || c.reconcile > 0,
+            },
+        );
+    }
+    DiagramState {
+        instance: format!("fleet of {process}"),
+        status: "fleet".to_string(),
+        nodes,
+        taken: BTreeSet::new(),
     }
 }
 
@@ -136,4 +165,82 @@ fn taken(
         })
         .map(|f| f.id.clone())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Diagram;
+
+    fn diagram(body: &str) -> Diagram {
+        let text = format!(
+            r#"<?xml version="1.0"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d" targetNamespace="t">
+<bpmn:process id="p" isExecutable="true">
+{body}</bpmn:process></bpmn:definitions>"#
+        );
+        let defs = crate::analyze(&text).definitions.expect("a model");
+        Diagram::of(&defs.processes[0], Some(&text))
+    }
+
+    fn flows(pairs: &[(&str, &str)]) -> String {
+        pairs
+            .iter()
+            .enumerate()
+            .map(|(i, (s, t))| {
+                format!(r#"<bpmn:sequenceFlow id="f{i}" sourceRef="{s}" targetRef="{t}"/>"#)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_fleet_is_drawn_with_its_counts_on_each_node_the_gravest_first() {
+        use crate::inspect::fleet::{DeploymentCounts, NodeCounts};
+        let d = diagram(&format!(
+            r#"<bpmn:startEvent id="s"/><bpmn:serviceTask id="a" name="Charge" q:task="x"/><bpmn:serviceTask id="b" q:task="y"/><bpmn:endEvent id="e"/>{}"#,
+            flows(&[("s", "a"), ("a", "b"), ("b", "e")])
+        ));
+        let mut counts = DeploymentCounts::default();
+        counts.nodes.insert(
+            "a".into(),
+            NodeCounts {
+                waiting: 2,
+                parked: 12,
+                reconcile: 0,
+                failed: 3,
+            },
+        );
+        counts.nodes.insert(
+            "b".into(),
+            NodeCounts {
+                waiting: 0,
+                parked: 5,
+                reconcile: 1,
+                failed: 0,
+            },
+        );
+        let state = super::state_of_counts("p", &counts);
+        let a = &state.nodes["a"];
+        assert_eq!(a.class, "failed");
+        assert!(a.incident);
+        assert_eq!(
+            a.note.as_deref(),
+            Some("2 waiting \u{b7} 12 parked \u{b7} 3 failed")
+        );
+        assert_eq!(state.nodes["b"].class, "reconcile");
+        assert_eq!(
+            state.nodes["b"].note.as_deref(),
+            Some("5 parked \u{b7} 1 to reconcile")
+        );
+        assert!(
+            state.nodes["b"].incident,
+            "an unknown outcome's incident is open"
+        );
+        assert!(
+            !state.nodes.contains_key("s"),
+            "a node with no instance has no mark"
+        );
+        let drawn = crate::diagram::svg::svg(&d, Some(&state));
+        assert!(drawn.contains("12 parked"), "{drawn}");
+        assert!(state.taken.is_empty());
+    }
 }

@@ -85,8 +85,6 @@ pub struct Engine {
     pub(super) concurrency: usize,
     pub(super) late_after: std::time::Duration,
     pub(super) lateness: super::serve::Lateness,
-    /// The last lane outcome could not be decided: its instance was claimed.
-    pub(super) lost: bool,
 }
 
 /// Instances started before this instant (2000-01-01, wall clock) were
@@ -130,7 +128,6 @@ impl Engine {
             concurrency: crate::runtime::lanes::DEFAULT_CONCURRENCY,
             late_after: std::time::Duration::from_millis(100),
             lateness: Default::default(),
-            lost: false,
         }
     }
 
@@ -354,6 +351,7 @@ impl Engine {
             Err(RunError::Store(StoreError::Claimed { .. } | StoreError::Conflict(_))) => {
                 Err(EngineError::Busy(instance))
             }
+            Err(RunError::Store(StoreError::Quarantined(_))) => Ok(Verdict::Quarantined),
             Err(e) => Err(e.into()),
         }
     }

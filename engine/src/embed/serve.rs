@@ -5,7 +5,10 @@
 //! One round: decide what came back from the lanes (each under a fresh
 //! claim, from the facts as they are now), the poison wakes, then every
 //! instance with something due (due timers first, then due deliveries,
-//! then ready tokens), handing attempts and deliveries to lanes. Then wait
+//! then ready tokens), handing attempts and deliveries to lanes. What came
+//! back and what is due are each decided as one group
+//! ([`shell::take_many`]): claims in one transaction, decisions applied in
+//! another, each under its own claim and version check. Then wait
 //! for the next thing: a lane's outcome, a wake-up ([`Waker`]: a start or
 //! an answer on this process's endpoint), the next due timer or delivery,
 //! or at the latest the safety poll (another process's writes). No wait
@@ -224,26 +227,23 @@ impl Engine {
                     back.push(*d);
                 }
             }
-            let mut retry = Vec::new();
             let mut progressed = false;
-            for d in back.drain(..) {
-                match self.decide_done(&d)? {
-                    Some(step) => {
-                        flight.remove(&d.job);
-                        progressed = true;
-                        steps.push(step)
-                    }
-                    None if self.lost => retry.push(d),
-                    None => {
-                        flight.remove(&d.job);
-                        progressed = true
-                    }
-                }
+            if !back.is_empty() {
+                let outcomes = back.len();
+                let (decided, later) = self.decide_done_many(std::mem::take(&mut back), flight)?;
+                progressed |= later.len() < outcomes;
+                steps.extend(decided);
+                back = later;
             }
-            back = retry;
             while let Some((instance, node)) = self.wakes.pop() {
-                if let Look::Decided(s) = self.look(&instance, Some(node), pool, flight)? {
-                    steps.push(s);
+                match self.look(&instance, Some(node), pool, flight)? {
+                    Look::Decided(s) => steps.push(s),
+                    Look::Dispatched(job) => {
+                        flight.add(&job);
+                        pool.submit(job);
+                        progressed = true;
+                    }
+                    Look::Nothing => {}
                 }
             }
             let mut next_due = None;
@@ -251,6 +251,7 @@ impl Engine {
                 let now = system_now_ms();
                 let (ids, next) = self.store.due_instances(now, ROUND)?;
                 next_due = next;
+                let mut group = Vec::new();
                 for id in ids {
                     let version = self.store.instance(&id)?.map(|r| r.version);
                     if let (Some(v), Some((qv, qdue))) = (version, quiet.get(&id)) {
@@ -268,19 +269,16 @@ impl Engine {
                         continue;
                     }
                     quiet.remove(&id);
-                    // Everything due for this instance now, one decision
-                    // (or one hand-off) at a time.
-                    for _ in 0..64 {
-                        match self.look(&id, None, pool, flight)? {
-                            Look::Decided(s) => steps.push(s),
-                            Look::Dispatched(job) => {
-                                flight.add(&job);
-                                pool.submit(job);
-                                progressed = true;
-                            }
-                            Look::Nothing => break,
-                        }
-                    }
+                    group.push(id);
+                }
+                // Every due instance once, in one group: one decision or
+                // hand-off each. What is still due after it (a second due
+                // timer, the next branch) is picked up by the next round,
+                // which follows at once.
+                if !group.is_empty() {
+                    let (decided, handed) = self.look_many(&group, pool, flight)?;
+                    progressed |= handed > 0;
+                    steps.extend(decided);
                 }
             }
             n += steps.len() as u64;
@@ -437,39 +435,8 @@ impl Engine {
                         at,
                     )));
                 }
-                let world: &dyn World = handlers;
-                let (next, at) = match clock_of(time, facts.started_ms) {
-                    Time::Virtual => {
-                        let clock = VirtualClock::new(last);
-                        let ctx = Ctx {
-                            store,
-                            graph,
-                            scenario: world,
-                            clock: &clock,
-                            instance,
-                            started_ms: facts.started_ms,
-                            until_ms: None,
-                            effects: None,
-                            lanes: Some(&view),
-                        };
-                        let next = ctx.next_event(facts)?;
-                        (next, crate::runtime::Clock::now_ms(&clock))
-                    }
-                    Time::System => {
-                        let ctx = Ctx {
-                            store,
-                            graph,
-                            scenario: world,
-                            clock: &SystemClock,
-                            instance,
-                            started_ms: facts.started_ms,
-                            until_ms: None,
-                            effects: None,
-                            lanes: Some(&view),
-                        };
-                        (ctx.next_event(facts)?, system_now_ms())
-                    }
-                };
+                let (next, at) =
+                    next_of(store, handlers, time, instance, graph, facts, &view, last)?;
                 Ok(match next {
                     Next::Idle => None,
                     Next::Dispatch(j) => {
@@ -520,6 +487,118 @@ impl Engine {
         }
     }
 
+    /// [`Engine::look`] at many instances at once, with group commit
+    /// ([`shell::take_many`]): at most one decision or hand-off each. The
+    /// in-flight records of the jobs chosen are committed together, then
+    /// the decisions, and only then do the jobs go to their lanes: a round
+    /// of N due instances costs three commits, not 3 N. Returns the
+    /// decisions and how many jobs went to lanes.
+    fn look_many(
+        &mut self,
+        ids: &[String],
+        pool: &mut Pool,
+        flight: &mut InFlight,
+    ) -> Result<(Vec<Step>, usize), EngineError> {
+        let Engine {
+            store,
+            handlers,
+            time,
+            owner,
+            graphs,
+            ..
+        } = self;
+        let time = *time;
+        let mut due_of: std::collections::HashMap<String, (i64, &'static str, Option<String>)> =
+            Default::default();
+        let mut handed: Vec<(String, Option<String>, &'static str, i64)> = Vec::new();
+        let mut jobs: Vec<Job> = Vec::new();
+        let taken = shell::take_many(
+            store,
+            owner,
+            ids,
+            |store, facts| graph_of(graphs, store, facts.deployment_id),
+            |store, instance, graph, facts| {
+                if facts.status.is_terminal() {
+                    return Ok(None);
+                }
+                let last = store
+                    .last_decision_ms(instance)?
+                    .unwrap_or(facts.started_ms);
+                let (next, at) = {
+                    let empty = BTreeSet::new();
+                    let free = |d: &str| {
+                        let here = jobs.iter().filter(|j: &&Job| j.dependency() == d).count();
+                        pool.free_beside(d, jobs.len(), here)
+                    };
+                    let view = LaneView {
+                        nodes: flight.nodes.get(instance).unwrap_or(&empty),
+                        rows: &flight.rows,
+                        free: &free,
+                    };
+                    next_of(store, handlers, time, instance, graph, facts, &view, last)?
+                };
+                Ok(match next {
+                    Next::Idle => None,
+                    Next::Dispatch(j) => {
+                        if let Job::Attempt { timer: Some(_), .. } | Job::Delivery { .. } = &j {
+                            let kind = if matches!(j, Job::Attempt { .. }) {
+                                "attempt"
+                            } else {
+                                "delivery"
+                            };
+                            handed.push((
+                                instance.to_string(),
+                                Some(j.node().to_string()),
+                                kind,
+                                j.due_ms(),
+                            ));
+                        }
+                        // Handed over once its record is committed.
+                        jobs.push(j);
+                        None
+                    }
+                    Next::Event(ev) => {
+                        if let Event::TimerDue { timer } = &ev {
+                            if let Some(t) = facts.timers.iter().find(|t| t.id == *timer) {
+                                due_of.insert(
+                                    instance.to_string(),
+                                    (t.due_ms, "timer", Some(t.node.clone())),
+                                );
+                            }
+                        }
+                        Some((ev, at))
+                    }
+                })
+            },
+        )?;
+        let handed_over = jobs.len();
+        for j in jobs {
+            flight.add(&j);
+            pool.submit(j);
+        }
+        let wall = system_now_ms();
+        let late_after = self.late_after.as_millis() as i64;
+        for (instance, node, kind, due) in handed {
+            self.measure(&instance, node, kind, due, wall, late_after)?;
+        }
+        let mut steps = Vec::new();
+        for (instance, taken) in taken {
+            if let Taken::Decided(d) = taken {
+                if let Some((due, kind, node)) = due_of.remove(&instance) {
+                    self.measure(&instance, node, kind, due, wall, late_after)?;
+                }
+                for n in d.poisoned_nodes() {
+                    self.wakes.push((instance.clone(), n.to_string()));
+                }
+                steps.push(Step {
+                    instance,
+                    decision: d,
+                });
+            }
+        }
+        Ok((steps, handed_over))
+    }
+
     /// Count one timed decision's lateness; record it when late.
     fn measure(
         &mut self,
@@ -549,12 +628,29 @@ impl Engine {
         Ok(())
     }
 
-    /// Decide what a lane brought back, under a fresh claim, from the
-    /// facts as they are now. `None` with `self.lost` set: the instance was
-    /// claimed elsewhere for the moment, try again.
-    fn decide_done(&mut self, done: &Done) -> Result<Option<Step>, EngineError> {
-        self.lost = false;
-        let instance = done.job.instance().to_string();
+    /// Decide what the lanes brought back, each under a fresh claim, from
+    /// the facts as they are now, with group commit
+    /// ([`shell::take_many`]): one outcome per instance per group. Returns
+    /// the decisions and the outcomes to decide in a later round (their
+    /// instance was claimed elsewhere for a moment, or a second outcome of
+    /// the same instance waits for the first).
+    fn decide_done_many(
+        &mut self,
+        done: Vec<Done>,
+        flight: &mut InFlight,
+    ) -> Result<(Vec<Step>, Vec<Done>), EngineError> {
+        let mut group: BTreeMap<String, Done> = BTreeMap::new();
+        let mut later = Vec::new();
+        for d in done {
+            let instance = d.job.instance().to_string();
+            match group.entry(instance) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(d);
+                }
+                std::collections::btree_map::Entry::Occupied(_) => later.push(d),
+            }
+        }
+        let ids: Vec<String> = group.keys().cloned().collect();
         let Engine {
             store,
             time,
@@ -563,78 +659,130 @@ impl Engine {
             ..
         } = self;
         let time = *time;
-        let taken = shell::take(
+        let taken = shell::take_many(
             store,
             owner,
-            &instance,
+            &ids,
             |store, facts| graph_of(graphs, store, facts.deployment_id),
-            |store, _graph, facts| {
+            |store, instance, _graph, facts| {
                 if facts.status.is_terminal() {
                     return Ok(None);
                 }
                 let at = match clock_of(time, facts.started_ms) {
                     Time::Virtual => store
-                        .last_decision_ms(&instance)?
+                        .last_decision_ms(instance)?
                         .unwrap_or(facts.started_ms),
                     Time::System => system_now_ms(),
                 };
-                let ev = match (&done.job, &done.outcome) {
-                    (Job::Attempt { node, timer, .. }, Outcome::Attempt(outcome)) => {
-                        Event::Attempt {
-                            node: node.clone(),
-                            outcome: outcome.clone(),
-                            timer: *timer,
-                        }
-                    }
-                    (Job::Delivery { row, .. }, Outcome::Delivery(outcome, counterpart)) => {
-                        // The row as it is now: a delivery whose request
-                        // was withdrawn meanwhile (a timeout parked the
-                        // call) has nothing left to decide.
-                        let Some((fresh, _)) = store
-                            .pending_requests(&instance)?
-                            .into_iter()
-                            .find(|(r, _)| r.id == row.id)
-                        else {
-                            return Ok(None);
-                        };
-                        Event::Delivery {
-                            row: fresh,
-                            outcome: outcome.clone(),
-                            counterpart: counterpart.clone(),
-                        }
-                    }
-                    _ => return Ok(None),
-                };
-                Ok(Some(Choice::event(ev, at)))
+                Ok(event_of_done(store, instance, &group[instance])?.map(|ev| (ev, at)))
             },
         )?;
-        let step = match taken {
-            Taken::Decided(d) => {
-                for n in d.poisoned_nodes() {
-                    self.wakes.push((instance.clone(), n.to_string()));
+        let mut steps = Vec::new();
+        for (instance, taken) in taken {
+            let Some(d) = group.remove(&instance) else {
+                continue;
+            };
+            match taken {
+                Taken::Decided(decision) => {
+                    flight.remove(&d.job);
+                    for n in decision.poisoned_nodes() {
+                        self.wakes.push((instance.clone(), n.to_string()));
+                    }
+                    steps.push(Step { instance, decision });
                 }
-                Some(Step {
-                    instance: instance.clone(),
-                    decision: d,
-                })
-            }
-            Taken::Idle => {
-                if let Job::Attempt { node, .. } = &done.job {
-                    // Nothing waits for it (the instance finished): no
-                    // longer in flight all the same.
-                    self.store
-                        .close_in_flight_of(&instance, node, system_now_ms())?;
+                Taken::Idle => {
+                    flight.remove(&d.job);
+                    if let Job::Attempt { node, .. } = &d.job {
+                        // Nothing waits for it (the instance finished): no
+                        // longer in flight all the same.
+                        self.store
+                            .close_in_flight_of(&instance, node, system_now_ms())?;
+                    }
                 }
-                None
+                Taken::Lost { .. } => later.push(d),
             }
-            Taken::Lost { .. } => {
-                self.lost = true;
-                None
-            }
-        };
-        self.store.release(&instance, &self.owner)?;
-        Ok(step)
+        }
+        // Claimed elsewhere at the claim: tried again next round.
+        later.extend(group.into_values());
+        Ok((steps, later))
     }
+}
+
+/// The event a lane's outcome is for `instance` now, or `None` when nothing
+/// is left to decide (a delivery whose request was withdrawn meanwhile: a
+/// timeout parked the call).
+fn event_of_done(
+    store: &crate::store::Store,
+    instance: &str,
+    done: &Done,
+) -> Result<Option<Event>, RunError> {
+    Ok(match (&done.job, &done.outcome) {
+        (Job::Attempt { node, timer, .. }, Outcome::Attempt(outcome)) => Some(Event::Attempt {
+            node: node.clone(),
+            outcome: outcome.clone(),
+            timer: *timer,
+        }),
+        (Job::Delivery { row, .. }, Outcome::Delivery(outcome, counterpart)) => store
+            .pending_requests(instance)?
+            .into_iter()
+            .find(|(r, _)| r.id == row.id)
+            .map(|(fresh, _)| Event::Delivery {
+                row: fresh,
+                outcome: outcome.clone(),
+                counterpart: counterpart.clone(),
+            }),
+        _ => None,
+    })
+}
+
+/// What `instance` does next from `facts` (read under its claim), on the
+/// engine's clock, with this process's lanes as `view` shows them; `last`
+/// is the instant of its last decision. The one chooser of [`Engine::look`]
+/// and [`Engine::look_many`].
+#[allow(clippy::too_many_arguments)]
+fn next_of(
+    store: &crate::store::Store,
+    handlers: &super::Handlers,
+    time: Time,
+    instance: &str,
+    graph: &crate::runtime::graph::Graph,
+    facts: &crate::store::InstanceFacts,
+    view: &LaneView<'_>,
+    last: i64,
+) -> Result<(Next, i64), RunError> {
+    let world: &dyn World = handlers;
+    Ok(match clock_of(time, facts.started_ms) {
+        Time::Virtual => {
+            let clock = VirtualClock::new(last);
+            let ctx = Ctx {
+                store,
+                graph,
+                scenario: world,
+                clock: &clock,
+                instance,
+                started_ms: facts.started_ms,
+                until_ms: None,
+                effects: None,
+                lanes: Some(view),
+            };
+            let next = ctx.next_event(facts)?;
+            (next, crate::runtime::Clock::now_ms(&clock))
+        }
+        Time::System => {
+            let ctx = Ctx {
+                store,
+                graph,
+                scenario: world,
+                clock: &SystemClock,
+                instance,
+                started_ms: facts.started_ms,
+                until_ms: None,
+                effects: None,
+                lanes: Some(view),
+            };
+            (ctx.next_event(facts)?, system_now_ms())
+        }
+    })
 }
 
 fn graph_of(

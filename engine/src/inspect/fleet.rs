@@ -30,6 +30,9 @@ pub struct InstanceSummary {
     pub waiting_for: Option<String>,
     pub failure_code: Option<String>,
     pub failure_reason: Option<String>,
+    /// The last attempt's failure message, when the failure recorded one
+    /// (a handler's words: `503 from the provider`).
+    pub failure_message: Option<String>,
     /// When it was quarantined (wall clock, ms since the epoch), if it is.
     pub quarantined_ms: Option<i64>,
     /// Who quarantined it, and why.
@@ -81,6 +84,7 @@ impl Inspection {
             waiting_for: waiting_for.filter(|_| self.status == Status::Waiting),
             failure_code: failure.map(|f| f.code.clone()),
             failure_reason: failure.map(|f| f.reason.clone()),
+            failure_message: failure.and_then(|f| f.message.clone()),
             quarantined_ms: self.quarantined_ms,
             quarantined_by: self.quarantined_by.clone(),
             quarantine_reason: self.quarantine_reason.clone(),
@@ -120,10 +124,23 @@ pub fn deployments(store: &Store) -> Result<Vec<DeploymentRow>, StoreError> {
 /// page in one query each, so only the page's instances are inspected: a
 /// page of 50 costs the same at 50,000 instances as at 50.
 pub fn instances(store: &Store, filter: &Filter) -> Result<Page, StoreError> {
+    let page = store.instance_page(filter)?;
+    Ok(Page {
+        instances: summaries(store, page.rows.iter())?,
+        total: page.total,
+    })
+}
+
+/// Each row summarised from its inspection (one compiled graph per
+/// deployment); a row whose deployment no longer compiles is listed from
+/// the row itself, saying why.
+fn summaries<'a>(
+    store: &Store,
+    rows: impl Iterator<Item = &'a crate::store::InstanceRow>,
+) -> Result<Vec<InstanceSummary>, StoreError> {
     let mut graphs: BTreeMap<i64, Result<Graph, String>> = BTreeMap::new();
     let mut out = Vec::new();
-    let page = store.instance_page(filter)?;
-    for row in page.rows {
+    for row in rows {
         let graph = graphs
             .entry(row.deployment_id)
             .or_insert_with(|| deployed_graph(store, row.deployment_id).map_err(|e| e.to_string()));
@@ -144,6 +161,7 @@ pub fn instances(store: &Store, filter: &Filter) -> Result<Page, StoreError> {
                     waiting_for: None,
                     failure_code: None,
                     failure_reason: None,
+                    failure_message: None,
                     quarantined_ms: c.quarantined_ms,
                     quarantined_by: c.quarantined_by,
                     quarantine_reason: c.quarantine_reason,
@@ -154,10 +172,7 @@ pub fn instances(store: &Store, filter: &Filter) -> Result<Page, StoreError> {
         };
         out.push(summary);
     }
-    Ok(Page {
-        instances: out,
-        total: page.total,
-    })
+    Ok(out)
 }
 
 /// Read one instance on its pinned deployment.
@@ -167,4 +182,157 @@ pub fn instance(store: &Store, id: &str) -> Result<Inspection, crate::runtime::R
         .ok_or_else(|| StoreError::NoInstance(id.to_string()))?;
     let graph = deployed_graph(store, row.deployment_id)?;
     Ok(Inspection::read(store, &graph, id)?)
+}
+
+/// Which instances a browser's list shows: the store's filters, and those
+/// read from each row (its snapshot and start), for the inspector's list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Search {
+    /// Status, deployment, failure class and dependency of a retry park,
+    /// and the page (`offset`, `limit`): the store's own query.
+    pub store: Filter,
+    /// Only instances standing at this node: a token there, or failed there.
+    pub node: Option<String>,
+    /// Only FAILED instances whose failure has this code (`q.retry.exhausted`).
+    pub code: Option<String>,
+    /// Only instances started at or after / before this instant (ms on the
+    /// instances' clock, `started_ms`).
+    pub started_from_ms: Option<i64>,
+    pub started_before_ms: Option<i64>,
+}
+
+impl Search {
+    /// Whether a filter the store's query does not take is set.
+    fn reads_rows(&self) -> bool {
+        self.node.is_some()
+            || self.code.is_some()
+            || self.started_from_ms.is_some()
+            || self.started_before_ms.is_some()
+    }
+
+    /// Whether one row passes the filters read from the row itself.
+    fn keeps(&self, row: &crate::store::InstanceRow) -> bool {
+        if self.started_from_ms.is_some_and(|t| row.started_ms < t)
+            || self.started_before_ms.is_some_and(|t| row.started_ms >= t)
+        {
+            return false;
+        }
+        if self.node.is_none() && self.code.is_none() {
+            return true;
+        }
+        let Ok(snapshot) = crate::instance::snapshot::Snapshot::decode(&row.snapshot) else {
+            return false;
+        };
+        let failure = snapshot.failure().filter(|_| row.status == Status::Failed);
+        if let Some(code) = &self.code {
+            if failure.as_ref().is_none_or(|f| &f.code != code) {
+                return false;
+            }
+        }
+        if let Some(node) = &self.node {
+            let at_node = failure.as_ref().is_some_and(|f| &f.node == node)
+                || snapshot.frontier().iter().any(|t| &t.node == node);
+            if !at_node {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// One page of the instances that pass `search`, oldest first. With the
+/// store's filters alone this is [`instances`] (the store pages). With a
+/// node, a failure code or a start window, the store's filters select the
+/// rows, each row's snapshot and start are read (no further query per
+/// row), and only the page's instances are inspected.
+pub fn search(store: &Store, search: &Search) -> Result<Page, StoreError> {
+    if !search.reads_rows() {
+        return instances(store, &search.store);
+    }
+    let all = Filter {
+        offset: 0,
+        limit: None,
+        ..search.store.clone()
+    };
+    let rows = store.instance_page(&all)?.rows;
+    let kept: Vec<&crate::store::InstanceRow> = rows.iter().filter(|r| search.keeps(r)).collect();
+    let total = kept.len() as u64;
+    let offset = usize::try_from(search.store.offset).unwrap_or(usize::MAX);
+    let limit = search
+        .store
+        .limit
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    let out = summaries(store, kept.into_iter().skip(offset).take(limit))?;
+    Ok(Page {
+        instances: out,
+        total,
+    })
+}
+
+/// How many instances of one deployment stand at each node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeCounts {
+    /// A token waits there (ready, on a timer, for a response, a join),
+    /// not parked for a retry nor awaiting a reconciliation.
+    pub waiting: u64,
+    /// A token is parked there for a retry.
+    pub parked: u64,
+    /// An attempt's outcome is unknown there: it waits for an operator's
+    /// reconciliation (an open incident).
+    pub reconcile: u64,
+    /// The instance FAILED there (its incident is open there).
+    pub failed: u64,
+}
+
+/// What the fleet of one deployment looks like, node by node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeploymentCounts {
+    pub nodes: BTreeMap<String, NodeCounts>,
+    pub running: u64,
+    pub waiting: u64,
+    pub completed: u64,
+    pub failed: u64,
+}
+
+/// The counts per node of `deployment`'s instances, read from each
+/// instance's row and snapshot (one query for the deployment, none per
+/// instance).
+pub fn node_counts(store: &Store, deployment: i64) -> Result<DeploymentCounts, StoreError> {
+    use crate::instance::snapshot::{Snapshot, TokenState};
+    let rows = store
+        .instance_page(&Filter {
+            deployment: Some(deployment),
+            ..Filter::default()
+        })?
+        .rows;
+    let mut out = DeploymentCounts::default();
+    for row in rows {
+        match row.status {
+            Status::Running => out.running += 1,
+            Status::Waiting => out.waiting += 1,
+            Status::Completed => out.completed += 1,
+            Status::Failed => out.failed += 1,
+        }
+        let Ok(snapshot) = Snapshot::decode(&row.snapshot) else {
+            continue;
+        };
+        if row.status == Status::Failed {
+            if let Some(f) = snapshot.failure() {
+                out.nodes.entry(f.node).or_default().failed += 1;
+            }
+            continue;
+        }
+        if row.status == Status::Completed {
+            continue;
+        }
+        for t in snapshot.frontier() {
+            let c = out.nodes.entry(t.node).or_default();
+            match t.state {
+                TokenState::Backoff => c.parked += 1,
+                TokenState::Reconcile => c.reconcile += 1,
+                _ => c.waiting += 1,
+            }
+        }
+    }
+    Ok(out)
 }

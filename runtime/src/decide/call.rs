@@ -340,11 +340,18 @@ pub(super) fn response(
         reason: "the call was answered before this request was delivered".to_string(),
     });
     let to = leave(graph, w, node);
+    // An answer sent without a key meant the live attempt: the history
+    // names that attempt's key, never an empty one.
+    let answered = if request.is_empty() {
+        request_key(facts.instance_id, id, sent)
+    } else {
+        request.to_string()
+    };
     w.entry(
         Some(id),
         HistoryEvent::Response {
             verdict: Verdict::Accepted,
-            idempotency_key: request.to_string(),
+            idempotency_key: answered,
             reason: None,
             live_attempt: None,
             body: Some(body.clone()),

@@ -85,6 +85,11 @@ pub struct Config {
     /// reconciliation may have made work due), so it need not wait for its
     /// safety poll.
     pub waker: Option<qflow_engine::embed::Waker>,
+    /// The web inspector's pages, with the actions, under `/ui/`: a
+    /// request for them hands its connection to the inspector
+    /// (`crate::cli::ui`), which checks the same token itself (as a cookie
+    /// too: a browser's links carry no header).
+    pub ui: Option<Arc<crate::cli::ui::Ui>>,
 }
 
 /// The token of `QFLOW_SERVE_TOKEN` as the endpoint checks it: surrounding
@@ -291,6 +296,9 @@ enum ReadError {
     Timeout,
     /// An answer to give before closing.
     Answer(u16, String),
+    /// A request for the web inspector's pages (`/ui`, `/ui/…`), left
+    /// unread in the pending bytes for the inspector.
+    Ui,
 }
 
 /// A connection: its requests one after another (kept alive as HTTP/1.1
@@ -321,6 +329,12 @@ fn connection(mut stream: TcpStream, open: &Open) {
                     ));
                     let _ = write_reply(&mut stream, &reply, false);
                     linger(stream, Duration::from_millis(200), 64 * 1024);
+                }
+                return;
+            }
+            Err(ReadError::Ui) => {
+                if let Some(ui) = &shared.config.ui {
+                    crate::cli::ui::serve_connection(stream, pending, ui);
                 }
                 return;
             }
@@ -436,6 +450,10 @@ fn read_request(
             .find(|(n, _)| n == name)
             .map(|(_, v)| String::from_utf8_lossy(v).trim().to_string())
     };
+    let page = path.split('?').next().unwrap_or_default();
+    if shared.config.ui.is_some() && (page == "/ui" || page.starts_with("/ui/")) {
+        return Err(ReadError::Ui);
+    }
     // Authentication, from the head alone.
     if let Some(token) = &shared.config.token {
         if !authorized(header("authorization").as_deref(), token) {
@@ -659,6 +677,11 @@ pub fn verdict_reply(v: &Verdict) -> (u16, Value) {
         Verdict::NoSuchInstance => (
             404,
             json!({"verdict": "no-such-instance", "message": "no instance by that name"}),
+        ),
+        Verdict::Quarantined => (
+            409,
+            json!({"verdict": "quarantined",
+                   "message": "the instance is quarantined: nothing is decided for it until `qflow release INSTANCE` (send the answer again then)"}),
         ),
     }
 }

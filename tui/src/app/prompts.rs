@@ -42,8 +42,11 @@ pub enum Stage {
         target: ResponseTarget,
     },
     Resolve,
-    /// Migration: onto which deployment or model file.
-    MigrateTarget,
+    /// Migration: onto which deployment or model file; of the open
+    /// instance, or (`failed_of`) of every FAILED instance of a deployment.
+    MigrateTarget {
+        failed_of: Option<i64>,
+    },
     /// Migration: the plan, to apply, edit (mapping, budget) or cancel.
     MigrateConfirm(Box<MigrationPreview>),
     /// Which class or dependency to pause or unpause: every one on the
@@ -88,28 +91,46 @@ const COMMON_CODES: [&str; 3] = ["PROVIDER_DOWN", "INVALID_INPUT", "RATE_LIMITED
 impl App {
     pub(super) fn open(&mut self, stage: Stage) {
         let mut notes = Vec::new();
+        let mut preselect = None;
         let (title, choices, custom, input_label): (String, Vec<Choice>, bool, &str) = match &stage
         {
-            Stage::MigrateTarget => {
-                let current = self.view.as_ref().map(|v| v.inspection.deployment_id);
-                let choices = self
+            Stage::MigrateTarget { failed_of } => {
+                let current =
+                    failed_of.or_else(|| self.view.as_ref().map(|v| v.inspection.deployment_id));
+                // The engine's suggestion: the newest active deployment of
+                // the same process (`repair::likely_target_among`).
+                let suggested = self
+                    .deployments
+                    .iter()
+                    .find(|d| Some(d.id) == current)
+                    .and_then(|d| d.repair_onto);
+                let offered: Vec<_> = self
                     .deployments
                     .iter()
                     .filter(|d| Some(d.id) != current && !d.retired)
+                    .collect();
+                preselect = offered.iter().position(|d| Some(d.id) == suggested);
+                let choices = offered
+                    .iter()
                     .map(|d| {
-                        Choice::new(
-                            format!("deployment {}", d.id),
-                            format!(
-                                "{} · {} · {}",
-                                d.process,
-                                d.model.as_deref().unwrap_or("(by a run)"),
-                                d.hash
-                            ),
-                        )
+                        let mut hint = format!(
+                            "{} · {} · {}",
+                            d.process,
+                            d.model.as_deref().unwrap_or("(by a run)"),
+                            d.hash
+                        );
+                        if Some(d.id) == suggested {
+                            hint.push_str(" · suggested: the newest of its process");
+                        }
+                        Choice::new(format!("deployment {}", d.id), hint)
                     })
                     .chain([Choice::new("model file…", "deployed by the migration")])
                     .collect();
-                ("Migrate onto".into(), choices, true, "model file (path)")
+                let title = match failed_of {
+                    Some(d) => format!("Repair every FAILED instance of deployment {d} onto"),
+                    None => "Migrate onto".into(),
+                };
+                (title, choices, true, "model file (path)")
             }
             Stage::MigrateConfirm(p) => {
                 notes = p.lines.clone();
@@ -127,7 +148,11 @@ impl App {
                 if p.ok {
                     choices.push(Choice::new(
                         "apply",
-                        "one transaction; the result is on screen",
+                        if p.failed_of.is_some() {
+                            "each instance in its own transaction, only if it has not moved"
+                        } else {
+                            "one transaction; the result is on screen"
+                        },
                     ));
                 }
                 choices.push(Choice::new(
@@ -142,8 +167,13 @@ impl App {
                 choices.push(Choice::new("edit the mapping…", "OLD=NEW, OLD=NEW"));
                 (
                     format!(
-                        "{} the migration of {} onto {}",
+                        "{} the {} of {} onto {}",
                         if p.ok { "Apply" } else { "Refused:" },
+                        if p.failed_of.is_some() {
+                            "repair"
+                        } else {
+                            "migration"
+                        },
                         p.instance,
                         if p.target.parse::<i64>().is_ok() {
                             format!("deployment {}", p.target)
@@ -286,7 +316,7 @@ impl App {
             stage,
             title,
             choices,
-            selected: 0,
+            selected: preselect.unwrap_or(0),
             custom,
             input,
             input_label: input_label.to_string(),
@@ -492,7 +522,7 @@ impl App {
                 self.prompt = None;
                 Some(Command::Resolve(r))
             }
-            Stage::MigrateTarget => {
+            Stage::MigrateTarget { failed_of } => {
                 let target = match value {
                     Value::Index(_) => label.trim_start_matches("deployment ").to_string(),
                     Value::Text(t) if t.is_empty() => {
@@ -506,6 +536,7 @@ impl App {
                     target,
                     mapping: None,
                     reset_budget: false,
+                    failed_of,
                 })
             }
             Stage::MigrateConfirm(preview) => {
@@ -514,6 +545,7 @@ impl App {
                         target: preview.target.clone(),
                         mapping: Some(mapping),
                         reset_budget,
+                        failed_of: preview.failed_of,
                     })
                 };
                 match (value, label.as_str()) {

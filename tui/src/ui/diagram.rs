@@ -496,7 +496,7 @@ fn node(c: &mut Canvas, n: &DiagramNode, s: &Shape, mark: Option<&NodeMark>, cur
         } else {
             ('(', ')')
         };
-        let sym = n.kind.symbol().chars().next().unwrap_or('?');
+        let sym = n.symbol().chars().next().unwrap_or('?');
         c.put(cx - 1, cy, open, style);
         c.put(cx, cy, sym, style);
         c.put(cx + 1, cy, close, style);
@@ -540,7 +540,7 @@ fn boxed(
     c.put(s.x0, s.y1, bl, style);
     c.put(s.x1, s.y1, br, style);
     let inner = (s.x1 - s.x0 - 1).max(0) as usize;
-    let title = format!("{} {name}", n.kind.symbol());
+    let title = format!("{} {name}", n.symbol());
     let name_style = if current {
         Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED)
     } else {

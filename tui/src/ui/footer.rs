@@ -19,8 +19,9 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         .filter(|b| b.footer && !(read_only && b.acts))
         // The list of instances has no process to draw.
         .filter(|b| !(app.screen == Screen::List && b.action == Action::Diagram))
-        // Migration repairs an open instance of an attached database.
-        .filter(|b| b.action != Action::Migrate || (app.attached && app.screen == Screen::Instance))
+        // Migration repairs an instance of an attached database (on the
+        // list: every FAILED one of the selected row's deployment).
+        .filter(|b| b.action != Action::Migrate || app.attached)
         // Pausing and quarantine act on an attached database.
         .filter(|b| !matches!(b.action, Action::Pause | Action::Quarantine) || app.attached)
         .collect();
@@ -28,6 +29,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     if app.screen == Screen::List {
         extra.push(("enter", "open"));
         extra.push(("j/k", "select"));
+        extra.push(("/", "filter"));
+        extra.push(("G", "end"));
     } else if app.attached {
         extra.push(("esc", "list"));
     }

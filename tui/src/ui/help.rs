@@ -17,18 +17,29 @@ const KEY_COLUMN: usize = 8;
 
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let read_only = app.view.as_ref().is_some_and(|v| v.read_only);
+    // The instance list has keys of its own: its overlay lists those, in
+    // the list's words, not the instance's.
+    let on_list = app.screen == crate::app::Screen::List;
     let mut lines: Vec<Line> = Vec::new();
     // A help line too long for the overlay wraps under its own text (a
     // hanging indent past the key column), not back at the key column.
     let inner = WIDTH.min(area.width).saturating_sub(2) as usize;
     let text_width = inner.saturating_sub(KEY_COLUMN).max(16);
     for b in KEYMAP {
-        let style = if read_only && b.acts {
+        let style = if read_only && b.acts && !on_list {
             dim()
         } else {
             Style::new()
         };
-        for (i, part) in textwrap::wrap(b.help, text_width).into_iter().enumerate() {
+        let help = if on_list {
+            match b.list {
+                Some(text) => text,
+                None => continue,
+            }
+        } else {
+            b.help
+        };
+        for (i, part) in textwrap::wrap(help, text_width).into_iter().enumerate() {
             let key = if i == 0 {
                 format!("{:>6}  ", b.key_label)
             } else {
@@ -44,6 +55,17 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         }
     }
     lines.push(Line::raw(""));
+    if on_list {
+        lines.push(Line::styled(
+            "the list: FAILED first, then waiting, running, completed · magenta: held by a pause or quarantined",
+            dim(),
+        ));
+        lines.push(Line::styled(
+            "enter opens an instance: its own keys are listed by ? there",
+            dim(),
+        ));
+        return show(f, area, app, lines);
+    }
     lines.push(Line::styled(
         "marks: ✗ failed attempt  ✓ succeeded  ? outcome pending  · planned  ┃ maxElapsed  ▲ now",
         dim(),
@@ -62,12 +84,22 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             dim(),
         ));
     }
+    show(f, area, app, lines);
+}
+
+/// The overlay itself, scrolled by j/k.
+fn show(f: &mut Frame, area: Rect, app: &App, lines: Vec<Line>) {
     let total = lines.len() as u16;
     let r = centered(area, WIDTH, total + 2);
+    let title = if app.screen == crate::app::Screen::List {
+        " keys of the instance list · j/k scroll · ? or esc closes "
+    } else {
+        " keys · j/k scroll · ? or esc closes "
+    };
     let block = Block::bordered()
         .border_type(BorderType::Double)
         .border_style(Style::new().fg(Color::Cyan))
-        .title(" keys · j/k scroll · ? or esc closes ");
+        .title(title);
     f.render_widget(Clear, r);
     f.render_widget(
         Paragraph::new(lines)

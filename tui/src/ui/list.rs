@@ -34,7 +34,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let area = if app.deployments.is_empty() {
         area
     } else {
-        let h = (app.deployments.len() as u16 + 2).min(area.height / 2);
+        // Its rows and the header.
+        let h = (app.deployments.len() as u16 + 3).min(area.height / 2);
         let top = Rect { height: h, ..area };
         deployments(f, top, app);
         Rect {
@@ -43,20 +44,42 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             ..area
         }
     };
-    let block = Block::bordered().title(" Instances · enter opens ");
+    let visible = app.visible();
+    let title = if app.filtering || !app.filter.is_empty() {
+        format!(
+            " Instances · /{}{} · {} of {} ",
+            app.filter,
+            if app.filtering { "▏" } else { "" },
+            visible.len(),
+            app.list.len()
+        )
+    } else {
+        format!(" Instances · {} · enter opens · / filters ", app.list.len())
+    };
+    let block = Block::bordered().title(title);
     let inner_h = block.inner(area).height as usize;
+    app.list_page.set(inner_h.max(1));
     let mut lines: Vec<Line> = Vec::new();
     if app.list.is_empty() {
         lines.push(Line::styled("this database holds no instance", dim()));
+    } else if visible.is_empty() {
+        lines.push(Line::styled(
+            "no instance holds every word of the filter · esc clears it",
+            dim(),
+        ));
     }
-    let id_w = app
-        .list
+    let id_w = visible
         .iter()
-        .map(|r| r.id.chars().count())
+        .map(|&i| app.list[i].id.chars().count())
         .max()
         .unwrap_or(2)
         .min(30);
-    for (i, r) in app.list.iter().enumerate() {
+    let at = visible
+        .iter()
+        .position(|&i| i == app.list_selected)
+        .unwrap_or(0);
+    for &i in &visible {
+        let r = &app.list[i];
         let st = match r.status {
             Status::Failed => failed_style(),
             Status::Completed => ok_style(),
@@ -94,7 +117,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
         }
         lines.push(Line::from(spans));
     }
-    let off = app.list_selected.saturating_sub(inner_h.saturating_sub(1));
+    let off = at.saturating_sub(inner_h.saturating_sub(1));
     let width = block.inner(area).width as usize;
     let shown: Vec<Line> = lines
         .into_iter()
@@ -108,35 +131,64 @@ fn held_style() -> Style {
     Style::new().fg(ratatui::style::Color::Magenta)
 }
 
+/// The deployments as a table: a header, then one row each, every column
+/// as wide as its widest cell (the process and the model clipped to 24
+/// and 40), so the columns line up whatever the names.
 fn deployments(f: &mut Frame, area: Rect, app: &App) {
     let block = Block::bordered().title(" Deployments ");
-    let model_w = app
-        .deployments
-        .iter()
-        .map(|d| d.model.as_deref().unwrap_or("(by a run)").chars().count())
-        .max()
-        .unwrap_or(4)
-        .min(40);
-    let lines: Vec<Line> = app
-        .deployments
-        .iter()
-        .map(|d| {
-            let model = d.model.as_deref().unwrap_or("(by a run)");
-            let retired = if d.retired {
-                Span::styled("retired", dim())
-            } else {
-                Span::styled("active", ok_style())
-            };
-            Line::from(vec![
-                Span::raw(format!("  {:<4}", d.id)),
-                Span::raw(format!("{:<8}  ", fmt::clip(&d.process, 20))),
-                Span::raw(format!("{:<model_w$}  ", fmt::clip(model, model_w))),
-                Span::styled(format!("{}  ", d.hash), dim()),
-                retired,
-                Span::raw(format!("  {}", d.instances)),
-            ])
-        })
-        .collect();
+    let model_of = |d: &crate::view::DeploymentRowView| {
+        d.model.clone().unwrap_or_else(|| "(by a run)".to_string())
+    };
+    let width_of = |header: &str, cells: Vec<usize>, most: usize| {
+        cells
+            .into_iter()
+            .chain([header.chars().count()])
+            .max()
+            .unwrap_or(0)
+            .min(most)
+    };
+    let ds = &app.deployments;
+    let id_w = width_of("id", ds.iter().map(|d| d.id.to_string().len()).collect(), 8);
+    let process_w = width_of(
+        "process",
+        ds.iter().map(|d| d.process.chars().count()).collect(),
+        24,
+    );
+    let model_w = width_of(
+        "model",
+        ds.iter().map(|d| model_of(d).chars().count()).collect(),
+        40,
+    );
+    let hash_w = width_of(
+        "hash",
+        ds.iter().map(|d| d.hash.chars().count()).collect(),
+        12,
+    );
+    let mut lines: Vec<Line> = vec![Line::styled(
+        format!(
+            "  {:<id_w$}  {:<process_w$}  {:<model_w$}  {:<hash_w$}  {:<7}  instances",
+            "id", "process", "model", "hash", "state"
+        ),
+        dim().add_modifier(Modifier::UNDERLINED),
+    )];
+    lines.extend(ds.iter().map(|d| {
+        let retired = if d.retired {
+            Span::styled(format!("{:<7}", "retired"), dim())
+        } else {
+            Span::styled(format!("{:<7}", "active"), ok_style())
+        };
+        Line::from(vec![
+            Span::raw(format!("  {:<id_w$}  ", d.id)),
+            Span::raw(format!(
+                "{:<process_w$}  ",
+                fmt::clip(&d.process, process_w)
+            )),
+            Span::raw(format!("{:<model_w$}  ", fmt::clip(&model_of(d), model_w))),
+            Span::styled(format!("{:<hash_w$}  ", d.hash), dim()),
+            retired,
+            Span::raw(format!("  {}", d.instances)),
+        ])
+    }));
     let width = block.inner(area).width as usize;
     let lines: Vec<Line> = lines
         .into_iter()

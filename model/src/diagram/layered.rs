@@ -396,4 +396,116 @@ fn route(d: &mut Diagram, g: &Graph, centers: &[Point], host: &[usize], ends: &[
         }
         f.points = pts;
     }
+    apart(d, &rects);
+}
+
+/// Reroute every flow that shares a stretch of line with a flow it has no
+/// end in common with ([`Diagram::shared_segments`]): it enters its target
+/// from below (or above) instead of along the row, or its last climb moves
+/// sideways, whichever first keeps clear of every other flow and of every
+/// node but its own two.
+fn apart(d: &mut Diagram, rects: &[Rect]) {
+    let index: HashMap<String, usize> = d
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.clone(), i))
+        .collect();
+    for (_, j) in d.shared_segments() {
+        let f = &d.flows[j];
+        if !clashes(d, j, &f.points) {
+            // An earlier reroute already moved it clear.
+            continue;
+        }
+        let (Some(&s), Some(&t)) = (index.get(&f.source), index.get(&f.target)) else {
+            continue;
+        };
+        let chosen = variants(&f.points, rects[t]).into_iter().find(|pts| {
+            !clashes(d, j, pts)
+                && !pts.windows(2).any(|w| {
+                    rects
+                        .iter()
+                        .enumerate()
+                        .any(|(k, r)| k != s && k != t && crosses(w[0], w[1], *r))
+                })
+        });
+        if let Some(pts) = chosen {
+            d.flows[j].points = pts;
+        }
+    }
+}
+
+/// Whether flow `j` drawn along `pts` would share a stretch with a flow it
+/// has no end in common with.
+fn clashes(d: &Diagram, j: usize, pts: &[Point]) -> bool {
+    let f = &d.flows[j];
+    d.flows
+        .iter()
+        .enumerate()
+        .any(|(i, g)| i != j && !super::may_share(f, g) && super::shares(pts, &g.points))
+}
+
+/// Other routes for an orthogonal flow ending in a run along the row of
+/// its target: first the run kept at the height it comes from, entering
+/// the target through its bottom (or top) edge; then the last climb moved
+/// right or left in steps.
+fn variants(pts: &[Point], target: Rect) -> Vec<Vec<Point>> {
+    let n = pts.len();
+    let mut out = Vec::new();
+    if n < 3 {
+        return out;
+    }
+    let (corner, climb, end) = (pts[n - 3], pts[n - 2], pts[n - 1]);
+    let along_row = (climb.y - end.y).abs() < 0.5 && (corner.x - climb.x).abs() < 0.5;
+    if !along_row {
+        return out;
+    }
+    let cx = target.center().x;
+    let edge = if corner.y > target.bottom() {
+        Some(target.bottom())
+    } else if corner.y < target.y {
+        Some(target.y)
+    } else {
+        None
+    };
+    if let Some(edge) = edge {
+        let mut v = pts[..n - 2].to_vec();
+        v.push(Point { x: cx, y: corner.y });
+        v.push(Point { x: cx, y: edge });
+        out.push(simplify(v));
+    }
+    for k in [1.0, -1.0, 2.0, -2.0, 3.0, -3.0] {
+        let x = climb.x + k * 12.0;
+        if x >= end.x - 5.0 {
+            continue;
+        }
+        let mut v = pts.to_vec();
+        v[n - 3].x = x;
+        v[n - 2].x = x;
+        out.push(simplify(v));
+    }
+    out
+}
+
+/// Drop the points in the middle of a straight run.
+fn simplify(pts: Vec<Point>) -> Vec<Point> {
+    let mut out: Vec<Point> = Vec::with_capacity(pts.len());
+    for p in pts {
+        if let [.., a, b] = out.as_slice() {
+            let flat = ((a.y - b.y).abs() < 0.5 && (b.y - p.y).abs() < 0.5)
+                || ((a.x - b.x).abs() < 0.5 && (b.x - p.x).abs() < 0.5);
+            if flat {
+                out.pop();
+            }
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// Whether a segment passes through a rectangle's inside.
+fn crosses(a: Point, b: Point, r: Rect) -> bool {
+    let (x0, x1) = (a.x.min(b.x), a.x.max(b.x));
+    let (y0, y1) = (a.y.min(b.y), a.y.max(b.y));
+    x0 < r.right() - 0.5 && x1 > r.x + 0.5 && y0 < r.bottom() - 0.5 && y1 > r.y + 0.5
 }

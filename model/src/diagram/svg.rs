@@ -5,15 +5,22 @@
 //! drawing, so they cannot disagree; docs/render.md lists the classes a
 //! stylesheet or a test can rely on.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::{Diagram, DiagramFlow, DiagramNode, DiagramState, FlowMark, Point, ShapeKind};
+use super::{
+    Diagram, DiagramFlow, DiagramNode, DiagramState, Finding, FlowMark, Point, Rect, ShapeKind,
+    Trigger,
+};
 
 const STYLE: &str = "
 .node .shape { fill: #fff; stroke: #333; stroke-width: 1.5; }
 .node.end .shape, .node.error-end .shape { stroke-width: 3.5; }
 .node.boundary.non-interrupting .shape { stroke-dasharray: 4 2; }
 .node .symbol { fill: none; stroke: #333; stroke-width: 2; }
+.node .marker { fill: none; stroke: #333; stroke-width: 1.5; stroke-linejoin: round; stroke-linecap: round; }
+.node .marker.face { fill: #fff; }
+.node.end .marker, .node.error-end .marker { fill: #333; }
 .node text { font: 12px sans-serif; fill: #222; }
 .node .icon { font-size: 13px; fill: #555; }
 .node .note { font-size: 11px; font-weight: bold; fill: #0d47a1; }
@@ -32,6 +39,13 @@ const STYLE: &str = "
 .flow.taken path.line { stroke: #2e7d32; stroke-width: 3; }
 .flow .default-mark { stroke: #555; stroke-width: 1.5; }
 .flow text { font: 11px sans-serif; fill: #444; }
+.finding-error .shape, .flow.finding-error path.line { stroke: #d32f2f; stroke-width: 2.5; stroke-dasharray: 6 3; }
+.finding-warning .shape, .flow.finding-warning path.line { stroke: #f9a825; stroke-width: 2.5; stroke-dasharray: 6 3; }
+.finding-badge circle { fill: #90a4ae; stroke: #fff; stroke-width: 1.5; }
+.finding-error .finding-badge circle { fill: #d32f2f; }
+.finding-warning .finding-badge circle { fill: #f9a825; }
+.node .finding-badge text { font: bold 12px sans-serif; fill: #fff; }
+.node.finding-info .finding-badge text, .node.finding-hint .finding-badge text { font: bold 9px serif; }
 .flow text, .node .note, .node .attempts, .node.start .name, .node.end .name, .node.error-end .name, .node.intermediate .name, .node.boundary .name, .node.exclusive .name, .node.parallel .name { paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
 ";
 
@@ -41,6 +55,25 @@ const STYLE: &str = "
 /// instance's marks (classes `token`, `parked`, `failed`, `done`, …, notes
 /// and attempt counts) and the path taken.
 pub fn svg(d: &Diagram, state: Option<&DiagramState>) -> String {
+    draw(d, state, None)
+}
+
+/// The diagram as an editor shows it beside the text: every node or flow
+/// the loader has a verdict on carries the classes `finding` and
+/// `finding-SEVERITY` (`error`, `warning`, `info`, `hint`),
+/// `data-findings` (how many) and a `title` with the messages; a node also
+/// a `g.finding-badge` on its top-right corner (`!` for an error or a
+/// warning, whose shape is outlined dashed in red or amber; a small grey
+/// `i` for information and hints).
+pub fn svg_with_findings(d: &Diagram, findings: &BTreeMap<String, Finding>) -> String {
+    draw(d, None, Some(findings))
+}
+
+fn draw(
+    d: &Diagram,
+    state: Option<&DiagramState>,
+    findings: Option<&BTreeMap<String, Finding>>,
+) -> String {
     let mut s = String::with_capacity(1024 + 400 * (d.nodes.len() + d.flows.len()));
     let _ = write!(
         s,
@@ -73,6 +106,7 @@ pub fn svg(d: &Diagram, state: Option<&DiagramState>) -> String {
             &mut s,
             f,
             state.is_some_and(|st| st.taken.contains(&f.id)),
+            findings.and_then(|x| x.get(&f.id)),
             &mut labels,
         );
     }
@@ -82,13 +116,20 @@ pub fn svg(d: &Diagram, state: Option<&DiagramState>) -> String {
     let (plain, boundaries): (Vec<&DiagramNode>, Vec<&DiagramNode>) =
         d.nodes.iter().partition(|n| n.kind != ShapeKind::Boundary);
     for n in plain.into_iter().chain(boundaries) {
-        node(&mut s, n, state, &mut labels);
+        let finding = findings.and_then(|x| x.get(&n.id));
+        node(&mut s, n, state, finding, &mut labels);
     }
     s.push_str("</g>\n</svg>\n");
     s
 }
 
-fn flow(s: &mut String, f: &DiagramFlow, taken: bool, labels: &mut Labels) {
+fn flow(
+    s: &mut String,
+    f: &DiagramFlow,
+    taken: bool,
+    finding: Option<&Finding>,
+    labels: &mut Labels,
+) {
     let mut class = String::from("flow");
     match f.mark {
         FlowMark::Default => class.push_str(" default"),
@@ -101,13 +142,18 @@ fn flow(s: &mut String, f: &DiagramFlow, taken: bool, labels: &mut Labels) {
     if taken {
         class.push_str(" taken");
     }
+    if let Some(x) = finding {
+        let _ = write!(class, " finding finding-{}", x.severity);
+    }
     let _ = write!(
         s,
-        r#"<g class="{class}" data-id="{}" data-source="{}" data-target="{}"><path class="line" d=""#,
+        r#"<g class="{class}" data-id="{}" data-source="{}" data-target="{}""#,
         esc(&f.id),
         esc(&f.source),
         esc(&f.target)
     );
+    finding_title(s, finding);
+    s.push_str(r#"<path class="line" d=""#);
     for (i, p) in f.points.iter().enumerate() {
         let _ = write!(
             s,
@@ -203,7 +249,13 @@ fn flow(s: &mut String, f: &DiagramFlow, taken: bool, labels: &mut Labels) {
     s.push_str("</g>\n");
 }
 
-fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &mut Labels) {
+fn node(
+    s: &mut String,
+    n: &DiagramNode,
+    state: Option<&DiagramState>,
+    finding: Option<&Finding>,
+    labels: &mut Labels,
+) {
     let mark = state.and_then(|st| st.nodes.get(&n.id));
     let mut class = format!("node {}", n.kind.class());
     if n.non_interrupting {
@@ -216,6 +268,9 @@ fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &
             class.push_str(" incident");
         }
     }
+    if let Some(x) = finding {
+        let _ = write!(class, " finding finding-{}", x.severity);
+    }
     let _ = write!(
         s,
         r#"<g class="{class}" data-id="{}" data-kind="{}""#,
@@ -225,7 +280,10 @@ fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &
     if let Some(a) = &n.attached_to {
         let _ = write!(s, r#" data-attached-to="{}""#, esc(a));
     }
-    s.push('>');
+    if n.trigger != Trigger::None {
+        let _ = write!(s, r#" data-trigger="{}""#, n.trigger.name());
+    }
+    finding_title(s, finding);
     let r = n.rect;
     let c = r.center();
     if n.kind.is_event() {
@@ -245,6 +303,7 @@ fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &
                 num(r.w.min(r.h) / 2.0 - 4.0)
             );
         }
+        trigger_marker(s, n.trigger, r);
     } else if n.kind.is_gateway() {
         let _ = write!(
             s,
@@ -354,7 +413,126 @@ fn node(s: &mut String, n: &DiagramNode, state: Option<&DiagramState>, labels: &
             );
         }
     }
+    if let Some(found) = finding {
+        // `!` on the top-right corner (a diamond's: its right point's top);
+        // information and hints a small grey `i`, so they never drown an
+        // error.
+        let r = n.rect;
+        let (x, y) = if n.kind.is_event() {
+            let c = r.center();
+            let k = r.w.min(r.h) / 2.0 * std::f64::consts::FRAC_1_SQRT_2;
+            (c.x + k, c.y - k)
+        } else if n.kind.is_gateway() {
+            (r.x + r.w * 0.75, r.y + r.h * 0.25)
+        } else {
+            (r.right(), r.y)
+        };
+        let loud = matches!(found.severity, "error" | "warning");
+        let (r, mark, dy) = if loud {
+            (8.0, "!", 4.0)
+        } else {
+            (5.5, "i", 3.0)
+        };
+        let _ = write!(
+            s,
+            r#"<g class="finding-badge"><circle cx="{}" cy="{}" r="{}"/><text x="{}" y="{}" text-anchor="middle">{mark}</text></g>"#,
+            num(x),
+            num(y),
+            num(r),
+            num(x),
+            num(y + dy)
+        );
+    }
     s.push_str("</g>\n");
+}
+
+/// Close a group's opening tag: with a finding, its count and its
+/// messages as the group's `title` (an editor's tooltip).
+fn finding_title(s: &mut String, finding: Option<&Finding>) {
+    match finding {
+        Some(x) => {
+            let _ = write!(
+                s,
+                r#" data-findings="{}"><title>{}</title>"#,
+                x.messages.len(),
+                esc(&x.messages.join("\n"))
+            );
+        }
+        None => s.push('>'),
+    }
+}
+
+/// An event's BPMN marker inside its circle: a clock face with its hands
+/// for a timer, a lightning bolt for an error (filled when thrown, by the
+/// style of an end event). A blank event (or another trigger) has none.
+fn trigger_marker(s: &mut String, trigger: Trigger, r: Rect) {
+    let c = r.center();
+    let radius = r.w.min(r.h) / 2.0;
+    match trigger {
+        Trigger::Timer => {
+            let face = radius - 7.0;
+            let _ = write!(
+                s,
+                r#"<g class="marker clock"><circle class="marker face" cx="{}" cy="{}" r="{}"/>"#,
+                num(c.x),
+                num(c.y),
+                num(face)
+            );
+            // Twelve hour ticks, then the hands at ten past two.
+            let mut d = String::new();
+            for k in 0..12 {
+                let a = std::f64::consts::TAU * k as f64 / 12.0;
+                let (sin, cos) = a.sin_cos();
+                let _ = write!(
+                    d,
+                    "M{},{} L{},{} ",
+                    num(c.x + sin * (face - 2.5)),
+                    num(c.y - cos * (face - 2.5)),
+                    num(c.x + sin * face),
+                    num(c.y - cos * face)
+                );
+            }
+            let _ = write!(
+                d,
+                "M{},{} L{},{} L{},{}",
+                num(c.x + face * 0.45),
+                num(c.y - face * 0.6),
+                num(c.x),
+                num(c.y),
+                num(c.x + face * 0.6),
+                num(c.y - face * 0.2)
+            );
+            let _ = write!(
+                s,
+                r#"<path class="marker hands" d="{}"/></g>"#,
+                d.trim_end()
+            );
+        }
+        Trigger::Error => {
+            // BPMN's zigzag bolt (bpmn.io's outline: 9.5 wide, 13.5
+            // high), centred and scaled to the circle.
+            let k = (radius - 7.0) * 1.55 / 13.5;
+            let pts = [
+                (0.0, 0.0),
+                (2.5, -11.5),
+                (6.0, -2.5),
+                (9.5, -13.5),
+                (7.0, -1.5),
+                (3.5, -10.5),
+            ];
+            let pts = pts.map(|(x, y)| (x - 4.75, y + 6.75));
+            let points: Vec<String> = pts
+                .iter()
+                .map(|(x, y)| format!("{},{}", num(c.x + x * k), num(c.y + y * k)))
+                .collect();
+            let _ = write!(
+                s,
+                r#"<polygon class="marker bolt" points="{}"/>"#,
+                points.join(" ")
+            );
+        }
+        Trigger::None | Trigger::Other => {}
+    }
 }
 
 /// The node's name: inside a box, wrapped; an event's or a gateway's below
