@@ -1,349 +1,242 @@
-//! The store's one public API, forwarded to the database behind it.
+//! The store's contract with the database behind it: what a backend
+//! implements so that every method of [`Store`] runs on it.
 //!
-//! Every public method of [`Store`] is listed here once, with its contract;
-//! each backend implements a method of the same name and signature, and the
-//! forwarder picks the backend with a `match` (enum dispatch: the set of
-//! stores is closed and known when qflow is built, so there is no trait
-//! object, no vtable, and a method a backend lacks is a compile error here,
-//! not a runtime surprise). Adding a method to the store means adding it to
-//! this list and to each backend.
+//! Every durable write and read of the store is written once, over
+//! [`Conn`] (see `sql/mod.rs`): a backend supplies its connection as a
+//! [`Conn`] outside a transaction ([`Backend::read`]) and inside a write
+//! transaction ([`Backend::write`]), and the few session-level things that
+//! are not statements (its schema version, a batch's read snapshot,
+//! cross-process wakes, a file deleted under it). [`Store`] holds one of a
+//! closed set of backends ([`Database`]) and asks it for `&dyn Backend`:
+//! the set is known when qflow is built, and one dynamic call per
+//! transaction costs nothing beside the statements it runs.
 
-use super::batch::Pending;
-use super::{
-    Backend, CorrelationRow, Deployed, Deployment, DeploymentRow, Destination, HistoryRow,
-    IncidentRow, InstanceFacts, InstanceRow, OutboxEntry, Retirement, Store, StoreError, TimerInfo,
-    TransitionRow,
-};
-use qflow_instance::{OutboxRow, TimerRow, Transition};
+use super::sql::sqlite::Lite;
+use super::sql::Conn;
+use super::{pg, Database, Sqlite, Store, StoreError};
+use rusqlite::TransactionBehavior;
 
-/// `reads { fn name(args) -> T; … }` forwards `&self` methods, `writes`
-/// forwards `&mut self` ones, each to the backend's method of the same name.
-macro_rules! forward {
-    (
-        reads { $( $(#[$ra:meta])* fn $r:ident($($ra_n:ident: $ra_t:ty),* $(,)?) -> $rr:ty; )* }
-        writes { $( $(#[$wa:meta])* fn $w:ident($($wa_n:ident: $wa_t:ty),* $(,)?) -> $wr:ty; )* }
-    ) => {
-        #[allow(clippy::too_many_arguments)]
-        impl Store {
-            $(
-                $(#[$ra])*
-                pub fn $r(&self, $($ra_n: $ra_t),*) -> $rr {
-                    match &self.backend {
-                        Backend::Sqlite(s) => s.$r($($ra_n),*),
-                        Backend::Postgres(p) => p.$r($($ra_n),*),
-                    }
-                }
-            )*
-            $(
-                $(#[$wa])*
-                pub fn $w(&mut self, $($wa_n: $wa_t),*) -> $wr {
-                    match &mut self.backend {
-                        Backend::Sqlite(s) => s.$w($($wa_n),*),
-                        Backend::Postgres(p) => p.$w($($wa_n),*),
-                    }
-                }
-            )*
-        }
-    };
+/// A body run on a backend's connection (the store's generic code, with
+/// its result kept by the caller).
+pub(crate) type Body<'a> = &'a mut dyn FnMut(&mut dyn Conn) -> Result<(), StoreError>;
+
+/// What a database must supply for the store to run on it.
+pub(crate) trait Backend {
+    /// Run `f` on the connection, outside any transaction (each statement
+    /// commits on its own).
+    fn read(&self, f: Body<'_>) -> Result<(), StoreError>;
+    /// Run `f` in one write transaction, committed when it returns `Ok`
+    /// and rolled back otherwise (nothing of it is kept).
+    fn write(&mut self, f: Body<'_>) -> Result<(), StoreError>;
+    /// The schema version of the database (the migrations applied).
+    fn schema_version(&self) -> Result<u32, StoreError>;
+    /// Read everything until [`Backend::end_reads`] from one snapshot, if
+    /// the backend gains by it (nothing by default).
+    fn begin_reads(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn end_reads(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// Group a serving round's small writes and reads into one write
+    /// transaction until [`Backend::end_group`], if the backend gains by it
+    /// (nothing by default: each statement commits alone).
+    fn begin_group(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// End the group: commit it, or roll it back (`commit` false).
+    fn end_group(&self, _commit: bool) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// Start receiving other processes' poison wakes (none by default: a
+    /// replica keeps its own in memory, and a lost one is recovered by the
+    /// call's timeout).
+    fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn wakes(&self, _owner: &str) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(Vec::new())
+    }
+    /// Refuse to go on when the database under this process is gone (a
+    /// SQLite file deleted or replaced); checked by claims and picks of
+    /// work.
+    fn still_there(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
-forward! {
-    reads {
-        /// The schema version of the database (the migrations applied).
-        fn schema_version() -> Result<u32, StoreError>;
-        /// The unfinished instance of a deployment, if any (the oldest).
-        fn unfinished_instance(deployment: i64) -> Result<Option<String>, StoreError>;
-        /// The durable facts of one instance: deployment, status, version,
-        /// start, snapshot, armed timers, the key ledger.
-        fn facts(instance: &str) -> Result<InstanceFacts, StoreError>;
-        /// Every instance, oldest first.
-        fn instances() -> Result<Vec<InstanceRow>, StoreError>;
-        /// One page of the instances passing a query's filters, oldest
-        /// first, with how many pass in all (`qflow instances`).
-        fn instance_page(
-            q: &super::query::InstanceQuery,
-        ) -> Result<super::query::InstancePage, StoreError>;
-        /// One instance, if it exists.
-        fn instance(id: &str) -> Result<Option<InstanceRow>, StoreError>;
-        /// Every timer of an instance, armed and resolved, in arming order.
-        fn timers(instance: &str) -> Result<Vec<TimerInfo>, StoreError>;
-        /// Armed timers due at `now_ms` across all instances, earliest first:
-        /// what a poller serving many instances re-drives (each under its
-        /// instance's claim, so two pollers never act on the same timer twice).
-        fn due_timers(now_ms: i64, limit: usize) -> Result<Vec<(String, TimerRow)>, StoreError>;
-        /// Pending outbox rows of an instance with their next delivery time,
-        /// earliest first (what the dispatcher delivers).
-        fn pending_requests(instance: &str) -> Result<Vec<(OutboxRow, i64)>, StoreError>;
-        /// Whether the outbox holds a poisoned request for exactly this
-        /// instance and node (what a poison wake re-reads under the claim).
-        fn has_poisoned_request(instance: &str, node: &str) -> Result<bool, StoreError>;
-        /// The start an idempotency key names, if a start took it.
-        fn start_key(key: &str) -> Result<Option<super::start_keys::StartKey>, StoreError>;
-        /// The instance and node a correlation key names (`instance/node`), if live.
-        fn correlation(key: &str) -> Result<Option<(String, String)>, StoreError>;
-        /// The earliest armed timer of an instance.
-        fn next_timer(instance: &str) -> Result<Option<TimerRow>, StoreError>;
-        /// The decisions of an instance, in order.
-        fn history(instance: &str) -> Result<Vec<HistoryRow>, StoreError>;
-        /// Every snapshot the instance persisted, in order.
-        fn transitions(instance: &str) -> Result<Vec<TransitionRow>, StoreError>;
-        /// The incidents of an instance, open and closed, oldest first.
-        fn incidents(instance: &str) -> Result<Vec<IncidentRow>, StoreError>;
-        /// How many times a handler has run for an instance: which scenario
-        /// entry its next run consumes.
-        fn handler_runs(instance: &str, task: &str) -> Result<usize, StoreError>;
-        /// Scenario event indexes already delivered to an instance.
-        fn delivered_events(instance: &str) -> Result<Vec<usize>, StoreError>;
-        /// The outbox rows of an instance, oldest first.
-        fn outbox(instance: &str) -> Result<Vec<OutboxEntry>, StoreError>;
-        /// The live correlations of an instance.
-        fn correlations(instance: &str) -> Result<Vec<CorrelationRow>, StoreError>;
-        /// Up to `limit` unfinished instances with work: those with a ready
-        /// token first (oldest first), else those with the earliest armed
-        /// timers. What a replica picks from.
-        fn candidates(limit: usize) -> Result<Vec<String>, StoreError>;
-        /// What a serving loop looks at now (wall clock `now_ms`): instances
-        /// with a due timer (not held by a pause), then with a due delivery,
-        /// then with a ready token, at most `limit` of each, once each; and
-        /// when the next timer or delivery falls due after `now_ms`.
-        fn due_instances(now_ms: i64, limit: usize) -> Result<(Vec<String>, Option<i64>), StoreError>;
-        /// Record a decision taken more than the serving loop's threshold
-        /// after it was due (wall clock): an observation `qflow stats` counts.
-        fn record_late(
-            instance: &str,
-            node: Option<&str>,
-            kind: &str,
-            due_ms: i64,
-            decided_ms: i64,
-        ) -> Result<(), StoreError>;
-        /// The time of the instance's last decision.
-        fn last_decision_ms(instance: &str) -> Result<Option<i64>, StoreError>;
-        /// Read everything until [`Store::end_reads`] from one snapshot of
-        /// the database (a batch's facts): on SQLite one read transaction,
-        /// where each statement alone takes and drops its own locks (15
-        /// lock calls per decision). Writing in between is an error.
-        fn begin_reads() -> Result<(), StoreError>;
-        /// End what [`Store::begin_reads`] began (nothing when none is open).
-        fn end_reads() -> Result<(), StoreError>;
-        /// Group the small writes of a serving round's looks (the in-flight
-        /// records of the attempts it hands to lanes) and its reads into one
-        /// write transaction until [`Store::end_group`]: on SQLite one
-        /// commit, one sync of the log, for the whole group instead of one
-        /// per record. On PostgreSQL each statement commits alone, as before.
-        fn begin_group() -> Result<(), StoreError>;
-        /// End what [`Store::begin_group`] began: commit it, or roll it back
-        /// (`commit` false: nothing of the group is kept).
-        fn end_group(commit: bool) -> Result<(), StoreError>;
-        /// The deployed source of a deployment.
-        fn deployment_source(deployment_id: i64) -> Result<Option<String>, StoreError>;
-        /// Every deployment, oldest first, with its instances by status.
-        fn deployments() -> Result<Vec<DeploymentRow>, StoreError>;
-        /// One deployment, if it exists.
-        fn deployment(id: i64) -> Result<Option<DeploymentRow>, StoreError>;
-        /// Keep a claim held until at least `until_ms` (wall clock), for
-        /// the owner that holds it: a handler that may run longer than a
-        /// claim lasts must still find it held when its outcome is applied.
-        /// Never shortens a claim, never takes one.
-        fn extend_claim(instance: &str, until_ms: i64) -> Result<(), StoreError>;
-        /// The body an outbox row was emitted with (what the relay sends),
-        /// if the row exists and its payload is JSON.
-        fn request_payload(id: i64) -> Result<Option<serde_json::Value>, StoreError>;
-        /// The fleet's observations (read-only; whole-table reads, meant
-        /// for an operator's look, not the decision loop).
-        fn observations() -> Result<super::stats::Observations, StoreError>;
-        /// The dependencies paused now (their first attempts, retries and
-        /// deliveries all wait for the unpause).
-        fn paused_dependencies() -> Result<std::collections::BTreeSet<String>, StoreError>;
-        /// The pauses in force, oldest first, with the parks each holds.
-        fn pauses() -> Result<Vec<super::contain::Pause>, StoreError>;
-        /// Attempts per minute of the store's time (minute index →
-        /// attempts), only minutes that saw one.
-        fn attempts_per_minute() -> Result<std::collections::BTreeMap<i64, u64>, StoreError>;
-        /// What holds one instance back: its quarantine and the retry
-        /// parks a pause holds, each with its pause (refused for an
-        /// unknown instance).
-        fn containment(instance: &str) -> Result<super::contain::Containment, StoreError>;
-        /// Every retry park a pause holds, of every unfinished instance,
-        /// with its instance id, by instance then due time.
-        fn held_parks() -> Result<Vec<(String, super::contain::HeldPark)>, StoreError>;
-        /// The retry parks armed now, counted by the class and by the
-        /// dependency they record (classes first, most parks first).
-        fn parked_by_cause() -> Result<Vec<super::contain::ParkedCause>, StoreError>;
-        /// The quarantined instances, with when they were set aside.
-        fn quarantined() -> Result<Vec<super::contain::Quarantined>, StoreError>;
-        /// The containment log's entries a query asks for, oldest first:
-        /// every pause, unpause, quarantine and release since the log
-        /// existed, with who took it, when, why and whether it changed
-        /// anything.
-        fn containment_log(
-            query: &super::contain::LogQuery,
-        ) -> Result<Vec<super::contain::Logged>, StoreError>;
-        /// Record that attempt `attempt` of `node` starts now, from the
-        /// instance at `version` (call under the instance's claim).
-        fn open_in_flight(
-            instance: &str,
-            node: &str,
-            attempt: u32,
-            version: i64,
-            at_ms: i64,
-            wall_ms: i64,
-        ) -> Result<(), StoreError>;
-        /// [`Store::open_in_flight`] for an attempt run on a lane of this
-        /// process without the claim held: the record names the process
-        /// and the lease (wall clock) the attempt may run until.
-        fn open_in_flight_by(
-            instance: &str,
-            node: &str,
-            attempt: u32,
-            version: i64,
-            at_ms: i64,
-            wall_ms: i64,
-            lease_until_ms: i64,
-        ) -> Result<(), StoreError>;
-        /// Close the in-flight records of one node.
-        fn close_in_flight_of(instance: &str, node: &str, at_ms: i64) -> Result<(), StoreError>;
-        /// The latest open in-flight record of `node`, if any.
-        fn in_flight(instance: &str, node: &str) -> Result<Option<super::inflight::InFlight>, StoreError>;
-        /// Close the instance's in-flight records (its attempt's outcome was
-        /// applied, or lost to another party).
-        fn close_in_flight(instance: &str, at_ms: i64) -> Result<(), StoreError>;
-        /// The poison wakes other processes sent since the last call
-        /// (instance, node), without waiting; `owner`'s own are left out.
-        /// Best effort: always empty on SQLite (a replica keeps its own
-        /// wakes in memory), and a lost one is recovered by the call's
-        /// timeout.
-        fn wakes(owner: &str) -> Result<Vec<(String, String)>, StoreError>;
+impl Backend for Sqlite {
+    fn read(&self, f: Body<'_>) -> Result<(), StoreError> {
+        f(&mut Lite(self.conn()))
     }
-    writes {
-        /// Deploy a model (idempotent by hash and process id). `now_ms`: wall clock.
-        fn deploy(process_id: &str, source: &str, now_ms: i64) -> Result<Deployment, StoreError>;
-        /// Create an instance with its start transition, unless the
-        /// deployment already has an unfinished one: decided in one write
-        /// transaction, so two processes never start two. Returns the
-        /// instance id and whether it is new.
-        fn create_instance(
-            deployment: &Deployment,
-            start: &Transition,
-            started_ms: i64,
-        ) -> Result<(String, bool), StoreError>;
-        /// Start one more instance of a deployment, whatever else runs: what
-        /// a server does for every request (local runs use
-        /// [`Store::create_instance`]).
-        fn start_instance(
-            deployment: &Deployment,
-            start: &Transition,
-            started_ms: i64,
-        ) -> Result<String, StoreError>;
-        /// Start an instance once per `key`: in one transaction, the key's
-        /// instance if a start took it already (nothing started), else a new
-        /// instance with the key recorded beside it (`start_keys.rs`).
-        /// `fingerprint` identifies the start's variables.
-        fn start_instance_once(
-            deployment: &Deployment,
-            start: &Transition,
-            started_ms: i64,
-            key: &str,
-            fingerprint: &str,
-            wall_ms: i64,
-        ) -> Result<super::start_keys::KeyedStart, StoreError>;
-        /// Start `n` instances of a deployment in one transaction, each with
-        /// the same start transition (a simulation or a benchmark seeding a
-        /// fleet).
-        fn start_instances(
-            deployment: &Deployment,
-            start: &Transition,
-            started_ms: i64,
-            n: usize,
-        ) -> Result<(), StoreError>;
-        /// Take (or renew) the claim on an instance: a lease until
-        /// `wall_now_ms` + [`super::CLAIM_TTL_MS`]. A claim held by someone
-        /// else is respected until it expires, unless its owner is a dead
-        /// process on this host.
-        fn claim(instance: &str, owner: &str, wall_now_ms: i64) -> Result<(), StoreError>;
-        /// Give the claim up (end of a run).
-        fn release(instance: &str, owner: &str) -> Result<(), StoreError>;
-        /// Apply a transition in one transaction under the claim: refused if
-        /// the claim is not `owner`'s, if the instance moved past
-        /// `expected_version`, or if a timer it resolves is no longer armed.
-        fn apply(
-            instance: &str,
-            owner: &str,
-            expected_version: i64,
-            t: &Transition,
-            at_ms: i64,
-            wall_now_ms: i64,
-        ) -> Result<i64, StoreError>;
-        /// Move an instance to another deployment, applying the migration's
-        /// transition in the same transaction, under the claim. A retired
-        /// deployment receives no instance.
-        fn migrate_instance(
-            instance: &str,
-            owner: &str,
-            expected_version: i64,
-            destination: &Destination,
-            t: &Transition,
-            at_ms: i64,
-            wall_now_ms: i64,
-        ) -> Result<(i64, i64), StoreError>;
-        /// Claim every instance of `ids` not held by another live owner, in
-        /// one transaction; returns those claimed, in the order given.
-        fn claim_many(ids: &[String], owner: &str, wall_now_ms: i64) -> Result<Vec<String>, StoreError>;
-        /// Apply a batch of transitions in one transaction, each under
-        /// `owner`'s claim and the version it was decided at (a refused one
-        /// rolled back alone), and release `owner`'s claims on the batch and
-        /// on `release`. One result per decision, in order.
-        fn apply_many(
-            owner: &str,
-            batch: &[Pending<'_>],
-            release: &[String],
-            wall_now_ms: i64,
-        ) -> Result<Vec<Result<i64, StoreError>>, StoreError>;
-        /// Deploy a model from a file (idempotent by source hash and process
-        /// id): a new deployment, or the existing one of the same source.
-        fn deploy_from(
-            process_id: &str,
-            source: &str,
-            origin: Option<&str>,
-            wall_ms: i64,
-        ) -> Result<Deployed, StoreError>;
-        /// Retire a deployment, unless an instance of it is FAILED or
-        /// unfinished: checked and set in one write transaction.
-        fn retire(deployment: i64, wall_ms: i64) -> Result<Retirement, StoreError>;
-        /// Start receiving the poison wakes of every process on this
-        /// database ([`Store::wakes`]); nothing to do on SQLite.
-        fn listen_for_wakes() -> Result<(), StoreError>;
-        /// Pause the re-drive of every retry park of a failure class or a
-        /// dependency (idempotent: a second pause keeps the first one's
-        /// record). `wall_now_ms` and `actor`: when, by whom and why.
-        fn pause(
-            kind: super::contain::PauseKind,
-            value: &str,
-            wall_now_ms: i64,
-            actor: &super::contain::Actor,
-        ) -> Result<super::contain::PauseChange, StoreError>;
-        /// Lift a pause (idempotent): its parks are re-driven as they fall
-        /// due, those already due at once. `wall_now_ms` and `actor`: when,
-        /// by whom and why, for the containment log.
-        fn unpause(
-            kind: super::contain::PauseKind,
-            value: &str,
-            wall_now_ms: i64,
-            actor: &super::contain::Actor,
-        ) -> Result<super::contain::PauseChange, StoreError>;
-        /// Set an instance aside: never claimed, so nothing runs it, until
-        /// released. Idempotent; refused for an unknown instance.
-        fn quarantine(
-            instance: &str,
-            wall_now_ms: i64,
-            actor: &super::contain::Actor,
-        ) -> Result<super::contain::QuarantineChange, StoreError>;
-        /// Let a quarantined instance run again (idempotent). `wall_now_ms`
-        /// and `actor`: for the containment log.
-        fn release_quarantine(
-            instance: &str,
-            wall_now_ms: i64,
-            actor: &super::contain::Actor,
-        ) -> Result<super::contain::QuarantineChange, StoreError>;
+
+    fn write(&mut self, f: Body<'_>) -> Result<(), StoreError> {
+        let tx = self
+            .conn_mut()
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        f(&mut Lite(&tx))?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn schema_version(&self) -> Result<u32, StoreError> {
+        Sqlite::schema_version(self)
+    }
+
+    /// One read transaction, where each statement alone takes and drops
+    /// its own locks (15 lock calls per decision).
+    fn begin_reads(&self) -> Result<(), StoreError> {
+        Ok(self.conn().execute_batch("BEGIN DEFERRED")?)
+    }
+
+    fn end_reads(&self) -> Result<(), StoreError> {
+        if !self.conn().is_autocommit() {
+            self.conn().execute_batch("COMMIT")?;
+        }
+        Ok(())
+    }
+
+    /// One commit, one sync of the log, for the whole group instead of
+    /// one per record. IMMEDIATE: the write lock from the start (waiting
+    /// out another writer), never a read snapshot that cannot be upgraded
+    /// later.
+    fn begin_group(&self) -> Result<(), StoreError> {
+        Ok(self.conn().execute_batch("BEGIN IMMEDIATE")?)
+    }
+
+    fn end_group(&self, commit: bool) -> Result<(), StoreError> {
+        if !self.conn().is_autocommit() {
+            self.conn()
+                .execute_batch(if commit { "COMMIT" } else { "ROLLBACK" })?;
+        }
+        Ok(())
+    }
+
+    fn still_there(&self) -> Result<(), StoreError> {
+        Sqlite::still_there(self)
+    }
+}
+
+impl Backend for pg::Postgres {
+    fn read(&self, f: Body<'_>) -> Result<(), StoreError> {
+        pg::Postgres::read(self, |db| f(db))
+    }
+
+    fn write(&mut self, f: Body<'_>) -> Result<(), StoreError> {
+        pg::Postgres::write(self, |db| f(db))
+    }
+
+    fn schema_version(&self) -> Result<u32, StoreError> {
+        pg::Postgres::schema_version(self)
+    }
+
+    fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
+        pg::Postgres::listen_for_wakes(self)
+    }
+
+    fn wakes(&self, owner: &str) -> Result<Vec<(String, String)>, StoreError> {
+        pg::Postgres::wakes(self, owner)
+    }
+}
+
+impl Store {
+    pub(crate) fn backend(&self) -> &dyn Backend {
+        match &self.backend {
+            Database::Sqlite(s) => s,
+            Database::Postgres(p) => &**p,
+        }
+    }
+
+    fn backend_mut(&mut self) -> &mut dyn Backend {
+        match &mut self.backend {
+            Database::Sqlite(s) => s,
+            Database::Postgres(p) => &mut **p,
+        }
+    }
+
+    /// Run `f` on the connection, outside any transaction (each statement
+    /// commits on its own).
+    pub(crate) fn read<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Conn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let (mut f, mut out) = (Some(f), None);
+        self.backend().read(&mut |db| {
+            if let Some(f) = f.take() {
+                out = Some(f(db)?);
+            }
+            Ok(())
+        })?;
+        out.ok_or_else(|| StoreError::Decode("a read ran no body".into()))
+    }
+
+    /// Run `f` in one write transaction, committed when it returns `Ok`
+    /// (rolled back otherwise: nothing of it is kept).
+    pub(crate) fn write<T>(
+        &mut self,
+        f: impl FnOnce(&mut dyn Conn) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let (mut f, mut out) = (Some(f), None);
+        self.backend_mut().write(&mut |db| {
+            if let Some(f) = f.take() {
+                out = Some(f(db)?);
+            }
+            Ok(())
+        })?;
+        out.ok_or_else(|| StoreError::Decode("a write ran no body".into()))
+    }
+
+    /// SQLite only: refuse to go on when the database file was deleted or
+    /// replaced under this process (claims and picks of work check it).
+    pub(crate) fn still_there(&self) -> Result<(), StoreError> {
+        self.backend().still_there()
+    }
+
+    /// The schema version of the database (the migrations applied).
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        self.backend().schema_version()
+    }
+
+    /// Read everything until [`Store::end_reads`] from one snapshot of the
+    /// database (a batch's facts): on SQLite one read transaction, where
+    /// each statement alone takes and drops its own locks (15 lock calls
+    /// per decision). Writing in between is an error.
+    pub fn begin_reads(&self) -> Result<(), StoreError> {
+        self.backend().begin_reads()
+    }
+
+    /// End what [`Store::begin_reads`] began (nothing when none is open).
+    pub fn end_reads(&self) -> Result<(), StoreError> {
+        self.backend().end_reads()
+    }
+
+    /// Group the small writes of a serving round's looks (the in-flight
+    /// records of the attempts it hands to lanes) and its reads into one
+    /// write transaction until [`Store::end_group`]: on SQLite one commit,
+    /// one sync of the log, for the whole group instead of one per record.
+    /// On PostgreSQL each statement commits alone, as before.
+    pub fn begin_group(&self) -> Result<(), StoreError> {
+        self.backend().begin_group()
+    }
+
+    /// End what [`Store::begin_group`] began: commit it, or roll it back
+    /// (`commit` false: nothing of the group is kept).
+    pub fn end_group(&self, commit: bool) -> Result<(), StoreError> {
+        self.backend().end_group(commit)
+    }
+
+    /// The poison wakes other processes sent since the last call
+    /// (instance, node), without waiting; `owner`'s own are left out. Best
+    /// effort: always empty on SQLite (a replica keeps its own wakes in
+    /// memory), and a lost one is recovered by the call's timeout.
+    pub fn wakes(&self, owner: &str) -> Result<Vec<(String, String)>, StoreError> {
+        self.backend().wakes(owner)
+    }
+
+    /// Start receiving the poison wakes of every process on this database
+    /// ([`Store::wakes`]); nothing to do on SQLite.
+    pub fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
+        self.backend_mut().listen_for_wakes()
     }
 }
 
@@ -353,8 +246,8 @@ impl Store {
     /// by hand.
     pub fn conn(&self) -> &rusqlite::Connection {
         match &self.backend {
-            Backend::Sqlite(s) => s.conn(),
-            Backend::Postgres(_) => panic!("a SQLite connection asked of a PostgreSQL store"),
+            Database::Sqlite(s) => s.conn(),
+            Database::Postgres(_) => panic!("a SQLite connection asked of a PostgreSQL store"),
         }
     }
 
@@ -362,8 +255,8 @@ impl Store {
     /// state by hand).
     pub fn pg_batch(&mut self, sql: &str) {
         match &mut self.backend {
-            Backend::Sqlite(_) => panic!("PostgreSQL statements asked of a SQLite store"),
-            Backend::Postgres(p) => p.batch(sql),
+            Database::Sqlite(_) => panic!("PostgreSQL statements asked of a SQLite store"),
+            Database::Postgres(p) => p.batch(sql),
         }
     }
 
@@ -371,8 +264,8 @@ impl Store {
     /// (see `plans.rs`).
     pub fn count_steps(&mut self) {
         match &mut self.backend {
-            Backend::Sqlite(s) => s.count_steps(),
-            Backend::Postgres(_) => panic!("SQLite step counting asked of a PostgreSQL store"),
+            Database::Sqlite(s) => s.count_steps(),
+            Database::Postgres(_) => panic!("SQLite step counting asked of a PostgreSQL store"),
         }
     }
 }

@@ -8,7 +8,7 @@
 //!   The pause is a row in the store, so it survives restarts and holds for
 //!   every process serving the database; a replica that picked a park just
 //!   before the pause committed has its re-drive refused when it applies
-//!   ([`refuse_held_redrive`], inside the applying transaction).
+//!   ([`refuse_held_redrive`](crate::write::refuse_held_redrive), inside the applying transaction).
 //! - A **quarantine** (`instances.quarantined_ms`) sets one instance aside:
 //!   it is never claimed, so nothing decides for it (no attempt, no timer,
 //!   no operator action) until it is released.
@@ -31,10 +31,11 @@
 
 use std::collections::BTreeSet;
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 
-use super::{exec, Sqlite, StoreError};
+use crate::sql::{args, Conn, Dialect, Lock, Row};
+use crate::write::matches_pause;
+use crate::{fault, Store, StoreError};
 use qflow_instance::history::{Attempt, HistoryEvent, Then};
 use qflow_instance::Transition;
 
@@ -306,11 +307,6 @@ impl LogQuery {
     }
 }
 
-/// The columns both stores read a [`Logged`] from, in its fields' order.
-/// Both read newest first (the limit keeps the latest), then put the
-/// entries back in the log's order ([`in_order`]).
-pub(super) const LOG_COLUMNS: &str = "seq, at_ms, action, kind, value, actor, reason, changed";
-
 /// The entries read newest first, put back in the log's order.
 pub(super) fn in_order(mut newest_first: Vec<Logged>) -> Vec<Logged> {
     newest_first.reverse();
@@ -434,9 +430,24 @@ pub struct Containment {
     pub held: Vec<HeldPark>,
 }
 
-const MATCHES_PAUSE: &str = "(p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)";
+/// Who held a park back and why, read by [`held_parks`](Store::held_parks)
+/// and [`containment`](Store::containment): the park's timer columns, then
+/// the pause's.
+fn held_park(r: &dyn Row, from: usize) -> Result<HeldPark, StoreError> {
+    let kind: String = r.get(from + 3)?;
+    Ok(HeldPark {
+        timer: r.get(from)?,
+        node: r.get(from + 1)?,
+        due_ms: r.get(from + 2)?,
+        kind: PauseKind::parse(&kind),
+        value: r.get(from + 4)?,
+        paused_ms: r.get(from + 5)?,
+        paused_by: r.get(from + 6)?,
+        reason: r.get(from + 7)?,
+    })
+}
 
-impl Sqlite {
+impl Store {
     /// Pause the re-drive of every retry park of a failure class or a
     /// dependency (idempotent: a second pause keeps the first one's
     /// record). `wall_now_ms` and `actor`: when, by whom and why, for the
@@ -472,68 +483,55 @@ impl Sqlite {
         actor: &Actor,
         on: bool,
     ) -> Result<PauseChange, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let record = pause_record(&tx, kind, value)?;
-        let changed = pause_changes(record.is_some(), on);
-        if changed && on {
-            exec(
-                &tx,
-                "INSERT INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![kind.flag(), value, wall_now_ms, actor.by, actor.reason],
+        self.write(|db| {
+            // Wait for the re-drives that checked before this pause to
+            // commit (PostgreSQL; SQLite's writers take turns already);
+            // pauses and unpauses are one at a time under it, so the
+            // record read here is the one changed.
+            db.lock(Lock::PauseExclusive)?;
+            let record = pause_record(db, kind, value)?;
+            let changed = pause_changes(record.is_some(), on);
+            if changed && on {
+                db.execute(
+                    "INSERT INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES ($1, $2, $3, $4, $5)",
+                    args![kind.flag(), value, wall_now_ms, actor.by, actor.reason],
+                )?;
+            } else if changed {
+                db.execute(
+                    "DELETE FROM pauses WHERE kind = $1 AND value = $2",
+                    args![kind.flag(), value],
+                )?;
+            }
+            fault::point("contain.written");
+            let action = if on { Action::Pause } else { Action::Unpause };
+            let logged = append_log(
+                db,
+                &entry(action, kind.flag(), value, wall_now_ms, actor, changed),
             )?;
-        } else if changed {
-            exec(
-                &tx,
-                "DELETE FROM pauses WHERE kind = ?1 AND value = ?2",
-                params![kind.flag(), value],
-            )?;
-        }
-        super::fault::point("contain.written");
-        let action = if on { Action::Pause } else { Action::Unpause };
-        let logged = append_log(
-            &tx,
-            &entry(action, kind.flag(), value, wall_now_ms, actor, changed),
-        )?;
-        super::fault::point("contain.logged");
-        let record = record_after(record, on, changed, actor);
-        let change = parks(&tx, kind, value, changed, record, logged)?;
-        tx.commit()?;
-        Ok(change)
+            fault::point("contain.logged");
+            let record = record_after(record, on, changed, actor);
+            parks(db, kind, value, changed, record, logged)
+        })
     }
 
     /// The dependencies paused now: every request to them (first
     /// attempts, retries, deliveries) waits for the unpause.
     pub fn paused_dependencies(&self) -> Result<BTreeSet<String>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached("SELECT value FROM pauses WHERE kind = 'dependency'")?;
-        let rows = st.query_map([], |r| r.get(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.read(|db| {
+            Ok(db
+                .rows(
+                    "SELECT value FROM pauses WHERE kind = 'dependency'",
+                    args![],
+                    |r| r.get(0),
+                )?
+                .into_iter()
+                .collect())
+        })
     }
 
     /// The pauses in force, oldest first, with the parks each holds.
     pub fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
-        let mut st = self.conn.prepare_cached(
-            "SELECT p.kind, p.value, p.paused_ms, p.paused_by, p.reason,
-                    (SELECT COUNT(*) FROM timers t JOIN instances i ON i.id = t.instance_id
-                     WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
-                       AND CASE p.kind WHEN 'class' THEN t.class ELSE t.dependency END = p.value)
-             FROM pauses p ORDER BY p.paused_ms, p.kind, p.value",
-        )?;
-        let rows = st.query_map([], |r| {
-            let kind: String = r.get(0)?;
-            Ok(Pause {
-                kind: PauseKind::parse(&kind),
-                value: r.get(1)?,
-                paused_ms: r.get(2)?,
-                by: r.get(3)?,
-                reason: r.get(4)?,
-                holding: r.get::<_, i64>(5)? as u64,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.read(pauses_in)
     }
 
     /// Set an instance aside: never claimed, so nothing runs it (no
@@ -568,227 +566,236 @@ impl Sqlite {
         actor: &Actor,
         on: bool,
     ) -> Result<QuarantineChange, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        type Row = (String, Option<i64>, Option<String>, Option<String>);
-        let row: Option<Row> = tx
-            .query_row(
-                "SELECT status, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE id = ?1",
-                params![instance],
+        self.write(|db| {
+            type Found = (String, Option<i64>, Option<String>, Option<String>);
+            let row: Option<Found> = db.opt(
+                "SELECT status, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE id = $1 FOR UPDATE",
+                args![instance],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
-            .optional()?;
-        let Some((status, was, mut by, mut reason)) = row else {
-            return Err(StoreError::NoInstance(instance.into()));
-        };
-        // A refusal returns here, before anything is written: the
-        // transaction rolls back and the log keeps nothing of it.
-        let changed = quarantine_changes(instance, &status, was.is_some(), on)?;
-        if changed {
-            let who = on.then_some(actor);
-            exec(
-                &tx,
-                "UPDATE instances SET quarantined_ms = ?2, quarantined_by = ?3, quarantine_reason = ?4 WHERE id = ?1",
-                params![
-                    instance,
-                    on.then_some(wall_now_ms),
-                    who.map(|a| &a.by),
-                    who.and_then(|a| a.reason.as_ref())
-                ],
             )?;
-            if let Some(a) = who {
-                (by, reason) = (Some(a.by.clone()), a.reason.clone());
+            let Some((status, was, mut by, mut reason)) = row else {
+                return Err(StoreError::NoInstance(instance.into()));
+            };
+            // A refusal returns here, before anything is written: the
+            // transaction rolls back and the log keeps nothing of it.
+            let changed = quarantine_changes(instance, &status, was.is_some(), on)?;
+            if changed {
+                let who = on.then_some(actor);
+                db.execute(
+                    "UPDATE instances SET quarantined_ms = $2, quarantined_by = $3, quarantine_reason = $4 WHERE id = $1",
+                    args![
+                        instance,
+                        on.then_some(wall_now_ms),
+                        who.map(|a| &a.by),
+                        who.and_then(|a| a.reason.as_ref())
+                    ],
+                )?;
+                if let Some(a) = who {
+                    (by, reason) = (Some(a.by.clone()), a.reason.clone());
+                }
             }
-        }
-        super::fault::point("contain.written");
-        let action = if on {
-            Action::Quarantine
-        } else {
-            Action::Release
-        };
-        let logged = append_log(
-            &tx,
-            &entry(action, "instance", instance, wall_now_ms, actor, changed),
-        )?;
-        super::fault::point("contain.logged");
-        tx.commit()?;
-        Ok(QuarantineChange {
-            instance: instance.into(),
-            status,
-            changed,
-            by,
-            reason,
-            logged,
+            fault::point("contain.written");
+            let action = if on {
+                Action::Quarantine
+            } else {
+                Action::Release
+            };
+            let logged = append_log(
+                db,
+                &entry(action, "instance", instance, wall_now_ms, actor, changed),
+            )?;
+            fault::point("contain.logged");
+            Ok(QuarantineChange {
+                instance: instance.into(),
+                status,
+                changed,
+                by,
+                reason,
+                logged,
+            })
         })
     }
 
-    /// The containment log: the entries `query` asks for, oldest first.
+    /// The containment log: the entries `query` asks for, oldest first
+    /// (read newest first, so the limit keeps the latest).
     pub fn containment_log(&self, query: &LogQuery) -> Result<Vec<Logged>, StoreError> {
-        let limit = if query.limit == 0 {
-            -1
-        } else {
-            i64::from(query.limit)
-        };
-        let read = |r: &rusqlite::Row<'_>| {
-            let action: String = r.get(2)?;
-            Ok(Logged {
-                seq: r.get(0)?,
-                at_ms: r.get(1)?,
-                action: Action::parse(&action),
-                kind: r.get(3)?,
-                value: r.get(4)?,
-                by: r.get(5)?,
-                reason: r.get(6)?,
-                changed: r.get(7)?,
-            })
-        };
-        let rows = match &query.target {
-            Some((kind, value)) => self
-                .conn
-                .prepare_cached(&format!(
-                    "SELECT {LOG_COLUMNS} FROM containment_log WHERE kind = ?1 AND value = ?2 ORDER BY seq DESC LIMIT ?3"
-                ))?
-                .query_map(params![kind, value, limit], read)?
-                .collect::<Result<Vec<_>, _>>()?,
-            None => self
-                .conn
-                .prepare_cached(&format!(
-                    "SELECT {LOG_COLUMNS} FROM containment_log ORDER BY seq DESC LIMIT ?1"
-                ))?
-                .query_map(params![limit], read)?
-                .collect::<Result<Vec<_>, _>>()?,
-        };
-        Ok(in_order(rows))
+        self.read(|db| {
+            // No limit: SQLite's is a negative one, PostgreSQL's a null.
+            let limit = match (query.limit, db.dialect()) {
+                (0, Dialect::Sqlite) => Some(-1),
+                (0, Dialect::Postgres) => None,
+                (n, _) => Some(i64::from(n)),
+            };
+            let read = |r: &dyn Row| {
+                let action: String = r.get(2)?;
+                Ok(Logged {
+                    seq: r.get(0)?,
+                    at_ms: r.get(1)?,
+                    action: Action::parse(&action),
+                    kind: r.get(3)?,
+                    value: r.get(4)?,
+                    by: r.get(5)?,
+                    reason: r.get(6)?,
+                    changed: r.get(7)?,
+                })
+            };
+            let rows = match &query.target {
+                Some((kind, value)) => db.rows(
+                    "SELECT seq, at_ms, action, kind, value, actor, reason, changed FROM containment_log
+                     WHERE kind = $1 AND value = $2 ORDER BY seq DESC LIMIT $3",
+                    args![kind, value, limit],
+                    read,
+                )?,
+                None => db.rows(
+                    "SELECT seq, at_ms, action, kind, value, actor, reason, changed FROM containment_log
+                     ORDER BY seq DESC LIMIT $1",
+                    args![limit],
+                    read,
+                )?,
+            };
+            Ok(in_order(rows))
+        })
     }
 
     /// What holds instance `instance` back: its quarantine and its retry
     /// parks a pause holds (refused for an unknown instance).
     pub fn containment(&self, instance: &str) -> Result<Containment, StoreError> {
-        type Row = (Option<i64>, Option<String>, Option<String>);
-        let row: Option<Row> = self
-            .conn
-            .prepare_cached(
-                "SELECT quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE id = ?1",
-            )?
-            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()?;
-        let Some((quarantined_ms, quarantined_by, quarantine_reason)) = row else {
-            return Err(StoreError::NoInstance(instance.into()));
-        };
-        let mut st = self.conn.prepare_cached(&format!(
-            "SELECT t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms, p.paused_by, p.reason
-             FROM timers t JOIN pauses p ON {MATCHES_PAUSE}
-             WHERE t.instance_id = ?1 AND t.state = 'armed' AND t.purpose = 'retry'
-             ORDER BY t.due_ms, t.id, p.paused_ms, p.kind, p.value"
-        ))?;
-        let held = st
-            .query_map(params![instance], |r| {
-                let kind: String = r.get(3)?;
-                Ok(HeldPark {
-                    timer: r.get(0)?,
-                    node: r.get(1)?,
-                    due_ms: r.get(2)?,
-                    kind: PauseKind::parse(&kind),
-                    value: r.get(4)?,
-                    paused_ms: r.get(5)?,
-                    paused_by: r.get(6)?,
-                    reason: r.get(7)?,
-                })
-            })?
-            .collect::<Result<_, _>>()?;
-        Ok(Containment {
-            quarantined_ms,
-            quarantined_by,
-            quarantine_reason,
-            held,
+        self.read(|db| {
+            type Found = (Option<i64>, Option<String>, Option<String>);
+            let row: Option<Found> = db.opt(
+                "SELECT quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE id = $1",
+                args![instance],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?;
+            let Some((quarantined_ms, quarantined_by, quarantine_reason)) = row else {
+                return Err(StoreError::NoInstance(instance.into()));
+            };
+            let held = db.rows(
+                concat!(
+                    "SELECT t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms, p.paused_by, p.reason
+                     FROM timers t JOIN pauses p ON ",
+                    matches_pause!(),
+                    " WHERE t.instance_id = $1 AND t.state = 'armed' AND t.purpose = 'retry'
+                     ORDER BY t.due_ms, t.id, p.paused_ms, p.kind, p.value"
+                ),
+                args![instance],
+                |r| held_park(r, 0),
+            )?;
+            Ok(Containment {
+                quarantined_ms,
+                quarantined_by,
+                quarantine_reason,
+                held,
+            })
         })
     }
 
     /// Every retry park a pause holds, of every unfinished instance, with
     /// its instance: what a list of instances marks as held.
     pub fn held_parks(&self) -> Result<Vec<(String, HeldPark)>, StoreError> {
-        let mut st = self.conn.prepare_cached(&format!(
-            "SELECT t.instance_id, t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms, p.paused_by, p.reason
-             FROM pauses p JOIN timers t ON {MATCHES_PAUSE}
-             JOIN instances i ON i.id = t.instance_id
-             WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
-             ORDER BY t.instance_id, t.due_ms, t.id, p.paused_ms, p.kind, p.value"
-        ))?;
-        let rows = st.query_map([], |r| {
-            let kind: String = r.get(4)?;
-            Ok((
-                r.get(0)?,
-                HeldPark {
-                    timer: r.get(1)?,
-                    node: r.get(2)?,
-                    due_ms: r.get(3)?,
-                    kind: PauseKind::parse(&kind),
-                    value: r.get(5)?,
-                    paused_ms: r.get(6)?,
-                    paused_by: r.get(7)?,
-                    reason: r.get(8)?,
-                },
-            ))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.read(|db| {
+            db.rows(
+                concat!(
+                    "SELECT t.instance_id, t.id, t.node, t.due_ms, p.kind, p.value, p.paused_ms, p.paused_by, p.reason
+                     FROM pauses p JOIN timers t ON ",
+                    matches_pause!(),
+                    " JOIN instances i ON i.id = t.instance_id
+                     WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
+                     ORDER BY t.instance_id, t.due_ms, t.id, p.paused_ms, p.kind, p.value"
+                ),
+                args![],
+                |r| Ok((r.get(0)?, held_park(r, 1)?)),
+            )
+        })
     }
 
     /// The retry parks armed now, counted by the class and by the
     /// dependency they record: what the fleet can pause, and how much each
     /// would hold.
     pub fn parked_by_cause(&self) -> Result<Vec<ParkedCause>, StoreError> {
-        let mut st = self.conn.prepare_cached(PARKED_BY_CAUSE)?;
-        let rows = st.query_map([], |r| {
-            let kind: String = r.get(0)?;
-            Ok(ParkedCause {
-                kind: PauseKind::parse(&kind),
-                value: r.get(1)?,
-                parks: r.get::<_, i64>(2)? as u64,
+        self.read(|db| {
+            db.rows(PARKED_BY_CAUSE, args![], |r| {
+                let kind: String = r.get(0)?;
+                Ok(ParkedCause {
+                    kind: PauseKind::parse(&kind),
+                    value: r.get(1)?,
+                    parks: r.get::<i64>(2)? as u64,
+                })
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        })
     }
 
     /// The quarantined instances, with when, by whom and why they were
     /// set aside.
     pub fn quarantined(&self) -> Result<Vec<Quarantined>, StoreError> {
-        let mut st = self.conn.prepare_cached(QUARANTINED)?;
-        let rows = st.query_map([], |r| {
-            Ok(Quarantined {
-                instance: r.get(0)?,
-                at_ms: r.get(1)?,
-                by: r.get(2)?,
-                reason: r.get(3)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.read(|db| {
+            db.rows(
+                db.dialect().pick(QUARANTINED, QUARANTINED_PG),
+                args![],
+                |r| {
+                    Ok(Quarantined {
+                        instance: r.get(0)?,
+                        at_ms: r.get(1)?,
+                        by: r.get(2)?,
+                        reason: r.get(3)?,
+                    })
+                },
+            )
+        })
     }
+}
+
+/// [`QUARANTINED`] on PostgreSQL, in the order of its `seq` column (SQLite's
+/// `rowid`).
+const QUARANTINED_PG: &str = "SELECT id, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE quarantined_ms IS NOT NULL ORDER BY quarantined_ms, seq";
+
+/// The pauses in force, oldest first, with the parks each holds (also
+/// part of the fleet's observations).
+pub(crate) fn pauses_in(db: &mut dyn Conn) -> Result<Vec<Pause>, StoreError> {
+    db.rows(
+        "SELECT p.kind, p.value, p.paused_ms, p.paused_by, p.reason,
+                (SELECT COUNT(*) FROM timers t JOIN instances i ON i.id = t.instance_id
+                 WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
+                   AND CASE p.kind WHEN 'class' THEN t.class ELSE t.dependency END = p.value)
+         FROM pauses p ORDER BY p.paused_ms, p.kind, p.value",
+        args![],
+        |r| {
+            let kind: String = r.get(0)?;
+            Ok(Pause {
+                kind: PauseKind::parse(&kind),
+                value: r.get(1)?,
+                paused_ms: r.get(2)?,
+                by: r.get(3)?,
+                reason: r.get(4)?,
+                holding: r.get::<i64>(5)? as u64,
+            })
+        },
+    )
 }
 
 /// The retry parks of one class or dependency, armed now, and how many are
 /// due at the latest decision the store holds.
 fn parks(
-    c: &Connection,
+    db: &mut dyn Conn,
     kind: PauseKind,
     value: &str,
     changed: bool,
     (by, reason): (Option<String>, Option<String>),
     logged: Logged,
 ) -> Result<PauseChange, StoreError> {
-    let column = match kind {
-        PauseKind::Class => "class",
-        PauseKind::Dependency => "dependency",
-    };
-    let (parks, due_now): (i64, i64) = c.query_row(
-        &format!(
-            "SELECT COUNT(*), COALESCE(SUM(t.due_ms <= (SELECT COALESCE(MAX(at_ms), 0) FROM transitions)), 0)
+    let sql = match kind {
+        PauseKind::Class => {
+            "SELECT COUNT(*), COUNT(*) FILTER (WHERE t.due_ms <= (SELECT COALESCE(MAX(at_ms), 0) FROM transitions))
              FROM timers t JOIN instances i ON i.id = t.instance_id
-             WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting') AND t.{column} = ?1"
-        ),
-        params![value],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+             WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting') AND t.class = $1"
+        }
+        PauseKind::Dependency => {
+            "SELECT COUNT(*), COUNT(*) FILTER (WHERE t.due_ms <= (SELECT COALESCE(MAX(at_ms), 0) FROM transitions))
+             FROM timers t JOIN instances i ON i.id = t.instance_id
+             WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting') AND t.dependency = $1"
+        }
+    };
+    let (parks, due_now): (i64, i64) = db.one(sql, args![value], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(PauseChange {
         kind,
         value: value.into(),
@@ -805,74 +812,28 @@ fn parks(
 /// `None` when it predates the record).
 pub(super) type PauseRecord = Option<(Option<String>, Option<String>)>;
 
-fn pause_record(c: &Connection, kind: PauseKind, value: &str) -> Result<PauseRecord, StoreError> {
-    Ok(c.query_row(
-        "SELECT paused_by, reason FROM pauses WHERE kind = ?1 AND value = ?2",
-        params![kind.flag(), value],
+fn pause_record(
+    db: &mut dyn Conn,
+    kind: PauseKind,
+    value: &str,
+) -> Result<PauseRecord, StoreError> {
+    db.opt(
+        "SELECT paused_by, reason FROM pauses WHERE kind = $1 AND value = $2",
+        args![kind.flag(), value],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
-    .optional()?)
 }
 
 /// Append `e` to the containment log, in the action's transaction; the
 /// entry as the log now holds it.
-fn append_log(c: &Connection, e: &NewEntry<'_>) -> Result<Logged, StoreError> {
-    exec(
-        c,
-        "INSERT INTO containment_log(at_ms, action, kind, value, actor, reason, changed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![e.at_ms, e.action, e.kind, e.value, e.by, e.reason, e.changed],
+fn append_log(db: &mut dyn Conn, e: &NewEntry<'_>) -> Result<Logged, StoreError> {
+    let seq = db.one(
+        "INSERT INTO containment_log(at_ms, action, kind, value, actor, reason, changed)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq",
+        args![e.at_ms, e.action, e.kind, e.value, e.by, e.reason, e.changed],
+        |r| r.get(0),
     )?;
-    Ok(e.logged(c.last_insert_rowid()))
-}
-
-/// The armed retry timers of an instance whose re-drive a pause holds back.
-pub(super) fn held_timers(c: &Connection, instance: &str) -> Result<BTreeSet<i64>, StoreError> {
-    let mut st = c.prepare_cached(&format!(
-        "SELECT t.id FROM timers t WHERE t.instance_id = ?1 AND t.state = 'armed' AND t.purpose = 'retry'
-         AND EXISTS (SELECT 1 FROM pauses p WHERE {MATCHES_PAUSE})"
-    ))?;
-    let rows = st.query_map(params![instance], |r| r.get(0))?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// Refuse a transition that re-drives a paused park: it resolves a retry
-/// timer of a paused class or dependency and makes an attempt of that
-/// timer's node. (A transition that cancels the park, an interrupting
-/// boundary or a migration, is no re-drive and goes through.) Checked inside
-/// the applying transaction, so a replica that read its facts before the
-/// pause committed cannot slip a re-drive past it.
-pub(super) fn refuse_held_redrive(
-    tx: &Connection,
-    instance: &str,
-    t: &Transition,
-) -> Result<(), StoreError> {
-    for id in &t.resolve {
-        let held: Option<(String, String, String)> = tx
-            .prepare_cached(&format!(
-                "SELECT t.node, p.kind, p.value FROM timers t JOIN pauses p ON {MATCHES_PAUSE}
-                 WHERE t.id = ?1 AND t.purpose = 'retry' AND NOT EXISTS (SELECT 1 FROM incidents i
-                   WHERE i.instance_id = t.instance_id AND i.node = t.node AND i.kind = 'in-flight' AND i.closed_ms IS NULL)
-                 LIMIT 1"
-            ))?
-            .query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()?;
-        let Some((node, kind, value)) = held else {
-            continue;
-        };
-        let attempts = t.history.iter().any(|e| {
-            e.line.node.as_deref() == Some(node.as_str())
-                && matches!(e.line.event, HistoryEvent::Attempt(_))
-        });
-        if attempts {
-            return Err(StoreError::Paused {
-                instance: instance.into(),
-                node,
-                kind,
-                value,
-            });
-        }
-    }
-    Ok(())
+    Ok(e.logged(seq))
 }
 
 /// What transition `t` itself says of the failure that parks `node`'s
@@ -926,32 +887,4 @@ pub(super) fn cause_in_transition(t: &Transition, node: &str) -> CauseInTransiti
         }
     }
     cause
-}
-
-/// The class and dependency of the failure that parks `node`'s retry in
-/// transition `t`: from its own attempt line (a registered task's failed
-/// attempt; a channel call's failed attempt, always transient, whose
-/// channel is on the call's last attempt line), else from the node's last
-/// attempt line in the store (a park re-armed by a migration).
-pub(super) fn park_cause(
-    tx: &Connection,
-    instance: &str,
-    t: &Transition,
-    node: &str,
-) -> Result<(Option<String>, Option<String>), StoreError> {
-    let class = match cause_in_transition(t, node) {
-        CauseInTransition::Task(class, task) => return Ok((class, Some(task))),
-        CauseInTransition::Call => Some("transient".to_string()),
-        CauseInTransition::None => None,
-    };
-    let last: Option<(Option<String>, Option<String>)> = tx
-        .prepare_cached(
-            "SELECT COALESCE(json_extract(detail, '$.class'), CASE WHEN task IS NULL THEN 'transient' END),
-                    COALESCE(task, json_extract(detail, '$.channel'))
-             FROM history WHERE instance_id = ?1 AND node = ?2 AND kind = 'attempt' ORDER BY seq DESC LIMIT 1",
-        )?
-        .query_row(params![instance, node], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    let (last_class, dependency) = last.unwrap_or((None, None));
-    Ok((class.or(last_class), dependency))
 }

@@ -2,7 +2,9 @@
 //! of cases runs on a SQLite file and, when `QFLOW_TEST_POSTGRES_URL` names
 //! a server, on a PostgreSQL database of its own (the PostgreSQL case says
 //! it skips without a server, and fails instead under
-//! `QFLOW_REQUIRE_POSTGRES`).
+//! `QFLOW_REQUIRE_POSTGRES`). The one harness for every crate: the
+//! binary's tests (`tests/support/stores.rs`) take their databases from it
+//! as the text `--db` takes ([`Fresh::db_text`]).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -41,6 +43,20 @@ impl Fresh {
     /// Whether this case runs on PostgreSQL.
     pub fn is_postgres(&self) -> bool {
         self.server.is_some()
+    }
+
+    /// A scratch directory for the test's other files (models, logs).
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// A new, empty database, as the text `--db` takes (a file path or a
+    /// URL, unredacted).
+    pub fn db_text(&self) -> String {
+        match self.db() {
+            Location::Sqlite(path) => path.display().to_string(),
+            Location::Postgres(url) => url,
+        }
     }
 
     /// A new, empty database.

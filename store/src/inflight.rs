@@ -6,9 +6,8 @@
 //! from, and decides that attempt as an unknown outcome instead of running
 //! the handler a second time: the effect may have happened.
 
-use rusqlite::{params, OptionalExtension};
-
-use super::{exec, Sqlite, StoreError};
+use crate::sql::args;
+use crate::{Store, StoreError};
 
 /// The incident kind of an attempt in flight.
 pub const KIND: &str = "in-flight";
@@ -113,7 +112,7 @@ pub(super) fn record(message: String, opened_ms: i64) -> Option<InFlight> {
     })
 }
 
-impl Sqlite {
+impl Store {
     /// Record that attempt `attempt` of `node` starts now, from the
     /// instance at `version` (call under the instance's claim).
     pub fn open_in_flight(
@@ -125,14 +124,10 @@ impl Sqlite {
         at_ms: i64,
         wall_ms: i64,
     ) -> Result<(), StoreError> {
-        exec(self.conn(),
-            "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![instance, node, KIND, message(attempt, version, wall_ms), at_ms],
-        )?;
-        Ok(())
+        self.open_record(instance, node, &message(attempt, version, wall_ms), at_ms)
     }
 
-    /// [`Sqlite::open_in_flight`] for an attempt this process runs on a
+    /// [`Store::open_in_flight`] for an attempt this process runs on a
     /// lane, without the claim held while it runs: the record names the
     /// process and how long the attempt may take.
     #[allow(clippy::too_many_arguments)]
@@ -153,11 +148,23 @@ impl Sqlite {
             &super::local_owner(),
             lease_until_ms,
         );
-        exec(self.conn(),
-            "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![instance, node, KIND, m, at_ms],
-        )?;
-        Ok(())
+        self.open_record(instance, node, &m, at_ms)
+    }
+
+    fn open_record(
+        &self,
+        instance: &str,
+        node: &str,
+        message: &str,
+        at_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.read(|db| {
+            db.execute(
+                crate::write::OPEN_INCIDENT,
+                args![instance, node, KIND, message, at_ms],
+            )?;
+            Ok(())
+        })
     }
 
     /// Close the in-flight records of one node (its attempt came back and
@@ -168,33 +175,56 @@ impl Sqlite {
         node: &str,
         at_ms: i64,
     ) -> Result<(), StoreError> {
-        exec(self.conn(),
-            "UPDATE incidents SET closed_ms = ?4 WHERE instance_id = ?1 AND node = ?2 AND kind = ?3 AND closed_ms IS NULL",
-            params![instance, node, KIND, at_ms],
-        )?;
-        Ok(())
+        self.read(|db| {
+            db.execute(
+                "UPDATE incidents SET closed_ms = $4 WHERE instance_id = $1 AND node = $2 AND kind = $3 AND closed_ms IS NULL",
+                args![instance, node, KIND, at_ms],
+            )?;
+            Ok(())
+        })
     }
 
     /// The latest open in-flight record of `node`, if any.
     pub fn in_flight(&self, instance: &str, node: &str) -> Result<Option<InFlight>, StoreError> {
-        let row: Option<(String, i64)> = self
-            .conn()
-            .prepare_cached(
-                "SELECT message, opened_ms FROM incidents WHERE instance_id = ?1 AND node = ?2 AND kind = ?3 AND closed_ms IS NULL ORDER BY id DESC LIMIT 1",
-            )?
-            .query_row(params![instance, node, KIND], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
+        let row: Option<(String, i64)> = self.read(|db| {
+            db.opt(
+                "SELECT message, opened_ms FROM incidents WHERE instance_id = $1 AND node = $2 AND kind = $3 AND closed_ms IS NULL ORDER BY id DESC LIMIT 1",
+                args![instance, node, KIND],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })?;
         Ok(row.and_then(|(message, opened_ms)| record(message, opened_ms)))
     }
 
     /// Close the instance's in-flight records (its attempt's outcome was
     /// applied, or lost to another party).
     pub fn close_in_flight(&self, instance: &str, at_ms: i64) -> Result<(), StoreError> {
-        exec(self.conn(),
-            "UPDATE incidents SET closed_ms = ?3 WHERE instance_id = ?1 AND kind = ?2 AND closed_ms IS NULL",
-            params![instance, KIND, at_ms],
-        )?;
-        Ok(())
+        self.read(|db| {
+            db.execute(
+                "UPDATE incidents SET closed_ms = $3 WHERE instance_id = $1 AND kind = $2 AND closed_ms IS NULL",
+                args![instance, KIND, at_ms],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Record a decision taken more than the serving loop's threshold
+    /// after it was due (wall clock): an observation `qflow stats` counts.
+    pub fn record_late(
+        &self,
+        instance: &str,
+        node: Option<&str>,
+        kind: &str,
+        due_ms: i64,
+        decided_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.read(|db| {
+            db.execute(
+                "INSERT INTO late_decisions(instance_id, node, kind, due_ms, decided_ms) VALUES ($1, $2, $3, $4, $5)",
+                args![instance, node, kind, due_ms, decided_ms],
+            )?;
+            Ok(())
+        })
     }
 }
 

@@ -11,11 +11,11 @@
 
 use std::path::Path;
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, TransactionBehavior};
 use sha2::{Digest, Sha256};
 
-use qflow_instance::snapshot::{canonical_string, Snapshot};
-use qflow_instance::{Facts, OutboxChange, Purpose, Status, TimerRow, Transition};
+use qflow_instance::snapshot::Snapshot;
+use qflow_instance::{Facts, Purpose, Status, TimerRow, Transition};
 
 pub mod batch;
 mod boundary;
@@ -27,13 +27,16 @@ pub mod fresh;
 pub mod inflight;
 pub mod lifecycle;
 pub mod location;
+mod ops;
 pub mod pg;
 #[cfg(any(test, feature = "testing"))]
 pub mod plans;
 pub mod query;
 pub mod schema;
+mod sql;
 pub mod start_keys;
 pub mod stats;
+mod write;
 
 pub use lifecycle::{Deployed, DeploymentRow, Retirement, StatusCounts};
 pub use location::Location;
@@ -127,6 +130,10 @@ pub enum StoreError {
     NoDatabase { url: String, name: String },
     #[error("database error: {0}")]
     Postgres(#[from] postgres::Error),
+    /// A column that does not hold what the store wrote there (the
+    /// database was changed by hand or by another program).
+    #[error("database error: {0} (the database was changed by hand or by another program: restore it from a backup)")]
+    Decode(String),
     #[error("{url}: {why}")]
     BadUrl { url: String, why: String },
     #[error("cannot connect to {url}: {cause} (is the server running, and the URL's host, port, user and database right?)")]
@@ -166,6 +173,12 @@ fn damage_hint(e: &rusqlite::Error) -> &'static str {
 }
 
 impl StoreError {
+    /// Whether a statement found its row locked by another transaction
+    /// and was told not to wait (PostgreSQL's `NOWAIT`).
+    pub(crate) fn is_row_locked(&self) -> bool {
+        matches!(self, StoreError::Postgres(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE))
+    }
+
     /// A refusal that means "someone or something else decides for this
     /// instance now" (another claim, stale facts, a quarantine, a pause):
     /// routine for a replica, which drops the decision and moves on.
@@ -186,12 +199,12 @@ pub const CLAIM_TTL_MS: i64 = 30_000;
 /// The store every face and the runtime use: one public API, whichever
 /// database is behind it (see `docs/store.md`, "Two stores, one boundary").
 pub struct Store {
-    backend: Backend,
+    backend: Database,
 }
 
-/// The database behind a [`Store`]: a closed set, dispatched by `match` in
-/// the forwarding methods below.
-enum Backend {
+/// The database behind a [`Store`]: a closed set, each a
+/// [`boundary::Backend`] (see there for what a backend supplies).
+enum Database {
     Sqlite(Sqlite),
     // Boxed: the client is much larger than a SQLite connection.
     Postgres(Box<pg::Postgres>),
@@ -288,7 +301,7 @@ impl Store {
         match location {
             Location::Sqlite(path) => Store::open(path),
             Location::Postgres(url) => Ok(Store {
-                backend: Backend::Postgres(Box::new(pg::Postgres::connect(url, true)?)),
+                backend: Database::Postgres(Box::new(pg::Postgres::connect(url, true)?)),
             }),
         }
     }
@@ -302,7 +315,7 @@ impl Store {
             }
             Location::Sqlite(_) => Store::connect(location),
             Location::Postgres(url) => Ok(Store {
-                backend: Backend::Postgres(Box::new(pg::Postgres::connect(url, false)?)),
+                backend: Database::Postgres(Box::new(pg::Postgres::connect(url, false)?)),
             }),
         }
     }
@@ -316,7 +329,7 @@ impl Store {
         match location {
             Location::Sqlite(path) if path.exists() => match Store::connect(location) {
                 Err(e) if is_read_only(&e) => Ok(Store {
-                    backend: Backend::Sqlite(Sqlite::open_read_only(path)?),
+                    backend: Database::Sqlite(Sqlite::open_read_only(path)?),
                 }),
                 other => other,
             },
@@ -330,7 +343,9 @@ impl Store {
         match location {
             Location::Sqlite(path) => Store::open_at(path, version),
             Location::Postgres(url) => Ok(Store {
-                backend: Backend::Postgres(Box::new(pg::Postgres::connect_at(url, true, version)?)),
+                backend: Database::Postgres(Box::new(pg::Postgres::connect_at(
+                    url, true, version,
+                )?)),
             }),
         }
     }
@@ -343,7 +358,7 @@ impl Store {
     /// Open and migrate only up to `version` (tests build old databases with it).
     pub fn open_at(path: &Path, version: u32) -> Result<Store, StoreError> {
         Ok(Store {
-            backend: Backend::Sqlite(Sqlite::open_at(path, version)?),
+            backend: Database::Sqlite(Sqlite::open_at(path, version)?),
         })
     }
 }
@@ -548,324 +563,14 @@ impl Sqlite {
         &self.conn
     }
 
-    /// Deploy a model (idempotent by hash and process id). `now_ms`: wall clock.
-    pub fn deploy(
-        &mut self,
-        process_id: &str,
-        source: &str,
-        now_ms: i64,
-    ) -> Result<Deployment, StoreError> {
-        let hash = source_hash(source);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let id = lifecycle::insert_deployment(&tx, process_id, source, None, now_ms)?;
-        tx.commit()?;
-        Ok(Deployment {
-            id,
-            process_id: process_id.to_string(),
-            hash,
-        })
-    }
-
-    /// The unfinished instance of a deployment, if any (the oldest).
-    pub fn unfinished_instance(&self, deployment: i64) -> Result<Option<String>, StoreError> {
-        Ok(self
-            .conn
-            .prepare_cached("SELECT id FROM instances WHERE deployment_id = ?1 AND status IN ('running','waiting') ORDER BY rowid LIMIT 1")?.query_row(params![deployment],
-                |r| r.get(0),
-            )
-            .optional()?)
-    }
-
-    /// Create an instance with its start transition, unless the deployment
-    /// already has an unfinished one: decided in one write transaction, so two
-    /// processes never start two. Returns the instance id and whether it is new.
-    pub fn create_instance(
-        &mut self,
-        deployment: &Deployment,
-        start: &Transition,
-        started_ms: i64,
-    ) -> Result<(String, bool), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let existing: Option<String> = tx
-            .prepare_cached("SELECT id FROM instances WHERE deployment_id = ?1 AND status IN ('running','waiting') ORDER BY rowid LIMIT 1")?.query_row(params![deployment.id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(id) = existing {
-            return Ok((id, false));
-        }
-        lifecycle::refuse_retired(&tx, deployment.id)?;
-        let id = insert_instance(&tx, deployment, start, started_ms)?;
-        tx.commit()?;
-        Ok((id, true))
-    }
-
-    /// Start one more instance of a deployment, whatever else runs: what a
-    /// server does for every request (local runs use [`Store::create_instance`]).
-    pub fn start_instance(
-        &mut self,
-        deployment: &Deployment,
-        start: &Transition,
-        started_ms: i64,
-    ) -> Result<String, StoreError> {
-        self.still_there()?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        lifecycle::refuse_retired(&tx, deployment.id)?;
-        let id = insert_instance(&tx, deployment, start, started_ms)?;
-        tx.commit()?;
-        Ok(id)
-    }
-
-    /// Start `n` instances of a deployment in one transaction, each with the
-    /// same start transition: how a simulation or a benchmark seeds a fleet
-    /// without a commit per instance.
-    pub fn start_instances(
-        &mut self,
-        deployment: &Deployment,
-        start: &Transition,
-        started_ms: i64,
-        n: usize,
-    ) -> Result<(), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        lifecycle::refuse_retired(&tx, deployment.id)?;
-        for _ in 0..n {
-            insert_instance(&tx, deployment, start, started_ms)?;
-        }
-        tx.commit()?;
-        Ok(())
+    pub(crate) fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
     }
 }
 
-fn insert_instance(
-    tx: &rusqlite::Transaction<'_>,
-    deployment: &Deployment,
-    start: &Transition,
-    started_ms: i64,
-) -> Result<String, StoreError> {
-    // The next number after the newest row (the count of rows while none is
-    // ever deleted): a lookup at the end of the table, where a count read
-    // every row, so starting the 50,000th instance cost 50,000 reads.
-    let n: i64 = tx
-        .prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM instances")?
-        .query_row([], |r| r.get(0))?;
-    let id = format!("{}-{}", deployment.process_id, n + 1);
-    exec(tx,
-            "INSERT INTO instances(id, deployment_id, status, snapshot, version, started_ms, updated_ms)
-             VALUES (?1, ?2, 'running', ?3, 0, ?4, ?4)",
-            params![id, deployment.id, Snapshot::new().encode(), started_ms],
-        )?;
-    write_transition(tx, &id, 0, start, started_ms)?;
-    Ok(id)
-}
+impl Sqlite {}
 
-impl Sqlite {
-    /// Take (or renew) the claim on an instance. A claim held by someone else
-    /// is respected until it expires, unless its owner is a dead process on
-    /// this host.
-    pub fn claim(
-        &mut self,
-        instance: &str,
-        owner: &str,
-        wall_now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.still_there()?;
-        // A claim visibly held by a live owner is refused from a plain read,
-        // without the write lock: losers polling a hot instance must not
-        // queue on the lock ahead of the holder's own transition.
-        if let Some(err) = self.held_elsewhere(instance, owner, wall_now_ms)? {
-            return Err(err);
-        }
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let row: Option<(Option<String>, Option<i64>, Option<i64>)> = tx
-            .prepare_cached(
-                "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = ?1",
-            )?
-            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()?;
-        let Some((held, until, quarantined)) = row else {
-            return Err(StoreError::NoInstance(instance.into()));
-        };
-        if quarantined.is_some() {
-            return Err(StoreError::Quarantined(instance.into()));
-        }
-        if let (Some(h), Some(u)) = (&held, until) {
-            if h != owner && u > wall_now_ms && !owner_is_dead(h) {
-                return Err(StoreError::Claimed {
-                    instance: instance.into(),
-                    owner: h.clone(),
-                    until_ms: u,
-                });
-            }
-        }
-        exec(
-            &tx,
-            "UPDATE instances SET claim_owner = ?2, claim_expires_ms = ?3 WHERE id = ?1",
-            params![instance, owner, wall_now_ms + CLAIM_TTL_MS],
-        )?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// The refusal for a claim someone else holds, read outside a
-    /// transaction (the claim itself re-checks under the write lock).
-    fn held_elsewhere(
-        &self,
-        instance: &str,
-        owner: &str,
-        wall_now_ms: i64,
-    ) -> Result<Option<StoreError>, StoreError> {
-        let row: Option<(Option<String>, Option<i64>, Option<i64>)> = self
-            .conn
-            .prepare_cached(
-                "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = ?1",
-            )?
-            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()?;
-        Ok(match row {
-            Some((_, _, Some(_))) => Some(StoreError::Quarantined(instance.into())),
-            Some((Some(h), Some(u), None))
-                if h != owner && u > wall_now_ms && !owner_is_dead(&h) =>
-            {
-                Some(StoreError::Claimed {
-                    instance: instance.into(),
-                    owner: h,
-                    until_ms: u,
-                })
-            }
-            _ => None,
-        })
-    }
-
-    /// Keep a claim held until at least `until_ms` (wall clock), for the
-    /// owner that holds it: a handler that may run longer than a claim
-    /// lasts must still find it held when its outcome is applied. Never
-    /// shortens a claim, never takes one.
-    pub fn extend_claim(&self, instance: &str, until_ms: i64) -> Result<(), StoreError> {
-        exec(&self.conn,
-            "UPDATE instances SET claim_expires_ms = ?2 WHERE id = ?1 AND claim_owner IS NOT NULL AND claim_expires_ms < ?2",
-            params![instance, until_ms],
-        )?;
-        Ok(())
-    }
-
-    /// Give the claim up (end of a run).
-    pub fn release(&mut self, instance: &str, owner: &str) -> Result<(), StoreError> {
-        exec(&self.conn,
-            "UPDATE instances SET claim_owner = NULL, claim_expires_ms = NULL WHERE id = ?1 AND claim_owner = ?2",
-            params![instance, owner],
-        )?;
-        Ok(())
-    }
-
-    /// The durable facts of one instance: deployment, status, version,
-    /// start, snapshot, armed timers.
-    pub fn facts(&self, instance: &str) -> Result<InstanceFacts, StoreError> {
-        let row = query::instance(&self.conn, instance)?
-            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-        Ok(InstanceFacts::of_row(
-            &row,
-            query::armed_timers(&self.conn, instance)?,
-            contain::held_timers(&self.conn, instance)?,
-            query::keys_sent(&self.conn, instance)?,
-        ))
-    }
-
-    /// Apply a transition in one transaction under the claim: refused if the
-    /// claim is not `owner`'s, if the instance moved past `expected_version`,
-    /// or if a timer it resolves is no longer armed.
-    pub fn apply(
-        &mut self,
-        instance: &str,
-        owner: &str,
-        expected_version: i64,
-        t: &Transition,
-        at_ms: i64,
-        wall_now_ms: i64,
-    ) -> Result<i64, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        check_claim(&tx, instance, owner, expected_version, wall_now_ms)?;
-        let seq = write_transition(&tx, instance, expected_version, t, at_ms)?;
-        exec(
-            &tx,
-            "UPDATE instances SET claim_expires_ms = ?2 WHERE id = ?1",
-            params![instance, wall_now_ms + CLAIM_TTL_MS],
-        )?;
-        tx.commit()?;
-        Ok(seq)
-    }
-}
-
-impl Sqlite {
-    /// Move an instance to another deployment, applying the migration's
-    /// transition in the same transaction, under the claim. A retired
-    /// deployment receives no instance. (The `fault` points let the crash
-    /// tests stop the process inside the transaction.)
-    #[allow(clippy::too_many_arguments)]
-    pub fn migrate_instance(
-        &mut self,
-        instance: &str,
-        owner: &str,
-        expected_version: i64,
-        destination: &Destination,
-        t: &Transition,
-        at_ms: i64,
-        wall_now_ms: i64,
-    ) -> Result<(i64, i64), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let (held, until): (Option<String>, Option<i64>) = tx
-            .prepare_cached("SELECT claim_owner, claim_expires_ms FROM instances WHERE id = ?1")?
-            .query_row(params![instance], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?
-            .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-        if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
-            return Err(StoreError::Claimed {
-                instance: instance.into(),
-                owner: held.unwrap_or_else(|| "nobody".into()),
-                until_ms: until.unwrap_or(0),
-            });
-        }
-        let deployment = match destination {
-            Destination::Deployed(id) => *id,
-            Destination::New {
-                process_id,
-                source,
-                origin,
-            } => lifecycle::insert_deployment(
-                &tx,
-                process_id,
-                source,
-                origin.as_deref(),
-                wall_now_ms,
-            )?,
-        };
-        lifecycle::refuse_retired(&tx, deployment)?;
-        fault::point("migrate.begin");
-        let seq = write_transition(&tx, instance, expected_version, t, at_ms)?;
-        fault::point("migrate.written");
-        tx.execute(
-            "UPDATE instances SET deployment_id = ?2 WHERE id = ?1",
-            params![instance, deployment],
-        )?;
-        fault::point("migrate.before-commit");
-        tx.commit()?;
-        fault::point("migrate.committed");
-        Ok((seq, deployment))
-    }
-}
+impl Sqlite {}
 
 /// Where a migration moves an instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -947,260 +652,6 @@ impl InstanceFacts {
     }
 }
 
-/// Run one statement through the connection's statement cache: the
-/// statements of a decision run thousands of times, and preparing each anew
-/// cost more than executing it.
-fn exec(c: &Connection, sql: &str, p: impl rusqlite::Params) -> rusqlite::Result<usize> {
-    c.prepare_cached(sql)?.execute(p)
-}
-
-/// Refuse a transition unless `owner` holds the instance's live claim and
-/// the instance is still at `expected_version` (inside the transaction that
-/// applies it).
-fn check_claim(
-    tx: &Connection,
-    instance: &str,
-    owner: &str,
-    expected_version: i64,
-    wall_now_ms: i64,
-) -> Result<(), StoreError> {
-    let (held, until, version, quarantined): (Option<String>, Option<i64>, i64, Option<i64>) = tx
-        .prepare_cached(
-            "SELECT claim_owner, claim_expires_ms, version, quarantined_ms FROM instances WHERE id = ?1",
-        )?
-        .query_row(params![instance], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })
-        .optional()?
-        .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
-    if quarantined.is_some() {
-        return Err(StoreError::Quarantined(instance.into()));
-    }
-    if held.as_deref() != Some(owner) || until.is_none_or(|u| u < wall_now_ms) {
-        return Err(StoreError::Claimed {
-            instance: instance.into(),
-            owner: held.unwrap_or_else(|| "nobody".into()),
-            until_ms: until.unwrap_or(0),
-        });
-    }
-    if version != expected_version {
-        return Err(StoreError::Conflict(instance.into()));
-    }
-    Ok(())
-}
-
-/// Write one transition inside an open transaction; returns its seq.
-fn write_transition(
-    tx: &Connection,
-    instance: &str,
-    version: i64,
-    t: &Transition,
-    at_ms: i64,
-) -> Result<i64, StoreError> {
-    contain::refuse_held_redrive(tx, instance, t)?;
-    let new_version = version + 1;
-    let changed = if t.keep_stored_snapshot {
-        // A snapshot that cannot be decoded stays byte for byte as stored.
-        exec(tx,
-            "UPDATE instances SET status = ?2, version = ?3, updated_ms = ?4 WHERE id = ?1 AND version = ?5",
-            params![instance, t.status.as_str(), new_version, at_ms, version],
-        )?
-    } else {
-        exec(tx,
-            "UPDATE instances SET status = ?2, snapshot = ?3, version = ?4, updated_ms = ?5 WHERE id = ?1 AND version = ?6",
-            params![instance, t.status.as_str(), t.snapshot.encode(), new_version, at_ms, version],
-        )?
-    };
-    if changed != 1 {
-        return Err(StoreError::Conflict(instance.into()));
-    }
-    exec(
-        tx,
-        "INSERT INTO transitions(instance_id, version, at_ms, status, snapshot)
-         SELECT ?1, ?2, ?3, ?4, snapshot FROM instances WHERE id = ?1",
-        params![instance, new_version, at_ms, t.status.as_str()],
-    )?;
-    let seq = tx.last_insert_rowid();
-    for id in &t.resolve {
-        let n = exec(tx,
-            "UPDATE timers SET state = 'resolved', resolved_seq = ?3 WHERE id = ?1 AND instance_id = ?2 AND state = 'armed'",
-            params![id, instance, seq],
-        )?;
-        if n != 1 {
-            return Err(StoreError::Conflict(instance.into()));
-        }
-    }
-    for a in &t.arm {
-        let (class, dependency) = if a.purpose == Purpose::Retry {
-            contain::park_cause(tx, instance, t, &a.node)?
-        } else {
-            (None, None)
-        };
-        exec(tx,
-            "INSERT INTO timers(instance_id, node, purpose, due_ms, attempt, state, armed_seq, class, dependency) VALUES (?1, ?2, ?3, ?4, ?5, 'armed', ?6, ?7, ?8)",
-            params![instance, a.node, a.purpose.as_str(), a.due_ms, a.attempt, seq, class, dependency],
-        )?;
-    }
-    for e in &t.history {
-        let event = &e.line.event;
-        exec(tx,
-            "INSERT INTO history(transition_seq, instance_id, at_ms, kind, node, attempt, code, task, timer_id, event_index, detail)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                seq,
-                instance,
-                at_ms,
-                event.kind(),
-                e.line.node,
-                event.attempt(),
-                event.code(),
-                event.task(),
-                e.timer_id,
-                e.event_index.map(|i| i as i64),
-                e.line.to_canonical()
-            ],
-        )?;
-    }
-    // A migration renames call nodes: their outbox rows and correlations go
-    // with them. Two passes through a name no node id can have (ids are XML
-    // names, never containing a space), so a swap `a=b, b=a` cannot collide.
-    for pass in 0..2 {
-        for (old, new) in &t.calls.rename {
-            let (from, to) = if pass == 0 {
-                (old.clone(), format!("migrating {new}"))
-            } else {
-                (format!("migrating {new}"), new.clone())
-            };
-            exec(
-                tx,
-                "UPDATE outbox SET node = ?3 WHERE instance_id = ?1 AND node = ?2",
-                params![instance, from, to],
-            )?;
-            // The ledger moves with its node; a node that already had keys
-            // keeps the higher count.
-            exec(
-                tx,
-                "INSERT INTO request_keys(instance_id, node, last)
-                 SELECT instance_id, ?3, last FROM request_keys WHERE instance_id = ?1 AND node = ?2
-                 ON CONFLICT(instance_id, node) DO UPDATE SET last = max(last, excluded.last)",
-                params![instance, from, to],
-            )?;
-            exec(
-                tx,
-                "DELETE FROM request_keys WHERE instance_id = ?1 AND node = ?2",
-                params![instance, from],
-            )?;
-            exec(
-                tx,
-                "UPDATE correlations SET key = ?3, node = ?4 WHERE key = ?2 AND instance_id = ?1",
-                params![
-                    instance,
-                    format!("{instance}/{from}"),
-                    format!("{instance}/{to}"),
-                    to
-                ],
-            )?;
-        }
-    }
-    // The dead attempt's undelivered requests (pending and poisoned) are
-    // withdrawn at its backoff park: the one exception to "the outbox never
-    // deletes an undelivered row". A superseded request delivered late would
-    // race the re-drive's fresh emission into a double submit, and one
-    // poisoning late would fail the live attempt and burn a budget slot it
-    // never spent. Nothing is forgotten: the failure lives on in the marker,
-    // the attempt counter, the history, and the poison's incident.
-    for node in &t.calls.withdraw {
-        exec(tx,
-            "DELETE FROM outbox WHERE instance_id = ?1 AND node = ?2 AND state IN ('pending','poisoned')",
-            params![instance, node],
-        )?;
-    }
-    // Everywhere else an undelivered row is kept: marked `abandoned` with
-    // why it will never be delivered (a poisoned row's reason says it was
-    // poisoned first). Before any emission of this transition, so a flow
-    // that re-enters the call node keeps its fresh request pending.
-    for a in &t.calls.abandon {
-        exec(tx,
-            "UPDATE outbox SET reason = CASE WHEN state = 'poisoned' THEN 'poisoned' || COALESCE(' (' || reason || ')', '') || ', then ' || ?3 ELSE ?3 END,
-                               state = 'abandoned'
-             WHERE instance_id = ?1 AND (?2 IS NULL OR node = ?2) AND state IN ('pending','poisoned')",
-            params![instance, a.node, a.reason],
-        )?;
-    }
-    for r in &t.calls.emit {
-        exec(tx,
-            "INSERT INTO outbox(instance_id, node, channel, operation, attempt, idempotency_key, payload, state, deliveries, next_ms, created_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', 0, ?8, ?8)",
-            params![instance, r.node, r.channel, r.operation, r.attempt, r.idempotency_key, canonical_string(&r.payload), at_ms],
-        )?;
-        exec(
-            tx,
-            "INSERT INTO request_keys(instance_id, node, last) VALUES (?1, ?2, ?3)
-             ON CONFLICT(instance_id, node) DO UPDATE SET last = max(last, excluded.last)",
-            params![instance, r.node, r.key_number],
-        )?;
-    }
-    for c in &t.calls.outbox {
-        let (id, state, deliveries, next) = match c {
-            OutboxChange::Delivered { id, deliveries } => (id, "delivered", deliveries, at_ms),
-            OutboxChange::Retry {
-                id,
-                deliveries,
-                next_ms,
-            } => (id, "pending", deliveries, *next_ms),
-            OutboxChange::Poisoned { id, deliveries } => (id, "poisoned", deliveries, at_ms),
-        };
-        let n = exec(tx,
-            "UPDATE outbox SET state = ?3, deliveries = ?4, next_ms = ?5 WHERE id = ?1 AND instance_id = ?2 AND state = 'pending'",
-            params![id, instance, state, deliveries, next],
-        )?;
-        if n != 1 {
-            return Err(StoreError::Conflict(instance.into()));
-        }
-        if let (OutboxChange::Poisoned { .. }, Some(i)) = (c, poison_reason(t)) {
-            // Why it was poisoned (the counterpart's status and body, or
-            // the deliveries spent), kept on the row.
-            exec(
-                tx,
-                "UPDATE outbox SET reason = ?2 WHERE id = ?1",
-                params![id, i],
-            )?;
-        }
-    }
-    for node in &t.calls.correlate {
-        exec(tx,
-            "INSERT OR IGNORE INTO correlations(key, instance_id, node, created_ms) VALUES (?1, ?2, ?3, ?4)",
-            params![format!("{instance}/{node}"), instance, node, at_ms],
-        )?;
-    }
-    for node in &t.calls.retire {
-        exec(
-            tx,
-            "DELETE FROM correlations WHERE key = ?1",
-            params![format!("{instance}/{node}")],
-        )?;
-    }
-    for node in &t.close_incidents {
-        exec(tx,
-            "UPDATE incidents SET closed_ms = ?3 WHERE instance_id = ?1 AND node = ?2 AND closed_ms IS NULL",
-            params![instance, node, at_ms],
-        )?;
-    }
-    for node in &t.close_in_flight {
-        exec(tx,
-            "UPDATE incidents SET closed_ms = ?3 WHERE instance_id = ?1 AND node = ?2 AND kind = 'in-flight' AND closed_ms IS NULL",
-            params![instance, node, at_ms],
-        )?;
-    }
-    for i in &t.open_incidents {
-        exec(tx,
-            "INSERT INTO incidents(instance_id, node, kind, message, opened_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![instance, i.node, i.kind, i.message, at_ms],
-        )?;
-    }
-    Ok(seq)
-}
-
 /// Why a transition's poisoned request was refused, when the counterpart
 /// refused it (its status and body summary, from the incident the
 /// transition opens): kept on the outbox row. A request poisoned by its
@@ -1212,35 +663,9 @@ pub(crate) fn poison_reason(t: &Transition) -> Option<&str> {
         .map(|i| i.message.as_str())
 }
 
-impl Sqlite {
-    /// Record a decision taken late (an observation for `qflow stats`).
-    pub fn record_late(
-        &self,
-        instance: &str,
-        node: Option<&str>,
-        kind: &str,
-        due_ms: i64,
-        decided_ms: i64,
-    ) -> Result<(), StoreError> {
-        exec(&self.conn,
-            "INSERT INTO late_decisions(instance_id, node, kind, due_ms, decided_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![instance, node, kind, due_ms, decided_ms],
-        )?;
-        Ok(())
-    }
-}
+impl Sqlite {}
 
-impl Sqlite {
-    /// Poison wakes cross processes only on PostgreSQL: none here.
-    pub fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    /// Always empty: see [`Store::wakes`].
-    pub fn wakes(&self, _owner: &str) -> Result<Vec<(String, String)>, StoreError> {
-        Ok(Vec::new())
-    }
-}
+impl Sqlite {}
 
 /// A timer row's purpose as stored (an unknown word reads as a plain timer,
 /// as the rest of the decode path is lenient).

@@ -1,10 +1,12 @@
 //! Read-only queries: what an inspector (the console, `qflow run`, tests)
 //! reads. None of them writes.
 
-use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
-use super::{Sqlite, StoreError};
+use crate::sql::{args, Conn, Dialect, Row, Value as Arg, ValueRef};
+use crate::write::held_timers;
+use crate::write::matches_pause;
+use crate::{InstanceFacts, Sqlite, Store, StoreError};
 use qflow_instance::history::Line;
 use qflow_instance::{OutboxRow, Purpose, Status, TimerRow};
 
@@ -146,11 +148,15 @@ pub struct InstancePage {
     pub total: u64,
 }
 
-const INSTANCE_COLS: &str =
-    "i.id, i.deployment_id, d.process_id, d.hash, i.status, i.snapshot, i.version, \
-     i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms";
+/// The columns of an [`InstanceRow`], read by [`instance_row`].
+macro_rules! instance_cols {
+    () => {
+        "i.id, i.deployment_id, d.process_id, d.hash, i.status, i.snapshot, i.version, \
+         i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms"
+    };
+}
 
-fn instance_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<InstanceRow> {
+pub(crate) fn instance_row(r: &dyn Row) -> Result<InstanceRow, StoreError> {
     let status: String = r.get(4)?;
     Ok(InstanceRow {
         id: r.get(0)?,
@@ -158,7 +164,7 @@ fn instance_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<InstanceRow> {
         process_id: r.get(2)?,
         hash: r.get(3)?,
         status: Status::parse(&status).unwrap_or(Status::Waiting),
-        snapshot: raw_bytes(r.get_ref(5)?),
+        snapshot: raw_bytes(r.value(5)?),
         version: r.get(6)?,
         started_ms: r.get(7)?,
         updated_ms: r.get(8)?,
@@ -167,74 +173,347 @@ fn instance_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<InstanceRow> {
     })
 }
 
-/// A snapshot cell as stored, whatever SQLite type a hand or a damaged
-/// write gave it: its bytes are kept for the decision to judge (a cell that
-/// is not a snapshot fails its instance, never the read).
-fn raw_bytes(v: rusqlite::types::ValueRef<'_>) -> Vec<u8> {
-    use rusqlite::types::ValueRef;
+/// A snapshot cell as stored, whatever type a hand or a damaged write gave
+/// it (SQLite keeps any): its bytes are kept for the decision to judge (a
+/// cell that is not a snapshot fails its instance, never the read).
+fn raw_bytes(v: ValueRef<'_>) -> Vec<u8> {
     match v {
-        ValueRef::Blob(b) | ValueRef::Text(b) => b.to_vec(),
+        ValueRef::Blob(b) => b.to_vec(),
+        ValueRef::Text(t) => t.as_bytes().to_vec(),
         ValueRef::Null => Vec::new(),
-        ValueRef::Integer(i) => i.to_string().into_bytes(),
+        ValueRef::Int(i) => i.to_string().into_bytes(),
         ValueRef::Real(f) => f.to_string().into_bytes(),
     }
 }
 
-pub(crate) fn instance(conn: &Connection, id: &str) -> Result<Option<InstanceRow>, StoreError> {
-    Ok(conn
-        .prepare_cached(&format!("SELECT {INSTANCE_COLS} FROM instances i JOIN deployments d ON d.id = i.deployment_id WHERE i.id = ?1"))?.query_row(params![id],
-            instance_row,
-        )
-        .optional()?)
+fn timer_row(r: &dyn Row, from: usize) -> Result<TimerRow, StoreError> {
+    let p: String = r.get(from + 2)?;
+    Ok(TimerRow {
+        id: r.get(from)?,
+        node: r.get(from + 1)?,
+        purpose: crate::purpose_from_sql(&p),
+        due_ms: r.get(from + 3)?,
+        attempt: r.get(from + 4)?,
+    })
 }
 
-pub(crate) fn armed_timers(conn: &Connection, instance: &str) -> Result<Vec<TimerRow>, StoreError> {
-    let mut st = conn.prepare_cached(
-        "SELECT id, node, purpose, due_ms, attempt FROM timers WHERE instance_id = ?1 AND state = 'armed' ORDER BY due_ms, id",
-    )?;
-    let rows = st.query_map(params![instance], |r| {
-        let p: String = r.get(2)?;
-        Ok(TimerRow {
-            id: r.get(0)?,
-            node: r.get(1)?,
-            purpose: crate::purpose_from_sql(&p),
-            due_ms: r.get(3)?,
-            attempt: r.get(4)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+pub(crate) fn instance(db: &mut dyn Conn, id: &str) -> Result<Option<InstanceRow>, StoreError> {
+    db.opt(
+        concat!(
+            "SELECT ",
+            instance_cols!(),
+            " FROM instances i JOIN deployments d ON d.id = i.deployment_id WHERE i.id = $1"
+        ),
+        args![id],
+        instance_row,
+    )
+}
+
+pub(crate) fn armed_timers(db: &mut dyn Conn, instance: &str) -> Result<Vec<TimerRow>, StoreError> {
+    db.rows(
+        "SELECT id, node, purpose, due_ms, attempt FROM timers WHERE instance_id = $1 AND state = 'armed' ORDER BY due_ms, id",
+        args![instance],
+        |r| timer_row(r, 0),
+    )
 }
 
 /// The idempotency-key ledger of an instance: for each call node, the
 /// highest key number it has sent (see the schema's `request_keys`).
 pub(crate) fn keys_sent(
-    conn: &Connection,
+    db: &mut dyn Conn,
     instance: &str,
 ) -> Result<std::collections::BTreeMap<String, u32>, StoreError> {
-    let mut st =
-        conn.prepare_cached("SELECT node, last FROM request_keys WHERE instance_id = ?1")?;
-    let rows = st.query_map(params![instance], |r| {
-        let n: i64 = r.get(1)?;
-        Ok((
-            r.get::<_, String>(0)?,
-            n.clamp(0, i64::from(u32::MAX)) as u32,
-        ))
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    Ok(db
+        .rows(
+            "SELECT node, last FROM request_keys WHERE instance_id = $1",
+            args![instance],
+            |r| Ok((r.get::<String>(0)?, r.get::<u32>(1)?)),
+        )?
+        .into_iter()
+        .collect())
 }
 
-impl Sqlite {
-    /// Every instance, oldest first.
-    pub fn instances(&self) -> Result<Vec<InstanceRow>, StoreError> {
-        let mut st = self.conn().prepare_cached(&format!(
-            "SELECT {INSTANCE_COLS} FROM instances i JOIN deployments d ON d.id = i.deployment_id ORDER BY i.rowid"
-        ))?;
-        let rows = st.query_map([], instance_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+impl Store {
+    /// The durable facts of one instance: deployment, status, version,
+    /// start, snapshot, armed timers, the key ledger.
+    pub fn facts(&self, instance_id: &str) -> Result<InstanceFacts, StoreError> {
+        self.read(|db| {
+            let row = instance(db, instance_id)?
+                .ok_or_else(|| StoreError::NoInstance(instance_id.into()))?;
+            let timers = armed_timers(db, instance_id)?;
+            let held = held_timers(db, instance_id)?;
+            let keys = keys_sent(db, instance_id)?;
+            Ok(InstanceFacts::of_row(&row, timers, held, keys))
+        })
     }
 
+    /// Every instance, oldest first.
+    pub fn instances(&self) -> Result<Vec<InstanceRow>, StoreError> {
+        self.read(|db| {
+            db.rows(
+                db.dialect().pick(
+                    concat!(
+                        "SELECT ",
+                        instance_cols!(),
+                        " FROM instances i JOIN deployments d ON d.id = i.deployment_id ORDER BY i.rowid"
+                    ),
+                    concat!(
+                        "SELECT ",
+                        instance_cols!(),
+                        " FROM instances i JOIN deployments d ON d.id = i.deployment_id ORDER BY i.seq"
+                    ),
+                ),
+                args![],
+                instance_row,
+            )
+        })
+    }
+
+    /// One instance, if it exists.
     pub fn instance(&self, id: &str) -> Result<Option<InstanceRow>, StoreError> {
-        instance(self.conn(), id)
+        self.read(|db| instance(db, id))
+    }
+
+    /// Every timer of an instance, armed and resolved, in arming order.
+    pub fn timers(&self, instance: &str) -> Result<Vec<TimerInfo>, StoreError> {
+        self.read(|db| {
+            db.rows(
+                "SELECT id, node, purpose, due_ms, attempt, state, armed_seq, resolved_seq FROM timers WHERE instance_id = $1 ORDER BY id",
+                args![instance],
+                |r| {
+                    let p: String = r.get(2)?;
+                    let s: String = r.get(5)?;
+                    Ok(TimerInfo {
+                        id: r.get(0)?,
+                        node: r.get(1)?,
+                        purpose: crate::purpose_from_sql(&p),
+                        due_ms: r.get(3)?,
+                        attempt: r.get(4)?,
+                        armed: s == "armed",
+                        armed_seq: r.get(6)?,
+                        resolved_seq: r.get(7)?,
+                    })
+                },
+            )
+        })
+    }
+
+    /// Pending outbox rows of an instance with their next delivery time,
+    /// earliest first (what the dispatcher delivers).
+    pub fn pending_requests(&self, instance: &str) -> Result<Vec<(OutboxRow, i64)>, StoreError> {
+        self.read(|db| {
+            db.rows(
+                "SELECT id, node, channel, attempt, deliveries, idempotency_key, next_ms FROM outbox
+                 WHERE instance_id = $1 AND state = 'pending' ORDER BY next_ms, id",
+                args![instance],
+                |r| {
+                    Ok((
+                        OutboxRow {
+                            id: r.get(0)?,
+                            node: r.get(1)?,
+                            channel: r.get(2)?,
+                            attempt: r.get(3)?,
+                            deliveries: r.get(4)?,
+                            idempotency_key: r.get(5)?,
+                        },
+                        r.get(6)?,
+                    ))
+                },
+            )
+        })
+    }
+
+    /// The body an outbox row was emitted with (what the relay sends), if
+    /// the row exists and its payload is JSON.
+    pub fn request_payload(&self, id: i64) -> Result<Option<Value>, StoreError> {
+        let text: Option<String> = self.read(|db| {
+            db.opt("SELECT payload FROM outbox WHERE id = $1", args![id], |r| {
+                r.get(0)
+            })
+        })?;
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
+    /// Whether the outbox holds a poisoned request for exactly this instance
+    /// and node (what a poison wake re-reads under the claim).
+    pub fn has_poisoned_request(&self, instance: &str, node: &str) -> Result<bool, StoreError> {
+        let n: i64 = self.read(|db| {
+            db.one(
+                "SELECT COUNT(*) FROM outbox WHERE instance_id = $1 AND node = $2 AND state = 'poisoned'",
+                args![instance, node],
+                |r| r.get(0),
+            )
+        })?;
+        Ok(n > 0)
+    }
+
+    /// The instance and node a correlation key names (`instance/node`), if live.
+    pub fn correlation(&self, key: &str) -> Result<Option<(String, String)>, StoreError> {
+        self.read(|db| {
+            db.opt(
+                "SELECT instance_id, node FROM correlations WHERE key = $1",
+                args![key],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
+    }
+
+    /// The earliest armed timer of an instance that no pause holds.
+    pub fn next_timer(&self, instance: &str) -> Result<Option<TimerRow>, StoreError> {
+        self.read(|db| {
+            // A park a pause holds is not due for anyone: a poller waiting
+            // for it would wait forever.
+            let held = held_timers(db, instance)?;
+            Ok(armed_timers(db, instance)?
+                .into_iter()
+                .find(|t| !held.contains(&t.id)))
+        })
+    }
+
+    /// The decisions of an instance, in order.
+    pub fn history(&self, instance: &str) -> Result<Vec<HistoryRow>, StoreError> {
+        self.read(|db| {
+            db.rows(
+                "SELECT seq, transition_seq, at_ms, kind, node, attempt, code, timer_id, event_index, detail
+                 FROM history WHERE instance_id = $1 ORDER BY seq",
+                args![instance],
+                |r| {
+                    Ok(HistoryRow {
+                        seq: r.get(0)?,
+                        transition_seq: r.get(1)?,
+                        at_ms: r.get(2)?,
+                        kind: r.get(3)?,
+                        node: r.get(4)?,
+                        attempt: r.get(5)?,
+                        code: r.get(6)?,
+                        timer_id: r.get(7)?,
+                        event_index: r.get(8)?,
+                        detail: r.get(9)?,
+                    })
+                },
+            )
+        })
+    }
+
+    /// Every snapshot the instance persisted, in order (the golden corpus).
+    pub fn transitions(&self, instance: &str) -> Result<Vec<TransitionRow>, StoreError> {
+        self.read(|db| {
+            db.rows(
+                "SELECT seq, version, at_ms, status, snapshot FROM transitions WHERE instance_id = $1 ORDER BY seq",
+                args![instance],
+                |r| {
+                    Ok(TransitionRow {
+                        seq: r.get(0)?,
+                        version: r.get(1)?,
+                        at_ms: r.get(2)?,
+                        status: r.get(3)?,
+                        snapshot: r.get(4)?,
+                    })
+                },
+            )
+        })
+    }
+
+    /// The incidents of an instance, open and closed, oldest first.
+    pub fn incidents(&self, instance: &str) -> Result<Vec<IncidentRow>, StoreError> {
+        self.read(|db| {
+            db.rows(
+                "SELECT id, node, kind, message, opened_ms, closed_ms FROM incidents WHERE instance_id = $1 ORDER BY id",
+                args![instance],
+                |r| {
+                    Ok(IncidentRow {
+                        id: r.get(0)?,
+                        node: r.get(1)?,
+                        kind: r.get(2)?,
+                        message: r.get(3)?,
+                        opened_ms: r.get(4)?,
+                        closed_ms: r.get(5)?,
+                    })
+                },
+            )
+        })
+    }
+
+    /// How many times a handler has run for an instance: which scenario entry
+    /// its next run consumes.
+    pub fn handler_runs(&self, instance: &str, task: &str) -> Result<usize, StoreError> {
+        self.read(|db| {
+            db.one(
+                "SELECT COUNT(*) FROM history WHERE instance_id = $1 AND kind = 'attempt' AND task = $2",
+                args![instance, task],
+                |r| r.get(0),
+            )
+        })
+    }
+
+    /// Scenario event indexes already delivered to an instance.
+    pub fn delivered_events(&self, instance: &str) -> Result<Vec<usize>, StoreError> {
+        self.read(|db| {
+            db.rows(
+                "SELECT DISTINCT event_index FROM history WHERE instance_id = $1 AND event_index IS NOT NULL ORDER BY event_index",
+                args![instance],
+                |r| r.get(0),
+            )
+        })
+    }
+
+    /// The outbox rows of an instance, oldest first.
+    pub fn outbox(&self, instance: &str) -> Result<Vec<OutboxEntry>, StoreError> {
+        self.read(|db| {
+            db.rows(
+                "SELECT node, channel, attempt, state, deliveries, idempotency_key, reason FROM outbox WHERE instance_id = $1 ORDER BY id",
+                args![instance],
+                |r| {
+                    Ok(OutboxEntry {
+                        node: r.get(0)?,
+                        channel: r.get(1)?,
+                        attempt: r.get(2)?,
+                        state: r.get(3)?,
+                        deliveries: r.get(4)?,
+                        idempotency_key: r.get(5)?,
+                        reason: r.get(6)?,
+                    })
+                },
+            )
+        })
+    }
+
+    /// The live correlations of an instance.
+    pub fn correlations(&self, instance: &str) -> Result<Vec<CorrelationRow>, StoreError> {
+        self.read(|db| {
+            db.rows(
+                "SELECT key, node FROM correlations WHERE instance_id = $1 ORDER BY created_ms, key",
+                args![instance],
+                |r| {
+                    Ok(CorrelationRow {
+                        key: r.get(0)?,
+                        node: r.get(1)?,
+                    })
+                },
+            )
+        })
+    }
+
+    /// Armed timers due at `now_ms` across all instances, earliest first: what
+    /// a poller serving many instances re-drives (each under its instance's
+    /// claim, so two pollers never act on the same timer twice; on
+    /// PostgreSQL a timer another replica's transaction is writing is
+    /// skipped).
+    pub fn due_timers(
+        &self,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, TimerRow)>, StoreError> {
+        self.still_there()?;
+        self.read(|db| {
+            db.rows(
+                "SELECT instance_id, id, node, purpose, due_ms, attempt FROM timers
+                 WHERE state = 'armed' AND due_ms <= $1 ORDER BY due_ms, id LIMIT $2
+                 FOR UPDATE SKIP LOCKED",
+                args![now_ms, limit],
+                |r| Ok((r.get(0)?, timer_row(r, 1)?)),
+            )
+        })
     }
 
     /// One page of the instances that pass `q`'s filters, oldest first, and
@@ -242,317 +521,115 @@ impl Sqlite {
     /// statement, so a status or deployment filter reads its index and the
     /// count of everything reads the smallest index, never the rows.
     pub fn instance_page(&self, q: &InstanceQuery) -> Result<InstancePage, StoreError> {
-        use rusqlite::types::Value as V;
-        let mut conditions: Vec<&str> = Vec::new();
-        let mut args: Vec<V> = Vec::new();
-        if let Some(s) = q.status {
-            conditions.push("i.status = ?");
-            args.push(V::Text(s.as_str().into()));
-        }
-        if let Some(d) = q.deployment {
-            conditions.push("i.deployment_id = ?");
-            args.push(V::Integer(d));
-        }
-        if let Some(c) = &q.class {
-            conditions.push("EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.class = ?)");
-            args.push(V::Text(c.clone()));
-        }
-        if let Some(d) = &q.dependency {
-            conditions.push("EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.dependency = ?)");
-            args.push(V::Text(d.clone()));
-        }
-        let filter = if conditions.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", conditions.join(" AND "))
-        };
-        let total: i64 = self
-            .conn()
-            .prepare_cached(&format!("SELECT COUNT(*) FROM instances i{filter}"))?
-            .query_row(rusqlite::params_from_iter(args.iter()), |r| r.get(0))?;
-        // SQLite reads a negative limit as none.
-        args.push(V::Integer(
-            q.limit.map_or(-1, |l| l.min(i64::MAX as u64) as i64),
-        ));
-        args.push(V::Integer(q.offset.min(i64::MAX as u64) as i64));
-        let mut st = self.conn().prepare_cached(&format!(
-            "SELECT {INSTANCE_COLS} FROM instances i JOIN deployments d ON d.id = i.deployment_id{filter} ORDER BY i.rowid LIMIT ? OFFSET ?"
-        ))?;
-        let rows = st
-            .query_map(rusqlite::params_from_iter(args.iter()), instance_row)?
-            .collect::<Result<_, _>>()?;
-        Ok(InstancePage {
-            rows,
-            total: total as u64,
+        self.read(|db| {
+            let mut conditions: Vec<String> = Vec::new();
+            let mut values: Vec<Arg<'_>> = Vec::new();
+            if let Some(s) = q.status {
+                values.push(Arg::Text(s.as_str()));
+                conditions.push(format!("i.status = ${}", values.len()));
+            }
+            if let Some(d) = q.deployment {
+                values.push(Arg::Int(d));
+                conditions.push(format!("i.deployment_id = ${}", values.len()));
+            }
+            for (column, v) in [("class", &q.class), ("dependency", &q.dependency)] {
+                if let Some(v) = v {
+                    values.push(Arg::Text(v));
+                    conditions.push(format!(
+                        "EXISTS (SELECT 1 FROM timers t WHERE t.instance_id = i.id AND t.state = 'armed' AND t.purpose = 'retry' AND t.{column} = ${})",
+                        values.len()
+                    ));
+                }
+            }
+            let where_ = if conditions.is_empty() {
+                String::new()
+            } else {
+                format!(" WHERE {}", conditions.join(" AND "))
+            };
+            let mut total = 0;
+            db.each_built(
+                &format!("SELECT COUNT(*) FROM instances i{where_}"),
+                &values,
+                &mut |r| {
+                    total = r.get(0)?;
+                    Ok(())
+                },
+            )?;
+            // No limit: SQLite's is a negative one, PostgreSQL's a null.
+            let limit = match (q.limit, db.dialect()) {
+                (Some(l), _) => Arg::Int(l.min(i64::MAX as u64) as i64),
+                (None, Dialect::Sqlite) => Arg::Int(-1),
+                (None, Dialect::Postgres) => Arg::Null,
+            };
+            values.push(limit);
+            values.push(Arg::Int(q.offset.min(i64::MAX as u64) as i64));
+            let n = values.len();
+            let sql = format!(
+                "SELECT {} FROM instances i JOIN deployments d ON d.id = i.deployment_id{where_} ORDER BY {} LIMIT ${} OFFSET ${n}",
+                instance_cols!(),
+                db.dialect().pick("i.rowid", "i.seq"),
+                n - 1,
+            );
+            let mut rows = Vec::new();
+            db.each_built(&sql, &values, &mut |r| {
+                rows.push(instance_row(r)?);
+                Ok(())
+            })?;
+            Ok(InstancePage { rows, total })
         })
-    }
-
-    /// Every timer of an instance, armed and resolved, in arming order.
-    pub fn timers(&self, instance: &str) -> Result<Vec<TimerInfo>, StoreError> {
-        let mut st = self.conn().prepare_cached(
-            "SELECT id, node, purpose, due_ms, attempt, state, armed_seq, resolved_seq FROM timers WHERE instance_id = ?1 ORDER BY id",
-        )?;
-        let rows = st.query_map(params![instance], |r| {
-            let p: String = r.get(2)?;
-            let s: String = r.get(5)?;
-            Ok(TimerInfo {
-                id: r.get(0)?,
-                node: r.get(1)?,
-                purpose: crate::purpose_from_sql(&p),
-                due_ms: r.get(3)?,
-                attempt: r.get(4)?,
-                armed: s == "armed",
-                armed_seq: r.get(6)?,
-                resolved_seq: r.get(7)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// Armed timers due at `now_ms` across all instances, earliest first: what
-    /// a poller serving many instances re-drives (each under its instance's
-    /// claim, so two pollers never act on the same timer twice).
-    pub fn due_timers(
-        &self,
-        now_ms: i64,
-        limit: usize,
-    ) -> Result<Vec<(String, TimerRow)>, StoreError> {
-        self.still_there()?;
-        let mut st = self.conn().prepare_cached(
-            "SELECT instance_id, id, node, purpose, due_ms, attempt FROM timers
-             WHERE state = 'armed' AND due_ms <= ?1 ORDER BY due_ms, id LIMIT ?2",
-        )?;
-        let rows = st.query_map(params![now_ms, limit as i64], |r| {
-            let p: String = r.get(3)?;
-            Ok((
-                r.get(0)?,
-                TimerRow {
-                    id: r.get(1)?,
-                    node: r.get(2)?,
-                    purpose: crate::purpose_from_sql(&p),
-                    due_ms: r.get(4)?,
-                    attempt: r.get(5)?,
-                },
-            ))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// Pending outbox rows of an instance with their next delivery time,
-    /// earliest first (what the dispatcher delivers).
-    pub fn pending_requests(&self, instance: &str) -> Result<Vec<(OutboxRow, i64)>, StoreError> {
-        let mut st = self.conn().prepare_cached(
-            "SELECT id, node, channel, attempt, deliveries, idempotency_key, next_ms FROM outbox
-             WHERE instance_id = ?1 AND state = 'pending' ORDER BY next_ms, id",
-        )?;
-        let rows = st.query_map(params![instance], |r| {
-            Ok((
-                OutboxRow {
-                    id: r.get(0)?,
-                    node: r.get(1)?,
-                    channel: r.get(2)?,
-                    attempt: r.get(3)?,
-                    deliveries: r.get(4)?,
-                    idempotency_key: r.get(5)?,
-                },
-                r.get(6)?,
-            ))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// The body an outbox row was emitted with (what the relay sends), if
-    /// the row exists and its payload is JSON.
-    pub fn request_payload(&self, id: i64) -> Result<Option<Value>, StoreError> {
-        let text: Option<String> = self
-            .conn()
-            .prepare_cached("SELECT payload FROM outbox WHERE id = ?1")?
-            .query_row(params![id], |r| r.get(0))
-            .optional()?;
-        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
-    }
-
-    /// Whether the outbox holds a poisoned request for exactly this instance
-    /// and node (what a poison wake re-reads under the claim).
-    pub fn has_poisoned_request(&self, instance: &str, node: &str) -> Result<bool, StoreError> {
-        let n: i64 = self.conn().prepare_cached("SELECT COUNT(*) FROM outbox WHERE instance_id = ?1 AND node = ?2 AND state = 'poisoned'")?.query_row(params![instance, node],
-            |r| r.get(0),
-        )?;
-        Ok(n > 0)
-    }
-
-    /// The instance and node a correlation key names (`instance/node`), if live.
-    pub fn correlation(&self, key: &str) -> Result<Option<(String, String)>, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached("SELECT instance_id, node FROM correlations WHERE key = ?1")?
-            .query_row(params![key], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?)
-    }
-
-    /// The earliest armed timer of an instance that no pause holds.
-    pub fn next_timer(&self, instance: &str) -> Result<Option<TimerRow>, StoreError> {
-        // A park a pause holds is not due for anyone: a poller waiting for
-        // it would wait forever.
-        let held = super::contain::held_timers(self.conn(), instance)?;
-        Ok(armed_timers(self.conn(), instance)?
-            .into_iter()
-            .find(|t| !held.contains(&t.id)))
-    }
-
-    /// The decisions of an instance, in order.
-    pub fn history(&self, instance: &str) -> Result<Vec<HistoryRow>, StoreError> {
-        let mut st = self.conn().prepare_cached(
-            "SELECT seq, transition_seq, at_ms, kind, node, attempt, code, timer_id, event_index, detail
-             FROM history WHERE instance_id = ?1 ORDER BY seq",
-        )?;
-        let rows = st.query_map(params![instance], |r| {
-            Ok(HistoryRow {
-                seq: r.get(0)?,
-                transition_seq: r.get(1)?,
-                at_ms: r.get(2)?,
-                kind: r.get(3)?,
-                node: r.get(4)?,
-                attempt: r.get(5)?,
-                code: r.get(6)?,
-                timer_id: r.get(7)?,
-                event_index: r.get(8)?,
-                detail: r.get(9)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// Every snapshot the instance persisted, in order (the golden corpus).
-    pub fn transitions(&self, instance: &str) -> Result<Vec<TransitionRow>, StoreError> {
-        let mut st = self.conn().prepare_cached(
-            "SELECT seq, version, at_ms, status, snapshot FROM transitions WHERE instance_id = ?1 ORDER BY seq",
-        )?;
-        let rows = st.query_map(params![instance], |r| {
-            Ok(TransitionRow {
-                seq: r.get(0)?,
-                version: r.get(1)?,
-                at_ms: r.get(2)?,
-                status: r.get(3)?,
-                snapshot: r.get(4)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    pub fn incidents(&self, instance: &str) -> Result<Vec<IncidentRow>, StoreError> {
-        let mut st = self.conn().prepare_cached(
-            "SELECT id, node, kind, message, opened_ms, closed_ms FROM incidents WHERE instance_id = ?1 ORDER BY id",
-        )?;
-        let rows = st.query_map(params![instance], |r| {
-            Ok(IncidentRow {
-                id: r.get(0)?,
-                node: r.get(1)?,
-                kind: r.get(2)?,
-                message: r.get(3)?,
-                opened_ms: r.get(4)?,
-                closed_ms: r.get(5)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// How many times a handler has run for an instance: which scenario entry
-    /// its next run consumes.
-    pub fn handler_runs(&self, instance: &str, task: &str) -> Result<usize, StoreError> {
-        let n: i64 = self.conn().prepare_cached("SELECT COUNT(*) FROM history WHERE instance_id = ?1 AND kind = 'attempt' AND task = ?2")?.query_row(params![instance, task],
-            |r| r.get(0),
-        )?;
-        Ok(n as usize)
-    }
-
-    /// Scenario event indexes already delivered to an instance.
-    pub fn delivered_events(&self, instance: &str) -> Result<Vec<usize>, StoreError> {
-        let mut st = self.conn().prepare_cached(
-            "SELECT DISTINCT event_index FROM history WHERE instance_id = ?1 AND event_index IS NOT NULL ORDER BY event_index",
-        )?;
-        let rows = st.query_map(params![instance], |r| r.get::<_, i64>(0))?;
-        Ok(rows
-            .map(|r| r.map(|i| i as usize))
-            .collect::<Result<_, _>>()?)
-    }
-
-    /// The outbox rows of an instance, oldest first.
-    pub fn outbox(&self, instance: &str) -> Result<Vec<OutboxEntry>, StoreError> {
-        self.instance_rows(
-            "SELECT node, channel, attempt, state, deliveries, idempotency_key, reason FROM outbox WHERE instance_id = ?1 ORDER BY id",
-            instance,
-            |r| {
-                Ok(OutboxEntry {
-                    node: r.get(0)?,
-                    channel: r.get(1)?,
-                    attempt: r.get(2)?,
-                    state: r.get(3)?,
-                    deliveries: r.get(4)?,
-                    idempotency_key: r.get(5)?,
-                    reason: r.get(6)?,
-                })
-            },
-        )
-    }
-
-    /// The live correlations of an instance.
-    pub fn correlations(&self, instance: &str) -> Result<Vec<CorrelationRow>, StoreError> {
-        self.instance_rows(
-            "SELECT key, node FROM correlations WHERE instance_id = ?1 ORDER BY created_ms, key",
-            instance,
-            |r| {
-                Ok(CorrelationRow {
-                    key: r.get(0)?,
-                    node: r.get(1)?,
-                })
-            },
-        )
-    }
-
-    /// One read-only query keyed by instance id (`?1`), each row mapped by `map`.
-    fn instance_rows<T>(
-        &self,
-        sql: &str,
-        instance: &str,
-        map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-    ) -> Result<Vec<T>, StoreError> {
-        let mut st = self.conn().prepare_cached(sql)?;
-        let rows = st.query_map(params![instance], map)?;
-        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Up to `limit` unfinished instances with work: those with a ready
     /// token first (oldest first), else those with the earliest armed timers.
     /// What a replica picks from. A quarantined instance is never picked,
-    /// nor a retry park of a paused class or dependency.
+    /// nor a retry park of a paused class or dependency. On PostgreSQL an
+    /// instance or timer another replica's transaction is writing right now
+    /// is not offered (`SKIP LOCKED`).
     pub fn candidates(&self, limit: usize) -> Result<Vec<String>, StoreError> {
         self.still_there()?;
-        let mut st = self.conn().prepare_cached(
-            "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT ?1",
-        )?;
-        let ready: Vec<String> = st
-            .query_map(params![limit as i64], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        if !ready.is_empty() {
-            return Ok(ready);
-        }
-        // CROSS JOIN keeps the armed timers, in due order, as the outer
-        // loop (an index walk that stops at the limit); the planner would
-        // otherwise be free to start from every unfinished instance.
-        let mut st = self.conn().prepare_cached(
-            "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
-             WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
-               AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p
-                   WHERE (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)))
-             ORDER BY t.due_ms, t.id LIMIT ?1",
-        )?;
-        let due: Vec<String> = st
-            .query_map(params![limit as i64], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        Ok(due)
+        self.read(|db| {
+            let ready: Vec<String> = db.rows(
+                db.dialect().pick(
+                    "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT $1",
+                    "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED",
+                ),
+                args![limit],
+                |r| r.get(0),
+            )?;
+            if !ready.is_empty() {
+                return Ok(ready);
+            }
+            // SQLite's CROSS JOIN keeps the armed timers, in due order, as
+            // the outer loop (an index walk that stops at the limit); the
+            // planner would otherwise be free to start from every
+            // unfinished instance. PostgreSQL locks (and skips) timers.
+            db.rows(
+                db.dialect().pick(
+                    concat!(
+                        "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
+                         WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                           AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
+                        matches_pause!(),
+                        ")) ORDER BY t.due_ms, t.id LIMIT $1"
+                    ),
+                    concat!(
+                        "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
+                         WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                           AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
+                        matches_pause!(),
+                        ")) ORDER BY t.due_ms, t.id LIMIT $1 FOR UPDATE OF t SKIP LOCKED"
+                    ),
+                ),
+                args![limit],
+                |r| r.get(0),
+            )
+        })
     }
 
+    /// What a serving loop looks at now (wall clock `now_ms`): instances
+    /// with a due timer (not held by a pause), then with a due delivery,
+    /// then with a ready token, at most `limit` of each, once each; and
+    /// when the next timer or delivery falls due after `now_ms`.
     pub fn due_instances(
         &self,
         now_ms: i64,
@@ -560,98 +637,85 @@ impl Sqlite {
     ) -> Result<(Vec<String>, Option<i64>), StoreError> {
         // What a serving loop polls: a deleted database file stops it here.
         self.still_there()?;
-        let c = self.conn();
-        let mut ids: Vec<String> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut add = |v: Vec<String>| {
-            for id in v {
-                if seen.insert(id.clone()) {
-                    ids.push(id);
+        self.read(|db| {
+            let mut ids: Vec<String> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            let d = db.dialect();
+            for sql in [
+                d.pick(
+                    concat!(
+                        "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
+                         WHERE t.state = 'armed' AND t.due_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                           AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
+                        matches_pause!(),
+                        ")) ORDER BY t.due_ms, t.id LIMIT $2"
+                    ),
+                    concat!(
+                        "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
+                         WHERE t.state = 'armed' AND t.due_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                           AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
+                        matches_pause!(),
+                        ")) ORDER BY t.due_ms, t.id LIMIT $2"
+                    ),
+                ),
+                d.pick(
+                    "SELECT o.instance_id FROM outbox o CROSS JOIN instances i ON i.id = o.instance_id
+                     WHERE o.state = 'pending' AND o.next_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                     ORDER BY o.next_ms, o.id LIMIT $2",
+                    "SELECT o.instance_id FROM outbox o JOIN instances i ON i.id = o.instance_id
+                     WHERE o.state = 'pending' AND o.next_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                     ORDER BY o.next_ms, o.id LIMIT $2",
+                ),
+                // ($1 is named so PostgreSQL can type every parameter.)
+                d.pick(
+                    "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT $2",
+                    "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL AND $1::BIGINT IS NOT NULL ORDER BY seq LIMIT $2",
+                ),
+            ] {
+                for id in db.rows(sql, args![now_ms, limit], |r| r.get::<String>(0))? {
+                    if seen.insert(id.clone()) {
+                        ids.push(id);
+                    }
                 }
             }
-        };
-        let lim = limit as i64;
-        let timers: Vec<String> = c
-            .prepare_cached(
-                "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
-                 WHERE t.state = 'armed' AND t.due_ms <= ?1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
-                   AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p
-                       WHERE (p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)))
-                 ORDER BY t.due_ms, t.id LIMIT ?2",
-            )?
-            .query_map(params![now_ms, lim], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        add(timers);
-        let rows: Vec<String> = c
-            .prepare_cached(
-                "SELECT o.instance_id FROM outbox o CROSS JOIN instances i ON i.id = o.instance_id
-                 WHERE o.state = 'pending' AND o.next_ms <= ?1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
-                 ORDER BY o.next_ms, o.id LIMIT ?2",
-            )?
-            .query_map(params![now_ms, lim], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        add(rows);
-        let ready: Vec<String> = c
-            .prepare_cached(
-                "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT ?1",
-            )?
-            .query_map(params![lim], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        add(ready);
-        let next: Option<i64> = c
-            .prepare_cached(
-                "SELECT MIN(d) FROM (SELECT MIN(due_ms) AS d FROM timers WHERE state = 'armed' AND due_ms > ?1
-                 UNION ALL SELECT MIN(next_ms) FROM outbox WHERE state = 'pending' AND next_ms > ?1)",
-            )?
-            .query_row(params![now_ms], |r| r.get(0))?;
-        Ok((ids, next))
-    }
-
-    pub fn begin_reads(&self) -> Result<(), StoreError> {
-        Ok(self.conn().execute_batch("BEGIN DEFERRED")?)
-    }
-
-    pub fn end_reads(&self) -> Result<(), StoreError> {
-        if !self.conn().is_autocommit() {
-            self.conn().execute_batch("COMMIT")?;
-        }
-        Ok(())
-    }
-
-    pub fn begin_group(&self) -> Result<(), StoreError> {
-        // IMMEDIATE: the write lock from the start (waiting out another
-        // writer), never a read snapshot that cannot be upgraded later.
-        Ok(self.conn().execute_batch("BEGIN IMMEDIATE")?)
-    }
-
-    pub fn end_group(&self, commit: bool) -> Result<(), StoreError> {
-        if !self.conn().is_autocommit() {
-            self.conn()
-                .execute_batch(if commit { "COMMIT" } else { "ROLLBACK" })?;
-        }
-        Ok(())
+            let next: Option<i64> = db.one(
+                d.pick(
+                    "SELECT MIN(d) FROM (SELECT MIN(due_ms) AS d FROM timers WHERE state = 'armed' AND due_ms > $1
+                     UNION ALL SELECT MIN(next_ms) FROM outbox WHERE state = 'pending' AND next_ms > $1)",
+                    "SELECT LEAST((SELECT MIN(due_ms) FROM timers WHERE state = 'armed' AND due_ms > $1),
+                                  (SELECT MIN(next_ms) FROM outbox WHERE state = 'pending' AND next_ms > $1))",
+                ),
+                args![now_ms],
+                |r| r.get(0),
+            )?;
+            Ok((ids, next))
+        })
     }
 
     /// The time of the instance's last decision (its start if none).
     pub fn last_decision_ms(&self, instance: &str) -> Result<Option<i64>, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached(
-                "SELECT at_ms FROM transitions WHERE instance_id = ?1 ORDER BY seq DESC LIMIT 1",
-            )?
-            .query_row(params![instance], |r| r.get(0))
-            .optional()?)
+        self.read(|db| {
+            db.opt(
+                "SELECT at_ms FROM transitions WHERE instance_id = $1 ORDER BY seq DESC LIMIT 1",
+                args![instance],
+                |r| r.get(0),
+            )
+        })
     }
 
-    /// The deployed source of an instance (pinned by hash).
+    /// The deployed source of a deployment.
     pub fn deployment_source(&self, deployment_id: i64) -> Result<Option<String>, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached("SELECT source FROM deployments WHERE id = ?1")?
-            .query_row(params![deployment_id], |r| r.get(0))
-            .optional()?)
+        self.read(|db| {
+            db.opt(
+                "SELECT source FROM deployments WHERE id = $1",
+                args![deployment_id],
+                |r| r.get(0),
+            )
+        })
     }
 }
+
+impl Sqlite {}
 
 #[cfg(test)]
 mod incident_tests {

@@ -12,11 +12,6 @@
 //! answered with the wrong instance), the `instance_id` and when
 //! (`created_ms`, wall clock). Rows are never updated or deleted.
 
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
-
-use super::{exec, insert_instance, lifecycle, Deployment, Sqlite, StoreError};
-use qflow_instance::Transition;
-
 /// The start a key names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StartKey {
@@ -34,61 +29,4 @@ pub enum KeyedStart {
     Started(String),
     /// The key was taken already: nothing was started.
     Existing(StartKey),
-}
-
-impl Sqlite {
-    pub fn start_key(&self, key: &str) -> Result<Option<StartKey>, StoreError> {
-        Ok(self
-            .conn()
-            .prepare_cached(
-                "SELECT instance_id, process_id, fingerprint FROM start_keys WHERE key = ?1",
-            )?
-            .query_row(params![key], |r| {
-                Ok(StartKey {
-                    instance: r.get(0)?,
-                    process_id: r.get(1)?,
-                    fingerprint: r.get(2)?,
-                })
-            })
-            .optional()?)
-    }
-
-    pub fn start_instance_once(
-        &mut self,
-        deployment: &Deployment,
-        start: &Transition,
-        started_ms: i64,
-        key: &str,
-        fingerprint: &str,
-        wall_ms: i64,
-    ) -> Result<KeyedStart, StoreError> {
-        self.still_there()?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let existing = tx
-            .prepare_cached(
-                "SELECT instance_id, process_id, fingerprint FROM start_keys WHERE key = ?1",
-            )?
-            .query_row(params![key], |r| {
-                Ok(StartKey {
-                    instance: r.get(0)?,
-                    process_id: r.get(1)?,
-                    fingerprint: r.get(2)?,
-                })
-            })
-            .optional()?;
-        if let Some(k) = existing {
-            return Ok(KeyedStart::Existing(k));
-        }
-        lifecycle::refuse_retired(&tx, deployment.id)?;
-        let id = insert_instance(&tx, deployment, start, started_ms)?;
-        exec(
-            &tx,
-            "INSERT INTO start_keys(key, process_id, fingerprint, instance_id, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![key, deployment.process_id, fingerprint, id, wall_ms],
-        )?;
-        tx.commit()?;
-        Ok(KeyedStart::Started(id))
-    }
 }

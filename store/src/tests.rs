@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::*;
 use qflow_instance::history::{Entry, HistoryEvent, Line, Secs};
 use qflow_instance::snapshot::{Token, TokenState};
-use qflow_instance::{CallEffects, NewTimer};
+use qflow_instance::{CallEffects, NewTimer, OutboxChange};
 
 const MODEL: &str = "<definitions/>";
 
@@ -49,7 +49,7 @@ fn on_postgres(test: &str) -> Option<Store> {
 }
 
 fn is_pg(store: &Store) -> bool {
-    matches!(store.backend, super::Backend::Postgres(_))
+    matches!(store.backend, super::Database::Postgres(_))
 }
 
 /// Write rows by hand, as a database of an earlier schema held them:
@@ -174,8 +174,8 @@ fn a_newer_postgres_database_is_refused_and_an_older_one_migrates() {
     };
     assert_eq!(store.schema_version().unwrap(), schema::LATEST);
     let url = match &store.backend {
-        super::Backend::Postgres(p) => p.url.clone(),
-        super::Backend::Sqlite(_) => unreachable!(),
+        super::Database::Postgres(p) => p.url.clone(),
+        super::Database::Sqlite(_) => unreachable!(),
     };
     // Opening again (another process) migrates nothing and keeps the rows.
     let dep = store.deploy("p", MODEL, 0).unwrap();
@@ -393,8 +393,8 @@ fn a_poisoned_delivery_wakes_the_other_processes_on_postgres() {
         return;
     };
     let url = match &store.backend {
-        super::Backend::Postgres(p) => p.url.clone(),
-        super::Backend::Sqlite(_) => unreachable!(),
+        super::Database::Postgres(p) => p.url.clone(),
+        super::Database::Sqlite(_) => unreachable!(),
     };
     let (mut a, id) = setup_in(store);
     let mut b = Store::connect(&Location::Postgres(url)).unwrap();

@@ -12,67 +12,37 @@
 //! ```
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use qflow_engine::store::{Location, Store};
 
-/// Fresh databases for one test: SQLite files in a temporary directory, or
-/// new databases on the PostgreSQL server of `QFLOW_TEST_POSTGRES_URL`.
-pub struct Fresh {
-    dir: tempfile::TempDir,
-    server: Option<String>,
-    test: &'static str,
-}
-
-/// Numbers every PostgreSQL database this test process makes, so two
-/// tests (or two databases of one test) never share one.
-static MADE: AtomicU32 = AtomicU32::new(0);
+/// Fresh databases for one test: the store crate's harness
+/// (`qflow_store::fresh`, one for every crate), giving each database as the
+/// text `--db` takes.
+pub struct Fresh(qflow_engine::store::fresh::Fresh);
 
 impl Fresh {
     pub fn sqlite(test: &'static str) -> Fresh {
-        Fresh {
-            dir: tempfile::tempdir().unwrap(),
-            server: None,
-            test,
-        }
+        Fresh(qflow_engine::store::fresh::Fresh::sqlite(test))
     }
 
     /// `None` (the test says it skips) without a server.
     pub fn postgres(test: &'static str) -> Option<Fresh> {
-        let server = qflow_engine::store::pg::test_server(test)?;
-        Some(Fresh {
-            server: Some(server),
-            ..Fresh::sqlite(test)
-        })
+        qflow_engine::store::fresh::Fresh::postgres(test).map(Fresh)
     }
 
     /// Whether this case runs on PostgreSQL.
     pub fn is_postgres(&self) -> bool {
-        self.server.is_some()
+        self.0.is_postgres()
     }
 
     /// A scratch directory for the test's other files (models, logs).
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        self.0.dir()
     }
 
     /// A new, empty database: what `--db` takes (a file path or a URL).
     pub fn db(&self) -> String {
-        let n = MADE.fetch_add(1, Ordering::Relaxed);
-        match &self.server {
-            None => self
-                .dir
-                .path()
-                .join(format!("q{n}.db"))
-                .display()
-                .to_string(),
-            Some(server) => {
-                // The unique part first: PostgreSQL names are cut at 60.
-                let name = format!("qflow_{}_{n}_{}", std::process::id(), self.test);
-                qflow_engine::store::pg::scratch_database(server, &name)
-                    .unwrap_or_else(|e| panic!("{}: {e}", self.test))
-            }
-        }
+        self.0.db_text()
     }
 }
 

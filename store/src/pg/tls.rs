@@ -238,8 +238,8 @@ mod tests {
 
     fn encrypted(store: &mut crate::Store) -> bool {
         match &mut store.backend {
-            crate::Backend::Postgres(p) => p.encrypted(),
-            crate::Backend::Sqlite(_) => unreachable!(),
+            crate::Database::Postgres(p) => p.encrypted(),
+            crate::Database::Sqlite(_) => unreachable!(),
         }
     }
 
