@@ -11,9 +11,11 @@
 //! the set is known when qflow is built, and one dynamic call per
 //! transaction costs nothing beside the statements it runs.
 
+#[cfg(feature = "postgres")]
+use super::pg;
 use super::sql::sqlite::Lite;
 use super::sql::Conn;
-use super::{pg, Database, Sqlite, Store, StoreError};
+use super::{Database, Sqlite, Store, StoreError};
 use rusqlite::TransactionBehavior;
 
 /// A body run on a backend's connection (the store's generic code, with
@@ -117,6 +119,7 @@ impl Backend for Sqlite {
     }
 }
 
+#[cfg(feature = "postgres")]
 impl Backend for pg::Postgres {
     fn read(&self, f: Body<'_>) -> Result<(), StoreError> {
         pg::Postgres::read(self, |db| f(db))

@@ -28,6 +28,10 @@ pub mod inflight;
 pub mod lifecycle;
 pub mod location;
 mod ops;
+#[cfg(feature = "postgres")]
+pub mod pg;
+#[cfg(not(feature = "postgres"))]
+#[path = "pg_absent.rs"]
 pub mod pg;
 #[cfg(any(test, feature = "testing"))]
 pub mod plans;
@@ -128,8 +132,12 @@ pub enum StoreError {
     /// creates its tables, never the database itself.
     #[error("cannot connect to {url}: the server has no database {name} (create it: `createdb {name}`, or CREATE DATABASE {name}; the first run or `qflow deploy` creates qflow's tables in it)")]
     NoDatabase { url: String, name: String },
+    #[cfg(feature = "postgres")]
     #[error("database error: {0}")]
     Postgres(#[from] postgres::Error),
+    /// A `postgres://` URL given to a qflow built without PostgreSQL.
+    #[error("{0}: this qflow was built without PostgreSQL (the `postgres` feature of qflow-store): use a SQLite file for --db, or build qflow with its default features")]
+    NoPostgres(String),
     /// A column that does not hold what the store wrote there (the
     /// database was changed by hand or by another program).
     #[error("database error: {0} (the database was changed by hand or by another program: restore it from a backup)")]
@@ -176,7 +184,10 @@ impl StoreError {
     /// Whether a statement found its row locked by another transaction
     /// and was told not to wait (PostgreSQL's `NOWAIT`).
     pub(crate) fn is_row_locked(&self) -> bool {
-        matches!(self, StoreError::Postgres(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE))
+        #[cfg(feature = "postgres")]
+        return matches!(self, StoreError::Postgres(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE));
+        #[cfg(not(feature = "postgres"))]
+        false
     }
 
     /// A refusal that means "someone or something else decides for this

@@ -174,7 +174,7 @@ fn a_newer_postgres_database_is_refused_and_an_older_one_migrates() {
     };
     assert_eq!(store.schema_version().unwrap(), schema::LATEST);
     let url = match &store.backend {
-        super::Database::Postgres(p) => p.url.clone(),
+        super::Database::Postgres(p) => p.url(),
         super::Database::Sqlite(_) => unreachable!(),
     };
     // Opening again (another process) migrates nothing and keeps the rows.
@@ -393,7 +393,7 @@ fn a_poisoned_delivery_wakes_the_other_processes_on_postgres() {
         return;
     };
     let url = match &store.backend {
-        super::Database::Postgres(p) => p.url.clone(),
+        super::Database::Postgres(p) => p.url(),
         super::Database::Sqlite(_) => unreachable!(),
     };
     let (mut a, id) = setup_in(store);

@@ -203,6 +203,12 @@ impl Postgres {
         })
     }
 
+    /// The URL it was opened with.
+    #[cfg(test)]
+    pub(crate) fn url(&self) -> String {
+        self.url.clone()
+    }
+
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn batch(&mut self, sql: &str) {
         self.client.get_mut().batch_execute(sql).unwrap();

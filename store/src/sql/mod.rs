@@ -36,6 +36,7 @@ use std::sync::{OnceLock, RwLock};
 
 use super::StoreError;
 
+#[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 pub(crate) mod sqlite;
 
