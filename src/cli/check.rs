@@ -53,7 +53,7 @@ impl MinSeverity {
     }
 }
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// BPMN files to check; a directory means every `.bpmn` file under it
     /// (`.gitignore`d and hidden paths skipped, in name order).
@@ -77,6 +77,10 @@ pub struct Args {
     /// `--deny warnings`: warnings fail the check (exit 1) as errors do.
     #[arg(long, value_enum, value_name = "WHAT")]
     pub deny: Vec<Deny>,
+    /// Check again whenever a file checked (or a `.bpmn` file or
+    /// qflow.toml under a directory named) changes; Ctrl-C stops.
+    #[arg(long)]
+    pub watch: bool,
 }
 
 /// The report renderer for reports written to `stream`. Output is a
@@ -167,6 +171,9 @@ fn one_line(d: &Diagnostic, shown: &str, text: &str, index: &LineIndex) -> Strin
 }
 
 pub fn run(args: Args) -> ExitCode {
+    if args.watch {
+        return watch(args);
+    }
     let handler = report_handler(super::color::choice(), Stream::Stdout);
     let deny_warnings = args.deny.contains(&Deny::Warnings);
     let floor = if args.quiet {
@@ -389,4 +396,71 @@ fn model_files(paths: &[PathBuf], unreadable: &mut usize) -> Vec<PathBuf> {
 fn is_model(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("bpmn"))
+}
+
+/// `check --watch`: a check, then another each time what it read changes.
+/// The files are polled (every 300 ms, by size and modification time), as
+/// cargo-watch's poll mode does: it works alike on every file system,
+/// network and container mounts included, and needs no watcher library for
+/// a handful of models. Ends only when interrupted.
+fn watch(args: Args) -> ExitCode {
+    use std::io::IsTerminal;
+    let once = Args {
+        watch: false,
+        ..args.clone()
+    };
+    loop {
+        let seen = fingerprint(&args.files);
+        let _ = run(once.clone());
+        eprintln!(
+            "[watching {} for changes; Ctrl-C stops]",
+            qflow_engine::text::counted(seen.len() as u64, "file", "files")
+        );
+        while fingerprint(&args.files) == seen {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        if std::io::stdout().is_terminal() {
+            // A fresh screen for the fresh report, as cargo-watch's --clear.
+            print!("\x1b[2J\x1b[H");
+        } else {
+            println!();
+        }
+    }
+}
+
+/// What a check read, as (path, size, modified time): the `.bpmn` files and
+/// `qflow.toml` files under each directory named, and each file named.
+fn fingerprint(paths: &[PathBuf]) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    fn walk(p: &std::path::Path, out: &mut Vec<(PathBuf, u64, Option<std::time::SystemTime>)>) {
+        if p.is_dir() {
+            let Ok(entries) = std::fs::read_dir(p) else {
+                return;
+            };
+            for e in entries.flatten() {
+                let path = e.path();
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                if path.is_dir() {
+                    if !name.starts_with('.') && name != "target" && name != "node_modules" {
+                        walk(&path, out);
+                    }
+                } else if name.ends_with(".bpmn") || name == "qflow.toml" {
+                    walk(&path, out);
+                }
+            }
+        } else {
+            let meta = std::fs::metadata(p).ok();
+            out.push((
+                p.to_path_buf(),
+                meta.as_ref().map_or(0, |m| m.len()),
+                meta.and_then(|m| m.modified().ok()),
+            ));
+        }
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        walk(p, &mut out);
+    }
+    out.sort();
+    out
 }
