@@ -79,13 +79,6 @@ impl Lateness {
     }
 }
 
-/// What the loop's look at one instance did.
-enum Look {
-    Decided(Step),
-    Dispatched(Job),
-    Nothing,
-}
-
 /// The lanes' bookkeeping of one serve.
 struct InFlight {
     /// Task nodes with an attempt on a lane, by instance.
@@ -236,14 +229,8 @@ impl Engine {
                 back = later;
             }
             while let Some((instance, node)) = self.wakes.pop() {
-                match self.look(&instance, Some(node), pool, flight)? {
-                    Look::Decided(s) => steps.push(s),
-                    Look::Dispatched(job) => {
-                        flight.add(&job);
-                        pool.submit(job);
-                        progressed = true;
-                    }
-                    Look::Nothing => {}
+                if let Some(s) = self.poison_wake(&instance, node)? {
+                    steps.push(s);
                 }
             }
             let mut next_due = None;
@@ -384,110 +371,58 @@ impl Engine {
         Ok((due, full.get()))
     }
 
-    /// One look at `instance` under its claim: a decision, a job for a
-    /// lane (its in-flight record written), or nothing.
-    fn look(
-        &mut self,
-        instance: &str,
-        wake: Option<String>,
-        pool: &Pool,
-        flight: &InFlight,
-    ) -> Result<Look, EngineError> {
+    /// A poison wake of `node` (its request was poisoned by a decision of
+    /// this process): decided at once under the instance's claim, from the
+    /// outbox as it is now. `None` when the instance finished meanwhile or
+    /// was claimed elsewhere (the call's timeout recovers the same).
+    fn poison_wake(&mut self, instance: &str, node: String) -> Result<Option<Step>, EngineError> {
         let Engine {
             store,
-            handlers,
             time,
             owner,
             graphs,
-            late_after,
             ..
         } = self;
         let time = *time;
-        let mut job = None;
-        let mut due_of: Option<(i64, &'static str, Option<String>)> = None;
-        let empty = BTreeSet::new();
-        let free = |d: &str| pool.free(d);
-        let view = LaneView {
-            nodes: flight.nodes.get(instance).unwrap_or(&empty),
-            rows: &flight.rows,
-            free: &free,
-        };
         let taken = shell::take(
             store,
             owner,
             instance,
             |store, facts| graph_of(graphs, store, facts.deployment_id),
-            |store, graph, facts| {
+            |store, _graph, facts| {
                 if facts.status.is_terminal() {
                     return Ok(None);
                 }
-                let last = store
-                    .last_decision_ms(instance)?
-                    .unwrap_or(facts.started_ms);
-                if let Some(node) = wake {
-                    let poisoned = store.has_poisoned_request(instance, &node)?;
-                    let at = match clock_of(time, facts.started_ms) {
-                        Time::Virtual => last,
-                        Time::System => system_now_ms(),
-                    };
-                    return Ok(Some(Choice::event(
-                        Event::PoisonWake { node, poisoned },
-                        at,
-                    )));
-                }
-                let (next, at) =
-                    next_of(store, handlers, time, instance, graph, facts, &view, last)?;
-                Ok(match next {
-                    Next::Idle => None,
-                    Next::Dispatch(j) => {
-                        job = Some(j);
-                        None
-                    }
-                    Next::Event(ev) => {
-                        if let Event::TimerDue { timer } = &ev {
-                            if let Some(t) = facts.timers.iter().find(|t| t.id == *timer) {
-                                due_of = Some((t.due_ms, "timer", Some(t.node.clone())));
-                            }
-                        }
-                        Some(Choice::event(ev, at))
-                    }
-                })
+                let poisoned = store.has_poisoned_request(instance, &node)?;
+                let at = match clock_of(time, facts.started_ms) {
+                    Time::Virtual => store
+                        .last_decision_ms(instance)?
+                        .unwrap_or(facts.started_ms),
+                    Time::System => system_now_ms(),
+                };
+                Ok(Some(Choice::event(
+                    Event::PoisonWake { node, poisoned },
+                    at,
+                )))
             },
         );
         let taken = taken?;
         self.store.release(instance, &self.owner)?;
-        let wall = system_now_ms();
-        let late_after = late_after.as_millis() as i64;
-        if let Some(j) = job {
-            if let Job::Attempt { timer: Some(_), .. } | Job::Delivery { .. } = &j {
-                let kind = if matches!(j, Job::Attempt { .. }) {
-                    "attempt"
-                } else {
-                    "delivery"
-                };
-                let node = Some(j.node().to_string());
-                self.measure(instance, node, kind, j.due_ms(), wall, late_after)?;
-            }
-            return Ok(Look::Dispatched(j));
-        }
-        match taken {
+        Ok(match taken {
             Taken::Decided(d) => {
-                if let Some((due, kind, node)) = due_of {
-                    self.measure(instance, node, kind, due, wall, late_after)?;
-                }
                 for n in d.poisoned_nodes() {
                     self.wakes.push((instance.to_string(), n.to_string()));
                 }
-                Ok(Look::Decided(Step {
+                Some(Step {
                     instance: instance.to_string(),
                     decision: d,
-                }))
+                })
             }
-            Taken::Idle | Taken::Lost { .. } => Ok(Look::Nothing),
-        }
+            Taken::Idle | Taken::Lost { .. } => None,
+        })
     }
 
-    /// [`Engine::look`] at many instances at once, with group commit
+    /// A look at many instances at once, under their claims, with group commit
     /// ([`shell::take_many`]): at most one decision or hand-off each. The
     /// in-flight records of the jobs chosen are committed together, then
     /// the decisions, and only then do the jobs go to their lanes: a round
@@ -737,8 +672,8 @@ fn event_of_done(
 
 /// What `instance` does next from `facts` (read under its claim), on the
 /// engine's clock, with this process's lanes as `view` shows them; `last`
-/// is the instant of its last decision. The one chooser of [`Engine::look`]
-/// and [`Engine::look_many`].
+/// is the instant of its last decision. The chooser of
+/// [`Engine::look_many`].
 #[allow(clippy::too_many_arguments)]
 fn next_of(
     store: &crate::store::Store,
