@@ -315,3 +315,47 @@ pub fn likely_target_among(
         .map(|d| d.id)
         .max()
 }
+
+/// Unfinished instances that earlier deployments of the same process left
+/// behind, seen from `instance` (just started on a newer one): what a run of
+/// an edited model on a kept database must say rather than leave silent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftBehind {
+    /// The deployment `instance` runs: where a `migrate` would move them.
+    pub onto: i64,
+    /// The earliest earlier deployment that has some.
+    pub from: i64,
+    /// How many in all, over every earlier deployment.
+    pub count: u64,
+    /// One of them, to name in a `migrate` command.
+    pub example: String,
+}
+
+/// [`LeftBehind`] for `instance`, or `None` when no earlier deployment of
+/// its process has an unfinished instance.
+pub fn left_behind(store: &Store, instance: &str) -> Result<Option<LeftBehind>, StoreError> {
+    let Some(this) = store.instance(instance)? else {
+        return Ok(None);
+    };
+    let earlier: Vec<_> = store
+        .deployments()?
+        .into_iter()
+        .filter(|d| d.id != this.deployment_id && d.process_id == this.process_id)
+        .filter(|d| d.counts.running + d.counts.waiting > 0)
+        .collect();
+    let Some(first) = earlier.first() else {
+        return Ok(None);
+    };
+    let Some(example) = store.unfinished_instance(first.id)? else {
+        return Ok(None);
+    };
+    Ok(Some(LeftBehind {
+        onto: this.deployment_id,
+        from: first.id,
+        count: earlier
+            .iter()
+            .map(|d| u64::from(d.counts.running + d.counts.waiting))
+            .sum(),
+        example,
+    }))
+}

@@ -689,37 +689,24 @@ fn drive<C: Clock>(
 
 /// A run of an edited model on a kept database starts a new instance on a
 /// new deployment; the instances of the earlier versions stay where they
-/// are. Said, never silent: which are left, and the migrate that moves one.
+/// are (the engine finds them). Said, never silent: which are left, and the
+/// migrate that moves one.
 fn earlier_versions_waiting(
     store: &qflow_engine::store::Store,
     instance: &str,
     opts: &Opts,
 ) -> Option<String> {
-    let this = store.instance(instance).ok()??;
-    let earlier: Vec<_> = store
-        .deployments()
-        .ok()?
-        .into_iter()
-        .filter(|d| d.id != this.deployment_id && d.process_id == this.process_id)
-        .filter(|d| d.counts.running + d.counts.waiting > 0)
-        .collect();
-    let first = earlier.first()?;
-    let example = store.unfinished_instance(first.id).ok()??;
-    let left: u64 = earlier
-        .iter()
-        .map(|d| u64::from(d.counts.running + d.counts.waiting))
-        .sum();
+    let left = qflow_engine::repair::left_behind(store, instance).ok()??;
     let db = opts.db_shown.as_deref().unwrap_or("DB");
+    let (example, onto) = (&left.example, left.onto);
     Some(format!(
-        "this model differs from the one deployment {} runs, so {instance} is a new instance on deployment {}; \
+        "this model differs from the one deployment {} runs, so {instance} is a new instance on deployment {onto}; \
          {} of the earlier versions {} left where {} (e.g. {example}): \
-         `qflow migrate {example} --to {} --db {db}` moves it onto this one",
-        first.id,
-        this.deployment_id,
-        qflow_engine::text::counted(left, "unfinished instance", "unfinished instances"),
-        if left == 1 { "is" } else { "are" },
-        if left == 1 { "it waits" } else { "they wait" },
-        this.deployment_id,
+         `qflow migrate {example} --to {onto} --db {db}` moves it onto this one",
+        left.from,
+        qflow_engine::text::counted(left.count, "unfinished instance", "unfinished instances"),
+        if left.count == 1 { "is" } else { "are" },
+        if left.count == 1 { "it waits" } else { "they wait" },
     ))
 }
 
