@@ -38,16 +38,20 @@ use qflow_store::Store;
 /// What an attempt of a registered task returns at a virtual instant, when
 /// the world rather than the scenario's list decides (a simulation).
 pub trait World {
-    /// The outcome of an attempt of handler `task` at `at_ms`, its `run`-th
-    /// run (0-based) for this instance.
-    fn attempt(&self, task: &str, run: usize, at_ms: i64) -> TaskOutcome;
+    /// The outcome of an attempt of handler `task` for `instance` at
+    /// `at_ms`, its `run`-th run (0-based) for this instance. The instance
+    /// is given so that a world drawing at random (a partial outage) draws
+    /// per instance, the same whatever order the driver decides in.
+    fn attempt(&self, instance: &str, task: &str, run: usize, at_ms: i64) -> TaskOutcome;
 
-    /// What becomes of a channel call's request delivered on `channel` at
-    /// `at_ms`: the delivery's luck and, when it gets through, what the
-    /// counterpart does. `None` (the default): as the scenario says.
+    /// What becomes of the outbox row `row`'s request delivered at `at_ms`
+    /// (its channel, its idempotency key, the deliveries tried before):
+    /// the delivery's luck and, when it gets through, what the counterpart
+    /// does. `None` (the default): as the scenario says.
     fn deliver(
         &self,
-        _channel: &str,
+        _instance: &str,
+        _row: &qflow_instance::rows::OutboxRow,
         _at_ms: i64,
     ) -> Option<(DeliveryOutcome, Option<ChannelOutcome>)> {
         None
@@ -111,6 +115,12 @@ impl Fleet {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The store, to start more instances between steps (a simulation's
+    /// arrivals).
+    pub fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
     }
 
     /// The store back, when the fleet is done with it.
@@ -256,7 +266,7 @@ impl Fleet {
             }) = graph.node(node).map(|n| &n.kind)
             {
                 let run = self.store.handler_runs(id, task)?;
-                *outcome = world.attempt(task, run, at);
+                *outcome = world.attempt(id, task, run, at);
             }
         }
         if let (
@@ -268,7 +278,7 @@ impl Fleet {
             },
         ) = (&self.world, &mut event)
         {
-            if let Some((o, c)) = world.deliver(&row.channel, at) {
+            if let Some((o, c)) = world.deliver(id, row, at) {
                 *outcome = o;
                 *counterpart = c;
             }

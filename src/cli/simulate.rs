@@ -1,11 +1,14 @@
 //! `qflow simulate MODEL --jobs N --outage DURATION [--db DB]`: N real
 //! instances through the engine and the store on the virtual clock, with
 //! every dependency (a registered task's, a channel call's) down for the
-//! outage and up after it.
+//! outage and up after it; optionally arriving over a window, failing only
+//! a share of the requests, behind a capacity, and held to `--expect`.
 //!
-//! The engine runs the simulation ([`simulate`]); this module parses the
-//! arguments, shows a progress bar on a terminal and renders the report
-//! (totals, and attempts per minute as a chart).
+//! The engine runs the simulation ([`simulate`]), parses the flags' values
+//! and the expectations and holds them to the report
+//! ([`qflow_engine::runtime::simulate::expect`]); this module passes the
+//! arguments on, shows a progress bar on a terminal, writes the trace and
+//! renders the report (totals, and attempts per minute as a chart).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -14,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use qflow_engine::runtime::fleet::DEFAULT_BATCH;
 use qflow_engine::runtime::session::SessionDb;
-use qflow_engine::runtime::simulate::{simulate, Plan, Report, OUTAGE_CODE};
+use qflow_engine::runtime::simulate::expect::{Expectation, Outcome};
+use qflow_engine::runtime::simulate::{self as sim, simulate, Plan, Report, OUTAGE_CODE};
 use qflow_engine::store::Location;
 use serde_json::json;
 
@@ -25,7 +29,8 @@ use crate::cli::run::json_line;
 pub struct Args {
     /// The BPMN model whose instances to simulate.
     pub model: PathBuf,
-    /// How many instances to start together at virtual time 0.
+    /// How many instances to start (together at virtual time 0, or over
+    /// --arrivals).
     #[arg(long, value_name = "N")]
     pub jobs: usize,
     /// How long every dependency (a registered task's, a channel call's) is
@@ -45,9 +50,85 @@ pub struct Args {
     /// `-` writes it to standard output (the summary then goes to stderr).
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
+    /// Start the instances evenly over this window instead of all at
+    /// virtual time 0 (10m, PT10M).
+    #[arg(long, value_name = "DURATION")]
+    pub arrivals: Option<String>,
+    /// A partial outage: the share of requests that fail during the outage
+    /// (0.3 or 30%; 1, every one, by default), or one dependency's
+    /// (bank=0.3). Repeatable.
+    #[arg(long = "error-rate", value_name = "RATE|DEPENDENCY=RATE")]
+    pub error_rate: Vec<String>,
+    /// A capacity-limited counterpart: the dependency serves N requests a
+    /// minute of virtual time and answers 429 with Retry-After to those
+    /// above (bank=100/min). Repeatable.
+    #[arg(long, value_name = "DEPENDENCY=N/min")]
+    pub capacity: Vec<String>,
+    /// Mixed into the partial outage's draws (the same seed fails the same
+    /// requests).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Hold the result to this expectation (`exhausted <= 1%`,
+    /// `peak(bank) <= 500/min`, `requests(bank) <= 10000`): exit 3 when one
+    /// fails. Repeatable.
+    #[arg(long, value_name = "EXPR")]
+    pub expect: Vec<String>,
+    /// Write every decision's history lines here, one JSON object a line
+    /// (with the instance and the virtual instant): a trace to keep as a
+    /// golden. `-` writes it to standard output (the summary then goes to
+    /// stderr).
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub trace: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+}
+
+/// The simulation's plan from the arguments, or the exit of a refused one
+/// (exit 2, naming the flag, the value and the fix).
+fn plan(args: &Args, outage: Duration, format: Format) -> Result<Plan, ExitCode> {
+    let usage = |m: String| fail(format, 2, "usage", m);
+    let mut plan = Plan::new(args.jobs, outage, args.batch.max(1));
+    if let Some(a) = &args.arrivals {
+        plan.arrivals = qflow_engine::duration::parse_input(a)
+            .map_err(|e| usage(format!("--arrivals {a}: {e}")))?;
+    }
+    for r in &args.error_rate {
+        plan.error_rate.add(r).map_err(usage)?;
+    }
+    for c in &args.capacity {
+        let (dependency, per_minute) = sim::parse_capacity(c).map_err(usage)?;
+        plan.capacity.insert(dependency, per_minute);
+    }
+    plan.seed = args.seed;
+    Ok(plan)
+}
+
+/// Each `--expect` parsed, or the exit of the first that does not parse or
+/// names a dependency the model lacks (exit 2, with the column marked).
+fn expectations(
+    args: &Args,
+    dependencies: &std::collections::BTreeSet<String>,
+    format: Format,
+) -> Result<Vec<Expectation>, ExitCode> {
+    let mut out = Vec::new();
+    for text in &args.expect {
+        let parsed = Expectation::parse(text).and_then(|e| {
+            e.check_dependency(dependencies.iter().map(String::as_str))
+                .map(|()| e)
+        });
+        match parsed {
+            Ok(e) => out.push(e),
+            Err(e) => {
+                let code = fail(format, 2, "usage", format!("--expect `{text}`: {e}"));
+                if format == Format::Human {
+                    eprintln!("  {text}\n  {}^", " ".repeat(e.column.saturating_sub(1)));
+                }
+                return Err(code);
+            }
+        }
+    }
+    Ok(out)
 }
 
 pub fn run(args: Args) -> ExitCode {
@@ -65,13 +146,71 @@ pub fn run(args: Args) -> ExitCode {
             "--report - and --format json would both write to standard output: give the report a file name",
         );
     }
+    let report_out = args
+        .report
+        .as_deref()
+        .is_some_and(crate::cli::report::is_stdout);
+    let trace_out = args
+        .trace
+        .as_deref()
+        .is_some_and(crate::cli::report::is_stdout);
+    if trace_out && (report_out || format == Format::Json) {
+        return fail(
+            format,
+            2,
+            "usage",
+            "--trace - would share standard output with the report or the JSON summary: give the trace a file name",
+        );
+    }
     let outage = match crate::cli::ops::outage_and_jobs(&args.outage, args.jobs as u64, format) {
         Ok(d) => d,
         Err(code) => return code,
     };
+    let plan = match plan(&args, outage, format) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    // An expression that cannot parse is refused before the model is read.
+    for text in &args.expect {
+        if Expectation::parse(text).is_err() {
+            return match expectations(&args, &Default::default(), format) {
+                Err(code) => code,
+                Ok(_) => ExitCode::from(2),
+            };
+        }
+    }
     let (_, text, defs) = match crate::cli::ops::read_definitions(&args.model, format) {
         Ok(read) => read,
         Err(code) => return code,
+    };
+    let dependencies = match sim::dependencies(&defs) {
+        Ok(d) => d,
+        Err(e) => return fail(format, 2, "model", e),
+    };
+    if let Err(m) = plan.check(&dependencies) {
+        return fail(format, 2, "usage", m);
+    }
+    let expected = match expectations(&args, &dependencies, format) {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    let mut trace = match &args.trace {
+        None => None,
+        Some(path) if crate::cli::report::is_stdout(path) => Some(Trace::new(
+            Box::new(std::io::stdout().lock()) as Box<dyn std::io::Write>,
+            path,
+        )),
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Some(Trace::new(Box::new(f), path)),
+            Err(e) => {
+                return fail(
+                    format,
+                    2,
+                    "unwritable",
+                    format!("cannot write the trace {}: {e}", path.display()),
+                )
+            }
+        },
     };
     let chosen = match crate::cli::ops::db_or_default(args.db.as_ref()) {
         Ok(db) => db,
@@ -85,11 +224,6 @@ pub fn run(args: Args) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(format, 2, "store", e),
     };
-    let plan = Plan {
-        jobs: args.jobs,
-        outage,
-        batch: args.batch.max(1),
-    };
     let bar = (format == Format::Human && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(args.jobs as u64);
         bar.set_style(
@@ -101,20 +235,31 @@ pub fn run(args: Args) -> ExitCode {
         bar
     });
     let wall = Instant::now();
-    let result = simulate(store, &text, &defs, &plan, |p| {
-        if let Some(bar) = &bar {
-            bar.set_position(p.finished());
-            bar.set_message(if p.started < p.jobs {
-                format!("starting {}/{}", p.started, p.jobs)
-            } else {
-                format!(
-                    "{} attempts · virtual +{}",
-                    p.attempts,
-                    qflow_engine::duration::compact_ms(p.virtual_ms)
-                )
-            });
-        }
-    });
+    let result = simulate(
+        store,
+        &text,
+        &defs,
+        &plan,
+        |p| {
+            if let Some(bar) = &bar {
+                bar.set_position(p.finished());
+                bar.set_message(if p.started < p.jobs {
+                    format!("starting {}/{}", p.started, p.jobs)
+                } else {
+                    format!(
+                        "{} attempts · virtual +{}",
+                        p.attempts,
+                        qflow_engine::duration::compact_ms(p.virtual_ms)
+                    )
+                });
+            }
+        },
+        |id, d| {
+            if let Some(t) = trace.as_mut() {
+                t.decision(id, d);
+            }
+        },
+    );
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -122,10 +267,25 @@ pub fn run(args: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(format, 2, "store", e),
     };
+    if let Some(t) = trace.take() {
+        if let Err(m) = t.finish() {
+            return fail(format, 2, "unwritable", m);
+        }
+    }
     let elapsed = wall.elapsed();
     let rss = peak_rss_kb();
+    let outcomes: Vec<Outcome> = expected.iter().map(|e| e.evaluate(&report)).collect();
     if let Some(path) = &args.report {
-        let html = match html_report(&report, &store, &args, &text, &defs, outage, elapsed, rss) {
+        let html = match html_report(
+            &report,
+            &store,
+            &args,
+            &text,
+            &defs,
+            plan.outage,
+            elapsed,
+            rss,
+        ) {
             Ok(h) => h,
             Err(e) => return fail(format, 2, "store", e),
         };
@@ -139,24 +299,85 @@ pub fn run(args: Args) -> ExitCode {
         }
     }
     drop(store);
-    // `--report -` gave stdout to the HTML: the summary goes to stderr.
-    let to_stdout = args
-        .report
-        .as_deref()
-        .is_some_and(crate::cli::report::is_stdout);
+    // `--report -` or `--trace -` gave stdout to the HTML or the trace:
+    // the summary goes to stderr.
+    let to_stdout = report_out || trace_out;
     match format {
-        Format::Json => println!("{}", json_report(&report, &args, outage, elapsed, rss)),
+        Format::Json => println!("{}", json_report(&report, &plan, &outcomes, elapsed, rss)),
         Format::Human if to_stdout => {
-            eprint!("{}", human_report(&report, &args, outage, elapsed, rss))
+            eprint!("{}", human_report(&report, &plan, &outcomes, elapsed, rss))
         }
-        Format::Human => print!("{}", human_report(&report, &args, outage, elapsed, rss)),
+        Format::Human => print!("{}", human_report(&report, &plan, &outcomes, elapsed, rss)),
     }
     if let Some(db) = &chosen {
         if format == Format::Human {
-            println!("instances kept in {db}");
+            let kept = format!("instances kept in {db}");
+            if to_stdout {
+                eprintln!("{kept}");
+            } else {
+                println!("{kept}");
+            }
         }
     }
-    ExitCode::SUCCESS
+    let failed: Vec<&Outcome> = outcomes.iter().filter(|o| !o.held).collect();
+    if failed.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    for o in failed {
+        eprintln!(
+            "error: expectation failed: `{}`: measured {} (--expect; exit 3)",
+            o.expectation.text, o.measured_text
+        );
+    }
+    ExitCode::from(3)
+}
+
+/// The trace being written: every decision's history lines, one JSON
+/// object a line, each with the instance and the decision's virtual
+/// instant (ms since the simulation began) first. The first write error
+/// stops the writing and is reported at the end.
+struct Trace<'a> {
+    out: std::io::BufWriter<Box<dyn std::io::Write + 'a>>,
+    path: String,
+    error: Option<std::io::Error>,
+}
+
+impl<'a> Trace<'a> {
+    fn new(out: Box<dyn std::io::Write + 'a>, path: &std::path::Path) -> Trace<'a> {
+        Trace {
+            out: std::io::BufWriter::new(out),
+            path: path.display().to_string(),
+            error: None,
+        }
+    }
+
+    fn decision(&mut self, id: &str, d: &qflow_engine::runtime::Decision) {
+        use std::io::Write;
+        if self.error.is_some() {
+            return;
+        }
+        for line in &d.lines {
+            let mut v = line.clone();
+            if let serde_json::Value::Object(m) = &mut v {
+                m.insert("instance".into(), json!(id));
+                m.insert("at_ms".into(), json!(d.at_ms));
+            }
+            let text = json_line(&v, &["at_ms", "instance", "kind", "node"]);
+            if let Err(e) = writeln!(self.out, "{text}") {
+                self.error = Some(e);
+                return;
+            }
+        }
+    }
+
+    fn finish(mut self) -> Result<(), String> {
+        use std::io::Write;
+        let flushed = self.out.flush();
+        match self.error.take().map_or(flushed, Err) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(format!("cannot write the trace {}: {e}", self.path)),
+        }
+    }
 }
 
 /// The HTML report: the run's totals, attempts per minute with the outage
@@ -277,8 +498,8 @@ fn peak_rss_kb() -> Option<u64> {
 
 fn json_report(
     r: &Report,
-    args: &Args,
-    outage: Duration,
+    plan: &Plan,
+    outcomes: &[Outcome],
     elapsed: Duration,
     rss_kb: Option<u64>,
 ) -> String {
@@ -290,8 +511,9 @@ fn json_report(
         .collect();
     let v = json!({
         "status": "simulated",
-        "jobs": args.jobs,
-        "outage_s": outage.as_secs(),
+        "jobs": plan.jobs,
+        "outage_s": plan.outage.as_secs(),
+        "arrivals_s": plan.arrivals.as_secs(),
         "attempts": t.attempts,
         "completed": t.completed,
         "exhausted": t.exhausted,
@@ -301,8 +523,24 @@ fn json_report(
         "per_minute": per_minute,
         "by_dependency": r.by_dependency.iter()
             .map(|(d, n)| json!({"dependency": d, "attempts": n})).collect::<Vec<_>>(),
+        "requests": r.requests_by_dependency.iter().map(|(d, n)| {
+            let peak = r.peak_requests(Some(d));
+            json!({
+                "dependency": d,
+                "requests": n,
+                "peak_per_minute": peak.map_or(0, |p| p.1),
+                "peak_minute": peak.map(|p| p.0),
+                "rate_limited": r.rate_limited.get(d).copied().unwrap_or(0),
+            })
+        }).collect::<Vec<_>>(),
         "backlog": r.backlog().iter().map(|(m, n)| json!({"minute": m, "pending": n}))
             .collect::<Vec<_>>(),
+        "expectations": outcomes.iter().map(|o| json!({
+            "expect": o.expectation.text,
+            "measured": o.measured_text,
+            "value": o.measured,
+            "held": o.held,
+        })).collect::<Vec<_>>(),
         "batches": r.batches,
         "wall_ms": elapsed.as_millis() as u64,
         "peak_rss_kb": rss_kb,
@@ -310,22 +548,57 @@ fn json_report(
     json_line(&v, &["status"])
 }
 
+/// What the plan makes of the counterparts, in words (the report's first
+/// line): down wholly or in part, behind a capacity, arriving over a window.
+fn plan_words(plan: &Plan) -> String {
+    let n = qflow_engine::text::group;
+    let rates = &plan.error_rate;
+    let share = |r: f64| {
+        if r >= 1.0 {
+            "every request".to_string()
+        } else {
+            format!("{}% of requests", (r * 1000.0).round() / 10.0)
+        }
+    };
+    let mut out = format!(
+        "SIMULATED  {} jobs{}, every dependency down for {} ({} fail{}, {} on each attempt or delivery), then up\n",
+        n(plan.jobs as u64),
+        if plan.arrivals.is_zero() {
+            String::new()
+        } else {
+            format!(
+                " arriving over {}",
+                qflow_engine::duration::to_words(plan.arrivals)
+            )
+        },
+        qflow_engine::duration::to_words(plan.outage),
+        share(rates.default),
+        if rates.default >= 1.0 { "s" } else { "" },
+        OUTAGE_CODE
+    );
+    for (d, r) in &rates.by_dependency {
+        out += &format!("           {d}: {} fail during the outage\n", share(*r));
+    }
+    for (d, c) in &plan.capacity {
+        out += &format!(
+            "           {d}: serves {}/min, answers 429 with Retry-After above it\n",
+            n(*c)
+        );
+    }
+    out
+}
+
 fn human_report(
     r: &Report,
-    args: &Args,
-    outage: Duration,
+    plan: &Plan,
+    outcomes: &[Outcome],
     elapsed: Duration,
     rss_kb: Option<u64>,
 ) -> String {
     let t = &r.totals;
     let mut out = String::new();
     let n = qflow_engine::text::group;
-    out += &format!(
-        "SIMULATED  {} jobs, every dependency down for {} ({} on each attempt or delivery), then up\n",
-        n(args.jobs as u64),
-        qflow_engine::duration::to_words(outage),
-        OUTAGE_CODE
-    );
+    out += &plan_words(plan);
     out += &format!("attempts executed  {:>12}\n", n(t.attempts));
     out += &format!("completed          {:>12}\n", n(t.completed));
     out += &format!("exhausted          {:>12}\n", n(t.exhausted));
@@ -352,10 +625,52 @@ fn human_report(
             out += &format!("  {dependency:<w$}  {:>12}\n", n(*attempts));
         }
     }
+    if !r.requests_by_dependency.is_empty() {
+        out += "\nrequests by dependency (what each received: a task's attempts, a channel's deliveries)\n";
+        let w = r
+            .requests_by_dependency
+            .keys()
+            .map(|k| k.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max("dependency".len());
+        out += &format!(
+            "  {:<w$}  {:>12}  {:>16}  {:>12}\n",
+            "dependency", "requests", "busiest minute", "answered 429"
+        );
+        for (dependency, requests) in &r.requests_by_dependency {
+            let peak = r
+                .peak_requests(Some(dependency))
+                .map_or("-".to_string(), |(m, k)| {
+                    format!("{} at +{}", n(k), minutes(m))
+                });
+            out += &format!(
+                "  {dependency:<w$}  {:>12}  {peak:>16}  {:>12}\n",
+                n(*requests),
+                n(r.rate_limited.get(dependency).copied().unwrap_or(0))
+            );
+        }
+    }
     out += "\nattempts per minute (virtual time)\n";
     out += &chart(&r.per_minute, 40, 50);
     out += "\npending backlog (unfinished instances at the end of each minute)\n";
     out += &backlog_chart(&r.backlog(), t.virtual_ms.div_euclid(60_000), 40, 50);
+    if !outcomes.is_empty() {
+        out += "\nexpectations\n";
+        let w = outcomes
+            .iter()
+            .map(|o| o.expectation.text.chars().count())
+            .max()
+            .unwrap_or(0);
+        for o in outcomes {
+            out += &format!(
+                "  {:<6}  {:<w$}  measured {}\n",
+                if o.held { "held" } else { "FAILED" },
+                o.expectation.text,
+                o.measured_text
+            );
+        }
+    }
     out += &format!(
         "\nwall {:.1} s, {} group commits, peak RSS {}\n",
         elapsed.as_secs_f64(),

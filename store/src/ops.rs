@@ -173,6 +173,23 @@ impl Store {
         })
     }
 
+    /// Start one instance per `(start transition, started_ms)`, in the
+    /// order given, in one transaction: instances arriving over a window
+    /// (`qflow simulate --arrivals`), each begun at its own instant.
+    pub fn start_instances_at(
+        &mut self,
+        deployment: &Deployment,
+        starts: &[(Transition, i64)],
+    ) -> Result<(), StoreError> {
+        self.write(|db| {
+            refuse_retired(db, deployment.id)?;
+            for (start, started_ms) in starts {
+                insert_instance(db, deployment, start, *started_ms)?;
+            }
+            Ok(())
+        })
+    }
+
     /// The start an idempotency key names, if a start took it.
     pub fn start_key(&self, key: &str) -> Result<Option<StartKey>, StoreError> {
         self.read(|db| start_key(db, key))

@@ -83,7 +83,7 @@ struct Outage {
 }
 
 impl World for Outage {
-    fn attempt(&self, _task: &str, _run: usize, at_ms: i64) -> TaskOutcome {
+    fn attempt(&self, _instance: &str, _task: &str, _run: usize, at_ms: i64) -> TaskOutcome {
         if at_ms < self.until_ms {
             TaskOutcome::Fail {
                 code: "DOWN".into(),
