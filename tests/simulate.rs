@@ -264,3 +264,382 @@ fn a_channel_down_longer_than_the_schedule_exhausts_the_calls_and_stats_names_th
     );
     assert_eq!(show.matches("POISONED").count(), 5, "{show}");
 }
+
+/// `--expect` in CI: expectations that hold exit 0 and the report says each
+/// with its measured value.
+#[test]
+fn expectations_that_hold_exit_zero_and_are_reported_with_what_was_measured() {
+    // DBG-08 through two hours: every job completes, five attempts each.
+    let (code, out, err) = simulate(&[
+        DBG08,
+        "--jobs",
+        "25",
+        "--outage",
+        "PT2H",
+        "--expect",
+        "exhausted <= 1%",
+        "--expect",
+        "peak(payments.charge) <= 25/min",
+        "--expect",
+        "requests(payments.charge) <= 125",
+        "--expect",
+        "end <= 3h",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "expectations")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "  held    exhausted <= 1%                   measured 0 (0%)",
+            "  held    peak(payments.charge) <= 25/min   measured 25/min",
+            "  held    requests(payments.charge) <= 125  measured 125",
+            "  held    end <= 3h                         measured 2h 36m",
+        ],
+        "{out}"
+    );
+    let v = json(&[
+        DBG08,
+        "--jobs",
+        "25",
+        "--outage",
+        "PT2H",
+        "--expect",
+        "completed == 100%",
+    ]);
+    assert_eq!(
+        v["expectations"],
+        serde_json::json!([{"expect": "completed == 100%", "measured": "25 (100%)", "value": 100.0, "held": true}])
+    );
+}
+
+/// An expectation that fails exits 3, as `run --expect` does, naming the
+/// expectation and what was measured, on stderr and in the JSON.
+#[test]
+fn an_expectation_that_fails_exits_three_naming_it_and_the_measured_value() {
+    let args = [
+        DBG08,
+        "--jobs",
+        "30",
+        "--outage",
+        "P1D",
+        "--expect",
+        "exhausted <= 1%",
+        "--expect",
+        "attempts <= 1000",
+    ];
+    let (code, out, err) = simulate(&args);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        err.contains(
+            "error: expectation failed: `exhausted <= 1%`: measured 30 (100%) (--expect; exit 3)"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("attempts <= 1000"), "it held: {err}");
+    assert!(
+        out.contains("  FAILED  exhausted <= 1%   measured 30 (100%)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  held    attempts <= 1000  measured 180"),
+        "{out}"
+    );
+    let (code, out, _) = simulate(&[&args[..], &["--format", "json"]].concat());
+    assert_eq!(code, 3);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["expectations"][0]["held"], false);
+    assert_eq!(v["expectations"][0]["measured"], "30 (100%)");
+    assert_eq!(v["expectations"][1]["held"], true);
+}
+
+/// An expression that does not parse, or names a dependency the model does
+/// not have, is refused (exit 2) before anything runs, naming the
+/// expression, the column and the fix.
+#[test]
+fn a_bad_expectation_is_refused_with_its_column_and_the_fix() {
+    let (code, out, err) = simulate(&[
+        DBG08,
+        "--jobs",
+        "5",
+        "--outage",
+        "PT1H",
+        "--expect",
+        "peak(payments.charge) <= 500",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "nothing ran: {out}");
+    assert!(
+        err.contains("error: --expect `peak(payments.charge) <= 500`: at column 29: a peak is a rate: write it per minute: `500/min`"),
+        "{err}"
+    );
+    // The caret under the column.
+    assert!(
+        err.contains("  peak(payments.charge) <= 500\n                              ^"),
+        "{err}"
+    );
+    let (code, _, err) = simulate(&[
+        DBG08,
+        "--jobs",
+        "5",
+        "--outage",
+        "PT1H",
+        "--expect",
+        "exhaustd <= 1%",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("at column 1: `exhaustd` is not a measure: write one of completed, exhausted"),
+        "{err}"
+    );
+    let (code, _, err) = simulate(&[
+        DBG08,
+        "--jobs",
+        "5",
+        "--outage",
+        "PT1H",
+        "--expect",
+        "requests(bank) <= 10",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--expect `requests(bank) <= 10`: at column 10: the model has no dependency `bank`: write one of its task names or channels: payments.charge"),
+        "{err}"
+    );
+    let (code, out, _) = simulate(&[
+        DBG08,
+        "--jobs",
+        "5",
+        "--outage",
+        "PT1H",
+        "--expect",
+        "exhausted = 0",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 2);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["error"], "usage");
+    assert!(v["message"]
+        .as_str()
+        .unwrap()
+        .contains("at column 11: `=` is not a comparison: write `==`"));
+}
+
+/// `--arrivals`: the jobs start evenly over the window, so the first
+/// attempts are spread over it instead of all at +0m.
+#[test]
+fn arrivals_spread_the_starts_over_the_window() {
+    let v = json(&[
+        DBG08,
+        "--jobs",
+        "30",
+        "--outage",
+        "PT1M",
+        "--arrivals",
+        "PT10M",
+    ]);
+    assert_eq!(v["arrivals_s"], 600);
+    // Three a minute; those arriving in the first minute fail once (the
+    // outage), retry a minute later and succeed; the rest succeed at once.
+    assert_eq!(v["completed"], 30);
+    assert_eq!(v["attempts"], 33);
+    assert_eq!(
+        per_minute(&v),
+        [
+            (0, 3),
+            (1, 6),
+            (2, 3),
+            (3, 3),
+            (4, 3),
+            (5, 3),
+            (6, 3),
+            (7, 3),
+            (8, 3),
+            (9, 3)
+        ]
+    );
+}
+
+/// `--error-rate`: a partial outage fails that share of the requests during
+/// the outage, drawn per request from a stable hash: the same run twice is
+/// the same, another `--seed` is another draw at the same rate.
+#[test]
+fn a_partial_outage_fails_a_share_of_the_requests_the_same_way_each_run() {
+    let args = [
+        DBG08,
+        "--jobs",
+        "200",
+        "--outage",
+        "PT2M",
+        "--error-rate",
+        "0.5",
+    ];
+    let a = json(&args);
+    assert_eq!(a, {
+        let mut b = json(&args);
+        b["wall_ms"] = a["wall_ms"].clone();
+        b["peak_rss_kb"] = a["peak_rss_kb"].clone();
+        b
+    });
+    // All 200 attempt at +0m; about half fail and retry at +1m; of those,
+    // about half fail again and retry at +6m, after the outage.
+    let first = per_minute(&a);
+    assert_eq!(first[0], (0, 200));
+    let (_, retried) = first[1];
+    assert!((70..=130).contains(&retried), "{first:?}");
+    assert_eq!(a["completed"], 200);
+    let other = json(&[&args[..], &["--seed", "7"]].concat());
+    assert_ne!(per_minute(&other), first, "another seed, another draw");
+    // One dependency's rate: payments.charge=0 is no outage at all.
+    let none = json(&[
+        DBG08,
+        "--jobs",
+        "20",
+        "--outage",
+        "PT2M",
+        "--error-rate",
+        "payments.charge=0",
+    ]);
+    assert_eq!(none["attempts"], 20);
+    let (code, _, err) = simulate(&[
+        DBG08,
+        "--jobs",
+        "5",
+        "--outage",
+        "PT2M",
+        "--error-rate",
+        "1.5",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--error-rate 1.5: `1.5` is not a share of requests: write one from 0 to 1 (0.3) or a percentage (30%)"), "{err}");
+    let (code, _, err) = simulate(&[
+        DBG08,
+        "--jobs",
+        "5",
+        "--outage",
+        "PT2M",
+        "--error-rate",
+        "bank=0.3",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--error-rate bank=…: the model has no dependency `bank`"),
+        "{err}"
+    );
+}
+
+/// `--capacity`: a counterpart serving N requests a minute answers 429 with
+/// Retry-After to the rest; the rate-limited attempts come back the next
+/// minute, so no minute serves more than N, and `peak` sees every request
+/// that arrived.
+#[test]
+fn a_capacity_limited_counterpart_answers_429_above_its_rate() {
+    let v = json(&[
+        DBG08,
+        "--jobs",
+        "50",
+        "--outage",
+        "PT0S",
+        "--capacity",
+        "payments.charge=20/min",
+        "--expect",
+        "completed == 100%",
+    ]);
+    assert_eq!(v["completed"], 50, "{v}");
+    let req = &v["requests"][0];
+    assert_eq!(req["dependency"], "payments.charge");
+    // Minute 0: 50 arrive, 20 served, 30 told to come back at +1m; there 20
+    // of those 30 are served; at +2m the last 10.
+    assert_eq!(req["rate_limited"], 40, "{v}");
+    assert_eq!(req["requests"], 90);
+    assert_eq!(req["peak_per_minute"], 50);
+    assert_eq!(per_minute(&v), [(0, 50), (1, 30), (2, 10)]);
+    let (code, _, err) = simulate(&[
+        DBG08,
+        "--jobs",
+        "5",
+        "--outage",
+        "PT0S",
+        "--capacity",
+        "payments.charge=20",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(
+            "--capacity payments.charge=20: `20` has no unit: write payments.charge=20/min"
+        ),
+        "{err}"
+    );
+}
+
+crate::on_both_stores!(the_trace_of_a_jittered_simulation_is_the_golden_one);
+
+/// Seeded jitter, seeded partial outage, a capacity and arrivals: the trace
+/// (every decision's history lines) and the report are the same bytes on
+/// every run and on both stores, so a CI job can keep them as a golden
+/// (`tests/golden/simulate/`; `QFLOW_BLESS=1` rewrites them from SQLite).
+fn the_trace_of_a_jittered_simulation_is_the_golden_one(fresh: &support::stores::Fresh) {
+    let db = fresh.db();
+    let trace = fresh.dir().join("trace.jsonl");
+    let (code, out, err) = simulate(&[
+        "samples/checkout.bpmn",
+        "--jobs",
+        "6",
+        "--outage",
+        "4m",
+        "--arrivals",
+        "3m",
+        "--error-rate",
+        "0.5",
+        "--capacity",
+        "bank=2/min",
+        "--batch",
+        "4",
+        "--db",
+        &db,
+        "--trace",
+        trace.to_str().unwrap(),
+        "--format",
+        "json",
+        "--expect",
+        "peak(bank) <= 6/min",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut report: Value = serde_json::from_str(out.trim()).unwrap();
+    // What the machine measured, not what was simulated.
+    for k in ["wall_ms", "peak_rss_kb"] {
+        report.as_object_mut().unwrap().remove(k);
+    }
+    let report = serde_json::to_string_pretty(&report).unwrap() + "\n";
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    golden(fresh, "checkout-report.json", &report);
+    golden(fresh, "checkout-trace.jsonl", &trace);
+}
+
+fn golden(fresh: &support::stores::Fresh, name: &str, actual: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden/simulate")
+        .join(name);
+    if std::env::var_os("QFLOW_BLESS").is_some() && !fresh.is_postgres() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "{} is missing (QFLOW_BLESS=1 to write it)\n{actual}",
+            path.display()
+        )
+    });
+    assert_eq!(
+        actual,
+        expected,
+        "{} differs (QFLOW_BLESS=1 to accept)",
+        path.display()
+    );
+}
