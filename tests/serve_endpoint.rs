@@ -211,7 +211,9 @@ fn a_client_that_does_not_read_its_answers_is_cut_off_at_the_request_timeout() {
             Ok(n) => got.extend_from_slice(&buf[..n]),
         }
     }
-    let answers = String::from_utf8_lossy(&got).matches("HTTP/1.1 404").count();
+    let answers = String::from_utf8_lossy(&got)
+        .matches("HTTP/1.1 404")
+        .count();
     assert!(
         answers > 0 && answers < SENT,
         "{answers} of {SENT} answers arrived: the endpoint should have cut off the connection"
