@@ -182,6 +182,97 @@ fn a_pause_holds_the_park(db: &str) {
 }
 
 #[test]
+fn a_migration_that_renames_a_parked_node_keeps_it_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    a_renamed_park_stays_held(dir.path(), db.to_str().unwrap());
+}
+
+#[test]
+fn a_migration_that_renames_a_parked_node_keeps_it_held_on_postgres() {
+    if let Some(db) = on_postgres("contain_rename") {
+        let dir = tempfile::tempdir().unwrap();
+        a_renamed_park_stays_held(dir.path(), &db);
+    }
+}
+
+/// A park moved by a migration onto a renamed node keeps its cause (class
+/// and dependency): a pause in force goes on holding it. (It used to be
+/// re-armed with no cause, and the retry ran under the pause.)
+fn a_renamed_park_stays_held(dir: &std::path::Path, db: &str) {
+    let (code, _, err) = qflow(&[
+        "run",
+        DBG08,
+        "--scenario",
+        ALWAYS_FAILS,
+        "--db",
+        db,
+        "--until",
+        "PT30S",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = qflow(&["pause", "--db", db, "--dependency", "payments.charge"]);
+    assert_eq!(code, 0, "{err}");
+    let renamed = std::fs::read_to_string(DBG08)
+        .unwrap()
+        .replace("\"charge\"", "\"charge_card\"");
+    assert!(renamed.contains("id=\"charge_card\""));
+    let edited = dir.join("renamed.bpmn");
+    std::fs::write(&edited, renamed).unwrap();
+    let (code, out, err) = qflow(&[
+        "migrate",
+        "dbg08-1",
+        "--db",
+        db,
+        "--to",
+        edited.to_str().unwrap(),
+        "--map",
+        "charge=charge_card",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The moved park is still one the pause holds...
+    let (code, out, err) = qflow(&[
+        "instances",
+        "--db",
+        db,
+        "--dependency",
+        "payments.charge",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let listed = last_json(&out);
+    assert_eq!(listed["total"], 1, "{listed}");
+    assert_eq!(listed["instances"][0]["node"], "charge_card", "{listed}");
+    // ...and a process serving the database leaves it alone.
+    let (code, out, err) = qflow(&[
+        "resume",
+        "dbg08-1",
+        "--db",
+        db,
+        "--scenario",
+        ALWAYS_FAILS,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = last_json(&out);
+    assert_eq!(
+        (
+            v["status"].clone(),
+            v["stopped"].clone(),
+            v["due_s"].clone()
+        ),
+        ("waiting".into(), "held".into(), 60.into()),
+        "{out}"
+    );
+    assert!(
+        !out.lines().any(|l| l.contains("\"kind\":\"attempt\"")),
+        "an attempt ran under the pause: {out}"
+    );
+}
+
+#[test]
 fn a_quarantined_instance_is_refused_until_released() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("q.db");

@@ -91,6 +91,67 @@ fn scripted(answers: &[(&str, i32)]) -> String {
     s
 }
 
+/// A registered task the flow enters three times (a loop on `round`).
+const TASK_LOOP: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="defs">
+  <bpmn:process id="looptask" isExecutable="true">
+    <bpmn:startEvent id="start"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="start" targetRef="charge"/>
+    <bpmn:serviceTask id="charge" q:task="payments.charge">
+      <bpmn:extensionElements>
+        <q:retry maxAttempts="3" backoff="PT10S" jitter="none"/>
+      </bpmn:extensionElements>
+    </bpmn:serviceTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="charge" targetRef="again"/>
+    <bpmn:exclusiveGateway id="again" default="done"/>
+    <bpmn:sequenceFlow id="done" sourceRef="again" targetRef="end"/>
+    <bpmn:sequenceFlow id="loop" sourceRef="again" targetRef="charge">
+      <bpmn:conditionExpression>round &lt; 3</bpmn:conditionExpression>
+    </bpmn:sequenceFlow>
+    <bpmn:endEvent id="end"/>
+  </bpmn:process>
+</bpmn:definitions>
+"#;
+
+#[test]
+fn a_task_the_flow_enters_again_gets_a_key_it_never_had() {
+    // Each run: its attempt number and key in keys.log; `round` one up.
+    let script = "#!/bin/sh\n\
+                  r=$(sed -n 's/.*\"round\":\\([0-9]*\\).*/\\1/p')\n\
+                  echo \"$QFLOW_ATTEMPT $QFLOW_IDEMPOTENCY_KEY\" >> keys.log\n\
+                  echo \"{\\\"round\\\": $(( ${r:-0} + 1 ))}\"\n";
+    let dir = world(CHARGE, &[("charge.sh", script)]);
+    std::fs::write(dir.path().join("loop.bpmn"), TASK_LOOP).unwrap();
+    let out = qflow(
+        dir.path(),
+        &[
+            "run",
+            "loop.bpmn",
+            "--handlers",
+            "handlers.toml",
+            "--db",
+            "loop.db",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(lines(&out).last().unwrap()["status"], "completed");
+    let keys = std::fs::read_to_string(dir.path().join("keys.log")).unwrap();
+    // The attempt number restarts on each entry; the key does not: it
+    // comes from the store's key ledger (it used to be looptask-1/charge/1
+    // three times, which a provider deduplicating on it would have
+    // answered "already done" twice).
+    assert_eq!(
+        keys,
+        "1 looptask-1/charge/1\n1 looptask-1/charge/2\n1 looptask-1/charge/3\n"
+    );
+}
+
 #[test]
 fn a_command_fails_transiently_then_succeeds_on_the_dbg08_schedule() {
     let script = scripted(&[

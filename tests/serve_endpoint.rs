@@ -177,6 +177,53 @@ fn stalled_clients_hold_up_nobody_and_are_cut_off_at_the_request_timeout() {
 }
 
 #[test]
+fn a_client_that_does_not_read_its_answers_is_cut_off_at_the_request_timeout() {
+    let fresh = Fresh::sqlite("unread");
+    let mut s = served(&fresh, &[], &["--request-timeout", "PT2S"], None);
+    // 200,000 requests sent at once, none of their answers read: some
+    // megabytes of answers, more than the sockets' buffers hold, so the
+    // endpoint's writes stop making progress.
+    const SENT: usize = 200_000;
+    let mut c = TcpStream::connect(addr(&s)).unwrap();
+    let pipelined = "GET /instances/nobody-like-this HTTP/1.1\r\nHost: x\r\n\r\n".repeat(SENT);
+    let writer = {
+        let mut c = c.try_clone().unwrap();
+        std::thread::spawn(move || {
+            // Ends with an error once the endpoint has closed the connection.
+            let _ = c.write_all(pipelined.as_bytes());
+        })
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    // Everyone else is answered meanwhile.
+    assert_eq!(health_within(&s, Duration::from_secs(5), None), Some(200));
+    // The endpoint answers some thousands a second: within 12 s its
+    // answers fill the sockets' buffers (about 10 MB on loopback) and its
+    // writes stall past the request timeout, so it gives up on the
+    // connection. Reading now finds fewer answers than were asked for,
+    // then the end.
+    std::thread::sleep(Duration::from_secs(12));
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match c.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    let answers = String::from_utf8_lossy(&got)
+        .matches("HTTP/1.1 404")
+        .count();
+    assert!(
+        answers > 0 && answers < SENT,
+        "{answers} of {SENT} answers arrived: the endpoint should have cut off the connection"
+    );
+    let _ = writer.join();
+    assert_eq!(health_within(&s, Duration::from_secs(5), None), Some(200));
+    assert!(alive(&mut s));
+}
+
+#[test]
 fn without_the_token_a_request_is_refused_from_its_head_before_its_body() {
     let fresh = Fresh::sqlite("token_first");
     let s = served(&fresh, &[("QFLOW_SERVE_TOKEN", "s3cret")], &[], None);

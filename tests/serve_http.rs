@@ -410,7 +410,7 @@ fn listening_beyond_loopback_needs_a_token_and_the_token_is_checked(fresh: &Fres
     assert_eq!(resp.status().as_u16(), 200);
     assert_eq!(
         resp.body_mut().read_to_string().unwrap(),
-        r#"{"status":"ok"}"#
+        r#"{"status":"ok","store":{"state":"up"}}"#
     );
 }
 

@@ -626,8 +626,11 @@ impl<C: Clock> Ctx<'_, C> {
                 .open(path)?;
             f.write_all(line.as_bytes())?;
         }
+        // The attempt's idempotency key: from the store's key ledger when
+        // the attempt is recorded (never given twice), else its number.
+        let mut key = attempt;
         if self.scenario.records_in_flight() {
-            match (self.lanes, lease) {
+            key = match (self.lanes, lease) {
                 (Some(_), Some(until)) => self.store.open_in_flight_by(
                     self.instance,
                     node,
@@ -645,8 +648,9 @@ impl<C: Clock> Ctx<'_, C> {
                     self.clock.now_ms(),
                     wall,
                 )?,
-            }
+            };
         }
+        let key = format!("{}/{node}/{key}", self.instance);
         let variables = facts.snapshot.variables();
         if self.lanes.is_some() {
             return Ok(Next::Dispatch(Job::Attempt {
@@ -654,6 +658,7 @@ impl<C: Clock> Ctx<'_, C> {
                 node: node.to_string(),
                 task,
                 attempt,
+                key,
                 runs,
                 variables,
                 timer,
@@ -665,6 +670,7 @@ impl<C: Clock> Ctx<'_, C> {
             node,
             task: &task,
             attempt,
+            key: &key,
             runs,
             variables: &variables,
         };

@@ -37,6 +37,8 @@ pub enum Job {
         node: String,
         task: String,
         attempt: u32,
+        /// Its idempotency key (from the store's key ledger).
+        key: String,
         runs: usize,
         variables: BTreeMap<String, Value>,
         /// The retry timer the attempt re-drives (`None`: a first attempt).
@@ -113,6 +115,7 @@ impl Job {
                 node,
                 task,
                 attempt,
+                key,
                 runs,
                 variables,
                 ..
@@ -121,6 +124,7 @@ impl Job {
                 node,
                 task,
                 attempt: *attempt,
+                key,
                 runs: *runs,
                 variables,
             })),

@@ -28,6 +28,10 @@ pub struct AttemptCall<'a> {
     /// The 1-based number of this attempt of the node (what the history's
     /// `attempt` line will say).
     pub attempt: u32,
+    /// The attempt's idempotency key, `instance/node/N`: the same for no two
+    /// attempts of the node, even where `attempt` restarts (a loop, a reset
+    /// budget), since `N` comes from the store's key ledger.
+    pub key: &'a str,
     /// How many times this task's handler already ran for this instance
     /// (what a scenario's list is indexed by).
     pub runs: usize,

@@ -148,7 +148,27 @@ pub fn run(args: Args) -> ExitCode {
     let mut ui = crate::cli::ui::Ui::new(args.db.clone(), token.clone(), true);
     ui.request_timeout = args.request_timeout;
     ui.waker = Some(waker.clone());
+    // The log says when the database is out of reach and when it is back;
+    // deciding stops meanwhile, serving does not (engine::embed::outage).
+    {
+        let shown = args.db.to_string();
+        engine.on_store_outage(move |event| match event {
+            qflow_engine::embed::OutageEvent::Retrying { error, tries, wait } => eprintln!(
+                "warning: the database {shown} is out of reach ({error}): deciding waits, \
+                 trying again in {:.1} s (try {tries}); attempts in flight go on, \
+                 their outcomes are decided once it answers",
+                wait.as_secs_f64()
+            ),
+            qflow_engine::embed::OutageEvent::Recovered { down_for, tries } => eprintln!(
+                "note: the database {shown} answers again after {:.1} s ({tries} failed \
+                 tr{}): deciding resumes",
+                down_for.as_secs_f64(),
+                if *tries == 1 { "y" } else { "ies" }
+            ),
+        });
+    }
     let config = endpoint::Config {
+        health: Some(engine.store_health()),
         db: args.db.to_string(),
         token,
         request_timeout: args.request_timeout,

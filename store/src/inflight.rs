@@ -114,7 +114,8 @@ pub(super) fn record(message: String, opened_ms: i64) -> Option<InFlight> {
 
 impl Store {
     /// Record that attempt `attempt` of `node` starts now, from the
-    /// instance at `version` (call under the instance's claim).
+    /// instance at `version` (call under the instance's claim). Returns the
+    /// number of the attempt's idempotency key ([`Store::next_task_key`]).
     pub fn open_in_flight(
         &self,
         instance: &str,
@@ -123,8 +124,40 @@ impl Store {
         version: i64,
         at_ms: i64,
         wall_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.open_record(instance, node, &message(attempt, version, wall_ms), at_ms)
+    ) -> Result<u32, StoreError> {
+        let key = self.next_task_key(instance, node, attempt)?;
+        self.open_record(instance, node, &message(attempt, version, wall_ms), at_ms)?;
+        Ok(key)
+    }
+
+    /// The number of the next idempotency key of the registered task at
+    /// `node` (its key is `instance/node/N`), taken from the durable key
+    /// ledger channel calls use (`request_keys`): one more than the last
+    /// key the node was given, and never less than `attempt`, so the key
+    /// says the attempt's number until the counter restarts (a loop that
+    /// enters the node again, `migrate --reset-budget`, a damaged counter)
+    /// and is never given twice. The ledger moves with a node a migration
+    /// renames. Taken before the attempt's record is written: a crash in
+    /// between leaves a gap in the numbers, never a key used twice.
+    pub fn next_task_key(
+        &self,
+        instance: &str,
+        node: &str,
+        attempt: u32,
+    ) -> Result<u32, StoreError> {
+        self.read(|db| {
+            db.execute(
+                "INSERT INTO request_keys(instance_id, node, last) VALUES ($1, $2, $3)
+                 ON CONFLICT (instance_id, node) DO UPDATE SET last = CASE WHEN request_keys.last + 1 > excluded.last THEN request_keys.last + 1 ELSE excluded.last END",
+                args![instance, node, i64::from(attempt)],
+            )?;
+            let last: i64 = db.one(
+                "SELECT last FROM request_keys WHERE instance_id = $1 AND node = $2",
+                args![instance, node],
+                |r| r.get(0),
+            )?;
+            Ok(last.clamp(0, i64::from(u32::MAX)) as u32)
+        })
     }
 
     /// [`Store::open_in_flight`] for an attempt this process runs on a
@@ -140,7 +173,8 @@ impl Store {
         at_ms: i64,
         wall_ms: i64,
         lease_until_ms: i64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u32, StoreError> {
+        let key = self.next_task_key(instance, node, attempt)?;
         let m = message_by(
             attempt,
             version,
@@ -148,7 +182,8 @@ impl Store {
             &super::local_owner(),
             lease_until_ms,
         );
-        self.open_record(instance, node, &m, at_ms)
+        self.open_record(instance, node, &m, at_ms)?;
+        Ok(key)
     }
 
     fn open_record(

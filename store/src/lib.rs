@@ -132,8 +132,10 @@ pub enum StoreError {
     /// creates its tables, never the database itself.
     #[error("cannot connect to {url}: the server has no database {name} (create it: `createdb {name}`, or CREATE DATABASE {name}; the first run or `qflow deploy` creates qflow's tables in it)")]
     NoDatabase { url: String, name: String },
+    /// (Shown with its causes: the library's own text for a lost
+    /// connection is only "db error".)
     #[cfg(feature = "postgres")]
-    #[error("database error: {0}")]
+    #[error("database error: {}", pg::full_cause(.0))]
     Postgres(#[from] postgres::Error),
     /// A `postgres://` URL given to a qflow built without PostgreSQL.
     #[error("{0}: this qflow was built without PostgreSQL (the `postgres` feature of qflow-store): use a SQLite file for --db, or build qflow with its default features")]
@@ -190,6 +192,26 @@ impl StoreError {
         false
     }
 
+    /// Whether the database could not be reached — a lost connection (the
+    /// server restarted or shut down, the backend was terminated, the
+    /// network dropped), a server that refuses new sessions for now, a
+    /// connection that could not be made again, or a SQLite file whose
+    /// write lock another program held past the busy timeout: nothing was
+    /// decided, and the same work done again later may well succeed. A
+    /// serving loop waits and tries again; a one-shot command reports it.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Connect { .. } => true,
+            StoreError::Sql(e) => matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            ),
+            #[cfg(feature = "postgres")]
+            StoreError::Postgres(e) => pg_unavailable(e),
+            _ => false,
+        }
+    }
+
     /// A refusal that means "someone or something else decides for this
     /// instance now" (another claim, stale facts, a quarantine, a pause):
     /// routine for a replica, which drops the decision and moves on.
@@ -201,6 +223,27 @@ impl StoreError {
                 | StoreError::Quarantined(_)
                 | StoreError::Paused { .. }
         )
+    }
+}
+
+/// Whether a PostgreSQL error means the server was out of reach rather than
+/// that a statement was refused: the connection closed under it, a
+/// connection exception (SQLSTATE class 08), or an operator intervention
+/// (class 57: shutdown, crash shutdown, "cannot connect now" while the
+/// server starts, a terminated backend).
+#[cfg(feature = "postgres")]
+fn pg_unavailable(e: &postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    match e.code() {
+        Some(code) => {
+            let c = code.code();
+            c.starts_with("08") || c.starts_with("57P")
+        }
+        // No SQLSTATE: an I/O error on the socket (reset, broken pipe).
+        None => std::error::Error::source(e)
+            .is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some()),
     }
 }
 

@@ -354,8 +354,12 @@ pub(crate) fn refuse_held_redrive(
 /// The class and dependency of the failure that parks `node`'s retry in
 /// transition `t`: from its own attempt line (a registered task's failed
 /// attempt; a channel call's failed attempt, always transient, whose
-/// channel is on the call's last attempt line), else from the node's last
-/// attempt line in the store (a park re-armed by a migration).
+/// channel is on the call's last attempt line). A park re-armed by a
+/// migration keeps the cause of the park it replaces — the retry timer the
+/// same transition resolves on the node's old name (`t.calls.rename`: a
+/// renamed node, a swap `a=b, b=a`, a second migration with no attempt in
+/// between) — so a pause in force goes on holding it; else the node's last
+/// attempt line in the store, under its old name.
 pub(crate) fn park_cause(
     db: &mut dyn Conn,
     instance: &str,
@@ -367,6 +371,24 @@ pub(crate) fn park_cause(
         CauseInTransition::Call => Some("transient".to_string()),
         CauseInTransition::None => None,
     };
+    let source = t
+        .calls
+        .rename
+        .iter()
+        .find(|(_, new)| new == node)
+        .map_or(node, |(old, _)| old.as_str());
+    if class.is_none() {
+        for id in &t.resolve {
+            let replaced: Option<(Option<String>, Option<String>)> = db.opt(
+                "SELECT class, dependency FROM timers WHERE id = $1 AND instance_id = $2 AND node = $3 AND purpose = 'retry'",
+                args![id, instance, source],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            if let Some(cause @ (Some(_), _) | cause @ (_, Some(_))) = replaced {
+                return Ok(cause);
+            }
+        }
+    }
     // The one difference: how a JSON field is read.
     let sql = db.dialect().pick(
         "SELECT COALESCE(json_extract(detail, '$.class'), CASE WHEN task IS NULL THEN 'transient' END),
@@ -377,7 +399,7 @@ pub(crate) fn park_cause(
          FROM history WHERE instance_id = $1 AND node = $2 AND kind = 'attempt' ORDER BY seq DESC LIMIT 1",
     );
     let last: Option<(Option<String>, Option<String>)> =
-        db.opt(sql, args![instance, node], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        db.opt(sql, args![instance, source], |r| Ok((r.get(0)?, r.get(1)?)))?;
     let (last_class, dependency) = last.unwrap_or((None, None));
     Ok((class.or(last_class), dependency))
 }

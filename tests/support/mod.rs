@@ -4,6 +4,7 @@
 // Each test crate compiles this module and uses only some of it.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod serve;
 pub mod stores;
 

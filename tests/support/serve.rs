@@ -15,6 +15,8 @@ pub struct Serve {
     pub child: Child,
     pub url: String,
     pub lines: Arc<Mutex<Vec<Value>>>,
+    /// What it printed on standard error so far (warnings, notes).
+    pub stderr: Arc<Mutex<String>>,
 }
 
 impl Drop for Serve {
@@ -84,12 +86,23 @@ pub fn spawn_with(
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        .stderr(Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
+    let stderr: Arc<Mutex<String>> = Arc::default();
+    {
+        let (pipe, sink) = (child.stderr.take().unwrap(), stderr.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+    }
     let lines: Arc<Mutex<Vec<Value>>> = Arc::default();
     let (tx, rx) = mpsc::channel();
     let sink = lines.clone();
@@ -107,7 +120,12 @@ pub fn spawn_with(
     let url = rx
         .recv_timeout(Duration::from_secs(20))
         .expect("serve listens");
-    Serve { child, url, lines }
+    Serve {
+        child,
+        url,
+        lines,
+        stderr,
+    }
 }
 
 /// A client that hands back every status (a 409 is an answer, not an error).

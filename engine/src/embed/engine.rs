@@ -85,6 +85,11 @@ pub struct Engine {
     pub(super) concurrency: usize,
     pub(super) late_after: std::time::Duration,
     pub(super) lateness: super::serve::Lateness,
+    /// The store's state as the serving loop last met it (shared with a
+    /// health endpoint).
+    pub(super) health: super::outage::StoreHealth,
+    /// Told of a database outage as it happens (a serving loop's log).
+    pub(super) on_outage: Option<super::outage::OutageReport>,
 }
 
 /// Instances started before this instant (2000-01-01, wall clock) were
@@ -93,6 +98,18 @@ pub(super) const VIRTUAL_EPOCH_LIMIT_MS: i64 = 946_684_800_000;
 
 /// How many instances one round of [`Engine::step`] looks at.
 pub(super) const ROUND: usize = 256;
+
+impl EngineError {
+    /// Whether the error is the database out of reach (a lost connection,
+    /// a server restarting): the same work done later may succeed
+    /// ([`crate::store::StoreError::is_unavailable`]).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            EngineError::Store(e) | EngineError::Run(RunError::Store(e)) => e.is_unavailable(),
+            _ => false,
+        }
+    }
+}
 
 impl Engine {
     /// Open (or create) the SQLite store at `path`.
@@ -128,6 +145,8 @@ impl Engine {
             concurrency: crate::runtime::lanes::DEFAULT_CONCURRENCY,
             late_after: std::time::Duration::from_millis(100),
             lateness: Default::default(),
+            health: Default::default(),
+            on_outage: None,
         }
     }
 

@@ -41,11 +41,13 @@
 
 mod drive;
 mod engine;
+mod outage;
 mod serve;
 mod task;
 mod world;
 
 pub use engine::{Engine, EngineError, Step, Time};
+pub use outage::{reconnect_wait, OutageEvent, StoreHealth, StoreState, FIRST_WAIT, MAX_WAIT};
 pub use serve::{Late, Lateness, Waker};
 pub use task::{Task, TaskError, TaskResult, Variables, MISSING, PANIC};
 pub use world::{channel_names, task_names, Delivery, Handlers, Request, DEFAULT_LEASE};

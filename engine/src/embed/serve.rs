@@ -27,6 +27,7 @@ use crate::runtime::world::World;
 
 use super::drive::clock_of;
 use super::engine::{Engine, EngineError, Step, Time, ROUND};
+use super::outage::{OutageEvent, StoreHealth, StoreState};
 
 /// Prompts the serving loop to look again now (a new instance, an answer
 /// taken on an endpoint): cheap, never blocks, harmless when the loop is
@@ -185,9 +186,82 @@ impl Engine {
             nodes: BTreeMap::new(),
             rows: BTreeSet::new(),
         };
-        let result = self.serve_loop(&rx, &mut pool, &mut flight, idle, &mut between);
+        let mut state = LoopState::default();
+        // A database out of reach stops the deciding, never the serving:
+        // wait, try again (super::outage).
+        let result = loop {
+            match self.serve_loop(&rx, &mut pool, &mut flight, &mut state, idle, &mut between) {
+                Err(e) if e.is_unavailable() => {
+                    self.wait_out_outage(&e, &rx, &mut pool, &mut state)
+                }
+                other => break other,
+            }
+        };
         self.signal.1 = Some(rx);
         result
+    }
+
+    /// One failed try of the database: recorded in the shared health,
+    /// reported, and waited out for the backoff's time while the lanes'
+    /// outcomes are collected (they are decided once the store answers).
+    fn wait_out_outage(
+        &mut self,
+        e: &EngineError,
+        rx: &mpsc::Receiver<Msg>,
+        pool: &mut Pool,
+        state: &mut LoopState,
+    ) {
+        let error = e.to_string();
+        let tries = self.health.down(&error);
+        let wait = super::outage::reconnect_wait(&self.owner, tries);
+        if let Some(report) = &mut self.on_outage {
+            report(&OutageEvent::Retrying { error, tries, wait });
+        }
+        let until = std::time::Instant::now() + wait;
+        loop {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            match rx.recv_timeout(left) {
+                Ok(Msg::Done(d)) => {
+                    pool.finished(&d.job);
+                    state.back.push(*d);
+                }
+                Ok(Msg::Wake) => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Whoever is told of a database outage as it happens (a try that
+    /// failed and when the next is; the store answering again): a serving
+    /// process's log. Without one, the loop retries silently.
+    pub fn on_store_outage(
+        &mut self,
+        report: impl FnMut(&OutageEvent) + Send + 'static,
+    ) -> &mut Engine {
+        self.on_outage = Some(Box::new(report));
+        self
+    }
+
+    /// The store's state as the serving loop last met it: a handle a
+    /// health endpoint reads (`qflow serve`'s `/ready`).
+    pub fn store_health(&self) -> StoreHealth {
+        self.health.clone()
+    }
+
+    /// The store answered a whole round: an outage, if there was one, is over.
+    fn store_answered(&mut self) {
+        if let Some(StoreState::Down {
+            since_ms, tries, ..
+        }) = self.health.up()
+        {
+            let down_for = Duration::from_millis((system_now_ms() - since_ms).max(0) as u64);
+            if let Some(report) = &mut self.on_outage {
+                report(&OutageEvent::Recovered { down_for, tries });
+            }
+        }
     }
 
     fn serve_loop(
@@ -195,16 +269,19 @@ impl Engine {
         rx: &mpsc::Receiver<Msg>,
         pool: &mut Pool,
         flight: &mut InFlight,
+        state: &mut LoopState,
         idle: Duration,
         between: &mut impl FnMut(&mut Engine, &[Step]) -> bool,
     ) -> Result<u64, EngineError> {
-        let mut n = 0u64;
-        let mut back: Vec<Done> = Vec::new();
+        let LoopState {
+            back,
+            decided: n,
+            stopping,
+        } = state;
         // Instances looked at and found with nothing to do now, at the
         // version they were read at: not read again until they move, a
         // lane frees (a held attempt may start) or the loop waited.
         let mut quiet: std::collections::HashMap<String, (i64, Option<i64>)> = Default::default();
-        let mut stopping = false;
         loop {
             let mut steps = Vec::new();
             // What came back from the lanes, and what could not be decided
@@ -223,10 +300,11 @@ impl Engine {
             let mut progressed = false;
             if !back.is_empty() {
                 let outcomes = back.len();
-                let (decided, later) = self.decide_done_many(std::mem::take(&mut back), flight)?;
-                progressed |= later.len() < outcomes;
+                // What is not decided (and everything, on an error) stays
+                // in `back` for the next try.
+                let decided = self.decide_done_many(back, flight)?;
+                progressed |= back.len() < outcomes;
                 steps.extend(decided);
-                back = later;
             }
             while let Some((instance, node)) = self.wakes.pop() {
                 if let Some(s) = self.poison_wake(&instance, node)? {
@@ -234,7 +312,7 @@ impl Engine {
                 }
             }
             let mut next_due = None;
-            if !stopping {
+            if !*stopping {
                 let now = system_now_ms();
                 let (ids, next) = self.store.due_instances(now, ROUND)?;
                 next_due = next;
@@ -268,15 +346,16 @@ impl Engine {
                     steps.extend(decided);
                 }
             }
-            n += steps.len() as u64;
+            self.store_answered();
+            *n += steps.len() as u64;
             progressed |= !steps.is_empty();
-            if !stopping && !between(self, &steps) {
-                stopping = true;
+            if !*stopping && !between(self, &steps) {
+                *stopping = true;
             }
-            if stopping && pool.in_flight() == 0 && back.is_empty() {
-                return Ok(n);
+            if *stopping && pool.in_flight() == 0 && back.is_empty() {
+                return Ok(*n);
             }
-            if progressed && !stopping {
+            if progressed && !*stopping {
                 continue;
             }
             // Wait for a lane's outcome, a wake-up, the next due instant or
@@ -297,7 +376,7 @@ impl Engine {
                 // A wake-up or the safety poll: what another party wrote
                 // (a pause lifted, say) is read afresh.
                 Ok(Msg::Wake) | Err(mpsc::RecvTimeoutError::Timeout) => quiet.clear(),
-                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(n),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(*n),
             }
         }
     }
@@ -566,14 +645,16 @@ impl Engine {
     /// Decide what the lanes brought back, each under a fresh claim, from
     /// the facts as they are now, with group commit
     /// ([`shell::take_many`]): one outcome per instance per group. Returns
-    /// the decisions and the outcomes to decide in a later round (their
-    /// instance was claimed elsewhere for a moment, or a second outcome of
-    /// the same instance waits for the first).
+    /// the decisions; `back` keeps the outcomes to decide in a later round
+    /// (their instance was claimed elsewhere for a moment, a second outcome
+    /// of the same instance waits for the first) and, on an error (the
+    /// database out of reach), every outcome not applied.
     fn decide_done_many(
         &mut self,
-        done: Vec<Done>,
+        back: &mut Vec<Done>,
         flight: &mut InFlight,
-    ) -> Result<(Vec<Step>, Vec<Done>), EngineError> {
+    ) -> Result<Vec<Step>, EngineError> {
+        let done = std::mem::take(back);
         let mut group: BTreeMap<String, Done> = BTreeMap::new();
         let mut later = Vec::new();
         for d in done {
@@ -611,7 +692,16 @@ impl Engine {
                 };
                 Ok(event_of_done(store, instance, &group[instance])?.map(|ev| (ev, at)))
             },
-        )?;
+        );
+        let taken = match taken {
+            Ok(t) => t,
+            Err(e) => {
+                // Nothing of the group was applied: every outcome waits.
+                later.extend(group.into_values());
+                *back = later;
+                return Err(e.into());
+            }
+        };
         let mut steps = Vec::new();
         for (instance, taken) in taken {
             let Some(d) = group.remove(&instance) else {
@@ -626,21 +716,43 @@ impl Engine {
                     steps.push(Step { instance, decision });
                 }
                 Taken::Idle => {
-                    flight.remove(&d.job);
                     if let Job::Attempt { node, .. } = &d.job {
                         // Nothing waits for it (the instance finished): no
-                        // longer in flight all the same.
-                        self.store
-                            .close_in_flight_of(&instance, node, system_now_ms())?;
+                        // longer in flight all the same. (Not closed — the
+                        // database out of reach — it is tried next round.)
+                        if let Err(e) =
+                            self.store
+                                .close_in_flight_of(&instance, node, system_now_ms())
+                        {
+                            if e.is_unavailable() {
+                                later.push(d);
+                                continue;
+                            }
+                            later.extend(group.into_values());
+                            *back = later;
+                            return Err(e.into());
+                        }
                     }
+                    flight.remove(&d.job);
                 }
                 Taken::Lost { .. } => later.push(d),
             }
         }
         // Claimed elsewhere at the claim: tried again next round.
         later.extend(group.into_values());
-        Ok((steps, later))
+        *back = later;
+        Ok(steps)
     }
+}
+
+/// What the serving loop keeps across a database outage (the loop itself
+/// is entered again after one): outcomes from the lanes not decided yet,
+/// the decisions counted, and whether the caller asked to stop.
+#[derive(Default)]
+struct LoopState {
+    back: Vec<Done>,
+    decided: u64,
+    stopping: bool,
 }
 
 /// The event a lane's outcome is for `instance` now, or `None` when nothing

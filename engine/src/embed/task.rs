@@ -23,8 +23,11 @@ pub struct Task<'a> {
     pub node: &'a str,
     /// The `q:task` name.
     pub name: &'a str,
-    /// This attempt's number, from 1.
+    /// This attempt's number, from 1 (it restarts where the node's budget
+    /// does: a loop entering the node again, a migration's reset budget).
     pub attempt: u32,
+    /// This attempt's idempotency key (see [`Task::idempotency_key`]).
+    pub key: &'a str,
     /// The instance's variables, as persisted.
     pub variables: &'a Variables,
 }
@@ -35,10 +38,12 @@ impl Task<'_> {
         self.variables.get(name)
     }
 
-    /// A key that names this attempt and no other (`instance/node/attempt`):
-    /// what a handler sends to a provider that deduplicates.
+    /// A key that names this attempt and no other (`instance/node/N`):
+    /// what a handler sends to a provider that deduplicates. `N` is the
+    /// attempt's number until that restarts; it comes from the store's key
+    /// ledger, so no two attempts of a node ever share a key.
     pub fn idempotency_key(&self) -> String {
-        format!("{}/{}/{}", self.instance, self.node, self.attempt)
+        self.key.to_string()
     }
 }
 

@@ -182,6 +182,7 @@ impl World for Handlers {
             node: call.node,
             name: call.task,
             attempt: call.attempt,
+            key: call.key,
             variables: call.variables,
         };
         match self.tasks.get(call.task) {

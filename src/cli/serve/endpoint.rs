@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::cli::wire::{reason, same_secret};
-use qflow_engine::embed::{Engine, EngineError};
+use qflow_engine::embed::{Engine, EngineError, StoreHealth, StoreState};
 use qflow_engine::runtime::driver::Verdict;
 use serde_json::{json, Value};
 
@@ -74,6 +74,8 @@ const WORKER_WAIT: Duration = Duration::from_secs(60);
 /// How the endpoint is bounded.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The store's state as the serving loop meets it (`/health`, `/ready`).
+    pub health: Option<StoreHealth>,
     /// The database, as `--db` named it (500 answers name it).
     pub db: String,
     /// The token every request must carry (`Authorization: Bearer …`).
@@ -218,8 +220,17 @@ pub fn start(listener: TcpListener, workers: Vec<Engine>, config: Config) {
     let queue = Arc::new(Mutex::new(queue));
     for engine in workers {
         let (queue, db, waker) = (queue.clone(), config.db.clone(), config.waker.clone());
-        let shown = config.on_decision.clone();
-        std::thread::spawn(move || work(engine, &queue, &db, waker.as_ref(), shown.as_ref()));
+        let (shown, health) = (config.on_decision.clone(), config.health.clone());
+        std::thread::spawn(move || {
+            work(
+                engine,
+                &queue,
+                &db,
+                waker.as_ref(),
+                shown.as_ref(),
+                health.as_ref(),
+            )
+        });
     }
     let (refusals, refused) = mpsc::sync_channel::<TcpStream>(QUEUE);
     std::thread::spawn(move || refuse_each(&refused));
@@ -552,10 +563,37 @@ fn authorized(value: Option<&str>, token: &str) -> bool {
     scheme.eq_ignore_ascii_case("bearer") & same_secret(given.trim().as_bytes(), token.as_bytes())
 }
 
-/// Answer one request: the health check here, the rest by a worker.
+/// `/health` (liveness: the process serves, whatever the database does;
+/// `200` always, with the store's state) and `/ready` (readiness: `200`
+/// while the store answers, `503` with what it met while it does not, so a
+/// load balancer sends counterparts to a replica that can decide).
+fn health_reply(path: &str, health: Option<&StoreHealth>) -> Reply {
+    let state = health.map_or(StoreState::Up, StoreHealth::state);
+    let store = match &state {
+        StoreState::Up => json!({"state": "up"}),
+        StoreState::Down {
+            since_ms,
+            error,
+            tries,
+        } => json!({
+            "state": "unavailable",
+            "since": qflow_engine::duration::instant(*since_ms),
+            "error": error,
+            "tries": tries,
+        }),
+    };
+    let up = state == StoreState::Up;
+    if path == "/ready" && !up {
+        return Reply::new((503, json!({"status": "unavailable", "store": store})));
+    }
+    let status = if path == "/ready" { "ready" } else { "ok" };
+    Reply::new((200, json!({"status": status, "store": store})))
+}
+
+/// Answer one request: the health checks here, the rest by a worker.
 fn route(request: Request, shared: &Shared) -> Reply {
-    if request.method == "GET" && request.path == "/health" {
-        return Reply::new((200, json!({"status": "ok"})));
+    if request.method == "GET" && (request.path == "/health" || request.path == "/ready") {
+        return health_reply(&request.path, shared.config.health.as_ref());
     }
     let (reply, answer) = mpsc::channel();
     match shared.jobs.try_send(Job { request, reply }) {
@@ -585,6 +623,7 @@ fn work(
     db: &str,
     waker: Option<&qflow_engine::embed::Waker>,
     shown: Option<&OnDecision>,
+    health: Option<&StoreHealth>,
 ) {
     loop {
         let job = match queue.lock() {
@@ -596,7 +635,12 @@ fn work(
         };
         let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut reply = answer(&mut engine, &request, shown);
-            if reply.status == 500 {
+            if reply.body["store"] == "unavailable" {
+                if let (Some(h), Some(e)) = (health, reply.body["error"].as_str()) {
+                    h.down(e);
+                }
+            }
+            if reply.status == 500 || reply.body["store"] == "unavailable" {
                 if let Some(e) = reply.body["error"].as_str() {
                     reply.body["error"] = Value::String(format!("the store {db}: {e}"));
                 }
@@ -728,7 +772,7 @@ fn answer(engine: &mut Engine, req: &Request, shown: Option<&OnDecision>) -> Rep
                     503,
                     json!({"verdict": "busy", "message": "the instance is being decided; send the answer again"}),
                 ),
-                Err(e) => (500, json!({"error": e.to_string()})),
+                Err(e) => failure(&e),
             })
         }
         ("POST", Some(("processes", rest))) => {
@@ -752,9 +796,23 @@ fn answer(engine: &mut Engine, req: &Request, shown: Option<&OnDecision>) -> Rep
         ("GET", Some(("instances", id))) if !id.is_empty() => reply(match engine.status(id) {
             Ok(state) => (200, state),
             Err(e @ EngineError::NoInstance(_)) => (404, json!({"error": e.to_string()})),
-            Err(e) => (500, json!({"error": e.to_string()})),
+            Err(e) => failure(&e),
         }),
         _ => reply(not_found(url)),
+    }
+}
+
+/// An error no request could help: `503` (send again) when the database
+/// is out of reach for a moment (qflow connects again by itself), `500`
+/// otherwise. `work` adds which database.
+fn failure(e: &EngineError) -> (u16, Value) {
+    if e.is_unavailable() {
+        (
+            503,
+            json!({"error": format!("out of reach ({e}); qflow connects again by itself: send again shortly"), "store": "unavailable"}),
+        )
+    } else {
+        (500, json!({"error": e.to_string()}))
     }
 }
 
@@ -796,7 +854,7 @@ fn start_instance(engine: &mut Engine, process: &str, vars: Value, key: Option<&
         Err(e @ EngineError::KeyReused { .. }) => {
             Reply::new((422, json!({"error": e.to_string()})))
         }
-        Err(e) => Reply::new((500, json!({"error": e.to_string()}))),
+        Err(e) => Reply::new(failure(&e)),
     }
 }
 
@@ -841,7 +899,7 @@ fn resolve(
             }
             Err(e @ EngineError::NoInstance(_)) => return (404, json!({"error": e.to_string()})),
             Err(e @ EngineError::NotAnObject(_)) => return (400, json!({"error": e.to_string()})),
-            Err(e) => return (500, json!({"error": e.to_string()})),
+            Err(e) => return failure(&e),
         }
     }
 }
@@ -849,7 +907,7 @@ fn resolve(
 fn not_found(url: &str) -> (u16, Value) {
     (
         404,
-        json!({"error": format!("no endpoint {url}: POST /correlations/<instance>/<node>, POST /processes/<process>/instances, GET /instances/<instance>, POST /instances/<instance>/resolve, GET /health")}),
+        json!({"error": format!("no endpoint {url}: POST /correlations/<instance>/<node>, POST /processes/<process>/instances, GET /instances/<instance>, POST /instances/<instance>/resolve, GET /health, GET /ready")}),
     )
 }
 

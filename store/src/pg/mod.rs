@@ -21,8 +21,18 @@
 //! if it commits); replicas `LISTEN` and treat it as a prompt. It is best
 //! effort — a notification is lost with a dropped connection — and the
 //! call's timeout recovers the same condition.
+//!
+//! A lost connection (the server restarted, the backend was terminated, the
+//! network dropped) is not the end of the store: the statement that met it
+//! fails with an error [`StoreError::is_unavailable`] recognises, and the
+//! next use of the store connects again (statements are prepared afresh,
+//! `LISTEN` is sent again). Whoever drives the store decides how long to
+//! wait between tries (`qflow serve`: a capped, jittered backoff). A commit
+//! whose answer was lost may or may not have been applied: nothing is
+//! assumed, the next decision reads the instance again under its claim and
+//! version, so nothing is decided twice.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use postgres::fallible_iterator::FallibleIterator;
@@ -34,6 +44,7 @@ use super::StoreError;
 mod contain;
 pub mod schema;
 mod tls;
+pub(crate) use tls::full_cause;
 
 use crate::write::WAKE_CHANNEL;
 
@@ -41,10 +52,32 @@ use crate::write::WAKE_CHANNEL;
 pub(crate) struct Postgres {
     client: RefCell<Client>,
     stmts: RefCell<HashMap<&'static str, Statement>>,
-    /// The URL it was opened with (never shown: messages use the redacted one).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// The URL it was opened with (never shown: messages use the redacted
+    /// one); connecting again after a lost connection uses it.
     pub(crate) url: String,
+    /// Whether this session listens for wakes (sent again on a new
+    /// connection).
+    listening: Cell<bool>,
+    /// When the connection last answered: one idle longer than
+    /// [`IDLE_CHECK`] is checked before it is used (see `reconnect_if_lost`).
+    used: Cell<std::time::Instant>,
 }
+
+/// How long the check before use may take (a server that does not answer
+/// an empty query in this is treated as lost, and connected again).
+const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A connection idle for longer is checked (an empty query) before use.
+/// The client library notices a connection the server closed only when it
+/// next talks on it; a check before the statement makes that a reconnect,
+/// where the statement itself would have failed with it — an endpoint's
+/// request would have got a 503 for a database that is up. A busy
+/// connection is never idle this long, so the check costs nothing under
+/// load (a quiet serving loop pays one round trip per safety poll). A
+/// connection cut between the check and the statement still fails that
+/// statement: the caller is told the database is unavailable, and the
+/// next use connects again.
+const IDLE_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
 
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
@@ -113,12 +146,7 @@ impl Postgres {
             url: shown.clone(),
             why,
         })?;
-        let mut client = config
-            .connect(tls)
-            .map_err(|e| tls::connect_error(url, &shown, &e))?;
-        // A committed decision is on the server's disk before the commit
-        // returns, whatever the server's default for sessions.
-        client.batch_execute("SET synchronous_commit TO on")?;
+        let mut client = session(url, &shown, config, tls)?;
         if !create {
             let found: Option<String> = client
                 .query_one("SELECT to_regclass('qflow_schema')::text", &[])?
@@ -131,9 +159,39 @@ impl Postgres {
             client: RefCell::new(client),
             stmts: RefCell::new(HashMap::new()),
             url: url.to_string(),
+            listening: Cell::new(false),
+            used: Cell::new(std::time::Instant::now()),
         };
         pg.migrate(&shown, version)?;
         Ok(pg)
+    }
+
+    /// Connect again if the connection was lost (see the module's note):
+    /// a new session, with the statement cache emptied (statements are
+    /// per connection) and `LISTEN` sent again when this session listened.
+    /// A failure is a [`StoreError::Connect`] naming the database.
+    fn reconnect_if_lost(&self) -> Result<(), StoreError> {
+        let idle = self.used.get().elapsed() > IDLE_CHECK;
+        self.used.set(std::time::Instant::now());
+        let lost = {
+            let mut client = self.client.borrow_mut();
+            client.is_closed() || (idle && client.is_valid(CHECK_TIMEOUT).is_err())
+        };
+        if !lost {
+            return Ok(());
+        }
+        let shown = super::location::redact(&self.url);
+        let (config, tls) = tls::config(&self.url).map_err(|why| StoreError::BadUrl {
+            url: shown.clone(),
+            why,
+        })?;
+        let mut client = session(&self.url, &shown, config, tls)?;
+        if self.listening.get() {
+            client.batch_execute(&format!("LISTEN {WAKE_CHANNEL}"))?;
+        }
+        *self.client.borrow_mut() = client;
+        self.stmts.borrow_mut().clear();
+        Ok(())
     }
 
     /// Apply the missing migrations, one transaction each, under an
@@ -175,6 +233,7 @@ impl Postgres {
         &self,
         f: impl FnOnce(&mut Db<'_, Client>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.reconnect_if_lost()?;
         let mut client = self.client.borrow_mut();
         let mut stmts = self.stmts.borrow_mut();
         f(&mut Db {
@@ -188,6 +247,7 @@ impl Postgres {
         &mut self,
         f: impl FnOnce(&mut Db<'_, postgres::Transaction<'_>>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.reconnect_if_lost()?;
         let client = self.client.get_mut();
         let stmts = self.stmts.get_mut();
         let mut tx = client.transaction()?;
@@ -229,6 +289,8 @@ impl Postgres {
 
     /// Start receiving poison wakes from every process on this database.
     pub fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
+        self.listening.set(true);
+        self.reconnect_if_lost()?;
         self.client
             .get_mut()
             .batch_execute(&format!("LISTEN {WAKE_CHANNEL}"))?;
@@ -239,6 +301,7 @@ impl Postgres {
     /// node), without waiting; this process's own are left out (it keeps
     /// them in memory already).
     pub fn wakes(&self, owner: &str) -> Result<Vec<(String, String)>, StoreError> {
+        self.reconnect_if_lost()?;
         let mut client = self.client.borrow_mut();
         // One round trip reads what the server sent: a notification
         // arrives between commands, and the non-blocking iterator alone
@@ -260,6 +323,36 @@ impl Postgres {
         Ok(out)
     }
 }
+
+/// A new session on the server: connected within [`CONNECT_TIMEOUT`]
+/// unless the URL says otherwise (an unreachable host fails in seconds, not
+/// at the system's TCP timeout of minutes), with TCP keepalives so a
+/// silently dropped network is noticed, and commits durable.
+fn session(
+    url: &str,
+    shown: &str,
+    mut config: postgres::Config,
+    tls: postgres_native_tls::MakeTlsConnector,
+) -> Result<Client, StoreError> {
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    // (2 h is the library's default: a URL that names keepalives_idle
+    // keeps its own.)
+    if config.get_keepalives_idle() == std::time::Duration::from_secs(2 * 60 * 60) {
+        config.keepalives_idle(std::time::Duration::from_secs(10));
+    }
+    let mut client = config
+        .connect(tls)
+        .map_err(|e| tls::connect_error(url, shown, &e))?;
+    // A committed decision is on the server's disk before the commit
+    // returns, whatever the server's default for sessions.
+    client.batch_execute("SET synchronous_commit TO on")?;
+    Ok(client)
+}
+
+/// How long connecting may take when the URL sets no `connect_timeout`.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The read-only queries, as on SQLite (see `query.rs` for what each is for).
 impl Postgres {}

@@ -160,7 +160,7 @@ fn host(url: &str) -> Option<String> {
 
 /// An error with every cause under it, `outer: inner: …` (the client's
 /// own text leaves the TLS library's reason out).
-fn full_cause(e: &postgres::Error) -> String {
+pub(crate) fn full_cause(e: &postgres::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
