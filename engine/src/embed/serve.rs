@@ -724,8 +724,8 @@ impl Engine {
                             self.store
                                 .close_in_flight_of(&instance, node, system_now_ms())
                         {
+                            later.push(d);
                             if e.is_unavailable() {
-                                later.push(d);
                                 continue;
                             }
                             later.extend(group.into_values());
