@@ -246,6 +246,25 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(if bench { 1000 } else { 10 });
+    // Case names after `--` pick cases (`outage`, `lateness`,
+    // `throughput`, ...); none: every case.
+    let picked: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-') && a.parse::<usize>().is_err())
+        .collect();
+    let run = |case: &str| picked.is_empty() || picked.iter().any(|p| p == case);
+    if run("outage") {
+        outage_case(bench, n);
+    }
+    if run("lateness") {
+        lateness_case(bench);
+    }
+    if run("throughput") {
+        throughput_case(bench, n);
+    }
+}
+
+fn outage_case(bench: bool, n: usize) {
     let url = provider(Duration::from_secs(1));
     println!("serve_lanes: SQLite, handler answers 503 after 1 s over loopback HTTP");
     let (wall, decided) = outage(&url, n, 100);
@@ -262,6 +281,9 @@ fn main() {
         wall1.as_secs_f64(),
         per * n as f64
     );
+}
+
+fn lateness_case(bench: bool) {
     let window = Duration::from_secs(if bench { 5 } else { 1 });
     for lanes in [100, 1] {
         let (p50, p99, max, decisions, late) = lateness(lanes, window);
@@ -274,6 +296,9 @@ fn main() {
             max.map_or("-".into(), |v| v.to_string()),
         );
     }
+}
+
+fn throughput_case(bench: bool, n: usize) {
     let n3 = if bench { 5 * n } else { 20 };
     let ((sd, ss), (fd, fs)) = throughput(n3);
     println!(
