@@ -220,6 +220,7 @@ fn throughput(n: usize) -> ((u64, f64), (u64, f64)) {
         })
         .unwrap();
     let serve = (decided, t.elapsed().as_secs_f64());
+
     drop(engine);
 
     let path = dir.path().join("fleet.db");

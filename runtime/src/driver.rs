@@ -800,13 +800,24 @@ impl<C: Clock> Ctx<'_, C> {
     }
 
     pub fn next_event(&self, facts: &InstanceFacts) -> Result<Next, RunError> {
+        Ok(self.next_and_due(facts)?.0)
+    }
+
+    /// [`Ctx::next_event`], and when what it passed over for now is due
+    /// ([`Ctx::due_at`] from the same reads): a serving loop that finds
+    /// nothing to do yet knows when to look again without reading twice.
+    pub fn next_and_due(&self, facts: &InstanceFacts) -> Result<(Next, Option<i64>), RunError> {
         let Some((due, cand)) = self.earliest(facts)? else {
-            return Ok(Next::Idle);
+            return Ok((Next::Idle, None));
         };
         // A ready token runs now; anything else when time reaches it.
         if !matches!(cand, Cand::Ready(_)) && !self.reach(due) {
-            return Ok(Next::Idle);
+            return Ok((Next::Idle, Some(due)));
         }
+        Ok((self.take(facts, due, cand)?, Some(due)))
+    }
+
+    fn take(&self, facts: &InstanceFacts, due: i64, cand: Cand) -> Result<Next, RunError> {
         Ok(Next::Event(match cand {
             Cand::Ready(node) if self.is_registered_task(&node) => {
                 let since = self.ready_since(facts);

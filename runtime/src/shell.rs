@@ -242,6 +242,33 @@ pub fn take_many<G: std::ops::Deref<Target = Graph>>(
         &InstanceFacts,
     ) -> Result<Option<(Event, i64)>, RunError>,
 ) -> Result<Vec<(String, Taken)>, RunError> {
+    // On SQLite the whole group is one write transaction (claims, reads,
+    // in-flight records, decisions, releases): one commit, one sync of the
+    // log per group, as the fleet driver pays per batch. The claims and
+    // version checks inside it are as they are alone (each write a
+    // savepoint of it); nothing of a group that failed is kept. On
+    // PostgreSQL each step commits on its own, as before.
+    store.begin_group()?;
+    let out = take_group(store, owner, instances, &mut graph, &mut choose);
+    let ended = store.end_group(out.is_ok());
+    let out = out?;
+    ended?;
+    Ok(out)
+}
+
+#[allow(clippy::type_complexity)]
+fn take_group<G: std::ops::Deref<Target = Graph>>(
+    store: &mut Store,
+    owner: &str,
+    instances: &[String],
+    graph: &mut impl FnMut(&Store, &InstanceFacts) -> Result<G, RunError>,
+    choose: &mut impl FnMut(
+        &Store,
+        &str,
+        &Graph,
+        &InstanceFacts,
+    ) -> Result<Option<(Event, i64)>, RunError>,
+) -> Result<Vec<(String, Taken)>, RunError> {
     let claimed = store.claim_many(instances, owner, system_now_ms())?;
     let mut decided: Vec<(String, i64, Transition, i64)> = Vec::new();
     let mut idle: Vec<String> = Vec::new();
@@ -270,14 +297,9 @@ pub fn take_many<G: std::ops::Deref<Target = Graph>>(
         }
         Ok(())
     };
-    // The group's reads and the small writes its choices make (in-flight
-    // records of attempts handed to lanes) in one transaction: one commit.
-    store.begin_group()?;
-    let read = read();
-    let ended = store.end_group(read.is_ok());
-    if let Err(e) = read.and(ended.map_err(RunError::from)) {
+    if let Err(e) = read() {
         // Nothing of the group is applied; its claims are given back now
-        // rather than left to lapse.
+        // rather than left to lapse (on SQLite the group's rollback does).
         let _ = store.apply_many(owner, &[], &claimed, system_now_ms());
         return Err(e);
     }

@@ -73,6 +73,12 @@ impl Backend for Sqlite {
     }
 
     fn write(&mut self, f: Body<'_>) -> Result<(), StoreError> {
+        // Inside a group ([`Store::begin_group`]) a write is a savepoint
+        // of the group's transaction: committed with it, rolled back
+        // alone when it fails.
+        if !self.conn().is_autocommit() {
+            return crate::sql::Conn::savepoint(&mut Lite(self.conn()), f);
+        }
         let tx = self
             .conn_mut()
             .transaction_with_behavior(TransactionBehavior::Immediate)?;

@@ -629,29 +629,31 @@ impl Store {
     /// What a serving loop looks at now (wall clock `now_ms`): instances
     /// with a due timer (not held by a pause), then with a due delivery,
     /// then with a ready token, at most `limit` of each, once each; and
-    /// when the next timer or delivery falls due after `now_ms`.
+    /// when the next timer or delivery falls due after `now_ms`. Each
+    /// instance comes with its version as read, so a loop that found it
+    /// with nothing to do at that version need not read it again.
     pub fn due_instances(
         &self,
         now_ms: i64,
         limit: usize,
-    ) -> Result<(Vec<String>, Option<i64>), StoreError> {
+    ) -> Result<(Vec<(String, i64)>, Option<i64>), StoreError> {
         // What a serving loop polls: a deleted database file stops it here.
         self.still_there()?;
         self.read(|db| {
-            let mut ids: Vec<String> = Vec::new();
+            let mut ids: Vec<(String, i64)> = Vec::new();
             let mut seen = std::collections::HashSet::new();
             let d = db.dialect();
             for sql in [
                 d.pick(
                     concat!(
-                        "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
+                        "SELECT t.instance_id, i.version FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
                          WHERE t.state = 'armed' AND t.due_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
                            AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
                         matches_pause!(),
                         ")) ORDER BY t.due_ms, t.id LIMIT $2"
                     ),
                     concat!(
-                        "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
+                        "SELECT t.instance_id, i.version FROM timers t JOIN instances i ON i.id = t.instance_id
                          WHERE t.state = 'armed' AND t.due_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
                            AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
                         matches_pause!(),
@@ -659,22 +661,24 @@ impl Store {
                     ),
                 ),
                 d.pick(
-                    "SELECT o.instance_id FROM outbox o CROSS JOIN instances i ON i.id = o.instance_id
+                    "SELECT o.instance_id, i.version FROM outbox o CROSS JOIN instances i ON i.id = o.instance_id
                      WHERE o.state = 'pending' AND o.next_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
                      ORDER BY o.next_ms, o.id LIMIT $2",
-                    "SELECT o.instance_id FROM outbox o JOIN instances i ON i.id = o.instance_id
+                    "SELECT o.instance_id, i.version FROM outbox o JOIN instances i ON i.id = o.instance_id
                      WHERE o.state = 'pending' AND o.next_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
                      ORDER BY o.next_ms, o.id LIMIT $2",
                 ),
                 // ($1 is named so PostgreSQL can type every parameter.)
                 d.pick(
-                    "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT $2",
-                    "SELECT id FROM instances WHERE status = 'running' AND quarantined_ms IS NULL AND $1::BIGINT IS NOT NULL ORDER BY seq LIMIT $2",
+                    "SELECT id, version FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT $2",
+                    "SELECT id, version FROM instances WHERE status = 'running' AND quarantined_ms IS NULL AND $1::BIGINT IS NOT NULL ORDER BY seq LIMIT $2",
                 ),
             ] {
-                for id in db.rows(sql, args![now_ms, limit], |r| r.get::<String>(0))? {
+                for (id, version) in db.rows(sql, args![now_ms, limit], |r| {
+                    Ok((r.get::<String>(0)?, r.get::<i64>(1)?))
+                })? {
                     if seen.insert(id.clone()) {
-                        ids.push(id);
+                        ids.push((id, version));
                     }
                 }
             }

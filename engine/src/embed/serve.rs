@@ -278,10 +278,11 @@ impl Engine {
             decided: n,
             stopping,
         } = state;
-        // Instances looked at and found with nothing to do now, at the
-        // version they were read at: not read again until they move, a
-        // lane frees (a held attempt may start) or the loop waited.
-        let mut quiet: std::collections::HashMap<String, (i64, Option<i64>)> = Default::default();
+        // Instances looked at (under their claims) and found with nothing
+        // to do now, at the version they were read at: not read again
+        // until they move, what they wait for falls due, a lane frees (a
+        // held attempt may start) or the loop waited.
+        let mut quiet: std::collections::HashMap<String, Quiet> = Default::default();
         loop {
             let mut steps = Vec::new();
             // What came back from the lanes, and what could not be decided
@@ -316,22 +317,33 @@ impl Engine {
                 let now = system_now_ms();
                 let (ids, next) = self.store.due_instances(now, ROUND)?;
                 next_due = next;
+                // The hint is what `due_instances` gives (an id and its
+                // version); whether the instance's work may start now is
+                // read once, under its claim, by the look itself.
                 let mut group = Vec::new();
-                for id in ids {
-                    let version = self.store.instance(&id)?.map(|r| r.version);
-                    if let (Some(v), Some((qv, qdue))) = (version, quiet.get(&id)) {
-                        if v == *qv && qdue.is_none_or(|d| d > system_now_ms()) {
-                            continue;
+                let mut lane_waiters: BTreeMap<String, usize> = BTreeMap::new();
+                let mut waiters = 0;
+                for (id, version) in ids {
+                    match quiet.get(&id) {
+                        Some(Quiet::Until { version: v, due }) if *v == version => {
+                            if due.is_none_or(|d| d > system_now_ms()) {
+                                continue;
+                            }
                         }
-                    }
-                    // (A ready token is due "now" on the clock it was read at.)
-                    let (due, full) = self.due_with_lanes(&id, pool, flight)?;
-                    if due.is_none_or(|d| d > system_now_ms()) {
-                        // What waits for a full lane is looked at again.
-                        if let (Some(v), false) = (version, full) {
-                            quiet.insert(id, (v, due));
+                        // What waits for a full dependency is looked at
+                        // again only as far as its lanes have room now.
+                        Some(Quiet::Lane {
+                            version: v,
+                            dependency,
+                        }) if *v == version => {
+                            let here = lane_waiters.entry(dependency.clone()).or_default();
+                            if !pool.free_beside(dependency, waiters, *here) {
+                                continue;
+                            }
+                            *here += 1;
+                            waiters += 1;
                         }
-                        continue;
+                        _ => {}
                     }
                     quiet.remove(&id);
                     group.push(id);
@@ -341,9 +353,10 @@ impl Engine {
                 // timer, the next branch) is picked up by the next round,
                 // which follows at once.
                 if !group.is_empty() {
-                    let (decided, handed) = self.look_many(&group, pool, flight)?;
+                    let (decided, handed, idle) = self.look_many(&group, pool, flight)?;
                     progressed |= handed > 0;
                     steps.extend(decided);
+                    quiet.extend(idle);
                 }
             }
             self.store_answered();
@@ -379,75 +392,6 @@ impl Engine {
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(*n),
             }
         }
-    }
-
-    /// When `instance` next has something to decide that its lanes allow
-    /// (a read without the claim: only a hint, the look re-reads under it).
-    fn due_with_lanes(
-        &self,
-        instance: &str,
-        pool: &Pool,
-        flight: &InFlight,
-    ) -> Result<(Option<i64>, bool), EngineError> {
-        let Some(row) = self.store.instance(instance)? else {
-            return Ok((None, false));
-        };
-        if row.status.is_terminal() {
-            return Ok((None, false));
-        }
-        let facts = self.store.facts(instance)?;
-        let graph = match self.graphs.get(&facts.deployment_id) {
-            Some(g) => g.clone(),
-            None => Arc::new(deployed_graph(&self.store, facts.deployment_id)?),
-        };
-        let empty = BTreeSet::new();
-        let full = std::cell::Cell::new(false);
-        let free = |d: &str| {
-            let f = pool.free(d);
-            full.set(full.get() || !f);
-            f
-        };
-        let view = LaneView {
-            nodes: flight.nodes.get(instance).unwrap_or(&empty),
-            rows: &flight.rows,
-            free: &free,
-        };
-        let last = self
-            .store
-            .last_decision_ms(instance)?
-            .unwrap_or(facts.started_ms);
-        let due = match clock_of(self.time, facts.started_ms) {
-            Time::Virtual => Ctx {
-                store: &self.store,
-                graph: &graph,
-                scenario: &self.handlers,
-                clock: &VirtualClock::new(last),
-                instance,
-                started_ms: facts.started_ms,
-                until_ms: None,
-                effects: None,
-                lanes: Some(&view),
-            }
-            .due_at(&facts)?,
-            Time::System => Ctx {
-                store: &self.store,
-                graph: &graph,
-                scenario: &self.handlers,
-                clock: &SystemClock,
-                instance,
-                started_ms: facts.started_ms,
-                until_ms: None,
-                effects: None,
-                lanes: Some(&view),
-            }
-            .due_at(&facts)?,
-        };
-        // On virtual time anything due is due now.
-        let due = match clock_of(self.time, facts.started_ms) {
-            Time::Virtual => due.map(|_| i64::MIN),
-            Time::System => due,
-        };
-        Ok((due, full.get()))
     }
 
     /// A poison wake of `node` (its request was poisoned by a decision of
@@ -507,12 +451,17 @@ impl Engine {
     /// the decisions, and only then do the jobs go to their lanes: a round
     /// of N due instances costs three commits, not 3 N. Returns the
     /// decisions and how many jobs went to lanes.
+    ///
+    /// Also returns the instances found with nothing to do now, with what
+    /// they wait for (read under the claim, from the same facts): the
+    /// serving loop does not read them again until that changes.
+    #[allow(clippy::type_complexity)]
     fn look_many(
         &mut self,
         ids: &[String],
         pool: &mut Pool,
         flight: &mut InFlight,
-    ) -> Result<(Vec<Step>, usize), EngineError> {
+    ) -> Result<(Vec<Step>, usize, Vec<(String, Quiet)>), EngineError> {
         let Engine {
             store,
             handlers,
@@ -526,6 +475,7 @@ impl Engine {
             Default::default();
         let mut handed: Vec<(String, Option<String>, &'static str, i64)> = Vec::new();
         let mut jobs: Vec<Job> = Vec::new();
+        let mut waits: std::collections::HashMap<String, Quiet> = Default::default();
         let taken = shell::take_many(
             store,
             owner,
@@ -535,24 +485,39 @@ impl Engine {
                 if facts.status.is_terminal() {
                     return Ok(None);
                 }
-                let last = store
-                    .last_decision_ms(instance)?
-                    .unwrap_or(facts.started_ms);
-                let (next, at) = {
+                let full: std::cell::RefCell<Option<String>> = Default::default();
+                let (next, due, at) = {
                     let empty = BTreeSet::new();
                     let free = |d: &str| {
                         let here = jobs.iter().filter(|j: &&Job| j.dependency() == d).count();
-                        pool.free_beside(d, jobs.len(), here)
+                        let f = pool.free_beside(d, jobs.len(), here);
+                        if !f && full.borrow().is_none() {
+                            *full.borrow_mut() = Some(d.to_string());
+                        }
+                        f
                     };
                     let view = LaneView {
                         nodes: flight.nodes.get(instance).unwrap_or(&empty),
                         rows: &flight.rows,
                         free: &free,
                     };
-                    next_of(store, handlers, time, instance, graph, facts, &view, last)?
+                    next_of(store, handlers, time, instance, graph, facts, &view)?
                 };
                 Ok(match next {
-                    Next::Idle => None,
+                    Next::Idle => {
+                        let wait = match full.into_inner() {
+                            Some(dependency) => Quiet::Lane {
+                                version: facts.version,
+                                dependency,
+                            },
+                            None => Quiet::Until {
+                                version: facts.version,
+                                due,
+                            },
+                        };
+                        waits.insert(instance.to_string(), wait);
+                        None
+                    }
                     Next::Dispatch(j) => {
                         if let Job::Attempt { timer: Some(_), .. } | Job::Delivery { .. } = &j {
                             let kind = if matches!(j, Job::Attempt { .. }) {
@@ -596,7 +561,13 @@ impl Engine {
             self.measure(&instance, node, kind, due, wall, late_after)?;
         }
         let mut steps = Vec::new();
+        let mut idle = Vec::new();
         for (instance, taken) in taken {
+            if let Taken::Idle = taken {
+                if let Some(w) = waits.remove(&instance) {
+                    idle.push((instance.clone(), w));
+                }
+            }
             if let Taken::Decided(d) = taken {
                 if let Some((due, kind, node)) = due_of.remove(&instance) {
                     self.measure(&instance, node, kind, due, wall, late_after)?;
@@ -610,7 +581,7 @@ impl Engine {
                 });
             }
         }
-        Ok((steps, handed_over))
+        Ok((steps, handed_over, idle))
     }
 
     /// Count one timed decision's lateness; record it when late.
@@ -745,6 +716,15 @@ impl Engine {
     }
 }
 
+/// Why a looked-at instance had nothing to do now, at the version read.
+enum Quiet {
+    /// Its next work is due then (`None`: nothing without something from
+    /// outside, or held: in flight here, paused, running elsewhere).
+    Until { version: i64, due: Option<i64> },
+    /// Its next work waits for a lane of `dependency`.
+    Lane { version: i64, dependency: String },
+}
+
 /// What the serving loop keeps across a database outage (the loop itself
 /// is entered again after one): outcomes from the lanes not decided yet,
 /// the decisions counted, and whether the caller asked to stop.
@@ -783,9 +763,9 @@ fn event_of_done(
 }
 
 /// What `instance` does next from `facts` (read under its claim), on the
-/// engine's clock, with this process's lanes as `view` shows them; `last`
-/// is the instant of its last decision. The chooser of
-/// [`Engine::look_many`].
+/// engine's clock, with this process's lanes as `view` shows them, when
+/// what it passed over is due (on virtual time: now, if anything), and the
+/// instant to decide at. The chooser of [`Engine::look_many`].
 #[allow(clippy::too_many_arguments)]
 fn next_of(
     store: &crate::store::Store,
@@ -795,11 +775,15 @@ fn next_of(
     graph: &crate::runtime::graph::Graph,
     facts: &crate::store::InstanceFacts,
     view: &LaneView<'_>,
-    last: i64,
-) -> Result<(Next, i64), RunError> {
+) -> Result<(Next, Option<i64>, i64), RunError> {
     let world: &dyn World = handlers;
     Ok(match clock_of(time, facts.started_ms) {
         Time::Virtual => {
+            // (The last decision's instant is virtual time's now: read
+            // only on that clock.)
+            let last = store
+                .last_decision_ms(instance)?
+                .unwrap_or(facts.started_ms);
             let clock = VirtualClock::new(last);
             let ctx = Ctx {
                 store,
@@ -812,8 +796,13 @@ fn next_of(
                 effects: None,
                 lanes: Some(view),
             };
-            let next = ctx.next_event(facts)?;
-            (next, crate::runtime::Clock::now_ms(&clock))
+            let (next, due) = ctx.next_and_due(facts)?;
+            // On virtual time anything due is due now.
+            (
+                next,
+                due.map(|_| i64::MIN),
+                crate::runtime::Clock::now_ms(&clock),
+            )
         }
         Time::System => {
             let ctx = Ctx {
@@ -827,7 +816,8 @@ fn next_of(
                 effects: None,
                 lanes: Some(view),
             };
-            (ctx.next_event(facts)?, system_now_ms())
+            let (next, due) = ctx.next_and_due(facts)?;
+            (next, due, system_now_ms())
         }
     })
 }
