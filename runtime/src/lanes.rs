@@ -63,6 +63,9 @@ pub enum Job {
 pub enum Msg {
     Done(Box<Done>),
     Wake,
+    /// Another process committed new work (PostgreSQL's `NOTIFY`, heard
+    /// by the serving loop's listener): look again, as for [`Msg::Wake`].
+    Notified,
 }
 
 /// How a job went.

@@ -167,6 +167,17 @@ pub fn run(args: Args) -> ExitCode {
             ),
         });
     }
+    // On PostgreSQL what other processes commit wakes the loop (LISTEN/
+    // NOTIFY), and the log says so: one note per wake (the notifications
+    // that arrived together are one), beside the decisions it leads to.
+    if args.db.is_postgres() {
+        let shown = args.db.to_string();
+        engine.on_notified(move || {
+            eprintln!(
+                "note: woken by new work another process committed on {shown} (NOTIFY qflow_work)"
+            )
+        });
+    }
     let config = endpoint::Config {
         health: Some(engine.store_health()),
         db: args.db.to_string(),
@@ -194,11 +205,16 @@ pub fn run(args: Args) -> ExitCode {
     }
     // Decisions on this thread; attempts and deliveries on lanes. The
     // loop wakes for a lane's outcome, a request on the endpoint, the next
-    // due timer or delivery, and at the latest every SAFETY_POLL (another
-    // process's writes on the database).
+    // due timer or delivery, on PostgreSQL another process's new work, and
+    // at the latest every safety poll.
     engine.set_concurrency(args.concurrency as usize);
     let format = args.format;
-    let served = engine.serve_steps(SAFETY_POLL, |_, steps| {
+    let poll = if args.db.is_postgres() {
+        SAFETY_POLL_NOTIFIED
+    } else {
+        SAFETY_POLL
+    };
+    let served = engine.serve_steps(poll, |_, steps| {
         for step in steps {
             print(format, &step.instance, &step.decision);
         }
@@ -210,10 +226,16 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-/// How often the serving loop looks at the database when nothing woke it:
-/// what this process did not do itself (another replica, `qflow respond`,
-/// an operator's command) is seen within this.
+/// How often the serving loop looks at a SQLite database when nothing woke
+/// it: SQLite sends no notifications, so what this process did not do
+/// itself (another `serve` on the same file, `qflow respond`, an
+/// operator's command) is seen within this.
 const SAFETY_POLL: Duration = Duration::from_millis(250);
+
+/// The same on PostgreSQL, where other processes' new work wakes the loop
+/// by `NOTIFY`: only a safety net for a notification lost with a dropped
+/// connection.
+const SAFETY_POLL_NOTIFIED: Duration = Duration::from_secs(2);
 
 fn open(db: &Location, handlers: Handlers) -> Result<Engine, EngineError> {
     let mut engine = Engine::with_store(Store::connect(db)?);

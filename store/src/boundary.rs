@@ -59,6 +59,20 @@ pub(crate) trait Backend {
     fn wakes(&self, _owner: &str) -> Result<Vec<(String, String)>, StoreError> {
         Ok(Vec::new())
     }
+    /// Start receiving notifications of new work (false: this database
+    /// sends none; SQLite).
+    fn listen_for_work(&mut self) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+    /// Wait at most `timeout` for a notification of new work made by
+    /// someone other than `owner`.
+    fn wait_for_work(
+        &self,
+        _owner: &str,
+        _timeout: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        Ok(false)
+    }
     /// Refuse to go on when the database under this process is gone (a
     /// SQLite file deleted or replaced); checked by claims and picks of
     /// work.
@@ -145,6 +159,15 @@ impl Backend for pg::Postgres {
 
     fn wakes(&self, owner: &str) -> Result<Vec<(String, String)>, StoreError> {
         pg::Postgres::wakes(self, owner)
+    }
+
+    fn listen_for_work(&mut self) -> Result<bool, StoreError> {
+        pg::Postgres::listen_for_work(self)?;
+        Ok(true)
+    }
+
+    fn wait_for_work(&self, owner: &str, timeout: std::time::Duration) -> Result<bool, StoreError> {
+        pg::Postgres::wait_for_work(self, owner, timeout)
     }
 }
 
@@ -240,6 +263,39 @@ impl Store {
     /// memory), and a lost one is recovered by the call's timeout.
     pub fn wakes(&self, owner: &str) -> Result<Vec<(String, String)>, StoreError> {
         self.backend().wakes(owner)
+    }
+
+    /// Start receiving notifications of new due work from every process
+    /// on this database (a start, an answer, an unpause, a release:
+    /// [`Store::wait_for_work`]). `false`: this database sends none
+    /// (SQLite), and a serving loop keeps its safety poll for another
+    /// process's writes.
+    pub fn listen_for_work(&mut self) -> Result<bool, StoreError> {
+        self.backend_mut().listen_for_work()
+    }
+
+    /// Wait at most `timeout` for a notification of new work made by
+    /// someone other than `owner` (true), after
+    /// [`Store::listen_for_work`]. Best effort: a notification sent while
+    /// the connection was down is lost (the caller looks again anyway
+    /// after an error).
+    pub fn wait_for_work(
+        &self,
+        owner: &str,
+        timeout: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        self.backend().wait_for_work(owner, timeout)
+    }
+
+    /// A second connection to the same PostgreSQL database (a serving
+    /// loop's listener of new work); `None` on SQLite.
+    pub fn another_connection(&self) -> Result<Option<Store>, StoreError> {
+        match &self.backend {
+            Database::Sqlite(_) => Ok(None),
+            Database::Postgres(p) => Ok(Some(Store::connect_existing(
+                &crate::Location::Postgres(p.connection_url()),
+            )?)),
+        }
     }
 
     /// Start receiving the poison wakes of every process on this database

@@ -501,6 +501,8 @@ impl Store {
                     "DELETE FROM pauses WHERE kind = $1 AND value = $2",
                     args![kind.flag(), value],
                 )?;
+                // What the pause held may be due now.
+                crate::write::work_made(db, "")?;
             }
             fault::point("contain.written");
             let action = if on { Action::Pause } else { Action::Unpause };
@@ -592,6 +594,10 @@ impl Store {
                 )?;
                 if let Some(a) = who {
                     (by, reason) = (Some(a.by.clone()), a.reason.clone());
+                }
+                if !on {
+                    // Released: its work may be due now.
+                    crate::write::work_made(db, "")?;
                 }
             }
             fault::point("contain.written");

@@ -150,6 +150,7 @@ impl Store {
         self.still_there()?;
         self.write(|db| {
             refuse_retired(db, deployment.id)?;
+            crate::write::work_made(db, "")?;
             insert_instance(db, deployment, start, started_ms)
         })
     }
@@ -217,6 +218,7 @@ impl Store {
                 return Ok(KeyedStart::Existing(k));
             }
             refuse_retired(db, deployment.id)?;
+            crate::write::work_made(db, "")?;
             let id = insert_instance(db, deployment, start, started_ms)?;
             db.execute(
                 "INSERT INTO start_keys(key, process_id, fingerprint, instance_id, created_ms) VALUES ($1, $2, $3, $4, $5)",
@@ -327,6 +329,10 @@ impl Store {
         self.write(|db| {
             check_claim(db, instance, owner, expected_version, wall_now_ms)?;
             let seq = write_transition(db, instance, owner, expected_version, t, at_ms)?;
+            // A decision taken alone (an answer, an operator's pick, a
+            // poison wake) may have made work due: replicas are told.
+            // (A serving group's apply_many is not: its own loop goes on.)
+            crate::write::work_made(db, owner)?;
             db.execute(
                 "UPDATE instances SET claim_expires_ms = $2 WHERE id = $1",
                 args![instance, wall_now_ms + CLAIM_TTL_MS],
@@ -416,6 +422,7 @@ impl Store {
             fault::point("migrate.begin");
             let seq = write_transition(db, instance, owner, expected_version, t, at_ms)?;
             fault::point("migrate.written");
+            crate::write::work_made(db, owner)?;
             db.execute(
                 "UPDATE instances SET deployment_id = $2 WHERE id = $1",
                 args![instance, deployment],

@@ -17,6 +17,20 @@ use crate::{poison_reason, StoreError};
 /// The notification channel of poison wakes (PostgreSQL's `LISTEN`).
 pub(crate) const WAKE_CHANNEL: &str = "qflow_poison_wake";
 
+/// The notification channel of new due work (PostgreSQL's `LISTEN`): a
+/// start, a decision taken outside a serving loop's group (an answer, an
+/// operator's pick, a migration), an unpause, a quarantine released. The
+/// payload is who made it (a claim owner, or empty), so a serving loop
+/// skips its own. Sent at most once per transaction (PostgreSQL folds
+/// equal notifications of one transaction into one).
+pub(crate) const WORK_CHANNEL: &str = "qflow_work";
+
+/// Tell the serving replicas that this transaction, when it commits, made
+/// work that may be due now (nothing on SQLite: no notifications there).
+pub(crate) fn work_made(db: &mut dyn Conn, by: &str) -> Result<(), StoreError> {
+    db.notify(WORK_CHANNEL, by)
+}
+
 /// The pause-match rule, once: a retry park `t` is held by a pause `p` of
 /// its class or of its dependency.
 macro_rules! matches_pause {

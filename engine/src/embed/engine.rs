@@ -90,6 +90,8 @@ pub struct Engine {
     pub(super) health: super::outage::StoreHealth,
     /// Told of a database outage as it happens (a serving loop's log).
     pub(super) on_outage: Option<super::outage::OutageReport>,
+    /// Told each time another process's new work woke the serving loop.
+    pub(super) on_notified: Option<Box<dyn FnMut() + Send>>,
 }
 
 /// Instances started before this instant (2000-01-01, wall clock) were
@@ -147,6 +149,7 @@ impl Engine {
             lateness: Default::default(),
             health: Default::default(),
             on_outage: None,
+            on_notified: None,
         }
     }
 

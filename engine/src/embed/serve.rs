@@ -187,6 +187,10 @@ impl Engine {
             rows: BTreeSet::new(),
         };
         let mut state = LoopState::default();
+        // On PostgreSQL, what other processes commit (a start, an answer,
+        // an unpause, a release) wakes the loop through LISTEN/NOTIFY on a
+        // connection of its own; `idle` is then only a safety net.
+        let _listener = Listener::start(&self.store, &self.owner, self.signal.0.clone());
         // A database out of reach stops the deciding, never the serving:
         // wait, try again (super::outage).
         let result = loop {
@@ -228,7 +232,7 @@ impl Engine {
                     pool.finished(&d.job);
                     state.back.push(*d);
                 }
-                Ok(Msg::Wake) => {}
+                Ok(Msg::Wake | Msg::Notified) => {}
                 Err(_) => return,
             }
         }
@@ -243,6 +247,19 @@ impl Engine {
     ) -> &mut Engine {
         self.on_outage = Some(Box::new(report));
         self
+    }
+
+    /// Whoever is told each time new work another process committed woke
+    /// the serving loop (PostgreSQL only: a serving process's log).
+    pub fn on_notified(&mut self, report: impl FnMut() + Send + 'static) -> &mut Engine {
+        self.on_notified = Some(Box::new(report));
+        self
+    }
+
+    fn notified(&mut self) {
+        if let Some(report) = &mut self.on_notified {
+            report();
+        }
     }
 
     /// The store's state as the serving loop last met it: a handle a
@@ -293,9 +310,17 @@ impl Engine {
             // claim was taken for a moment by another process) must not
             // read the record as an attempt nobody runs any more.
             while let Ok(msg) = rx.try_recv() {
-                if let Msg::Done(d) = msg {
-                    pool.finished(&d.job);
-                    back.push(*d);
+                match msg {
+                    Msg::Done(d) => {
+                        pool.finished(&d.job);
+                        back.push(*d);
+                    }
+                    // A prompt met here still means: read afresh.
+                    Msg::Wake => quiet.clear(),
+                    Msg::Notified => {
+                        self.notified();
+                        quiet.clear();
+                    }
                 }
             }
             let mut progressed = false;
@@ -389,6 +414,10 @@ impl Engine {
                 // A wake-up or the safety poll: what another party wrote
                 // (a pause lifted, say) is read afresh.
                 Ok(Msg::Wake) | Err(mpsc::RecvTimeoutError::Timeout) => quiet.clear(),
+                Ok(Msg::Notified) => {
+                    self.notified();
+                    quiet.clear();
+                }
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(*n),
             }
         }
@@ -713,6 +742,62 @@ impl Engine {
         later.extend(group.into_values());
         *back = later;
         Ok(steps)
+    }
+}
+
+/// The serving loop's listener of new work on PostgreSQL: a thread with a
+/// connection of its own that waits for `NOTIFY qflow_work` and turns
+/// each (from another owner) into [`Msg::Notified`] on the loop's channel.
+/// A lost connection is tried again on a capped backoff (the store
+/// connects again and sends `LISTEN` again on its next use), and once it
+/// answers the loop is prompted anyway: what was notified meanwhile was
+/// lost. Stops within a second of being dropped.
+struct Listener {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Listener {
+    /// `None` on SQLite (no notifications: the safety poll stays), or when
+    /// no second connection could be opened now (the same).
+    fn start(
+        store: &crate::store::Store,
+        owner: &str,
+        wake: mpsc::Sender<Msg>,
+    ) -> Option<Listener> {
+        let mut store = store.another_connection().ok()??;
+        if !store.listen_for_work().ok()? {
+            return None;
+        }
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (halt, owner) = (stop.clone(), owner.to_string());
+        let spawned = std::thread::Builder::new()
+            .name("qflow-listen".into())
+            .spawn(move || {
+                use std::sync::atomic::Ordering::SeqCst;
+                let mut failures = 0u32;
+                while !halt.load(SeqCst) {
+                    match store.wait_for_work(&owner, Duration::from_secs(1)) {
+                        Ok(woken) => {
+                            if (woken || failures > 0) && wake.send(Msg::Notified).is_err() {
+                                return;
+                            }
+                            failures = 0;
+                        }
+                        Err(_) => {
+                            failures += 1;
+                            let ms = (250u64 << failures.min(5)).min(5_000);
+                            std::thread::sleep(Duration::from_millis(ms));
+                        }
+                    }
+                }
+            });
+        spawned.ok().map(|_| Listener { stop })
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

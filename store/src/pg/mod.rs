@@ -46,7 +46,7 @@ pub mod schema;
 mod tls;
 pub(crate) use tls::full_cause;
 
-use crate::write::WAKE_CHANNEL;
+use crate::write::{WAKE_CHANNEL, WORK_CHANNEL};
 
 /// The PostgreSQL store: one connection, and the statements it prepared.
 pub(crate) struct Postgres {
@@ -58,6 +58,9 @@ pub(crate) struct Postgres {
     /// Whether this session listens for wakes (sent again on a new
     /// connection).
     listening: Cell<bool>,
+    /// Whether this session listens for new work (sent again on a new
+    /// connection).
+    listening_work: Cell<bool>,
     /// When the connection last answered: one idle longer than
     /// [`IDLE_CHECK`] is checked before it is used (see `reconnect_if_lost`).
     used: Cell<std::time::Instant>,
@@ -160,6 +163,7 @@ impl Postgres {
             stmts: RefCell::new(HashMap::new()),
             url: url.to_string(),
             listening: Cell::new(false),
+            listening_work: Cell::new(false),
             used: Cell::new(std::time::Instant::now()),
         };
         pg.migrate(&shown, version)?;
@@ -188,6 +192,9 @@ impl Postgres {
         let mut client = session(&self.url, &shown, config, tls)?;
         if self.listening.get() {
             client.batch_execute(&format!("LISTEN {WAKE_CHANNEL}"))?;
+        }
+        if self.listening_work.get() {
+            client.batch_execute(&format!("LISTEN {WORK_CHANNEL}"))?;
         }
         *self.client.borrow_mut() = client;
         self.stmts.borrow_mut().clear();
@@ -295,6 +302,48 @@ impl Postgres {
             .get_mut()
             .batch_execute(&format!("LISTEN {WAKE_CHANNEL}"))?;
         Ok(())
+    }
+
+    /// The URL this store connects with (a second connection's).
+    pub(crate) fn connection_url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// Start receiving notifications of new work (`WORK_CHANNEL`).
+    pub fn listen_for_work(&mut self) -> Result<(), StoreError> {
+        self.listening_work.set(true);
+        self.reconnect_if_lost()?;
+        self.client
+            .get_mut()
+            .batch_execute(&format!("LISTEN {WORK_CHANNEL}"))?;
+        Ok(())
+    }
+
+    /// Wait at most `timeout` for a notification of new work; true when
+    /// one (or more: all that arrived are read) came from someone other
+    /// than `owner`.
+    pub fn wait_for_work(
+        &self,
+        owner: &str,
+        timeout: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        self.reconnect_if_lost()?;
+        let mut client = self.client.borrow_mut();
+        let mut notifications = client.notifications();
+        let mut woken = false;
+        let first = notifications.timeout_iter(timeout).next()?;
+        if let Some(n) = first {
+            woken |= n.channel() == WORK_CHANNEL && n.payload() != owner;
+            let mut rest = notifications.iter();
+            while let Some(n) = rest.next()? {
+                woken |= n.channel() == WORK_CHANNEL && n.payload() != owner;
+            }
+        }
+        drop(notifications);
+        drop(client);
+        // Waiting is use: the idle check before the next wait is not owed.
+        self.used.set(std::time::Instant::now());
+        Ok(woken)
     }
 
     /// The poison wakes other processes sent since the last call (instance,
