@@ -191,9 +191,49 @@ const ONE_TASK: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
   </process>
 </definitions>"#;
 
-/// `n` started instances of [`ONE_TASK`] in a new SQLite store at `path`.
-fn seeded(path: &Path, n: usize) -> Engine {
-    let mut engine = Engine::open(path).unwrap();
+/// Where a case keeps its store: a SQLite file in a temporary directory,
+/// or a new database on the PostgreSQL server of `QFLOW_BENCH_PG`.
+#[derive(Clone)]
+enum Db {
+    Sqlite(std::path::PathBuf),
+    Pg(String),
+}
+
+impl Db {
+    /// A new, empty store named `name` of the kind `pg` asks for (the
+    /// directory holds a SQLite one).
+    fn fresh(dir: &Path, pg: Option<&str>, name: &str) -> Db {
+        match pg {
+            None => Db::Sqlite(dir.join(format!("{name}.db"))),
+            Some(url) => {
+                let unique = format!(
+                    "bench_{name}_{}_{}",
+                    std::process::id(),
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap()
+                        .as_micros()
+                );
+                Db::Pg(qflow_engine::store::pg::scratch_database(url, &unique).unwrap())
+            }
+        }
+    }
+
+    fn location(&self) -> qflow_engine::store::Location {
+        match self {
+            Db::Sqlite(p) => qflow_engine::store::Location::Sqlite(p.clone()),
+            Db::Pg(url) => qflow_engine::store::Location::Postgres(url.clone()),
+        }
+    }
+
+    fn engine(&self) -> Engine {
+        Engine::connect(&self.location()).unwrap()
+    }
+}
+
+/// `n` started instances of [`ONE_TASK`] in the store `db`.
+fn seeded(db: &Db, n: usize) -> Engine {
+    let mut engine = db.engine();
     engine.register("quick.op", |_| Ok(json!({})));
     let dep = engine.deploy(ONE_TASK).unwrap();
     for _ in 0..n {
@@ -203,10 +243,11 @@ fn seeded(path: &Path, n: usize) -> Engine {
 }
 
 /// Decisions per second of `Engine::serve` until every instance of `n`
-/// completed, and of the fleet driver on the same shape.
-fn throughput(n: usize) -> ((u64, f64), (u64, f64)) {
+/// completed, and of the fleet driver on the same shape (each on a store
+/// of its own, of the kind `pg` asks for).
+fn throughput(n: usize, pg: Option<&str>) -> ((u64, f64), (u64, f64)) {
     let dir = tempfile::tempdir().unwrap();
-    let mut engine = seeded(&dir.path().join("serve.db"), n);
+    let mut engine = seeded(&Db::fresh(dir.path(), pg, "serve"), n);
     engine.set_concurrency(32).set_time(Time::System);
     let (mut decided, mut completed) = (0u64, 0usize);
     let t = Instant::now();
@@ -220,12 +261,11 @@ fn throughput(n: usize) -> ((u64, f64), (u64, f64)) {
         })
         .unwrap();
     let serve = (decided, t.elapsed().as_secs_f64());
-
     drop(engine);
 
-    let path = dir.path().join("fleet.db");
-    drop(seeded(&path, n));
-    let store = qflow_engine::store::Store::open(&path).unwrap();
+    let db = Db::fresh(dir.path(), pg, "fleet");
+    drop(seeded(&db, n));
+    let store = qflow_engine::store::Store::connect(&db.location()).unwrap();
     let mut fleet = qflow_engine::runtime::fleet::Fleet::new(
         store,
         qflow_engine::runtime::Scenario::default(),
@@ -237,6 +277,141 @@ fn throughput(n: usize) -> ((u64, f64), (u64, f64)) {
         (serve.0, serve.1),
         (stats.decisions, t.elapsed().as_secs_f64()),
     )
+}
+
+/// `replicas` threads, each an `Engine::serve` with its own connection
+/// and claim owner, on one store seeded with `n` instances of
+/// [`ONE_TASK`], until all completed: decisions per second, and
+/// duplicates (a handler run twice for one attempt's key, or more
+/// decisions than the instances need).
+fn replicas(db: &Db, n: usize, replicas: usize) -> (u64, f64, u64) {
+    drop(seeded(db, n));
+    let completed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let runs: Arc<std::sync::Mutex<std::collections::HashMap<String, u32>>> = Arc::default();
+    let t = Instant::now();
+    let threads: Vec<_> = (0..replicas)
+        .map(|r| {
+            let (db, completed, runs) = (db.clone(), completed.clone(), runs.clone());
+            std::thread::spawn(move || {
+                let mut engine = db.engine();
+                engine.set_owner(format!("bench:replica-{r}"));
+                engine.register("quick.op", move |task| {
+                    *runs
+                        .lock()
+                        .unwrap()
+                        .entry(task.idempotency_key())
+                        .or_default() += 1;
+                    Ok(json!({}))
+                });
+                engine.set_concurrency(32).set_time(Time::System);
+                let mut decided = 0u64;
+                engine
+                    .serve_steps(Duration::from_millis(250), |_, steps| {
+                        for s in steps {
+                            decided += 1;
+                            if s.decision.status.as_str() == "completed" {
+                                completed.fetch_add(1, Ordering::SeqCst);
+                            }
+                        }
+                        completed.load(Ordering::SeqCst) < n
+                            && t.elapsed() < Duration::from_secs(1800)
+                    })
+                    .unwrap();
+                decided
+            })
+        })
+        .collect();
+    let decided: u64 = threads.into_iter().map(|h| h.join().unwrap()).sum();
+    let wall = t.elapsed().as_secs_f64();
+    let runs = runs.lock().unwrap();
+    let twice: u64 = runs.values().map(|&c| u64::from(c.saturating_sub(1))).sum();
+    // Each instance of ONE_TASK takes exactly two decisions.
+    let extra = decided.saturating_sub(2 * n as u64);
+    (decided, wall, twice + extra)
+}
+
+/// This process's resident set now and at its highest (kB), from
+/// /proc/self/status (Linux).
+fn rss_kb() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// A task that fails at once and retries in an hour: an instance of it
+/// parks after its first attempt.
+const PARKS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+             xmlns:q="urn:qflow:bpmn:1" id="defs" targetNamespace="urn:bench">
+  <process id="parks" isExecutable="true">
+    <startEvent id="start"/>
+    <sequenceFlow id="f1" sourceRef="start" targetRef="work"/>
+    <serviceTask id="work" q:task="down.op"><extensionElements><q:retry maxAttempts="5" backoff="PT1H" jitter="none"/></extensionElements></serviceTask>
+    <sequenceFlow id="f2" sourceRef="work" targetRef="done"/>
+    <endEvent id="done"/>
+  </process>
+</definitions>"#;
+
+/// `parked` instances parked on an hour's retry, then 100 instances whose
+/// handler takes 300 ms, all in flight at once (`--concurrency 100`):
+/// the resident set while they run (highest sample, kB), and VmHWM after.
+fn memory(parked: usize) -> (u64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = Engine::open(dir.path().join("memory.db")).unwrap();
+    engine.register("down.op", |_| Err(TaskError::transient("DOWN")));
+    engine.register("slow.op", |_| {
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(json!({}))
+    });
+    engine.set_concurrency(100).set_time(Time::System);
+    let parks = engine.deploy(PARKS).unwrap();
+    let slow = engine
+        .deploy(
+            &ONE_TASK
+                .replace("quick.op", "slow.op")
+                .replace("\"quick\"", "\"slow\""),
+        )
+        .unwrap();
+    for _ in 0..parked {
+        engine.start(&parks, json!({})).unwrap();
+    }
+    let mut attempts = 0usize;
+    engine
+        .serve_steps(Duration::from_millis(250), |_, steps| {
+            attempts += steps
+                .iter()
+                .filter(|s| {
+                    s.decision
+                        .events
+                        .iter()
+                        .any(|l| l.event.kind() == "attempt")
+                })
+                .count();
+            attempts < parked
+        })
+        .unwrap();
+    for _ in 0..100 {
+        engine.start(&slow, json!({})).unwrap();
+    }
+    let (mut completed, mut peak) = (0usize, 0u64);
+    engine
+        .serve_steps(Duration::from_millis(250), |_, steps| {
+            completed += steps
+                .iter()
+                .filter(|s| s.decision.status.as_str() == "completed")
+                .count();
+            peak = peak.max(rss_kb().0);
+            completed < 100
+        })
+        .unwrap();
+    (peak, rss_kb().1)
 }
 
 fn main() {
@@ -262,6 +437,12 @@ fn main() {
     }
     if run("throughput") {
         throughput_case(bench, n);
+    }
+    if run("replicas") {
+        replicas_case(bench, n);
+    }
+    if run("memory") {
+        memory_case(bench);
     }
 }
 
@@ -301,12 +482,48 @@ fn lateness_case(bench: bool) {
 
 fn throughput_case(bench: bool, n: usize) {
     let n3 = if bench { 5 * n } else { 20 };
-    let ((sd, ss), (fd, fs)) = throughput(n3);
+    let pg = std::env::var("QFLOW_BENCH_PG").ok();
+    let stores: Vec<(&str, Option<&str>)> = std::iter::once(("SQLite", None))
+        .chain(pg.as_deref().map(|u| ("PostgreSQL", Some(u))))
+        .collect();
+    for (name, url) in stores {
+        let ((sd, ss), (fd, fs)) = throughput(n3, url);
+        println!(
+            "throughput on {name}, {n3} one-task instances, handler answers at once: serve {sd} decisions in {ss:.2} s = {:.0}/s; \
+             fleet driver {fd} in {fs:.2} s = {:.0}/s; serve at {:.0} % of the fleet driver",
+            sd as f64 / ss,
+            fd as f64 / fs,
+            100.0 * (sd as f64 / ss) / (fd as f64 / fs)
+        );
+    }
+}
+
+fn replicas_case(bench: bool, n: usize) {
+    let Ok(url) = std::env::var("QFLOW_BENCH_PG") else {
+        println!("replicas: skipped (set QFLOW_BENCH_PG to a postgres:// URL)");
+        return;
+    };
+    let n4 = if bench { 5 * n } else { 20 };
+    let dir = tempfile::tempdir().unwrap();
+    let (d1, w1, dup1) = replicas(&Db::fresh(dir.path(), Some(&url), "one"), n4, 1);
+    let (d4, w4, dup4) = replicas(&Db::fresh(dir.path(), Some(&url), "four"), n4, 4);
     println!(
-        "throughput, {n3} one-task instances, handler answers at once: serve {sd} decisions in {ss:.2} s = {:.0}/s; \
-         fleet driver {fd} in {fs:.2} s = {:.0}/s; serve at {:.0} % of the fleet driver",
-        sd as f64 / ss,
-        fd as f64 / fs,
-        100.0 * (sd as f64 / ss) / (fd as f64 / fs)
+        "replicas on PostgreSQL, {n4} one-task instances: one serve {d1} decisions in {w1:.2} s = {:.0}/s ({dup1} duplicates); \
+         four {d4} in {w4:.2} s = {:.0}/s ({dup4} duplicates); four at {:.2}x one",
+        d1 as f64 / w1,
+        d4 as f64 / w4,
+        (d4 as f64 / w4) / (d1 as f64 / w1)
     );
+}
+
+fn memory_case(bench: bool) {
+    let sizes = if bench { [1_000, 10_000] } else { [10, 100] };
+    for parked in sizes {
+        let (peak, hwm) = memory(parked);
+        println!(
+            "memory, {parked} parked and 100 in flight: VmRSS {:.1} MB at most while they ran (VmHWM {:.1} MB)",
+            peak as f64 / 1024.0,
+            hwm as f64 / 1024.0
+        );
+    }
 }
