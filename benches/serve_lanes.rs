@@ -16,16 +16,32 @@
 //!    one lane (where the first hung attempt holds the only lane, as a
 //!    loop that runs handlers inline is held).
 //!
-//! 3. **Throughput.** N instances of a one-task model whose in-process
-//!    handler answers at once: decisions per second of `Engine::serve`
-//!    until all complete, beside the batched fleet driver (what `simulate`
-//!    runs) deciding the same N instances on a store of its own, in the
-//!    same run.
+//! 3. **Throughput** (`throughput`). N instances of a one-task model whose
+//!    in-process handler answers at once: decisions per second of
+//!    `Engine::serve` until all complete, beside the batched fleet driver
+//!    (what `simulate` runs) deciding the same N instances on a store of
+//!    its own, in the same run; on SQLite, and on PostgreSQL too when
+//!    `QFLOW_BENCH_PG` names a server (a new database per store).
+//! 4. **Replicas** (`replicas`, PostgreSQL only). N instances served by one
+//!    and then by four `Engine::serve` processes (this binary run again,
+//!    each its own connection and claim owner) on one database:
+//!    decisions per second and duplicates (attempts beyond one per
+//!    instance, decisions beyond two; must be 0).
+//! 5. **Memory** (`memory`). 1,000 and then 10,000 instances parked on an
+//!    hour's retry, then 100 whose handler takes 300 ms, all in flight at
+//!    once: the resident set while they run (VmRSS) and its high-water
+//!    mark (VmHWM), from /proc/self/status.
 //!
-//! Run: `cargo bench --bench serve_lanes -- 1000` (N, default 1,000; under
-//! `cargo test --all-targets`, as CI runs it, a smoke of every case with
-//! N = 10 and a 1 s window). SQLite in a temporary directory. Figures go
-//! to stdout; nothing is asserted.
+//! Run: `cargo bench --bench serve_lanes -- 1000` (N, default 1,000; the
+//! throughput and replicas cases take 5 N instances), or name cases after
+//! N: `cargo bench --bench serve_lanes -- 5000 throughput`. PostgreSQL:
+//! `QFLOW_BENCH_PG=postgres://… cargo bench --bench serve_lanes -- 1000
+//! throughput replicas` (with a throwaway server:
+//! `scripts/pg-throwaway.sh run sh -c 'QFLOW_BENCH_PG=$QFLOW_TEST_POSTGRES_URL
+//! cargo bench --bench serve_lanes -- 1000 replicas'`). Under `cargo test
+//! --all-targets`, as CI runs it, a smoke of every case with N = 10 and a
+//! 1 s window (replicas only with `QFLOW_BENCH_PG`). SQLite in a temporary
+//! directory. Figures go to stdout; nothing is asserted.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -279,55 +295,81 @@ fn throughput(n: usize, pg: Option<&str>) -> ((u64, f64), (u64, f64)) {
     )
 }
 
-/// `replicas` threads, each an `Engine::serve` with its own connection
-/// and claim owner, on one store seeded with `n` instances of
-/// [`ONE_TASK`], until all completed: decisions per second, and
-/// duplicates (a handler run twice for one attempt's key, or more
-/// decisions than the instances need).
+/// `replicas` processes (this bench run again as `replica URL`), each an
+/// `Engine::serve` with its own connection and claim owner, on one
+/// PostgreSQL database seeded with `n` instances of [`ONE_TASK`], until
+/// all completed: decisions per second, and duplicates (attempts beyond
+/// one per instance, decisions beyond the two each needs). Processes, not
+/// threads: an attempt's in-flight record names its process, and two
+/// serving engines of one process would each read the other's records as
+/// a dead process's.
 fn replicas(db: &Db, n: usize, replicas: usize) -> (u64, f64, u64) {
     drop(seeded(db, n));
-    let completed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let runs: Arc<std::sync::Mutex<std::collections::HashMap<String, u32>>> = Arc::default();
+    let Db::Pg(url) = db else {
+        unreachable!("replicas run on PostgreSQL")
+    };
+    let exe = std::env::current_exe().unwrap();
     let t = Instant::now();
-    let threads: Vec<_> = (0..replicas)
-        .map(|r| {
-            let (db, completed, runs) = (db.clone(), completed.clone(), runs.clone());
-            std::thread::spawn(move || {
-                let mut engine = db.engine();
-                engine.set_owner(format!("bench:replica-{r}"));
-                engine.register("quick.op", move |task| {
-                    *runs
-                        .lock()
-                        .unwrap()
-                        .entry(task.idempotency_key())
-                        .or_default() += 1;
-                    Ok(json!({}))
-                });
-                engine.set_concurrency(32).set_time(Time::System);
-                let mut decided = 0u64;
-                engine
-                    .serve_steps(Duration::from_millis(250), |_, steps| {
-                        for s in steps {
-                            decided += 1;
-                            if s.decision.status.as_str() == "completed" {
-                                completed.fetch_add(1, Ordering::SeqCst);
-                            }
-                        }
-                        completed.load(Ordering::SeqCst) < n
-                            && t.elapsed() < Duration::from_secs(1800)
-                    })
-                    .unwrap();
-                decided
-            })
+    let children: Vec<_> = (0..replicas)
+        .map(|_| {
+            std::process::Command::new(&exe)
+                .args(["replica", url])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
         })
         .collect();
-    let decided: u64 = threads.into_iter().map(|h| h.join().unwrap()).sum();
+    let decided: u64 = children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse::<u64>()
+                .unwrap_or(0)
+        })
+        .sum();
     let wall = t.elapsed().as_secs_f64();
-    let runs = runs.lock().unwrap();
-    let twice: u64 = runs.values().map(|&c| u64::from(c.saturating_sub(1))).sum();
-    // Each instance of ONE_TASK takes exactly two decisions.
-    let extra = decided.saturating_sub(2 * n as u64);
-    (decided, wall, twice + extra)
+    let store = qflow_engine::store::Store::connect(&db.location()).unwrap();
+    let mut attempts = 0u64;
+    for row in store.instances().unwrap() {
+        attempts += store
+            .history(&row.id)
+            .unwrap()
+            .iter()
+            .filter(|h| h.kind == "attempt")
+            .count() as u64;
+    }
+    let extra = attempts.saturating_sub(n as u64) + decided.saturating_sub(2 * n as u64);
+    (decided, wall, extra)
+}
+
+/// One replica of [`replicas`]: serve `url` until nothing is unfinished;
+/// prints how many decisions it took.
+fn replica(url: &str) {
+    let mut engine = Engine::connect(&qflow_engine::store::Location::Postgres(url.into())).unwrap();
+    engine.register("quick.op", |_| Ok(json!({})));
+    engine.set_concurrency(32).set_time(Time::System);
+    let mut decided = 0u64;
+    let mut checked = Instant::now();
+    engine
+        .serve_steps(Duration::from_millis(250), |e, steps| {
+            decided += steps.len() as u64;
+            if checked.elapsed() < Duration::from_millis(100) {
+                return true;
+            }
+            checked = Instant::now();
+            let left: u64 = e
+                .store()
+                .deployments()
+                .unwrap()
+                .iter()
+                .map(|d| (d.counts.running + d.counts.waiting) as u64)
+                .sum();
+            left > 0
+        })
+        .unwrap();
+    println!("{decided}");
 }
 
 /// This process's resident set now and at its highest (kB), from
@@ -415,6 +457,12 @@ fn memory(parked: usize) -> (u64, u64) {
 }
 
 fn main() {
+    // A child process of the replicas case.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("replica") {
+        replica(&args[2]);
+        return;
+    }
     // `cargo bench` passes --bench; `cargo test --all-targets` runs this
     // without it: a smoke run of every case at a small size.
     let bench = std::env::args().any(|a| a == "--bench");
