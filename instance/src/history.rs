@@ -137,7 +137,7 @@ pub struct TaskAttempt {
 pub const MESSAGE_LIMIT: usize = 200;
 
 /// A handler's failure message as the history keeps it: one line, control
-/// characters escaped (a terminal face never receives an escape sequence
+/// characters replaced by `?` (a terminal face never receives an escape sequence
 /// from a handler), at most [`MESSAGE_LIMIT`] characters with `…` marking
 /// the cut. A handler's message is foreign text of any length; the history
 /// is durable and shown everywhere, so it is bounded once, here.
@@ -151,7 +151,8 @@ pub fn bounded_message(message: &str) -> String {
         if c == '\n' || c == '\r' || c == '\t' {
             out.push(' ');
         } else if c.is_control() {
-            out.extend(c.escape_default());
+            // As the terminal faces show any control character.
+            out.push('?');
         } else {
             out.push(c);
         }
@@ -605,7 +606,7 @@ mod tests {
             "503 from the provider"
         );
         assert_eq!(bounded_message("a\nb\tc"), "a b c");
-        assert_eq!(bounded_message("\u{1b}[31mred"), "\\u{1b}[31mred");
+        assert_eq!(bounded_message("\u{1b}[31mred\u{7}"), "?[31mred?");
         let long = "x".repeat(MESSAGE_LIMIT + 50);
         let kept = bounded_message(&long);
         assert_eq!(kept.chars().count(), MESSAGE_LIMIT + 1);
