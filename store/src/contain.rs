@@ -489,28 +489,7 @@ impl Store {
             // pauses and unpauses are one at a time under it, so the
             // record read here is the one changed.
             db.lock(Lock::PauseExclusive)?;
-            let record = pause_record(db, kind, value)?;
-            let changed = pause_changes(record.is_some(), on);
-            if changed && on {
-                db.execute(
-                    "INSERT INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES ($1, $2, $3, $4, $5)",
-                    args![kind.flag(), value, wall_now_ms, actor.by, actor.reason],
-                )?;
-            } else if changed {
-                db.execute(
-                    "DELETE FROM pauses WHERE kind = $1 AND value = $2",
-                    args![kind.flag(), value],
-                )?;
-            }
-            fault::point("contain.written");
-            let action = if on { Action::Pause } else { Action::Unpause };
-            let logged = append_log(
-                db,
-                &entry(action, kind.flag(), value, wall_now_ms, actor, changed),
-            )?;
-            fault::point("contain.logged");
-            let record = record_after(record, on, changed, actor);
-            parks(db, kind, value, changed, record, logged)
+            set_pause_in(db, kind, value, wall_now_ms, actor, on)
         })
     }
 
@@ -748,6 +727,42 @@ impl Store {
 /// [`QUARANTINED`] on PostgreSQL, in the order of its `seq` column (SQLite's
 /// `rowid`).
 const QUARANTINED_PG: &str = "SELECT id, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE quarantined_ms IS NOT NULL ORDER BY quarantined_ms, seq";
+
+/// Pause (`on`) or unpause `kind` `value` in the open transaction, which
+/// holds [`Lock::PauseExclusive`]: the row, the log entry, and what it
+/// changed. A ramped release ([`crate::release`]) unpauses through it too,
+/// in its own transaction.
+pub(crate) fn set_pause_in(
+    db: &mut dyn Conn,
+    kind: PauseKind,
+    value: &str,
+    wall_now_ms: i64,
+    actor: &Actor,
+    on: bool,
+) -> Result<PauseChange, StoreError> {
+    let record = pause_record(db, kind, value)?;
+    let changed = pause_changes(record.is_some(), on);
+    if changed && on {
+        db.execute(
+            "INSERT INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES ($1, $2, $3, $4, $5)",
+            args![kind.flag(), value, wall_now_ms, actor.by, actor.reason],
+        )?;
+    } else if changed {
+        db.execute(
+            "DELETE FROM pauses WHERE kind = $1 AND value = $2",
+            args![kind.flag(), value],
+        )?;
+    }
+    fault::point("contain.written");
+    let action = if on { Action::Pause } else { Action::Unpause };
+    let logged = append_log(
+        db,
+        &entry(action, kind.flag(), value, wall_now_ms, actor, changed),
+    )?;
+    fault::point("contain.logged");
+    let record = record_after(record, on, changed, actor);
+    parks(db, kind, value, changed, record, logged)
+}
 
 /// The pauses in force, oldest first, with the parks each holds (also
 /// part of the fleet's observations).
