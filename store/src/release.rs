@@ -81,11 +81,16 @@ pub struct ReleaseSchedule {
 impl ReleaseSchedule {
     /// `ramp 10,50/min, bank=20/min` (or `no ramp`).
     pub fn shape_words(&self) -> String {
+        ReleaseSchedule::words_of(self.ramp.as_deref(), self.max_rate.as_deref())
+    }
+
+    /// [`ReleaseSchedule::shape_words`] of a ramp and caps as kept.
+    pub fn words_of(ramp: Option<&str>, max_rate: Option<&str>) -> String {
         let mut parts = Vec::new();
-        if let Some(r) = &self.ramp {
+        if let Some(r) = ramp {
             parts.push(format!("ramp {r}"));
         }
-        if let Some(m) = &self.max_rate {
+        if let Some(m) = max_rate {
             parts.push(format!("max rate {m}"));
         }
         if parts.is_empty() {
@@ -124,8 +129,9 @@ pub struct StoppedRelease {
     pub pause: PauseChange,
 }
 
-/// One of an instance's parks a release ramp holds until its instant:
-/// what `qflow show` says of it.
+/// One of an instance's parks a release ramp let go, waiting for the
+/// instant it gave (held by the ramp when that is later than its own due
+/// time): what `qflow show` says of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RampHold {
     pub schedule: i64,
@@ -381,9 +387,10 @@ impl Store {
         })
     }
 
-    /// The parks of `instance` a release ramp holds until their instant
-    /// (a ramp not stopped, the park armed at the instant it gave, later
-    /// than the park's own due time), earliest first.
+    /// The parks of `instance` a release ramp let go and that wait for
+    /// the instant it gave them (a ramp not stopped, the park armed at that
+    /// instant; held by it when the instant is later than the park's own
+    /// due time), earliest first.
     pub fn ramp_holds(&self, instance: &str) -> Result<Vec<RampHold>, StoreError> {
         if self.schema_version()? < schema::RELEASES {
             return Ok(Vec::new());
@@ -393,7 +400,7 @@ impl Store {
                 "SELECT s.id, t.id, t.node, r.due_ms, r.release_ms, s.ramp, s.max_rate, s.actor, s.reason
                  FROM release_slots r JOIN release_schedules s ON s.id = r.schedule_id JOIN timers t ON t.id = r.timer_id
                  WHERE r.instance_id = $1 AND s.stopped_ms IS NULL AND t.state = 'armed'
-                   AND t.due_ms = r.release_ms AND r.release_ms > r.due_ms
+                   AND t.due_ms = r.release_ms
                  ORDER BY r.release_ms, t.id",
                 args![instance],
                 |r| {
