@@ -504,6 +504,7 @@ impl Inspection {
                     ("class", f.class.map(Value::from)),
                     ("task", f.task.map(Value::from)),
                     ("channel", f.channel.map(Value::from)),
+                    ("message", f.message.map(Value::from)),
                     ("first_attempt_s", at(f.first_attempt_ms)),
                     ("last_attempt_s", at(f.last_attempt_ms)),
                 ];
