@@ -48,8 +48,8 @@ enum Command {
     Unpause(cli::contain::UnpauseArgs),
     /// Set one instance aside: nothing claims or runs it until released.
     Quarantine(cli::contain::QuarantineArgs),
-    /// Let a quarantined instance run again.
-    Release(cli::contain::QuarantineArgs),
+    /// Let quarantined instances run again: at once, or their retries by a previewed ramp (--ramp, --max-rate, --dry-run).
+    Release(cli::contain::ReleaseArgs),
     /// The fleet's observations from a store: pending by failure class, terminal failures, load by dependency, backlog age.
     Stats(cli::stats::Args),
     /// The web inspector: a database's fleet, instances and one instance in the browser (read-only unless --allow-actions).

@@ -20,6 +20,7 @@ crate::on_both_stores!(
     a_dry_run_prints_the_preview_and_changes_nothing,
     a_ramped_unpause_releases_the_parks_at_the_ramps_rates,
     stopping_a_ramp_holds_the_parks_not_yet_let_go_again,
+    a_ramped_release_of_quarantined_instances_spaces_their_retries,
 );
 
 fn last_json(out: &str) -> Value {
@@ -337,6 +338,107 @@ fn stopping_a_ramp_holds_the_parks_not_yet_let_go_again(fresh: &Fresh) {
         "1/min",
     ]);
     assert_eq!(code, 0, "{err}");
+}
+
+/// The per-minute counts of `instants` from `start`, minute 0 first.
+fn per_minute(instants: &[i64], start: i64) -> Vec<u64> {
+    let mut v = Vec::new();
+    for at in instants {
+        let m = ((at - start) / 60_000) as usize;
+        if v.len() <= m {
+            v.resize(m + 1, 0);
+        }
+        v[m] += 1;
+    }
+    v
+}
+
+fn a_ramped_release_of_quarantined_instances_spaces_their_retries(fresh: &Fresh) {
+    let db = fresh.db();
+    let ids = parked(&db, 4);
+    for id in &ids {
+        let (code, _, err) = qflow(&["quarantine", id, "--db", &db]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let before: Vec<Value> = ids.iter().map(|i| show(&db, i)).collect();
+    let mut args = vec!["release"];
+    args.extend(ids.iter().map(String::as_str));
+    args.extend(["--db", &db, "--ramp", "1,2/min"]);
+    let (code, out, err) = qflow(&[&args[..], &["--dry-run", "--format", "json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let v = last_json(&out);
+    assert_eq!(
+        (v["dry_run"].clone(), v["preview"]["parks"].clone()),
+        (true.into(), 4.into()),
+        "{v}"
+    );
+    let after: Vec<Value> = ids.iter().map(|i| show(&db, i)).collect();
+    assert_eq!(before, after, "a dry run changes nothing");
+    assert!(after.iter().all(|s| !s["quarantined_ms"].is_null()));
+
+    let (code, out, err) = qflow(&[&args[..], &["--by", "ops-erin", "--format", "json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let v = last_json(&out);
+    assert_eq!(v["released"].as_array().unwrap().len(), 4, "{v}");
+    assert!(
+        v["released"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["changed"] == true && r["logged"]["by"] == "ops-erin"),
+        "{v}"
+    );
+    let start = v["release"]["start_ms"].as_i64().unwrap();
+    let ramp = v["release"]["ramp"].as_i64().unwrap();
+    let previewed: Vec<u64> = v["preview"]["dependencies"][0]["with"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    let mut instants = Vec::new();
+    for id in &ids {
+        let s = show(&db, id);
+        assert!(s["quarantined_ms"].is_null(), "released: {s}");
+        assert_eq!(s["ramp_held"][0]["ramp"], ramp, "{s}");
+        assert_eq!(
+            s["timers"][0]["due_s"], s["ramp_held"][0]["release_s"],
+            "{s}"
+        );
+        instants.push(s["ramp_held"][0]["release_ms"].as_i64().unwrap());
+    }
+    let observed = per_minute(&instants, start);
+    for (m, n) in observed.iter().enumerate() {
+        assert!(*n <= rate(&[1, 2], m), "minute {m}: {observed:?}");
+    }
+    assert_eq!(observed, previewed);
+
+    // Stopped, every instance with a retry not yet let go is quarantined
+    // again, its retry at its own due time.
+    let (code, out, err) = qflow(&[
+        "unpause",
+        "--db",
+        &db,
+        "--stop-ramp",
+        &ramp.to_string(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = last_json(&out);
+    assert_eq!(v["quarantined"].as_array().unwrap().len(), 4, "{v}");
+    for (i, id) in ids.iter().enumerate() {
+        let s = show(&db, id);
+        assert!(!s["quarantined_ms"].is_null(), "{s}");
+        assert_eq!(s["ramp_held"], serde_json::json!([]), "{s}");
+        assert_eq!(
+            s["timers"][0]["due_s"], before[i]["timers"][0]["due_s"],
+            "{s}"
+        );
+    }
+    let (code, _, err) = qflow(&["release", "nope-9", "--db", &db, "--ramp", "1/min"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no instance nope-9"), "{err}");
 }
 
 #[test]

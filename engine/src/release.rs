@@ -8,7 +8,9 @@ use serde::Serialize;
 
 use crate::runtime::ramp::{self, Load, Parked, Plan, Shape};
 use crate::store::contain::{Actor, PauseKind};
-use crate::store::release::{Planned, RampedUnpause, ReleasePark, ShapeText, StoppedRelease};
+use crate::store::release::{
+    Planned, RampedRelease, RampedUnpause, ReleaseKind, ReleasePark, ShapeText, StoppedRelease,
+};
 use crate::store::{Store, StoreError};
 
 /// What a release would do, per dependency: the attempts per minute from
@@ -17,7 +19,7 @@ use crate::store::{Store, StoreError};
 /// anything is applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Preview {
-    pub kind: PauseKind,
+    pub kind: ReleaseKind,
     pub value: String,
     /// Minute 0 (the run's clock, absolute ms).
     pub start_ms: i64,
@@ -46,7 +48,7 @@ pub struct DependencyLoad {
 
 impl Preview {
     /// The preview of `plan`, a release of `kind` `value`.
-    pub fn of(kind: PauseKind, value: &str, plan: &Plan) -> Preview {
+    pub fn of(kind: ReleaseKind, value: &str, plan: &Plan) -> Preview {
         let deps = plan
             .dependencies()
             .into_iter()
@@ -120,6 +122,64 @@ pub fn preview(
     ))
 }
 
+/// The plan of a release of quarantined `instances` under `shape` now:
+/// nothing is written.
+pub fn preview_instances(
+    store: &Store,
+    instances: &[String],
+    shape: &Shape,
+    wall_now_ms: i64,
+) -> Result<Plan, StoreError> {
+    let (parks, latest) = store.instances_release_parks(instances)?;
+    Ok(ramp::plan(
+        &parked(&parks),
+        ramp::start_ms(latest, wall_now_ms),
+        shape,
+    ))
+}
+
+/// The store's plan callback over `shape`, keeping the plan it took.
+fn planner<'a>(
+    shape: &'a Shape,
+    wall_now_ms: i64,
+    taken: &'a mut Option<Plan>,
+) -> impl FnOnce(&[ReleasePark], Option<i64>) -> Planned + 'a {
+    move |parks, latest| {
+        let plan = ramp::plan(&parked(parks), ramp::start_ms(latest, wall_now_ms), shape);
+        let planned = Planned {
+            start_ms: plan.start_ms,
+            slots: plan
+                .releases
+                .iter()
+                .map(|r| (r.timer, r.release_ms))
+                .collect(),
+        };
+        *taken = Some(plan);
+        planned
+    }
+}
+
+/// Release quarantined `instances` under `shape`, as `actor`: the plan
+/// taken in the store's transaction, and what was applied.
+pub fn apply_instances(
+    store: &mut Store,
+    instances: &[String],
+    shape: &Shape,
+    wall_now_ms: i64,
+    actor: &Actor,
+) -> Result<(Plan, RampedRelease), StoreError> {
+    let mut taken = None;
+    let applied = store.release_ramped(
+        instances,
+        wall_now_ms,
+        actor,
+        &shape_text(shape),
+        planner(shape, wall_now_ms, &mut taken),
+    )?;
+    let plan = taken.unwrap_or_else(|| ramp::plan(&[], applied.start_ms, shape));
+    Ok((plan, applied))
+}
+
 /// Unpause `kind` `value` under `shape`, as `actor`: the plan taken in the
 /// store's transaction, and what was applied.
 pub fn apply(
@@ -137,19 +197,7 @@ pub fn apply(
         wall_now_ms,
         actor,
         &shape_text(shape),
-        |parks, latest| {
-            let plan = ramp::plan(&parked(parks), ramp::start_ms(latest, wall_now_ms), shape);
-            let planned = Planned {
-                start_ms: plan.start_ms,
-                slots: plan
-                    .releases
-                    .iter()
-                    .map(|r| (r.timer, r.release_ms))
-                    .collect(),
-            };
-            taken = Some(plan);
-            planned
-        },
+        planner(shape, wall_now_ms, &mut taken),
     )?;
     let plan = taken.unwrap_or_else(|| ramp::plan(&[], applied.start_ms, shape));
     Ok((plan, applied))

@@ -10,6 +10,7 @@ use qflow_engine::release::Preview;
 use qflow_engine::runtime::clock::system_now_ms;
 use qflow_engine::runtime::ramp::{parse_max_rate, Ramp, Shape, VIRTUAL_EPOCH_LIMIT_MS};
 use qflow_engine::store::contain::{Actor, PauseChange, PauseKind};
+use qflow_engine::store::release::ReleaseKind;
 use qflow_engine::store::{Location, StoreError};
 use qflow_engine::text::group;
 use serde_json::json;
@@ -165,6 +166,27 @@ pub struct QuarantineArgs {
     pub record: RecordArgs,
 }
 
+/// Let quarantined instances run again: at once, or their retries by a
+/// planned release (`--ramp`, `--max-rate`, previewed first; `--dry-run`
+/// previews only).
+#[derive(Debug, clap::Args)]
+pub struct ReleaseArgs {
+    /// The instances' ids (`qflow instances` lists them): one, or several
+    /// to release together.
+    #[arg(required = true, value_name = "INSTANCE")]
+    pub instances: Vec<String>,
+    /// The database (it must exist): a SQLite file or a postgres:// URL.
+    /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
+    #[arg(long, value_name = "DB")]
+    pub db: Location,
+    #[command(flatten)]
+    pub shape: RampArgs,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+    #[command(flatten)]
+    pub record: RecordArgs,
+}
+
 /// The instance a quarantine or a release names.
 #[derive(Debug, clap::Args)]
 pub struct QuarantineTarget {
@@ -313,8 +335,126 @@ pub fn quarantine(args: QuarantineArgs) -> ExitCode {
     set_quarantine(args, true)
 }
 
-pub fn release(args: QuarantineArgs) -> ExitCode {
-    set_quarantine(args, false)
+pub fn release(args: ReleaseArgs) -> ExitCode {
+    if args.shape.planned() {
+        return planned_instance_release(&args);
+    }
+    let mut code = ExitCode::SUCCESS;
+    for instance in &args.instances {
+        let one = QuarantineArgs {
+            which: QuarantineTarget {
+                instance: instance.clone(),
+                db: args.db.clone(),
+                format: args.format,
+            },
+            record: RecordArgs {
+                by: args.record.by.clone(),
+                reason: args.record.reason.clone(),
+            },
+        };
+        let c = set_quarantine(one, false);
+        if c != ExitCode::SUCCESS {
+            code = c;
+        }
+    }
+    code
+}
+
+/// `release INSTANCE… --ramp R | --max-rate D=N/min | --dry-run`: the
+/// preview over the instances' retry parks, then (unless `--dry-run`) the
+/// release, each instance's retries at the instant the plan gave.
+fn planned_instance_release(args: &ReleaseArgs) -> ExitCode {
+    let format = args.format;
+    let actor = match args.record.actor() {
+        Ok(a) => a,
+        Err(e) => return ops::fail(format, USAGE, "usage", e),
+    };
+    let shape = match args.shape.shape() {
+        Ok(s) => s,
+        Err(e) => return ops::fail(format, USAGE, "usage", e),
+    };
+    let mut store = match ops::open_existing(&args.db) {
+        Ok(s) => s,
+        Err(e) => return ops::fail(format, USAGE, "store", e),
+    };
+    let value = args.instances.join(",");
+    let no_instance = |id: &str| {
+        format!(
+            "no instance {id} in {} (`qflow instances --db {}` lists them)",
+            args.db, args.db
+        )
+    };
+    let now = system_now_ms();
+    if args.shape.dry_run {
+        let plan =
+            match qflow_engine::release::preview_instances(&store, &args.instances, &shape, now) {
+                Ok(p) => p,
+                Err(StoreError::NoInstance(id)) => {
+                    return ops::fail(format, USAGE, "store", no_instance(&id))
+                }
+                Err(e) => return ops::fail(format, USAGE, "store", e),
+            };
+        let preview = Preview::of(ReleaseKind::Instance, &value, &plan);
+        match format {
+            Format::Json => {
+                let v = json!({"instances": args.instances, "dry_run": true, "preview": preview});
+                println!("{}", json_line(&v, &["instances", "dry_run"]));
+            }
+            Format::Human => {
+                for l in preview_lines(&preview) {
+                    println!("{l}");
+                }
+                println!("dry run: nothing changed (without --dry-run this applies it)");
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    let (plan, applied) = match qflow_engine::release::apply_instances(
+        &mut store,
+        &args.instances,
+        &shape,
+        now,
+        &actor,
+    ) {
+        Ok(a) => a,
+        Err(StoreError::NoInstance(id)) => {
+            return ops::fail(format, USAGE, "store", no_instance(&id))
+        }
+        Err(e @ StoreError::Release(_)) => return ops::fail(format, REFUSED, "refused", e),
+        Err(e) => return ops::fail(format, USAGE, "store", e),
+    };
+    let preview = Preview::of(ReleaseKind::Instance, &value, &plan);
+    match format {
+        Format::Json => {
+            let v = json!({"instances": args.instances, "released": applied.released,
+                "release": {"ramp": applied.schedule, "start_ms": applied.start_ms,
+                    "end_ms": applied.end_ms, "parks": applied.parks},
+                "preview": preview});
+            println!("{}", json_line(&v, &["instances"]));
+        }
+        Format::Human => {
+            for l in preview_lines(&preview) {
+                println!("{l}");
+            }
+            let changed = applied.released.iter().filter(|r| r.changed).count();
+            println!(
+                "released {} of {} instances {}: {} released by ramp {} ({}) from {} to {}; anything else they wait for runs when due",
+                changed,
+                args.instances.len(),
+                Actor::words(Some(&actor.by), actor.reason.as_deref()),
+                parks_words(applied.parks),
+                applied.schedule,
+                shape.words(),
+                instant(applied.start_ms),
+                instant(applied.end_ms),
+            );
+            println!(
+                "`qflow unpause --stop-ramp {} --db {}` stops it: the instances with a retry not yet let go are quarantined again, each retry at its own due time.",
+                applied.schedule, args.db
+            );
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 /// Quarantine or release, as `actor` (`--by`, else user@host) for
@@ -426,7 +566,7 @@ fn planned_release(args: &UnpauseArgs) -> ExitCode {
             Ok(p) => p,
             Err(e) => return ops::fail(format, USAGE, "store", e),
         };
-        let preview = Preview::of(kind, &value, &plan);
+        let preview = Preview::of(ReleaseKind::of(kind), &value, &plan);
         match format {
             Format::Json => {
                 let v = json!({"kind": kind.flag(), "value": value, "dry_run": true,
@@ -448,7 +588,7 @@ fn planned_release(args: &UnpauseArgs) -> ExitCode {
             Err(e @ StoreError::Release(_)) => return ops::fail(format, REFUSED, "refused", e),
             Err(e) => return ops::fail(format, USAGE, "store", e),
         };
-    let preview = Preview::of(kind, &value, &plan);
+    let preview = Preview::of(ReleaseKind::of(kind), &value, &plan);
     match format {
         Format::Json => {
             let mut v = serde_json::to_value(&applied.unpause).unwrap_or_default();
@@ -513,18 +653,28 @@ fn stop_ramp(args: &UnpauseArgs, id: i64) -> ExitCode {
         }
         Format::Human => {
             let (kind, value) = (stopped.kind.flag(), &stopped.value);
-            if stopped.changed {
-                println!(
-                    "stopped ramp {id} {}: {} not yet let go held again by the pause of {kind} {value}, each at its own due time.\n\
+            let by = Actor::words(Some(&actor.by), actor.reason.as_deref());
+            let parks = parks_words(stopped.held_again);
+            match (stopped.changed, stopped.kind) {
+                (true, ReleaseKind::Instance) => {
+                    let ids: Vec<&str> = stopped
+                        .quarantined
+                        .iter()
+                        .map(|q| q.instance.as_str())
+                        .collect();
+                    println!(
+                        "stopped ramp {id} {by}: {parks} not yet let go, each at its own due time again; quarantined again: {}.\n\
+                         `qflow release INSTANCE… --db {}` (with --ramp R) lets them go.",
+                        if ids.is_empty() { "none".to_string() } else { ids.join(", ") },
+                        args.db
+                    );
+                }
+                (true, _) => println!(
+                    "stopped ramp {id} {by}: {parks} not yet let go held again by the pause of {kind} {value}, each at its own due time.\n\
                      `qflow unpause --db {} --{kind} {value}` (with --ramp R) lets them go.",
-                    Actor::words(Some(&actor.by), actor.reason.as_deref()),
-                    parks_words(stopped.held_again),
                     args.db
-                );
-            } else {
-                println!(
-                    "ramp {id} was stopped already: nothing changed ({kind} {value} is paused)"
-                );
+                ),
+                (false, _) => println!("ramp {id} was stopped already: nothing changed"),
             }
         }
     }
@@ -558,10 +708,19 @@ pub fn preview_lines(p: &Preview) -> Vec<String> {
         ramp: p.ramp.as_deref().and_then(|r| Ramp::parse(r).ok()),
         max_rate: p.max_rate.clone(),
     };
+    let what = match p.kind {
+        ReleaseKind::Instance => {
+            let n = p.value.split(',').count();
+            format!(
+                "release of {}: {}",
+                if n == 1 { "instance" } else { "instances" },
+                p.value.replace(',', ", ")
+            )
+        }
+        k => format!("release of {} {}", k.flag(), p.value),
+    };
     let mut out = vec![format!(
-        "release of {} {}: {} from {} ({})",
-        p.kind.flag(),
-        p.value,
+        "{what}: {} from {} ({})",
         parks_words(p.parks),
         instant(p.start_ms),
         shape.words()

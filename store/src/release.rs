@@ -11,6 +11,11 @@
 //! what a ramp holds, and stopping it can put every park not yet fired
 //! back to its own due time under a pause again.
 //!
+//! A ramped release of quarantined instances (`qflow release A B C
+//! --ramp 5/min`) is the same schedule over those instances' retry parks,
+//! written in the transaction that releases them; stopping it
+//! quarantines again each instance with a park not yet let go.
+//!
 //! The store never decides: the release instants come from the caller's
 //! plan (the runtime's pure `ramp::plan`), run inside the transaction on
 //! the parks read under the pause lock, so the parks planned are exactly
@@ -18,7 +23,9 @@
 
 use serde::Serialize;
 
-use crate::contain::{set_pause_in, Actor, PauseChange, PauseKind};
+use crate::contain::{
+    set_pause_in, set_quarantine_in, Actor, PauseChange, PauseKind, QuarantineChange,
+};
 use crate::sql::{args, Conn, Lock, Row};
 use crate::{schema, Store, StoreError};
 
@@ -50,11 +57,59 @@ pub struct Planned {
     pub slots: Vec<(i64, i64)>,
 }
 
+/// What a release let go: the parks of a paused class or dependency (a
+/// ramped unpause), or those of quarantined instances (a ramped release).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReleaseKind {
+    Class,
+    Dependency,
+    /// `value` is the instances' ids, comma-separated.
+    Instance,
+}
+
+impl ReleaseKind {
+    /// The word as the store keeps it (`class`, `dependency`, `instance`).
+    pub fn flag(self) -> &'static str {
+        match self {
+            ReleaseKind::Class => "class",
+            ReleaseKind::Dependency => "dependency",
+            ReleaseKind::Instance => "instance",
+        }
+    }
+
+    fn parse(s: &str) -> ReleaseKind {
+        match s {
+            "class" => ReleaseKind::Class,
+            "instance" => ReleaseKind::Instance,
+            _ => ReleaseKind::Dependency,
+        }
+    }
+
+    /// The release of a pause of `kind`.
+    pub fn of(kind: PauseKind) -> ReleaseKind {
+        match kind {
+            PauseKind::Class => ReleaseKind::Class,
+            PauseKind::Dependency => ReleaseKind::Dependency,
+        }
+    }
+
+    /// The pause a stop makes again (none for instances: they are
+    /// quarantined again).
+    fn pause(self) -> Option<PauseKind> {
+        match self {
+            ReleaseKind::Class => Some(PauseKind::Class),
+            ReleaseKind::Dependency => Some(PauseKind::Dependency),
+            ReleaseKind::Instance => None,
+        }
+    }
+}
+
 /// A release schedule, as `stats` and the console show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReleaseSchedule {
     pub id: i64,
-    pub kind: PauseKind,
+    pub kind: ReleaseKind,
     pub value: String,
     pub ramp: Option<String>,
     pub max_rate: Option<String>,
@@ -118,15 +173,32 @@ pub struct RampedUnpause {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StoppedRelease {
     pub schedule: i64,
-    pub kind: PauseKind,
+    pub kind: ReleaseKind,
     pub value: String,
     /// False when it was stopped already (nothing changed).
     pub changed: bool,
     /// Parks not yet fired, put back to their own due times and held by
-    /// the pause again.
+    /// the pause again (or their instances quarantined again).
     pub held_again: u64,
-    /// The pause made again (or found in force).
-    pub pause: PauseChange,
+    /// The pause made again (or found in force), for a class or a
+    /// dependency.
+    pub pause: Option<PauseChange>,
+    /// For instances: those quarantined again (each with a park not yet
+    /// let go).
+    pub quarantined: Vec<QuarantineChange>,
+}
+
+/// A ramped release of quarantined instances, applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RampedRelease {
+    /// The schedule's id (what `qflow unpause --stop-ramp ID` names).
+    pub schedule: i64,
+    pub start_ms: i64,
+    pub end_ms: i64,
+    /// Parks given a release instant.
+    pub parks: u64,
+    /// Each instance's release: its log entry, who had quarantined it.
+    pub released: Vec<QuarantineChange>,
 }
 
 /// One of an instance's parks a release ramp let go, waiting for the
@@ -176,6 +248,25 @@ fn parks_in(
     })
 }
 
+/// The armed retry parks of one unfinished instance (quarantined or
+/// not): what a ramped release of it lets go.
+fn instance_parks(db: &mut dyn Conn, instance: &str) -> Result<Vec<ReleasePark>, StoreError> {
+    db.rows(
+        "SELECT t.id, t.instance_id, t.dependency, t.due_ms FROM timers t JOIN instances i ON i.id = t.instance_id
+         WHERE t.instance_id = $1 AND t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
+         ORDER BY t.due_ms, t.id",
+        args![instance],
+        |r| {
+            Ok(ReleasePark {
+                timer: r.get(0)?,
+                instance: r.get(1)?,
+                dependency: r.get(2)?,
+                due_ms: r.get(3)?,
+            })
+        },
+    )
+}
+
 /// The latest decision the store holds (the run's clock), if any.
 fn latest_decision(db: &mut dyn Conn) -> Result<Option<i64>, StoreError> {
     db.one("SELECT MAX(at_ms) FROM transitions", args![], |r| r.get(0))
@@ -199,7 +290,7 @@ fn schedule_row(r: &dyn Row) -> Result<ReleaseSchedule, StoreError> {
     let kind: String = r.get(1)?;
     Ok(ReleaseSchedule {
         id: r.get(0)?,
-        kind: PauseKind::parse(&kind),
+        kind: ReleaseKind::parse(&kind),
         value: r.get(2)?,
         ramp: r.get(3)?,
         max_rate: r.get(4)?,
@@ -217,6 +308,66 @@ fn schedule_row(r: &dyn Row) -> Result<ReleaseSchedule, StoreError> {
     })
 }
 
+/// Write a schedule of `planned` over `parks`: the schedule row, a slot
+/// per park, and each park's release instant as its timer's due time
+/// (what every replica reads). Its id, last release and slots written.
+#[allow(clippy::too_many_arguments)]
+fn write_schedule(
+    db: &mut dyn Conn,
+    kind: ReleaseKind,
+    value: &str,
+    shape: &ShapeText,
+    planned: &Planned,
+    parks: &[ReleasePark],
+    wall_now_ms: i64,
+    actor: &Actor,
+) -> Result<(i64, i64, u64), StoreError> {
+    let end_ms = planned
+        .slots
+        .iter()
+        .map(|(_, at)| *at)
+        .max()
+        .unwrap_or(planned.start_ms);
+    let id: i64 = db.one(
+        "INSERT INTO release_schedules(kind, value, ramp, max_rate, start_ms, end_ms, created_ms, actor, reason)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+        args![
+            kind.flag(),
+            value,
+            shape.ramp,
+            shape.max_rate,
+            planned.start_ms,
+            end_ms,
+            wall_now_ms,
+            actor.by,
+            actor.reason
+        ],
+        |r| r.get(0),
+    )?;
+    let by_timer: std::collections::HashMap<i64, &ReleasePark> =
+        parks.iter().map(|p| (p.timer, p)).collect();
+    let mut n = 0u64;
+    for (timer, release_ms) in &planned.slots {
+        let Some(p) = by_timer.get(timer) else {
+            continue;
+        };
+        let release_ms = (*release_ms).max(p.due_ms);
+        db.execute(
+            "INSERT INTO release_slots(schedule_id, timer_id, instance_id, dependency, due_ms, release_ms)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            args![id, timer, p.instance, p.dependency, p.due_ms, release_ms],
+        )?;
+        n += 1;
+    }
+    db.execute(
+        "UPDATE timers SET due_ms = (SELECT r.release_ms FROM release_slots r WHERE r.schedule_id = $1 AND r.timer_id = timers.id)
+         WHERE id IN (SELECT r.timer_id FROM release_slots r WHERE r.schedule_id = $1 AND r.release_ms > r.due_ms)
+           AND state = 'armed'",
+        args![id],
+    )?;
+    Ok((id, end_ms, n))
+}
+
 impl Store {
     /// The parks an unpause of `kind` `value` would let go now, and the
     /// latest decision the store holds: what a preview plans from
@@ -227,6 +378,30 @@ impl Store {
         value: &str,
     ) -> Result<(Vec<ReleasePark>, Option<i64>), StoreError> {
         self.read(|db| Ok((parks_in(db, kind, value)?, latest_decision(db)?)))
+    }
+
+    /// The armed retry parks of `instances` (an unknown one refused), and
+    /// the latest decision the store holds: what a preview of their
+    /// ramped release plans from (nothing is written).
+    pub fn instances_release_parks(
+        &self,
+        instances: &[String],
+    ) -> Result<(Vec<ReleasePark>, Option<i64>), StoreError> {
+        self.read(|db| {
+            let mut parks = Vec::new();
+            for instance in instances {
+                let known: Option<String> = db.opt(
+                    "SELECT status FROM instances WHERE id = $1",
+                    args![instance],
+                    |r| r.get(0),
+                )?;
+                if known.is_none() {
+                    return Err(StoreError::NoInstance(instance.clone()));
+                }
+                parks.extend(instance_parks(db, instance)?);
+            }
+            Ok((parks, latest_decision(db)?))
+        })
     }
 
     /// Unpause `kind` `value` with a planned release, in one transaction
@@ -255,50 +430,15 @@ impl Store {
             let parks = parks_in(db, kind, value)?;
             let latest = latest_decision(db)?;
             let planned = plan(&parks, latest);
-            let end_ms = planned
-                .slots
-                .iter()
-                .map(|(_, at)| *at)
-                .max()
-                .unwrap_or(planned.start_ms);
-            let id: i64 = db.one(
-                "INSERT INTO release_schedules(kind, value, ramp, max_rate, start_ms, end_ms, created_ms, actor, reason)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-                args![
-                    kind.flag(),
-                    value,
-                    shape.ramp,
-                    shape.max_rate,
-                    planned.start_ms,
-                    end_ms,
-                    wall_now_ms,
-                    actor.by,
-                    actor.reason
-                ],
-                |r| r.get(0),
-            )?;
-            let by_timer: std::collections::HashMap<i64, &ReleasePark> =
-                parks.iter().map(|p| (p.timer, p)).collect();
-            let mut n = 0u64;
-            for (timer, release_ms) in &planned.slots {
-                let Some(p) = by_timer.get(timer) else {
-                    continue;
-                };
-                let release_ms = (*release_ms).max(p.due_ms);
-                db.execute(
-                    "INSERT INTO release_slots(schedule_id, timer_id, instance_id, dependency, due_ms, release_ms)
-                     VALUES ($1, $2, $3, $4, $5, $6)",
-                    args![id, timer, p.instance, p.dependency, p.due_ms, release_ms],
-                )?;
-                n += 1;
-            }
-            // Each park's release instant becomes its timer's due time:
-            // what every replica reads.
-            db.execute(
-                "UPDATE timers SET due_ms = (SELECT r.release_ms FROM release_slots r WHERE r.schedule_id = $1 AND r.timer_id = timers.id)
-                 WHERE id IN (SELECT r.timer_id FROM release_slots r WHERE r.schedule_id = $1 AND r.release_ms > r.due_ms)
-                   AND state = 'armed'",
-                args![id],
+            let (id, end_ms, n) = write_schedule(
+                db,
+                ReleaseKind::of(kind),
+                value,
+                shape,
+                &planned,
+                &parks,
+                wall_now_ms,
+                actor,
             )?;
             crate::fault::point("release.written");
             let unpause = set_pause_in(db, kind, value, wall_now_ms, actor, false)?;
@@ -308,6 +448,73 @@ impl Store {
                 end_ms,
                 parks: n,
                 unpause,
+            })
+        })
+    }
+
+    /// Release quarantined `instances` with a planned release, in one
+    /// transaction: read their armed retry parks, ask `plan` for the
+    /// release instants, write the schedule, its slots and each park's
+    /// timer, then release each instance (logged). Their other work (a
+    /// ready token, a pending delivery, a timer that is not a retry) runs
+    /// as soon as it is due: a ramp spaces the retries. Refused for an
+    /// unknown instance, and while an earlier ramp holds a park of one.
+    pub fn release_ramped(
+        &mut self,
+        instances: &[String],
+        wall_now_ms: i64,
+        actor: &Actor,
+        shape: &ShapeText,
+        plan: impl FnOnce(&[ReleasePark], Option<i64>) -> Planned,
+    ) -> Result<RampedRelease, StoreError> {
+        self.write(|db| {
+            db.lock(Lock::PauseExclusive)?;
+            let mut parks = Vec::new();
+            for instance in instances {
+                let known: Option<String> = db.opt(
+                    "SELECT status FROM instances WHERE id = $1",
+                    args![instance],
+                    |r| r.get(0),
+                )?;
+                if known.is_none() {
+                    return Err(StoreError::NoInstance(instance.clone()));
+                }
+                if let Some(id) = db.opt(
+                    "SELECT s.id FROM release_slots r JOIN release_schedules s ON s.id = r.schedule_id JOIN timers t ON t.id = r.timer_id
+                     WHERE r.instance_id = $1 AND s.stopped_ms IS NULL AND t.state = 'armed'
+                       AND t.due_ms = r.release_ms AND r.release_ms > r.due_ms
+                     ORDER BY s.id DESC LIMIT 1",
+                    args![instance],
+                    |r| r.get::<i64>(0),
+                )? {
+                    return Err(StoreError::Release(format!(
+                        "release ramp {id} still holds a retry of {instance}: stop it first (`qflow unpause --stop-ramp {id}`), then ramp again"
+                    )));
+                }
+                parks.extend(instance_parks(db, instance)?);
+            }
+            let latest = latest_decision(db)?;
+            let planned = plan(&parks, latest);
+            let (id, end_ms, n) = write_schedule(
+                db,
+                ReleaseKind::Instance,
+                &instances.join(","),
+                shape,
+                &planned,
+                &parks,
+                wall_now_ms,
+                actor,
+            )?;
+            let mut released = Vec::new();
+            for instance in instances {
+                released.push(set_quarantine_in(db, instance, wall_now_ms, actor, false)?);
+            }
+            Ok(RampedRelease {
+                schedule: id,
+                start_ms: planned.start_ms,
+                end_ms,
+                parks: n,
+                released,
             })
         })
     }
@@ -335,8 +542,21 @@ impl Store {
                     "no release ramp {id} (`qflow stats --db DB` lists them under releases)"
                 )));
             };
-            let kind = PauseKind::parse(&kind);
+            let kind = ReleaseKind::parse(&kind);
             let changed = stopped.is_none();
+            // The instances with a park not yet let go, before their
+            // timers move back.
+            let waiting: Vec<String> = if changed && kind == ReleaseKind::Instance {
+                db.rows(
+                    "SELECT DISTINCT r.instance_id FROM release_slots r JOIN timers t ON t.id = r.timer_id
+                     WHERE r.schedule_id = $1 AND t.state = 'armed' AND t.due_ms = r.release_ms
+                     ORDER BY r.instance_id",
+                    args![id],
+                    |r| r.get(0),
+                )?
+            } else {
+                Vec::new()
+            };
             let mut held_again = 0;
             if changed {
                 held_again = db.execute(
@@ -350,7 +570,14 @@ impl Store {
                     args![id, wall_now_ms, actor.by, actor.reason],
                 )?;
             }
-            let pause = set_pause_in(db, kind, &value, wall_now_ms, actor, true)?;
+            let pause = match kind.pause() {
+                Some(p) => Some(set_pause_in(db, p, &value, wall_now_ms, actor, true)?),
+                None => None,
+            };
+            let mut quarantined = Vec::new();
+            for instance in &waiting {
+                quarantined.push(set_quarantine_in(db, instance, wall_now_ms, actor, true)?);
+            }
             Ok(StoppedRelease {
                 schedule: id,
                 kind,
@@ -358,6 +585,7 @@ impl Store {
                 changed,
                 held_again,
                 pause,
+                quarantined,
             })
         })
     }
