@@ -21,6 +21,7 @@ crate::on_both_stores!(
     a_ramped_unpause_releases_the_parks_at_the_ramps_rates,
     stopping_a_ramp_holds_the_parks_not_yet_let_go_again,
     a_ramped_release_of_quarantined_instances_spaces_their_retries,
+    the_attempts_a_ramped_release_causes_are_the_previewed_curve,
 );
 
 fn last_json(out: &str) -> Value {
@@ -338,6 +339,87 @@ fn stopping_a_ramp_holds_the_parks_not_yet_let_go_again(fresh: &Fresh) {
         "1/min",
     ]);
     assert_eq!(code, 0, "{err}");
+}
+
+/// The preview against what happens: five instances parked on the virtual
+/// clock (`qflow run`, each its own deployment), a ramped unpause, then
+/// each resumed by another process. The retries' attempts, minute by
+/// minute, are the previewed curve with the ramp, not the one without.
+fn the_attempts_a_ramped_release_causes_are_the_previewed_curve(fresh: &Fresh) {
+    const SCENARIO: &str = "samples/scenarios/dbg08-long-outage.json";
+    let db = fresh.db();
+    let model = std::fs::read_to_string(DBG08).unwrap();
+    for i in 1..=5 {
+        // A different source each time, so each run starts an instance.
+        let path = fresh.dir().join(format!("m{i}.bpmn"));
+        std::fs::write(&path, format!("{model}<!-- copy {i} -->\n")).unwrap();
+        let (code, out, err) = qflow(&[
+            "run",
+            path.to_str().unwrap(),
+            "--scenario",
+            SCENARIO,
+            "--db",
+            &db,
+            "--until",
+            "PT30S",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(last_json(&out)["due_s"], 60, "{out}");
+    }
+    pause(&db);
+    let (code, out, err) = qflow(&[
+        "unpause",
+        "--db",
+        &db,
+        "--dependency",
+        "payments.charge",
+        "--ramp",
+        "1,2/min",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = last_json(&out);
+    let start = v["release"]["start_ms"].as_i64().unwrap();
+    let curve = |k: &str| -> Vec<u64> {
+        v["preview"]["dependencies"][0][k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
+    };
+    let mut retries = Vec::new();
+    for i in 1..=5 {
+        let (code, out, err) = qflow(&[
+            "resume",
+            &format!("dbg08-{i}"),
+            "--db",
+            &db,
+            "--scenario",
+            SCENARIO,
+            "--until",
+            "PT10M",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        retries.extend(
+            out.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|l| l["kind"] == "attempt" && l["attempt"] == 2)
+                .map(|l| (l["at_s"].as_f64().unwrap() * 1000.0) as i64),
+        );
+    }
+    assert_eq!(retries.len(), 5, "{retries:?}");
+    let observed = per_minute(&retries, start);
+    assert_eq!(observed, curve("with"), "observed {retries:?}");
+    assert_ne!(observed, curve("without"));
+    for (m, n) in observed.iter().enumerate() {
+        assert!(*n <= rate(&[1, 2], m), "minute {m}: {observed:?}");
+    }
 }
 
 /// The per-minute counts of `instants` from `start`, minute 0 first.
