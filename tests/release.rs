@@ -257,6 +257,20 @@ fn a_ramped_unpause_releases_the_parks_at_the_ramps_rates(fresh: &Fresh) {
         "{out}"
     );
 
+    // The console's fleet view lists the ramp too.
+    let (code, out, err) = qflow(&["console", "--db", &db, "--headless", "", "--size", "220x40"]);
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("release ramps"))
+        .unwrap_or_else(|| panic!("no release ramps line:\n{out}"));
+    assert!(
+        line.contains(&format!(
+            "ramp {ramp} of dependency payments.charge (ramp 2,4/min) by ops-erin (\"bank back\"): 12 retry park(s), 12 waiting"
+        )),
+        "{line}"
+    );
+
     // A second ramp of the same dependency is refused while this one holds
     // a park, with what to do.
     let (code, _, err) = qflow(&[
