@@ -257,6 +257,36 @@ fn a_ramped_unpause_releases_the_parks_at_the_ramps_rates(fresh: &Fresh) {
         "{out}"
     );
 
+    // The HTML report charts the ramp's releases per minute, as written.
+    let report = fresh.dir().join("stats.html");
+    let (code, _, err) = qflow(&["stats", "--db", &db, "--report", report.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&report).unwrap();
+    let caption = format!("Release ramp {ramp} of dependency payments.charge (ramp 2,4/min)");
+    let section = &html[html
+        .find(&caption)
+        .unwrap_or_else(|| panic!("{caption}: {html}"))..];
+    let section = &section[..section.find("</svg>").unwrap()];
+    let attr = |bar: &str, name: &str| -> u64 {
+        let at = bar.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+        bar[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    let charted: Vec<(usize, u64)> = section
+        .split("<rect class=\"bar\"")
+        .skip(1)
+        .map(|b| {
+            let b = &b[..b.find('>').unwrap()];
+            (attr(b, "data-minute") as usize, attr(b, "data-attempts"))
+        })
+        .collect();
+    let expected: Vec<(usize, u64)> = observed
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(m, n)| (m, *n))
+        .collect();
+    assert_eq!(charted, expected, "{section}");
+
     // The console's fleet view lists the ramp too.
     let (code, out, err) = qflow(&["console", "--db", &db, "--headless", "", "--size", "220x40"]);
     assert_eq!(code, 0, "{err}");

@@ -248,6 +248,20 @@ fn html_report(
             ));
         }
     }
+    let mut releases = Vec::new();
+    for r in store.releases()? {
+        releases.push((
+            format!(
+                "Release ramp {} of {} {} ({}), {}",
+                r.id,
+                r.kind.flag(),
+                r.value,
+                r.shape_words(),
+                qflow_engine::store::contain::Actor::words(Some(&r.by), r.reason.as_deref())
+            ),
+            store.release_curve(r.id)?,
+        ));
+    }
     Ok(crate::cli::report::html(&crate::cli::report::Report {
         title: format!("qflow stats: {}", args.db),
         summary,
@@ -257,6 +271,7 @@ fn html_report(
         backlog_age: Some(&o.backlog_age),
         policies: &policies,
         diagrams,
+        releases,
     }))
 }
 

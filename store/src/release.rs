@@ -615,6 +615,24 @@ impl Store {
         })
     }
 
+    /// Release schedule `id`'s releases per minute from its minute 0 (by
+    /// the instants it wrote): what a report charts.
+    pub fn release_curve(
+        &self,
+        id: i64,
+    ) -> Result<std::collections::BTreeMap<i64, u64>, StoreError> {
+        self.read(|db| {
+            let rows: Vec<(i64, i64)> = db.rows(
+                "SELECT (r.release_ms - s.start_ms) / 60000, COUNT(*) FROM release_slots r
+                 JOIN release_schedules s ON s.id = r.schedule_id
+                 WHERE r.schedule_id = $1 GROUP BY 1 ORDER BY 1",
+                args![id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            Ok(rows.into_iter().map(|(m, n)| (m, n as u64)).collect())
+        })
+    }
+
     /// The parks of `instance` a release ramp let go and that wait for
     /// the instant it gave them (a ramp not stopped, the park armed at that
     /// instant; held by it when the instant is later than the park's own
