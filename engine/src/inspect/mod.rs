@@ -78,6 +78,9 @@ pub struct Inspection {
     /// oldest first: who set it aside or let it go, when and why, after
     /// the quarantine itself is gone.
     pub containment_log: Vec<crate::store::contain::Logged>,
+    /// Its retry parks a release ramp holds until the instant the ramp
+    /// gave them (later than their own due time), earliest first.
+    pub ramped: Vec<crate::store::release::RampHold>,
 }
 
 /// A retry park a pause holds: its due time is kept, and it is re-driven
@@ -359,6 +362,7 @@ impl Inspection {
             held,
             containment_log: store
                 .containment_log(&crate::store::contain::LogQuery::instance(id))?,
+            ramped: store.ramp_holds(id)?,
         })
     }
 

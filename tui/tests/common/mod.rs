@@ -195,6 +195,7 @@ pub fn rich_view() -> View {
         quarantine_reason: None,
         held: Vec::new(),
         containment_log: Vec::new(),
+        ramped: Vec::new(),
     };
     View {
         source: "samples/dbg08-charge.bpmn".into(),
