@@ -632,11 +632,7 @@ impl Store {
     /// when the next timer or delivery falls due after `now_ms`. Each
     /// instance comes with its version as read, so a loop that found it
     /// with nothing to do at that version need not read it again.
-    pub fn due_instances(
-        &self,
-        now_ms: i64,
-        limit: usize,
-    ) -> Result<(Vec<(String, i64)>, Option<i64>), StoreError> {
+    pub fn due_instances(&self, now_ms: i64, limit: usize) -> Result<DueInstances, StoreError> {
         // What a serving loop polls: a deleted database file stops it here.
         self.still_there()?;
         self.read(|db| {
@@ -720,6 +716,10 @@ impl Store {
 }
 
 impl Sqlite {}
+
+/// What [`Store::due_instances`] finds: each instance with its version,
+/// and when the next timer or delivery falls due.
+pub type DueInstances = (Vec<(String, i64)>, Option<i64>);
 
 #[cfg(test)]
 mod incident_tests {

@@ -350,10 +350,10 @@ impl Engine {
                 let mut waiters = 0;
                 for (id, version) in ids {
                     match quiet.get(&id) {
-                        Some(Quiet::Until { version: v, due }) if *v == version => {
-                            if due.is_none_or(|d| d > system_now_ms()) {
-                                continue;
-                            }
+                        Some(Quiet::Until { version: v, due })
+                            if *v == version && due.is_none_or(|d| d > system_now_ms()) =>
+                        {
+                            continue;
                         }
                         // What waits for a full dependency is looked at
                         // again only as far as its lanes have room now.
