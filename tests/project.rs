@@ -81,6 +81,61 @@ fn a_two_hour_outage_projects_what_the_simulation_executes() {
     assert_eq!(sim["completed"], 30);
 }
 
+/// A call whose deliveries poison before its timeout fires (3 deliveries
+/// 5 s apart: poisoned at 10 s, within the 30 s timeout) fails each attempt
+/// at the poisoning: `project` schedules what `simulate` and a local run do
+/// with every delivery failing (0, 70, 380, 1,890, 9,100 s), not the
+/// timeout's timetable (0, 90, 420, 1,950, 9,180 s).
+#[test]
+fn a_call_whose_deliveries_poison_first_is_projected_at_its_poisonings() {
+    const BANK: &str = "samples/bank-outage.bpmn";
+    let v = project(&[BANK, "--jobs", "50000"]);
+    let p = &v["policies"][0];
+    assert_eq!(p["starts_s"], json!([0, 70, 380, 1890, 9100]), "{p}");
+    assert_eq!(p["attempt_window_s"], 10.0, "{p}");
+    assert_eq!(p["scheduled"], 250_000);
+
+    let (code, out, err) = qflow(&[
+        "simulate", BANK, "--jobs", "4", "--outage", "P1D", "--format", "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let sim: Value = serde_json::from_str(out.trim()).unwrap();
+    let starts: Vec<u64> = sim["per_minute"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["minute"].as_u64().unwrap())
+        .collect();
+    let projected: Vec<u64> = p["starts_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap() / 60)
+        .collect();
+    assert_eq!(starts, projected, "{sim}");
+    assert_eq!(sim["attempts"], 4 * 5);
+
+    // A local run whose every delivery fails makes the same attempts.
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("down.json");
+    std::fs::write(&scenario, r#"{"deliveries":{"bank":[{"fail":"down"}]}}"#).unwrap();
+    let (_, out, err) = qflow(&[
+        "run",
+        BANK,
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let at: Vec<u64> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["kind"] == "attempt")
+        .map(|l| l["at_s"].as_u64().unwrap())
+        .collect();
+    assert_eq!(at, [0, 70, 380, 1890, 9100], "{out}{err}");
+}
+
 #[test]
 fn a_jittered_policy_draws_each_instances_delays_as_the_runtime_does() {
     let dir = tempfile::tempdir().unwrap();

@@ -50,7 +50,7 @@ pub fn hover(snap: &Snapshot, offset: usize) -> Option<(String, Span)> {
         return Some((channel_config_hover(config), config.name_span));
     }
     let (process, node) = navigate::node_at(defs, offset)?;
-    Some((node_hover(process, node), node.name_span))
+    Some((node_hover(defs, process, node), node.name_span))
 }
 
 fn duration_hover(d: &navigate::DurationAt) -> String {
@@ -140,7 +140,7 @@ fn task_kind(node: &Node) -> String {
 /// The wait states a node's hover lists before it counts the rest.
 const MAX_REASONS: usize = 8;
 
-fn node_hover(process: &Process, node: &Node) -> String {
+fn node_hover(defs: &Definitions, process: &Process, node: &Node) -> String {
     let mut s = format!("**{}** `{}`", node.element, node.id());
     if let Some(name) = &node.name {
         let _ = write!(s, " — {}", name.value);
@@ -153,7 +153,8 @@ fn node_hover(process: &Process, node: &Node) -> String {
                 let _ = writeln!(
                     s,
                     "Retry: {} (hover `<{}>` for the schedule).\n",
-                    p.worst_case(policy::attempt_window(node)).summary(),
+                    p.worst_case(policy::attempt_window(defs, node, &p))
+                        .summary(),
                     r.qname
                 );
             }
@@ -237,7 +238,7 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
     };
     // Worst case first: it is the line an author must not misread. The
     // node's own: a call's attempt lasts until its timeout fires.
-    let window = policy::attempt_window(node);
+    let window = policy::attempt_window(defs, node, &policy);
     let wc = policy.worst_case(window);
     let worst = match (wc.count, wc.fails_by) {
         (Some(1), _) => "1 attempt, no retries".to_string(),
@@ -247,14 +248,37 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
         (None, None) => "unbounded: attempts never stop".to_string(),
     };
     let _ = writeln!(s, "**Worst case:** {worst}.");
-    if !window.is_zero() {
+    let load = policy::delivery_load(defs, node);
+    let timeout = load.as_ref().and_then(|l| l.timeout);
+    let poisoned_first = !window.is_zero() && timeout.is_none_or(|t| window < t);
+    if poisoned_first {
+        let (m, every) = load.as_ref().map_or((0, Duration::ZERO), |l| {
+            (
+                l.policy.max_deliveries.unwrap_or(0),
+                l.policy.delivery_interval,
+            )
+        });
+        let by_timeout = match timeout {
+            Some(t) => format!(
+                "at the latest when its `<q:timeout>` fires ({}), and ",
+                to_words(t)
+            ),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "\nEach attempt fails {by_timeout}earlier when the outbox poisons its request: it is delivered at most {m} times, {} apart, so an attempt whose deliveries all fail (the dependency down) fails {} after it starts. The schedule counts that earliest failure (the most attempts, the soonest); the next delay runs from the failure, and `maxElapsed` is checked against the next attempt's start.",
+            to_words(every),
+            to_words(window)
+        );
+    } else if !window.is_zero() {
         let _ = writeln!(
             s,
             "\nEach attempt waits up to {} for its response (the call's `<q:timeout>`) before it fails; the next delay runs from that failure, and `maxElapsed` is checked against the next attempt's start.",
             to_words(window)
         );
     }
-    schedule_table(&mut s, &policy, &wc);
+    schedule_table(&mut s, &policy, &wc, poisoned_first);
     if node.registered_task().is_some() {
         retry_after_text(&mut s, &policy);
     }
@@ -276,7 +300,12 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
 
 /// The node's timetable: nominal times, and the jittered range beside them;
 /// for a call, when each attempt times out.
-fn schedule_table(s: &mut String, policy: &RetryPolicy, wc: &policy::WorstCase) {
+fn schedule_table(s: &mut String, policy: &RetryPolicy, wc: &policy::WorstCase, poisoned: bool) {
+    let (column, ends) = if poisoned {
+        ("fails (poisoned)", "fails")
+    } else {
+        ("times out", "times out")
+    };
     if policy.jitter != Jitter::None {
         let _ = writeln!(
             s,
@@ -286,7 +315,7 @@ fn schedule_table(s: &mut String, policy: &RetryPolicy, wc: &policy::WorstCase) 
     }
     let call = !wc.attempt_takes.is_zero();
     if call {
-        s.push_str("\n| attempt | delay | since first attempt | times out | with jitter (earliest – latest) |\n|---:|---:|---:|---:|---:|\n");
+        let _ = writeln!(s, "\n| attempt | delay | since first attempt | {column} | with jitter (earliest – latest) |\n|---:|---:|---:|---:|---:|");
     } else {
         s.push_str("\n| attempt | delay | since first attempt | with jitter (earliest – latest) |\n|---:|---:|---:|---:|\n");
     }
@@ -326,7 +355,7 @@ fn schedule_table(s: &mut String, policy: &RetryPolicy, wc: &policy::WorstCase) 
         if call {
             let _ = writeln!(
                 s,
-                "\nThen terminal: the instance fails when attempt {} times out, {} after the first attempt.",
+                "\nThen terminal: the instance fails when attempt {} {ends}, {} after the first attempt.",
                 last.attempt,
                 to_words(last.fails_at)
             );

@@ -86,7 +86,17 @@ pub(super) fn plans(
             else {
                 return None;
             };
-            let timeout_ms = call.as_ref().and_then(|c| c.timeout).map(ms);
+            // A call's attempt fails at its timeout or, earlier, when the
+            // outbox poisons its request: the model's one rule.
+            let timeout_ms = call.as_ref().map(|c| {
+                let channel = qflow_model::policy::ChannelPolicy {
+                    max_deliveries: c.max_deliveries,
+                    delivery_interval: c.delivery_interval,
+                };
+                ms(qflow_model::policy::earliest_failure(
+                    c.timeout, &channel, policy,
+                ))
+            });
             Some(plan(
                 instance, n, policy, timeout_ms, snap, armed, history, start, now,
             ))

@@ -57,6 +57,30 @@ async fn channel_call_retry_hover_shows_jitter_bounds_and_deliveries() {
     h.stop().await;
 }
 
+/// A call whose outbox poisons its request (5 deliveries 2 s apart: at 8 s)
+/// before its 30 s timeout fails each attempt at the poisoning when the
+/// dependency is down: the hover's schedule is that one, as the runtime
+/// runs it. Where the policy ends the task on a poisoning instead
+/// (`nonRetryableCodes="q.delivery.poisoned"`), the retried attempts are
+/// the timeout's.
+#[tokio::test]
+async fn a_call_whose_deliveries_poison_first_is_scheduled_from_its_poisoning() {
+    let text = fixture("channel.bpmn").replace(r#" nonRetryableCodes="q.delivery.poisoned""#, "");
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let md = hover_text(&mut h, &text, "<q:retry", 3).await;
+    assert!(md.contains("| 2 | 10 s | 18 s | 26 s |"), "{md}");
+    assert!(md.contains("fails 8 s after it starts"), "{md}");
+    assert!(!md.contains("| 2 | 10 s | 40 s |"), "{md}");
+    let md = hover_text(&mut h, &text, "<bpmn:serviceTask", 3).await;
+    assert!(md.contains("Retry: 4 attempts over at most"), "{md}");
+    let original = fixture("channel.bpmn");
+    h.change(URI, 2, &original).await;
+    let md = hover_text(&mut h, &original, "<q:retry", 3).await;
+    assert!(md.contains("| 2 | 10 s | 40 s |"), "{md}");
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn durations_read_in_words() {
     let text = fixture("dbg08.bpmn");

@@ -241,7 +241,7 @@ pub fn of_model(defs: &Definitions, jobs: u64, window: Duration) -> Vec<NodeProj
                 },
                 (None, None) => continue,
             };
-            let takes = super::attempt_window(node);
+            let takes = super::attempt_window(defs, node, &policy);
             let projection = policy.project(process_id, node.id(), jobs, window, takes);
             out.push(NodeProjection {
                 process_id: process_id.to_string(),
