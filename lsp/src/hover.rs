@@ -149,6 +149,14 @@ fn node_hover(defs: &Definitions, process: &Process, node: &Node) -> String {
     if matches!(node.kind, NodeKind::ServiceTask(_)) {
         let _ = writeln!(s, "Kind: {}.\n", task_kind(node));
         for r in &node.retries {
+            if let Some(b) = process.routed_timer_boundary(node) {
+                let _ = writeln!(
+                    s,
+                    "Retry: never fires (QF022): {}.\n",
+                    boundary_route(process, b)
+                );
+                continue;
+            }
             if let Ok(p) = RetryPolicy::from_spec(r) {
                 let _ = writeln!(
                     s,
@@ -211,6 +219,33 @@ fn node_hover(defs: &Definitions, process: &Process, node: &Node) -> String {
     s.trim_end().to_string()
 }
 
+/// What a routed timer boundary does to its call: when it fires and where
+/// the flow goes.
+fn boundary_route(process: &Process, b: &Node) -> String {
+    let after = match &b.kind {
+        NodeKind::BoundaryEvent {
+            trigger: qflow_model::model::EventTrigger::Timer(t),
+            ..
+        } => t
+            .time_duration
+            .as_ref()
+            .and_then(|a| duration::parse(a.value.trim()).ok())
+            .map(|d| format!(" after {}", to_words(d))),
+        _ => None,
+    }
+    .unwrap_or_default();
+    let targets: Vec<String> = process
+        .outgoing(b.id())
+        .filter_map(|f| f.target.as_ref())
+        .map(|t| format!("`{}`", t.value))
+        .collect();
+    format!(
+        "timer boundary `{}` routes the timeout: when it fires{after}, the call's wait ends and the flow takes its route to {}",
+        b.id(),
+        qflow_model::text::capped_list(&targets)
+    )
+}
+
 fn words_or_dash(d: Duration) -> String {
     if d.is_zero() {
         "—".to_string()
@@ -219,13 +254,28 @@ fn words_or_dash(d: Duration) -> String {
     }
 }
 
-fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &RetrySpec) -> String {
+fn retry_hover(defs: &Definitions, process: &Process, node: &Node, spec: &RetrySpec) -> String {
     let mut s = format!(
         "**{}** on `{}` ({})\n\n",
         spec.qname,
         node.id(),
         task_kind(node)
     );
+    // A policy that can never fire (QF022) has no schedule: say what
+    // happens instead.
+    if let Some(b) = process.routed_timer_boundary(node) {
+        let _ = writeln!(
+            s,
+            "**Never fires** (QF022): {}.",
+            boundary_route(process, b)
+        );
+        let _ = writeln!(
+            s,
+            "\nNo attempt is ever retried, so there is no schedule and no retry load. Remove this `<{}>` for the modelled slow-answer path, or replace the boundary by a route-less `<q:timeout>` to retry a slow answer.",
+            spec.qname
+        );
+        return s.trim_end().to_string();
+    }
     let policy = match RetryPolicy::from_spec(spec) {
         Ok(p) => p,
         Err(errors) => {

@@ -81,6 +81,33 @@ async fn a_call_whose_deliveries_poison_first_is_scheduled_from_its_poisoning() 
     h.stop().await;
 }
 
+/// A retry beside a routed timer boundary can never fire (QF022): its hover
+/// shows no schedule and no load, and says what happens instead (the
+/// boundary's route); the task's hover agrees.
+#[tokio::test]
+async fn a_retry_that_can_never_fire_shows_the_boundarys_route_not_a_schedule() {
+    let path = format!(
+        "{}/../samples/broken/QF022-retry-beside-routed-timer.bpmn",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let md = hover_text(&mut h, &text, "<q:retry", 3).await;
+    assert!(md.contains("**Never fires** (QF022)"), "{md}");
+    assert!(
+        md.contains("when it fires after 30 s, the call's wait ends and the flow takes its route to `timed-out`"),
+        "{md}"
+    );
+    assert!(!md.contains("Worst case"), "{md}");
+    assert!(!md.contains("attempts in their first day"), "{md}");
+    assert!(!md.contains("| attempt |"), "{md}");
+    let md = hover_text(&mut h, &text, "<bpmn:serviceTask", 3).await;
+    assert!(md.contains("Retry: never fires (QF022)"), "{md}");
+    assert!(!md.contains("attempts over"), "{md}");
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn durations_read_in_words() {
     let text = fixture("dbg08.bpmn");
