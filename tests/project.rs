@@ -136,6 +136,49 @@ fn a_call_whose_deliveries_poison_first_is_projected_at_its_poisonings() {
     assert_eq!(at, [0, 70, 380, 1890, 9100], "{out}{err}");
 }
 
+/// "At most" is at most: under a provider's retry-after of 20 h, DBG-08's
+/// last attempt comes at 100 h (5 waits of 20 h), past the policy's own
+/// 13 h 1 min. The projection says how far a retry-after can stretch the
+/// bound (each wait capped at 1 d without maxDelay: at most 5 d), and the
+/// real run stays within it.
+#[test]
+fn at_most_is_at_most_under_a_providers_retry_after() {
+    let v = project(&[DBG08, "--jobs", "10"]);
+    let p = &v["policies"][0];
+    assert_eq!(p["worst_case_s"], 46_860);
+    assert_eq!(p["worst_case_retry_after_s"], 432_000, "{p}");
+    let (_, human, _) = qflow(&["project", DBG08, "--jobs", "10"]);
+    assert!(
+        human.contains("a provider's retry-after can stretch each wait to 1 d (the default cap; maxDelay sets it): at most 5 d (432,000 s)"),
+        "{human}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("limited.json");
+    std::fs::write(
+        &scenario,
+        r#"{"tasks":{"payments.charge":[{"fail":{"code":"RATE_LIMITED","class":"rate-limited","retryAfter":"PT20H"}}]}}"#,
+    )
+    .unwrap();
+    let (_, out, err) = qflow(&[
+        "run",
+        DBG08,
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let last = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["kind"] == "attempt")
+        .map(|l| l["at_s"].as_u64().unwrap())
+        .max()
+        .unwrap_or_else(|| panic!("{out}{err}"));
+    assert_eq!(last, 5 * 20 * 3600);
+    assert!(last > 46_860 && last <= 432_000, "{last}");
+}
+
 #[test]
 fn a_jittered_policy_draws_each_instances_delays_as_the_runtime_does() {
     let dir = tempfile::tempdir().unwrap();

@@ -161,8 +161,7 @@ fn node_hover(defs: &Definitions, process: &Process, node: &Node) -> String {
                 let _ = writeln!(
                     s,
                     "Retry: {} (hover `<{}>` for the schedule).\n",
-                    p.worst_case(policy::attempt_window(defs, node, &p))
-                        .summary(),
+                    policy::node_worst_case(defs, node, &p).summary(),
                     r.qname
                 );
             }
@@ -289,7 +288,7 @@ fn retry_hover(defs: &Definitions, process: &Process, node: &Node, spec: &RetryS
     // Worst case first: it is the line an author must not misread. The
     // node's own: a call's attempt lasts until its timeout fires.
     let window = policy::attempt_window(defs, node, &policy);
-    let wc = policy.worst_case(window);
+    let wc = policy::node_worst_case(defs, node, &policy);
     let worst = match (wc.count, wc.fails_by) {
         (Some(1), _) => "1 attempt, no retries".to_string(),
         (Some(n), Some(e)) => format!("{n} attempts over {}", to_words(e)),
@@ -297,7 +296,17 @@ fn retry_hover(defs: &Definitions, process: &Process, node: &Node, spec: &RetryS
         (None, Some(e)) => format!("attempts until {} after the first", to_words(e)),
         (None, None) => "unbounded: attempts never stop".to_string(),
     };
-    let _ = writeln!(s, "**Worst case:** {worst}.");
+    match wc.retry_after_clause() {
+        Some(more) => {
+            let _ = writeln!(
+                s,
+                "**Worst case:** {worst} at the policy's own delays; {more}."
+            );
+        }
+        None => {
+            let _ = writeln!(s, "**Worst case:** {worst}.");
+        }
+    }
     let load = policy::delivery_load(defs, node);
     let timeout = load.as_ref().and_then(|l| l.timeout);
     let poisoned_first = !window.is_zero() && timeout.is_none_or(|t| window < t);

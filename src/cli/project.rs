@@ -105,6 +105,12 @@ fn projection_json(p: &Projection) -> Value {
         "attempt_window_s": secs(p.attempt_takes),
         "attempts_per_instance": w.count,
         "worst_case_s": w.fails_by.map(secs),
+        // What a provider's retry-after can stretch the worst case to (a
+        // registered task's; null for a call, or when it cannot).
+        "worst_case_retry_after_s": w
+            .retry_after_clause()
+            .and(w.retry_after.and_then(|r| r.fails_by))
+            .map(secs),
         "stop": w.stop.map(|s| s.as_str()),
         "starts_s": w.attempts.iter().map(|a| secs(a.since_first)).collect::<Vec<_>>(),
         "scheduled_per_instance": p.per_instance,
@@ -163,7 +169,7 @@ fn human(
             None => n.node.clone(),
         };
         out += &format!("\n{title} ({})\n", n.dependency);
-        out += &format!("  one failing instance    {}", p.worst_case.summary());
+        out += &format!("  one failing instance    {}", p.worst_case.base_summary());
         if let Some(e) = p.worst_case.fails_by {
             out += &format!(" ({} s)", group(e.as_secs()));
         }
@@ -171,6 +177,13 @@ fn human(
             out += &format!(", then {}", stop.as_str());
         }
         out += "\n";
+        if let Some(more) = p.worst_case.retry_after_clause() {
+            out += &format!("  under a retry-after     {more}");
+            if let Some(e) = p.worst_case.retry_after.and_then(|r| r.fails_by) {
+                out += &format!(" ({} s)", group(e.as_secs()));
+            }
+            out += "\n";
+        }
         let starts: Vec<String> = p
             .worst_case
             .attempts

@@ -97,8 +97,9 @@ pub(super) fn plans(
                     c.timeout, &channel, policy,
                 ))
             });
+            let latest = call.as_ref().and_then(|c| c.timeout);
             Some(plan(
-                instance, n, policy, timeout_ms, snap, armed, history, start, now,
+                instance, n, policy, timeout_ms, latest, snap, armed, history, start, now,
             ))
         })
         .collect()
@@ -114,6 +115,7 @@ fn plan(
     node: &NodeInspection,
     policy: &RetryPolicy,
     timeout_ms: Option<i64>,
+    latest: Option<Duration>,
     snap: &Snapshot,
     armed: &[TimerInfo],
     history: &[HistoryItem],
@@ -179,9 +181,20 @@ fn plan(
     }
     SchedulePlan {
         node: id.to_string(),
-        policy: policy
-            .worst_case(Duration::from_millis(timeout_ms.unwrap_or(0).max(0) as u64))
-            .summary(),
+        policy: {
+            let wc =
+                policy.worst_case(Duration::from_millis(timeout_ms.unwrap_or(0).max(0) as u64));
+            // A registered task's waits may be a provider's retry-after:
+            // the bound says how far that stretches it.
+            // A call's "at most" covers attempts lasting until their
+            // timeout too.
+            match (timeout_ms, latest) {
+                (None, _) => wc.with_retry_after(policy),
+                (Some(_), Some(t)) => wc.with_latest_window(policy, t),
+                (Some(_), None) => wc,
+            }
+            .summary()
+        },
         max_attempts: policy.max_attempts,
         done,
         planned,

@@ -20,7 +20,7 @@ async fn retry_hover_shows_the_dbg08_schedule_worst_case_and_load() {
     h.open(URI, 1, &text).await;
     let md = hover_text(&mut h, &text, "<q:retry", 3).await;
     assert!(
-        md.contains("**Worst case:** 6 attempts over 13 h 1 min."),
+        md.contains("**Worst case:** 6 attempts over 13 h 1 min at the policy's own delays; a provider's retry-after can stretch each wait to 1 d (the default cap; maxDelay sets it): at most 5 d."),
         "{md}"
     );
     assert!(

@@ -64,8 +64,8 @@ pub use channel::{
 };
 pub use jitter::{jitter_unit, Jitter};
 pub use schedule::{
-    CapSource, Next, NextAttempt, PlannedAttempt, RetryAfterCap, StopReason, UpcomingAttempt,
-    WorstCase, DEFAULT_RETRY_AFTER_MAX, SCHEDULE_LIMIT,
+    CapSource, Next, NextAttempt, PlannedAttempt, RetryAfterBound, RetryAfterCap, StopReason,
+    UpcomingAttempt, WorstCase, DEFAULT_RETRY_AFTER_MAX, SCHEDULE_LIMIT,
 };
 pub use spec::{list_entries, SpecError};
 
@@ -100,6 +100,30 @@ pub fn attempt_window(
     // does not load counts as the default curve (no ceiling).
     let channel_policy = ChannelPolicy::of_channel(defs, &channel.value).unwrap_or_default();
     earliest_failure(timeout, &channel_policy, policy)
+}
+
+/// The node's worst case as every face shows it: the schedule from the
+/// earliest way an attempt fails ([`attempt_window`]); its "at most" bound
+/// covering a call's attempts that last until their timeout instead, and a
+/// registered task's waits stretched by a provider's retry-after.
+pub fn node_worst_case(
+    defs: &crate::model::Definitions,
+    node: &crate::model::Node,
+    policy: &RetryPolicy,
+) -> WorstCase {
+    let wc = policy.worst_case(attempt_window(defs, node, policy));
+    if node.channel_call().is_none() {
+        return wc.with_retry_after(policy);
+    }
+    let timeout = node
+        .timeouts
+        .first()
+        .and_then(|t| t.duration.as_ref())
+        .and_then(|d| crate::duration::parse(d.value.trim()).ok());
+    match timeout {
+        Some(t) => wc.with_latest_window(policy, t),
+        None => wc,
+    }
 }
 
 /// The earliest a channel call's attempt can fail and be retried: its

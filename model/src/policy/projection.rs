@@ -242,7 +242,10 @@ pub fn of_model(defs: &Definitions, jobs: u64, window: Duration) -> Vec<NodeProj
                 (None, None) => continue,
             };
             let takes = super::attempt_window(defs, node, &policy);
-            let projection = policy.project(process_id, node.id(), jobs, window, takes);
+            let mut projection = policy.project(process_id, node.id(), jobs, window, takes);
+            // The bound every face states: a call's attempts lasting until
+            // their timeout, a task's waits stretched by a retry-after.
+            projection.worst_case = super::node_worst_case(defs, node, &policy);
             out.push(NodeProjection {
                 process_id: process_id.to_string(),
                 node: node.id().to_string(),
