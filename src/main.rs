@@ -44,12 +44,12 @@ enum Command {
     Project(cli::project::Args),
     /// Hold back every retry park of a failure class or a dependency (durable; every process honours it).
     Pause(cli::contain::PauseArgs),
-    /// Lift a pause: the held parks run as they fall due, those already due at once.
-    Unpause(cli::contain::PauseArgs),
+    /// Lift a pause: the held parks run as they fall due (those due already at once), or by a previewed ramp (--ramp, --max-rate, --dry-run).
+    Unpause(cli::contain::UnpauseArgs),
     /// Set one instance aside: nothing claims or runs it until released.
     Quarantine(cli::contain::QuarantineArgs),
-    /// Let a quarantined instance run again.
-    Release(cli::contain::QuarantineArgs),
+    /// Let quarantined instances run again: at once, or their retries by a previewed ramp (--ramp, --max-rate, --dry-run).
+    Release(cli::contain::ReleaseArgs),
     /// The fleet's observations from a store: pending by failure class, terminal failures, load by dependency, backlog age.
     Stats(cli::stats::Args),
     /// The web inspector: a database's fleet, instances and one instance in the browser (read-only unless --allow-actions).

@@ -47,6 +47,30 @@ fn dbg08_always_failing_steps_to_the_failed_screen() {
     assert_eq!(out.lines().count(), 30);
 }
 
+/// The handler's words ("503 from the provider") reach the console's
+/// history lines and the incident read in full (`enter` on the focused
+/// Incidents panel), not only `qflow show`.
+#[test]
+fn the_failure_message_reaches_the_history_and_the_incident_popup() {
+    let o = console(&[
+        "samples/dbg08-charge.bpmn",
+        "--scenario",
+        "samples/scenarios/dbg08-long-outage.json",
+        "--headless",
+        "      <tab><tab><tab><tab><tab><tab><enter>",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("instance failed at charge: PROVIDER_DOWN (exhausted): 503 from the provider"),
+        "{out}"
+    );
+    assert!(
+        out.contains("#6 PROVIDER_DOWN  failed transient “503 from the provider” → failed"),
+        "{out}"
+    );
+}
+
 crate::on_both_stores!(
     a_database_resumes_then_attaches_with_failed_first,
     the_console_attached_shows_a_failed_instance_a_replica_left,

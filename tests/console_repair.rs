@@ -43,7 +43,50 @@ fn console(args: &[&str], keys: &str) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
 
-crate::on_both_stores!(the_console_shows_why_and_the_repair_then_migrates_after_confirmation);
+crate::on_both_stores!(
+    the_console_shows_why_and_the_repair_then_migrates_after_confirmation,
+    the_schedule_after_a_repair_that_keeps_the_burned_budget_counts_it,
+);
+
+/// A repair that keeps the burned budget moves 6 spent attempts of `charge`
+/// onto `chargeCard` (8 attempts). The runtime runs #7 next; the Schedule
+/// panel used to read its own history under the new node name and say
+/// "0/8 attempts" with a fresh #1…#8, then "1/8" after #7 ran.
+fn the_schedule_after_a_repair_that_keeps_the_burned_budget_counts_it(fresh: &Fresh) {
+    let db = failed_long_outage(fresh);
+    let o = qflow(&[
+        "migrate",
+        "dbg08-1",
+        "--to",
+        "samples/dbg08-repaired.bpmn",
+        "--map",
+        "charge=chargeCard",
+        "--db",
+        &db,
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout)
+        .contains("6 attempts burned (carried), 2 of 8 attempts left"));
+    let frame = console(&["console", "--db", &db], "<enter>");
+    assert!(
+        frame.contains("Schedule · chargeCard · 6/8 attempts"),
+        "{frame}"
+    );
+    assert!(frame.contains("#7 +13h 1m · due now"), "{frame}");
+    assert!(frame.contains("6 burned (carried)"), "{frame}");
+    assert!(
+        !frame.contains("#1 +13h 1m"),
+        "no fresh #1 is planned: {frame}"
+    );
+    let o = qflow(&["resume", "dbg08-1", "--db", &db]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let frame = console(&["console", "--db", &db], "<enter>");
+    assert!(
+        frame.contains("Schedule · chargeCard · 7/8 attempts"),
+        "{frame}"
+    );
+    assert!(frame.contains("#7 +13h 1m ✓ succeeded"), "{frame}");
+}
 
 fn the_console_shows_why_and_the_repair_then_migrates_after_confirmation(fresh: &Fresh) {
     let db = failed_long_outage(fresh);

@@ -75,7 +75,7 @@ fn human_output_shows_each_attempt_and_the_next_eligible_time() {
     let out = qflow(&["run", "samples/dbg08-long-outage.bpmn"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("attempt 2 of payments.charge: failed PROVIDER_DOWN (transient); parked, attempt 3 eligible at +6m (after 5 min)"),
+        text.contains("attempt 2 of payments.charge: failed PROVIDER_DOWN (transient): 503 from the provider; parked, attempt 3 eligible at +6m (after 5 min)"),
         "{text}"
     );
     assert!(text.lines().last().unwrap().starts_with("FAILED"), "{text}");
@@ -346,4 +346,35 @@ fn a_failed_instance_is_repaired_by_migration_and_its_burned_budget_travels(fres
     assert_eq!(again.last().unwrap()["status"], "completed");
     let store = open(&db);
     assert_eq!(store.instances().unwrap().len(), 1);
+}
+
+/// The handler's own words ("503 from the provider", from the scenario)
+/// reach every line that shows a failed attempt, and the final state: an
+/// operator reading `qflow run` sees why, not only a code.
+#[test]
+fn every_failed_attempt_carries_the_handlers_message_in_human_and_json_output() {
+    let out = qflow(&["run", "samples/dbg08-long-outage.bpmn"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let failed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(": failed PROVIDER_DOWN"))
+        .collect();
+    assert_eq!(failed.len(), 6, "{text}");
+    for l in &failed {
+        assert!(l.contains("(transient): 503 from the provider"), "{l}");
+    }
+    assert!(
+        text.lines().last().is_some_and(
+            |l| l.starts_with("FAILED") && l.ends_with("; last failure: 503 from the provider")
+        ),
+        "{text}"
+    );
+    let out = qflow(&["run", "samples/dbg08-long-outage.bpmn", "--format", "json"]);
+    let ls = lines(&out);
+    let attempts: Vec<&Value> = ls.iter().filter(|l| l["kind"] == "attempt").collect();
+    assert_eq!(attempts.len(), 6);
+    for a in attempts {
+        assert_eq!(a["message"], "503 from the provider", "{a}");
+    }
+    assert_eq!(ls.last().unwrap()["message"], "503 from the provider");
 }

@@ -35,6 +35,7 @@ pub mod handlers;
 pub mod inspect;
 pub mod local;
 pub mod operate;
+pub mod release;
 pub mod repair;
 
 pub use qflow_model::{

@@ -126,6 +126,38 @@ pub struct TaskAttempt {
     /// Where the flow went on success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<Vec<String>>,
+    /// The handler's own words for a failure ("503 from the provider"),
+    /// bounded by [`bounded_message`]: every face that shows the attempt
+    /// shows why it failed, not only its code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The longest failure message kept on an attempt line (characters).
+pub const MESSAGE_LIMIT: usize = 200;
+
+/// A handler's failure message as the history keeps it: one line, control
+/// characters replaced by `?` (a terminal face never receives an escape sequence
+/// from a handler), at most [`MESSAGE_LIMIT`] characters with `…` marking
+/// the cut. A handler's message is foreign text of any length; the history
+/// is durable and shown everywhere, so it is bounded once, here.
+pub fn bounded_message(message: &str) -> String {
+    let mut out = String::new();
+    for (kept, c) in message.trim().chars().enumerate() {
+        if kept == MESSAGE_LIMIT {
+            out.push('…');
+            break;
+        }
+        if c == '\n' || c == '\r' || c == '\t' {
+            out.push(' ');
+        } else if c.is_control() {
+            // As the terminal faces show any control character.
+            out.push('?');
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// One attempt of a channel call: a request emitted to the outbox.
@@ -565,5 +597,23 @@ mod tests {
         };
         assert_eq!(l.to_canonical(), r#"{"at_s":0.25,"kind":"pass","to":[]}"#);
         assert_eq!(Line::parse(&l.to_canonical()), Some(l));
+    }
+
+    #[test]
+    fn a_failure_message_is_kept_on_one_line_escaped_and_bounded() {
+        assert_eq!(
+            bounded_message("  503 from the provider\n"),
+            "503 from the provider"
+        );
+        assert_eq!(bounded_message("a\nb\tc"), "a b c");
+        assert_eq!(bounded_message("\u{1b}[31mred\u{7}"), "?[31mred?");
+        let long = "x".repeat(MESSAGE_LIMIT + 50);
+        let kept = bounded_message(&long);
+        assert_eq!(kept.chars().count(), MESSAGE_LIMIT + 1);
+        assert!(kept.ends_with('…'));
+        assert_eq!(
+            bounded_message(&"y".repeat(MESSAGE_LIMIT)),
+            "y".repeat(MESSAGE_LIMIT)
+        );
     }
 }

@@ -19,6 +19,8 @@
 //! - [`world`]: where attempts' and deliveries' outcomes come from (a
 //!   scenario, real handlers): the one interface every driver asks.
 //! - [`outcome`]: the expected end of a run (`--expect`), and what a reconciliation needs.
+//! - [`ramp`]: a planned release (`--ramp`, `--max-rate`): when each park is
+//!   let go, and the load with and without the ramp, pure.
 
 pub mod clock;
 pub use qflow_model::condition;
@@ -29,6 +31,7 @@ pub mod graph;
 pub mod lanes;
 pub mod migrate;
 pub mod outcome;
+pub mod ramp;
 pub mod replica;
 pub mod scenario;
 pub mod scenario_check;

@@ -429,6 +429,11 @@ fn show_json(i: &Inspection) -> Value {
             }
             v
         }).collect::<Vec<_>>(),
+        "ramp_held": i.ramped.iter().map(|h| json!({"ramp": h.schedule, "node": h.node,
+            "timer": h.timer, "due_s": ops::seconds(h.due_ms - i.started_ms),
+            "release_s": ops::seconds(h.release_ms - i.started_ms), "release_ms": h.release_ms,
+            "delayed": h.release_ms > h.due_ms, "ramp_rates": h.ramp, "max_rate": h.max_rate, "by": h.by, "reason": h.reason}))
+            .collect::<Vec<_>>(),
         "nodes": nodes,
         "snapshot": snapshot,
         "raw_snapshot": i.raw_snapshot,
@@ -471,6 +476,21 @@ fn containment_lines(i: &Inspection, db: &str) -> Vec<String> {
             )
         })
         .collect();
+    for h in i.ramped.iter().filter(|h| h.release_ms > h.due_ms) {
+        let shape = qflow_engine::store::release::ReleaseSchedule::words_of(
+            h.ramp.as_deref(),
+            h.max_rate.as_deref(),
+        );
+        out.push(format!(
+            "ramped   the retry of {} due at {} is held by release ramp {} ({shape}) {} until {}: `qflow unpause --stop-ramp {} --db {db}` stops the ramp",
+            h.node,
+            ops::since_start(h.due_ms - i.started_ms),
+            h.schedule,
+            Actor::words(Some(&h.by), h.reason.as_deref()),
+            ops::since_start(h.release_ms - i.started_ms),
+            h.schedule,
+        ));
+    }
     if let Some(ms) = i.quarantined_ms {
         out.push(format!(
             "quarantined since {} {}: nothing decides for it until `qflow release {} --db {db}`",

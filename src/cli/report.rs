@@ -46,6 +46,9 @@ pub struct Report<'a> {
     pub policies: &'a [(String, NodeProjection)],
     /// Process diagrams, each an SVG document, with a caption.
     pub diagrams: Vec<(String, String)>,
+    /// Release ramps, each with a caption and its releases per minute
+    /// from its minute 0 (what it lets go, the retries it causes).
+    pub releases: Vec<(String, BTreeMap<i64, u64>)>,
 }
 
 /// Escape text for HTML and SVG content and attribute values.
@@ -123,6 +126,11 @@ pub fn html(r: &Report<'_>) -> String {
         for (owner, p) in r.policies {
             s.push_str(&schedule_chart(owner, p));
         }
+    }
+    for (caption, per_minute) in &r.releases {
+        let _ = writeln!(s, "<h2>{}</h2>", esc(caption));
+        s.push_str("<p class=\"note\">The retries the ramp lets go in each minute from its start, as written in the store (each is one attempt, a channel call's one delivery).</p>\n");
+        s.push_str(&attempts_chart(per_minute, None));
     }
     for (caption, svg) in &r.diagrams {
         let _ = write!(

@@ -1149,6 +1149,9 @@ fn decision_words(line: &Line, columns: &Columns) -> String {
                     a.class.map_or("", |c| c.as_str())
                 )),
             }
+            if let Some(m) = &a.message {
+                s.push_str(&format!(": {m}"));
+            }
             match a.then {
                 Some(Then::Backoff) => s.push_str(&parked(a.park.as_ref())),
                 Some(Then::Reconcile) => {
@@ -1321,6 +1324,10 @@ fn final_words(v: &Value, kept: bool) -> String {
             }
             if !more.is_empty() {
                 s.push_str(&format!("; {}", more.join(", ")));
+            }
+            // The last attempt's own words, as the handler gave them.
+            if !get("message").is_empty() {
+                s.push_str(&format!("; last failure: {}", get("message")));
             }
             s
         }

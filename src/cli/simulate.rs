@@ -486,6 +486,7 @@ fn html_report(
         backlog_age: Some(&obs.backlog_age),
         policies: &policies,
         diagrams,
+        releases: Vec::new(),
     }))
 }
 

@@ -77,6 +77,10 @@ pub fn run(args: Args) -> ExitCode {
         Ok(l) => l,
         Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
     };
+    let releases = match store.releases() {
+        Ok(r) => r,
+        Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
+    };
     let earlier = args.log > 0 && log.len() > args.log as usize;
     if earlier {
         log.remove(0);
@@ -96,6 +100,7 @@ pub fn run(args: Args) -> ExitCode {
             v["status"] = json!("stats");
             v["containment_log"] = json!(log);
             v["containment_log_earlier"] = json!(earlier);
+            v["releases"] = json!(releases);
             println!("{}", json_line(&v, &["status"]));
         }
         // `--report -` gave stdout to the HTML: the summary goes to stderr.
@@ -107,12 +112,18 @@ pub fn run(args: Args) -> ExitCode {
         {
             eprint!(
                 "{}",
-                qflow_engine::text::printable(&human(&obs, &log_lines(&log, earlier, &args)))
+                qflow_engine::text::printable(&human(
+                    &obs,
+                    &(release_lines(&releases) + &log_lines(&log, earlier, &args))
+                ))
             )
         }
         Format::Human => print!(
             "{}",
-            qflow_engine::text::printable(&human(&obs, &log_lines(&log, earlier, &args)))
+            qflow_engine::text::printable(&human(
+                &obs,
+                &(release_lines(&releases) + &log_lines(&log, earlier, &args))
+            ))
         ),
     }
     ExitCode::SUCCESS
@@ -237,6 +248,20 @@ fn html_report(
             ));
         }
     }
+    let mut releases = Vec::new();
+    for r in store.releases()? {
+        releases.push((
+            format!(
+                "Release ramp {} of {} {} ({}), {}",
+                r.id,
+                r.kind.flag(),
+                r.value,
+                r.shape_words(),
+                qflow_engine::store::contain::Actor::words(Some(&r.by), r.reason.as_deref())
+            ),
+            store.release_curve(r.id)?,
+        ));
+    }
     Ok(crate::cli::report::html(&crate::cli::report::Report {
         title: format!("qflow stats: {}", args.db),
         summary,
@@ -246,6 +271,7 @@ fn html_report(
         backlog_age: Some(&o.backlog_age),
         policies: &policies,
         diagrams,
+        releases,
     }))
 }
 
@@ -416,6 +442,42 @@ fn human(o: &Observations, containment_log: &str) -> String {
         for c in &o.backlog_age {
             out += &format!("  {:<24}{:>10}\n", c.label, group(c.count));
         }
+    }
+    out
+}
+
+/// The release ramps, newest first, in the containment block: what each
+/// released, who and why, how many parks still wait and when the next
+/// goes, or who stopped it.
+fn release_lines(releases: &[qflow_engine::store::release::ReleaseSchedule]) -> String {
+    use crate::cli::contain::instant;
+    use qflow_engine::store::contain::Actor;
+    let mut out = String::new();
+    for r in releases {
+        let state = match (r.stopped_ms, r.next_ms) {
+            (Some(ms), _) => format!(
+                "stopped at {} {}",
+                crate::cli::ops::timestamp(ms),
+                Actor::words(r.stopped_by.as_deref(), r.stop_reason.as_deref())
+            ),
+            (None, Some(next)) => format!(
+                "{} waiting, the next let go at {}, the last at {} (`qflow unpause --stop-ramp {}` stops it)",
+                group(r.waiting),
+                instant(next),
+                instant(r.end_ms),
+                r.id
+            ),
+            (None, None) => "done: every park let go".into(),
+        };
+        out += &format!(
+            "  release ramp {} of {} {} ({}) {}: {}; {state}\n",
+            r.id,
+            r.kind.flag(),
+            r.value,
+            r.shape_words(),
+            Actor::words(Some(&r.by), r.reason.as_deref()),
+            count(r.parks, "retry park", "retry parks"),
+        );
     }
     out
 }

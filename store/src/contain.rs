@@ -489,28 +489,7 @@ impl Store {
             // pauses and unpauses are one at a time under it, so the
             // record read here is the one changed.
             db.lock(Lock::PauseExclusive)?;
-            let record = pause_record(db, kind, value)?;
-            let changed = pause_changes(record.is_some(), on);
-            if changed && on {
-                db.execute(
-                    "INSERT INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES ($1, $2, $3, $4, $5)",
-                    args![kind.flag(), value, wall_now_ms, actor.by, actor.reason],
-                )?;
-            } else if changed {
-                db.execute(
-                    "DELETE FROM pauses WHERE kind = $1 AND value = $2",
-                    args![kind.flag(), value],
-                )?;
-            }
-            fault::point("contain.written");
-            let action = if on { Action::Pause } else { Action::Unpause };
-            let logged = append_log(
-                db,
-                &entry(action, kind.flag(), value, wall_now_ms, actor, changed),
-            )?;
-            fault::point("contain.logged");
-            let record = record_after(record, on, changed, actor);
-            parks(db, kind, value, changed, record, logged)
+            set_pause_in(db, kind, value, wall_now_ms, actor, on)
         })
     }
 
@@ -566,54 +545,7 @@ impl Store {
         actor: &Actor,
         on: bool,
     ) -> Result<QuarantineChange, StoreError> {
-        self.write(|db| {
-            type Found = (String, Option<i64>, Option<String>, Option<String>);
-            let row: Option<Found> = db.opt(
-                "SELECT status, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE id = $1 FOR UPDATE",
-                args![instance],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )?;
-            let Some((status, was, mut by, mut reason)) = row else {
-                return Err(StoreError::NoInstance(instance.into()));
-            };
-            // A refusal returns here, before anything is written: the
-            // transaction rolls back and the log keeps nothing of it.
-            let changed = quarantine_changes(instance, &status, was.is_some(), on)?;
-            if changed {
-                let who = on.then_some(actor);
-                db.execute(
-                    "UPDATE instances SET quarantined_ms = $2, quarantined_by = $3, quarantine_reason = $4 WHERE id = $1",
-                    args![
-                        instance,
-                        on.then_some(wall_now_ms),
-                        who.map(|a| &a.by),
-                        who.and_then(|a| a.reason.as_ref())
-                    ],
-                )?;
-                if let Some(a) = who {
-                    (by, reason) = (Some(a.by.clone()), a.reason.clone());
-                }
-            }
-            fault::point("contain.written");
-            let action = if on {
-                Action::Quarantine
-            } else {
-                Action::Release
-            };
-            let logged = append_log(
-                db,
-                &entry(action, "instance", instance, wall_now_ms, actor, changed),
-            )?;
-            fault::point("contain.logged");
-            Ok(QuarantineChange {
-                instance: instance.into(),
-                status,
-                changed,
-                by,
-                reason,
-                logged,
-            })
-        })
+        self.write(|db| set_quarantine_in(db, instance, wall_now_ms, actor, on))
     }
 
     /// The containment log: the entries `query` asks for, oldest first
@@ -748,6 +680,100 @@ impl Store {
 /// [`QUARANTINED`] on PostgreSQL, in the order of its `seq` column (SQLite's
 /// `rowid`).
 const QUARANTINED_PG: &str = "SELECT id, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE quarantined_ms IS NOT NULL ORDER BY quarantined_ms, seq";
+
+/// Quarantine (`on`) or release `instance` in the open transaction: the
+/// row, the log entry, and what it changed. A ramped release
+/// ([`crate::release`]) releases through it too, in its own transaction.
+pub(crate) fn set_quarantine_in(
+    db: &mut dyn Conn,
+    instance: &str,
+    wall_now_ms: i64,
+    actor: &Actor,
+    on: bool,
+) -> Result<QuarantineChange, StoreError> {
+    type Found = (String, Option<i64>, Option<String>, Option<String>);
+    let row: Option<Found> = db.opt(
+        "SELECT status, quarantined_ms, quarantined_by, quarantine_reason FROM instances WHERE id = $1 FOR UPDATE",
+        args![instance],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    )?;
+    let Some((status, was, mut by, mut reason)) = row else {
+        return Err(StoreError::NoInstance(instance.into()));
+    };
+    // A refusal returns here, before anything is written: the
+    // transaction rolls back and the log keeps nothing of it.
+    let changed = quarantine_changes(instance, &status, was.is_some(), on)?;
+    if changed {
+        let who = on.then_some(actor);
+        db.execute(
+            "UPDATE instances SET quarantined_ms = $2, quarantined_by = $3, quarantine_reason = $4 WHERE id = $1",
+            args![
+                instance,
+                on.then_some(wall_now_ms),
+                who.map(|a| &a.by),
+                who.and_then(|a| a.reason.as_ref())
+            ],
+        )?;
+        if let Some(a) = who {
+            (by, reason) = (Some(a.by.clone()), a.reason.clone());
+        }
+    }
+    fault::point("contain.written");
+    let action = if on {
+        Action::Quarantine
+    } else {
+        Action::Release
+    };
+    let logged = append_log(
+        db,
+        &entry(action, "instance", instance, wall_now_ms, actor, changed),
+    )?;
+    fault::point("contain.logged");
+    Ok(QuarantineChange {
+        instance: instance.into(),
+        status,
+        changed,
+        by,
+        reason,
+        logged,
+    })
+}
+
+/// Pause (`on`) or unpause `kind` `value` in the open transaction, which
+/// holds [`Lock::PauseExclusive`]: the row, the log entry, and what it
+/// changed. A ramped release ([`crate::release`]) unpauses through it too,
+/// in its own transaction.
+pub(crate) fn set_pause_in(
+    db: &mut dyn Conn,
+    kind: PauseKind,
+    value: &str,
+    wall_now_ms: i64,
+    actor: &Actor,
+    on: bool,
+) -> Result<PauseChange, StoreError> {
+    let record = pause_record(db, kind, value)?;
+    let changed = pause_changes(record.is_some(), on);
+    if changed && on {
+        db.execute(
+            "INSERT INTO pauses(kind, value, paused_ms, paused_by, reason) VALUES ($1, $2, $3, $4, $5)",
+            args![kind.flag(), value, wall_now_ms, actor.by, actor.reason],
+        )?;
+    } else if changed {
+        db.execute(
+            "DELETE FROM pauses WHERE kind = $1 AND value = $2",
+            args![kind.flag(), value],
+        )?;
+    }
+    fault::point("contain.written");
+    let action = if on { Action::Pause } else { Action::Unpause };
+    let logged = append_log(
+        db,
+        &entry(action, kind.flag(), value, wall_now_ms, actor, changed),
+    )?;
+    fault::point("contain.logged");
+    let record = record_after(record, on, changed, actor);
+    parks(db, kind, value, changed, record, logged)
+}
 
 /// The pauses in force, oldest first, with the parks each holds (also
 /// part of the fleet's observations).

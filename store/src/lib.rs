@@ -36,6 +36,7 @@ pub mod pg;
 #[cfg(any(test, feature = "testing"))]
 pub mod plans;
 pub mod query;
+pub mod release;
 pub mod schema;
 mod sql;
 pub mod start_keys;
@@ -86,6 +87,10 @@ pub enum StoreError {
     },
     #[error("no instance {0}")]
     NoInstance(String),
+    /// A planned release refused (a ramp still releasing the same target,
+    /// an unknown ramp): the text says why and what to do.
+    #[error("{0}")]
+    Release(String),
     /// Quarantine asked of a completed instance: nothing will ever run it,
     /// so a record of it being set aside would only mislead.
     #[error("instance {0} has completed: nothing will ever run it again, so there is nothing to quarantine")]

@@ -245,6 +245,42 @@ CREATE TABLE late_decisions (
     decided_ms  INTEGER NOT NULL        -- wall clock
 );
 "#,
+    // 12: planned releases (`release.rs`). A ramped unpause writes one
+    // `release_schedules` row (what it released, the ramp and the caps as
+    // given, minute 0 and the last release on the run's clock, who and
+    // why on the wall clock) and one `release_slots` row per park it let
+    // go: the park's own due time, and its release instant, which is also
+    // written to the park's timer as its due time, so every replica fires
+    // it no earlier. Stopping a schedule puts the parks not yet fired back
+    // to their own due times and pauses again; rows are never deleted.
+    r#"
+CREATE TABLE release_schedules (
+    id          INTEGER PRIMARY KEY,
+    kind        TEXT NOT NULL,          -- class | dependency
+    value       TEXT NOT NULL,
+    ramp        TEXT,                   -- '10,50,200/min', NULL for none
+    max_rate    TEXT,                   -- 'bank=20/min,mail=5/min', NULL for none
+    start_ms    INTEGER NOT NULL,       -- minute 0 (the run's clock)
+    end_ms      INTEGER NOT NULL,       -- the last release (the run's clock)
+    created_ms  INTEGER NOT NULL,       -- wall clock
+    actor       TEXT NOT NULL,
+    reason      TEXT,
+    stopped_ms  INTEGER,                -- wall clock; NULL unless stopped
+    stopped_by  TEXT,
+    stop_reason TEXT
+);
+CREATE TABLE release_slots (
+    schedule_id INTEGER NOT NULL REFERENCES release_schedules(id),
+    timer_id    INTEGER NOT NULL,
+    instance_id TEXT NOT NULL,
+    dependency  TEXT,
+    due_ms      INTEGER NOT NULL,       -- the park's own due time
+    release_ms  INTEGER NOT NULL,       -- when the ramp lets it go
+    PRIMARY KEY (schedule_id, timer_id)
+);
+CREATE INDEX release_slots_by_instance ON release_slots(instance_id);
+CREATE INDEX release_slots_by_timer ON release_slots(timer_id);
+"#,
 ];
 
 /// The version that added the deployment lifecycle (`deployments.origin`,
@@ -263,6 +299,10 @@ pub const CONTAINMENT_LOG: u32 = 9;
 /// it (`Store::connect_for_reading`): the migrations after it add only
 /// what no reading command reads (`start_keys`, migration 10).
 pub const READABLE_FROM: u32 = 9;
+
+/// The version that added planned releases (`release_schedules`,
+/// `release_slots`): an older database read without upgrading has none.
+pub const RELEASES: u32 = 12;
 
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

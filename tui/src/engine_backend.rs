@@ -782,8 +782,39 @@ impl Backend for EngineBackend {
         let o = a.store.observations().map_err(|e| e.to_string())?;
         let minutes = a.store.attempts_per_minute().map_err(|e| e.to_string())?;
         let parked = a.store.parked_by_cause().map_err(|e| e.to_string())?;
+        let mut observations = fleet_lines(&o);
+        // The release ramps, once there is one (the newest first): what
+        // each released, who and why, and how many retries still wait.
+        let releases = a.store.releases().map_err(|e| e.to_string())?;
+        if !releases.is_empty() {
+            let lines: Vec<String> = releases
+                .iter()
+                .map(|r| {
+                    let state = match r.stopped_ms {
+                        Some(_) => format!(
+                            "stopped {}",
+                            Actor::words(r.stopped_by.as_deref(), r.stop_reason.as_deref())
+                        ),
+                        None if r.waiting > 0 => {
+                            format!("{} waiting", qflow_engine::text::group(r.waiting))
+                        }
+                        None => "done".into(),
+                    };
+                    format!(
+                        "ramp {} of {} {} ({}) {}: {} retry park(s), {state}",
+                        r.id,
+                        r.kind.flag(),
+                        r.value,
+                        r.shape_words(),
+                        Actor::words(Some(&r.by), r.reason.as_deref()),
+                        qflow_engine::text::group(r.parks)
+                    )
+                })
+                .collect();
+            observations.push(("release ramps".into(), lines.join("; ")));
+        }
         Ok(Some(FleetView {
-            observations: fleet_lines(&o),
+            observations,
             per_minute: minutes.into_iter().collect(),
             targets: pause_targets(&o, &parked),
         }))

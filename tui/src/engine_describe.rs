@@ -35,6 +35,7 @@ pub fn describe(line: &Line) -> String {
         HistoryEvent::Attempt(Attempt::Task(t)) => {
             parts.push(outcome_word(t.outcome).to_string());
             parts.extend(t.class.map(|c| c.as_str().to_string()));
+            parts.extend(t.message.as_ref().map(|m| format!("“{m}”")));
             then(
                 &mut parts,
                 t.then,

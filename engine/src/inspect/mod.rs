@@ -78,6 +78,9 @@ pub struct Inspection {
     /// oldest first: who set it aside or let it go, when and why, after
     /// the quarantine itself is gone.
     pub containment_log: Vec<crate::store::contain::Logged>,
+    /// Its retry parks a release ramp holds until the instant the ramp
+    /// gave them (later than their own due time), earliest first.
+    pub ramped: Vec<crate::store::release::RampHold>,
 }
 
 /// A retry park a pause holds: its due time is kept, and it is re-driven
@@ -359,6 +362,7 @@ impl Inspection {
             held,
             containment_log: store
                 .containment_log(&crate::store::contain::LogQuery::instance(id))?,
+            ramped: store.ramp_holds(id)?,
         })
     }
 
@@ -500,6 +504,7 @@ impl Inspection {
                     ("class", f.class.map(Value::from)),
                     ("task", f.task.map(Value::from)),
                     ("channel", f.channel.map(Value::from)),
+                    ("message", f.message.map(Value::from)),
                     ("first_attempt_s", at(f.first_attempt_ms)),
                     ("last_attempt_s", at(f.last_attempt_ms)),
                 ];

@@ -39,6 +39,8 @@ pub struct PastAttempt {
     pub n: u32,
     pub at_ms: i64,
     pub result: AttemptResult,
+    /// A failed task attempt's own words from its handler (bounded).
+    pub message: Option<String>,
 }
 
 /// One attempt still to come, if every attempt before it fails.
@@ -56,6 +58,13 @@ pub struct SchedulePlan {
     /// The policy in one line (`6 attempts over at most 13 h 1 min`).
     pub policy: String,
     pub max_attempts: Option<u32>,
+    /// Attempts counted against the budget so far: the node's counter, which
+    /// a repair may carry over from attempts made under another node name or
+    /// deployment, and which the runtime numbers the next attempt from.
+    pub used: u32,
+    /// Of `used`, those not in `done` (carried by a repair that kept the
+    /// burned budget).
+    pub carried: u32,
     /// This incarnation's attempts (a node entered again starts over).
     pub done: Vec<PastAttempt>,
     pub planned: Vec<PlannedAttempt>,
@@ -135,9 +144,15 @@ fn plan(
             | NodeState::Idle
             | NodeState::WaitingReconciliation
     );
+    // The runtime numbers the next attempt from the counter (a repair that
+    // keeps the burned budget carries it over with no attempt lines under
+    // this node), so the plan does too.
+    let counted = snap.attempts(id);
+    let last_seen = done.last().map_or(0, |a| a.n);
+    let used = last_seen.max(counted);
     let mut planned = Vec::new();
     if !finished {
-        let last = done.last().map_or(0, |a| a.n);
+        let last = used;
         let due = |p: Purpose| {
             armed
                 .iter()
@@ -196,6 +211,8 @@ fn plan(
             .summary()
         },
         max_attempts: policy.max_attempts,
+        used,
+        carried: used.saturating_sub(done.len() as u32),
         done,
         planned,
         first_at_ms: first_at,
@@ -256,6 +273,10 @@ fn past(node: &str, snap: &Snapshot, history: &[HistoryItem]) -> Vec<PastAttempt
                 n: attempt_no(a),
                 at_ms: h.at_ms,
                 result,
+                message: match a {
+                    Attempt::Task(t) => t.message.clone(),
+                    Attempt::Call(_) => None,
+                },
             }
         })
         .collect()

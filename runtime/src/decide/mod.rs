@@ -416,7 +416,12 @@ pub(crate) fn fatal(
     w.open_incidents.push(NewIncident {
         node: node.to_string(),
         kind: "failed".into(),
-        message: format!("instance failed at {node}: {code} ({reason})"),
+        // The last attempt's own words travel with the incident: an
+        // operator reading it sees why, not only a code.
+        message: match last.and_then(|(_, m)| m) {
+            Some(m) => format!("instance failed at {node}: {code} ({reason}): {m}"),
+            None => format!("instance failed at {node}: {code} ({reason})"),
+        },
     });
     // No request of a FAILED instance is delivered: every undelivered row is
     // kept, abandoned, with why (a repair emits fresh requests).

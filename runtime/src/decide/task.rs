@@ -84,6 +84,7 @@ fn line(n: u32, task: &str, outcome: AttemptOutcome) -> TaskAttempt {
         then: None,
         park: None,
         to: None,
+        message: None,
     }
 }
 
@@ -221,6 +222,9 @@ fn failed(
     let mut l = line(n, task, AttemptOutcome::Failed);
     l.code = Some(code.to_string());
     l.class = Some(class);
+    let message = message.map(qflow_instance::history::bounded_message);
+    l.message = message.clone();
+    let message = message.as_deref();
     // A missing start (first failure, or a damaged key) counts from now.
     let first_ms = w.snap.first_attempt_ms(id).unwrap_or(w.now_ms);
     let last = Some((class.as_str(), message));

@@ -629,8 +629,8 @@ pub fn instance_page(ui: &Ui, store: &Store, ins: &Inspection) -> String {
                             AttemptResult::Pending => { td { "pending" } td {} td {} }
                             AttemptResult::Failed { code, class } => {
                                 td { code { (code) } } td { (class) }
-                                td { @if let Some(f) = ins.failure.as_ref().filter(|f| f.node == s.node && f.attempts == Some(a.n)) {
-                                    @if let Some(m) = &f.message { span.message { (m) } }
+                                td { @if let Some(m) = a.message.as_ref().or_else(|| ins.failure.as_ref().filter(|f| f.node == s.node && f.attempts == Some(a.n)).and_then(|f| f.message.as_ref())) {
+                                    span.message { (m) }
                                 } }
                             }
                         }

@@ -215,6 +215,36 @@ CREATE TABLE late_decisions (
     decided_ms  BIGINT NOT NULL
 );
 "#,
+    // 12: planned releases (see SQLite's): a schedule per ramped
+    // unpause, a slot per park it let go.
+    r#"
+CREATE TABLE release_schedules (
+    id          BIGSERIAL PRIMARY KEY,
+    kind        TEXT NOT NULL,
+    value       TEXT NOT NULL,
+    ramp        TEXT,
+    max_rate    TEXT,
+    start_ms    BIGINT NOT NULL,
+    end_ms      BIGINT NOT NULL,
+    created_ms  BIGINT NOT NULL,
+    actor       TEXT NOT NULL,
+    reason      TEXT,
+    stopped_ms  BIGINT,
+    stopped_by  TEXT,
+    stop_reason TEXT
+);
+CREATE TABLE release_slots (
+    schedule_id BIGINT NOT NULL REFERENCES release_schedules(id),
+    timer_id    BIGINT NOT NULL,
+    instance_id TEXT NOT NULL,
+    dependency  TEXT,
+    due_ms      BIGINT NOT NULL,
+    release_ms  BIGINT NOT NULL,
+    PRIMARY KEY (schedule_id, timer_id)
+);
+CREATE INDEX release_slots_by_instance ON release_slots(instance_id);
+CREATE INDEX release_slots_by_timer ON release_slots(timer_id);
+"#,
 ];
 
 // Each SQLite migration has its PostgreSQL twin: whoever adds one adds both.

@@ -66,7 +66,9 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
         ]));
     }
     lines.push(Line::styled(budget(s, v.now_ms), dim()));
-    let used = s.done.len();
+    // What the budget has counted, carried attempts included: the runtime
+    // numbers the next attempt from it.
+    let used = s.used as usize;
     let title = match s.max_attempts {
         Some(m) => format!(
             "{} · {used}/{}",
@@ -91,6 +93,15 @@ fn budget_end_ms(s: &SchedulePlan) -> Option<i64> {
 }
 
 fn budget(s: &SchedulePlan, now_ms: i64) -> String {
+    let line = budget_limit(s, now_ms);
+    if s.carried > 0 {
+        format!("{line} · {} burned (carried)", s.carried)
+    } else {
+        line
+    }
+}
+
+fn budget_limit(s: &SchedulePlan, now_ms: i64) -> String {
     match (budget_end_ms(s), s.max_elapsed_ms) {
         (Some(end), Some(e)) => format!(
             "budget: maxElapsed {} → ends {} ({})",

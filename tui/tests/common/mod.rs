@@ -72,6 +72,7 @@ pub fn rich_view() -> View {
             code: "PROVIDER_DOWN".into(),
             class: "transient".into(),
         },
+        message: None,
     };
     let attempt = |n: u32, at_s: i64, next: u32, next_at_s: i64, delay_s: i64| {
         format!(
@@ -104,6 +105,8 @@ pub fn rich_view() -> View {
         node: "charge".into(),
         policy: "6 attempts over at most 13 h 1 min".into(),
         max_attempts: Some(6),
+        used: 2,
+        carried: 0,
         done: vec![fail(1, 0), fail(2, 60_000)],
         planned: [
             (3, 360_000),
@@ -192,6 +195,7 @@ pub fn rich_view() -> View {
         quarantine_reason: None,
         held: Vec::new(),
         containment_log: Vec::new(),
+        ramped: Vec::new(),
     };
     View {
         source: "samples/dbg08-charge.bpmn".into(),
