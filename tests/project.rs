@@ -179,6 +179,27 @@ fn at_most_is_at_most_under_a_providers_retry_after() {
     assert!(last > 46_860 && last <= 432_000, "{last}");
 }
 
+/// Load is counted in remote requests, not only attempts: each of the
+/// bank-outage call's attempts is up to 3 deliveries, so 250,000 scheduled
+/// attempts are 750,000 requests to the bank; a registered task's attempt
+/// is one request.
+#[test]
+fn load_is_counted_in_remote_requests_beside_attempts() {
+    let v = project(&["samples/bank-outage.bpmn", "--jobs", "50000"]);
+    let p = &v["policies"][0];
+    assert_eq!(p["scheduled"], 250_000);
+    assert_eq!(p["requests_per_attempt"], 3, "{p}");
+    assert_eq!(p["requests_scheduled"], 750_000, "{p}");
+    assert_eq!(p["requests_peak_per_minute"], 150_000, "{p}");
+    let (_, human, _) = qflow(&["project", "samples/bank-outage.bpmn", "--jobs", "50000"]);
+    assert!(
+        human.contains("remote requests         750,000 to bank.charge (3 per attempt), up to 150,000 in the busiest minute"),
+        "{human}"
+    );
+    let task = project(&[DBG08, "--jobs", "50000"]);
+    assert_eq!(task["policies"][0]["requests_scheduled"], 300_000);
+}
+
 #[test]
 fn a_jittered_policy_draws_each_instances_delays_as_the_runtime_does() {
     let dir = tempfile::tempdir().unwrap();

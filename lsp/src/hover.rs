@@ -460,9 +460,22 @@ fn load_text(
     }
     match policy.scheduled_attempts(PROJECTION_INSTANCES, PROJECTION_WINDOW, window) {
         Some(total) => {
+            // Load on the dependency is in remote requests: a call's attempt
+            // is up to its deliveries.
+            let per = match policy::delivery_load(defs, node) {
+                Some(l) => l.per_attempt,
+                None => Some(1),
+            };
+            let requests = match per {
+                Some(p) => format!(
+                    " ({} remote requests to the dependency)",
+                    qflow_model::text::group(total.saturating_mul(p))
+                ),
+                None => " (remote requests unbounded: deliveries have no ceiling)".to_string(),
+            };
             let _ = writeln!(
                 s,
-                "; {} instances failing together schedule up to {} attempts in their first day.",
+                "; {} instances failing together schedule up to {} attempts in their first day{requests}.",
                 qflow_model::text::group(PROJECTION_INSTANCES),
                 qflow_model::text::group(total)
             );

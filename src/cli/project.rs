@@ -62,6 +62,11 @@ pub fn run(args: Args) -> ExitCode {
                     v["name"] = json!(n.name);
                     v["dependency"] = json!(n.dependency);
                     v["summary"] = json!(n.projection.worst_case.summary());
+                    // Load in remote requests, beside attempts (a call's
+                    // attempt is up to its deliveries).
+                    v["requests_per_attempt"] = json!(n.requests_per_attempt);
+                    v["requests_scheduled"] = json!(n.requests_scheduled());
+                    v["requests_peak_per_minute"] = json!(n.requests_peak());
                     v
                 })
                 .collect();
@@ -202,6 +207,24 @@ fn human(
             count(p.scheduled),
             count(p.per_instance)
         );
+        match (n.requests_per_attempt, n.requests_scheduled()) {
+            (Some(per), Some(total)) => {
+                out += &format!(
+                    "  remote requests         {} to {} ({} per attempt)",
+                    group(total),
+                    n.dependency,
+                    group(per)
+                );
+                if let Some(peak) = n.requests_peak() {
+                    out += &format!(", up to {} in the busiest minute", group(peak));
+                }
+                out += "\n";
+            }
+            _ => {
+                out +=
+                    "  remote requests         unbounded (deliveries per attempt have no ceiling)\n"
+            }
+        }
         if p.given_up > 0 {
             out += &format!(
                 "  after it                none: the policy gives up on all {} within the outage\n",

@@ -51,6 +51,11 @@ async fn channel_call_retry_hover_shows_jitter_bounds_and_deliveries() {
     h.open(URI, 1, &text).await;
     let md = hover_text(&mut h, &text, "<q:retry", 3).await;
     assert!(md.contains("up to 5 deliveries per attempt"), "{md}");
+    // Load in remote requests beside attempts: 4 attempts x 5 deliveries.
+    assert!(
+        md.contains("schedule up to 200,000 attempts in their first day (1,000,000 remote requests to the dependency)"),
+        "{md}"
+    );
     // A call's failures are a timeout or a poisoned delivery, never a retry-after.
     assert!(!md.contains("retry-after"), "{md}");
     insta::assert_snapshot!("retry_channel", md);

@@ -217,6 +217,33 @@ pub struct NodeProjection {
     pub dependency: String,
     pub policy: RetryPolicy,
     pub projection: Projection,
+    /// Remote requests one attempt sends its dependency at most: 1 for a
+    /// registered task (its handler's one run), a channel call's deliveries
+    /// per attempt ([`super::delivery_load`]; `None`: unbounded). The load on
+    /// a dependency is attempts × this, not attempts.
+    pub requests_per_attempt: Option<u64>,
+}
+
+impl NodeProjection {
+    /// Remote requests the outage's scheduled attempts send at most.
+    pub fn requests_scheduled(&self) -> Option<u64> {
+        Some(
+            self.projection
+                .scheduled?
+                .saturating_mul(self.requests_per_attempt?),
+        )
+    }
+
+    /// Remote requests of the busiest minute at most (every delivery of the
+    /// minute's attempts counted in it).
+    pub fn requests_peak(&self) -> Option<u64> {
+        Some(
+            self.projection
+                .peak?
+                .attempts
+                .saturating_mul(self.requests_per_attempt?),
+        )
+    }
 }
 
 /// Every `<q:retry>` of the model's executable processes, in document order,
@@ -253,6 +280,10 @@ pub fn of_model(defs: &Definitions, jobs: u64, window: Duration) -> Vec<NodeProj
                 dependency,
                 policy,
                 projection,
+                requests_per_attempt: match super::delivery_load(defs, node) {
+                    Some(load) => load.per_attempt,
+                    None => Some(1),
+                },
             });
         }
     }
