@@ -347,6 +347,42 @@ fn check_deny_warnings_fails_on_a_warning_and_findings_are_on_stdout() {
     assert!(err(&o).contains("cannot read no-such.bpmn"), "{}", err(&o));
 }
 
+/// A namespace slip (QF043) is a warning `check` passes while `run`
+/// refuses the model; a team's `qflow.toml` may raise it (or any verdict)
+/// to an error, so CI fails as `run` would. Lowering one is refused by
+/// name, with the line to write instead.
+#[test]
+fn qflow_toml_raises_a_warning_verdict_to_an_error_and_refuses_to_lower_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.bpmn");
+    std::fs::copy(
+        repo().join("samples/broken/QF043-namespace-near-miss.bpmn"),
+        &model,
+    )
+    .unwrap();
+    let model = model.to_str().unwrap();
+    let o = qflow(&["check", model]);
+    assert_eq!(code(&o), 0, "a warning alone passes: {}", out(&o));
+    let toml = dir.path().join("qflow.toml");
+    std::fs::write(&toml, "[rules]\nQF043 = \"error\"\n").unwrap();
+    let o = qflow(&["check", model]);
+    assert_eq!(code(&o), 1, "{}", out(&o));
+    assert!(out(&o).contains("1 file checked: 1 error"), "{}", out(&o));
+    std::fs::write(&toml, "[rules]\nQF043 = \"off\"\n").unwrap();
+    let o = qflow(&["check", model]);
+    assert_eq!(code(&o), 0, "{}", out(&o));
+    let text = out(&o);
+    assert!(
+        text.contains("QF043 can only be raised to an error")
+            && text.contains("write QF043 = \"error\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("`urn:qflow:bpmn:2` is not qflow's namespace"),
+        "still reported: {text}"
+    );
+}
+
 #[test]
 fn hints_of_one_code_are_one_line_and_v_lists_them() {
     let model = "samples/broken/QF004-dangling-reference.bpmn";

@@ -114,3 +114,69 @@ async fn rule_fixes_apply_cleanly() {
     insta::assert_snapshot!("rule_fix_titles", titles.join("\n"));
     h.stop().await;
 }
+
+/// Every quick fix the server offers on every sample of the repository,
+/// applied as an editor applies it, leaves no new error or warning: a fix
+/// that orphans what it disconnects (QF022's "replace the boundary" used to
+/// leave the boundary's target unreachable: QF111, QF116) is not a fix.
+#[tokio::test]
+async fn every_quick_fix_of_every_sample_leaves_no_new_error_or_warning() {
+    use qflow_model::Severity;
+    let root = format!("{}/../samples", env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for dir in [root.clone(), format!("{root}/broken")] {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "bpmn") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let serious = |text: &str| -> Vec<String> {
+        let mut c: Vec<String> = qflow_model::analyze(text)
+            .diagnostics
+            .iter()
+            .filter(|d| matches!(d.severity, Severity::Error | Severity::Warning))
+            .map(|d| d.code.as_str().to_string())
+            .collect();
+        c.sort();
+        c.dedup();
+        c
+    };
+    let mut h = Harness::initialized().await;
+    let mut applied = 0;
+    for (i, path) in files.iter().enumerate() {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue; // not UTF-8 (a sample of QF001): no fixes to apply
+        };
+        let uri = format!("file:///work/every-fix-{i}.bpmn");
+        let (_, actions) = fixes(&mut h, &uri, 1, &text).await;
+        let before = serious(&text);
+        for a in &actions {
+            let Some(edits) = a["edit"]["changes"][&uri].as_array() else {
+                continue;
+            };
+            let after = serious(&apply_edits(&text, edits));
+            let mut new: Vec<&String> = after.iter().filter(|c| !before.contains(c)).collect();
+            // Marking a process executable (QF044's fix) turns qflow's
+            // execution rules on: what they find was in the model before.
+            if a["diagnostics"][0]["code"] == "QF044" {
+                // (the execution rules: QF010-QF033)
+                new.retain(|c| !("QF010".."QF034").contains(&c.as_str()));
+            }
+            assert!(
+                new.is_empty(),
+                "{}: `{}` adds {new:?}",
+                path.display(),
+                a["title"].as_str().unwrap_or("")
+            );
+            applied += 1;
+        }
+    }
+    assert!(
+        applied >= 10,
+        "only {applied} fixes were offered on the samples"
+    );
+    h.stop().await;
+}

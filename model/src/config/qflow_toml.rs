@@ -16,8 +16,9 @@
 //! `--db` (`db = "ops.db"`, relative to the file's folder, or a
 //! `postgres://` URL): see [`database`]. The flag and `QFLOW_DB` win.
 //!
-//! Levels: `off`, `hint`, `info`, `warning` (or `warn`), `error`. The codes
-//! the runtime relies on (QF001-QF022, QF041, QF042) cannot be switched.
+//! Levels: `off`, `hint`, `info`, `warning` (or `warn`), `error`. The other
+//! codes (the loader's and the runtime's verdicts, QF001-QF044) can only be
+//! raised to `error`: `QF043 = "error"` fails the check on a namespace slip.
 
 use super::{parse_level, rule_code, Base, Settings, ADVISORY};
 use crate::diagnostic::{Code, Diagnostic};
@@ -140,16 +141,23 @@ fn rule(
         return;
     };
     if !code.is_modelling() && !ADVISORY.contains(&code) {
+        // A verdict the loader and the runtime rely on may be made
+        // stricter (a team gating CI on a namespace slip, QF043), never
+        // weaker: `error` is the one level it takes.
+        if level.as_str().and_then(parse_level) == Some(Some(crate::Severity::Error)) {
+            settings.set(code, Some(crate::Severity::Error));
+            return;
+        }
         problems.push(
             Diagnostic::new(
                 Code::QF091,
                 span,
-                format!("{code} cannot be switched: the loader and the runtime rely on it"),
+                format!("{code} can only be raised to an error: the loader and the runtime rely on it"),
             )
             .label("ignored")
-            .help(
-                "qflow.toml switches bpmnlint's rules and the advisory codes QF030-QF033 and QF040",
-            ),
+            .help(format!(
+                "write {code} = \"error\" to make it fail the check; qflow.toml switches bpmnlint's rules and the advisory codes QF030-QF033 and QF040 to any level"
+            )),
         );
         return;
     }

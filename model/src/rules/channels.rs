@@ -193,25 +193,97 @@ fn qf022(
         _ => None,
     };
     if let Some(dur) = duration {
+        // What only the boundary reached goes with it (its route would be
+        // left orphaned: QF111, QF116), so the fix leaves a valid model.
+        let orphans = only_reached_from(process, bid);
         let mut edits = vec![ctx.remove(boundary.span)];
         edits.extend(ctx.remove_drawing(bid));
-        for f in process.outgoing(bid) {
-            edits.push(ctx.remove(f.span));
-            edits.extend(ctx.remove_drawing(&f.id.value));
-            let target = f.target.as_ref().and_then(|t| process.node(&t.value));
-            for inc in target.iter().flat_map(|t| t.incoming_refs.iter()) {
-                if inc.value == f.id.value {
-                    edits.push(ctx.remove(inc.full_span));
+        let mut removed_flows: Vec<&str> = Vec::new();
+        for from in std::iter::once(bid).chain(orphans.iter().map(String::as_str)) {
+            if from != bid {
+                let n = process
+                    .node(from)
+                    .expect("an orphan is a node of the process");
+                edits.push(ctx.remove(n.span));
+                edits.extend(ctx.remove_drawing(from));
+            }
+            for f in process.outgoing(from) {
+                if removed_flows.contains(&f.id.value.as_str()) {
+                    continue;
+                }
+                removed_flows.push(&f.id.value);
+                edits.push(ctx.remove(f.span));
+                edits.extend(ctx.remove_drawing(&f.id.value));
+                let target = f.target.as_ref().and_then(|t| process.node(&t.value));
+                // (An orphan's own references go with its element.)
+                let survives = target.filter(|t| !orphans.iter().any(|o| *o == t.id.value));
+                for inc in survives.iter().flat_map(|t| t.incoming_refs.iter()) {
+                    if inc.value == f.id.value {
+                        edits.push(ctx.remove(inc.full_span));
+                    }
                 }
             }
         }
         if node.timeouts.is_empty() {
             edits.extend(ctx.insert_extension(node, &format!("<{q}timeout duration=\"{dur}\"/>")));
         }
-        d = d.fix(
-            format!("Replace timer boundary `{bid}` by <{q}timeout duration=\"{dur}\"/>"),
-            edits,
-        );
+        let title = match orphans.len() {
+            0 => format!("Replace timer boundary `{bid}` by <{q}timeout duration=\"{dur}\"/>"),
+            _ => format!(
+                "Replace timer boundary `{bid}` by <{q}timeout duration=\"{dur}\"/> (and remove what only it reached: {})",
+                orphans.iter().map(|o| format!("`{o}`")).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        d = d.fix(title, edits);
     }
     d
+}
+
+/// The nodes of `process` that only `from` (a boundary) reaches: those
+/// downstream of it every one of whose ways in comes from it or from
+/// another such node, with the boundaries attached to them. Sub-process
+/// children go with their sub-process's element and are not listed.
+fn only_reached_from(process: &Process, from: &str) -> Vec<String> {
+    // Downstream of `from` in its own scope, by flows and attachment.
+    let mut set: Vec<String> = Vec::new();
+    let mut todo = vec![from.to_string()];
+    while let Some(at) = todo.pop() {
+        let next = process
+            .outgoing(&at)
+            .filter_map(|f| f.target.as_ref().map(|t| t.value.to_string()))
+            .chain(process.boundaries(&at).map(|b| b.id.value.to_string()));
+        for n in next.collect::<Vec<_>>() {
+            if n != from && !set.contains(&n) && process.node(&n).is_some() {
+                set.push(n.clone());
+                todo.push(n);
+            }
+        }
+    }
+    // Keep only what has no way in from outside the set (the greatest such
+    // set, so a loop downstream of the boundary goes as a whole).
+    loop {
+        let was = set.clone();
+        let inside = |id: &str| id == from || was.iter().any(|s| s == id);
+        let before = set.len();
+        set.retain(|id| {
+            let Some(n) = process.node(id) else {
+                return false;
+            };
+            let attached_inside = match &n.kind {
+                NodeKind::BoundaryEvent { attached_to, .. } => {
+                    attached_to.as_ref().is_some_and(|a| inside(&a.value))
+                }
+                _ => true,
+            };
+            let flows_inside = process
+                .incoming(id)
+                .all(|f| f.source.as_ref().is_some_and(|s| inside(&s.value)));
+            attached_inside && flows_inside && !n.for_compensation
+        });
+        if set.len() == before {
+            break;
+        }
+    }
+    set.sort_by_key(|id| process.node_index(id));
+    set
 }

@@ -145,7 +145,7 @@ pub fn check_on(
 }
 
 /// Settle what the rule families said: configured severities of qflow's
-/// advisory codes, QF032 dropped where QF111 says more, and every
+/// advisory codes and verdicts raised to errors, QF032 dropped where QF111 says more, and every
 /// diagnostic's element.
 fn finish(defs: &Definitions, settings: &Settings, out: &mut Vec<Diagnostic>) {
     let profile = if defs.declares_qflow {
@@ -156,6 +156,16 @@ fn finish(defs: &Definitions, settings: &Settings, out: &mut Vec<Diagnostic>) {
     if !settings.overrides.is_empty() {
         out.retain_mut(|d| {
             if !crate::config::ADVISORY.contains(&d.code) {
+                // A verdict raised to an error by the configuration (the
+                // only change it may make to one; modelling rules are
+                // settled by their own family).
+                if !d.code.is_modelling()
+                    && settings
+                        .overrides
+                        .contains(&(d.code, Some(crate::Severity::Error)))
+                {
+                    d.severity = crate::Severity::Error;
+                }
                 return true;
             }
             match settings.severity(d.code, profile) {
