@@ -81,6 +81,125 @@ fn a_two_hour_outage_projects_what_the_simulation_executes() {
     assert_eq!(sim["completed"], 30);
 }
 
+/// A call whose deliveries poison before its timeout fires (3 deliveries
+/// 5 s apart: poisoned at 10 s, within the 30 s timeout) fails each attempt
+/// at the poisoning: `project` schedules what `simulate` and a local run do
+/// with every delivery failing (0, 70, 380, 1,890, 9,100 s), not the
+/// timeout's timetable (0, 90, 420, 1,950, 9,180 s).
+#[test]
+fn a_call_whose_deliveries_poison_first_is_projected_at_its_poisonings() {
+    const BANK: &str = "samples/bank-outage.bpmn";
+    let v = project(&[BANK, "--jobs", "50000"]);
+    let p = &v["policies"][0];
+    assert_eq!(p["starts_s"], json!([0, 70, 380, 1890, 9100]), "{p}");
+    assert_eq!(p["attempt_window_s"], 10.0, "{p}");
+    assert_eq!(p["scheduled"], 250_000);
+
+    let (code, out, err) = qflow(&[
+        "simulate", BANK, "--jobs", "4", "--outage", "P1D", "--format", "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let sim: Value = serde_json::from_str(out.trim()).unwrap();
+    let starts: Vec<u64> = sim["per_minute"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["minute"].as_u64().unwrap())
+        .collect();
+    let projected: Vec<u64> = p["starts_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap() / 60)
+        .collect();
+    assert_eq!(starts, projected, "{sim}");
+    assert_eq!(sim["attempts"], 4 * 5);
+
+    // A local run whose every delivery fails makes the same attempts.
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("down.json");
+    std::fs::write(&scenario, r#"{"deliveries":{"bank":[{"fail":"down"}]}}"#).unwrap();
+    let (_, out, err) = qflow(&[
+        "run",
+        BANK,
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let at: Vec<u64> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["kind"] == "attempt")
+        .map(|l| l["at_s"].as_u64().unwrap())
+        .collect();
+    assert_eq!(at, [0, 70, 380, 1890, 9100], "{out}{err}");
+}
+
+/// "At most" is at most: under a provider's retry-after of 20 h, DBG-08's
+/// last attempt comes at 100 h (5 waits of 20 h), past the policy's own
+/// 13 h 1 min. The projection says how far a retry-after can stretch the
+/// bound (each wait capped at 1 d without maxDelay: at most 5 d), and the
+/// real run stays within it.
+#[test]
+fn at_most_is_at_most_under_a_providers_retry_after() {
+    let v = project(&[DBG08, "--jobs", "10"]);
+    let p = &v["policies"][0];
+    assert_eq!(p["worst_case_s"], 46_860);
+    assert_eq!(p["worst_case_retry_after_s"], 432_000, "{p}");
+    let (_, human, _) = qflow(&["project", DBG08, "--jobs", "10"]);
+    assert!(
+        human.contains("a provider's retry-after can stretch each wait to 1 d (the default cap; maxDelay sets it): at most 5 d (432,000 s)"),
+        "{human}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("limited.json");
+    std::fs::write(
+        &scenario,
+        r#"{"tasks":{"payments.charge":[{"fail":{"code":"RATE_LIMITED","class":"rate-limited","retryAfter":"PT20H"}}]}}"#,
+    )
+    .unwrap();
+    let (_, out, err) = qflow(&[
+        "run",
+        DBG08,
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let last = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["kind"] == "attempt")
+        .map(|l| l["at_s"].as_u64().unwrap())
+        .max()
+        .unwrap_or_else(|| panic!("{out}{err}"));
+    assert_eq!(last, 5 * 20 * 3600);
+    assert!(last > 46_860 && last <= 432_000, "{last}");
+}
+
+/// Load is counted in remote requests, not only attempts: each of the
+/// bank-outage call's attempts is up to 3 deliveries, so 250,000 scheduled
+/// attempts are 750,000 requests to the bank; a registered task's attempt
+/// is one request.
+#[test]
+fn load_is_counted_in_remote_requests_beside_attempts() {
+    let v = project(&["samples/bank-outage.bpmn", "--jobs", "50000"]);
+    let p = &v["policies"][0];
+    assert_eq!(p["scheduled"], 250_000);
+    assert_eq!(p["requests_per_attempt"], 3, "{p}");
+    assert_eq!(p["requests_scheduled"], 750_000, "{p}");
+    assert_eq!(p["requests_peak_per_minute"], 150_000, "{p}");
+    let (_, human, _) = qflow(&["project", "samples/bank-outage.bpmn", "--jobs", "50000"]);
+    assert!(
+        human.contains("remote requests         750,000 to bank.charge (3 per attempt), up to 150,000 in the busiest minute"),
+        "{human}"
+    );
+    let task = project(&[DBG08, "--jobs", "50000"]);
+    assert_eq!(task["policies"][0]["requests_scheduled"], 300_000);
+}
+
 #[test]
 fn a_jittered_policy_draws_each_instances_delays_as_the_runtime_does() {
     let dir = tempfile::tempdir().unwrap();

@@ -197,18 +197,19 @@ const BANK: &str = "samples/bank-outage.bpmn";
 #[test]
 fn a_channel_call_is_simulated_down_during_the_outage_and_answered_after_it() {
     let v = json(&[BANK, "--jobs", "20", "--outage", "PT10M", "--batch", "6"]);
-    // Attempts at +0s, +1m 30s and +7m time out; the one at +32m 30s is
-    // answered.
+    // Attempts at +0s, +1m 10s and +6m 20s fail when the outbox poisons
+    // their request (3 deliveries 5 s apart, before the 30 s timeout); the
+    // one at +31m 30s is answered.
     assert_eq!(v["attempts"], 80);
     assert_eq!(v["completed"], 20);
     assert_eq!(v["exhausted"], 0);
-    assert_eq!(v["virtual_end_s"], 1_950);
-    assert_eq!(per_minute(&v), [(0, 20), (1, 20), (7, 20), (32, 20)]);
+    assert_eq!(v["virtual_end_s"], 1_890);
+    assert_eq!(per_minute(&v), [(0, 20), (1, 20), (6, 20), (31, 20)]);
     assert_eq!(
         v["by_dependency"],
         serde_json::json!([{"dependency": "bank", "attempts": 80}])
     );
-    assert_eq!(backlog(&v), [(0, 20), (32, 0)]);
+    assert_eq!(backlog(&v), [(0, 20), (31, 0)]);
 }
 
 crate::on_both_stores!(
@@ -216,7 +217,8 @@ crate::on_both_stores!(
 );
 
 /// The fleet driver's outbox path (deliveries failing, requests poisoned,
-/// calls timing out) on a SQLite file and on a PostgreSQL database.
+/// each poisoning failing its attempt) on a SQLite file and on a PostgreSQL
+/// database.
 fn a_channel_down_longer_than_the_schedule_exhausts_the_calls_and_stats_names_the_channel(
     fresh: &support::stores::Fresh,
 ) {
@@ -239,7 +241,8 @@ fn a_channel_down_longer_than_the_schedule_exhausts_the_calls_and_stats_names_th
         "{out}"
     );
     // The store's observations: five attempts each on the bank channel,
-    // every instance FAILED q.timeout, exhausted at +2h 33m 30s.
+    // every instance FAILED q.delivery.poisoned (the outbox gave up before
+    // the timeout), exhausted at +2h 31m 50s.
     let stats = Command::new(env!("CARGO_BIN_EXE_qflow"))
         .args(["stats", "--db", db_arg, "--format", "json"])
         .output()
@@ -249,7 +252,7 @@ fn a_channel_down_longer_than_the_schedule_exhausts_the_calls_and_stats_names_th
     assert_eq!(s["by_dependency"][0]["attempts"], 40);
     assert_eq!(
         s["terminal"],
-        serde_json::json!([{"code": "q.timeout", "reason": "exhausted", "count": 8}])
+        serde_json::json!([{"code": "q.delivery.poisoned", "reason": "exhausted", "count": 8}])
     );
     // Each attempt's request failed to be delivered during the outage.
     let show = Command::new(env!("CARGO_BIN_EXE_qflow"))

@@ -2,8 +2,11 @@
 //!
 //! On random policies (list and curve backoffs, `maxDelay`, `maxAttempts`,
 //! `maxElapsed`, every jitter mode) on a registered task whose handler always
-//! fails and on a channel call whose counterpart never answers (each attempt
-//! lasting its `<q:timeout>`), a real run on the engine and the store makes
+//! fails, on a channel call whose counterpart never answers (each attempt
+//! lasting its `<q:timeout>`) and on a call whose every delivery fails (each
+//! attempt ending when the outbox poisons its request, `maxDeliveries` and
+//! `deliveryInterval` drawn too, or at its timeout if that comes first), a
+//! real run on the engine and the store makes
 //! exactly the attempts the node's worst case lists, at those times, and
 //! fails when and why it says. With jitter the times fall in the ranges the
 //! hover prints and the count stays within its bound. Each run keeps its
@@ -27,6 +30,9 @@ use support::stores::{open, Fresh};
 #[derive(Debug, Clone)]
 struct Case {
     call: Option<u64>,
+    /// A `<q:channelConfig>` (maxDeliveries, deliveryInterval s) whose every
+    /// delivery fails: attempts end poisoned.
+    poison: Option<(u32, u64)>,
     backoff: String,
     max_attempts: Option<u32>,
     max_elapsed: Option<u64>,
@@ -61,9 +67,16 @@ impl Case {
                 self.retry()
             ),
         };
+        let config = match (self.call, self.poison) {
+            (Some(_), Some((m, i))) => format!(
+                r#"<q:channelConfig channel="bank" maxDeliveries="{m}" deliveryInterval="PT{i}S"/>"#
+            ),
+            _ => String::new(),
+        };
         format!(
             r#"<?xml version="1.0" encoding="UTF-8"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="defs">
+  {config}
   <bpmn:process id="p" isExecutable="true">
     <bpmn:startEvent id="s"/>
     <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t"/>
@@ -76,9 +89,10 @@ impl Case {
     }
 
     fn scenario(&self) -> &'static str {
-        match self.call {
-            Some(_) => r#"{"channels":{"bank":[{"silent":true}]}}"#,
-            None => r#"{"tasks":{"x.y":[{"fail":{"code":"DOWN","class":"transient"}}]}}"#,
+        match (self.call, self.poison) {
+            (Some(_), Some(_)) => r#"{"deliveries":{"bank":[{"fail":"down"}]}}"#,
+            (Some(_), None) => r#"{"channels":{"bank":[{"silent":true}]}}"#,
+            (None, _) => r#"{"tasks":{"x.y":[{"fail":{"code":"DOWN","class":"transient"}}]}}"#,
         }
     }
 }
@@ -94,7 +108,8 @@ fn case() -> impl Strategy<Value = Case> {
     )
         .prop_map(|(i, f)| format!("initial=\"PT{i}S\" factor=\"{f}\""));
     (
-        prop::option::weighted(0.5, 1u64..=600),
+        prop::option::weighted(0.6, 1u64..=600),
+        prop::option::weighted(0.5, (1u32..=6, 1u64..=120)),
         prop_oneof![list, curve],
         prop::option::weighted(0.8, 1u32..=8),
         prop::option::weighted(0.5, 60u64..=7_200),
@@ -102,8 +117,9 @@ fn case() -> impl Strategy<Value = Case> {
         prop::sample::select(vec!["none", "full", "equal"]),
     )
         .prop_map(
-            |(call, backoff, max_attempts, max_elapsed, max_delay, jitter)| Case {
+            |(call, poison, backoff, max_attempts, max_elapsed, max_delay, jitter)| Case {
                 call,
+                poison,
                 backoff,
                 // A policy needs a bound (QF012).
                 max_attempts: if max_elapsed.is_none() {
@@ -160,7 +176,7 @@ fn the_run_makes_the_worst_case(fresh: &Fresh, c: &Case) -> Result<(), TestCaseE
     let defs = qflow_engine::load(&source).unwrap_or_else(|d| panic!("{source}\n{d:?}"));
     let node = defs.processes[0].node("t").unwrap();
     let policy = RetryPolicy::from_spec(&node.retries[0]).unwrap();
-    let wc = policy.worst_case(attempt_window(node));
+    let wc = policy.worst_case(attempt_window(&defs, node, &policy));
     // Keep each run short: the listing is complete and small.
     prop_assume!(wc.complete && wc.count.is_some_and(|n| n <= 40));
     let (attempts, last, failed_at) = run(fresh, &source, c.scenario());

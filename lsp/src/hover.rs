@@ -50,7 +50,7 @@ pub fn hover(snap: &Snapshot, offset: usize) -> Option<(String, Span)> {
         return Some((channel_config_hover(config), config.name_span));
     }
     let (process, node) = navigate::node_at(defs, offset)?;
-    Some((node_hover(process, node), node.name_span))
+    Some((node_hover(defs, process, node), node.name_span))
 }
 
 fn duration_hover(d: &navigate::DurationAt) -> String {
@@ -140,7 +140,7 @@ fn task_kind(node: &Node) -> String {
 /// The wait states a node's hover lists before it counts the rest.
 const MAX_REASONS: usize = 8;
 
-fn node_hover(process: &Process, node: &Node) -> String {
+fn node_hover(defs: &Definitions, process: &Process, node: &Node) -> String {
     let mut s = format!("**{}** `{}`", node.element, node.id());
     if let Some(name) = &node.name {
         let _ = write!(s, " — {}", name.value);
@@ -149,11 +149,19 @@ fn node_hover(process: &Process, node: &Node) -> String {
     if matches!(node.kind, NodeKind::ServiceTask(_)) {
         let _ = writeln!(s, "Kind: {}.\n", task_kind(node));
         for r in &node.retries {
+            if let Some(b) = process.routed_timer_boundary(node) {
+                let _ = writeln!(
+                    s,
+                    "Retry: never fires (QF022): {}.\n",
+                    boundary_route(process, b)
+                );
+                continue;
+            }
             if let Ok(p) = RetryPolicy::from_spec(r) {
                 let _ = writeln!(
                     s,
                     "Retry: {} (hover `<{}>` for the schedule).\n",
-                    p.worst_case(policy::attempt_window(node)).summary(),
+                    policy::node_worst_case(defs, node, &p).summary(),
                     r.qname
                 );
             }
@@ -210,6 +218,33 @@ fn node_hover(process: &Process, node: &Node) -> String {
     s.trim_end().to_string()
 }
 
+/// What a routed timer boundary does to its call: when it fires and where
+/// the flow goes.
+fn boundary_route(process: &Process, b: &Node) -> String {
+    let after = match &b.kind {
+        NodeKind::BoundaryEvent {
+            trigger: qflow_model::model::EventTrigger::Timer(t),
+            ..
+        } => t
+            .time_duration
+            .as_ref()
+            .and_then(|a| duration::parse(a.value.trim()).ok())
+            .map(|d| format!(" after {}", to_words(d))),
+        _ => None,
+    }
+    .unwrap_or_default();
+    let targets: Vec<String> = process
+        .outgoing(b.id())
+        .filter_map(|f| f.target.as_ref())
+        .map(|t| format!("`{}`", t.value))
+        .collect();
+    format!(
+        "timer boundary `{}` routes the timeout: when it fires{after}, the call's wait ends and the flow takes its route to {}",
+        b.id(),
+        qflow_model::text::capped_list(&targets)
+    )
+}
+
 fn words_or_dash(d: Duration) -> String {
     if d.is_zero() {
         "—".to_string()
@@ -218,13 +253,28 @@ fn words_or_dash(d: Duration) -> String {
     }
 }
 
-fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &RetrySpec) -> String {
+fn retry_hover(defs: &Definitions, process: &Process, node: &Node, spec: &RetrySpec) -> String {
     let mut s = format!(
         "**{}** on `{}` ({})\n\n",
         spec.qname,
         node.id(),
         task_kind(node)
     );
+    // A policy that can never fire (QF022) has no schedule: say what
+    // happens instead.
+    if let Some(b) = process.routed_timer_boundary(node) {
+        let _ = writeln!(
+            s,
+            "**Never fires** (QF022): {}.",
+            boundary_route(process, b)
+        );
+        let _ = writeln!(
+            s,
+            "\nNo attempt is ever retried, so there is no schedule and no retry load. Remove this `<{}>` for the modelled slow-answer path, or replace the boundary by a route-less `<q:timeout>` to retry a slow answer.",
+            spec.qname
+        );
+        return s.trim_end().to_string();
+    }
     let policy = match RetryPolicy::from_spec(spec) {
         Ok(p) => p,
         Err(errors) => {
@@ -237,8 +287,8 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
     };
     // Worst case first: it is the line an author must not misread. The
     // node's own: a call's attempt lasts until its timeout fires.
-    let window = policy::attempt_window(node);
-    let wc = policy.worst_case(window);
+    let window = policy::attempt_window(defs, node, &policy);
+    let wc = policy::node_worst_case(defs, node, &policy);
     let worst = match (wc.count, wc.fails_by) {
         (Some(1), _) => "1 attempt, no retries".to_string(),
         (Some(n), Some(e)) => format!("{n} attempts over {}", to_words(e)),
@@ -246,15 +296,48 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
         (None, Some(e)) => format!("attempts until {} after the first", to_words(e)),
         (None, None) => "unbounded: attempts never stop".to_string(),
     };
-    let _ = writeln!(s, "**Worst case:** {worst}.");
-    if !window.is_zero() {
+    match wc.retry_after_clause() {
+        Some(more) => {
+            let _ = writeln!(
+                s,
+                "**Worst case:** {worst} at the policy's own delays; {more}."
+            );
+        }
+        None => {
+            let _ = writeln!(s, "**Worst case:** {worst}.");
+        }
+    }
+    let load = policy::delivery_load(defs, node);
+    let timeout = load.as_ref().and_then(|l| l.timeout);
+    let poisoned_first = !window.is_zero() && timeout.is_none_or(|t| window < t);
+    if poisoned_first {
+        let (m, every) = load.as_ref().map_or((0, Duration::ZERO), |l| {
+            (
+                l.policy.max_deliveries.unwrap_or(0),
+                l.policy.delivery_interval,
+            )
+        });
+        let by_timeout = match timeout {
+            Some(t) => format!(
+                "at the latest when its `<q:timeout>` fires ({}), and ",
+                to_words(t)
+            ),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "\nEach attempt fails {by_timeout}earlier when the outbox poisons its request: it is delivered at most {m} times, {} apart, so an attempt whose deliveries all fail (the dependency down) fails {} after it starts. The schedule counts that earliest failure (the most attempts, the soonest); the next delay runs from the failure, and `maxElapsed` is checked against the next attempt's start.",
+            to_words(every),
+            to_words(window)
+        );
+    } else if !window.is_zero() {
         let _ = writeln!(
             s,
             "\nEach attempt waits up to {} for its response (the call's `<q:timeout>`) before it fails; the next delay runs from that failure, and `maxElapsed` is checked against the next attempt's start.",
             to_words(window)
         );
     }
-    schedule_table(&mut s, &policy, &wc);
+    schedule_table(&mut s, &policy, &wc, poisoned_first);
     if node.registered_task().is_some() {
         retry_after_text(&mut s, &policy);
     }
@@ -276,7 +359,12 @@ fn retry_hover(defs: &Definitions, _process: &Process, node: &Node, spec: &Retry
 
 /// The node's timetable: nominal times, and the jittered range beside them;
 /// for a call, when each attempt times out.
-fn schedule_table(s: &mut String, policy: &RetryPolicy, wc: &policy::WorstCase) {
+fn schedule_table(s: &mut String, policy: &RetryPolicy, wc: &policy::WorstCase, poisoned: bool) {
+    let (column, ends) = if poisoned {
+        ("fails (poisoned)", "fails")
+    } else {
+        ("times out", "times out")
+    };
     if policy.jitter != Jitter::None {
         let _ = writeln!(
             s,
@@ -286,7 +374,7 @@ fn schedule_table(s: &mut String, policy: &RetryPolicy, wc: &policy::WorstCase) 
     }
     let call = !wc.attempt_takes.is_zero();
     if call {
-        s.push_str("\n| attempt | delay | since first attempt | times out | with jitter (earliest – latest) |\n|---:|---:|---:|---:|---:|\n");
+        let _ = writeln!(s, "\n| attempt | delay | since first attempt | {column} | with jitter (earliest – latest) |\n|---:|---:|---:|---:|---:|");
     } else {
         s.push_str("\n| attempt | delay | since first attempt | with jitter (earliest – latest) |\n|---:|---:|---:|---:|\n");
     }
@@ -326,7 +414,7 @@ fn schedule_table(s: &mut String, policy: &RetryPolicy, wc: &policy::WorstCase) 
         if call {
             let _ = writeln!(
                 s,
-                "\nThen terminal: the instance fails when attempt {} times out, {} after the first attempt.",
+                "\nThen terminal: the instance fails when attempt {} {ends}, {} after the first attempt.",
                 last.attempt,
                 to_words(last.fails_at)
             );
@@ -372,9 +460,22 @@ fn load_text(
     }
     match policy.scheduled_attempts(PROJECTION_INSTANCES, PROJECTION_WINDOW, window) {
         Some(total) => {
+            // Load on the dependency is in remote requests: a call's attempt
+            // is up to its deliveries.
+            let per = match policy::delivery_load(defs, node) {
+                Some(l) => l.per_attempt,
+                None => Some(1),
+            };
+            let requests = match per {
+                Some(p) => format!(
+                    " ({} remote requests to the dependency)",
+                    qflow_model::text::group(total.saturating_mul(p))
+                ),
+                None => " (remote requests unbounded: deliveries have no ceiling)".to_string(),
+            };
             let _ = writeln!(
                 s,
-                "; {} instances failing together schedule up to {} attempts in their first day.",
+                "; {} instances failing together schedule up to {} attempts in their first day{requests}.",
                 qflow_model::text::group(PROJECTION_INSTANCES),
                 qflow_model::text::group(total)
             );

@@ -398,6 +398,25 @@ impl Process {
             .filter(move |f| f.target.as_ref().is_some_and(|s| s.value == node_id))
     }
 
+    /// The routed timer boundary of a channel call, if it has one: a timer
+    /// boundary attached to `node` with an outgoing flow. Such a boundary is
+    /// a modelled outcome that always wins, so a `<q:retry>` on the call can
+    /// never fire (QF022, which refuses the model); the hover shows the
+    /// boundary's route instead of a schedule. `None` for a node that is not
+    /// a channel call.
+    pub fn routed_timer_boundary<'a>(&'a self, node: &'a Node) -> Option<&'a Node> {
+        node.channel_call()?;
+        self.boundaries(node.id()).find(|b| {
+            matches!(
+                &b.kind,
+                NodeKind::BoundaryEvent {
+                    trigger: EventTrigger::Timer(_),
+                    ..
+                }
+            ) && self.outgoing(b.id()).next().is_some()
+        })
+    }
+
     /// Boundary events attached to a node.
     pub fn boundaries<'a>(&'a self, node_id: &'a str) -> impl Iterator<Item = &'a Node> + 'a {
         self.nodes.iter().filter(move |n| {

@@ -17,8 +17,13 @@
 //!
 //! What a task's attempt returns comes from the scenario, or from a
 //! [`World`] that answers by the virtual instant (a dependency down during an
-//! outage and up after it). Poison wakes of channel calls are not kept: the
-//! call's timeout recovers the same condition, as after a crash.
+//! outage and up after it). A delivery that poisons a call's request wakes
+//! its instance, as a local run and a serving process do: the next step
+//! decides the poison wake (re-reading the outbox under the claim) at the
+//! instant of the poisoning, so a simulated attempt fails when the outbox
+//! gives up, not only at its timeout. The wakes are kept in memory, one
+//! per poisoned request; one lost (the fleet stopped) is recovered by the
+//! call's timeout, as after a crash.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -87,6 +92,9 @@ pub struct Fleet {
     graphs: BTreeMap<i64, Rc<Graph>>,
     batch: usize,
     stats: FleetStats,
+    /// Poison wakes not yet decided: instance → the nodes whose request the
+    /// outbox poisoned.
+    wakes: BTreeMap<String, Vec<String>>,
 }
 
 impl Fleet {
@@ -100,6 +108,7 @@ impl Fleet {
             graphs: BTreeMap::new(),
             batch: DEFAULT_BATCH,
             stats: FleetStats::default(),
+            wakes: BTreeMap::new(),
         }
     }
 
@@ -148,7 +157,13 @@ impl Fleet {
         mut on_decision: impl FnMut(&str, &Decision),
     ) -> Result<usize, RunError> {
         let t0 = Instant::now();
-        let mut ids = self.store.candidates(self.batch)?;
+        // Woken instances first: their wake is due now, at the instant of
+        // the poisoning.
+        let mut ids: Vec<String> = self.wakes.keys().take(self.batch).cloned().collect();
+        let room = self.batch.saturating_sub(ids.len());
+        if room > 0 {
+            ids.extend(self.store.candidates(room)?);
+        }
         // An instance with two due timers is picked once.
         let mut seen = std::collections::BTreeSet::new();
         ids.retain(|id| seen.insert(id.clone()));
@@ -188,7 +203,12 @@ impl Fleet {
             match result {
                 Ok(seq) => {
                     self.stats.decisions += 1;
-                    on_decision(id, &Decision::of(seq, *at, t));
+                    let d = Decision::of(seq, *at, t);
+                    let poisoned: Vec<String> = d.poisoned_nodes().map(str::to_string).collect();
+                    if !poisoned.is_empty() {
+                        self.wakes.entry(id.clone()).or_default().extend(poisoned);
+                    }
+                    on_decision(id, &d);
                 }
                 Err(e) if e.is_lost_race() => self.stats.lost += 1,
                 Err(e) => return Err(e.into()),
@@ -223,6 +243,16 @@ impl Fleet {
         Ok((decided, idle))
     }
 
+    /// The next poison wake of `id`, if any (removed: a wake is decided once).
+    fn take_wake(&mut self, id: &str) -> Option<String> {
+        let nodes = self.wakes.get_mut(id)?;
+        let node = nodes.pop();
+        if nodes.is_empty() {
+            self.wakes.remove(id);
+        }
+        node
+    }
+
     /// The decision for one claimed instance: its transition, the version it
     /// was decided from and its instant; `None` when there is nothing to do.
     fn decide_one(
@@ -230,6 +260,7 @@ impl Fleet {
         id: &str,
     ) -> Result<Option<(i64, qflow_instance::Transition, i64)>, RunError> {
         let t0 = Instant::now();
+        let wake = self.take_wake(id);
         let facts = self.store.facts(id)?;
         if facts.status.is_terminal() {
             return Ok(None);
@@ -255,9 +286,17 @@ impl Fleet {
             effects: None,
             lanes: None,
         };
-        let mut event = match ctx.next_event(&facts)? {
-            Next::Idle | Next::Dispatch(_) => return Ok(None),
-            Next::Event(ev) => ev,
+        // A poison wake is a prompt: the decision acts only on a poisoned
+        // row of this node that the outbox still holds.
+        let mut event = match wake {
+            Some(node) => {
+                let poisoned = self.store.has_poisoned_request(id, &node)?;
+                Event::PoisonWake { node, poisoned }
+            }
+            None => match ctx.next_event(&facts)? {
+                Next::Idle | Next::Dispatch(_) => return Ok(None),
+                Next::Event(ev) => ev,
+            },
         };
         let at = clock.now_ms();
         if let (Some(world), Event::Attempt { node, outcome, .. }) = (&self.world, &mut event) {

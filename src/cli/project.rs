@@ -62,6 +62,11 @@ pub fn run(args: Args) -> ExitCode {
                     v["name"] = json!(n.name);
                     v["dependency"] = json!(n.dependency);
                     v["summary"] = json!(n.projection.worst_case.summary());
+                    // Load in remote requests, beside attempts (a call's
+                    // attempt is up to its deliveries).
+                    v["requests_per_attempt"] = json!(n.requests_per_attempt);
+                    v["requests_scheduled"] = json!(n.requests_scheduled());
+                    v["requests_peak_per_minute"] = json!(n.requests_peak());
                     v
                 })
                 .collect();
@@ -105,6 +110,12 @@ fn projection_json(p: &Projection) -> Value {
         "attempt_window_s": secs(p.attempt_takes),
         "attempts_per_instance": w.count,
         "worst_case_s": w.fails_by.map(secs),
+        // What a provider's retry-after can stretch the worst case to (a
+        // registered task's; null for a call, or when it cannot).
+        "worst_case_retry_after_s": w
+            .retry_after_clause()
+            .and(w.retry_after.and_then(|r| r.fails_by))
+            .map(secs),
         "stop": w.stop.map(|s| s.as_str()),
         "starts_s": w.attempts.iter().map(|a| secs(a.since_first)).collect::<Vec<_>>(),
         "scheduled_per_instance": p.per_instance,
@@ -163,7 +174,7 @@ fn human(
             None => n.node.clone(),
         };
         out += &format!("\n{title} ({})\n", n.dependency);
-        out += &format!("  one failing instance    {}", p.worst_case.summary());
+        out += &format!("  one failing instance    {}", p.worst_case.base_summary());
         if let Some(e) = p.worst_case.fails_by {
             out += &format!(" ({} s)", group(e.as_secs()));
         }
@@ -171,6 +182,13 @@ fn human(
             out += &format!(", then {}", stop.as_str());
         }
         out += "\n";
+        if let Some(more) = p.worst_case.retry_after_clause() {
+            out += &format!("  under a retry-after     {more}");
+            if let Some(e) = p.worst_case.retry_after.and_then(|r| r.fails_by) {
+                out += &format!(" ({} s)", group(e.as_secs()));
+            }
+            out += "\n";
+        }
         let starts: Vec<String> = p
             .worst_case
             .attempts
@@ -189,6 +207,24 @@ fn human(
             count(p.scheduled),
             count(p.per_instance)
         );
+        match (n.requests_per_attempt, n.requests_scheduled()) {
+            (Some(per), Some(total)) => {
+                out += &format!(
+                    "  remote requests         {} to {} ({} per attempt)",
+                    group(total),
+                    n.dependency,
+                    group(per)
+                );
+                if let Some(peak) = n.requests_peak() {
+                    out += &format!(", up to {} in the busiest minute", group(peak));
+                }
+                out += "\n";
+            }
+            _ => {
+                out +=
+                    "  remote requests         unbounded (deliveries per attempt have no ceiling)\n"
+            }
+        }
         if p.given_up > 0 {
             out += &format!(
                 "  after it                none: the policy gives up on all {} within the outage\n",

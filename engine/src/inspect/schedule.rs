@@ -95,9 +95,20 @@ pub(super) fn plans(
             else {
                 return None;
             };
-            let timeout_ms = call.as_ref().and_then(|c| c.timeout).map(ms);
+            // A call's attempt fails at its timeout or, earlier, when the
+            // outbox poisons its request: the model's one rule.
+            let timeout_ms = call.as_ref().map(|c| {
+                let channel = qflow_model::policy::ChannelPolicy {
+                    max_deliveries: c.max_deliveries,
+                    delivery_interval: c.delivery_interval,
+                };
+                ms(qflow_model::policy::earliest_failure(
+                    c.timeout, &channel, policy,
+                ))
+            });
+            let latest = call.as_ref().and_then(|c| c.timeout);
             Some(plan(
-                instance, n, policy, timeout_ms, snap, armed, history, start, now,
+                instance, n, policy, timeout_ms, latest, snap, armed, history, start, now,
             ))
         })
         .collect()
@@ -113,6 +124,7 @@ fn plan(
     node: &NodeInspection,
     policy: &RetryPolicy,
     timeout_ms: Option<i64>,
+    latest: Option<Duration>,
     snap: &Snapshot,
     armed: &[TimerInfo],
     history: &[HistoryItem],
@@ -184,9 +196,20 @@ fn plan(
     }
     SchedulePlan {
         node: id.to_string(),
-        policy: policy
-            .worst_case(Duration::from_millis(timeout_ms.unwrap_or(0).max(0) as u64))
-            .summary(),
+        policy: {
+            let wc =
+                policy.worst_case(Duration::from_millis(timeout_ms.unwrap_or(0).max(0) as u64));
+            // A registered task's waits may be a provider's retry-after:
+            // the bound says how far that stretches it.
+            // A call's "at most" covers attempts lasting until their
+            // timeout too.
+            match (timeout_ms, latest) {
+                (None, _) => wc.with_retry_after(policy),
+                (Some(_), Some(t)) => wc.with_latest_window(policy, t),
+                (Some(_), None) => wc,
+            }
+            .summary()
+        },
         max_attempts: policy.max_attempts,
         used,
         carried: used.saturating_sub(done.len() as u32),

@@ -20,7 +20,7 @@ async fn retry_hover_shows_the_dbg08_schedule_worst_case_and_load() {
     h.open(URI, 1, &text).await;
     let md = hover_text(&mut h, &text, "<q:retry", 3).await;
     assert!(
-        md.contains("**Worst case:** 6 attempts over 13 h 1 min."),
+        md.contains("**Worst case:** 6 attempts over 13 h 1 min at the policy's own delays; a provider's retry-after can stretch each wait to 1 d (the default cap; maxDelay sets it): at most 5 d."),
         "{md}"
     );
     assert!(
@@ -51,9 +51,65 @@ async fn channel_call_retry_hover_shows_jitter_bounds_and_deliveries() {
     h.open(URI, 1, &text).await;
     let md = hover_text(&mut h, &text, "<q:retry", 3).await;
     assert!(md.contains("up to 5 deliveries per attempt"), "{md}");
+    // Load in remote requests beside attempts: 4 attempts x 5 deliveries.
+    assert!(
+        md.contains("schedule up to 200,000 attempts in their first day (1,000,000 remote requests to the dependency)"),
+        "{md}"
+    );
     // A call's failures are a timeout or a poisoned delivery, never a retry-after.
     assert!(!md.contains("retry-after"), "{md}");
     insta::assert_snapshot!("retry_channel", md);
+    h.stop().await;
+}
+
+/// A call whose outbox poisons its request (5 deliveries 2 s apart: at 8 s)
+/// before its 30 s timeout fails each attempt at the poisoning when the
+/// dependency is down: the hover's schedule is that one, as the runtime
+/// runs it. Where the policy ends the task on a poisoning instead
+/// (`nonRetryableCodes="q.delivery.poisoned"`), the retried attempts are
+/// the timeout's.
+#[tokio::test]
+async fn a_call_whose_deliveries_poison_first_is_scheduled_from_its_poisoning() {
+    let text = fixture("channel.bpmn").replace(r#" nonRetryableCodes="q.delivery.poisoned""#, "");
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let md = hover_text(&mut h, &text, "<q:retry", 3).await;
+    assert!(md.contains("| 2 | 10 s | 18 s | 26 s |"), "{md}");
+    assert!(md.contains("fails 8 s after it starts"), "{md}");
+    assert!(!md.contains("| 2 | 10 s | 40 s |"), "{md}");
+    let md = hover_text(&mut h, &text, "<bpmn:serviceTask", 3).await;
+    assert!(md.contains("Retry: 4 attempts over at most"), "{md}");
+    let original = fixture("channel.bpmn");
+    h.change(URI, 2, &original).await;
+    let md = hover_text(&mut h, &original, "<q:retry", 3).await;
+    assert!(md.contains("| 2 | 10 s | 40 s |"), "{md}");
+    h.stop().await;
+}
+
+/// A retry beside a routed timer boundary can never fire (QF022): its hover
+/// shows no schedule and no load, and says what happens instead (the
+/// boundary's route); the task's hover agrees.
+#[tokio::test]
+async fn a_retry_that_can_never_fire_shows_the_boundarys_route_not_a_schedule() {
+    let path = format!(
+        "{}/../samples/broken/QF022-retry-beside-routed-timer.bpmn",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let md = hover_text(&mut h, &text, "<q:retry", 3).await;
+    assert!(md.contains("**Never fires** (QF022)"), "{md}");
+    assert!(
+        md.contains("when it fires after 30 s, the call's wait ends and the flow takes its route to `timed-out`"),
+        "{md}"
+    );
+    assert!(!md.contains("Worst case"), "{md}");
+    assert!(!md.contains("attempts in their first day"), "{md}");
+    assert!(!md.contains("| attempt |"), "{md}");
+    let md = hover_text(&mut h, &text, "<bpmn:serviceTask", 3).await;
+    assert!(md.contains("Retry: never fires (QF022)"), "{md}");
+    assert!(!md.contains("attempts over"), "{md}");
     h.stop().await;
 }
 

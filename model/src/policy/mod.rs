@@ -35,7 +35,8 @@
 //! A node's worst case ([`RetryPolicy::worst_case`]) counts each attempt's
 //! window ([`attempt_window`]): a registered task's attempt fails when its
 //! handler says so (no window), a channel call's when its `<q:timeout>`
-//! fires, and the next delay runs from that failure. The hover, the rules'
+//! fires or, earlier, when the outbox poisons its request, and the next
+//! delay runs from that failure. The hover, the rules'
 //! hints, the console, `qflow project` and the runtime's expiry all agree
 //! because they take the same step.
 //!
@@ -63,24 +64,90 @@ pub use channel::{
 };
 pub use jitter::{jitter_unit, Jitter};
 pub use schedule::{
-    CapSource, Next, NextAttempt, PlannedAttempt, RetryAfterCap, StopReason, UpcomingAttempt,
-    WorstCase, DEFAULT_RETRY_AFTER_MAX, SCHEDULE_LIMIT,
+    CapSource, Next, NextAttempt, PlannedAttempt, RetryAfterBound, RetryAfterCap, StopReason,
+    UpcomingAttempt, WorstCase, DEFAULT_RETRY_AFTER_MAX, SCHEDULE_LIMIT,
 };
 pub use spec::{list_entries, SpecError};
 
-/// How long one attempt of `node` lasts before it counts as failed: a channel
-/// call's `<q:timeout>` window (its first one; the rules refuse a second),
-/// zero for a registered task, whose handler ends its own attempt. A call
-/// timed out only by a timer boundary has no window: the boundary ends the
-/// task rather than failing an attempt.
-pub fn attempt_window(node: &crate::model::Node) -> Duration {
-    if node.channel_call().is_none() {
+/// How long one attempt of `node` lasts at the earliest before it counts as
+/// failed: zero for a registered task, whose handler ends its own attempt;
+/// for a channel call, the earlier of its `<q:timeout>` window (its first
+/// one; the rules refuse a second) and the moment the outbox can poison its
+/// request (the channel's last delivery, `(maxDeliveries − 1) ×
+/// deliveryInterval` after the first: [`ChannelPolicy::last_delivery`]).
+/// When a dependency is down its deliveries fail, so the earlier of the two
+/// is when the attempt really fails; a schedule computed from the timeout
+/// alone would promise fewer attempts, later, than the runtime makes. A
+/// call timed out only by a timer boundary, with no ceiling on deliveries,
+/// has no window: the boundary ends the task rather than failing an attempt.
+/// A way of failing that `policy` does not retry (`q.delivery.poisoned` or
+/// `q.timeout` in its `nonRetryableCodes`) ends the task instead, so the
+/// retried attempts are the other way's.
+pub fn attempt_window(
+    defs: &crate::model::Definitions,
+    node: &crate::model::Node,
+    policy: &RetryPolicy,
+) -> Duration {
+    let Some(channel) = node.channel_call() else {
         return Duration::ZERO;
-    }
-    node.timeouts
+    };
+    let timeout = node
+        .timeouts
         .first()
         .and_then(|t| t.duration.as_ref())
-        .and_then(|d| crate::duration::parse(d.value.trim()).ok())
+        .and_then(|d| crate::duration::parse(d.value.trim()).ok());
+    // The editor hovers models the loader refuses too: a configuration that
+    // does not load counts as the default curve (no ceiling).
+    let channel_policy = ChannelPolicy::of_channel(defs, &channel.value).unwrap_or_default();
+    earliest_failure(timeout, &channel_policy, policy)
+}
+
+/// The node's worst case as every face shows it: the schedule from the
+/// earliest way an attempt fails ([`attempt_window`]); its "at most" bound
+/// covering a call's attempts that last until their timeout instead, and a
+/// registered task's waits stretched by a provider's retry-after.
+pub fn node_worst_case(
+    defs: &crate::model::Definitions,
+    node: &crate::model::Node,
+    policy: &RetryPolicy,
+) -> WorstCase {
+    let wc = policy.worst_case(attempt_window(defs, node, policy));
+    if node.channel_call().is_none() {
+        return wc.with_retry_after(policy);
+    }
+    let timeout = node
+        .timeouts
+        .first()
+        .and_then(|t| t.duration.as_ref())
+        .and_then(|d| crate::duration::parse(d.value.trim()).ok());
+    match timeout {
+        Some(t) => wc.with_latest_window(policy, t),
+        None => wc,
+    }
+}
+
+/// The earliest a channel call's attempt can fail and be retried: its
+/// timeout, or its request's poisoning when that comes first (see
+/// [`attempt_window`]); one rule for a model's node and a deployed graph's
+/// call.
+pub fn earliest_failure(
+    timeout: Option<Duration>,
+    channel: &ChannelPolicy,
+    policy: &RetryPolicy,
+) -> Duration {
+    use qflow_instance::codes::{POISONED, TIMEOUT};
+    let ways = [
+        (timeout, policy.is_non_retryable(TIMEOUT)),
+        (channel.last_delivery(), policy.is_non_retryable(POISONED)),
+    ];
+    let earliest = |retried_only: bool| {
+        ways.iter()
+            .filter(|(_, terminal)| !(retried_only && *terminal))
+            .filter_map(|(d, _)| *d)
+            .min()
+    };
+    earliest(true)
+        .or_else(|| earliest(false))
         .unwrap_or(Duration::ZERO)
 }
 

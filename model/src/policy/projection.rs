@@ -217,6 +217,33 @@ pub struct NodeProjection {
     pub dependency: String,
     pub policy: RetryPolicy,
     pub projection: Projection,
+    /// Remote requests one attempt sends its dependency at most: 1 for a
+    /// registered task (its handler's one run), a channel call's deliveries
+    /// per attempt ([`super::delivery_load`]; `None`: unbounded). The load on
+    /// a dependency is attempts × this, not attempts.
+    pub requests_per_attempt: Option<u64>,
+}
+
+impl NodeProjection {
+    /// Remote requests the outage's scheduled attempts send at most.
+    pub fn requests_scheduled(&self) -> Option<u64> {
+        Some(
+            self.projection
+                .scheduled?
+                .saturating_mul(self.requests_per_attempt?),
+        )
+    }
+
+    /// Remote requests of the busiest minute at most (every delivery of the
+    /// minute's attempts counted in it).
+    pub fn requests_peak(&self) -> Option<u64> {
+        Some(
+            self.projection
+                .peak?
+                .attempts
+                .saturating_mul(self.requests_per_attempt?),
+        )
+    }
 }
 
 /// Every `<q:retry>` of the model's executable processes, in document order,
@@ -241,8 +268,11 @@ pub fn of_model(defs: &Definitions, jobs: u64, window: Duration) -> Vec<NodeProj
                 },
                 (None, None) => continue,
             };
-            let takes = super::attempt_window(node);
-            let projection = policy.project(process_id, node.id(), jobs, window, takes);
+            let takes = super::attempt_window(defs, node, &policy);
+            let mut projection = policy.project(process_id, node.id(), jobs, window, takes);
+            // The bound every face states: a call's attempts lasting until
+            // their timeout, a task's waits stretched by a retry-after.
+            projection.worst_case = super::node_worst_case(defs, node, &policy);
             out.push(NodeProjection {
                 process_id: process_id.to_string(),
                 node: node.id().to_string(),
@@ -250,6 +280,10 @@ pub fn of_model(defs: &Definitions, jobs: u64, window: Duration) -> Vec<NodeProj
                 dependency,
                 policy,
                 projection,
+                requests_per_attempt: match super::delivery_load(defs, node) {
+                    Some(load) => load.per_attempt,
+                    None => Some(1),
+                },
             });
         }
     }

@@ -138,12 +138,130 @@ pub struct WorstCase {
     pub fails_by: Option<Duration>,
     /// Why the attempts end (`None`: they never do).
     pub stop: Option<StopReason>,
+    /// How far a provider's retry-after can stretch [`WorstCase::fails_by`]
+    /// (a registered task's rate-limited failure waits it, capped): set by
+    /// [`WorstCase::with_retry_after`], `None` where no failure carries one
+    /// (a channel call).
+    pub retry_after: Option<RetryAfterBound>,
+}
+
+/// The bound of a worst case when every wait is a provider's retry-after at
+/// its cap ([`RetryPolicy::retry_after_cap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryAfterBound {
+    pub cap: RetryAfterCap,
+    /// When the task fails for good at the latest if every wait is the
+    /// capped retry-after (`None`: never).
+    pub fails_by: Option<Duration>,
 }
 
 impl WorstCase {
+    /// "At most" is at most: the bound of a registered task's worst case
+    /// when a provider's retry-after sets its waits. A rate-limited failure
+    /// waits the provider's delay capped at `maxDelay` (else
+    /// [`DEFAULT_RETRY_AFTER_MAX`]), which may be longer than the policy's
+    /// own delays: each of the `count − 1` waits is at most the longer of
+    /// the two, and `maxElapsed` still bounds the last start.
+    pub fn with_retry_after(mut self, policy: &RetryPolicy) -> WorstCase {
+        let cap = policy.retry_after_cap();
+        let by_count = policy.max_attempts.map(|n| {
+            let mut total = Duration::ZERO;
+            let steps = u64::from(n).min(MAX_STEPS) as u32;
+            for a in 2..=steps {
+                total = total.saturating_add(whole_ms(policy.delay_before(a)).max(cap.cap));
+            }
+            // Past the steps counted, no wait is longer than the last
+            // attempt's (delays never shrink).
+            let rest = u64::from(n).saturating_sub(u64::from(steps));
+            if rest > 0 {
+                let last = whole_ms(policy.delay_before(n)).max(cap.cap);
+                total = total.saturating_add(mul(last, rest));
+            }
+            total.saturating_add(mul(self.attempt_takes, u64::from(n)))
+        });
+        let by_time = policy
+            .max_elapsed
+            .map(|e| e.saturating_add(self.attempt_takes));
+        let fails_by = match (by_count, by_time) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.retry_after = Some(RetryAfterBound { cap, fails_by });
+        self
+    }
+
+    /// "At most" covers every way a call's attempt can end: the schedule
+    /// counts each attempt failing at its earliest (a poisoned request),
+    /// but one whose deliveries get through and go unanswered lasts until
+    /// its timeout, `latest` after it starts. The bound of
+    /// [`WorstCase::fails_by`] then holds for any mix of the two: with
+    /// `maxAttempts` every attempt lasting `latest`, and `maxElapsed`
+    /// bounding the last start.
+    pub fn with_latest_window(mut self, policy: &RetryPolicy, latest: Duration) -> WorstCase {
+        if latest <= self.attempt_takes {
+            return self;
+        }
+        let by_count = policy.max_attempts.map(|_| {
+            RetryPolicy {
+                max_elapsed: None,
+                ..policy.clone()
+            }
+            .walk(None, false, latest)
+            .last
+            .unwrap_or_default()
+            .saturating_add(latest)
+        });
+        let by_time = policy.max_elapsed.map(|e| e.saturating_add(latest));
+        let bound = match (by_count, by_time) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.fails_by = match (self.fails_by, bound) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            _ => None,
+        };
+        self
+    }
+
     /// One line for hovers and reports: `6 attempts over at most 13 h 1 min`
-    /// (from the first attempt's start to the last attempt's failure).
+    /// (from the first attempt's start to the last attempt's failure); for
+    /// a registered task, what a provider's retry-after can stretch it to.
     pub fn summary(&self) -> String {
+        let mut s = self.base_summary();
+        if let Some(more) = self.retry_after_clause() {
+            s.push_str("; ");
+            s.push_str(&more);
+        }
+        s
+    }
+
+    /// How far a provider's retry-after can stretch the bound, in words:
+    /// `a provider's retry-after can stretch each wait to 1 d (the default
+    /// cap; maxDelay sets it): at most 5 d` (`None`: it cannot, or no
+    /// failure carries one).
+    pub fn retry_after_clause(&self) -> Option<String> {
+        let r = self.retry_after?;
+        if self.count == Some(1) {
+            return None;
+        }
+        let by = r.fails_by?;
+        if self.fails_by.is_some_and(|f| by <= f) {
+            return None;
+        }
+        let source = match r.cap.source {
+            CapSource::MaxDelay => "its maxDelay",
+            CapSource::Default => "the default cap; maxDelay sets it",
+        };
+        Some(format!(
+            "a provider's retry-after can stretch each wait to {} ({source}): at most {}",
+            duration::to_words(r.cap.cap),
+            duration::to_words(by)
+        ))
+    }
+
+    /// [`WorstCase::summary`] at the policy's own delays, without what a
+    /// provider's retry-after adds.
+    pub fn base_summary(&self) -> String {
         match (self.count, self.fails_by) {
             (Some(1), _) if self.attempt_takes.is_zero() => "1 attempt, no retries".to_string(),
             (Some(1), Some(e)) => format!(
@@ -234,6 +352,7 @@ impl RetryPolicy {
             count,
             fails_by: last_start.map(|l| l.saturating_add(attempt_takes)),
             stop,
+            retry_after: None,
         }
     }
 

@@ -10,7 +10,7 @@ use crate::policy::{attempt_window, list_entries, Backoff, RetryPolicy, CHANNEL_
 use crate::rules::edit::{insert, Ctx};
 use crate::span::Span;
 
-pub fn check(_ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
+pub fn check(ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
     for node in &process.nodes {
         let is_call = node.channel_call().is_some();
         if !is_call && node.registered_task().is_none() {
@@ -19,7 +19,7 @@ pub fn check(_ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
         for r in &node.retries {
             codes(node, r, is_call, out);
             if let Ok(p) = RetryPolicy::from_spec(r) {
-                unused_entries(node, r, &p, out);
+                unused_entries(ctx, node, r, &p, out);
             }
             jitter(node, r, out);
         }
@@ -80,13 +80,20 @@ fn codes(node: &Node, r: &RetrySpec, is_call: bool, out: &mut Vec<Diagnostic>) {
 }
 
 /// QF031: list entries past the last attempt the policy can make.
-fn unused_entries(node: &Node, r: &RetrySpec, p: &RetryPolicy, out: &mut Vec<Diagnostic>) {
+fn unused_entries(
+    ctx: &Ctx<'_>,
+    node: &Node,
+    r: &RetrySpec,
+    p: &RetryPolicy,
+    out: &mut Vec<Diagnostic>,
+) {
     let (Backoff::List(list), Some(attr)) = (&p.backoff, &r.backoff) else {
         return;
     };
-    // The node's own worst case: a call's attempts last their timeout, so
-    // maxElapsed may end its schedule sooner than a task's.
-    let Some(attempts) = p.worst_case(attempt_window(node)).count else {
+    // The node's own worst case: a call's attempts last until their timeout
+    // or their request's poisoning, so maxElapsed may end its schedule
+    // sooner than a task's.
+    let Some(attempts) = p.worst_case(attempt_window(ctx.defs, node, p)).count else {
         return;
     };
     let usable = attempts.saturating_sub(1) as usize;
