@@ -198,7 +198,12 @@ test('hovering a <q:retry> shows its whole schedule (DBG-08: six attempts over 1
   const contents = hover.contents as MarkupContent;
   assert.equal(contents.kind, 'markdown');
   assert.match(contents.value, /^\*\*q:retry\*\* on `charge`/);
-  assert.match(contents.value, /\*\*Worst case:\*\* 6 attempts over 13 h 1 min\./);
+  // The policy's own timetable, and how far a provider's retry-after (capped
+  // at 1 d without maxDelay) can stretch it.
+  assert.match(
+    contents.value,
+    /\*\*Worst case:\*\* 6 attempts over 13 h 1 min at the policy's own delays; a provider's retry-after can stretch each wait to 1 d \(the default cap; maxDelay sets it\): at most 5 d\./,
+  );
   // Delays 1, 5, 25, 125, 625 minutes: the last attempt starts 46,860 s after the first.
   assert.match(contents.value, /\| 2 \| 1 min \| 1 min \|/);
   assert.match(contents.value, /\| 6 \| 10 h 25 min \| 13 h 1 min \|/);
