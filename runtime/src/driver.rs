@@ -416,6 +416,7 @@ impl<C: Clock> LocalRun<C> {
         let wake = self.wakes.pop();
         let mut woken = false;
         let (scenario, clock, instance) = (&*self.world, &self.clock, self.instance.as_str());
+        let owner = self.owner.as_str();
         let (started_ms, until_ms, effects) =
             (self.started_ms, self.until_ms, self.effects.as_deref());
         let taken = shell::take(
@@ -440,6 +441,7 @@ impl<C: Clock> LocalRun<C> {
                     scenario,
                     clock,
                     instance,
+                    owner,
                     started_ms,
                     until_ms,
                     effects,
@@ -523,6 +525,7 @@ impl<C: Clock> LocalRun<C> {
             scenario: &*self.world,
             clock: &self.clock,
             instance: &self.instance,
+            owner: &self.owner,
             started_ms: self.started_ms,
             until_ms: self.until_ms,
             effects: None,
@@ -547,6 +550,9 @@ pub struct Ctx<'a, C: Clock> {
     pub scenario: &'a dyn World,
     pub clock: &'a C,
     pub instance: &'a str,
+    /// Who decides (an engine's owner name): an attempt in flight under
+    /// another live owner is running, under this one only on its lanes.
+    pub owner: &'a str,
     pub started_ms: i64,
     pub until_ms: Option<i64>,
     pub effects: Option<&'a std::path::Path>,
@@ -594,7 +600,7 @@ impl<C: Clock> Ctx<'_, C> {
             // report it never had its outcome applied: it died mid-attempt.
             if let Some(f) = self.store.in_flight(self.instance, node)? {
                 let here = self.lanes.is_some_and(|l| l.nodes.contains(node));
-                if f.orphaned(facts.version, here, wall) {
+                if f.orphaned(self.owner, facts.version, here, wall) {
                     return Ok(Next::Event(Event::Attempt {
                         node: node.to_string(),
                         outcome: qflow_instance::codes::handler::interrupted(&task, f.attempt),
@@ -632,6 +638,7 @@ impl<C: Clock> Ctx<'_, C> {
         if self.scenario.records_in_flight() {
             key = match (self.lanes, lease) {
                 (Some(_), Some(until)) => self.store.open_in_flight_by(
+                    self.owner,
                     self.instance,
                     node,
                     attempt,
@@ -708,11 +715,11 @@ impl<C: Clock> Ctx<'_, C> {
         if self.scenario.records_in_flight() {
             if let Some(f) = self.store.in_flight(self.instance, node)? {
                 let wall = crate::clock::system_now_ms();
-                if f.running(false, wall) {
+                if f.running(self.owner, false, wall) {
                     return Ok(true);
                 }
                 // An orphan is decided at once (no lane needed).
-                if f.orphaned(facts.version, false, wall) {
+                if f.orphaned(self.owner, facts.version, false, wall) {
                     return Ok(false);
                 }
             }
@@ -1166,6 +1173,7 @@ pub fn next_event<C: Clock>(
     world: &dyn World,
     clock: &C,
     instance: &str,
+    owner: &str,
     facts: &qflow_store::InstanceFacts,
 ) -> Result<Option<Choice>, RunError> {
     let next = Ctx {
@@ -1174,6 +1182,7 @@ pub fn next_event<C: Clock>(
         scenario: world,
         clock,
         instance,
+        owner,
         started_ms: facts.started_ms,
         until_ms: None,
         effects: None,

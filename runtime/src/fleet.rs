@@ -281,6 +281,7 @@ impl Fleet {
             scenario: &self.scenario,
             clock: &clock,
             instance: id,
+            owner: &self.owner,
             started_ms: facts.started_ms,
             until_ms: None,
             effects: None,

@@ -197,6 +197,7 @@ impl Replica {
         let woke = wake.as_ref().map(|w| w.1.clone());
         let graphs = &mut self.graphs;
         let (scenario, effects) = (&*self.world, self.effects.as_deref());
+        let owner = self.owner.as_str();
         let mut idle = false;
         let taken = shell::take(
             &mut self.store,
@@ -239,6 +240,7 @@ impl Replica {
                             scenario,
                             clock: &clock,
                             instance: &instance,
+                            owner,
                             started_ms: facts.started_ms,
                             until_ms: None,
                             effects,

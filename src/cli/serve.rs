@@ -136,7 +136,7 @@ pub fn run(args: Args) -> ExitCode {
             Err(e) => return fail(format!("--db {}: {e}", args.db)),
         };
         endpoint.set_owner(format!(
-            "{}:http{worker}",
+            "{}/http{worker}",
             qflow_engine::store::local_owner()
         ));
         workers.push(endpoint);

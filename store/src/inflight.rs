@@ -29,32 +29,34 @@ pub struct InFlight {
 
 impl InFlight {
     /// Whether the attempt this open record names can no longer report its
-    /// outcome: its process is gone (a dead process on this host, this
-    /// process when it is not running the attempt on one of its lanes), or
-    /// its lease ran out. A record written before lanes (no owner) is an
-    /// orphan when the instance is still at the version it was started from.
-    /// Every applied attempt outcome closes its record in its own
-    /// transaction, so an open record is an outcome never recorded.
-    pub fn orphaned(&self, version: i64, running_here: bool, wall_now_ms: i64) -> bool {
+    /// outcome: its owner is gone (a dead process on this host, an engine
+    /// of this process that was dropped, or the reader itself, `me`, when it
+    /// is not running the attempt on one of its lanes), or its lease ran
+    /// out. A record written before lanes (no owner) is an orphan when the
+    /// instance is still at the version it was started from. Every applied
+    /// attempt outcome closes its record in its own transaction, so an open
+    /// record is an outcome never recorded.
+    pub fn orphaned(&self, me: &str, version: i64, running_here: bool, wall_now_ms: i64) -> bool {
         if self.owner.is_none() {
             return self.version == version;
         }
-        !self.running(running_here, wall_now_ms)
+        !self.running(me, running_here, wall_now_ms)
     }
 
     /// Whether the attempt may still be running, so no other may start:
-    /// its process lives (this one only if it runs it on a lane now) and
-    /// its lease has not run out. A record without an owner was written by
-    /// a process that held the claim while its handler ran: whoever reads
-    /// it holds the claim, so that attempt is not running.
-    pub fn running(&self, running_here: bool, wall_now_ms: i64) -> bool {
+    /// its owner lives (the reader `me` only if it runs it on a lane now;
+    /// another engine of this process while it is registered) and its lease
+    /// has not run out. A record without an owner was written by a process
+    /// that held the claim while its handler ran: whoever reads it holds
+    /// the claim, so that attempt is not running.
+    pub fn running(&self, me: &str, running_here: bool, wall_now_ms: i64) -> bool {
         let Some(owner) = &self.owner else {
             return false;
         };
         if self.lease_until_ms.is_some_and(|l| l <= wall_now_ms) {
             return false;
         }
-        if owner == &super::local_owner() {
+        if owner == me {
             return running_here;
         }
         !super::owner_is_dead(owner)
@@ -160,12 +162,14 @@ impl Store {
         })
     }
 
-    /// [`Store::open_in_flight`] for an attempt this process runs on a
-    /// lane, without the claim held while it runs: the record names the
-    /// process and how long the attempt may take.
+    /// [`Store::open_in_flight`] for an attempt that `owner` (an engine's
+    /// name, see [`crate::owner`]) runs on a lane, without the claim held
+    /// while it runs: the record names the owner and how long the attempt
+    /// may take.
     #[allow(clippy::too_many_arguments)]
     pub fn open_in_flight_by(
         &self,
+        owner: &str,
         instance: &str,
         node: &str,
         attempt: u32,
@@ -175,13 +179,7 @@ impl Store {
         lease_until_ms: i64,
     ) -> Result<u32, StoreError> {
         let key = self.next_task_key(instance, node, attempt)?;
-        let m = message_by(
-            attempt,
-            version,
-            wall_ms,
-            &super::local_owner(),
-            lease_until_ms,
-        );
+        let m = message_by(attempt, version, wall_ms, owner, lease_until_ms);
         self.open_record(instance, node, &m, at_ms)?;
         Ok(key)
     }
@@ -291,20 +289,43 @@ mod tests {
             lease_until_ms: lease,
         };
         // Written under a held claim (no owner): an orphan at its version only.
-        assert!(rec(None, None).orphaned(5, false, 0));
-        assert!(!rec(None, None).orphaned(6, false, 0));
-        assert!(!rec(None, None).running(false, 0));
-        // This process's: running only on one of its lanes.
-        assert!(rec(Some(&me), Some(100)).running(true, 50));
-        assert!(rec(Some(&me), Some(100)).orphaned(9, false, 50));
+        assert!(rec(None, None).orphaned(&me, 5, false, 0));
+        assert!(!rec(None, None).orphaned(&me, 6, false, 0));
+        assert!(!rec(None, None).running(&me, false, 0));
+        // The reader's own: running only on one of its lanes.
+        assert!(rec(Some(&me), Some(100)).running(&me, true, 50));
+        assert!(rec(Some(&me), Some(100)).orphaned(&me, 9, false, 50));
         // Past its lease: an orphan whoever owns it.
-        assert!(rec(Some(&me), Some(100)).orphaned(5, true, 100));
+        assert!(rec(Some(&me), Some(100)).orphaned(&me, 5, true, 100));
         // A dead process on this host.
         let host = me.rsplit_once(':').unwrap().0;
         let dead = format!("{host}:999999999");
-        assert!(rec(Some(&dead), Some(100)).orphaned(5, false, 50));
+        assert!(rec(Some(&dead), Some(100)).orphaned(&me, 5, false, 50));
         // Another host's: running until its lease ends.
-        assert!(rec(Some("elsewhere:1"), Some(100)).running(false, 50));
-        assert!(rec(Some("elsewhere:1"), Some(100)).orphaned(5, false, 100));
+        assert!(rec(Some("elsewhere:1"), Some(100)).running(&me, false, 50));
+        assert!(rec(Some("elsewhere:1"), Some(100)).orphaned(&me, 5, false, 100));
+    }
+
+    #[test]
+    fn another_engine_of_this_process_runs_its_attempt_while_it_lives() {
+        use super::InFlight;
+        let other = super::super::engine_owner();
+        let reader = super::super::engine_owner();
+        let rec = InFlight {
+            attempt: 1,
+            version: 5,
+            opened_ms: 0,
+            message: String::new(),
+            owner: Some(other.name().to_string()),
+            lease_until_ms: Some(100),
+        };
+        // Not the reader's own, so the reader's lanes do not matter.
+        assert!(rec.running(reader.name(), false, 50));
+        assert!(!rec.orphaned(reader.name(), 5, false, 50));
+        drop(other);
+        assert!(
+            rec.orphaned(reader.name(), 5, false, 50),
+            "its engine is gone"
+        );
     }
 }

@@ -28,6 +28,7 @@ pub mod inflight;
 pub mod lifecycle;
 pub mod location;
 mod ops;
+pub mod owner;
 #[cfg(feature = "postgres")]
 pub mod pg;
 #[cfg(not(feature = "postgres"))]
@@ -45,6 +46,7 @@ mod write;
 
 pub use lifecycle::{Deployed, DeploymentRow, Retirement, StatusCounts};
 pub use location::Location;
+pub use owner::{engine_owner, engine_owner_named, local_owner, owner_is_dead, OwnerRegistration};
 pub use query::{
     CorrelationRow, HistoryRow, IncidentRow, InstanceRow, OutboxEntry, TimerInfo, TransitionRow,
 };
@@ -327,29 +329,6 @@ fn claim_left(until_ms: i64) -> String {
         left if left < 1_000 => format!("its claim lasts {left} ms more"),
         left => format!("its claim lasts {:.1} s more", left as f64 / 1000.0),
     }
-}
-
-/// This process's claim owner: host and pid, so a claim left by a killed
-/// process on the same host can be taken over at once.
-pub fn local_owner() -> String {
-    let host = std::fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "local".into());
-    format!("{host}:{}", std::process::id())
-}
-
-/// Whether a claim owner is a process on this host that no longer exists.
-fn owner_is_dead(owner: &str) -> bool {
-    let me = local_owner();
-    let (Some((host, pid)), Some((my_host, _))) = (owner.rsplit_once(':'), me.rsplit_once(':'))
-    else {
-        return false;
-    };
-    host == my_host
-        && Path::new("/proc/self").exists()
-        && !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 impl Store {

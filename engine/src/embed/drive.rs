@@ -129,9 +129,11 @@ impl Engine {
                 match clock_of(time, facts.started_ms) {
                     Time::Virtual => {
                         let clock = VirtualClock::new(last);
-                        next_event(store, graph, world, &clock, instance, facts)
+                        next_event(store, graph, world, &clock, instance, owner, facts)
                     }
-                    Time::System => next_event(store, graph, world, &SystemClock, instance, facts),
+                    Time::System => {
+                        next_event(store, graph, world, &SystemClock, instance, owner, facts)
+                    }
                 }
             },
         );

@@ -16,7 +16,7 @@ use crate::runtime::decide;
 use crate::runtime::driver::{self, Decision, RunError, Verdict};
 use crate::runtime::graph::Graph;
 use crate::runtime::shell::{self, deployed_graph, Choice, Taken};
-use crate::store::{local_owner, Deployment, Store, StoreError};
+use crate::store::{Deployment, Store, StoreError};
 
 use super::task::{Task, TaskResult, Variables};
 use super::world::Handlers;
@@ -70,6 +70,11 @@ pub struct Engine {
     pub(super) handlers: Handlers,
     pub(super) time: Time,
     pub(super) owner: String,
+    /// Keeps `owner` known as alive in this process while the engine
+    /// lives, so another engine of the process (a server's endpoint
+    /// worker, a second library engine) respects its claims and its
+    /// attempts in flight, and takes them over once it is dropped.
+    pub(super) owner_alive: crate::store::OwnerRegistration,
     pub(super) graphs: BTreeMap<i64, Arc<Graph>>,
     /// Best-effort poison wakes (instance, node): prompts, never facts.
     pub(super) wakes: Vec<(String, String)>,
@@ -132,11 +137,13 @@ impl Engine {
 
     /// An engine over an open store.
     pub fn with_store(store: Store) -> Engine {
+        let owner_alive = crate::store::engine_owner();
         Engine {
             store,
             handlers: Handlers::new(),
             time: Time::Virtual,
-            owner: local_owner(),
+            owner: owner_alive.name().to_string(),
+            owner_alive,
             graphs: BTreeMap::new(),
             wakes: Vec::new(),
             instants: BTreeMap::new(),
@@ -153,11 +160,15 @@ impl Engine {
         }
     }
 
-    /// Take claims as `owner` (by default this process, `host:pid`): a
-    /// second engine in the same process, such as a server's endpoint
-    /// thread, needs a name of its own for the claims to arbitrate.
+    /// Take claims and run attempts as `owner`. By default each engine has
+    /// a name of its own, `host:pid/eN`, so two engines of one process
+    /// arbitrate by their claims and respect each other's attempts in
+    /// flight. A chosen name should keep that shape (`host:pid/NAME`, see
+    /// [`crate::store::engine_owner_named`]): the `host:pid` part lets a
+    /// replica take over at once what a killed process left.
     pub fn set_owner(&mut self, owner: impl Into<String>) -> &mut Engine {
         self.owner = owner.into();
+        self.owner_alive = crate::store::OwnerRegistration::new(self.owner.clone());
         self
     }
 

@@ -530,7 +530,7 @@ impl Engine {
                         rows: &flight.rows,
                         free: &free,
                     };
-                    next_of(store, handlers, time, instance, graph, facts, &view)?
+                    next_of(store, handlers, time, instance, owner, graph, facts, &view)?
                 };
                 Ok(match next {
                     Next::Idle => {
@@ -857,6 +857,7 @@ fn next_of(
     handlers: &super::Handlers,
     time: Time,
     instance: &str,
+    owner: &str,
     graph: &crate::runtime::graph::Graph,
     facts: &crate::store::InstanceFacts,
     view: &LaneView<'_>,
@@ -876,6 +877,7 @@ fn next_of(
                 scenario: world,
                 clock: &clock,
                 instance,
+                owner,
                 started_ms: facts.started_ms,
                 until_ms: None,
                 effects: None,
@@ -896,6 +898,7 @@ fn next_of(
                 scenario: world,
                 clock: &SystemClock,
                 instance,
+                owner,
                 started_ms: facts.started_ms,
                 until_ms: None,
                 effects: None,

@@ -36,6 +36,7 @@ on_both_stores!(
     an_attempt_whose_process_died_mid_handler_is_an_unknown_outcome_not_a_second_run,
     a_virtual_instance_keeps_its_own_time_under_a_wall_clock_engine,
     serve_takes_decisions_on_the_wall_clock_and_lets_the_caller_answer_between,
+    two_serving_engines_of_one_process_respect_each_others_attempts_in_flight,
 );
 
 /// (attempt number, seconds since the start) of every attempt line.
@@ -374,6 +375,77 @@ fn serve_takes_decisions_on_the_wall_clock_and_lets_the_caller_answer_between(fr
         .unwrap();
     assert_eq!(verdicts, vec![Verdict::Accepted]);
     assert_eq!(engine.status(&id).unwrap()["status"], "completed");
+}
+
+/// Two engines of one process serving one database (as a library user
+/// runs replicas as threads): each takes claims and runs attempts under a
+/// name of its own, so neither takes the other's attempt running on a lane
+/// for one a dead process left (which would decide it as an unknown
+/// outcome), nor starts a second attempt of it.
+fn two_serving_engines_of_one_process_respect_each_others_attempts_in_flight(fresh: &Fresh) {
+    const INSTANCES: usize = 12;
+    let location = fresh.db();
+    let runs: Arc<Mutex<std::collections::BTreeMap<String, u32>>> = Arc::default();
+    let engine = |runs: Arc<Mutex<std::collections::BTreeMap<String, u32>>>| {
+        let mut e = Engine::connect(&location).unwrap();
+        e.register("payments.charge", move |task| {
+            *runs
+                .lock()
+                .unwrap()
+                .entry(task.instance.to_string())
+                .or_default() += 1;
+            // Long enough for the other engine to look at the instance
+            // while this attempt runs.
+            std::thread::sleep(Duration::from_millis(300));
+            Ok(json!({ "chargeId": "ch" }))
+        });
+        e.set_time(super::Time::System);
+        e
+    };
+    let mut first = engine(runs.clone());
+    let second = engine(runs.clone());
+    assert_ne!(
+        first.owner, second.owner,
+        "each engine has a name of its own"
+    );
+    let dep = first.deploy(EXAMPLE_MODEL).unwrap();
+    let ids: Vec<String> = (0..INSTANCES)
+        .map(|n| first.start(&dep, json!({ "amount": n })).unwrap())
+        .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let serve = move |mut e: Engine, ids: Vec<String>| {
+        std::thread::spawn(move || {
+            e.serve(Duration::from_millis(5), |e| {
+                std::time::Instant::now() < deadline
+                    && ids
+                        .iter()
+                        .any(|id| e.status(id).unwrap()["status"] != "completed")
+            })
+            .unwrap();
+            e
+        })
+    };
+    let a = serve(first, ids.clone());
+    let b = serve(second, ids.clone());
+    let mut first = a.join().unwrap();
+    b.join().unwrap();
+    for id in &ids {
+        let state = first.status(id).unwrap();
+        assert_eq!(state["status"], "completed", "{id}: {state}");
+        let inspection = first.inspect(id).unwrap();
+        let interrupted: Vec<_> = inspection
+            .history
+            .iter()
+            .filter(|h| format!("{h:?}").contains("interrupted"))
+            .collect();
+        assert!(interrupted.is_empty(), "{id}: {interrupted:?}");
+    }
+    let runs = runs.lock().unwrap();
+    assert_eq!(runs.len(), INSTANCES);
+    assert!(
+        runs.values().all(|&n| n == 1),
+        "each attempt ran once: {runs:?}"
+    );
 }
 
 /// The library on PostgreSQL: `Engine::connect` with a URL runs the
