@@ -565,7 +565,7 @@ pub fn simulate(
             // Arrivals join when the fleet's work reaches their instant:
             // everything due earlier is decided first, so the counterparts
             // see requests in the order of virtual time.
-            let (_, next_due) = fleet.store().due_instances(-1, 1)?;
+            let (_, next_due) = fleet.store().due_instances(None, -1, 1)?;
             let next_arrival = plan.arrival_ms(p.started);
             let horizon = match next_due {
                 Some(due) if !idle => due,

@@ -632,24 +632,50 @@ impl Store {
     /// when the next timer or delivery falls due after `now_ms`. Each
     /// instance comes with its version as read, so a loop that found it
     /// with nothing to do at that version need not read it again.
-    pub fn due_instances(&self, now_ms: i64, limit: usize) -> Result<DueInstances, StoreError> {
+    ///
+    /// With `owner` (a serving loop's name), what another live owner holds
+    /// claimed is left out: replicas reading the same due list at once
+    /// would otherwise all pick the first `limit`, and all but one would
+    /// find them claimed and idle until that one is done with them. On
+    /// PostgreSQL, where replicas share the work, up to four times `limit`
+    /// rows are read so that as many free ones remain; SQLite's writers
+    /// take turns on one file, so reading more would only cost.
+    pub fn due_instances(
+        &self,
+        owner: Option<&str>,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<DueInstances, StoreError> {
         // What a serving loop polls: a deleted database file stops it here.
         self.still_there()?;
+        let wall_now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let held_elsewhere = |claim: &Option<(String, i64)>| match (owner, claim) {
+            (Some(me), Some((holder, until))) => {
+                holder != me && *until > wall_now_ms && !crate::owner_is_dead(holder)
+            }
+            _ => false,
+        };
         self.read(|db| {
             let mut ids: Vec<(String, i64)> = Vec::new();
             let mut seen = std::collections::HashSet::new();
             let d = db.dialect();
+            let read = match (owner, d) {
+                (Some(_), crate::sql::Dialect::Postgres) => limit.saturating_mul(4),
+                _ => limit,
+            };
             for sql in [
                 d.pick(
                     concat!(
-                        "SELECT t.instance_id, i.version FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
+                        "SELECT t.instance_id, i.version, i.claim_owner, i.claim_expires_ms FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
                          WHERE t.state = 'armed' AND t.due_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
                            AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
                         matches_pause!(),
                         ")) ORDER BY t.due_ms, t.id LIMIT $2"
                     ),
                     concat!(
-                        "SELECT t.instance_id, i.version FROM timers t JOIN instances i ON i.id = t.instance_id
+                        "SELECT t.instance_id, i.version, i.claim_owner, i.claim_expires_ms FROM timers t JOIN instances i ON i.id = t.instance_id
                          WHERE t.state = 'armed' AND t.due_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
                            AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
                         matches_pause!(),
@@ -657,24 +683,37 @@ impl Store {
                     ),
                 ),
                 d.pick(
-                    "SELECT o.instance_id, i.version FROM outbox o CROSS JOIN instances i ON i.id = o.instance_id
+                    "SELECT o.instance_id, i.version, i.claim_owner, i.claim_expires_ms FROM outbox o CROSS JOIN instances i ON i.id = o.instance_id
                      WHERE o.state = 'pending' AND o.next_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
                      ORDER BY o.next_ms, o.id LIMIT $2",
-                    "SELECT o.instance_id, i.version FROM outbox o JOIN instances i ON i.id = o.instance_id
+                    "SELECT o.instance_id, i.version, i.claim_owner, i.claim_expires_ms FROM outbox o JOIN instances i ON i.id = o.instance_id
                      WHERE o.state = 'pending' AND o.next_ms <= $1 AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
                      ORDER BY o.next_ms, o.id LIMIT $2",
                 ),
                 // ($1 is named so PostgreSQL can type every parameter.)
                 d.pick(
-                    "SELECT id, version FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT $2",
-                    "SELECT id, version FROM instances WHERE status = 'running' AND quarantined_ms IS NULL AND $1::BIGINT IS NOT NULL ORDER BY seq LIMIT $2",
+                    "SELECT id, version, claim_owner, claim_expires_ms FROM instances WHERE status = 'running' AND quarantined_ms IS NULL ORDER BY rowid LIMIT $2",
+                    "SELECT id, version, claim_owner, claim_expires_ms FROM instances WHERE status = 'running' AND quarantined_ms IS NULL AND $1::BIGINT IS NOT NULL ORDER BY seq LIMIT $2",
                 ),
             ] {
-                for (id, version) in db.rows(sql, args![now_ms, limit], |r| {
-                    Ok((r.get::<String>(0)?, r.get::<i64>(1)?))
-                })? {
+                let rows = db.rows(sql, args![now_ms, read], |r| {
+                    let claim = match (r.get::<Option<String>>(2)?, r.get::<Option<i64>>(3)?) {
+                        (Some(holder), Some(until)) => Some((holder, until)),
+                        _ => None,
+                    };
+                    Ok((r.get::<String>(0)?, r.get::<i64>(1)?, claim))
+                })?;
+                let mut kept = 0;
+                for (id, version, claim) in rows {
+                    if kept == limit {
+                        break;
+                    }
+                    if held_elsewhere(&claim) {
+                        continue;
+                    }
                     if seen.insert(id.clone()) {
                         ids.push((id, version));
+                        kept += 1;
                     }
                 }
             }

@@ -848,3 +848,48 @@ fn operators_pausing_at_once_are_each_logged_and_one_made_the_pause(fresh: &crat
     let logged_makers: Vec<&String> = log.iter().filter(|l| l.changed).map(|l| &l.by).collect();
     assert_eq!(logged_makers, makers, "{log:?}");
 }
+
+crate::fresh::on_both_stores!(a_serving_loop_does_not_pick_what_another_live_owner_holds_claimed);
+
+/// Replicas read the same due list at once: what another live owner has
+/// claimed is left out of a loop's pick (else every replica picks the same
+/// first instances and all but one idle), while a dead owner's claim and
+/// one's own are not.
+fn a_serving_loop_does_not_pick_what_another_live_owner_holds_claimed(fresh: &crate::fresh::Fresh) {
+    let (mut store, id) = setup_in(Store::connect(&fresh.db()).unwrap());
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let picked = |store: &Store, owner: Option<&str>| -> Vec<String> {
+        let (ids, _) = store.due_instances(owner, wall, 10).unwrap();
+        ids.into_iter().map(|(id, _)| id).collect()
+    };
+    assert_eq!(
+        picked(&store, Some("me:2")),
+        vec![id.clone()],
+        "a running instance is due"
+    );
+    store.claim(&id, "elsewhere:1", wall).unwrap();
+    assert!(
+        picked(&store, Some("me:2")).is_empty(),
+        "held by a live owner"
+    );
+    assert_eq!(
+        picked(&store, Some("elsewhere:1")),
+        vec![id.clone()],
+        "its own"
+    );
+    assert_eq!(
+        picked(&store, None),
+        vec![id.clone()],
+        "no owner: everything due"
+    );
+    // A dead process of this host: its claim is taken over at once.
+    let host = local_owner().rsplit_once(':').unwrap().0.to_string();
+    store.release(&id, "elsewhere:1").unwrap();
+    store
+        .claim(&id, &format!("{host}:999999999"), wall)
+        .unwrap();
+    assert_eq!(picked(&store, Some("me:2")), vec![id]);
+}

@@ -340,7 +340,7 @@ impl Engine {
             let mut next_due = None;
             if !*stopping {
                 let now = system_now_ms();
-                let (ids, next) = self.store.due_instances(now, ROUND)?;
+                let (ids, next) = self.store.due_instances(Some(&self.owner), now, ROUND)?;
                 next_due = next;
                 // The hint is what `due_instances` gives (an id and its
                 // version); whether the instance's work may start now is
