@@ -32,7 +32,16 @@ pub fn position(snap: &Snapshot, offset: usize) -> lsp::Position {
 }
 
 pub fn range(snap: &Snapshot, span: Span) -> lsp::Range {
-    lsp::Range::new(position(snap, span.start()), position(snap, span.end()))
+    range_in(&snap.text, &snap.index, span)
+}
+
+/// A span of `text` as an LSP range (UTF-16 columns), through `index`.
+fn range_in(text: &str, index: &LineIndex, span: Span) -> lsp::Range {
+    let at = |offset: usize| {
+        let p = index.position(text, offset);
+        lsp::Position::new(p.line as u32, p.column_utf16 as u32)
+    };
+    lsp::Range::new(at(span.start()), at(span.end()))
 }
 
 pub fn span(snap: &Snapshot, range: lsp::Range) -> Span {
@@ -58,6 +67,15 @@ pub fn severity(s: Severity) -> lsp::DiagnosticSeverity {
 /// One engine verdict as the editor shows it. The message carries the help
 /// line too, since LSP has no separate field for it and it is the fix in words.
 pub fn diagnostic(snap: &Snapshot, uri: &Uri, d: &Diagnostic) -> lsp::Diagnostic {
+    diagnostic_in(&snap.text, &snap.index, uri, d)
+}
+
+/// [`diagnostic`] for a document that is not open in the server: what
+/// `qflow check --format lsp` prints for an editor's "check the whole
+/// workspace", so no client converts positions or severities itself.
+/// `index` must reach the furthest label of `d` (see
+/// `qflow_model::diagnostic::furthest`).
+pub fn diagnostic_in(text: &str, index: &LineIndex, uri: &Uri, d: &Diagnostic) -> lsp::Diagnostic {
     let mut message = d.message.clone();
     if let Some(help) = &d.help {
         message.push_str("\nhelp: ");
@@ -67,12 +85,12 @@ pub fn diagnostic(snap: &Snapshot, uri: &Uri, d: &Diagnostic) -> lsp::Diagnostic
         .related
         .iter()
         .map(|l| lsp::DiagnosticRelatedInformation {
-            location: location(snap, uri, l.span),
+            location: lsp::Location::new(uri.clone(), range_in(text, index, l.span)),
             message: l.message.clone(),
         })
         .collect();
     lsp::Diagnostic {
-        range: range(snap, d.primary.span),
+        range: range_in(text, index, d.primary.span),
         severity: Some(severity(d.severity)),
         code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
         code_description: d
@@ -293,4 +311,22 @@ pub fn completion_response(snap: &Snapshot, c: &Completions) -> lsp::CompletionR
     } else {
         lsp::CompletionResponse::Array(items)
     }
+}
+
+/// The `file:` URI of a path (made absolute against the working
+/// directory), as an editor names the document.
+pub fn file_uri(path: &std::path::Path) -> Option<Uri> {
+    let path = std::path::absolute(path).ok()?;
+    Uri::from_file_path(&path)
+}
+
+/// One verdict of a file on disk as the JSON of an LSP diagnostic
+/// ([`diagnostic_in`]), for `qflow check --format lsp`.
+pub fn diagnostic_json(
+    text: &str,
+    index: &LineIndex,
+    uri: &Uri,
+    d: &Diagnostic,
+) -> serde_json::Value {
+    serde_json::to_value(diagnostic_in(text, index, uri, d)).expect("an LSP diagnostic serializes")
 }

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use tower_lsp_server::{ClientSocket, LspService};
 
 pub use server::{Backend, Config};
+pub use tower_lsp_server::ls_types::Uri;
 
 /// A language server service and its client socket, plus the flag that says
 /// whether the client asked for `shutdown` (the exit code depends on it).

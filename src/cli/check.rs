@@ -21,6 +21,11 @@ pub enum Format {
     Json,
     /// A SARIF 2.1.0 log on stdout, for code-scanning tools.
     Sarif,
+    /// A JSON array with one LSP `publishDiagnostics` parameter object
+    /// (`uri`, `diagnostics`) per file checked, an empty list for a clean
+    /// file: what an editor's "check the whole workspace" shows as is, with
+    /// UTF-16 ranges, severities and links as the language server gives them.
+    Lsp,
 }
 
 use super::color::Stream;
@@ -183,6 +188,18 @@ pub fn run(args: Args) -> ExitCode {
     };
     let mut json = Vec::new();
     let mut sarif = super::sarif::Log::default();
+    // Per file shown: its URI and its diagnostics as the editor takes them.
+    let published: RefCell<Vec<(String, qflow_lsp::Uri, Vec<serde_json::Value>)>> =
+        RefCell::default();
+    let publish_to = |shown: &str| -> Option<usize> {
+        let mut p = published.borrow_mut();
+        if let Some(i) = p.iter().position(|(s, _, _)| s == shown) {
+            return Some(i);
+        }
+        let uri = qflow_lsp::convert::file_uri(Path::new(shown))?;
+        p.push((shown.to_string(), uri, Vec::new()));
+        Some(p.len() - 1)
+    };
     let (mut errors, mut warnings, mut others, mut unreadable, mut hidden) =
         (0usize, 0usize, 0usize, 0usize, 0usize);
     let mut reported: Vec<PathBuf> = Vec::new();
@@ -202,6 +219,13 @@ pub fn run(args: Args) -> ExitCode {
         match args.format {
             Format::Json => json.push(d.to_json(shown, text, index)),
             Format::Sarif => sarif.push(d, shown, text, index),
+            Format::Lsp => {
+                if let Some(i) = publish_to(shown) {
+                    let mut p = published.borrow_mut();
+                    let (_, uri, out) = &mut p[i];
+                    out.push(qflow_lsp::convert::diagnostic_json(text, index, uri, d));
+                }
+            }
             // Hints come by the dozen on a newcomer's model: one line per
             // code and file, listed in full with -v.
             Format::Human if d.severity == Severity::Hint && !args.verbose => {
@@ -257,6 +281,10 @@ pub fn run(args: Args) -> ExitCode {
                 emit(&shown, &file.text, &index, d);
             }
         }
+        if args.format == Format::Lsp {
+            // A clean file is listed too: its stale findings are cleared.
+            publish_to(&shown);
+        }
         let (text, analysis) = qflow_engine::analyze_bytes_with(&bytes, &config.settings);
         // Only the lines the reports name: a large model's findings are
         // few, and indexing all of its lines was 3 % of a whole check.
@@ -288,6 +316,19 @@ pub fn run(args: Args) -> ExitCode {
             "{}",
             serde_json::to_string_pretty(&sarif.finish()).expect("a SARIF log serializes")
         ),
+        Format::Lsp => {
+            let files: Vec<serde_json::Value> = published
+                .into_inner()
+                .into_iter()
+                .map(|(_, uri, diagnostics)| {
+                    serde_json::json!({ "uri": uri.as_str(), "diagnostics": diagnostics })
+                })
+                .collect();
+            println!(
+                "{}",
+                serde_json::to_string(&files).expect("diagnostics serialize")
+            )
+        }
         Format::Human => {
             for by in &configured {
                 println!("note: {by}");

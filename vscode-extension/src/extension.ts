@@ -17,12 +17,10 @@ import {
   batches,
   checkArgv,
   checkSummary,
-  checkToDiagnostics,
   commandLine,
   consoleArgs,
   parseCheckOutput,
   runArgs,
-  type CheckEntry,
 } from './commands';
 import {
   DIAGRAM_REQUEST,
@@ -277,7 +275,7 @@ async function runModel(studio: Studio, arg: unknown): Promise<void> {
   terminal.sendText(commandLine(runArgs(binary, uri.fsPath)));
 }
 
-function runCheck(binary: string, files: readonly string[]): Promise<CheckEntry[]> {
+function runCheck(binary: string, files: readonly string[]): Promise<Map<string, LspDiagnostic[]>> {
   return new Promise((resolve, reject) => {
     execFile(binary, checkArgv(files), { maxBuffer: 256 * 1024 * 1024, encoding: 'utf8' }, (error, stdout, stderr) => {
       // Exit 1 means "errors found" and 2 "a file was unreadable": both still print the JSON.
@@ -313,7 +311,7 @@ function toVscodeDiagnostic(d: LspDiagnostic): vscode.Diagnostic {
   return out;
 }
 
-/** Every model in the workspace through `qflow check --format json`, into the Problems panel. */
+/** Every model in the workspace through `qflow check --format lsp`, into the Problems panel. */
 async function checkWorkspace(studio: Studio): Promise<void> {
   const binary = studio.binaryForCommand();
   if (!binary) {
@@ -329,11 +327,13 @@ async function checkWorkspace(studio: Studio): Promise<void> {
     const results = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `qflow: checking ${files.length} models` },
       async () => {
-        const entries: CheckEntry[] = [];
+        const all = new Map<string, LspDiagnostic[]>();
         for (const batch of batches(files)) {
-          entries.push(...(await runCheck(binary, batch)));
+          for (const [uri, diagnostics] of await runCheck(binary, batch)) {
+            all.set(uri, [...(all.get(uri) ?? []), ...diagnostics]);
+          }
         }
-        return checkToDiagnostics(entries, (p) => fs.readFileSync(p));
+        return all;
       },
     );
     studio.checkResults.clear();
