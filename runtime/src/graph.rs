@@ -164,15 +164,79 @@ impl Graph {
         self.nodes.get(id)
     }
 
-    /// Compile the first executable process of an accepted model.
+    /// Compile the executable process of an accepted model: its only one.
+    /// A document with several is refused, each named, rather than running
+    /// the first and leaving the reader to guess which ran (the scenario
+    /// check would then blame the other's tasks): name one with
+    /// [`Graph::compile_named`].
     pub fn compile(defs: &Definitions) -> Result<Graph, GraphError> {
-        let process = defs.executable_processes().next().ok_or_else(|| {
-            gerr(
-                "process",
-                "no executable process: mark one isExecutable=\"true\" in a document that declares xmlns:q=\"urn:qflow:bpmn:1\"",
-            )
-        })?;
-        compile_process(defs, process)
+        Self::compile_named(defs, None)
+    }
+
+    /// Compile the executable process `process` names, or with `None` the
+    /// only one (refusing a document with several).
+    pub fn compile_named(defs: &Definitions, process: Option<&str>) -> Result<Graph, GraphError> {
+        let runnable: Vec<&Process> = defs.executable_processes().collect();
+        let id_of = |p: &Process| p.id.as_ref().map_or("process", |a| &*a.value).to_string();
+        let named = |ps: &[&Process]| {
+            ps.iter()
+                .map(|p| format!("`{}`", id_of(p)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let chosen = match (process, runnable.as_slice()) {
+            (_, []) => {
+                return Err(gerr(
+                    "process",
+                    "no executable process: mark one isExecutable=\"true\" in a document that declares xmlns:q=\"urn:qflow:bpmn:1\"",
+                ))
+            }
+            (None, [only]) => *only,
+            (None, several) => {
+                return Err(gerr(
+                    "process",
+                    format!(
+                        "the document has {} executable processes ({}): name the one to run (--process ID)",
+                        several.len(),
+                        named(several)
+                    ),
+                ))
+            }
+            (Some(id), all) => match all.iter().find(|p| id_of(p) == id) {
+                Some(p) => *p,
+                None => {
+                    let declared = defs
+                        .processes
+                        .iter()
+                        .any(|p| p.id.as_ref().is_some_and(|a| &*a.value == id));
+                    return Err(gerr(
+                        "process",
+                        if declared {
+                            format!(
+                                "process `{id}` is not executable (isExecutable=\"true\" is missing); executable: {}",
+                                named(all)
+                            )
+                        } else {
+                            format!("no process `{id}` in the document; executable: {}", named(all))
+                        },
+                    ));
+                }
+            },
+        };
+        compile_process(defs, chosen)
+    }
+
+    /// The document as run for `process` alone: the others are left as
+    /// they are but not executable, so every later compile (the run's, the
+    /// console's, the deployment's) takes that one. Refused, with the
+    /// executable ones named, when `process` is not one of them.
+    pub fn choose_process(defs: &Definitions, process: &str) -> Result<Definitions, GraphError> {
+        Self::compile_named(defs, Some(process))?;
+        let mut only = defs.clone();
+        for p in &mut only.processes {
+            p.is_executable = p.id.as_ref().is_some_and(|a| &*a.value == process);
+        }
+        Ok(only)
     }
 }
 

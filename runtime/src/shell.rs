@@ -354,5 +354,11 @@ pub fn deployed_graph(store: &Store, deployment: i64) -> Result<Graph, RunError>
             ),
         })
     })?;
+    // A document with several executable processes was deployed for one of
+    // them (`run --process`): the deployment row names which.
+    if defs.executable_processes().nth(1).is_some() {
+        let process = store.deployment(deployment)?.map(|d| d.process_id);
+        return Ok(Graph::compile_named(&defs, process.as_deref())?);
+    }
     Ok(Graph::compile(&defs)?)
 }

@@ -48,6 +48,11 @@ pub enum ClockKind {
 pub struct Args {
     /// The BPMN model to run.
     pub model: PathBuf,
+    /// Which executable process of the document to run, by its id; needed
+    /// when the document has more than one (the run is refused otherwise,
+    /// naming them).
+    #[arg(long, value_name = "ID")]
+    pub process: Option<String>,
     /// A scenario (JSON) scripting handlers and external events (docs/run.md).
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
@@ -202,7 +207,24 @@ pub fn run(args: Args) -> ExitCode {
         let by = config.configured(refusals.iter().copied());
         return refuse(format, &shown, &text, &refusals, by.as_deref());
     }
-    let defs = analysis.definitions.expect("checked above");
+    let mut defs = analysis.definitions.expect("checked above");
+    // One process of several (`--process`), or the document's only one; a
+    // document with several and no `--process` is refused here, before a
+    // scenario check could blame the other process's tasks.
+    match &args.process {
+        Some(id) => match Graph::choose_process(&defs, id) {
+            Ok(only) => defs = only,
+            Err(e) => return fail(format, Why::Usage, format!("--process {id}: {}", e.message)),
+        },
+        None => {
+            if let (true, Err(e)) = (
+                defs.executable_processes().nth(1).is_some(),
+                Graph::compile(&defs),
+            ) {
+                return fail(format, Why::Usage, format!("{shown}: {}", e.message));
+            }
+        }
+    }
     // A model the runtime cannot execute is reported when the run opens it.
     let graph = Graph::compile(&defs).ok();
     let expect = match args.expect.as_deref().map(Expectation::parse) {
