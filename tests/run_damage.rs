@@ -236,6 +236,37 @@ fn a_frontier_token_that_does_not_decode_fails_the_instance_and_keeps_the_bytes(
     let (status, bytes) = stored(&db, "p-1");
     assert_eq!(status, "failed");
     assert_eq!(bytes, damaged, "the stored bytes are kept untouched");
+    // `qflow show` never calls a node of it completed, and its repair line
+    // is not a migrate that would be refused.
+    let shown = qflow(dir, &["show", "p-1", "--db", &db]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        !text.contains("completed") && text.contains("auth  call       unknown"),
+        "{text}"
+    );
+    assert!(
+        text.contains("correct it in the database first") && !text.contains("--to MODEL"),
+        "{text}"
+    );
+    let shown = qflow(dir, &["show", "p-1", "--db", &db, "--format", "json"]);
+    let v: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let states: Vec<(&str, &str)> = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["node"].as_str().unwrap(), n["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        [("s", "unknown"), ("auth", "unknown"), ("e", "idle")],
+        "{v}"
+    );
+    let refused = qflow(dir, &["migrate", "p-1", "--to", "1", "--db", &db]);
+    assert_ne!(
+        refused.status.code(),
+        Some(0),
+        "migrate refuses it, as show says"
+    );
 }
 
 fn snapshot_bytes_that_are_not_an_object_fail_that_instance_and_the_others_are_served(

@@ -363,6 +363,7 @@ fn state_of(s: &NodeState) -> (&'static str, Option<i64>) {
         NodeState::Joined => ("joined", None),
         NodeState::Failed => ("failed", None),
         NodeState::Completed => ("completed", None),
+        NodeState::Unknown => ("unknown", None),
     }
 }
 
@@ -530,10 +531,19 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
                     .unwrap_or_default();
                 out.push(format!("         last failure: {class}{m}"));
             }
-            out.push(format!(
-                "repair   qflow migrate {} --to MODEL|DEPLOYMENT --db {db} --dry-run   (then without --dry-run, then qflow resume {} --db {db})",
-                i.id, i.id
-            ));
+            // A damaged snapshot is refused by migrate until its bytes are
+            // corrected: say that, not a command that would be refused.
+            if f.code == qflow_engine::instance::codes::SNAPSHOT_DAMAGED {
+                out.push(format!(
+                    "repair   the stored snapshot is damaged (shown below as stored; the incident says what is wrong): correct it in the database first, since migrate refuses it until then; then qflow migrate {} --to {} --db {db} --dry-run, and qflow resume {} --db {db}",
+                    i.id, i.deployment_id, i.id
+                ));
+            } else {
+                out.push(format!(
+                    "repair   qflow migrate {} --to MODEL|DEPLOYMENT --db {db} --dry-run   (then without --dry-run, then qflow resume {} --db {db})",
+                    i.id, i.id
+                ));
+            }
         }
         _ => {
             let waits = match &i.waiting {

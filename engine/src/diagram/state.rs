@@ -46,6 +46,10 @@ pub fn state_of(diagram: &Diagram, inspection: &Inspection) -> DiagramState {
                 }),
             ),
             NodeState::Completed => ("done", None),
+            NodeState::Unknown => (
+                "unknown",
+                Some("state unknown: the snapshot is damaged".to_string()),
+            ),
         };
         let incident = inspection
             .incidents

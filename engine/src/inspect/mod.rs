@@ -251,7 +251,11 @@ impl Inspection {
             Status::Running | Status::Waiting => Some(waiting(&snap, &timers, start)),
             _ => None,
         };
-        let nodes = nodes::nodes(graph, &snap, row.status, &timers, &history, start);
+        let damaged = row.status == Status::Failed
+            && failure
+                .as_ref()
+                .is_some_and(|f| f.code == qflow_instance::codes::SNAPSHOT_DAMAGED);
+        let nodes = nodes::nodes(graph, &snap, row.status, &timers, &history, start, damaged);
         let schedules = schedule::plans(graph, id, &snap, &nodes, &timers, &history, start);
         let snapshot = snap
             .entries()

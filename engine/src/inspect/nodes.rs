@@ -47,6 +47,10 @@ pub enum NodeState {
     Failed,
     /// Executed and left.
     Completed,
+    /// Reached (its history says so), but where the instance stands is not
+    /// known: the snapshot is damaged (`q.snapshot.damaged`), and a lenient
+    /// reading would call every such node completed.
+    Unknown,
 }
 
 /// One node of the model and where it stands.
@@ -80,6 +84,7 @@ pub(super) fn nodes(
     armed: &[TimerInfo],
     history: &[HistoryItem],
     start: i64,
+    damaged: bool,
 ) -> Vec<NodeInspection> {
     let failure = snap.failure();
     let tokens = snap.frontier();
@@ -102,6 +107,7 @@ pub(super) fn nodes(
             status == Status::Failed && failure.as_ref().is_some_and(|f| f.node == id);
         let state = match token.map(|t| t.state) {
             _ if failed_here => NodeState::Failed,
+            _ if damaged && visited.contains(id.as_str()) => NodeState::Unknown,
             Some(TokenState::Ready) => NodeState::Active,
             Some(TokenState::Backoff) => NodeState::Parked {
                 eligible_at_ms: any_due.unwrap_or(last_ms),

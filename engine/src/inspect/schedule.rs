@@ -140,6 +140,7 @@ fn plan(
     let finished = matches!(
         node.state,
         NodeState::Completed
+            | NodeState::Unknown
             | NodeState::Failed
             | NodeState::Idle
             | NodeState::WaitingReconciliation

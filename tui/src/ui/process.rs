@@ -128,5 +128,6 @@ pub fn state_text(s: &NodeState, now_ms: i64, short: bool) -> (String, Style) {
         NodeState::Joined => ("joined".into(), Style::new().fg(Color::Blue)),
         NodeState::Failed => ("FAILED".into(), failed_style()),
         NodeState::Completed => ("done".into(), ok_style()),
+        NodeState::Unknown => ("unknown: snapshot damaged".into(), failed_style()),
     }
 }
