@@ -23,6 +23,7 @@ crate::on_both_stores!(
     a_model_that_does_not_fit_the_deployment_is_refused,
     a_database_without_the_process_is_refused,
     stats_forecasts_the_instances_reaching_failed_per_hour,
+    the_consoles_fleet_view_shows_the_forecast,
 );
 
 fn last_json(out: &str) -> Value {
@@ -349,4 +350,18 @@ fn stats_forecasts_the_instances_reaching_failed_per_hour(fresh: &Fresh) {
     assert_eq!(v["exhaustion_forecast"][0]["hours"], json!([]));
     let (_, human, _) = qflow(&["stats", "--db", &db]);
     assert!(human.contains("2 held by a pause or quarantine"), "{human}");
+}
+
+fn the_consoles_fleet_view_shows_the_forecast(fresh: &Fresh) {
+    let db = fleet(fresh);
+    let (code, frame, err) = qflow(&["console", "--db", &db, "--headless", "", "--size", "120x36"]);
+    assert_eq!(code, 0, "{err}");
+    let line = frame
+        .lines()
+        .find(|l| l.contains("exhaustion forecast"))
+        .unwrap_or_else(|| panic!("no forecast in the fleet view:\n{frame}"));
+    assert!(
+        line.contains("payments.charge: 2 of 2 in 24 h, most (2) in 13h"),
+        "{line}"
+    );
 }
