@@ -24,6 +24,7 @@ crate::on_both_stores!(
     a_database_without_the_process_is_refused,
     stats_forecasts_the_instances_reaching_failed_per_hour,
     the_consoles_fleet_view_shows_the_forecast,
+    the_forecast_is_what_the_runtime_then_decides,
 );
 
 fn last_json(out: &str) -> Value {
@@ -364,4 +365,71 @@ fn the_consoles_fleet_view_shows_the_forecast(fresh: &Fresh) {
         line.contains("payments.charge: 2 of 2 in 24 h, most (2) in 13h"),
         "{line}"
     );
+}
+
+/// With jitter (drawn per instance, node and attempt), the forecast of a
+/// park is what the runtime then does: the same FAILED instant, and the
+/// same attempts per minute, observed by letting the instance run on.
+fn the_forecast_is_what_the_runtime_then_decides(fresh: &Fresh) {
+    let db = fresh.db();
+    let model = std::fs::read_to_string(DBG08)
+        .unwrap()
+        .replace(r#"jitter="none""#, r#"jitter="full""#);
+    let path = fresh.dir().join("jittered.bpmn");
+    std::fs::write(&path, model).unwrap();
+    let path = path.to_str().unwrap();
+    let (code, _, err) = qflow(&[
+        "run",
+        path,
+        "--scenario",
+        SCENARIO,
+        "--db",
+        &db,
+        "--until",
+        "PT30S",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // The what-if of the model it runs: the forecast now.
+    let (code, out, err) = qflow(&["simulate", "--from", &db, "--model", path, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v = last_json(&out);
+    let now = v["now_ms"].as_i64().unwrap();
+    let forecast = at_ms(&v["instances"][0]["exhausts"]);
+    assert_eq!(v["instances"][0]["change"], "same");
+    let curve: Vec<u64> = v["attempts_per_minute"][0]["now"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    let (code, out, err) = qflow(&[
+        "resume",
+        "dbg08-1",
+        "--db",
+        &db,
+        "--scenario",
+        SCENARIO,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let ms = |l: &Value| (l["at_s"].as_f64().unwrap() * 1000.0).round() as i64;
+    let failed = lines
+        .iter()
+        .find(|l| l["kind"] == "failed")
+        .unwrap_or_else(|| panic!("it fails: {out}"));
+    assert_eq!(failed["reason"], "exhausted");
+    assert_eq!(ms(failed), forecast, "{out}");
+    let mut observed = vec![0u64; curve.len()];
+    for l in lines.iter().filter(|l| l["kind"] == "attempt") {
+        let m = ((ms(l) - now) / 60_000) as usize;
+        observed[m] += 1;
+    }
+    assert_eq!(observed, curve);
+    let (_, out, _) = qflow(&["stats", "--db", &db, "--format", "json"]);
+    assert_eq!(last_json(&out)["exhaustion_forecast"], json!([]), "{out}");
 }
