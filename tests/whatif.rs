@@ -343,6 +343,15 @@ fn stats_forecasts_the_instances_reaching_failed_per_hour(fresh: &Fresh) {
         "{human}"
     );
     assert!(human.contains("hour  13  from +13h 1m"), "{human}");
+    // And in the HTML report's summary.
+    let report = fresh.dir().join("stats.html");
+    let (code, _, err) = qflow(&["stats", "--db", &db, "--report", report.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        html.contains("reaching FAILED if payments.charge stays down</td><td>2 of 2 parked within 24 h; hour 13 (from +13h 1m): 2"),
+        "{html}"
+    );
     // Held by a pause, they make no attempt: counted apart.
     let (code, _, err) = qflow(&["pause", "--db", &db, "--dependency", "payments.charge"]);
     assert_eq!(code, 0, "{err}");

@@ -94,7 +94,7 @@ pub fn run(args: Args) -> ExitCode {
         log.remove(0);
     }
     if let Some(path) = &args.report {
-        let html = match html_report(&store, &obs, &args) {
+        let html = match html_report(&store, &obs, &args, &forecast) {
             Ok(h) => h,
             Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
         };
@@ -149,6 +149,7 @@ fn html_report(
     store: &Store,
     o: &Observations,
     args: &Args,
+    forecast: &Forecast,
 ) -> Result<String, qflow_engine::store::StoreError> {
     use qflow_engine::policy::projection;
     let per_minute = store.attempts_per_minute()?;
@@ -207,6 +208,31 @@ fn html_report(
         ));
     }
     summary.push(("quarantined".into(), group(o.quarantined)));
+    for d in &forecast.dependencies {
+        let mut words = vec![format!(
+            "{} of {} parked within {} h",
+            group(d.failed()),
+            group(d.parked),
+            forecast.hours
+        )];
+        words.extend(d.hours.iter().map(|h| {
+            format!(
+                "hour {} (from {}): {}",
+                h.hour,
+                crate::cli::contain::instant(h.hour_start_ms),
+                group(h.failed)
+            )
+        }));
+        for (n, what) in [(d.later, "later"), (d.never, "never"), (d.held, "held")] {
+            if n > 0 {
+                words.push(format!("{} {what}", group(n)));
+            }
+        }
+        summary.push((
+            format!("reaching FAILED if {} stays down", d.dependency),
+            words.join("; "),
+        ));
+    }
     if o.late.decisions > 0 {
         summary.push((
             "late decisions".into(),
