@@ -697,4 +697,57 @@ mod tests {
         assert_eq!(load.peak("payments.charge"), 1);
         assert_eq!(load.minutes(), 24 * 60);
     }
+
+    /// A rate-limited failure's recorded wait is the provider's: re-decided,
+    /// it is capped by the edited policy's cap, not replaced by its backoff.
+    #[test]
+    fn a_rate_limited_park_keeps_its_providers_wait_under_the_edits_cap() {
+        use qflow_instance::history::{AttemptOutcome, Park, TaskAttempt, Then};
+        use qflow_instance::Secs;
+        let line = Line {
+            at_s: Secs(0),
+            node: Some("charge".into()),
+            event: HistoryEvent::Attempt(Attempt::Task(TaskAttempt {
+                attempt: 1,
+                task: "payments.charge".into(),
+                outcome: AttemptOutcome::Failed,
+                code: Some("q.handler.http-429".into()),
+                class: Some(FailureClass::RateLimited),
+                then: Some(Then::Backoff),
+                park: Some(Park {
+                    next_attempt: 2,
+                    next_at_s: Secs(600_000),
+                    delay_s: Secs(600_000),
+                }),
+                to: None,
+                message: None,
+            })),
+        };
+        let mut snap = Snapshot::default();
+        snap.set_attempts("charge", 1);
+        snap.set_first_attempt_ms("charge", 0);
+        let row = RetryPark {
+            timer: 7,
+            instance: "i-1".into(),
+            deployment_id: 1,
+            process_id: "dbg08".into(),
+            node: "charge".into(),
+            due_ms: 600_000,
+            dependency: Some("payments.charge".into()),
+            class: Some("rate-limited".into()),
+            held: false,
+            snapshot: snap.encode(),
+            started_ms: 0,
+            failed_ms: Some(0),
+            failure_line: Some(serde_json::to_string(&line).unwrap()),
+        };
+        let park = Parked::of(&row);
+        assert_eq!((park.made, park.first_ms), (1, 0));
+        let f = park.failure.clone().unwrap();
+        assert_eq!(f.retry_after, Some(Duration::from_secs(600)));
+        let mut capped = policy("6", "PT1M");
+        capped.max_delay = Some(Duration::from_secs(300));
+        assert_eq!(redecide(&np(&capped), &park, &f), Ok(300_000));
+        assert_eq!(redecide(&np(&policy("6", "PT1M")), &park, &f), Ok(600_000));
+    }
 }
