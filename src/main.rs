@@ -38,7 +38,8 @@ enum Command {
     Lsp(cli::lsp::Args),
     /// Draw a model as an SVG diagram, with an instance's state on it (--db, --instance).
     Render(cli::render::Args),
-    /// Simulate an outage over N real instances on the virtual clock (group commit, flat memory).
+    /// Simulate an outage over N real instances on the virtual clock (group commit, flat memory),
+    /// or (--from DB --model EDITED.bpmn) what an edited policy does to a live store's parked retries.
     Simulate(cli::simulate::Args),
     /// A model's retry policies for N jobs failing together: scheduled attempts, worst case, peak per minute.
     Project(cli::project::Args),

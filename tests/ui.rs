@@ -143,6 +143,14 @@ fn the_fleet_page_links_each_failed_instance_and_loads_nothing_from_another_host
     assert!(fleet.body.contains("3 failed"), "{}", fleet.body);
     assert!(fleet.body.contains("payments.charge"));
     assert!(fleet.body.contains("DEPENDENCY_DOWN"));
+    // The parked one is forecast: it reaches FAILED within the day.
+    assert!(
+        fleet.body.contains("id=\"exhaustion-forecast\""),
+        "{}",
+        fleet.body
+    );
+    assert!(fleet.body.contains("data-failed=\"1\""), "{}", fleet.body);
+    assert!(fleet.body.contains("1 of 1 within 24 h"), "{}", fleet.body);
     // Each failed instance is one link away: the latest are on the page.
     for id in ["dbg08-1", "dbg08-2", "dbg08-3"] {
         assert!(

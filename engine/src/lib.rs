@@ -31,6 +31,7 @@ pub use qflow_store as store;
 pub mod dependencies;
 pub mod diagram;
 pub mod embed;
+pub mod forecast;
 pub mod handlers;
 pub mod inspect;
 pub mod local;

@@ -115,7 +115,7 @@ fn resolve(store: &Store, target: &Target) -> Result<Resolved, RepairError> {
 }
 
 /// What the instance holds beside its snapshot (outbox rows, correlations).
-fn holdings(store: &Store, instance: &str) -> Result<Holdings, StoreError> {
+pub(crate) fn holdings(store: &Store, instance: &str) -> Result<Holdings, StoreError> {
     Ok(Holdings {
         outbox: store
             .outbox(instance)?

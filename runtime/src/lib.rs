@@ -27,6 +27,7 @@ pub use qflow_model::condition;
 pub mod decide;
 pub mod driver;
 pub mod fleet;
+pub mod forecast;
 pub mod graph;
 pub mod lanes;
 pub mod migrate;

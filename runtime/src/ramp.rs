@@ -251,7 +251,8 @@ pub struct Load {
 }
 
 impl Load {
-    fn add(&mut self, dependency: &str, minute: usize) {
+    /// Count one attempt of `dependency` in `minute`.
+    pub fn add(&mut self, dependency: &str, minute: usize) {
         let v = self.per_minute.entry(dependency.to_string()).or_default();
         if v.len() <= minute {
             v.resize(minute + 1, 0);

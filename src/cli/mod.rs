@@ -20,4 +20,5 @@ pub mod simulate;
 pub mod stats;
 pub mod test;
 pub mod ui;
+pub mod whatif;
 pub mod wire;

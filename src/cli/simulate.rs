@@ -28,18 +28,60 @@ use crate::cli::run::json_line;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The BPMN model whose instances to simulate.
-    pub model: PathBuf,
+    #[arg(required_unless_present = "from", conflicts_with = "from")]
+    pub model: Option<PathBuf>,
     /// How many instances to start (together at virtual time 0, or over
     /// --arrivals).
-    #[arg(long, value_name = "N")]
-    pub jobs: usize,
+    #[arg(
+        long,
+        value_name = "N",
+        required_unless_present = "from",
+        conflicts_with = "from"
+    )]
+    pub jobs: Option<usize>,
     /// How long every dependency (a registered task's, a channel call's) is
     /// down, from the start (2h, 90m, or ISO 8601: PT2H, P1D, PT90M).
-    #[arg(long, value_name = "DURATION")]
-    pub outage: String,
+    #[arg(
+        long,
+        value_name = "DURATION",
+        required_unless_present = "from",
+        conflicts_with = "from"
+    )]
+    pub outage: Option<String>,
+    /// What-if on a live store: re-decide every parked retry of this
+    /// database (a SQLite file or a postgres:// URL, opened read-only:
+    /// nothing is written) under the edited model given with --model.
+    #[arg(long, value_name = "DB", requires = "edited")]
+    pub from: Option<Location>,
+    /// With --from: the edited model whose policies to re-decide the parks
+    /// under (an edit of the deployed process: its nodes must match the
+    /// deployment's, as for `qflow migrate`).
+    #[arg(
+        long = "model",
+        id = "edited",
+        value_name = "EDITED.bpmn",
+        requires = "from"
+    )]
+    pub edited: Option<PathBuf>,
+    /// With --from: the process of the edited model (and of the database)
+    /// to re-decide; default: the model's first executable process.
+    #[arg(long, value_name = "ID", requires = "from")]
+    pub process: Option<String>,
+    /// With --from: only the instances of this deployment (default: every
+    /// deployment of the process).
+    #[arg(long, value_name = "N", requires = "from")]
+    pub deployment: Option<i64>,
+    /// With --from: a node of the deployment that the edited model renames
+    /// (OLD=NEW), as `qflow migrate --map` takes it. Repeatable; without it
+    /// the migration planner's suggestion is used.
+    #[arg(long, value_name = "OLD=NEW", requires = "from")]
+    pub map: Vec<String>,
+    /// JSON on stdout: the same as --format json.
+    #[arg(long)]
+    pub json: bool,
     /// Keep the instances in this database (a SQLite file, created if
     /// missing, or a postgres:// URL); else a temporary one, removed at the end.
-    #[arg(long, value_name = "DB")]
+    #[arg(long, value_name = "DB", conflicts_with = "from")]
     pub db: Option<Location>,
     /// Instances decided and committed together (one transaction each way).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_BATCH)]
@@ -48,21 +90,25 @@ pub struct Args {
     /// over the outage, the backlog's age, each policy's schedule, the
     /// process diagram.
     /// `-` writes it to standard output (the summary then goes to stderr).
-    #[arg(long, value_name = "FILE.html")]
+    #[arg(long, value_name = "FILE.html", conflicts_with = "from")]
     pub report: Option<PathBuf>,
     /// Start the instances evenly over this window instead of all at
     /// virtual time 0 (10m, PT10M).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", conflicts_with = "from")]
     pub arrivals: Option<String>,
     /// A partial outage: the share of requests that fail during the outage
     /// (0.3 or 30%; 1, every one, by default), or one dependency's
     /// (bank=0.3). Repeatable.
-    #[arg(long = "error-rate", value_name = "RATE|DEPENDENCY=RATE")]
+    #[arg(
+        long = "error-rate",
+        value_name = "RATE|DEPENDENCY=RATE",
+        conflicts_with = "from"
+    )]
     pub error_rate: Vec<String>,
     /// A capacity-limited counterpart: the dependency serves N requests a
     /// minute of virtual time and answers 429 with Retry-After to those
     /// above (bank=100/min). Repeatable.
-    #[arg(long, value_name = "DEPENDENCY=N/min")]
+    #[arg(long, value_name = "DEPENDENCY=N/min", conflicts_with = "from")]
     pub capacity: Vec<String>,
     /// Mixed into the partial outage's draws (the same seed fails the same
     /// requests).
@@ -71,24 +117,36 @@ pub struct Args {
     /// Hold the result to this expectation (`exhausted <= 1%`,
     /// `peak(bank) <= 500/min`, `requests(bank) <= 10000`): exit 3 when one
     /// fails. Repeatable.
-    #[arg(long, value_name = "EXPR")]
+    #[arg(long, value_name = "EXPR", conflicts_with = "from")]
     pub expect: Vec<String>,
     /// Write every decision's history lines here, one JSON object a line
     /// (with the instance and the virtual instant): a trace to keep as a
     /// golden. `-` writes it to standard output (the summary then goes to
     /// stderr).
-    #[arg(long, value_name = "FILE.jsonl")]
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with = "from")]
     pub trace: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
 }
 
+impl Args {
+    /// The model simulated (present unless --from: clap requires it).
+    fn model(&self) -> &std::path::Path {
+        self.model.as_deref().unwrap_or(std::path::Path::new(""))
+    }
+
+    /// The jobs started (present unless --from).
+    fn jobs(&self) -> usize {
+        self.jobs.unwrap_or(0)
+    }
+}
+
 /// The simulation's plan from the arguments, or the exit of a refused one
 /// (exit 2, naming the flag, the value and the fix).
 fn plan(args: &Args, outage: Duration, format: Format) -> Result<Plan, ExitCode> {
     let usage = |m: String| fail(format, 2, "usage", m);
-    let mut plan = Plan::new(args.jobs, outage, args.batch.max(1));
+    let mut plan = Plan::new(args.jobs(), outage, args.batch.max(1));
     if let Some(a) = &args.arrivals {
         plan.arrivals = qflow_engine::duration::parse_input(a)
             .map_err(|e| usage(format!("--arrivals {a}: {e}")))?;
@@ -131,7 +189,13 @@ fn expectations(
     Ok(out)
 }
 
-pub fn run(args: Args) -> ExitCode {
+pub fn run(mut args: Args) -> ExitCode {
+    if args.json {
+        args.format = Format::Json;
+    }
+    if args.from.is_some() {
+        return crate::cli::whatif::run(&args);
+    }
     let format = args.format;
     if format == Format::Json
         && args
@@ -162,7 +226,11 @@ pub fn run(args: Args) -> ExitCode {
             "--trace - would share standard output with the report or the JSON summary: give the trace a file name",
         );
     }
-    let outage = match crate::cli::ops::outage_and_jobs(&args.outage, args.jobs as u64, format) {
+    let outage = match crate::cli::ops::outage_and_jobs(
+        args.outage.as_deref().unwrap_or_default(),
+        args.jobs() as u64,
+        format,
+    ) {
         Ok(d) => d,
         Err(code) => return code,
     };
@@ -179,7 +247,7 @@ pub fn run(args: Args) -> ExitCode {
             };
         }
     }
-    let (_, text, defs) = match crate::cli::ops::read_definitions(&args.model, format) {
+    let (_, text, defs) = match crate::cli::ops::read_definitions(args.model(), format) {
         Ok(read) => read,
         Err(code) => return code,
     };
@@ -225,7 +293,7 @@ pub fn run(args: Args) -> ExitCode {
         Err(e) => return fail(format, 2, "store", e),
     };
     let bar = (format == Format::Human && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new(args.jobs as u64);
+        let bar = indicatif::ProgressBar::new(args.jobs() as u64);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
                 "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} finished  {msg}",
@@ -399,8 +467,8 @@ fn html_report(
     let obs = store.observations()?;
     let t = &r.totals;
     let mut summary = vec![
-        ("model".to_string(), args.model.display().to_string()),
-        ("jobs".into(), group(args.jobs as u64)),
+        ("model".to_string(), args.model().display().to_string()),
+        ("jobs".into(), group(args.jobs() as u64)),
         (
             "outage".into(),
             format!(
@@ -446,11 +514,15 @@ fn html_report(
     let deployments = store.deployments()?;
     let deployment_of = |process: &str| deployments.iter().rev().find(|d| d.process_id == process);
     let owner = |process: &str| match deployment_of(process) {
-        Some(d) => format!("deployment {} ({process}, {})", d.id, args.model.display()),
-        None => format!("{process} ({})", args.model.display()),
+        Some(d) => format!(
+            "deployment {} ({process}, {})",
+            d.id,
+            args.model().display()
+        ),
+        None => format!("{process} ({})", args.model().display()),
     };
     let policies: Vec<(String, projection::NodeProjection)> =
-        projection::of_model(defs, args.jobs as u64, outage)
+        projection::of_model(defs, args.jobs() as u64, outage)
             .into_iter()
             .map(|p| (owner(&p.process_id), p))
             .collect();
@@ -476,7 +548,7 @@ fn html_report(
     Ok(crate::cli::report::html(&crate::cli::report::Report {
         title: format!(
             "qflow simulate: {} jobs through a {} outage",
-            group(args.jobs as u64),
+            group(args.jobs() as u64),
             qflow_engine::duration::to_words(outage)
         ),
         summary,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use qflow_engine::duration::compact_ms;
+use qflow_engine::runtime::forecast::{DependencyForecast, Forecast};
 use qflow_engine::store::contain::{LogQuery, Logged};
 use qflow_engine::store::stats::Observations;
 use qflow_engine::store::{Location, Store};
@@ -81,12 +82,19 @@ pub fn run(args: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
     };
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let forecast = match qflow_engine::forecast::fleet(&store, wall) {
+        Ok((f, _)) => f,
+        Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
+    };
     let earlier = args.log > 0 && log.len() > args.log as usize;
     if earlier {
         log.remove(0);
     }
     if let Some(path) = &args.report {
-        let html = match html_report(&store, &obs, &args) {
+        let html = match html_report(&store, &obs, &args, &forecast) {
             Ok(h) => h,
             Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
         };
@@ -101,6 +109,9 @@ pub fn run(args: Args) -> ExitCode {
             v["containment_log"] = json!(log);
             v["containment_log_earlier"] = json!(earlier);
             v["releases"] = json!(releases);
+            v["exhaustion_forecast_start_ms"] = json!(forecast.now_ms);
+            v["exhaustion_forecast_hours"] = json!(forecast.hours);
+            v["exhaustion_forecast"] = json!(forecast.dependencies);
             println!("{}", json_line(&v, &["status"]));
         }
         // `--report -` gave stdout to the HTML: the summary goes to stderr.
@@ -114,7 +125,8 @@ pub fn run(args: Args) -> ExitCode {
                 "{}",
                 qflow_engine::text::printable(&human(
                     &obs,
-                    &(release_lines(&releases) + &log_lines(&log, earlier, &args))
+                    &(release_lines(&releases) + &log_lines(&log, earlier, &args)),
+                    &forecast
                 ))
             )
         }
@@ -122,7 +134,8 @@ pub fn run(args: Args) -> ExitCode {
             "{}",
             qflow_engine::text::printable(&human(
                 &obs,
-                &(release_lines(&releases) + &log_lines(&log, earlier, &args))
+                &(release_lines(&releases) + &log_lines(&log, earlier, &args)),
+                &forecast
             ))
         ),
     }
@@ -136,6 +149,7 @@ fn html_report(
     store: &Store,
     o: &Observations,
     args: &Args,
+    forecast: &Forecast,
 ) -> Result<String, qflow_engine::store::StoreError> {
     use qflow_engine::policy::projection;
     let per_minute = store.attempts_per_minute()?;
@@ -194,6 +208,31 @@ fn html_report(
         ));
     }
     summary.push(("quarantined".into(), group(o.quarantined)));
+    for d in &forecast.dependencies {
+        let mut words = vec![format!(
+            "{} of {} parked within {} h",
+            group(d.failed()),
+            group(d.parked),
+            forecast.hours
+        )];
+        words.extend(d.hours.iter().map(|h| {
+            format!(
+                "hour {} (from {}): {}",
+                h.hour,
+                crate::cli::contain::instant(h.hour_start_ms),
+                group(h.failed)
+            )
+        }));
+        for (n, what) in [(d.later, "later"), (d.never, "never"), (d.held, "held")] {
+            if n > 0 {
+                words.push(format!("{} {what}", group(n)));
+            }
+        }
+        summary.push((
+            format!("reaching FAILED if {} stays down", d.dependency),
+            words.join("; "),
+        ));
+    }
     if o.late.decisions > 0 {
         summary.push((
             "late decisions".into(),
@@ -326,7 +365,7 @@ fn log_lines(log: &[Logged], earlier: bool, args: &Args) -> String {
 /// The observations as an aligned table: a label, a value right-aligned,
 /// then what the value means; each section says so in words when empty.
 /// `containment_log` ([`log_lines`]) follows the containment in force.
-fn human(o: &Observations, containment_log: &str) -> String {
+fn human(o: &Observations, containment_log: &str, forecast: &Forecast) -> String {
     let row = |label: &str, value: &str, note: &str| {
         let line = format!("{label:<26}{value:>10}  {note}");
         format!("{}\n", line.trim_end())
@@ -435,6 +474,16 @@ fn human(o: &Observations, containment_log: &str) -> String {
             o.late.last_ms.unwrap_or(0)
         );
     }
+    out += &format!(
+        "\nexhaustion forecast: parked instances reaching FAILED per hour from {} if every attempt keeps failing\n",
+        crate::cli::contain::instant(forecast.now_ms)
+    );
+    if forecast.dependencies.is_empty() {
+        out += "  no retry park is armed\n";
+    }
+    for d in &forecast.dependencies {
+        out += &forecast_lines(forecast.now_ms, d);
+    }
     out += "\nbacklog age by creation time (unfinished instances)\n";
     if o.unfinished == 0 {
         out += "  no unfinished instance\n";
@@ -444,6 +493,42 @@ fn human(o: &Observations, containment_log: &str) -> String {
         }
     }
     out
+}
+
+/// One dependency's exhaustion forecast: a row per hour in which some
+/// reach FAILED, then those later, never, and held.
+fn forecast_lines(now_ms: i64, d: &DependencyForecast) -> String {
+    use qflow_engine::runtime::forecast::{HOURS, HOUR_MS};
+    let mut out = format!(
+        "  {}: {}\n",
+        d.dependency,
+        count(d.parked, "parked instance", "parked instances")
+    );
+    for h in &d.hours {
+        out += &format!(
+            "    hour {:>3}  from {:<12}{:>10} reach FAILED\n",
+            h.hour,
+            crate::cli::contain::instant(now_ms + i64::from(h.hour) * HOUR_MS),
+            group(h.failed)
+        );
+    }
+    let mut rest = vec![format!("{} within {} h", group(d.failed()), HOURS)];
+    if d.later > 0 {
+        rest.push(format!("{} later", group(d.later)));
+    }
+    if d.never > 0 {
+        rest.push(format!(
+            "{} never (their policy does not stop)",
+            group(d.never)
+        ));
+    }
+    if d.held > 0 {
+        rest.push(format!(
+            "{} held by a pause or quarantine (no attempt until released)",
+            group(d.held)
+        ));
+    }
+    out + &format!("    {}\n", rest.join("; "))
 }
 
 /// The release ramps, newest first, in the containment block: what each

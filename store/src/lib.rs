@@ -375,6 +375,30 @@ impl Store {
         }
     }
 
+    /// Open an existing store so that nothing can be written through it:
+    /// a SQLite file through a read-only connection (`mode=ro`: the file's
+    /// bytes are left exactly as they are; a store of an older schema is
+    /// refused rather than upgraded), a PostgreSQL database in a session
+    /// whose transactions are all `READ ONLY`. What `qflow simulate
+    /// --from` reads a live store with.
+    pub fn open_read_only(location: &Location) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) if !path.exists() => {
+                Err(StoreError::Missing(location.to_string()))
+            }
+            Location::Sqlite(path) => Ok(Store {
+                backend: Database::Sqlite(Sqlite::open_read_only(path)?),
+            }),
+            Location::Postgres(url) => {
+                let pg = pg::Postgres::connect(url, false)?;
+                pg.set_read_only()?;
+                Ok(Store {
+                    backend: Database::Postgres(Box::new(pg)),
+                })
+            }
+        }
+    }
+
     /// [`Store::connect`], migrating only up to `version`: tests build
     /// databases of an earlier schema on either store with it.
     pub fn connect_at(location: &Location, version: u32) -> Result<Store, StoreError> {

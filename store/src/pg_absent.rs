@@ -22,6 +22,10 @@ impl Postgres {
         Postgres::connect(url, create)
     }
 
+    pub(crate) fn set_read_only(&self) -> Result<(), StoreError> {
+        match *self {}
+    }
+
     pub(crate) fn connection_url(&self) -> String {
         match *self {}
     }

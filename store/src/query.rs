@@ -176,7 +176,7 @@ pub(crate) fn instance_row(r: &dyn Row) -> Result<InstanceRow, StoreError> {
 /// A snapshot cell as stored, whatever type a hand or a damaged write gave
 /// it (SQLite keeps any): its bytes are kept for the decision to judge (a
 /// cell that is not a snapshot fails its instance, never the read).
-fn raw_bytes(v: ValueRef<'_>) -> Vec<u8> {
+pub(crate) fn raw_bytes(v: ValueRef<'_>) -> Vec<u8> {
     match v {
         ValueRef::Blob(b) => b.to_vec(),
         ValueRef::Text(t) => t.as_bytes().to_vec(),

@@ -122,6 +122,99 @@ impl Store {
     }
 }
 
+/// One armed retry park of an unfinished instance, with what a forecast or
+/// a what-if re-decides it from: the instance's snapshot (its attempt
+/// counter and first attempt), the park's due time, and the history line
+/// of the failure that armed it (`None` when another decision armed it: a
+/// migration re-arms a park at the same instant). Facts only: the runtime
+/// decides what they mean ([`Store::retry_parks`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPark {
+    pub timer: i64,
+    pub instance: String,
+    pub deployment_id: i64,
+    pub process_id: String,
+    pub node: String,
+    /// When the park is due (the store's clock, absolute ms): its next
+    /// eligible time (a ramped release's instant when one holds it).
+    pub due_ms: i64,
+    /// The dependency and failure class the park recorded (`None` on a
+    /// park armed before qflow recorded them).
+    pub dependency: Option<String>,
+    pub class: Option<String>,
+    /// Held: its class or dependency is paused, or the instance is
+    /// quarantined. A held park makes no attempt until it is released.
+    pub held: bool,
+    pub snapshot: Vec<u8>,
+    pub started_ms: i64,
+    /// The failure that armed it: when it was decided and its history line
+    /// (canonical JSON).
+    pub failed_ms: Option<i64>,
+    pub failure_line: Option<String>,
+}
+
+impl Store {
+    /// Every armed retry park of an unfinished instance (of `deployments`
+    /// only, when given), in the order of their due time, and the latest
+    /// decision the store holds. Read-only: what `qflow stats`' exhaustion
+    /// forecast and `qflow simulate --from`'s what-if read.
+    pub fn retry_parks(
+        &self,
+        deployments: Option<&[i64]>,
+    ) -> Result<(Vec<RetryPark>, Option<i64>), StoreError> {
+        self.read(|db| {
+            let rows = db.rows(
+                concat!(
+                    "SELECT t.id, t.instance_id, i.deployment_id, d.process_id, t.node, t.due_ms,
+                            t.dependency, t.class,
+                            CASE WHEN i.quarantined_ms IS NOT NULL OR EXISTS (SELECT 1 FROM pauses p WHERE ",
+                    crate::write::matches_pause!(),
+                    ") THEN 1 ELSE 0 END,
+                            i.snapshot, i.started_ms, h.at_ms, h.detail
+                     FROM timers t JOIN instances i ON i.id = t.instance_id
+                     JOIN deployments d ON d.id = i.deployment_id
+                     LEFT JOIN history h ON h.instance_id = t.instance_id AND h.transition_seq = t.armed_seq
+                          AND h.node = t.node AND h.kind IN ('attempt', 'call-failed')
+                     WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
+                     ORDER BY t.due_ms, t.id, h.seq"
+                ),
+                args![],
+                |r| {
+                    Ok(RetryPark {
+                        timer: r.get(0)?,
+                        instance: r.get(1)?,
+                        deployment_id: r.get(2)?,
+                        process_id: r.get(3)?,
+                        node: r.get(4)?,
+                        due_ms: r.get(5)?,
+                        dependency: r.get(6)?,
+                        class: r.get(7)?,
+                        held: r.get::<i64>(8)? != 0,
+                        snapshot: crate::query::raw_bytes(r.value(9)?),
+                        started_ms: r.get(10)?,
+                        failed_ms: r.get(11)?,
+                        failure_line: r.get(12)?,
+                    })
+                },
+            )?;
+            // One park per timer: the last failure line of its transition.
+            let mut parks: Vec<RetryPark> = Vec::with_capacity(rows.len());
+            for p in rows {
+                if deployments.is_some_and(|ds| !ds.contains(&p.deployment_id)) {
+                    continue;
+                }
+                match parks.last_mut() {
+                    Some(last) if last.timer == p.timer => *last = p,
+                    _ => parks.push(p),
+                }
+            }
+            let latest: Option<i64> =
+                db.one("SELECT MAX(at_ms) FROM transitions", args![], |r| r.get(0))?;
+            Ok((parks, latest))
+        })
+    }
+}
+
 fn observations(db: &mut dyn Conn) -> Result<Observations, StoreError> {
     let (instances, unfinished, completed): (u64, u64, u64) = db.one(
         "SELECT COUNT(*), COUNT(*) FILTER (WHERE status IN ('running','waiting')), COUNT(*) FILTER (WHERE status = 'completed') FROM instances",

@@ -893,3 +893,31 @@ fn a_serving_loop_does_not_pick_what_another_live_owner_holds_claimed(fresh: &cr
         .unwrap();
     assert_eq!(picked(&store, Some("me:2")), vec![id]);
 }
+
+crate::fresh::on_both_stores!(a_store_opened_read_only_refuses_every_write);
+
+/// What `qflow simulate --from` opens: reads work, a write is refused by
+/// the database itself (SQLite's `mode=ro`, PostgreSQL's `READ ONLY`
+/// session), and nothing changes.
+fn a_store_opened_read_only_refuses_every_write(fresh: &crate::fresh::Fresh) {
+    use crate::contain::{Actor, PauseKind};
+    let at = fresh.db();
+    let (store, _) = setup_in(Store::connect(&at).unwrap());
+    drop(store);
+    let mut ro = Store::open_read_only(&at).unwrap();
+    let before = ro.instances().unwrap();
+    assert!(ro.retry_parks(None).is_ok());
+    let refused = ro.pause(PauseKind::Dependency, "bank", 0, &Actor::new("t"));
+    let why = refused.expect_err("a write is refused").to_string();
+    assert!(
+        why.contains("readonly") || why.contains("read-only"),
+        "refused as read-only: {why}"
+    );
+    assert_eq!(ro.instances().unwrap(), before);
+    assert!(ro.pauses().unwrap().is_empty());
+    if let Location::Sqlite(path) = &at {
+        let missing = path.with_extension("missing");
+        assert!(Store::open_read_only(&Location::Sqlite(missing.clone())).is_err());
+        assert!(!missing.exists());
+    }
+}

@@ -813,6 +813,15 @@ impl Backend for EngineBackend {
                 .collect();
             observations.push(("release ramps".into(), lines.join("; ")));
         }
+        // The exhaustion forecast (the engine's, as `qflow stats` shows it):
+        // how many parked instances reach FAILED within the day, and the
+        // hour most of them do.
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let (forecast, _) =
+            qflow_engine::forecast::fleet(&a.store, wall).map_err(|e| e.to_string())?;
+        observations.push(("exhaustion forecast".into(), forecast_words(&forecast)));
         Ok(Some(FleetView {
             observations,
             per_minute: minutes.into_iter().collect(),
@@ -1272,6 +1281,45 @@ fn batch_lines(plans: &[repair::Planned]) -> Vec<String> {
 }
 
 /// The observations as the fleet panel's lines.
+/// The exhaustion forecast in one line: per dependency, how many of its
+/// parked instances reach FAILED within the forecast's hours and the hour
+/// most of them do (`payments.charge: 3 of 3 in 24 h, most (3) in 13h`),
+/// then those held.
+fn forecast_words(f: &qflow_engine::runtime::forecast::Forecast) -> String {
+    use qflow_engine::text::group;
+    if f.dependencies.is_empty() {
+        return "no retry park".into();
+    }
+    f.dependencies
+        .iter()
+        .map(|d| {
+            let mut s = format!(
+                "{}: {} of {} in {} h",
+                d.dependency,
+                group(d.failed()),
+                group(d.parked),
+                f.hours
+            );
+            if let Some(h) = d
+                .hours
+                .iter()
+                .max_by_key(|h| (h.failed, std::cmp::Reverse(h.hour)))
+            {
+                s += &format!(
+                    ", most ({}) {}",
+                    group(h.failed),
+                    crate::fmt::until(h.hour_start_ms, f.now_ms)
+                );
+            }
+            if d.held > 0 {
+                s += &format!(", {} held", group(d.held));
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
 fn fleet_lines(o: &qflow_engine::store::stats::Observations) -> Vec<(String, String)> {
     use qflow_engine::text::group;
     let or_none = |v: Vec<String>| {

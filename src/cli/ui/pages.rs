@@ -274,6 +274,12 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
     let deployments = fleet::deployments(store)?;
     let causes = store.parked_by_cause()?;
     let quarantined = store.quarantined()?;
+    // The exhaustion forecast, on the full page only (the live fragment is
+    // redrawn often; the forecast steps every park).
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let (forecast, _) = qflow_engine::forecast::fleet(store, wall)?;
     let p = ui.prefix;
     let body = html! {
         h1 { "Fleet" }
@@ -351,6 +357,26 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
                         td { (c.kind.flag()) " " (c.value) }
                         td.num { (c.parks) }
                         @if ui.actions { td { a href={(p) "/actions/pause?kind=" (c.kind.flag()) "&value=" (encode(&c.value))} { "pause…" } } }
+                    }
+                }
+            }
+        }
+        h3 #exhaustion-forecast { "Exhaustion forecast: parked instances reaching FAILED per hour if every attempt keeps failing" }
+        @if forecast.dependencies.is_empty() {
+            p.muted { "No retry park is armed." }
+        } @else {
+            table {
+                tr { th { "dependency" } th.num { "hour" } th { "from" } th.num { "reach FAILED" } }
+                @for d in &forecast.dependencies {
+                    @for h in &d.hours {
+                        tr { td { (d.dependency) } td.num { (h.hour) } td { (when(h.hour_start_ms)) } td.num data-failed=(h.failed) { (h.failed) } }
+                    }
+                    tr.muted {
+                        td { (d.dependency) }
+                        td colspan="3" {
+                            (d.failed()) " of " (d.parked) " within " (forecast.hours) " h; "
+                            (d.later) " later; " (d.never) " never; " (d.held) " held by a pause or quarantine"
+                        }
                     }
                 }
             }

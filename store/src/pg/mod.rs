@@ -170,6 +170,15 @@ impl Postgres {
         Ok(pg)
     }
 
+    /// Make this session read-only: every later transaction is `READ
+    /// ONLY`, so PostgreSQL itself refuses a write (what a what-if opens).
+    pub(crate) fn set_read_only(&self) -> Result<(), StoreError> {
+        self.client
+            .borrow_mut()
+            .batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")?;
+        Ok(())
+    }
+
     /// Connect again if the connection was lost (see the module's note):
     /// a new session, with the statement cache emptied (statements are
     /// per connection) and `LISTEN` sent again when this session listened.
