@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use crate::sql::{args, Conn, Dialect, Row, Value as Arg, ValueRef};
-use crate::write::held_timers;
 use crate::write::matches_pause;
+use crate::write::{canary_timers, held_timers};
 use crate::{InstanceFacts, Sqlite, Store, StoreError};
 use qflow_instance::history::Line;
 use qflow_instance::{OutboxRow, Purpose, Status, TimerRow};
@@ -242,8 +242,9 @@ impl Store {
                 .ok_or_else(|| StoreError::NoInstance(instance_id.into()))?;
             let timers = armed_timers(db, instance_id)?;
             let held = held_timers(db, instance_id)?;
+            let canaries = canary_timers(db, instance_id)?;
             let keys = keys_sent(db, instance_id)?;
-            Ok(InstanceFacts::of_row(&row, timers, held, keys))
+            Ok(InstanceFacts::of_row(&row, timers, held, canaries, keys))
         })
     }
 

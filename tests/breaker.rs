@@ -1,0 +1,237 @@
+//! A circuit breaker through the binary, on both stores: `qflow serve`
+//! with a failing command handler whose task declares a breaker
+//! (`[tasks."payments.charge".breaker]`). The breaker opens on its own
+//! after its consecutive failures (a real pause of the dependency: no
+//! attempt runs while it is open), lets its canaries through once its open
+//! time is over, opens again when a canary fails, and closes when its
+//! canaries succeed, releasing the held retries on its ramp: every
+//! instance completes. Each move is in serve's log and in `qflow stats`
+//! (human and JSON); the pause and the release are the breaker's in the
+//! containment log.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+mod support;
+use support::serve::{post, spawn, Serve};
+use support::stores::Fresh;
+
+const MODEL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<definitions xmlns="http://www.omg.org/spec/BPMN/20100524/MODEL"
+             xmlns:q="urn:qflow:bpmn:1" id="defs" targetNamespace="urn:test">
+  <process id="charge" isExecutable="true">
+    <startEvent id="start"/>
+    <sequenceFlow id="f1" sourceRef="start" targetRef="charge_card"/>
+    <serviceTask id="charge_card" name="Charge" q:task="payments.charge">
+      <extensionElements>
+        <q:retry maxAttempts="20" backoff="PT0.5S" jitter="none"/>
+      </extensionElements>
+    </serviceTask>
+    <sequenceFlow id="f2" sourceRef="charge_card" targetRef="done"/>
+    <endEvent id="done"/>
+  </process>
+</definitions>
+"#;
+
+/// Fails while `down` exists beside it; every run appends a line to
+/// `attempts.log`.
+const CHARGE: &str = r#"#!/bin/sh
+cat > /dev/null
+if [ -e down ]; then echo fail >> attempts.log; exit 1; fi
+echo ok >> attempts.log
+echo '{}'
+"#;
+
+const HANDLERS: &str = r#"
+[tasks."payments.charge"]
+command = "./charge.sh"
+
+[tasks."payments.charge".breaker]
+consecutive_failures = 3
+open_for = "2s"
+canaries = 2
+release_ramp = "600/min"
+"#;
+
+const N: usize = 6;
+
+crate::on_both_stores!(a_breaker_opens_on_its_own_sends_canaries_and_closes_with_a_release);
+
+fn attempts(dir: &Path) -> (usize, usize) {
+    let log = std::fs::read_to_string(dir.join("attempts.log")).unwrap_or_default();
+    (
+        log.lines().filter(|l| *l == "fail").count(),
+        log.lines().filter(|l| *l == "ok").count(),
+    )
+}
+
+fn moves(s: &Serve) -> Vec<(String, String)> {
+    s.lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l["breaker"] == "payments.charge")
+        .map(|l| {
+            (
+                l["from"].as_str().unwrap_or_default().to_string(),
+                l["to"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn stats(db: &str, dir: &Path) -> Value {
+    let o = support::qflow(dir, &["stats", "--db", db, "--format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    serde_json::from_str(out.lines().last().unwrap()).unwrap()
+}
+
+fn a_breaker_opens_on_its_own_sends_canaries_and_closes_with_a_release(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    std::fs::write(dir.join("charge.bpmn"), MODEL).unwrap();
+    std::fs::write(dir.join("handlers.toml"), HANDLERS).unwrap();
+    let script = dir.join("charge.sh");
+    std::fs::write(&script, CHARGE).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.join("down"), "").unwrap();
+    let o = support::qflow(dir, &["deploy", "charge.bpmn", "--db", &db]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let s = spawn(dir, &db, &[]);
+    for i in 0..N {
+        let (status, _) = post(
+            &format!("{}/processes/charge/instances", s.url),
+            Some(&format!("k{i}")),
+            &json!({}),
+        );
+        assert!(status == 200 || status == 201, "{status}");
+    }
+
+    // It opens on its own: serve's log says so, and the dependency is
+    // paused by the breaker, as `pause --dependency` pauses it.
+    wait_for("the breaker to open", 20, || {
+        moves(&s).first().map(|m| m.1.as_str()) == Some("open")
+    });
+    let st = stats(&db, dir);
+    assert_eq!(st["breakers"][0]["dependency"], "payments.charge", "{st}");
+    assert_eq!(st["breakers"][0]["state"]["phase"], "open", "{st}");
+    assert_eq!(st["paused"][0]["kind"], "dependency", "{st}");
+    assert_eq!(st["paused"][0]["value"], "payments.charge", "{st}");
+    assert_eq!(st["paused"][0]["by"], "breaker", "{st}");
+    assert_eq!(
+        st["breaker_transitions"][0]["reason"], "3 consecutive failures",
+        "{st}"
+    );
+    // Open: nothing runs. The retries (due every half second) are held.
+    std::thread::sleep(Duration::from_millis(300));
+    let at_open = attempts(dir);
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(attempts(dir), at_open, "no attempt runs while it is open");
+    assert!(at_open.0 >= 3 && at_open.0 <= N, "{at_open:?}");
+
+    // Its open time over, it lets its canaries through (at most two); the
+    // dependency is still down, so a canary fails and it opens again.
+    wait_for("the breaker to open again", 20, || moves(&s).len() >= 3);
+    let m = moves(&s);
+    assert_eq!(
+        m[..3],
+        [
+            ("closed".to_string(), "open".to_string()),
+            ("open".into(), "half-open".into()),
+            ("half-open".into(), "open".into()),
+        ],
+        "{m:?}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let after_canaries = attempts(dir);
+    assert!(
+        after_canaries.0 > at_open.0 && after_canaries.0 <= at_open.0 + 2,
+        "one or two canaries ran: {at_open:?} then {after_canaries:?}"
+    );
+    assert_eq!(after_canaries.1, 0);
+
+    // The dependency is back: the next canaries succeed and it closes,
+    // releasing every held retry on its ramp. Every instance completes.
+    std::fs::remove_file(dir.join("down")).unwrap();
+    wait_for("the breaker to close", 20, || {
+        moves(&s).last().map(|m| m.1.as_str()) == Some("closed")
+    });
+    wait_for("every instance to complete", 30, || {
+        stats(&db, dir)["completed"] == N as u64
+    });
+    let m = moves(&s);
+    assert_eq!(
+        m[m.len() - 2..],
+        [
+            ("open".to_string(), "half-open".to_string()),
+            ("half-open".into(), "closed".into()),
+        ],
+        "{m:?}"
+    );
+    let st = stats(&db, dir);
+    assert_eq!(st["breakers"][0]["state"]["phase"], "closed", "{st}");
+    assert_eq!(st["breakers"][0]["state"]["opened"], 2, "{st}");
+    assert_eq!(st["paused"], json!([]), "{st}");
+    let last = st["breaker_transitions"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        last["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("2 of 2 canaries succeeded"),
+        "{last}"
+    );
+    let release = last["release"]
+        .as_i64()
+        .expect("a close makes a release ramp");
+    assert!(
+        st["releases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == release && r["ramp"] == "600/min" && r["by"] == "breaker"),
+        "{st}"
+    );
+    // The containment log holds the breaker's pauses and its unpause.
+    let log = st["containment_log"].as_array().unwrap();
+    let by_breaker: Vec<&str> = log
+        .iter()
+        .filter(|e| e["by"] == "breaker")
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(by_breaker, ["pause", "pause", "unpause"], "{st}");
+
+    // The human stats show the breaker and its moves.
+    let o = support::qflow(dir, &["stats", "--db", &db]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("breaker of dependency payments.charge: closed since"),
+        "{out}"
+    );
+    assert!(
+        out.contains("closed -> open: 3 consecutive failures"),
+        "{out}"
+    );
+    assert!(
+        out.contains("half-open -> closed: 2 of 2 canaries succeeded"),
+        "{out}"
+    );
+}
