@@ -3,54 +3,15 @@
 //! ([`observe`]) and as time passes ([`tick`]). Each call is one decision
 //! of the runtime's pure machine ([`crate::runtime::breaker::step`]) taken
 //! inside the store's transaction on the facts read there
-//! ([`Store::breaker_step`]): the breaker's move, its pause, its canaries
-//! and the ramped release of a close are written together, and every
-//! replica serving the database moves the same breaker from the same row.
+//! ([`crate::runtime::breaker::apply`], `Store::breaker_step`): the
+//! breaker's move, its pause, its canaries and the ramped release of a
+//! close are written together, and every replica serving the database
+//! moves the same breaker from the same row.
 
 use crate::instance::TaskOutcome;
-use crate::runtime::breaker::{self, BreakerConfig, Facts, Observed};
-use crate::runtime::ramp::Shape;
-use crate::store::breaker::BreakerApplied;
+use crate::runtime::breaker::{self, BreakerConfig, Observed};
+use crate::store::breaker::{BreakerApplied, Probe};
 use crate::store::{Store, StoreError};
-
-/// The release a close of `config`'s breaker plans: its ramp.
-fn shape(config: &BreakerConfig) -> Shape {
-    Shape {
-        ramp: Some(config.ramp()),
-        max_rate: Default::default(),
-    }
-}
-
-fn decide(
-    store: &mut Store,
-    dependency: &str,
-    config: &BreakerConfig,
-    timer: Option<i64>,
-    observed: impl FnOnce(bool) -> Observed,
-    wall_now_ms: i64,
-) -> Result<BreakerApplied, StoreError> {
-    let shape = shape(config);
-    let mut taken = None;
-    store.breaker_step(
-        dependency,
-        timer,
-        wall_now_ms,
-        |state, f| {
-            breaker::step(
-                config,
-                state,
-                observed(f.canary),
-                Facts {
-                    parked: f.parked,
-                    chosen: f.chosen,
-                },
-                wall_now_ms,
-            )
-        },
-        &crate::release::shape_text(&shape),
-        crate::release::planner(&shape, wall_now_ms, &mut taken),
-    )
-}
 
 /// An attempt of `dependency` ended with `outcome`; `timer`: the retry
 /// park it re-drove (`None`: a first attempt). Decided and written.
@@ -63,11 +24,12 @@ pub fn observe(
     wall_now_ms: i64,
 ) -> Result<BreakerApplied, StoreError> {
     let failed = breaker::is_failure(outcome);
-    decide(
+    let probe = timer.map_or(Probe::None, Probe::Timer);
+    breaker::apply(
         store,
         dependency,
         config,
-        timer,
+        probe,
         |canary| Observed::Outcome { failed, canary },
         wall_now_ms,
     )
@@ -81,11 +43,11 @@ pub fn tick(
     config: &BreakerConfig,
     wall_now_ms: i64,
 ) -> Result<BreakerApplied, StoreError> {
-    decide(
+    breaker::apply(
         store,
         dependency,
         config,
-        None,
+        Probe::None,
         |_| Observed::Tick,
         wall_now_ms,
     )

@@ -98,7 +98,7 @@ fn parked(parks: &[ReleasePark]) -> Vec<Parked> {
         .collect()
 }
 
-pub(crate) fn shape_text(shape: &Shape) -> ShapeText {
+fn shape_text(shape: &Shape) -> ShapeText {
     ShapeText {
         ramp: shape.ramp.as_ref().map(ramp::Ramp::text),
         max_rate: (!shape.max_rate.is_empty()).then(|| shape.max_rate_text()),
@@ -139,7 +139,7 @@ pub fn preview_instances(
 }
 
 /// The store's plan callback over `shape`, keeping the plan it took.
-pub(crate) fn planner<'a>(
+fn planner<'a>(
     shape: &'a Shape,
     wall_now_ms: i64,
     taken: &'a mut Option<Plan>,

@@ -131,7 +131,7 @@ pub enum Observed {
 pub struct Facts {
     /// Armed retry parks of the dependency not chosen as canaries yet.
     pub parked: u64,
-    /// Canaries chosen in this half-open phase (armed or already run).
+    /// Canaries chosen in this half-open phase whose outcome is not in yet.
     pub chosen: u32,
 }
 
@@ -231,9 +231,12 @@ pub fn step(
             }
         }
         (Phase::HalfOpen, Observed::Tick) => {
-            // Fewer parks than canaries when it half-opened: more are
-            // chosen as they park.
-            let wanted = config.canaries.saturating_sub(facts.chosen);
+            // Fewer parks than canaries when it half-opened (or a canary
+            // parked again with a failure that does not count): more are
+            // chosen as they park, until K have succeeded.
+            let wanted = config
+                .canaries
+                .saturating_sub(state.canaries_ok + facts.chosen);
             choose = wanted.min(facts.parked.min(u32::MAX as u64) as u32);
         }
     }
@@ -303,6 +306,69 @@ pub fn next_tick_ms(config: &BreakerConfig, state: &BreakerState) -> Option<i64>
         Phase::Open => Some(state.since_ms + config.open_for_ms),
         Phase::HalfOpen | Phase::Closed => None,
     }
+}
+
+/// Take one decision of `dependency`'s breaker durably: the machine
+/// ([`step`]) run inside the store's transaction on the facts read there
+/// ([`qflow_store::Store::breaker_step`]), a close releasing the held
+/// parks on the breaker's ramp (the plan taken there too, by
+/// [`crate::ramp::plan`]). `probe`: what the observed attempt re-drove, to
+/// tell a canary. What the serving loop and `simulate` both call.
+pub fn apply(
+    store: &mut qflow_store::Store,
+    dependency: &str,
+    config: &BreakerConfig,
+    probe: qflow_store::breaker::Probe<'_>,
+    observed: impl FnOnce(bool) -> Observed,
+    now_ms: i64,
+) -> Result<qflow_store::breaker::BreakerApplied, qflow_store::StoreError> {
+    use crate::ramp::{self, Parked, Shape};
+    let shape = Shape {
+        ramp: Some(config.ramp()),
+        max_rate: Default::default(),
+    };
+    let text = qflow_store::release::ShapeText {
+        ramp: Some(config.ramp().text()),
+        max_rate: None,
+    };
+    store.breaker_step(
+        dependency,
+        probe,
+        now_ms,
+        |state, f| {
+            step(
+                config,
+                state,
+                observed(f.canary),
+                Facts {
+                    parked: f.parked,
+                    chosen: f.chosen,
+                },
+                now_ms,
+            )
+        },
+        &text,
+        |parks, latest| {
+            let parked: Vec<Parked> = parks
+                .iter()
+                .map(|p| Parked {
+                    timer: p.timer,
+                    instance: p.instance.clone(),
+                    dependency: p.dependency.clone(),
+                    due_ms: p.due_ms,
+                })
+                .collect();
+            let plan = ramp::plan(&parked, ramp::start_ms(latest, now_ms), &shape);
+            qflow_store::release::Planned {
+                start_ms: plan.start_ms,
+                slots: plan
+                    .releases
+                    .iter()
+                    .map(|r| (r.timer, r.release_ms))
+                    .collect(),
+            }
+        },
+    )
 }
 
 #[cfg(test)]
@@ -460,6 +526,11 @@ mod tests {
             },
             30_200,
         );
+        assert_eq!(d.choose_canaries, 0);
+        // One succeeded (its row gone): none more is wanted, one is out.
+        let f = |chosen| Facts { parked: 4, chosen };
+        let s = step(&c, &d.state, outcome(false, true), f(2), 30_300).state;
+        let d = step(&c, &s, Observed::Tick, f(1), 30_400);
         assert_eq!(d.choose_canaries, 0);
     }
 

@@ -33,6 +33,18 @@ use qflow_instance::breaker::{BreakerDecision, BreakerState, Phase};
 /// Who a breaker's pauses and releases are made by, in the containment log.
 pub const BREAKER_ACTOR: &str = "breaker";
 
+/// What the observed attempt re-drove, to tell whether it was a canary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe<'a> {
+    /// No attempt (a tick), or a first attempt.
+    None,
+    /// The retry park it re-drove (what a serving loop knows).
+    Timer(i64),
+    /// An attempt of this instance (what a simulation knows): a canary of
+    /// it that has run (its timer no longer armed).
+    Instance(&'a str),
+}
+
 /// What the store reads for a breaker's decision, in its transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BreakerFacts {
@@ -41,7 +53,7 @@ pub struct BreakerFacts {
     /// Armed retry parks of the dependency (of unfinished instances) not
     /// chosen as canaries.
     pub parked: u64,
-    /// Canaries chosen for the dependency (armed or already run).
+    /// Canaries chosen for the dependency whose outcome is not in yet.
     pub chosen: u32,
 }
 
@@ -93,7 +105,7 @@ impl Store {
     pub fn breaker_step(
         &mut self,
         dependency: &str,
-        timer: Option<i64>,
+        probe: Probe<'_>,
         wall_now_ms: i64,
         decide: impl FnOnce(&BreakerState, BreakerFacts) -> BreakerDecision,
         shape: &ShapeText,
@@ -115,16 +127,30 @@ impl Store {
                 |r| r.get(0),
             )?;
             let state: BreakerState = serde_json::from_str(&stored).unwrap_or_default();
-            let canary = match timer {
-                Some(t) => db
-                    .opt(
-                        "SELECT 1 FROM breaker_canaries WHERE timer_id = $1 AND dependency = $2",
-                        args![t, dependency],
-                        |r| r.get::<i64>(0),
-                    )?
-                    .is_some(),
-                None => false,
+            // A canary's outcome is in: its row goes (the machine counts
+            // it), so the canaries chosen are those still out.
+            let canary: Option<i64> = match probe {
+                Probe::Timer(t) => db.opt(
+                    "SELECT timer_id FROM breaker_canaries WHERE timer_id = $1 AND dependency = $2",
+                    args![t, dependency],
+                    |r| r.get(0),
+                )?,
+                Probe::Instance(i) => db.opt(
+                    "SELECT c.timer_id FROM breaker_canaries c JOIN timers t ON t.id = c.timer_id
+                     WHERE t.instance_id = $1 AND c.dependency = $2 AND t.state <> 'armed'
+                     ORDER BY c.timer_id LIMIT 1",
+                    args![i, dependency],
+                    |r| r.get(0),
+                )?,
+                Probe::None => None,
             };
+            if let Some(t) = canary {
+                db.execute(
+                    "DELETE FROM breaker_canaries WHERE timer_id = $1",
+                    args![t],
+                )?;
+            }
+            let canary = canary.is_some();
             let (parked, chosen): (i64, i64) = db.one(
                 "SELECT (SELECT COUNT(*) FROM timers t JOIN instances i ON i.id = t.instance_id
                          WHERE t.state = 'armed' AND t.purpose = 'retry' AND i.status IN ('running','waiting')
@@ -251,6 +277,25 @@ impl Store {
                 crate::write::work_made(db, "")?;
             }
             Ok(applied)
+        })
+    }
+
+    /// Make `dependency`'s canaries due no earlier than `now_ms` (the
+    /// run's clock): on a virtual clock, where each instance keeps its own
+    /// time, a canary chosen at `now_ms` runs then, not at the instant it
+    /// was parked for. (On the wall clock a park overdue is due now
+    /// anyway: nothing changes.)
+    pub fn breaker_canaries_due(
+        &mut self,
+        dependency: &str,
+        now_ms: i64,
+    ) -> Result<u64, StoreError> {
+        self.write(|db| {
+            db.execute(
+                "UPDATE timers SET due_ms = $2 WHERE due_ms < $2 AND state = 'armed'
+                   AND id IN (SELECT timer_id FROM breaker_canaries WHERE dependency = $1)",
+                args![dependency, now_ms],
+            )
         })
     }
 
