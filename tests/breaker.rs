@@ -57,7 +57,10 @@ release_ramp = "600/min"
 
 const N: usize = 6;
 
-crate::on_both_stores!(a_breaker_opens_on_its_own_sends_canaries_and_closes_with_a_release);
+crate::on_both_stores!(
+    a_breaker_opens_on_its_own_sends_canaries_and_closes_with_a_release,
+    simulate_runs_the_breaker_and_reports_its_moves_and_the_requests_it_saved,
+);
 
 fn attempts(dir: &Path) -> (usize, usize) {
     let log = std::fs::read_to_string(dir.join("attempts.log")).unwrap_or_default();
@@ -233,5 +236,148 @@ fn a_breaker_opens_on_its_own_sends_canaries_and_closes_with_a_release(fresh: &F
     assert!(
         out.contains("half-open -> closed: 2 of 2 canaries succeeded"),
         "{out}"
+    );
+}
+
+const SIM_HANDLERS: &str = r#"
+[tasks."payments.charge"]
+command = "./never-run.sh"
+
+[tasks."payments.charge".breaker]
+consecutive_failures = 5
+open_for = "5m"
+canaries = 2
+release_ramp = "10,50,200/min"
+"#;
+
+fn simulate_runs_the_breaker_and_reports_its_moves_and_the_requests_it_saved(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    std::fs::write(dir.join("handlers.toml"), SIM_HANDLERS).unwrap();
+    let model = std::fs::canonicalize("samples/dbg08-long-outage.bpmn").unwrap();
+    let model = model.to_str().unwrap();
+    let o = support::qflow(
+        dir,
+        &[
+            "simulate",
+            model,
+            "--jobs",
+            "200",
+            "--outage",
+            "2h",
+            "--handlers",
+            "handlers.toml",
+            "--db",
+            &db,
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let v: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(v["completed"], 200, "{v}");
+    let b = &v["breakers"][0];
+    assert_eq!(b["dependency"], "payments.charge", "{v}");
+    let moves = b["moves"].as_array().unwrap();
+    let first = &moves[0];
+    assert_eq!(
+        (first["from"].as_str(), first["to"].as_str()),
+        (Some("closed"), Some("open"))
+    );
+    assert_eq!(first["reason"], "5 consecutive failures");
+    // Every five minutes of the outage its canaries go and fail; after it
+    // they succeed and it closes.
+    assert_eq!(moves[1]["to"], "half-open");
+    assert_eq!(moves[1]["at_s"], 300.0);
+    assert_eq!(moves[2]["to"], "open");
+    let last = moves.last().unwrap();
+    assert_eq!(last["to"], "closed", "{v}");
+    assert!(last["at_s"].as_f64().unwrap() >= 7200.0, "{v}");
+    let (with, without) = (
+        b["requests"].as_i64().unwrap(),
+        b["requests_without_breaker"].as_i64().unwrap(),
+    );
+    assert_eq!(
+        without, 1000,
+        "five attempts each in two hours without it: {v}"
+    );
+    assert!(with < without / 2, "{v}");
+    assert_eq!(b["saved"].as_i64().unwrap(), without - with);
+    // The simulation's store keeps the breaker's story, as serve's does.
+    let st = stats(&db, dir);
+    assert_eq!(st["breakers"][0]["state"]["phase"], "closed", "{st}");
+    assert_eq!(
+        st["breaker_transitions"].as_array().unwrap().len(),
+        moves.len().min(20),
+        "{st}"
+    );
+
+    // The human summary says it in words.
+    let o = support::qflow(
+        dir,
+        &[
+            "simulate",
+            model,
+            "--jobs",
+            "20",
+            "--outage",
+            "2h",
+            "--handlers",
+            "handlers.toml",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("breaker of payments.charge (opens after 5 consecutive failures, open 300s, 2 canaries, release 10,50,200/min)"), "{out}");
+    assert!(
+        out.contains("+0s         closed -> open: 5 consecutive failures"),
+        "{out}"
+    );
+    assert!(out.contains("requests to payments.charge: "), "{out}");
+    assert!(out.contains(" without it ("), "{out}");
+
+    // A handlers file with no breaker for the model's tasks is refused.
+    std::fs::write(dir.join("none.toml"), "[tasks.other]\ncommand = \"x\"\n").unwrap();
+    let o = support::qflow(
+        dir,
+        &[
+            "simulate",
+            model,
+            "--jobs",
+            "2",
+            "--outage",
+            "1h",
+            "--handlers",
+            "none.toml",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--handlers none.toml: it declares no breaker for a task of this model (its tasks: payments.charge)"), "{err}");
+    // A bad breaker table names its place.
+    std::fs::write(
+        dir.join("bad.toml"),
+        "[tasks.\"payments.charge\"]\ncommand = \"x\"\nbreaker = { open_for = \"1m\" }\n",
+    )
+    .unwrap();
+    let o = support::qflow(
+        dir,
+        &[
+            "simulate",
+            model,
+            "--jobs",
+            "2",
+            "--outage",
+            "1h",
+            "--handlers",
+            "bad.toml",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("tasks.\"payments.charge\".breaker: needs a threshold"),
+        "{err}"
     );
 }
