@@ -221,6 +221,20 @@ fn a_breaker_opens_on_its_own_sends_canaries_and_closes_with_a_release(fresh: &F
         .collect();
     assert_eq!(by_breaker, ["pause", "pause", "unpause"], "{st}");
 
+    // So does the HTML report.
+    let o = support::qflow(dir, &["stats", "--db", &db, "--report", "r.html"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(dir.join("r.html")).unwrap();
+    assert!(
+        html.contains("breaker of payments.charge"),
+        "the report names the breaker"
+    );
+    assert!(
+        html.contains("half-open -&gt; closed: 2 of 2 canaries succeeded")
+            || html.contains("half-open -> closed: 2 of 2 canaries succeeded"),
+        "the report lists its moves"
+    );
+
     // The human stats show the breaker and its moves.
     let o = support::qflow(dir, &["stats", "--db", &db]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

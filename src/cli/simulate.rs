@@ -479,6 +479,31 @@ fn html_report(
             ),
         ));
     }
+    // The breakers' moves at their virtual instants, and what they saved.
+    for m in &r.breaker_moves {
+        summary.push((
+            format!(
+                "breaker of {} at +{}",
+                m.dependency,
+                qflow_engine::duration::compact_ms(m.at_ms)
+            ),
+            format!("{} -> {}: {}", m.from.as_str(), m.to.as_str(), m.reason),
+        ));
+    }
+    if let Some(without) = &r.requests_without_breakers {
+        let with_breaker: std::collections::BTreeSet<&str> = r
+            .breaker_moves
+            .iter()
+            .map(|m| m.dependency.as_str())
+            .collect();
+        for d in without.keys().filter(|d| with_breaker.contains(d.as_str())) {
+            let with = r.requests_by_dependency.get(d).copied().unwrap_or(0);
+            summary.push((
+                format!("requests to {d}, with and without its breaker"),
+                format!("{} and {}", group(with), group(without[d])),
+            ));
+        }
+    }
     summary.push((
         "wall time".into(),
         format!(

@@ -207,6 +207,29 @@ fn html_report(
         ));
     }
     summary.push(("quarantined".into(), group(o.quarantined)));
+    // Each circuit breaker and its latest moves (docs/outage.md).
+    let moves = store.breaker_transitions(BREAKER_MOVES)?;
+    for b in store.breakers()? {
+        summary.push((
+            format!("breaker of {}", b.dependency),
+            format!(
+                "{} since {} (opened {})",
+                b.state.phase.as_str(),
+                crate::cli::ops::timestamp(b.state.since_ms),
+                count(b.state.opened as u64, "time", "times")
+            ),
+        ));
+        for m in moves.iter().filter(|m| m.dependency == b.dependency) {
+            summary.push((
+                format!(
+                    "breaker of {}, {}",
+                    b.dependency,
+                    crate::cli::ops::timestamp(m.at_ms)
+                ),
+                format!("{} -> {}: {}", m.from.as_str(), m.to.as_str(), m.reason),
+            ));
+        }
+    }
     if o.late.decisions > 0 {
         summary.push((
             "late decisions".into(),
