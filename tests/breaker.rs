@@ -60,6 +60,7 @@ const N: usize = 6;
 crate::on_both_stores!(
     a_breaker_opens_on_its_own_sends_canaries_and_closes_with_a_release,
     simulate_runs_the_breaker_and_reports_its_moves_and_the_requests_it_saved,
+    an_operators_pause_holds_the_canaries_and_is_not_the_breakers_to_lift,
 );
 
 fn attempts(dir: &Path) -> (usize, usize) {
@@ -393,5 +394,129 @@ fn simulate_runs_the_breaker_and_reports_its_moves_and_the_requests_it_saved(fre
     assert!(
         err.contains("tasks.\"payments.charge\".breaker: needs a threshold"),
         "{err}"
+    );
+}
+
+const ONE_CANARY: &str = r#"
+[tasks."payments.charge"]
+command = "./charge.sh"
+
+[tasks."payments.charge".breaker]
+consecutive_failures = 2
+open_for = "1s"
+canaries = 1
+release_ramp = "600/min"
+"#;
+
+fn an_operators_pause_holds_the_canaries_and_is_not_the_breakers_to_lift(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    std::fs::write(dir.join("charge.bpmn"), MODEL).unwrap();
+    std::fs::write(dir.join("handlers.toml"), ONE_CANARY).unwrap();
+    let script = dir.join("charge.sh");
+    std::fs::write(&script, CHARGE).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.join("down"), "").unwrap();
+    let o = support::qflow(dir, &["deploy", "charge.bpmn", "--db", &db]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = spawn(dir, &db, &[]);
+    for i in 0..3 {
+        post(
+            &format!("{}/processes/charge/instances", s.url),
+            Some(&format!("k{i}")),
+            &json!({}),
+        );
+    }
+    wait_for("the breaker to open", 20, || {
+        moves(&s).first().map(|m| m.1.as_str()) == Some("open")
+    });
+    // An operator takes the dependency over: the breaker's pause lifted,
+    // their own made.
+    for args in [
+        &[
+            "unpause",
+            "--db",
+            &db,
+            "--dependency",
+            "payments.charge",
+            "--by",
+            "ops",
+        ][..],
+        &[
+            "pause",
+            "--db",
+            &db,
+            "--dependency",
+            "payments.charge",
+            "--by",
+            "ops",
+            "--reason",
+            "hands on",
+        ][..],
+    ] {
+        let o = support::qflow(dir, args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let held = attempts(dir);
+    // Its open time over, it half-opens, but the operator's pause holds
+    // every retry: no canary goes.
+    wait_for("the breaker to half-open", 20, || moves(&s).len() >= 2);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(attempts(dir), held, "no canary passes an operator's pause");
+    let st = stats(&db, dir);
+    assert_eq!(st["breakers"][0]["state"]["phase"], "half-open", "{st}");
+    assert_eq!(st["breakers"][0]["canaries"], 0, "{st}");
+    // The operator lifts it with the dependency back: a canary is chosen,
+    // succeeds, the breaker closes and lifts no pause (there is none).
+    std::fs::remove_file(dir.join("down")).unwrap();
+    let o = support::qflow(
+        dir,
+        &[
+            "unpause",
+            "--db",
+            &db,
+            "--dependency",
+            "payments.charge",
+            "--by",
+            "ops",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    wait_for("the breaker to close", 20, || {
+        moves(&s).last().map(|m| m.1.as_str()) == Some("closed")
+    });
+    wait_for("every instance to complete", 30, || {
+        stats(&db, dir)["completed"] == 3
+    });
+    let st = stats(&db, dir);
+    let last = st["breaker_transitions"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["release"], Value::Null, "{st}");
+    let by: Vec<(String, String)> = st["containment_log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap().to_string(),
+                e["by"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by,
+        [
+            ("pause".to_string(), "breaker".to_string()),
+            ("unpause".into(), "ops".into()),
+            ("pause".into(), "ops".into()),
+            ("unpause".into(), "ops".into()),
+        ],
+        "{st}"
     );
 }

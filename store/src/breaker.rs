@@ -262,7 +262,21 @@ impl Store {
                     release,
                 });
             }
-            if d.choose_canaries > 0 {
+            // Canaries pass the breaker's own pause only: while an
+            // operator's pause holds the dependency (made after the
+            // breaker's was lifted), none is chosen; they are chosen once
+            // it is lifted.
+            let operators = if d.choose_canaries > 0 {
+                let by: Option<Option<String>> = db.opt(
+                    "SELECT paused_by FROM pauses WHERE kind = 'dependency' AND value = $1",
+                    args![dependency],
+                    |r| r.get(0),
+                )?;
+                by.is_some_and(|b| b.as_deref() != Some(BREAKER_ACTOR))
+            } else {
+                false
+            };
+            if d.choose_canaries > 0 && !operators {
                 let n = db.execute(
                     "INSERT INTO breaker_canaries(timer_id, dependency, chosen_ms)
                      SELECT t.id, $1, $2 FROM timers t JOIN instances i ON i.id = t.instance_id
