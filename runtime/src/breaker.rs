@@ -230,6 +230,19 @@ pub fn step(
                 ));
             }
         }
+        (Phase::HalfOpen, Observed::Tick) if facts.parked == 0 && facts.chosen == 0 => {
+            // No canary out and none to choose (what was parked ran, or
+            // finished, under an operator's unpause): nothing is left to
+            // probe with, as when it half-opened with nothing parked.
+            moved = Some(go(
+                &mut s,
+                Phase::Closed,
+                format!(
+                    "half-open with {} of {} canaries succeeded and nothing parked to send as a canary: closed",
+                    state.canaries_ok, config.canaries
+                ),
+            ));
+        }
         (Phase::HalfOpen, Observed::Tick) => {
             // Fewer parks than canaries when it half-opened (or a canary
             // parked again with a failure that does not count): more are
@@ -532,6 +545,44 @@ mod tests {
         let s = step(&c, &d.state, outcome(false, true), f(2), 30_300).state;
         let d = step(&c, &s, Observed::Tick, f(1), 30_400);
         assert_eq!(d.choose_canaries, 0);
+    }
+
+    #[test]
+    fn half_open_with_nothing_out_and_nothing_parked_closes() {
+        let c = consecutive(1);
+        let s = step(
+            &c,
+            &BreakerState::default(),
+            outcome(true, false),
+            Facts::default(),
+            0,
+        )
+        .state;
+        let s = step(
+            &c,
+            &s,
+            Observed::Tick,
+            Facts {
+                parked: 1,
+                chosen: 0,
+            },
+            30_000,
+        )
+        .state;
+        // The canary is out: it waits.
+        let d = step(
+            &c,
+            &s,
+            Observed::Tick,
+            Facts {
+                parked: 0,
+                chosen: 1,
+            },
+            30_100,
+        );
+        assert!(d.moved.is_none());
+        let d = step(&c, &s, Observed::Tick, Facts::default(), 30_200);
+        assert_eq!(d.moved.unwrap().to, Phase::Closed);
     }
 
     #[test]
