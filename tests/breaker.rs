@@ -61,6 +61,7 @@ crate::on_both_stores!(
     a_breaker_opens_on_its_own_sends_canaries_and_closes_with_a_release,
     simulate_runs_the_breaker_and_reports_its_moves_and_the_requests_it_saved,
     an_operators_pause_holds_the_canaries_and_is_not_the_breakers_to_lift,
+    two_replicas_move_one_breaker,
 );
 
 fn attempts(dir: &Path) -> (usize, usize) {
@@ -518,5 +519,74 @@ fn an_operators_pause_holds_the_canaries_and_is_not_the_breakers_to_lift(fresh: 
             ("unpause".into(), "ops".into()),
         ],
         "{st}"
+    );
+}
+
+/// The breaker's moves as the store records them: (from, to).
+fn recorded(db: &str, dir: &Path) -> Vec<(String, String)> {
+    stats(db, dir)["breaker_transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["from"].as_str().unwrap().to_string(),
+                m["to"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn two_replicas_move_one_breaker(fresh: &Fresh) {
+    let dir = fresh.dir();
+    let db = fresh.db();
+    std::fs::write(dir.join("charge.bpmn"), MODEL).unwrap();
+    std::fs::write(dir.join("handlers.toml"), HANDLERS).unwrap();
+    let script = dir.join("charge.sh");
+    std::fs::write(&script, CHARGE).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.join("down"), "").unwrap();
+    let o = support::qflow(dir, &["deploy", "charge.bpmn", "--db", &db]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let a = spawn(dir, &db, &[]);
+    let b = spawn(dir, &db, &[]);
+    for i in 0..N {
+        let s = if i % 2 == 0 { &a } else { &b };
+        post(
+            &format!("{}/processes/charge/instances", s.url),
+            Some(&format!("k{i}")),
+            &json!({}),
+        );
+    }
+    wait_for("the breaker to open", 20, || !recorded(&db, dir).is_empty());
+    // Open for both: no attempt runs on either replica.
+    std::thread::sleep(Duration::from_millis(300));
+    let at_open = attempts(dir);
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(
+        attempts(dir),
+        at_open,
+        "neither replica runs an attempt while it is open"
+    );
+    std::fs::remove_file(dir.join("down")).unwrap();
+    wait_for("every instance to complete", 40, || {
+        stats(&db, dir)["completed"] == N as u64
+    });
+    // One breaker, one story: each move made once, whichever replica made it.
+    let m = recorded(&db, dir);
+    assert_eq!(
+        m,
+        [
+            ("closed".to_string(), "open".to_string()),
+            ("open".into(), "half-open".into()),
+            ("half-open".into(), "closed".into()),
+        ],
+        "{m:?}"
+    );
+    let logged = moves(&a).len() + moves(&b).len();
+    assert_eq!(
+        logged, 3,
+        "each move is in the log of the replica that made it"
     );
 }
