@@ -223,6 +223,18 @@ fn a_breaker_opens_on_its_own_sends_canaries_and_closes_with_a_release(fresh: &F
         .collect();
     assert_eq!(by_breaker, ["pause", "pause", "unpause"], "{st}");
 
+    // So does the web inspector's fleet page that serve serves.
+    let mut resp = support::serve::agent()
+        .get(format!("{}/ui/", s.url))
+        .call()
+        .unwrap();
+    let page = resp.body_mut().read_to_string().unwrap();
+    assert!(page.contains("Circuit breakers"), "{page}");
+    assert!(
+        page.contains("half-open → closed: 2 of 2 canaries succeeded"),
+        "{page}"
+    );
+
     // So does the HTML report.
     let o = support::qflow(dir, &["stats", "--db", &db, "--report", "r.html"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -274,6 +274,8 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
     let deployments = fleet::deployments(store)?;
     let causes = store.parked_by_cause()?;
     let quarantined = store.quarantined()?;
+    let breakers = store.breakers()?;
+    let moves = store.breaker_transitions(10)?;
     let p = ui.prefix;
     let body = html! {
         h1 { "Fleet" }
@@ -351,6 +353,25 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
                         td { (c.kind.flag()) " " (c.value) }
                         td.num { (c.parks) }
                         @if ui.actions { td { a href={(p) "/actions/pause?kind=" (c.kind.flag()) "&value=" (encode(&c.value))} { "pause…" } } }
+                    }
+                }
+            }
+        }
+        @if !breakers.is_empty() {
+            h2 { "Circuit breakers" }
+            table {
+                tr { th { "dependency" } th { "phase" } th { "since" } th.num { "opened" } th { "latest moves" } }
+                @for b in &breakers {
+                    tr {
+                        td { (b.dependency) }
+                        td { (b.state.phase.as_str()) }
+                        td { (when(b.state.since_ms)) }
+                        td.num { (b.state.opened) }
+                        td {
+                            @for m in moves.iter().filter(|m| m.dependency == b.dependency) {
+                                div { (when(m.at_ms)) " " (m.from.as_str()) " → " (m.to.as_str()) ": " (m.reason) }
+                            }
+                        }
                     }
                 }
             }
