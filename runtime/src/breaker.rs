@@ -222,11 +222,10 @@ pub fn step(
                 moved = Some(go(
                     &mut s,
                     Phase::Closed,
-                    format!(
-                        "{n} of {} canaries succeeded: closed, the held requests released on the ramp {}",
-                        config.canaries,
-                        config.ramp().text()
-                    ),
+                    // The release (its pause lifted on the ramp) is the
+                    // store's to apply, and its schedule is recorded
+                    // with the move: no pause of its own, no release.
+                    format!("{n} of {} canaries succeeded: closed", config.canaries),
                 ));
             }
         }

@@ -649,6 +649,7 @@ fn breakers_json(r: &Report, plan: &Plan) -> serde_json::Value {
                     "from": m.from.as_str(),
                     "to": m.to.as_str(),
                     "reason": m.reason,
+                    "release": m.release,
                 })).collect::<Vec<_>>(),
                 "requests": with,
                 "requests_without_breaker": without,
@@ -676,11 +677,14 @@ fn breakers_human(r: &Report, plan: &Plan) -> String {
         }
         for m in moves {
             out += &format!(
-                "  +{:<10} {} -> {}: {}\n",
+                "  +{:<10} {} -> {}: {}{}\n",
                 qflow_engine::duration::compact_ms(m.at_ms),
                 m.from.as_str(),
                 m.to.as_str(),
-                m.reason
+                m.reason,
+                m.release
+                    .map(|r| format!(" (release ramp {r})"))
+                    .unwrap_or_default()
             );
         }
         let with = r.requests_by_dependency.get(d).copied().unwrap_or(0);

@@ -827,10 +827,13 @@ impl Backend for EngineBackend {
                         .find(|m| m.dependency == b.dependency)
                         .map(|m| {
                             format!(
-                                "; last {} -> {}: {}",
+                                "; last {} -> {}: {}{}",
                                 m.from.as_str(),
                                 m.to.as_str(),
-                                m.reason
+                                m.reason,
+                                m.release
+                                    .map(|r| format!(" (release ramp {r})"))
+                                    .unwrap_or_default()
                             )
                         })
                         .unwrap_or_default();

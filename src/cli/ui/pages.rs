@@ -369,7 +369,7 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
                         td.num { (b.state.opened) }
                         td {
                             @for m in moves.iter().filter(|m| m.dependency == b.dependency) {
-                                div { (when(m.at_ms)) " " (m.from.as_str()) " → " (m.to.as_str()) ": " (m.reason) }
+                                div { (when(m.at_ms)) " " (m.from.as_str()) " → " (m.to.as_str()) ": " (m.reason) @if let Some(r) = m.release { " (release ramp " (r) ")" } }
                             }
                         }
                     }
