@@ -365,6 +365,37 @@ fn simulate_runs_the_breaker_and_reports_its_moves_and_the_requests_it_saved(fre
     assert!(out.contains("requests to payments.charge: "), "{out}");
     assert!(out.contains(" without it ("), "{out}");
 
+    // A failure-ratio breaker opens once its window holds enough attempts.
+    std::fs::write(
+        dir.join("ratio.toml"),
+        "[tasks.\"payments.charge\"]\ncommand = \"x\"\n[tasks.\"payments.charge\".breaker]\nfailure_ratio = 0.5\nwindow = \"1m\"\nmin_attempts = 10\nopen_for = \"10m\"\n",
+    )
+    .unwrap();
+    let o = support::qflow(
+        dir,
+        &[
+            "simulate",
+            model,
+            "--jobs",
+            "50",
+            "--outage",
+            "1h",
+            "--handlers",
+            "ratio.toml",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let v: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        v["breakers"][0]["moves"][0]["reason"],
+        "10 of 10 attempts failed in 60s (ratio 1 at least 0.5)",
+        "{v}"
+    );
+    assert_eq!(v["completed"], 50, "{v}");
+
     // A handlers file with no breaker for the model's tasks is refused.
     std::fs::write(dir.join("none.toml"), "[tasks.other]\ncommand = \"x\"\n").unwrap();
     let o = support::qflow(
