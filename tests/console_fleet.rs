@@ -286,3 +286,40 @@ fn the_fleet_panel_counts_the_decisions_serve_took_late() {
         "{late}"
     );
 }
+
+#[test]
+fn the_fleet_panel_shows_each_breaker_and_its_last_move() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("breaker.db").to_str().unwrap().to_string();
+    let handlers = dir.path().join("handlers.toml");
+    std::fs::write(
+        &handlers,
+        "[tasks.\"payments.charge\"]\ncommand = \"x\"\n[tasks.\"payments.charge\".breaker]\nconsecutive_failures = 3\nopen_for = \"5m\"\ncanaries = 1\n",
+    )
+    .unwrap();
+    // A simulated outage whose breaker opened and closed, kept in the store.
+    ok(&qflow(&[
+        "simulate",
+        "samples/dbg08-long-outage.bpmn",
+        "--jobs",
+        "10",
+        "--outage",
+        "20m",
+        "--handlers",
+        handlers.to_str().unwrap(),
+        "--db",
+        &db,
+    ]));
+    let o = qflow(&["console", "--db", &db, "--headless", "", "--size", "200x40"]);
+    ok(&o);
+    let f = String::from_utf8_lossy(&o.stdout);
+    let line = f
+        .lines()
+        .find(|l| l.contains("breakers"))
+        .unwrap_or_else(|| panic!("no breakers line:\n{f}"));
+    assert!(line.contains("payments.charge closed (opened"), "{line}");
+    assert!(
+        line.contains("half-open -> closed: 1 of 1 canaries succeeded"),
+        "{line}"
+    );
+}

@@ -19,6 +19,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::instance::event::{FailureClass, TaskOutcome};
+use crate::runtime::breaker::{BreakerConfig, Trip};
+use crate::runtime::ramp::Ramp;
 
 pub use qflow_instance::codes::handler::{
     is_handler_code, EXIT, HTTP_429, INTERRUPTED, OUTPUT, TIMEOUT, UNREACHABLE,
@@ -57,6 +59,9 @@ pub struct TaskHandler {
     pub timeout: Duration,
     /// At most this many attempts at once under `qflow serve` (a bulkhead).
     pub concurrency: Option<usize>,
+    /// `[tasks."NAME".breaker]`: the task's circuit breaker under `qflow
+    /// serve` (docs/handlers.md, "Circuit breaker").
+    pub breaker: Option<BreakerConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,7 +211,11 @@ fn task(place: &str, spec: &toml::Value) -> Result<TaskHandler, HandlersError> {
     let toml::Value::Table(t) = spec else {
         return Err(err(place, "expected a table with `command` or `url`"));
     };
-    known(place, t, &["command", "url", "timeout", "concurrency"])?;
+    known(
+        place,
+        t,
+        &["command", "url", "timeout", "concurrency", "breaker"],
+    )?;
     let runner = match (t.get("command"), t.get("url")) {
         (Some(_), Some(_)) => return Err(err(place, "has both `command` and `url`: give one")),
         (None, None) => return Err(err(place, "needs `command` or `url`")),
@@ -233,10 +242,15 @@ fn task(place: &str, spec: &toml::Value) -> Result<TaskHandler, HandlersError> {
         None => DEFAULT_TIMEOUT,
     };
     let concurrency = concurrency(place, t)?;
+    let breaker = match t.get("breaker") {
+        Some(b) => Some(breaker(&format!("{place}.breaker"), b)?),
+        None => None,
+    };
     Ok(TaskHandler {
         runner,
         timeout,
         concurrency,
+        breaker,
     })
 }
 
@@ -244,6 +258,12 @@ fn channel(place: &str, spec: &toml::Value) -> Result<ChannelRelay, HandlersErro
     let toml::Value::Table(t) = spec else {
         return Err(err(place, "expected a table with `url`"));
     };
+    if t.contains_key("breaker") {
+        return Err(err(
+            format!("{place}.breaker"),
+            "a breaker is declared on a task table ([tasks.\"NAME\".breaker]); a channel's deliveries have no breaker yet: pause the channel with `qflow pause --dependency` instead",
+        ));
+    }
     known(place, t, &["url", "timeout", "concurrency"])?;
     let url = match t.get("url") {
         Some(u) => url(&format!("{place}.url"), u)?,
@@ -260,6 +280,134 @@ fn channel(place: &str, spec: &toml::Value) -> Result<ChannelRelay, HandlersErro
         concurrency,
     })
 }
+
+/// A `breaker` table: one threshold (`consecutive_failures = N`, or
+/// `failure_ratio = R` with `window` and optionally `min_attempts`), then
+/// `open_for`, `canaries` and optionally `release_ramp`. Durations are
+/// ISO-8601 (`PT30S`) or short (`30s`, `1m`), as `--until` takes them.
+fn breaker(place: &str, spec: &toml::Value) -> Result<BreakerConfig, HandlersError> {
+    const KEYS: &[&str] = &[
+        "consecutive_failures",
+        "failure_ratio",
+        "window",
+        "min_attempts",
+        "open_for",
+        "canaries",
+        "release_ramp",
+    ];
+    let toml::Value::Table(t) = spec else {
+        return Err(err(
+            place,
+            "expected a table, as in [tasks.\"NAME\".breaker] with consecutive_failures = 5, open_for = \"30s\", canaries = 2",
+        ));
+    };
+    known(place, t, KEYS)?;
+    let whole = |key: &str, what: &str| -> Result<Option<u32>, HandlersError> {
+        match t.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= u32::MAX as i64 => {
+                Ok(Some(*n as u32))
+            }
+            Some(_) => Err(err(
+                format!("{place}.{key}"),
+                format!("expected a whole number of 1 or more: {what}"),
+            )),
+        }
+    };
+    let span = |key: &str| -> Result<Option<i64>, HandlersError> {
+        let Some(v) = t.get(key) else {
+            return Ok(None);
+        };
+        let p = format!("{place}.{key}");
+        let toml::Value::String(s) = v else {
+            return Err(err(p, "expected a duration such as \"30s\" or \"PT30S\""));
+        };
+        match crate::duration::parse_input(s) {
+            Ok(d) if !d.is_zero() => Ok(Some(d.as_millis().min(i64::MAX as u128) as i64)),
+            Ok(_) => Err(err(p, "must be longer than zero")),
+            Err(e) => Err(err(p, format!("`{s}`: {e}"))),
+        }
+    };
+    let consecutive = whole("consecutive_failures", "how many failures in a row open it")?;
+    let ratio = match t.get("failure_ratio") {
+        None => None,
+        Some(toml::Value::Float(r)) if *r > 0.0 && *r <= 1.0 => Some(*r),
+        Some(toml::Value::Integer(1)) => Some(1.0),
+        Some(_) => return Err(err(
+            format!("{place}.failure_ratio"),
+            "expected a number above 0 and at most 1 (0.5: half the attempts in the window failed)",
+        )),
+    };
+    let window = span("window")?;
+    let min_attempts = whole(
+        "min_attempts",
+        "how many attempts the window needs before a ratio counts",
+    )?;
+    let trip = match (consecutive, ratio) {
+        (Some(_), Some(_)) => {
+            return Err(err(
+                place,
+                "has both `consecutive_failures` and `failure_ratio`: give one threshold",
+            ))
+        }
+        (None, None) => {
+            return Err(err(
+                place,
+                "needs a threshold: `consecutive_failures = N`, or `failure_ratio = R` with `window = \"1m\"`",
+            ))
+        }
+        (Some(n), None) => {
+            for key in ["window", "min_attempts"] {
+                if t.contains_key(key) {
+                    return Err(err(
+                        format!("{place}.{key}"),
+                        "belongs to `failure_ratio`; `consecutive_failures` counts failures in a row, over no window: remove it",
+                    ));
+                }
+            }
+            Trip::Consecutive(n)
+        }
+        (None, Some(r)) => Trip::Ratio {
+            per_mille: ((r * 1000.0).round() as u32).max(1),
+            window_ms: window.ok_or_else(|| {
+                err(
+                    place,
+                    "`failure_ratio` needs `window`: the span its attempts are counted over, as in window = \"1m\"",
+                )
+            })?,
+            min_attempts: min_attempts.unwrap_or(DEFAULT_MIN_ATTEMPTS),
+        },
+    };
+    let open_for_ms = span("open_for")?.ok_or_else(|| {
+        err(
+            place,
+            "needs `open_for`: how long it holds the dependency before canaries go, as in open_for = \"30s\"",
+        )
+    })?;
+    let canaries = whole("canaries", "how many canaries must succeed to close it")?.unwrap_or(1);
+    let release_ramp = match t.get("release_ramp") {
+        None => None,
+        Some(toml::Value::String(r)) => {
+            Some(Ramp::parse(r).map_err(|e| err(format!("{place}.release_ramp"), e))?)
+        }
+        Some(_) => {
+            return Err(err(
+                format!("{place}.release_ramp"),
+                "expected a ramp such as \"10,50,200/min\"",
+            ))
+        }
+    };
+    Ok(BreakerConfig {
+        trip,
+        open_for_ms,
+        canaries,
+        release_ramp,
+    })
+}
+
+/// A failure ratio's minimum of attempts in its window when none is given:
+/// a ratio over one or two attempts says little.
+pub const DEFAULT_MIN_ATTEMPTS: u32 = 10;
 
 /// `concurrency = N`: a positive integer, if given.
 fn concurrency(place: &str, t: &toml::Table) -> Result<Option<usize>, HandlersError> {

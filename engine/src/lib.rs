@@ -15,6 +15,7 @@
 //! - [`repair`]: migration of an instance with its plan shown first.
 //! - [`local`]: what a local run offers its faces beyond its next decision.
 //! - [`handlers`]: the handlers file and what a handler's answer means.
+//! - [`breaker`]: a dependency's circuit breaker, fed and moved under `serve`.
 //!
 //! The faces (CLI, language server, console) only present what this crate decides.
 
@@ -28,6 +29,7 @@ pub use qflow_model::{
 pub use qflow_runtime as runtime;
 pub use qflow_store as store;
 
+pub mod breaker;
 pub mod dependencies;
 pub mod diagram;
 pub mod embed;

@@ -11,7 +11,9 @@
 //! - [`rows`]: status, timer and outbox rows, and the facts a decision reads.
 //! - [`effects`]: what one decision writes (a [`effects::Transition`]).
 //! - [`codes`]: the failure codes the runtime itself raises.
+//! - [`breaker`]: a dependency's circuit breaker as the store keeps it.
 
+pub mod breaker;
 pub mod codes;
 pub mod effects;
 pub mod event;

@@ -784,8 +784,15 @@ impl<C: Clock> Ctx<'_, C> {
             offer(next, 0, Cand::Delivery(row));
         }
         // A paused park keeps its timer and its due time, but is not re-driven.
+        let unpaused = std::collections::BTreeSet::new();
         for t in facts.timers.iter().filter(|t| !facts.held.contains(&t.id)) {
-            if t.purpose == Purpose::Retry && self.task_held(facts, &t.node, &paused)? {
+            // A breaker's canary goes through its dependency's pause.
+            let paused = if facts.canaries.contains(&t.id) {
+                &unpaused
+            } else {
+                &paused
+            };
+            if t.purpose == Purpose::Retry && self.task_held(facts, &t.node, paused)? {
                 continue;
             }
             offer(t.due_ms, 1, Cand::Timer(t.clone()));

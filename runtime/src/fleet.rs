@@ -95,6 +95,15 @@ pub struct Fleet {
     /// Poison wakes not yet decided: instance → the nodes whose request the
     /// outbox poisoned.
     wakes: BTreeMap<String, Vec<String>>,
+    /// The last step picked instances with a ready token and decided
+    /// nothing: their first attempts are held (a paused dependency), so
+    /// the next step picks from the armed timers instead, or a held
+    /// first attempt would stand in front of every due timer (a breaker's
+    /// canary, say) for ever.
+    ready_stalled: bool,
+    /// No decision is taken before this instant of virtual time (see
+    /// [`Fleet::floor`]).
+    floor_ms: i64,
 }
 
 impl Fleet {
@@ -109,7 +118,19 @@ impl Fleet {
             batch: DEFAULT_BATCH,
             stats: FleetStats::default(),
             wakes: BTreeMap::new(),
+            ready_stalled: false,
+            floor_ms: i64::MIN,
         }
+    }
+
+    /// Take no decision before `ms` of virtual time from now on: what a
+    /// simulation sets when something outside the instances happened then
+    /// (a breaker let canaries go, or released what its pause held), so
+    /// the work it let go runs then and not at the instant each instance
+    /// last decided (an instance keeps its own virtual time). Never moves
+    /// back.
+    pub fn floor(&mut self, ms: i64) {
+        self.floor_ms = self.floor_ms.max(ms);
     }
 
     /// Claim and apply up to `n` instances per step (at least one).
@@ -162,7 +183,14 @@ impl Fleet {
         let mut ids: Vec<String> = self.wakes.keys().take(self.batch).cloned().collect();
         let room = self.batch.saturating_sub(ids.len());
         if room > 0 {
-            ids.extend(self.store.candidates(room)?);
+            let stalled = std::mem::take(&mut self.ready_stalled);
+            if stalled {
+                ids.extend(self.store.timer_candidates(room)?);
+            } else {
+                ids.extend(self.store.candidates(room)?);
+            }
+            // Nothing decided from the ready ones: the timers next time.
+            self.ready_stalled = !stalled;
         }
         // An instance with two due timers is picked once.
         let mut seen = std::collections::BTreeSet::new();
@@ -199,6 +227,9 @@ impl Fleet {
         self.stats.claim_ns += ns(t1, t2);
         self.stats.apply_ns += ns(t3, t4);
         self.stats.batches += 1;
+        if !decided.is_empty() {
+            self.ready_stalled = false;
+        }
         for ((id, _, t, at), result) in decided.iter().zip(results) {
             match result {
                 Ok(seq) => {
@@ -274,7 +305,7 @@ impl Fleet {
             }
         };
         let last = self.store.last_decision_ms(id)?.unwrap_or(facts.started_ms);
-        let clock = VirtualClock::new(last);
+        let clock = VirtualClock::new(last.max(self.floor_ms));
         let ctx = Ctx {
             store: &self.store,
             graph: &graph,

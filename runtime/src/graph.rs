@@ -238,15 +238,6 @@ impl Graph {
         }
         Ok(only)
     }
-
-    /// Compile the executable process `id` of an accepted model (`None`:
-    /// the model has no executable process of that id).
-    pub fn compile_named(defs: &Definitions, id: &str) -> Option<Result<Graph, GraphError>> {
-        let process = defs
-            .executable_processes()
-            .find(|p| p.id.as_ref().is_some_and(|a| a.value == id))?;
-        Some(compile_process(defs, process))
-    }
 }
 
 fn timer_duration(id: &str, trigger: &EventTrigger) -> Result<Option<Duration>, GraphError> {

@@ -21,7 +21,9 @@
 //! - [`outcome`]: the expected end of a run (`--expect`), and what a reconciliation needs.
 //! - [`ramp`]: a planned release (`--ramp`, `--max-rate`): when each park is
 //!   let go, and the load with and without the ramp, pure.
+//! - [`breaker`]: a dependency's circuit breaker (declaration and machine), pure.
 
+pub mod breaker;
 pub mod clock;
 pub use qflow_model::condition;
 pub mod decide;

@@ -68,6 +68,10 @@ pub struct Plan {
     /// Mixed into the partial outage's draws: another seed fails other
     /// requests at the same rate.
     pub seed: u64,
+    /// Circuit breakers by task name (a handlers file's `breaker` tables):
+    /// run on the virtual clock with the same machine and the same durable
+    /// writes as under `qflow serve` ([`crate::breaker::apply`]).
+    pub breakers: BTreeMap<String, crate::breaker::BreakerConfig>,
 }
 
 impl Plan {
@@ -82,6 +86,7 @@ impl Plan {
             error_rate: ErrorRates::default(),
             capacity: BTreeMap::new(),
             seed: 0,
+            breakers: BTreeMap::new(),
         }
     }
 
@@ -291,6 +296,13 @@ pub struct Report {
     pub rate_limited: BTreeMap<String, u64>,
     /// Group commits applied.
     pub batches: u64,
+    /// Every move the breakers made ([`Plan::breakers`]), at the virtual
+    /// instant it was made (ms since the start), in order.
+    pub breaker_moves: Vec<qflow_store::breaker::BreakerLogged>,
+    /// With breakers: the requests by dependency of the same plan run
+    /// without them (what the breakers saved is the difference), if that
+    /// run was made.
+    pub requests_without_breakers: Option<BTreeMap<String, u64>>,
 }
 
 impl Report {
@@ -309,6 +321,8 @@ impl Report {
             requests_per_minute: BTreeMap::new(),
             rate_limited: BTreeMap::new(),
             batches: 0,
+            breaker_moves: Vec::new(),
+            requests_without_breakers: None,
         }
     }
 
@@ -560,6 +574,7 @@ pub fn simulate(
     // Whether the last step found nothing to do: the next arrivals then
     // start whatever else is due (nothing the fleet picks is).
     let mut idle = false;
+    let mut stalled = 0u32;
     loop {
         if p.started < plan.jobs {
             // Arrivals join when the fleet's work reaches their instant:
@@ -590,10 +605,25 @@ pub fn simulate(
                 progress(&p);
             }
         }
+        let mut observed: Vec<(String, String, bool)> = Vec::new();
+        let decided_before = fleet.stats().decisions;
         let looked = fleet.step(|id, d| {
             p.virtual_ms = p.virtual_ms.max(d.at_ms);
             let minute = d.at_ms.div_euclid(60_000);
             for line in &d.events {
+                if let HistoryEvent::Attempt(Attempt::Task(t)) = &line.event {
+                    if plan.breakers.contains_key(&t.task) {
+                        let failed = matches!(
+                            t.class,
+                            Some(
+                                FailureClass::Transient
+                                    | FailureClass::RateLimited
+                                    | FailureClass::UnknownOutcome
+                            )
+                        );
+                        observed.push((id.to_string(), t.task.clone(), failed));
+                    }
+                }
                 let request = match &line.event {
                     HistoryEvent::Attempt(a) => {
                         p.attempts += 1;
@@ -640,15 +670,143 @@ pub fn simulate(
             on_decision(id, d);
         })?;
         progress(&p);
-        if looked == 0 && p.started >= plan.jobs {
+        // Instances picked with nothing decided are held (a breaker's
+        // pause holds their first attempts): twice in a row (the fleet
+        // tries the ready ones, then the timers), nothing can move but a
+        // breaker.
+        if fleet.stats().decisions > decided_before {
+            stalled = 0;
+        } else if looked > 0 {
+            stalled += 1;
+        }
+        let looked = if stalled >= 2 { 0 } else { looked };
+        let mut moved = false;
+        if !plan.breakers.is_empty() {
+            let now = p.virtual_ms;
+            let store = fleet.store_mut();
+            moved |= breakers_observe(store, plan, observed, now, &mut report)?;
+            moved |= breakers_tick(store, plan, now, &mut report)?;
+            if looked == 0 && !moved && p.started >= plan.jobs {
+                // Nothing due: an open breaker's open time is the next
+                // thing to happen (its canaries go then).
+                let next = store
+                    .breakers()?
+                    .iter()
+                    .filter_map(|b| {
+                        plan.breakers
+                            .get(&b.dependency)
+                            .and_then(|c| crate::breaker::next_tick_ms(c, &b.state))
+                    })
+                    .min();
+                if let Some(at) = next.filter(|at| *at > now) {
+                    p.virtual_ms = at;
+                    moved |= breakers_tick(store, plan, at, &mut report)?;
+                }
+            }
+            if moved {
+                // What the breaker let go runs from its move on.
+                fleet.floor(p.virtual_ms);
+            }
+        }
+        if looked == 0 && !moved && p.started >= plan.jobs {
             break;
         }
-        idle = looked == 0;
+        if moved {
+            // What a breaker let go (canaries, a release) is looked for afresh.
+            stalled = 0;
+        }
+        idle = looked == 0 && !moved;
     }
     report.batches = fleet.stats().batches;
     report.totals = p;
     report.rate_limited = counterparts.refused.borrow().clone();
     Ok((report, fleet.into_store()))
+}
+
+/// Feed each breaker the outcomes of its dependency's attempts decided in
+/// the last batch, at `now_ms` (virtual). True when one moved.
+fn breakers_observe(
+    store: &mut Store,
+    plan: &Plan,
+    observed: Vec<(String, String, bool)>,
+    now_ms: i64,
+    report: &mut Report,
+) -> Result<bool, RunError> {
+    let mut moved = false;
+    // An open breaker ignores outcomes (only a half-open one's canaries
+    // and a closed one's attempts count): one fleet is the only writer
+    // here, so the phase last written is the phase, and the outcomes of a
+    // batch that opened it cost no further transaction.
+    let mut open: BTreeSet<String> = store
+        .breakers()?
+        .into_iter()
+        .filter(|b| b.state.phase == qflow_instance::breaker::Phase::Open)
+        .map(|b| b.dependency)
+        .collect();
+    for (instance, task, failed) in observed {
+        let Some(config) = plan.breakers.get(&task) else {
+            continue;
+        };
+        if open.contains(&task) {
+            continue;
+        }
+        let a = crate::breaker::apply(
+            store,
+            &task,
+            config,
+            qflow_store::breaker::Probe::Instance(&instance),
+            |canary| crate::breaker::Observed::Outcome { failed, canary },
+            now_ms,
+        )?;
+        if a.state.phase == qflow_instance::breaker::Phase::Open {
+            open.insert(task.clone());
+        }
+        moved |= record(store, &task, a, now_ms, report)?;
+    }
+    Ok(moved)
+}
+
+/// Let time move every breaker to `now_ms` (virtual). True when one moved
+/// or chose canaries.
+fn breakers_tick(
+    store: &mut Store,
+    plan: &Plan,
+    now_ms: i64,
+    report: &mut Report,
+) -> Result<bool, RunError> {
+    let mut moved = false;
+    for (dependency, config) in &plan.breakers {
+        let a = crate::breaker::apply(
+            store,
+            dependency,
+            config,
+            qflow_store::breaker::Probe::None,
+            |_| crate::breaker::Observed::Tick,
+            now_ms,
+        )?;
+        moved |= record(store, dependency, a, now_ms, report)?;
+    }
+    Ok(moved)
+}
+
+/// Keep a breaker's move in the report; canaries chosen run at `now_ms`
+/// (each instance keeps its own virtual time: a canary parked long ago
+/// would otherwise run in the past).
+fn record(
+    store: &mut Store,
+    dependency: &str,
+    a: qflow_store::breaker::BreakerApplied,
+    now_ms: i64,
+    report: &mut Report,
+) -> Result<bool, RunError> {
+    if a.chose > 0 {
+        store.breaker_canaries_due(dependency, now_ms)?;
+    }
+    let moved = a.chose > 0 || a.moved.is_some();
+    if let Some(m) = a.moved {
+        report.breaker_moves.push(m);
+    }
+    Ok(moved)
 }
 
 fn count(map: &mut BTreeMap<String, u64>, key: &str) {

@@ -28,6 +28,9 @@ pub fn world(file: &HandlersFile, reply_to: Option<String>) -> Handlers {
         if let Some(n) = spec.concurrency {
             handlers.concurrency(name, n);
         }
+        if let Some(b) = &spec.breaker {
+            handlers.breaker(name, b.clone());
+        }
         handlers.task_with_lease(name, lease, move |task| {
             as_result(run_task(&spec, &dir, task))
         });

@@ -178,6 +178,37 @@ pub fn run(args: Args) -> ExitCode {
             )
         });
     }
+    // Each move of a breaker (docs/outage.md, "Circuit breaker") is a line
+    // of the log: what it did and why.
+    {
+        let format = args.format;
+        engine.on_breaker(move |m| match format {
+            Format::Human => eprintln!(
+                "note: breaker {} {} -> {}: {}{}",
+                m.dependency,
+                m.from.as_str(),
+                m.to.as_str(),
+                m.reason,
+                m.release
+                    .map(|r| format!(" (release ramp {r})"))
+                    .unwrap_or_default()
+            ),
+            Format::Json => println!(
+                "{}",
+                json_line(
+                    &json!({
+                        "breaker": m.dependency,
+                        "from": m.from.as_str(),
+                        "to": m.to.as_str(),
+                        "reason": m.reason,
+                        "release": m.release,
+                        "at_ms": m.at_ms,
+                    }),
+                    &["breaker"]
+                )
+            ),
+        });
+    }
     let config = endpoint::Config {
         health: Some(engine.store_health()),
         db: args.db.to_string(),

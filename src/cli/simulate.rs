@@ -125,6 +125,14 @@ pub struct Args {
     /// stderr).
     #[arg(long, value_name = "FILE.jsonl", conflicts_with = "from")]
     pub trace: Option<PathBuf>,
+    /// Run the circuit breakers this handlers file declares
+    /// (`[tasks."NAME".breaker]`) in the simulation, to see what they do to
+    /// the outage before enabling them under `qflow serve`; the same plan
+    /// is also run without them, and the requests they saved are reported.
+    /// Only the breaker tables are read: no command runs and no URL is
+    /// called (the simulation's counterparts stand in).
+    #[arg(long, value_name = "FILE.toml")]
+    pub handlers: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -258,6 +266,31 @@ pub fn run(mut args: Args) -> ExitCode {
     if let Err(m) = plan.check(&dependencies) {
         return fail(format, 2, "usage", m);
     }
+    let mut plan = plan;
+    if let Some(path) = &args.handlers {
+        let file = match qflow_engine::handlers::HandlersFile::read(path) {
+            Ok(f) => f,
+            Err(e) => return fail(format, 2, "handlers", format!("{}: {e}", path.display())),
+        };
+        plan.breakers = file
+            .tasks
+            .iter()
+            .filter(|(name, _)| dependencies.contains(*name))
+            .filter_map(|(name, t)| t.breaker.clone().map(|b| (name.clone(), b)))
+            .collect();
+        if plan.breakers.is_empty() {
+            return fail(
+                format,
+                2,
+                "usage",
+                format!(
+                    "--handlers {}: it declares no breaker for a task of this model (its tasks: {}): add a [tasks.\"NAME\".breaker] table, or leave --handlers out",
+                    path.display(),
+                    dependencies.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            );
+        }
+    }
     let expected = match expectations(&args, &dependencies, format) {
         Ok(e) => e,
         Err(code) => return code,
@@ -303,6 +336,22 @@ pub fn run(mut args: Args) -> ExitCode {
         bar
     });
     let wall = Instant::now();
+    // With breakers, the same plan without them first (on a temporary
+    // store of its own): what they saved is the difference.
+    let baseline = if plan.breakers.is_empty() {
+        None
+    } else {
+        let mut without = plan.clone();
+        without.breakers.clear();
+        let db = SessionDb::new(None, "simulate-without-breakers");
+        let run = db.open().map_err(|e| e.to_string()).and_then(|s| {
+            simulate(s, &text, &defs, &without, |_| {}, |_, _| {}).map_err(|e| e.to_string())
+        });
+        match run {
+            Ok((r, _)) => Some(r.requests_by_dependency),
+            Err(e) => return fail(format, 2, "store", e),
+        }
+    };
     let result = simulate(
         store,
         &text,
@@ -331,10 +380,11 @@ pub fn run(mut args: Args) -> ExitCode {
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let (report, store) = match result {
+    let (mut report, store) = match result {
         Ok(r) => r,
         Err(e) => return fail(format, 2, "store", e),
     };
+    report.requests_without_breakers = baseline;
     if let Some(t) = trace.take() {
         if let Err(m) = t.finish() {
             return fail(format, 2, "unwritable", m);
@@ -497,6 +547,31 @@ fn html_report(
             ),
         ));
     }
+    // The breakers' moves at their virtual instants, and what they saved.
+    for m in &r.breaker_moves {
+        summary.push((
+            format!(
+                "breaker of {} at +{}",
+                m.dependency,
+                qflow_engine::duration::compact_ms(m.at_ms)
+            ),
+            format!("{} -> {}: {}", m.from.as_str(), m.to.as_str(), m.reason),
+        ));
+    }
+    if let Some(without) = &r.requests_without_breakers {
+        let with_breaker: std::collections::BTreeSet<&str> = r
+            .breaker_moves
+            .iter()
+            .map(|m| m.dependency.as_str())
+            .collect();
+        for d in without.keys().filter(|d| with_breaker.contains(d.as_str())) {
+            let with = r.requests_by_dependency.get(d).copied().unwrap_or(0);
+            summary.push((
+                format!("requests to {d}, with and without its breaker"),
+                format!("{} and {}", group(with), group(without[d])),
+            ));
+        }
+    }
     summary.push((
         "wall time".into(),
         format!(
@@ -618,7 +693,89 @@ fn json_report(
         "wall_ms": elapsed.as_millis() as u64,
         "peak_rss_kb": rss_kb,
     });
+    let mut v = v;
+    // Only a simulation given breakers (--handlers) reports them.
+    if !plan.breakers.is_empty() {
+        v["breakers"] = breakers_json(r, plan);
+    }
     json_line(&v, &["status"])
+}
+
+/// The breakers' part of the JSON summary: per breaker, its declaration,
+/// its moves (at virtual seconds), and the requests to its dependency with
+/// it and without it (`saved`: the difference).
+fn breakers_json(r: &Report, plan: &Plan) -> serde_json::Value {
+    plan.breakers
+        .iter()
+        .map(|(d, c)| {
+            let with = r.requests_by_dependency.get(d).copied().unwrap_or(0);
+            let without = r
+                .requests_without_breakers
+                .as_ref()
+                .map(|w| w.get(d).copied().unwrap_or(0));
+            json!({
+                "dependency": d,
+                "breaker": c.words(),
+                "moves": r.breaker_moves.iter().filter(|m| &m.dependency == d).map(|m| json!({
+                    "at_s": m.at_ms as f64 / 1000.0,
+                    "from": m.from.as_str(),
+                    "to": m.to.as_str(),
+                    "reason": m.reason,
+                    "release": m.release,
+                })).collect::<Vec<_>>(),
+                "requests": with,
+                "requests_without_breaker": without,
+                "saved": without.map(|w| w as i64 - with as i64),
+            })
+        })
+        .collect::<Vec<_>>()
+        .into()
+}
+
+/// The breakers' part of the human summary: each move at its virtual
+/// instant, and the requests it saved.
+fn breakers_human(r: &Report, plan: &Plan) -> String {
+    let n = qflow_engine::text::group;
+    let mut out = String::new();
+    for (d, c) in &plan.breakers {
+        out += &format!("\nbreaker of {d} ({})\n", c.words());
+        let moves: Vec<_> = r
+            .breaker_moves
+            .iter()
+            .filter(|m| &m.dependency == d)
+            .collect();
+        if moves.is_empty() {
+            out += "  never opened\n";
+        }
+        for m in moves {
+            out += &format!(
+                "  +{:<10} {} -> {}: {}{}\n",
+                qflow_engine::duration::compact_ms(m.at_ms),
+                m.from.as_str(),
+                m.to.as_str(),
+                m.reason,
+                m.release
+                    .map(|r| format!(" (release ramp {r})"))
+                    .unwrap_or_default()
+            );
+        }
+        let with = r.requests_by_dependency.get(d).copied().unwrap_or(0);
+        if let Some(without) = r
+            .requests_without_breakers
+            .as_ref()
+            .map(|w| w.get(d).copied().unwrap_or(0))
+        {
+            let saved = without as i64 - with as i64;
+            out += &format!(
+                "  requests to {d}: {} with the breaker, {} without it ({} {})\n",
+                n(with),
+                n(without),
+                n(saved.unsigned_abs()),
+                if saved >= 0 { "saved" } else { "more" }
+            );
+        }
+    }
+    out
 }
 
 /// What the plan makes of the counterparts, in words (the report's first
@@ -724,6 +881,7 @@ fn human_report(
             );
         }
     }
+    out += &breakers_human(r, plan);
     out += "\nattempts per minute (virtual time)\n";
     out += &chart(&r.per_minute, 40, 50);
     out += "\npending backlog (unfinished instances at the end of each minute)\n";

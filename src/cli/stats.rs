@@ -89,6 +89,13 @@ pub fn run(args: Args) -> ExitCode {
         Ok((f, _)) => f,
         Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
     };
+    let (breakers, moves) = match store
+        .breakers()
+        .and_then(|b| Ok((b, store.breaker_transitions(BREAKER_MOVES)?)))
+    {
+        Ok(b) => b,
+        Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
+    };
     let earlier = args.log > 0 && log.len() > args.log as usize;
     if earlier {
         log.remove(0);
@@ -112,6 +119,8 @@ pub fn run(args: Args) -> ExitCode {
             v["exhaustion_forecast_start_ms"] = json!(forecast.now_ms);
             v["exhaustion_forecast_hours"] = json!(forecast.hours);
             v["exhaustion_forecast"] = json!(forecast.dependencies);
+            v["breakers"] = json!(breakers);
+            v["breaker_transitions"] = json!(moves);
             println!("{}", json_line(&v, &["status"]));
         }
         // `--report -` gave stdout to the HTML: the summary goes to stderr.
@@ -125,7 +134,9 @@ pub fn run(args: Args) -> ExitCode {
                 "{}",
                 qflow_engine::text::printable(&human(
                     &obs,
-                    &(release_lines(&releases) + &log_lines(&log, earlier, &args)),
+                    &(release_lines(&releases)
+                        + &breaker_lines(&breakers, &moves)
+                        + &log_lines(&log, earlier, &args)),
                     &forecast
                 ))
             )
@@ -134,7 +145,9 @@ pub fn run(args: Args) -> ExitCode {
             "{}",
             qflow_engine::text::printable(&human(
                 &obs,
-                &(release_lines(&releases) + &log_lines(&log, earlier, &args)),
+                &(release_lines(&releases)
+                    + &breaker_lines(&breakers, &moves)
+                    + &log_lines(&log, earlier, &args)),
                 &forecast
             ))
         ),
@@ -232,6 +245,29 @@ fn html_report(
             format!("reaching FAILED if {} stays down", d.dependency),
             words.join("; "),
         ));
+    }
+    // Each circuit breaker and its latest moves (docs/outage.md).
+    let moves = store.breaker_transitions(BREAKER_MOVES)?;
+    for b in store.breakers()? {
+        summary.push((
+            format!("breaker of {}", b.dependency),
+            format!(
+                "{} since {} (opened {})",
+                b.state.phase.as_str(),
+                crate::cli::ops::timestamp(b.state.since_ms),
+                count(b.state.opened as u64, "time", "times")
+            ),
+        ));
+        for m in moves.iter().filter(|m| m.dependency == b.dependency) {
+            summary.push((
+                format!(
+                    "breaker of {}, {}",
+                    b.dependency,
+                    crate::cli::ops::timestamp(m.at_ms)
+                ),
+                format!("{} -> {}: {}", m.from.as_str(), m.to.as_str(), m.reason),
+            ));
+        }
     }
     if o.late.decisions > 0 {
         summary.push((
@@ -529,6 +565,48 @@ fn forecast_lines(now_ms: i64, d: &DependencyForecast) -> String {
         ));
     }
     out + &format!("    {}\n", rest.join("; "))
+}
+
+/// How many of the latest breaker moves `stats` shows.
+const BREAKER_MOVES: u32 = 20;
+
+/// Each breaker (its phase, since when, its canaries) and its latest
+/// moves, in the containment block.
+fn breaker_lines(
+    breakers: &[qflow_engine::store::breaker::BreakerRow],
+    moves: &[qflow_engine::store::breaker::BreakerLogged],
+) -> String {
+    use qflow_engine::instance::breaker::Phase;
+    let mut out = String::new();
+    for b in breakers {
+        let canaries = match b.state.phase {
+            Phase::HalfOpen => format!(
+                "; canaries: {} chosen, {} still parked, {} succeeded",
+                b.canaries, b.canaries_waiting, b.state.canaries_ok
+            ),
+            _ => String::new(),
+        };
+        out += &format!(
+            "  breaker of dependency {}: {} since {} (opened {}){canaries}\n",
+            b.dependency,
+            b.state.phase.as_str(),
+            crate::cli::ops::timestamp(b.state.since_ms),
+            count(b.state.opened as u64, "time", "times"),
+        );
+        for m in moves.iter().filter(|m| m.dependency == b.dependency) {
+            out += &format!(
+                "    {} {} -> {}: {}{}\n",
+                crate::cli::ops::timestamp(m.at_ms),
+                m.from.as_str(),
+                m.to.as_str(),
+                m.reason,
+                m.release
+                    .map(|r| format!(" (release ramp {r})"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    out
 }
 
 /// The release ramps, newest first, in the containment block: what each

@@ -49,36 +49,26 @@ pub fn run(args: &Args) -> ExitCode {
         Err(code) => return code,
     };
     let graph = match &args.process {
-        Some(id) => match Graph::compile_named(&defs, id) {
-            Some(g) => g,
-            None => {
-                let ids: Vec<String> = defs
-                    .executable_processes()
-                    .filter_map(|p| p.id.as_ref().map(|a| a.value.to_string()))
-                    .collect();
-                return fail(
-                    format,
-                    USAGE,
-                    "usage",
-                    format!(
-                        "--process {id}: {shown} has no executable process {id} (it has: {}): give one of them",
-                        if ids.is_empty() { "none".into() } else { ids.join(", ") }
-                    ),
-                );
-            }
-        },
-        None => Graph::compile(&defs),
-    };
-    let graph = match graph {
-        Ok(g) => g,
-        Err(e) => {
-            return fail(
+        Some(id) => Graph::compile_named(&defs, Some(id)).map_err(|e| {
+            fail(
+                format,
+                USAGE,
+                "usage",
+                format!("--process {id}: {shown}: {}", e.message),
+            )
+        }),
+        None => Graph::compile(&defs).map_err(|e| {
+            fail(
                 format,
                 USAGE,
                 "model",
                 format!("{shown}: the model cannot run: {e}"),
             )
-        }
+        }),
+    };
+    let graph = match graph {
+        Ok(g) => g,
+        Err(code) => return code,
     };
     if db.sqlite_path().is_some_and(|p| !p.is_file()) {
         return fail(

@@ -19,6 +19,7 @@ use qflow_instance::{Facts, Purpose, Status, TimerRow, Transition};
 
 pub mod batch;
 mod boundary;
+pub mod breaker;
 pub mod contain;
 pub mod explain;
 pub mod fault;
@@ -666,6 +667,10 @@ pub struct InstanceFacts {
     /// Armed retry timers whose re-drive is paused (their class or
     /// dependency): kept, due time and all, but not to be re-driven.
     pub held: std::collections::BTreeSet<i64>,
+    /// Armed retry timers a half-open breaker chose as canaries: let
+    /// through their dependency's pause on their own schedule
+    /// ([`breaker`]); a chooser does not hold them for it.
+    pub canaries: std::collections::BTreeSet<i64>,
     /// The idempotency-key ledger: the highest key number each call node
     /// has sent.
     pub keys_sent: std::collections::BTreeMap<String, u32>,
@@ -680,6 +685,7 @@ impl InstanceFacts {
         row: &InstanceRow,
         timers: Vec<TimerRow>,
         held: std::collections::BTreeSet<i64>,
+        canaries: std::collections::BTreeSet<i64>,
         keys_sent: std::collections::BTreeMap<String, u32>,
     ) -> InstanceFacts {
         let (snapshot, damage) = match Snapshot::decode(&row.snapshot) {
@@ -695,6 +701,7 @@ impl InstanceFacts {
             damage,
             timers,
             held,
+            canaries,
             keys_sent,
         }
     }

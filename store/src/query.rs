@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use crate::sql::{args, Conn, Dialect, Row, Value as Arg, ValueRef};
-use crate::write::held_timers;
 use crate::write::matches_pause;
+use crate::write::{canary_timers, held_timers};
 use crate::{InstanceFacts, Sqlite, Store, StoreError};
 use qflow_instance::history::Line;
 use qflow_instance::{OutboxRow, Purpose, Status, TimerRow};
@@ -242,8 +242,9 @@ impl Store {
                 .ok_or_else(|| StoreError::NoInstance(instance_id.into()))?;
             let timers = armed_timers(db, instance_id)?;
             let held = held_timers(db, instance_id)?;
+            let canaries = canary_timers(db, instance_id)?;
             let keys = keys_sent(db, instance_id)?;
-            Ok(InstanceFacts::of_row(&row, timers, held, keys))
+            Ok(InstanceFacts::of_row(&row, timers, held, canaries, keys))
         })
     }
 
@@ -599,31 +600,17 @@ impl Store {
             if !ready.is_empty() {
                 return Ok(ready);
             }
-            // SQLite's CROSS JOIN keeps the armed timers, in due order, as
-            // the outer loop (an index walk that stops at the limit); the
-            // planner would otherwise be free to start from every
-            // unfinished instance. PostgreSQL locks (and skips) timers.
-            db.rows(
-                db.dialect().pick(
-                    concat!(
-                        "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
-                         WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
-                           AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
-                        matches_pause!(),
-                        ")) ORDER BY t.due_ms, t.id LIMIT $1"
-                    ),
-                    concat!(
-                        "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
-                         WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
-                           AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
-                        matches_pause!(),
-                        ")) ORDER BY t.due_ms, t.id LIMIT $1 FOR UPDATE OF t SKIP LOCKED"
-                    ),
-                ),
-                args![limit],
-                |r| r.get(0),
-            )
+            timer_candidates_in(db, limit)
         })
+    }
+
+    /// The instances with the earliest armed timers (no retry park a pause
+    /// holds), at most `limit`: [`Store::candidates`] without the ready
+    /// tokens, for a driver whose ready instances are all held (their
+    /// first attempts wait for a paused dependency).
+    pub fn timer_candidates(&self, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.still_there()?;
+        self.read(|db| timer_candidates_in(db, limit))
     }
 
     /// What a serving loop looks at now (wall clock `now_ms`): instances
@@ -759,6 +746,35 @@ impl Sqlite {}
 /// What [`Store::due_instances`] finds: each instance with its version,
 /// and when the next timer or delivery falls due.
 pub type DueInstances = (Vec<(String, i64)>, Option<i64>);
+
+/// The instances with the earliest armed timers no pause holds (the
+/// second half of [`Store::candidates`]).
+fn timer_candidates_in(db: &mut dyn Conn, limit: usize) -> Result<Vec<String>, StoreError> {
+    // SQLite's CROSS JOIN keeps the armed timers, in due order, as
+    // the outer loop (an index walk that stops at the limit); the
+    // planner would otherwise be free to start from every
+    // unfinished instance. PostgreSQL locks (and skips) timers.
+    db.rows(
+        db.dialect().pick(
+            concat!(
+                "SELECT t.instance_id FROM timers t CROSS JOIN instances i ON i.id = t.instance_id
+                 WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                   AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
+                matches_pause!(),
+                ")) ORDER BY t.due_ms, t.id LIMIT $1"
+            ),
+            concat!(
+                "SELECT t.instance_id FROM timers t JOIN instances i ON i.id = t.instance_id
+                 WHERE t.state = 'armed' AND i.status IN ('running','waiting') AND i.quarantined_ms IS NULL
+                   AND NOT (t.purpose = 'retry' AND EXISTS (SELECT 1 FROM pauses p WHERE ",
+                matches_pause!(),
+                ")) ORDER BY t.due_ms, t.id LIMIT $1 FOR UPDATE OF t SKIP LOCKED"
+            ),
+        ),
+        args![limit],
+        |r| r.get(0),
+    )
+}
 
 #[cfg(test)]
 mod incident_tests {

@@ -274,7 +274,48 @@ fn latest_decision(db: &mut dyn Conn) -> Result<Option<i64>, StoreError> {
 
 /// A schedule still releasing `kind` `value` (a park of it waits for its
 /// instant): its id.
-fn in_progress(db: &mut dyn Conn, kind: PauseKind, value: &str) -> Result<Option<i64>, StoreError> {
+/// The ramped unpause of [`Store::unpause_ramped`] in the open
+/// transaction, which holds [`Lock::PauseExclusive`] and has found no ramp
+/// of the same target in progress: a closing breaker
+/// ([`crate::breaker`]) releases through it too.
+pub(crate) fn unpause_ramped_in(
+    db: &mut dyn Conn,
+    kind: PauseKind,
+    value: &str,
+    wall_now_ms: i64,
+    actor: &Actor,
+    shape: &ShapeText,
+    plan: impl FnOnce(&[ReleasePark], Option<i64>) -> Planned,
+) -> Result<RampedUnpause, StoreError> {
+    let parks = parks_in(db, kind, value)?;
+    let latest = latest_decision(db)?;
+    let planned = plan(&parks, latest);
+    let (id, end_ms, n) = write_schedule(
+        db,
+        ReleaseKind::of(kind),
+        value,
+        shape,
+        &planned,
+        &parks,
+        wall_now_ms,
+        actor,
+    )?;
+    crate::fault::point("release.written");
+    let unpause = set_pause_in(db, kind, value, wall_now_ms, actor, false)?;
+    Ok(RampedUnpause {
+        schedule: id,
+        start_ms: planned.start_ms,
+        end_ms,
+        parks: n,
+        unpause,
+    })
+}
+
+pub(crate) fn in_progress(
+    db: &mut dyn Conn,
+    kind: PauseKind,
+    value: &str,
+) -> Result<Option<i64>, StoreError> {
     db.opt(
         "SELECT s.id FROM release_schedules s
          WHERE s.kind = $1 AND s.value = $2 AND s.stopped_ms IS NULL
@@ -427,28 +468,7 @@ impl Store {
                     kind.flag()
                 )));
             }
-            let parks = parks_in(db, kind, value)?;
-            let latest = latest_decision(db)?;
-            let planned = plan(&parks, latest);
-            let (id, end_ms, n) = write_schedule(
-                db,
-                ReleaseKind::of(kind),
-                value,
-                shape,
-                &planned,
-                &parks,
-                wall_now_ms,
-                actor,
-            )?;
-            crate::fault::point("release.written");
-            let unpause = set_pause_in(db, kind, value, wall_now_ms, actor, false)?;
-            Ok(RampedUnpause {
-                schedule: id,
-                start_ms: planned.start_ms,
-                end_ms,
-                parks: n,
-                unpause,
-            })
+            unpause_ramped_in(db, kind, value, wall_now_ms, actor, shape, plan)
         })
     }
 

@@ -281,6 +281,35 @@ CREATE TABLE release_slots (
 CREATE INDEX release_slots_by_instance ON release_slots(instance_id);
 CREATE INDEX release_slots_by_timer ON release_slots(timer_id);
 "#,
+    // 13: circuit breakers (`breaker.rs`). One `breakers` row per
+    // dependency with a breaker (its phase, since when on the wall clock,
+    // and the machine's state as JSON); one `breaker_transitions` row per
+    // move (never changed); one `breaker_canaries` row per park a
+    // half-open breaker lets through its own pause (the pause-match rule
+    // reads it), deleted when the breaker closes or opens again.
+    r#"
+CREATE TABLE breakers (
+    dependency  TEXT PRIMARY KEY,
+    phase       TEXT NOT NULL,          -- closed | open | half-open
+    since_ms    INTEGER NOT NULL,       -- wall clock
+    state       TEXT NOT NULL           -- JSON: the machine's state
+);
+CREATE TABLE breaker_transitions (
+    seq         INTEGER PRIMARY KEY,
+    dependency  TEXT NOT NULL,
+    at_ms       INTEGER NOT NULL,       -- wall clock
+    from_phase  TEXT NOT NULL,
+    to_phase    TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    release_id  INTEGER                 -- the release schedule a close made
+);
+CREATE TABLE breaker_canaries (
+    timer_id    INTEGER PRIMARY KEY,
+    dependency  TEXT NOT NULL,
+    chosen_ms   INTEGER NOT NULL        -- wall clock
+);
+CREATE INDEX breaker_canaries_by_dependency ON breaker_canaries(dependency);
+"#,
 ];
 
 /// The version that added the deployment lifecycle (`deployments.origin`,
@@ -297,12 +326,17 @@ pub const CONTAINMENT_LOG: u32 = 9;
 
 /// The oldest schema a read-only database is read at, without upgrading
 /// it (`Store::connect_for_reading`): the migrations after it add only
-/// what no reading command reads (`start_keys`, migration 10).
-pub const READABLE_FROM: u32 = 9;
+/// what no reading command reads. Migration 13 added `breaker_canaries`,
+/// which the pause-match rule (every read of what a pause holds) reads.
+pub const READABLE_FROM: u32 = 13;
 
 /// The version that added planned releases (`release_schedules`,
 /// `release_slots`): an older database read without upgrading has none.
 pub const RELEASES: u32 = 12;
+
+/// The version that added circuit breakers (`breakers`,
+/// `breaker_transitions`, `breaker_canaries`).
+pub const BREAKERS: u32 = 13;
 
 /// The schema version this build writes.
 pub const LATEST: u32 = MIGRATIONS.len() as u32;

@@ -32,10 +32,13 @@ pub(crate) fn work_made(db: &mut dyn Conn, by: &str) -> Result<(), StoreError> {
 }
 
 /// The pause-match rule, once: a retry park `t` is held by a pause `p` of
-/// its class or of its dependency.
+/// its class or of its dependency, unless a half-open breaker chose it as
+/// one of its canaries (`breaker_canaries`, [`crate::breaker`]): a canary
+/// goes through its dependency's pause on its own schedule (a class pause
+/// still holds it).
 macro_rules! matches_pause {
     () => {
-        "(p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency)"
+        "((p.kind = 'class' AND p.value = t.class) OR (p.kind = 'dependency' AND p.value = t.dependency AND NOT EXISTS (SELECT 1 FROM breaker_canaries bc WHERE bc.timer_id = t.id)))"
     };
 }
 pub(crate) use matches_pause;
@@ -310,6 +313,23 @@ pub(crate) fn held_timers(db: &mut dyn Conn, instance: &str) -> Result<BTreeSet<
                 matches_pause!(),
                 ")"
             ),
+            args![instance],
+            |r| r.get(0),
+        )?
+        .into_iter()
+        .collect())
+}
+
+/// The armed retry timers of an instance a half-open breaker chose as
+/// canaries.
+pub(crate) fn canary_timers(
+    db: &mut dyn Conn,
+    instance: &str,
+) -> Result<BTreeSet<i64>, StoreError> {
+    Ok(db
+        .rows(
+            "SELECT t.id FROM timers t JOIN breaker_canaries bc ON bc.timer_id = t.id
+             WHERE t.instance_id = $1 AND t.state = 'armed' AND t.purpose = 'retry'",
             args![instance],
             |r| r.get(0),
         )?

@@ -822,6 +822,40 @@ impl Backend for EngineBackend {
         let (forecast, _) =
             qflow_engine::forecast::fleet(&a.store, wall).map_err(|e| e.to_string())?;
         observations.push(("exhaustion forecast".into(), forecast_words(&forecast)));
+        // The circuit breakers, once there is one: each one's phase, how
+        // often it opened, and its last move with why (docs/outage.md).
+        let breakers = a.store.breakers().map_err(|e| e.to_string())?;
+        if !breakers.is_empty() {
+            let moves = a.store.breaker_transitions(0).map_err(|e| e.to_string())?;
+            let lines: Vec<String> = breakers
+                .iter()
+                .map(|b| {
+                    let last = moves
+                        .iter()
+                        .rev()
+                        .find(|m| m.dependency == b.dependency)
+                        .map(|m| {
+                            format!(
+                                "; last {} -> {}: {}{}",
+                                m.from.as_str(),
+                                m.to.as_str(),
+                                m.reason,
+                                m.release
+                                    .map(|r| format!(" (release ramp {r})"))
+                                    .unwrap_or_default()
+                            )
+                        })
+                        .unwrap_or_default();
+                    format!(
+                        "{} {} (opened {}×){last}",
+                        b.dependency,
+                        b.state.phase.as_str(),
+                        b.state.opened
+                    )
+                })
+                .collect();
+            observations.push(("breakers".into(), lines.join("; ")));
+        }
         Ok(Some(FleetView {
             observations,
             per_minute: minutes.into_iter().collect(),

@@ -97,7 +97,12 @@ pub struct Engine {
     pub(super) on_outage: Option<super::outage::OutageReport>,
     /// Told each time another process's new work woke the serving loop.
     pub(super) on_notified: Option<Box<dyn FnMut() + Send>>,
+    /// Told of each move of a breaker this engine made (a serving loop's log).
+    pub(super) on_breaker: Option<BreakerReport>,
 }
+
+/// Whoever is told of a breaker's moves ([`Engine::on_breaker`]).
+pub(super) type BreakerReport = Box<dyn FnMut(&crate::store::breaker::BreakerLogged) + Send>;
 
 /// Instances started before this instant (2000-01-01, wall clock) were
 /// started on a virtual clock, whose epoch is 0.
@@ -157,6 +162,7 @@ impl Engine {
             health: Default::default(),
             on_outage: None,
             on_notified: None,
+            on_breaker: None,
         }
     }
 

@@ -256,6 +256,69 @@ impl Engine {
         self
     }
 
+    /// Whoever is told of each move of a breaker this loop made (opened,
+    /// half-open with its canaries, closed with its release): a serving
+    /// process's log.
+    pub fn on_breaker(
+        &mut self,
+        report: impl FnMut(&crate::store::breaker::BreakerLogged) + Send + 'static,
+    ) -> &mut Engine {
+        self.on_breaker = Some(Box::new(report));
+        self
+    }
+
+    /// Feed the breaker of each attempt's dependency (those with one) its
+    /// outcome, then let time move every breaker (at most every
+    /// [`BREAKER_TICK`]; `tick`: whether that much has passed). True when
+    /// a breaker moved or chose canaries: what was found held must be read
+    /// afresh.
+    fn breakers_step(
+        &mut self,
+        observed: Vec<(String, Option<i64>, crate::instance::TaskOutcome)>,
+        tick: bool,
+    ) -> Result<bool, EngineError> {
+        if self.handlers.breakers().is_empty() {
+            return Ok(false);
+        }
+        let mut changed = false;
+        let mut applied = Vec::new();
+        for (task, timer, outcome) in observed {
+            if let Some(config) = self.handlers.breakers().get(&task).cloned() {
+                applied.push(crate::breaker::observe(
+                    &mut self.store,
+                    &task,
+                    &config,
+                    timer,
+                    &outcome,
+                    system_now_ms(),
+                )?);
+            }
+        }
+        if tick {
+            let all: Vec<_> = self
+                .handlers
+                .breakers()
+                .iter()
+                .map(|(d, c)| (d.clone(), c.clone()))
+                .collect();
+            for (dependency, config) in all {
+                applied.push(crate::breaker::tick(
+                    &mut self.store,
+                    &dependency,
+                    &config,
+                    system_now_ms(),
+                )?);
+            }
+        }
+        for a in applied {
+            changed |= a.chose > 0 || a.moved.is_some();
+            if let (Some(m), Some(report)) = (&a.moved, &mut self.on_breaker) {
+                report(m);
+            }
+        }
+        Ok(changed)
+    }
+
     fn notified(&mut self) {
         if let Some(report) = &mut self.on_notified {
             report();
@@ -300,8 +363,17 @@ impl Engine {
         // until they move, what they wait for falls due, a lane frees (a
         // held attempt may start) or the loop waited.
         let mut quiet: std::collections::HashMap<String, Quiet> = Default::default();
+        let mut ticked = std::time::Instant::now() - BREAKER_TICK;
         loop {
             let mut steps = Vec::new();
+            // Breakers move on their own as time passes (an open time
+            // over): at most every tick, whichever replica gets there.
+            if ticked.elapsed() >= BREAKER_TICK && !self.handlers.breakers().is_empty() {
+                ticked = std::time::Instant::now();
+                if self.breakers_step(Vec::new(), true)? {
+                    quiet.clear();
+                }
+            }
             // What came back from the lanes, and what could not be decided
             // last round (its instance was claimed for a moment).
             // A finished job frees its lane at once, but stays in flight
@@ -405,6 +477,9 @@ impl Engine {
             }
             if !back.is_empty() {
                 wait = wait.min(Duration::from_millis(5));
+            }
+            if !self.handlers.breakers().is_empty() {
+                wait = wait.min(BREAKER_TICK);
             }
             match rx.recv_timeout(wait) {
                 Ok(Msg::Done(d)) => {
@@ -703,12 +778,18 @@ impl Engine {
             }
         };
         let mut steps = Vec::new();
+        let mut observed = Vec::new();
         for (instance, taken) in taken {
             let Some(d) = group.remove(&instance) else {
                 continue;
             };
             match taken {
                 Taken::Decided(decision) => {
+                    if let (Job::Attempt { task, timer, .. }, Outcome::Attempt(o)) =
+                        (&d.job, &d.outcome)
+                    {
+                        observed.push((task.clone(), *timer, o.clone()));
+                    }
                     flight.remove(&d.job);
                     for n in decision.poisoned_nodes() {
                         self.wakes.push((instance.clone(), n.to_string()));
@@ -741,6 +822,12 @@ impl Engine {
         // Claimed elsewhere at the claim: tried again next round.
         later.extend(group.into_values());
         *back = later;
+        // The outcomes decided feed their breakers (each its own
+        // transaction, after the attempt's decision committed); a move
+        // makes the loop read what it holds afresh.
+        if self.breakers_step(observed, false)? {
+            let _ = self.signal.0.send(Msg::Wake);
+        }
         Ok(steps)
     }
 }
@@ -800,6 +887,11 @@ impl Drop for Listener {
         self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// How often a serving loop lets time move its breakers (an open one
+/// half-opens once its open time is over): the delay a breaker's
+/// half-open may take past its `open_for`, at most.
+pub const BREAKER_TICK: Duration = Duration::from_millis(250);
 
 /// Why a looked-at instance had nothing to do now, at the version read.
 enum Quiet {

@@ -61,6 +61,7 @@ pub struct Handlers {
     leases: BTreeMap<String, Duration>,
     lease: Duration,
     bounds: BTreeMap<String, usize>,
+    breakers: BTreeMap<String, crate::runtime::breaker::BreakerConfig>,
 }
 
 impl Default for Handlers {
@@ -70,6 +71,7 @@ impl Default for Handlers {
             relays: BTreeMap::new(),
             leases: BTreeMap::new(),
             bounds: BTreeMap::new(),
+            breakers: BTreeMap::new(),
             lease: DEFAULT_LEASE,
         }
     }
@@ -129,6 +131,25 @@ impl Handlers {
     pub fn concurrency(&mut self, dependency: &str, n: usize) -> &mut Handlers {
         self.bounds.insert(dependency.to_string(), n.max(1));
         self
+    }
+
+    /// Give the task `dependency` a circuit breaker under
+    /// [`super::Engine::serve`]: its attempts' outcomes feed the breaker's
+    /// machine ([`crate::runtime::breaker`]), which pauses the dependency
+    /// when it opens, lets canaries through and releases on a ramp when
+    /// they succeed (docs/outage.md, "Circuit breaker").
+    pub fn breaker(
+        &mut self,
+        dependency: &str,
+        config: crate::runtime::breaker::BreakerConfig,
+    ) -> &mut Handlers {
+        self.breakers.insert(dependency.to_string(), config);
+        self
+    }
+
+    /// The breakers declared ([`Handlers::breaker`]), by dependency.
+    pub fn breakers(&self) -> &BTreeMap<String, crate::runtime::breaker::BreakerConfig> {
+        &self.breakers
     }
 
     /// The per-dependency bounds ([`Handlers::concurrency`]).

@@ -33,6 +33,7 @@ url = "http://127.0.0.1:8081/authorize"
             runner: Runner::Shell("./charge.sh".into()),
             timeout: Duration::from_secs(30),
             concurrency: None,
+            breaker: None,
         }
     );
     assert_eq!(f.tasks["stock.reserve"].timeout, DEFAULT_TIMEOUT);
@@ -250,4 +251,93 @@ fn a_delivery_answer_is_classified_at_the_channel_boundary() {
         delivery_outcome(u, 404, Some(Duration::from_secs(60)), ""),
         Delivery::Rejected(_)
     ));
+}
+
+#[test]
+fn a_breaker_table_is_read_with_its_defaults() {
+    use crate::runtime::breaker::Trip;
+    let f = HandlersFile::parse(
+        r#"
+[tasks."payments.charge"]
+command = "./charge.sh"
+[tasks."payments.charge".breaker]
+consecutive_failures = 5
+open_for = "30s"
+canaries = 2
+release_ramp = "5,20/min"
+
+[tasks.ratio]
+command = "./r.sh"
+breaker = { failure_ratio = 0.5, window = "PT1M", open_for = "1m" }
+"#,
+        PathBuf::from("."),
+    )
+    .unwrap();
+    let b = f.tasks["payments.charge"].breaker.clone().unwrap();
+    assert_eq!(b.trip, Trip::Consecutive(5));
+    assert_eq!((b.open_for_ms, b.canaries), (30_000, 2));
+    assert_eq!(b.ramp().text(), "5,20/min");
+    let r = f.tasks["ratio"].breaker.clone().unwrap();
+    assert_eq!(
+        r.trip,
+        Trip::Ratio {
+            per_mille: 500,
+            window_ms: 60_000,
+            min_attempts: DEFAULT_MIN_ATTEMPTS
+        }
+    );
+    assert_eq!((r.open_for_ms, r.canaries), (60_000, 1));
+    assert_eq!(r.ramp().text(), "10,50,200/min");
+}
+
+#[test]
+fn a_bad_breaker_table_names_its_place_and_the_fix() {
+    let bad = |body: &str| {
+        HandlersFile::parse(
+            &format!("[tasks.t]\ncommand = \"x\"\n[tasks.t.breaker]\n{body}\n"),
+            PathBuf::from("."),
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    assert_eq!(
+        bad("open_for = \"30s\""),
+        "tasks.t.breaker: needs a threshold: `consecutive_failures = N`, or `failure_ratio = R` with `window = \"1m\"`"
+    );
+    assert!(bad("consecutive_failures = 3").contains("needs `open_for`"));
+    assert!(
+        bad("consecutive_failures = 3\nfailure_ratio = 0.5\nopen_for = \"1s\"")
+            .contains("give one threshold")
+    );
+    assert!(bad("failure_ratio = 0.5\nopen_for = \"1s\"").contains("needs `window`"));
+    assert!(
+        bad("failure_ratio = 1.5\nwindow = \"1m\"\nopen_for = \"1s\"")
+            .starts_with("tasks.t.breaker.failure_ratio: expected a number above 0")
+    );
+    assert!(bad("consecutive_failures = 0\nopen_for = \"1s\"")
+        .starts_with("tasks.t.breaker.consecutive_failures: expected a whole number"));
+    assert!(bad("consecutive_failures = 3\nopen_for = \"soon\"")
+        .starts_with("tasks.t.breaker.open_for: `soon`"));
+    assert!(
+        bad("consecutive_failures = 3\nopen_for = \"1s\"\nwindow = \"1m\"")
+            .starts_with("tasks.t.breaker.window: belongs to `failure_ratio`")
+    );
+    assert!(
+        bad("consecutive_failures = 3\nopen_for = \"1s\"\ncanary = 2")
+            .contains("did you mean `canaries`?")
+    );
+    assert!(
+        bad("consecutive_failures = 3\nopen_for = \"1s\"\nrelease_ramp = \"10/s\"")
+            .starts_with("tasks.t.breaker.release_ramp:")
+    );
+    let channel = HandlersFile::parse(
+        "[channels.bank]\nurl = \"http://x\"\n[channels.bank.breaker]\nconsecutive_failures = 1\n",
+        PathBuf::from("."),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        channel.starts_with("channels.bank.breaker: a breaker is declared on a task table"),
+        "{channel}"
+    );
 }

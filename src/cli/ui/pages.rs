@@ -280,6 +280,8 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
     let (forecast, _) = qflow_engine::forecast::fleet(store, wall)?;
+    let breakers = store.breakers()?;
+    let moves = store.breaker_transitions(10)?;
     let p = ui.prefix;
     let body = html! {
         h1 { "Fleet" }
@@ -376,6 +378,25 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
                         td colspan="3" {
                             (d.failed()) " of " (d.parked) " within " (forecast.hours) " h; "
                             (d.later) " later; " (d.never) " never; " (d.held) " held by a pause or quarantine"
+                        }
+                    }
+                }
+            }
+        }
+        @if !breakers.is_empty() {
+            h2 { "Circuit breakers" }
+            table {
+                tr { th { "dependency" } th { "phase" } th { "since" } th.num { "opened" } th { "latest moves" } }
+                @for b in &breakers {
+                    tr {
+                        td { (b.dependency) }
+                        td { (b.state.phase.as_str()) }
+                        td { (when(b.state.since_ms)) }
+                        td.num { (b.state.opened) }
+                        td {
+                            @for m in moves.iter().filter(|m| m.dependency == b.dependency) {
+                                div { (when(m.at_ms)) " " (m.from.as_str()) " → " (m.to.as_str()) ": " (m.reason) @if let Some(r) = m.release { " (release ramp " (r) ")" } }
+                            }
                         }
                     }
                 }

@@ -245,6 +245,31 @@ CREATE TABLE release_slots (
 CREATE INDEX release_slots_by_instance ON release_slots(instance_id);
 CREATE INDEX release_slots_by_timer ON release_slots(timer_id);
 "#,
+    // 13: circuit breakers (see SQLite's): a row per breaker, a row per
+    // move, a row per canary.
+    r#"
+CREATE TABLE breakers (
+    dependency  TEXT PRIMARY KEY,
+    phase       TEXT NOT NULL,
+    since_ms    BIGINT NOT NULL,
+    state       TEXT NOT NULL
+);
+CREATE TABLE breaker_transitions (
+    seq         BIGSERIAL PRIMARY KEY,
+    dependency  TEXT NOT NULL,
+    at_ms       BIGINT NOT NULL,
+    from_phase  TEXT NOT NULL,
+    to_phase    TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    release_id  BIGINT
+);
+CREATE TABLE breaker_canaries (
+    timer_id    BIGINT PRIMARY KEY,
+    dependency  TEXT NOT NULL,
+    chosen_ms   BIGINT NOT NULL
+);
+CREATE INDEX breaker_canaries_by_dependency ON breaker_canaries(dependency);
+"#,
 ];
 
 // Each SQLite migration has its PostgreSQL twin: whoever adds one adds both.
