@@ -21,7 +21,49 @@ crate::on_both_stores!(
     the_human_output_of_a_failed_only_store_reads_row_by_row,
     the_human_output_of_a_held_park_names_its_timer_pause_and_quarantine,
     the_containment_log_says_who_let_a_pause_go_and_when,
+    a_channels_load_is_counted_in_requests_as_simulate_counts_them,
 );
+
+/// A channel call's attempt is one delivery or more: `stats` reports the
+/// requests `bank` received (every delivery) beside the attempts, and they
+/// are the figures `simulate` printed for the same run.
+fn a_channels_load_is_counted_in_requests_as_simulate_counts_them(fresh: &Fresh) {
+    let db = &fresh.db();
+    let (code, out, err) = qflow(&[
+        "simulate",
+        "samples/bank-outage.bpmn",
+        "--jobs",
+        "20",
+        "--outage",
+        "1h",
+        "--db",
+        db,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let simulated: Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    let sent = &simulated["requests"][0];
+    assert_eq!(sent["dependency"], "bank", "{simulated}");
+    let v = stats(db);
+    let dep = &v["by_dependency"][0];
+    assert_eq!(dep["dependency"], "bank", "{v}");
+    assert_eq!(dep["attempts"], 100, "{v}");
+    assert_eq!(dep["requests"], sent["requests"], "{v}");
+    assert!(dep["requests"].as_u64().unwrap() > 100, "{v}");
+    assert_eq!(
+        dep["requests_peak_per_minute"], sent["peak_per_minute"],
+        "{v}"
+    );
+    let (_, human, _) = qflow(&["stats", "--db", db]);
+    assert!(
+        human.contains(&format!(
+            "{}  requests, peak {}/min (2.6 per attempt: a channel's deliveries)",
+            sent["requests"], sent["peak_per_minute"]
+        )),
+        "{human}"
+    );
+}
 
 fn an_exhausting_outage_shows_terminal_failures_and_the_dependencys_load(fresh: &Fresh) {
     let db = &fresh.db();

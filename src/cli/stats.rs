@@ -209,6 +209,14 @@ fn html_report(
                 d.mean_per_minute
             ),
         ));
+        summary.push((
+            format!("requests to {}", d.dependency),
+            format!(
+                "{}, busiest minute {}",
+                group(d.requests),
+                group(d.requests_peak_per_minute)
+            ),
+        ));
     }
     for p in &o.paused {
         summary.push((
@@ -464,7 +472,7 @@ fn human(o: &Observations, containment_log: &str, forecast: &Forecast) -> String
     for t in &o.terminal {
         out += &format!("  {:<24}{:>10}  {}\n", t.code, group(t.count), t.reason);
     }
-    out += "\nattempt rate by dependency (per minute of the store's time)\n";
+    out += "\nattempt and request rate by dependency (per minute of the store's time)\n";
     if o.by_dependency.is_empty() {
         out += "  no attempt yet\n";
     }
@@ -482,6 +490,27 @@ fn human(o: &Observations, containment_log: &str, forecast: &Forecast) -> String
             per_minute(d.mean_per_minute),
             at(Some(d.first_ms)),
             at(Some(d.last_ms))
+        );
+        // What the dependency received: for a channel, every delivery of
+        // every attempt (retries-multiply.txt counts load in requests).
+        out += &format!(
+            "  {:<24}{:>10}  {}, peak {}/min{}\n",
+            "",
+            group(d.requests),
+            if d.requests == 1 {
+                "request"
+            } else {
+                "requests"
+            },
+            group(d.requests_peak_per_minute),
+            if d.requests != d.attempts && d.attempts > 0 {
+                format!(
+                    " ({:.1} per attempt: a channel's deliveries)",
+                    d.requests as f64 / d.attempts as f64
+                )
+            } else {
+                String::new()
+            }
         );
     }
     out += "\ncontainment\n";

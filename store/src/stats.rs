@@ -39,6 +39,12 @@ pub struct DependencyLoad {
     pub mean_per_minute: f64,
     pub first_ms: i64,
     pub last_ms: i64,
+    /// The remote requests it received: a registered task's attempts (one
+    /// request each), a channel's deliveries (an attempt is one delivery
+    /// or more: retries-multiply.txt's load is counted in these).
+    pub requests: u64,
+    /// The busiest minute's requests.
+    pub requests_peak_per_minute: u64,
 }
 
 /// What [`Store::observations`] reads.
@@ -298,9 +304,41 @@ fn observations(db: &mut dyn Conn) -> Result<Observations, StoreError> {
                 mean_per_minute: attempts as f64 / (m1 - m0 + 1) as f64,
                 first_ms: r.get(5)?,
                 last_ms: r.get(6)?,
+                requests: 0,
+                requests_peak_per_minute: 0,
             })
         },
     )?;
+    // Requests: a task's attempt lines and a channel's delivery lines (a
+    // call's attempt line is not a request of its own: its deliveries are).
+    let requests: Vec<(String, u64, u64)> = db.rows(
+        db.dialect().pick(
+            "SELECT dep, CAST(SUM(n) AS BIGINT), MAX(n) FROM (
+                 SELECT COALESCE(task, json_extract(detail, '$.channel'), '?') AS dep, at_ms / 60000 AS m,
+                        COUNT(*) AS n
+                 FROM history WHERE (kind = 'attempt' AND task IS NOT NULL) OR kind = 'delivery'
+                 GROUP BY dep, m) per_minute
+             GROUP BY dep",
+            "SELECT dep, CAST(SUM(n) AS BIGINT), MAX(n) FROM (
+                 SELECT COALESCE(task, detail::json->>'channel', '?') AS dep, at_ms / 60000 AS m,
+                        COUNT(*) AS n
+                 FROM history WHERE (kind = 'attempt' AND task IS NOT NULL) OR kind = 'delivery'
+                 GROUP BY dep, m) per_minute
+             GROUP BY dep",
+        ),
+        args![],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let mut by_dependency = by_dependency;
+    for (dependency, total, peak) in requests {
+        if let Some(d) = by_dependency
+            .iter_mut()
+            .find(|d| d.dependency == dependency)
+        {
+            d.requests = total;
+            d.requests_peak_per_minute = peak;
+        }
+    }
     // Every attempt line is in exactly one dependency's count: their sum
     // is the attempts recorded, without another pass over the history.
     let attempts: u64 = by_dependency.iter().map(|d| d.attempts).sum();
