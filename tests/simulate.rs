@@ -646,3 +646,39 @@ fn golden(fresh: &support::stores::Fresh, name: &str, actual: &str) {
         path.display()
     );
 }
+
+/// A channel's attempt is one delivery or more: the human report charts the
+/// requests the channel received per minute beside the attempts, and its
+/// rows add up to the requests counted; a task (one request an attempt)
+/// gets no second chart.
+#[test]
+fn the_human_report_charts_a_channels_requests_per_minute_beside_its_attempts() {
+    let (code, out, err) = simulate(&[
+        "samples/bank-outage.bpmn",
+        "--jobs",
+        "100",
+        "--outage",
+        "1h",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<u64> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("requests per minute to bank"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(!rows.is_empty(), "{out}");
+    let v = json(&[
+        "samples/bank-outage.bpmn",
+        "--jobs",
+        "100",
+        "--outage",
+        "1h",
+    ]);
+    let requests = v["requests"][0]["requests"].as_u64().unwrap();
+    assert!(requests > 500, "more requests than the 500 attempts: {v}");
+    assert_eq!(rows.iter().sum::<u64>(), requests, "{out}");
+    let (_, task_only, _) = simulate(&[DBG08, "--jobs", "10", "--outage", "PT2H"]);
+    assert!(!task_only.contains("requests per minute to"), "{task_only}");
+}

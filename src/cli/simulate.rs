@@ -884,6 +884,21 @@ fn human_report(
     out += &breakers_human(r, plan);
     out += "\nattempts per minute (virtual time)\n";
     out += &chart(&r.per_minute, 40, 50);
+    // The load each dependency saw, where it is not its attempts: a
+    // channel's attempt is one delivery or more, each one a request.
+    for (dependency, per_minute) in &r.requests_per_minute {
+        let attempts = r.by_dependency.get(dependency).copied().unwrap_or(0);
+        if r.requests_by_dependency
+            .get(dependency)
+            .copied()
+            .unwrap_or(0)
+            != attempts
+        {
+            out +=
+                &format!("\nrequests per minute to {dependency} (virtual time; every delivery)\n");
+            out += &chart(per_minute, 40, 50);
+        }
+    }
     out += "\npending backlog (unfinished instances at the end of each minute)\n";
     out += &backlog_chart(&r.backlog(), t.virtual_ms.div_euclid(60_000), 40, 50);
     if !outcomes.is_empty() {
