@@ -9,7 +9,10 @@
 //! real run on the engine and the store makes
 //! exactly the attempts the node's worst case lists, at those times, and
 //! fails when and why it says. With jitter the times fall in the ranges the
-//! hover prints and the count stays within its bound. Each run keeps its
+//! hover prints and the count stays within its bound. A drawn
+//! `nonRetryableCodes` that names the failure's code (a task's own, or a
+//! call's `q.timeout` / `q.delivery.poisoned`) ends the run after its first
+//! attempt, `non-retryable`; one naming other codes changes nothing. Each run keeps its
 //! instance in a new database: 48 random policies on SQLite files, 16 on
 //! PostgreSQL databases (one `CREATE DATABASE` each).
 
@@ -38,6 +41,11 @@ struct Case {
     max_elapsed: Option<u64>,
     max_delay: Option<u64>,
     jitter: &'static str,
+    /// `nonRetryableCodes`, drawn: `Some(true)` names the code every
+    /// attempt fails with (the run then ends after its first attempt,
+    /// `non-retryable`); `Some(false)` names only other codes (the list
+    /// changes nothing).
+    non_retryable: Option<bool>,
 }
 
 impl Case {
@@ -51,6 +59,14 @@ impl Case {
         }
         if let Some(d) = self.max_delay {
             r.push_str(&format!(" maxDelay=\"PT{d}S\""));
+        }
+        match self.non_retryable {
+            Some(true) => r.push_str(&format!(
+                " nonRetryableCodes=\"BAD_INPUT {}\"",
+                self.failure_code()
+            )),
+            Some(false) => r.push_str(" nonRetryableCodes=\"BAD_INPUT CARD_DECLINED\""),
+            None => {}
         }
         r.push_str("/>");
         r
@@ -88,6 +104,15 @@ impl Case {
         )
     }
 
+    /// The code every attempt fails with.
+    fn failure_code(&self) -> &'static str {
+        match (self.call, self.poison) {
+            (Some(_), Some(_)) => "q.delivery.poisoned",
+            (Some(_), None) => "q.timeout",
+            (None, _) => "DOWN",
+        }
+    }
+
     fn scenario(&self) -> &'static str {
         match (self.call, self.poison) {
             (Some(_), Some(_)) => r#"{"deliveries":{"bank":[{"fail":"down"}]}}"#,
@@ -115,9 +140,19 @@ fn case() -> impl Strategy<Value = Case> {
         prop::option::weighted(0.5, 60u64..=7_200),
         prop::option::weighted(0.3, 30u64..=3_600),
         prop::sample::select(vec!["none", "full", "equal"]),
+        prop::option::weighted(0.4, any::<bool>()),
     )
         .prop_map(
-            |(call, poison, backoff, max_attempts, max_elapsed, max_delay, jitter)| Case {
+            |(
+                call,
+                poison,
+                backoff,
+                max_attempts,
+                max_elapsed,
+                max_delay,
+                jitter,
+                non_retryable,
+            )| Case {
                 call,
                 poison,
                 backoff,
@@ -130,6 +165,7 @@ fn case() -> impl Strategy<Value = Case> {
                 max_elapsed,
                 max_delay,
                 jitter,
+                non_retryable,
             },
         )
 }
@@ -181,6 +217,23 @@ fn the_run_makes_the_worst_case(fresh: &Fresh, c: &Case) -> Result<(), TestCaseE
     prop_assume!(wc.complete && wc.count.is_some_and(|n| n <= 40));
     let (attempts, last, failed_at) = run(fresh, &source, c.scenario());
     prop_assert_eq!(&last["status"], "failed", "{}", last);
+    if c.non_retryable == Some(true) {
+        // The code is named: the first attempt's failure ends the task,
+        // with no retry parked, at the instant that attempt failed.
+        prop_assert_eq!(attempts.len(), 1, "{:?}", attempts);
+        prop_assert_eq!(&last["reason"], "non-retryable", "{}", last);
+        prop_assert_eq!(&last["code"], c.failure_code(), "{}", last);
+        let first_ends = wc
+            .attempts
+            .get(1)
+            .map(|a| ms(a.since_first))
+            .unwrap_or(failed_at);
+        prop_assert!(
+            failed_at <= first_ends,
+            "failed at {failed_at}, after the second attempt's time {first_ends}"
+        );
+        return Ok(());
+    }
     let made = attempts.len() as u64;
     let numbers: Vec<u32> = attempts.iter().map(|a| a.0).collect();
     prop_assert_eq!(numbers, (1..=made as u32).collect::<Vec<_>>());
