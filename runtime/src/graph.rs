@@ -176,6 +176,15 @@ impl Graph {
     /// Compile the executable process `process` names, or with `None` the
     /// only one (refusing a document with several).
     pub fn compile_named(defs: &Definitions, process: Option<&str>) -> Result<Graph, GraphError> {
+        compile_process(defs, Self::executable_process(defs, process)?)
+    }
+
+    /// The executable process `process` names, or with `None` the only
+    /// one; refused, naming the executable ones, otherwise.
+    pub fn executable_process<'d>(
+        defs: &'d Definitions,
+        process: Option<&str>,
+    ) -> Result<&'d Process, GraphError> {
         let runnable: Vec<&Process> = defs.executable_processes().collect();
         let id_of = |p: &Process| p.id.as_ref().map_or("process", |a| &*a.value).to_string();
         let named = |ps: &[&Process]| {
@@ -184,32 +193,28 @@ impl Graph {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let chosen = match (process, runnable.as_slice()) {
-            (_, []) => {
-                return Err(gerr(
-                    "process",
-                    "no executable process: mark one isExecutable=\"true\" in a document that declares xmlns:q=\"urn:qflow:bpmn:1\"",
-                ))
-            }
-            (None, [only]) => *only,
-            (None, several) => {
-                return Err(gerr(
-                    "process",
-                    format!(
-                        "the document has {} executable processes ({}): name the one to run (--process ID)",
-                        several.len(),
-                        named(several)
-                    ),
-                ))
-            }
+        match (process, runnable.as_slice()) {
+            (_, []) => Err(gerr(
+                "process",
+                "no executable process: mark one isExecutable=\"true\" in a document that declares xmlns:q=\"urn:qflow:bpmn:1\"",
+            )),
+            (None, [only]) => Ok(*only),
+            (None, several) => Err(gerr(
+                "process",
+                format!(
+                    "the document has {} executable processes ({}): name the one to run (--process ID)",
+                    several.len(),
+                    named(several)
+                ),
+            )),
             (Some(id), all) => match all.iter().find(|p| id_of(p) == id) {
-                Some(p) => *p,
+                Some(p) => Ok(*p),
                 None => {
                     let declared = defs
                         .processes
                         .iter()
                         .any(|p| p.id.as_ref().is_some_and(|a| &*a.value == id));
-                    return Err(gerr(
+                    Err(gerr(
                         "process",
                         if declared {
                             format!(
@@ -219,11 +224,10 @@ impl Graph {
                         } else {
                             format!("no process `{id}` in the document; executable: {}", named(all))
                         },
-                    ));
+                    ))
                 }
             },
-        };
-        compile_process(defs, chosen)
+        }
     }
 
     /// The document as run for `process` alone: the others are left as
@@ -231,7 +235,7 @@ impl Graph {
     /// console's, the deployment's) takes that one. Refused, with the
     /// executable ones named, when `process` is not one of them.
     pub fn choose_process(defs: &Definitions, process: &str) -> Result<Definitions, GraphError> {
-        Self::compile_named(defs, Some(process))?;
+        Self::executable_process(defs, Some(process))?;
         let mut only = defs.clone();
         for p in &mut only.processes {
             p.is_executable = p.id.as_ref().is_some_and(|a| &*a.value == process);

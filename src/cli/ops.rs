@@ -230,6 +230,12 @@ pub fn seconds(ms: i64) -> Value {
 
 /// Print rows as aligned columns (the last column unpadded).
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    print!("{}", table_text(header, rows, ""));
+}
+
+/// Rows as aligned columns two spaces apart (the last column unpadded),
+/// each line after `indent` and ending in a newline.
+pub fn table_text(header: &[&str], rows: &[Vec<String>], indent: &str) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
@@ -246,10 +252,11 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
                 s.push_str(&format!("{c:<w$}  ", w = widths[i]));
             }
         }
-        qflow_engine::text::printable(s.trim_end()).into_owned()
+        format!("{indent}{}\n", qflow_engine::text::printable(s.trim_end()))
     };
-    println!("{}", line(header.iter().map(|h| h.to_string()).collect()));
+    let mut out = line(header.iter().map(|h| h.to_string()).collect());
     for r in rows {
-        println!("{}", line(r.clone()));
+        out += &line(r.clone());
     }
+    out
 }

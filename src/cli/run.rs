@@ -216,14 +216,13 @@ pub fn run(args: Args) -> ExitCode {
             Ok(only) => defs = only,
             Err(e) => return fail(format, Why::Usage, format!("--process {id}: {}", e.message)),
         },
-        None => {
-            if let (true, Err(e)) = (
-                defs.executable_processes().nth(1).is_some(),
-                Graph::compile(&defs),
-            ) {
+        // (A document with none is reported when the run opens it.)
+        None if defs.executable_processes().nth(1).is_some() => {
+            if let Err(e) = Graph::executable_process(&defs, None) {
                 return fail(format, Why::Usage, format!("{shown}: {}", e.message));
             }
         }
+        None => {}
     }
     // A model the runtime cannot execute is reported when the run opens it.
     let graph = Graph::compile(&defs).ok();

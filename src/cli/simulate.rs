@@ -64,7 +64,8 @@ pub struct Args {
     )]
     pub edited: Option<PathBuf>,
     /// With --from: the process of the edited model (and of the database)
-    /// to re-decide; default: the model's first executable process.
+    /// to re-decide; default: its only executable process (a model with
+    /// several is refused, naming them).
     #[arg(long, value_name = "ID", requires = "from")]
     pub process: Option<String>,
     /// With --from: only the instances of this deployment (default: every

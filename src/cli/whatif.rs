@@ -298,31 +298,9 @@ fn human(r: &Report, shown: &str) -> String {
     out
 }
 
-/// Aligned columns, two spaces apart, the last unpadded.
+/// Aligned columns, two spaces apart, the last unpadded, indented by two.
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            widths[i] = widths[i].max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<String>| {
-        let mut s = String::from(" ");
-        for (i, c) in cells.iter().enumerate() {
-            s.push(' ');
-            if i + 1 == cells.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:<w$} ", w = widths[i]));
-            }
-        }
-        format!("{}\n", s.trim_end())
-    };
-    let mut out = line(header.iter().map(|h| h.to_string()).collect());
-    for r in rows {
-        out += &line(r.clone());
-    }
-    out
+    crate::cli::ops::table_text(header, rows, "  ")
 }
 
 /// One dependency's two curves: a row per minute with an attempt (or,

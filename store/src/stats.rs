@@ -280,7 +280,7 @@ fn observations(db: &mut dyn Conn) -> Result<Observations, StoreError> {
         args![],
         |r| r.get(0),
     )?;
-    let by_dependency = db.rows(
+    let mut by_dependency = db.rows(
         db.dialect().pick(
             "SELECT dep, CAST(SUM(n) AS BIGINT), MAX(n), MIN(m), MAX(m), MIN(first), MAX(last) FROM (
                  SELECT COALESCE(task, json_extract(detail, '$.channel'), '?') AS dep, at_ms / 60000 AS m,
@@ -329,7 +329,6 @@ fn observations(db: &mut dyn Conn) -> Result<Observations, StoreError> {
         args![],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
-    let mut by_dependency = by_dependency;
     for (dependency, total, peak) in requests {
         if let Some(d) = by_dependency
             .iter_mut()
