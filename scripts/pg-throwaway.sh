@@ -22,7 +22,9 @@
 # Environment: PG_BIN (default: the newest /usr/lib/postgresql/*/bin, e.g.
 # Debian's postgresql-15), QFLOW_PG_FSYNC=on to keep fsync on (the
 # benchmark does; tests do not need a throwaway cluster to survive a power
-# loss).
+# loss), QFLOW_PG_OPTIONS for more server settings, e.g. to count the
+# statements a benchmark sends:
+#   QFLOW_PG_OPTIONS='-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all'
 set -euo pipefail
 
 if [ "${1:-}" != run ] || [ $# -lt 2 ]; then
@@ -89,7 +91,7 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
         continue # taken
     fi
     if "${as_owner[@]}" "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=$fsync -c ssl=on -c ssl_cert_file=$tls/server.crt -c ssl_key_file=$tls/server.key" \
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=$fsync -c ssl=on -c ssl_cert_file=$tls/server.crt -c ssl_key_file=$tls/server.key ${QFLOW_PG_OPTIONS:-}" \
         start >/dev/null; then
         started=1
         break

@@ -154,9 +154,14 @@ fn kill_9_mid_delivery_and_mid_handler_loses_nothing_and_runs_nothing_twice(fres
     );
 
     // 3. Killed while the charge handler runs.
-    wait_until("the handler to start", || d.join("charge.pid").exists());
-    let pid = std::fs::read_to_string(d.join("charge.pid")).unwrap();
-    let pid: u32 = pid.trim().parse().unwrap();
+    // (The shell creates the file before it writes the number in it.)
+    let pid_of = || {
+        std::fs::read_to_string(d.join("charge.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok())
+    };
+    wait_until("the handler to start", || pid_of().is_some());
+    let pid = pid_of().unwrap();
     assert!(pid > 1);
     drop(s); // SIGKILL, mid-handler
     let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();

@@ -273,8 +273,14 @@ fn take_group<G: std::ops::Deref<Target = Graph>>(
     let mut decided: Vec<(String, i64, Transition, i64)> = Vec::new();
     let mut idle: Vec<String> = Vec::new();
     let mut read = || -> Result<(), RunError> {
+        // The group's facts, and what choosing reads, in a few statements
+        // for the whole group (`qflow_store::group`), not a dozen each.
+        let mut all = store.facts_many(&claimed)?;
+        store.begin_group_reads(&claimed)?;
         for instance in &claimed {
-            let facts = store.facts(instance)?;
+            let facts = all
+                .remove(instance)
+                .ok_or_else(|| qflow_store::StoreError::NoInstance(instance.clone()))?;
             let graph = graph(store, &facts)?;
             let f = facts.as_facts(instance);
             if !facts.status.is_terminal() {
@@ -297,7 +303,9 @@ fn take_group<G: std::ops::Deref<Target = Graph>>(
         }
         Ok(())
     };
-    if let Err(e) = read() {
+    let read = read();
+    store.end_group_reads();
+    if let Err(e) = read {
         // Nothing of the group is applied; its claims are given back now
         // rather than left to lapse (on SQLite the group's rollback does).
         let _ = store.apply_many(owner, &[], &claimed, system_now_ms());

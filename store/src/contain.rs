@@ -496,16 +496,10 @@ impl Store {
     /// The dependencies paused now: every request to them (first
     /// attempts, retries, deliveries) waits for the unpause.
     pub fn paused_dependencies(&self) -> Result<BTreeSet<String>, StoreError> {
-        self.read(|db| {
-            Ok(db
-                .rows(
-                    "SELECT value FROM pauses WHERE kind = 'dependency'",
-                    args![],
-                    |r| r.get(0),
-                )?
-                .into_iter()
-                .collect())
-        })
+        if let Some(kept) = self.group.paused() {
+            return Ok(kept);
+        }
+        self.read(paused_dependencies)
     }
 
     /// The pauses in force, oldest first, with the parks each holds.
@@ -919,4 +913,16 @@ pub(super) fn cause_in_transition(t: &Transition, node: &str) -> CauseInTransiti
         }
     }
     cause
+}
+
+/// The dependencies paused now.
+pub(crate) fn paused_dependencies(db: &mut dyn Conn) -> Result<BTreeSet<String>, StoreError> {
+    Ok(db
+        .rows(
+            "SELECT value FROM pauses WHERE kind = 'dependency'",
+            args![],
+            |r| r.get(0),
+        )?
+        .into_iter()
+        .collect())
 }

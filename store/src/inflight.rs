@@ -101,7 +101,7 @@ pub(super) fn parse_owner(message: &str) -> (Option<String>, Option<i64>) {
 }
 
 /// An open record as read back.
-pub(super) fn record(message: String, opened_ms: i64) -> Option<InFlight> {
+pub(crate) fn record(message: String, opened_ms: i64) -> Option<InFlight> {
     let (attempt, version) = parse(&message)?;
     let (owner, lease_until_ms) = parse_owner(&message);
     Some(InFlight {
@@ -191,6 +191,7 @@ impl Store {
         message: &str,
         at_ms: i64,
     ) -> Result<(), StoreError> {
+        self.group.forget(instance);
         self.read(|db| {
             db.execute(
                 crate::write::OPEN_INCIDENT,
@@ -208,6 +209,7 @@ impl Store {
         node: &str,
         at_ms: i64,
     ) -> Result<(), StoreError> {
+        self.group.forget(instance);
         self.read(|db| {
             db.execute(
                 "UPDATE incidents SET closed_ms = $4 WHERE instance_id = $1 AND node = $2 AND kind = $3 AND closed_ms IS NULL",
@@ -219,6 +221,9 @@ impl Store {
 
     /// The latest open in-flight record of `node`, if any.
     pub fn in_flight(&self, instance: &str, node: &str) -> Result<Option<InFlight>, StoreError> {
+        if let Some(kept) = self.group.in_flight(instance, node) {
+            return Ok(kept);
+        }
         let row: Option<(String, i64)> = self.read(|db| {
             db.opt(
                 "SELECT message, opened_ms FROM incidents WHERE instance_id = $1 AND node = $2 AND kind = $3 AND closed_ms IS NULL ORDER BY id DESC LIMIT 1",
@@ -232,6 +237,7 @@ impl Store {
     /// Close the instance's in-flight records (its attempt's outcome was
     /// applied, or lost to another party).
     pub fn close_in_flight(&self, instance: &str, at_ms: i64) -> Result<(), StoreError> {
+        self.group.forget(instance);
         self.read(|db| {
             db.execute(
                 "UPDATE incidents SET closed_ms = $3 WHERE instance_id = $1 AND kind = $2 AND closed_ms IS NULL",

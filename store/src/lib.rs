@@ -25,6 +25,7 @@ pub mod explain;
 pub mod fault;
 #[cfg(any(test, feature = "testing"))]
 pub mod fresh;
+pub mod group;
 pub mod inflight;
 pub mod lifecycle;
 pub mod location;
@@ -262,6 +263,8 @@ pub const CLAIM_TTL_MS: i64 = 30_000;
 /// database is behind it (see `docs/store.md`, "Two stores, one boundary").
 pub struct Store {
     backend: Database,
+    /// A serving group's reads, kept for its read phase ([`group`]).
+    group: group::GroupMemo,
 }
 
 /// The database behind a [`Store`]: a closed set, each a
@@ -341,6 +344,7 @@ impl Store {
             Location::Sqlite(path) => Store::open(path),
             Location::Postgres(url) => Ok(Store {
                 backend: Database::Postgres(Box::new(pg::Postgres::connect(url, true)?)),
+                group: Default::default(),
             }),
         }
     }
@@ -355,6 +359,7 @@ impl Store {
             Location::Sqlite(_) => Store::connect(location),
             Location::Postgres(url) => Ok(Store {
                 backend: Database::Postgres(Box::new(pg::Postgres::connect(url, false)?)),
+                group: Default::default(),
             }),
         }
     }
@@ -369,6 +374,7 @@ impl Store {
             Location::Sqlite(path) if path.exists() => match Store::connect(location) {
                 Err(e) if is_read_only(&e) => Ok(Store {
                     backend: Database::Sqlite(Sqlite::open_read_only(path)?),
+                    group: Default::default(),
                 }),
                 other => other,
             },
@@ -389,12 +395,14 @@ impl Store {
             }
             Location::Sqlite(path) => Ok(Store {
                 backend: Database::Sqlite(Sqlite::open_read_only(path)?),
+                group: Default::default(),
             }),
             Location::Postgres(url) => {
                 let pg = pg::Postgres::connect(url, false)?;
                 pg.set_read_only()?;
                 Ok(Store {
                     backend: Database::Postgres(Box::new(pg)),
+                    group: Default::default(),
                 })
             }
         }
@@ -409,6 +417,7 @@ impl Store {
                 backend: Database::Postgres(Box::new(pg::Postgres::connect_at(
                     url, true, version,
                 )?)),
+                group: Default::default(),
             }),
         }
     }
@@ -422,6 +431,7 @@ impl Store {
     pub fn open_at(path: &Path, version: u32) -> Result<Store, StoreError> {
         Ok(Store {
             backend: Database::Sqlite(Sqlite::open_at(path, version)?),
+            group: Default::default(),
         })
     }
 }

@@ -9,7 +9,10 @@
 use qflow_instance::snapshot::Snapshot;
 use qflow_instance::{Status, Transition};
 
+use std::collections::HashMap;
+
 use crate::batch::Pending;
+use crate::group::{id_list, in_ids};
 use crate::lifecycle::{Deployed, Retirement};
 use crate::sql::{args, Conn, Dialect, Lock};
 use crate::start_keys::{KeyedStart, StartKey};
@@ -278,18 +281,43 @@ impl Store {
         wall_now_ms: i64,
     ) -> Result<Vec<String>, StoreError> {
         self.still_there()?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Two statements for the whole group: the rows locked (a row
+        // another transaction is writing is skipped, not waited for), then
+        // the claims of those free to take.
         self.write(|db| {
-            let mut claimed = Vec::with_capacity(ids.len());
-            for id in ids {
-                // A row another transaction is writing is skipped, not waited for.
-                let Some(row) = claim_row(db, CLAIM_ROW_SKIP_LOCKED, id)? else {
-                    continue;
-                };
-                if refusal(id, owner, wall_now_ms, row).is_some() {
-                    continue;
-                }
-                db.execute(TAKE_CLAIM, args![id, owner, wall_now_ms + CLAIM_TTL_MS])?;
-                claimed.push(id.clone());
+            let d = db.dialect();
+            let rows: HashMap<String, ClaimRow> = db
+                .rows(
+                    in_ids!(
+                        d,
+                        "SELECT id, claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id",
+                        " FOR UPDATE SKIP LOCKED"
+                    ),
+                    args![id_list(ids)],
+                    |r| Ok((r.get::<String>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))),
+                )?
+                .into_iter()
+                .collect();
+            let claimed: Vec<String> = ids
+                .iter()
+                .filter(|id| {
+                    rows.get(id.as_str())
+                        .is_some_and(|row| refusal(id, owner, wall_now_ms, row.clone()).is_none())
+                })
+                .cloned()
+                .collect();
+            if !claimed.is_empty() {
+                db.execute(
+                    in_ids!(
+                        d,
+                        "UPDATE instances SET claim_owner = $2, claim_expires_ms = $3 WHERE id",
+                        ""
+                    ),
+                    args![id_list(&claimed), owner, wall_now_ms + CLAIM_TTL_MS],
+                )?;
             }
             Ok(claimed)
         })
@@ -369,12 +397,21 @@ impl Store {
                     Err(e) => return Err(e),
                 }
             }
-            let ids = batch
+            let ids: Vec<String> = batch
                 .iter()
-                .map(|p| p.instance)
-                .chain(release_too.iter().map(String::as_str));
-            for id in ids {
-                release(db, id, owner)?;
+                .map(|p| p.instance.to_string())
+                .chain(release_too.iter().cloned())
+                .collect();
+            if !ids.is_empty() {
+                let d = db.dialect();
+                db.execute(
+                    in_ids!(
+                        d,
+                        "UPDATE instances SET claim_owner = NULL, claim_expires_ms = NULL WHERE claim_owner = $2 AND id",
+                        ""
+                    ),
+                    args![id_list(&ids), owner],
+                )?;
             }
             Ok(results)
         })
@@ -442,8 +479,6 @@ const CLAIM_ROW: &str =
     "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = $1";
 const CLAIM_ROW_NOWAIT: &str =
     "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = $1 FOR UPDATE NOWAIT";
-const CLAIM_ROW_SKIP_LOCKED: &str =
-    "SELECT claim_owner, claim_expires_ms, quarantined_ms FROM instances WHERE id = $1 FOR UPDATE SKIP LOCKED";
 
 /// Take (or renew) a claim for `$2` until `$3`.
 const TAKE_CLAIM: &str =

@@ -155,6 +155,7 @@ macro_rules! instance_cols {
          i.started_ms, i.updated_ms, i.claim_owner, i.claim_expires_ms"
     };
 }
+pub(crate) use instance_cols;
 
 pub(crate) fn instance_row(r: &dyn Row) -> Result<InstanceRow, StoreError> {
     let status: String = r.get(4)?;
@@ -186,7 +187,7 @@ pub(crate) fn raw_bytes(v: ValueRef<'_>) -> Vec<u8> {
     }
 }
 
-fn timer_row(r: &dyn Row, from: usize) -> Result<TimerRow, StoreError> {
+pub(crate) fn timer_row(r: &dyn Row, from: usize) -> Result<TimerRow, StoreError> {
     let p: String = r.get(from + 2)?;
     Ok(TimerRow {
         id: r.get(from)?,
@@ -302,6 +303,9 @@ impl Store {
     /// Pending outbox rows of an instance with their next delivery time,
     /// earliest first (what the dispatcher delivers).
     pub fn pending_requests(&self, instance: &str) -> Result<Vec<(OutboxRow, i64)>, StoreError> {
+        if let Some(kept) = self.group.pending_requests(instance) {
+            return Ok(kept);
+        }
         self.read(|db| {
             db.rows(
                 "SELECT id, node, channel, attempt, deliveries, idempotency_key, next_ms FROM outbox
@@ -438,6 +442,9 @@ impl Store {
     /// How many times a handler has run for an instance: which scenario entry
     /// its next run consumes.
     pub fn handler_runs(&self, instance: &str, task: &str) -> Result<usize, StoreError> {
+        if let Some(kept) = self.group.handler_runs(instance, task) {
+            return Ok(kept);
+        }
         self.read(|db| {
             db.one(
                 "SELECT COUNT(*) FROM history WHERE instance_id = $1 AND kind = 'attempt' AND task = $2",
@@ -720,6 +727,9 @@ impl Store {
 
     /// The time of the instance's last decision (its start if none).
     pub fn last_decision_ms(&self, instance: &str) -> Result<Option<i64>, StoreError> {
+        if let Some(kept) = self.group.last_decision_ms(instance) {
+            return Ok(kept);
+        }
         self.read(|db| {
             db.opt(
                 "SELECT at_ms FROM transitions WHERE instance_id = $1 ORDER BY seq DESC LIMIT 1",

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::contain::{Actor, PauseKind};
 use qflow_instance::history::{Entry, HistoryEvent, Line, Secs};
 use qflow_instance::snapshot::{Token, TokenState};
 use qflow_instance::{CallEffects, NewTimer, OutboxChange};
@@ -920,4 +921,96 @@ fn a_store_opened_read_only_refuses_every_write(fresh: &crate::fresh::Fresh) {
         assert!(Store::open_read_only(&Location::Sqlite(missing.clone())).is_err());
         assert!(!missing.exists());
     }
+}
+
+#[test]
+fn a_groups_reads_answer_as_each_instances_own_reads_do() {
+    let dir = tempfile::tempdir().unwrap();
+    group_reads_answer_alike(setup(&dir));
+}
+
+#[test]
+fn a_groups_reads_answer_as_each_instances_own_reads_do_on_postgres() {
+    if let Some(store) = on_postgres("group_reads") {
+        group_reads_answer_alike(setup_in(store));
+    }
+}
+
+/// [`Store::facts_many`] and the kept reads of [`Store::begin_group_reads`]
+/// give what one instance's reads give (a parked instance, a ready one, one
+/// with an attempt in flight, one that does not exist); the claims of a
+/// group are taken and given back as one instance's are; an in-flight
+/// record written during the phase is read from the database again.
+fn group_reads_answer_alike((mut store, first): (Store, String)) {
+    let dep = store.deploy("p", MODEL, 0).unwrap();
+    let mut ids = vec![first.clone()];
+    for _ in 0..2 {
+        let mut snap = Snapshot::new();
+        snap.set_frontier(vec![Token::ready("t")]);
+        let start = transition(
+            snap,
+            Status::Running,
+            HistoryEvent::Start {
+                variables: BTreeMap::new(),
+            },
+            Vec::new(),
+        );
+        ids.push(store.start_instance(&dep, &start, 0).unwrap());
+    }
+    // The first is parked (a retry timer, a transition after its start).
+    store.claim(&first, "me:1", 1_000).unwrap();
+    let f = store.facts(&first).unwrap();
+    store
+        .apply(&first, "me:1", f.version, &parked(), 5, 1_000)
+        .unwrap();
+    store.release(&first, "me:1").unwrap();
+    // The second has an attempt in flight and a key taken.
+    store.open_in_flight(&ids[1], "t", 1, 1, 7, 1_000).unwrap();
+    store
+        .pause(PauseKind::Dependency, "bank", 1_000, &Actor::new("ops"))
+        .unwrap();
+    let mut asked = ids.clone();
+    asked.push("no-such-instance".into());
+
+    let claimed = store.claim_many(&asked, "me:1", 2_000).unwrap();
+    assert_eq!(claimed, ids, "every existing free instance, in order");
+    let many = store.facts_many(&asked).unwrap();
+    assert_eq!(many.len(), 3);
+    let one_by_one: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            (
+                format!("{:?}", store.facts(id).unwrap()),
+                store.last_decision_ms(id).unwrap(),
+                store.pending_requests(id).unwrap(),
+                store.in_flight(id, "t").unwrap(),
+                store.handler_runs(id, "t").unwrap(),
+            )
+        })
+        .collect();
+    let paused = store.paused_dependencies().unwrap();
+    assert!(paused.contains("bank"));
+    assert!(one_by_one[0].1 == Some(5) && one_by_one[1].3.is_some());
+
+    store.begin_group_reads(&claimed).unwrap();
+    for (id, alone) in ids.iter().zip(&one_by_one) {
+        let kept = (
+            format!("{:?}", many[id]),
+            store.last_decision_ms(id).unwrap(),
+            store.pending_requests(id).unwrap(),
+            store.in_flight(id, "t").unwrap(),
+            store.handler_runs(id, "t").unwrap(),
+        );
+        assert_eq!(&kept, alone, "{id}");
+    }
+    assert_eq!(store.paused_dependencies().unwrap(), paused);
+    // Written during the phase: read again, not kept.
+    store.open_in_flight(&ids[2], "t", 1, 1, 9, 2_000).unwrap();
+    assert_eq!(store.in_flight(&ids[2], "t").unwrap().unwrap().opened_ms, 9);
+    store.end_group_reads();
+
+    // Claimed: another owner is refused; given back as a group, taken again.
+    assert!(store.claim_many(&ids, "other:2", 2_001).unwrap().is_empty());
+    store.apply_many("me:1", &[], &ids, 2_002).unwrap();
+    assert_eq!(store.claim_many(&ids, "other:2", 2_003).unwrap(), ids);
 }
