@@ -352,13 +352,13 @@ fn every_diagnostic_names_the_command_that_prints_its_page_and_no_dead_address()
     ]);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     for d in v.as_array().unwrap() {
-        let code = d["code"].as_str().unwrap();
-        assert_eq!(d["explain"], format!("qflow explain {code}"), "{d}");
+        let id = d["code"].as_str().unwrap();
+        assert_eq!(d["explain"], format!("qflow explain {id}"), "{d}");
         assert!(d.get("url").is_none(), "{d}");
         // The command it names prints the page.
-        let page = qflow(&["explain", code]);
+        let page = qflow(&["explain", id]);
         assert_eq!(code(&page), 0);
-        assert!(stdout(&page).starts_with(&format!("# {code}")));
+        assert!(stdout(&page).starts_with(&format!("# {id}")));
     }
     // No placeholder address anywhere a user meets one.
     let cargo = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
