@@ -323,7 +323,11 @@ fn explain_prints_the_codes_page_offline_and_suggests_a_close_code() {
     let o = qflow(&["explain", "qf22"]);
     assert_eq!(code(&o), 0);
     let page = std::fs::read_to_string(repo().join("docs/diagnostics/QF022.md")).unwrap();
-    assert_eq!(stdout(&o), page, "the page as written in docs/, nothing else");
+    assert_eq!(
+        stdout(&o),
+        page,
+        "the page as written in docs/, nothing else"
+    );
     // The list gives each code's default severity: bpmnlint's two rules
     // outside its recommended set are off until configured.
     let o = qflow(&["explain"]);
@@ -389,7 +393,10 @@ fn color_never_and_always_decide_escapes_and_the_report_names_qflow_explain() {
     let e = stdout(&o);
     assert!(e.contains("\u{1b}["), "colour escapes: {e}");
     assert!(e.contains("qflow explain QF022"), "{e}");
-    assert!(!e.contains("\u{1b}]8;"), "no hyperlink to a dead address: {e}");
+    assert!(
+        !e.contains("\u{1b}]8;"),
+        "no hyperlink to a dead address: {e}"
+    );
 }
 
 #[test]

@@ -150,9 +150,10 @@ fn qflow_lsp_over_stdio() {
     // The code's link is the page as a file, written by the server: it opens
     // offline, in any editor, and is the page `docs/` holds.
     let href = qf004["codeDescription"]["href"].as_str().unwrap();
-    let page = cache
-        .path()
-        .join(format!("qflow/{}/diagnostics/QF004.md", env!("CARGO_PKG_VERSION")));
+    let page = cache.path().join(format!(
+        "qflow/{}/diagnostics/QF004.md",
+        env!("CARGO_PKG_VERSION")
+    ));
     assert_eq!(href, format!("file://{}", page.display()));
     let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/diagnostics/QF004.md");
     assert_eq!(
@@ -211,8 +212,14 @@ fn a_cache_that_cannot_be_written_costs_the_links_not_the_diagnostics() {
     );
     let published = lsp.wait(|m| m["method"] == "textDocument/publishDiagnostics");
     let diags = published["params"]["diagnostics"].as_array().unwrap();
-    let qf004 = diags.iter().find(|d| d["code"] == "QF004").expect("QF004 published");
-    assert!(qf004.get("codeDescription").is_none(), "no dead link: {qf004}");
+    let qf004 = diags
+        .iter()
+        .find(|d| d["code"] == "QF004")
+        .expect("QF004 published");
+    assert!(
+        qf004.get("codeDescription").is_none(),
+        "no dead link: {qf004}"
+    );
     lsp.send(json!({ "jsonrpc": "2.0", "id": 2, "method": "shutdown" }));
     lsp.wait(|m| m["id"] == 2);
     lsp.send(json!({ "jsonrpc": "2.0", "method": "exit" }));
