@@ -97,10 +97,9 @@ fn check_format_lsp_gives_each_file_its_editor_diagnostics_in_utf16() {
         "the UTF-16 column counts 𝄞 twice"
     );
     assert!(qf022["message"].as_str().unwrap().contains("\nhelp: "));
-    assert!(qf022["codeDescription"]["href"]
-        .as_str()
-        .unwrap()
-        .contains("QF022"));
+    // `check` writes no pages, so it links none (the extension links the
+    // code to `qflow explain` itself): no address that cannot open.
+    assert!(qf022.get("codeDescription").is_none(), "{qf022}");
     assert_eq!(
         qf022["relatedInformation"][0]["location"]["uri"],
         uri(&broken)

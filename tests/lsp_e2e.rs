@@ -1,6 +1,8 @@
 //! The built `qflow lsp` binary over real stdio: initialize, diagnostics for
 //! an opened model, hover, then `shutdown` + `exit` ends the process promptly
 //! with code 0 (and `exit` alone with code 1), even though stdin stays open.
+//! Each diagnostic links its code's page, written under the cache
+//! (`$XDG_CACHE_HOME`) where any editor opens it offline.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -38,10 +40,12 @@ fn read_message(r: &mut BufReader<ChildStdout>) -> Option<Value> {
 }
 
 impl Lsp {
-    fn start(extra: &[&str]) -> Lsp {
+    /// `qflow lsp` with `cache` as its `$XDG_CACHE_HOME` (never the user's).
+    fn start(extra: &[&str], cache: &std::path::Path) -> Lsp {
         let mut child = Command::new(env!("CARGO_BIN_EXE_qflow"))
             .arg("lsp")
             .args(extra)
+            .env("XDG_CACHE_HOME", cache)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -118,7 +122,8 @@ const MODEL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 
 #[test]
 fn qflow_lsp_over_stdio() {
-    let mut lsp = Lsp::start(&["--stdio"]);
+    let cache = tempfile::tempdir().unwrap();
+    let mut lsp = Lsp::start(&["--stdio"], cache.path());
     lsp.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "capabilities": {} } }));
     let init = lsp.wait(|m| m["id"] == 1);
     assert_eq!(init["result"]["serverInfo"]["name"], "qflow");
@@ -142,6 +147,19 @@ fn qflow_lsp_over_stdio() {
         .as_str()
         .unwrap()
         .contains("did you mean `charge`?"));
+    // The code's link is the page as a file, written by the server: it opens
+    // offline, in any editor, and is the page `docs/` holds.
+    let href = qf004["codeDescription"]["href"].as_str().unwrap();
+    let page = cache.path().join(format!(
+        "qflow/{}/diagnostics/QF004.md",
+        env!("CARGO_PKG_VERSION")
+    ));
+    assert_eq!(href, format!("file://{}", page.display()));
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/diagnostics/QF004.md");
+    assert_eq!(
+        std::fs::read_to_string(&page).unwrap(),
+        std::fs::read_to_string(docs).unwrap()
+    );
     // Hover on the retry: the DBG-08 worst case.
     lsp.send(
         json!({ "jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": {
@@ -171,9 +189,39 @@ fn qflow_lsp_over_stdio() {
 
 #[test]
 fn exit_without_shutdown_is_code_1() {
-    let mut lsp = Lsp::start(&[]);
+    let cache = tempfile::tempdir().unwrap();
+    let mut lsp = Lsp::start(&[], cache.path());
     lsp.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "capabilities": {} } }));
     lsp.wait(|m| m["id"] == 1);
     lsp.send(json!({ "jsonrpc": "2.0", "method": "exit" }));
     assert_eq!(lsp.exit_code(), 1);
+}
+
+#[test]
+fn a_cache_that_cannot_be_written_costs_the_links_not_the_diagnostics() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_dir = dir.path().join("cache");
+    std::fs::write(&not_a_dir, "a file where the cache would go").unwrap();
+    let mut lsp = Lsp::start(&[], &not_a_dir);
+    lsp.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "capabilities": {} } }));
+    lsp.wait(|m| m["id"] == 1);
+    lsp.send(json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }));
+    lsp.send(
+        json!({ "jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": { "uri": "file:///tmp/e2e.bpmn", "languageId": "bpmn", "version": 1, "text": MODEL } } }),
+    );
+    let published = lsp.wait(|m| m["method"] == "textDocument/publishDiagnostics");
+    let diags = published["params"]["diagnostics"].as_array().unwrap();
+    let qf004 = diags
+        .iter()
+        .find(|d| d["code"] == "QF004")
+        .expect("QF004 published");
+    assert!(
+        qf004.get("codeDescription").is_none(),
+        "no dead link: {qf004}"
+    );
+    lsp.send(json!({ "jsonrpc": "2.0", "id": 2, "method": "shutdown" }));
+    lsp.wait(|m| m["id"] == 2);
+    lsp.send(json!({ "jsonrpc": "2.0", "method": "exit" }));
+    assert_eq!(lsp.exit_code(), 0);
 }

@@ -7,6 +7,7 @@
 //! position encoding is decided once.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use qflow_model::diagnostic::{Diagnostic, Edit, Severity};
 use qflow_model::span::{LineIndex, Span};
@@ -66,8 +67,16 @@ pub fn severity(s: Severity) -> lsp::DiagnosticSeverity {
 
 /// One engine verdict as the editor shows it. The message carries the help
 /// line too, since LSP has no separate field for it and it is the fix in words.
-pub fn diagnostic(snap: &Snapshot, uri: &Uri, d: &Diagnostic) -> lsp::Diagnostic {
-    diagnostic_in(&snap.text, &snap.index, uri, d)
+/// `pages` is the directory the code pages were written to
+/// ([`Config::pages`](crate::Config)): `codeDescription` links the code's
+/// page there, and is left out without one (no link rather than a dead one).
+pub fn diagnostic(
+    snap: &Snapshot,
+    uri: &Uri,
+    d: &Diagnostic,
+    pages: Option<&Path>,
+) -> lsp::Diagnostic {
+    diagnostic_in(&snap.text, &snap.index, uri, d, pages)
 }
 
 /// [`diagnostic`] for a document that is not open in the server: what
@@ -75,7 +84,13 @@ pub fn diagnostic(snap: &Snapshot, uri: &Uri, d: &Diagnostic) -> lsp::Diagnostic
 /// workspace", so no client converts positions or severities itself.
 /// `index` must reach the furthest label of `d` (see
 /// `qflow_model::diagnostic::furthest`).
-pub fn diagnostic_in(text: &str, index: &LineIndex, uri: &Uri, d: &Diagnostic) -> lsp::Diagnostic {
+pub fn diagnostic_in(
+    text: &str,
+    index: &LineIndex,
+    uri: &Uri,
+    d: &Diagnostic,
+    pages: Option<&Path>,
+) -> lsp::Diagnostic {
     let mut message = d.message.clone();
     if let Some(help) = &d.help {
         message.push_str("\nhelp: ");
@@ -93,11 +108,8 @@ pub fn diagnostic_in(text: &str, index: &LineIndex, uri: &Uri, d: &Diagnostic) -
         range: range_in(text, index, d.primary.span),
         severity: Some(severity(d.severity)),
         code: Some(lsp::NumberOrString::String(d.code.as_str().to_string())),
-        code_description: d
-            .code
-            .doc_url()
-            .parse::<Uri>()
-            .ok()
+        code_description: pages
+            .and_then(|dir| Uri::from_file_path(dir.join(d.code.page_file_name())))
             .map(|href| lsp::CodeDescription { href }),
         source: Some(SOURCE.to_string()),
         message,
@@ -109,12 +121,12 @@ pub fn diagnostic_in(text: &str, index: &LineIndex, uri: &Uri, d: &Diagnostic) -
 
 /// What is published for a snapshot: its diagnostics, then, when the cap
 /// left some out, one more saying how many and of which severities.
-pub fn diagnostics(snap: &Snapshot, uri: &Uri) -> Vec<lsp::Diagnostic> {
+pub fn diagnostics(snap: &Snapshot, uri: &Uri, pages: Option<&Path>) -> Vec<lsp::Diagnostic> {
     let mut out: Vec<lsp::Diagnostic> = snap
         .analysis
         .iter()
         .flat_map(|a| a.diagnostics.iter())
-        .map(|d| diagnostic(snap, uri, d))
+        .map(|d| diagnostic(snap, uri, d, pages))
         .collect();
     out.extend(snap.left_out.map(left_out));
     out
@@ -189,11 +201,16 @@ pub fn workspace_edit(snap: &Snapshot, uri: &Uri, edits: &[Edit]) -> lsp::Worksp
     lsp::WorkspaceEdit::new(changes)
 }
 
-pub fn code_action(snap: &Snapshot, uri: &Uri, fix: &QuickFix) -> lsp::CodeActionOrCommand {
+pub fn code_action(
+    snap: &Snapshot,
+    uri: &Uri,
+    fix: &QuickFix,
+    pages: Option<&Path>,
+) -> lsp::CodeActionOrCommand {
     lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
         title: fix.title.clone(),
         kind: Some(lsp::CodeActionKind::QUICKFIX),
-        diagnostics: Some(vec![diagnostic(snap, uri, &fix.diagnostic)]),
+        diagnostics: Some(vec![diagnostic(snap, uri, &fix.diagnostic, pages)]),
         edit: Some(workspace_edit(snap, uri, &fix.edits)),
         command: None,
         is_preferred: Some(fix.preferred),
@@ -321,12 +338,15 @@ pub fn file_uri(path: &std::path::Path) -> Option<Uri> {
 }
 
 /// One verdict of a file on disk as the JSON of an LSP diagnostic
-/// ([`diagnostic_in`]), for `qflow check --format lsp`.
+/// ([`diagnostic_in`]), for `qflow check --format lsp`: with no
+/// `codeDescription`, since `check` writes no pages (an editor links the
+/// code itself, as the VS Code extension does, or `qflow explain` prints it).
 pub fn diagnostic_json(
     text: &str,
     index: &LineIndex,
     uri: &Uri,
     d: &Diagnostic,
 ) -> serde_json::Value {
-    serde_json::to_value(diagnostic_in(text, index, uri, d)).expect("an LSP diagnostic serializes")
+    serde_json::to_value(diagnostic_in(text, index, uri, d, None))
+        .expect("an LSP diagnostic serializes")
 }

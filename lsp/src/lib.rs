@@ -66,15 +66,39 @@ pub fn run_stdio() -> i32 {
             return 2;
         }
     };
+    let config = Config {
+        pages: written_pages(),
+        ..Config::default()
+    };
     let shutdown = runtime.block_on(transport::serve(
         tokio::io::stdin(),
         tokio::io::stdout(),
-        Config::default(),
+        config,
     ));
     runtime.shutdown_background();
     if shutdown {
         0
     } else {
         1
+    }
+}
+
+/// Write every code's page under the user's cache
+/// (`qflow_model::diagnostic::pages::cache_dir`) so each diagnostic can link
+/// a page that opens offline in any editor. A cache that cannot be written
+/// costs the links, not the server: it says so on stderr (the editor's log
+/// of the server) and publishes diagnostics without `codeDescription`.
+fn written_pages() -> Option<&'static std::path::Path> {
+    use qflow_model::diagnostic::pages;
+    let dir = pages::cache_dir();
+    match pages::write_all(&dir) {
+        Ok(()) => Some(Box::leak(dir.into_boxed_path())),
+        Err(e) => {
+            eprintln!(
+                "qflow lsp: cannot write the diagnostic pages to {}: {e}; diagnostics carry no links (qflow explain CODE prints a page; set XDG_CACHE_HOME to a writable directory)",
+                dir.display()
+            );
+            None
+        }
     }
 }

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use qflow_model::config::{Config as LintConfig, Settings, FILE_NAMES};
 use qflow_model::Analysis;
@@ -37,6 +38,11 @@ pub struct Config {
     pub max_diagnostics: usize,
     /// The engine's loader; always [`check_analysis`] outside tests.
     pub analyzer: fn(&str, &Settings) -> Analysis,
+    /// Where every code's page was written (`qflow_model::diagnostic::pages`):
+    /// each diagnostic's `codeDescription` is the `file:` URI of its page
+    /// there, which any editor can open offline. `None` (the default, and
+    /// when the pages could not be written): no `codeDescription`.
+    pub pages: Option<&'static Path>,
 }
 
 /// The default of [`Config::max_diagnostics`].
@@ -48,6 +54,7 @@ impl Default for Config {
             max_document_bytes: 64 * 1024 * 1024,
             max_diagnostics: MAX_DIAGNOSTICS,
             analyzer: check_analysis,
+            pages: None,
         }
     }
 }
@@ -258,7 +265,7 @@ async fn publish(client: &Client, shared: &Shared, uri: &Uri) {
             )
             .await;
     }
-    let diagnostics = convert::diagnostics(&snap, uri);
+    let diagnostics = convert::diagnostics(&snap, uri, shared.config.pages);
     client
         .publish_diagnostics(uri.clone(), diagnostics, Some(snap.version))
         .await;
@@ -284,7 +291,10 @@ async fn publish_config_problems(client: &Client, shared: &Shared, uri: &Uri) {
             }),
             shared.config.max_diagnostics,
         );
-        now.push((file_uri.clone(), convert::diagnostics(&snap, &file_uri)));
+        now.push((
+            file_uri.clone(),
+            convert::diagnostics(&snap, &file_uri, shared.config.pages),
+        ));
     }
     let cleared: Vec<Uri> = {
         let mut published = shared
@@ -588,13 +598,14 @@ impl LanguageServer for Backend {
         let uri = p.text_document.uri;
         let range = p.range;
         let u = uri.clone();
+        let pages = self.shared.config.pages;
         self.shared
             .run("code actions", &uri, move |snap| {
                 let fixes = code_action::quick_fixes(snap, convert::span(snap, range));
                 Some(
                     fixes
                         .iter()
-                        .map(|f| convert::code_action(snap, &u, f))
+                        .map(|f| convert::code_action(snap, &u, f, pages))
                         .collect(),
                 )
             })

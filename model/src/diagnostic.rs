@@ -11,12 +11,7 @@ use serde::Serialize;
 
 use crate::span::{LineIndex, Span};
 
-/// Where the per-code documentation pages live. The page for `QF022` is
-/// `{DOCS_BASE}QF022.md`, the file `docs/diagnostics/QF022.md` in this
-/// repository. The address is the workspace's `repository` (Cargo.toml), the
-/// one place it is configured, so a link never points at an address the
-/// project does not own; `qflow explain QF022` prints the same page offline.
-pub const DOCS_BASE: &str = concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/docs/diagnostics/");
+pub mod pages;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -374,10 +369,6 @@ impl Code {
         self.severity() == Severity::Error || matches!(self, Code::QF043 | Code::QF044)
     }
 
-    pub fn doc_url(self) -> String {
-        format!("{DOCS_BASE}{}.md", self.as_str())
-    }
-
     pub fn parse(s: &str) -> Option<Code> {
         Code::ALL.into_iter().find(|c| c.as_str() == s)
     }
@@ -525,7 +516,7 @@ impl Diagnostic {
             "message": self.message,
             "label": self.primary.message,
             "help": self.help,
-            "url": self.code.doc_url(),
+            "explain": self.code.explain_command(),
             "element": self.element,
             "rule": self.code.alias(),
             "path": path,
@@ -729,15 +720,18 @@ impl miette::Diagnostic for Report {
         })
     }
 
+    /// The diagnostic's help, then the command that prints the code's page:
+    /// the terminal's way to the page while the project has no public home
+    /// to link to (see [`pages`]).
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.diagnostic
-            .help
-            .as_ref()
-            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
-    }
-
-    fn url<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        Some(Box::new(self.diagnostic.code.doc_url()))
+        let explain = format!(
+            "{} prints this code's page",
+            self.diagnostic.code.explain_command()
+        );
+        Some(Box::new(match &self.diagnostic.help {
+            Some(help) => format!("{help}\n{explain}"),
+            None => explain,
+        }))
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {

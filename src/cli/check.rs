@@ -24,7 +24,8 @@ pub enum Format {
     /// A JSON array with one LSP `publishDiagnostics` parameter object
     /// (`uri`, `diagnostics`) per file checked, an empty list for a clean
     /// file: what an editor's "check the whole workspace" shows as is, with
-    /// UTF-16 ranges, severities and links as the language server gives them.
+    /// UTF-16 ranges and severities as the language server gives them (no
+    /// `codeDescription`: `check` writes no pages to link).
     Lsp,
 }
 
@@ -91,23 +92,18 @@ pub struct Args {
 /// The report renderer for reports written to `stream`. Output is a
 /// contract (golden tests compare it), so nothing is left to miette's
 /// environment sniffing: colours only when `--color` says so (auto: a
-/// terminal, unless `NO_COLOR` is set; `CLICOLOR_FORCE` forces them),
-/// terminal hyperlinks only where the terminal shows them; otherwise the
-/// documentation link is printed as a visible URL, at a fixed width of 100.
+/// terminal, unless `NO_COLOR` is set; `CLICOLOR_FORCE` forces them), at a
+/// fixed width of 100. A report carries no link: its help names the
+/// `qflow explain` command that prints the code's page offline.
 fn report_handler(color: super::color::ColorChoice, stream: Stream) -> GraphicalReportHandler {
     let on = color.on(stream);
-    let links = on
-        && supports_hyperlinks::on(match stream {
-            Stream::Stdout => supports_hyperlinks::Stream::Stdout,
-            Stream::Stderr => supports_hyperlinks::Stream::Stderr,
-        });
     let theme = if on {
         GraphicalTheme::unicode()
     } else {
         GraphicalTheme::unicode_nocolor()
     };
     GraphicalReportHandler::new_themed(theme)
-        .with_links(links)
+        .with_links(false)
         .with_width(100)
 }
 

@@ -1,11 +1,11 @@
 //! `qflow explain QFnnn`: a diagnostic code's page, offline. The pages are
-//! the files under `docs/diagnostics/`, embedded at build time (build.rs).
+//! the files under `docs/diagnostics/`, built into the model
+//! (`Code::page`), so the page printed is the one this binary's checks
+//! were written with.
 
 use std::process::ExitCode;
 
 use qflow_engine::Code;
-
-include!(concat!(env!("OUT_DIR"), "/diagnostic_pages.rs"));
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -13,11 +13,6 @@ pub struct Args {
     /// works), or a modelling rule's bpmnlint name (fake-join). Without one,
     /// every code is listed with the severity `qflow check` gives it here.
     pub code: Option<String>,
-}
-
-/// The embedded page of a code.
-pub fn page(code: &str) -> Option<&'static str> {
-    PAGES.iter().find(|(c, _)| *c == code).map(|(_, p)| *p)
 }
 
 /// `qf22`, `22`, `QF022`, `fake-join` → `QF022`, `QF105`.
@@ -43,19 +38,16 @@ pub fn run(args: Args) -> ExitCode {
         return write_out(&list());
     };
     let code = normalize(&raw);
-    match page(&code) {
-        Some(text) => {
-            let mut out = text.to_string();
+    match Code::parse(&code) {
+        Some(c) => {
+            let mut out = c.page().to_string();
             if !out.ends_with('\n') {
                 out.push('\n');
-            }
-            if let Some(c) = Code::parse(&code) {
-                out.push_str(&format!("\nOnline: {}\n", c.doc_url()));
             }
             write_out(&out)
         }
         None => {
-            let hint = qflow_engine::suggest::closest(&code, PAGES.iter().map(|(c, _)| *c))
+            let hint = qflow_engine::suggest::closest(&code, Code::ALL.iter().map(|c| c.as_str()))
                 .map(|c| format!(" (did you mean {c}?)"))
                 .unwrap_or_default();
             eprintln!("error: no diagnostic code `{raw}`{hint}; `qflow explain` lists every code");
@@ -118,18 +110,6 @@ fn write_out(text: &str) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_code_has_an_embedded_page_about_it() {
-        for code in Code::ALL {
-            let p = page(code.as_str()).unwrap_or_else(|| panic!("{code}: no embedded page"));
-            assert!(
-                p.starts_with(&format!("# {code}")),
-                "{code}: {}",
-                &p[..40.min(p.len())]
-            );
-        }
-    }
 
     #[test]
     fn codes_are_normalized() {

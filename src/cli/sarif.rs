@@ -166,11 +166,18 @@ impl Log {
                     .short_description(sarif::MultiformatMessageString::from(
                         &code.title().to_string(),
                     ))
-                    .help_uri(code.doc_url())
-                    .help(sarif::MultiformatMessageString::from(&format!(
-                        "qflow explain {code} prints this code's page; online: {}",
-                        code.doc_url()
-                    )));
+                    // No helpUri while the project has no public home (a dead
+                    // address helps nobody); the page itself is the help, so
+                    // a code-scanning view shows it beside the alert.
+                    .help(
+                        sarif::MultiformatMessageString::builder()
+                            .text(format!(
+                                "{} prints this code's page",
+                                code.explain_command()
+                            ))
+                            .markdown(code.page())
+                            .build(),
+                    );
                 match code.alias() {
                     Some(alias) => rule.name(alias).build(),
                     None => rule.build(),
@@ -181,7 +188,8 @@ impl Log {
             .name("qflow")
             .version(env!("CARGO_PKG_VERSION"))
             .rules(rules);
-        // The workspace's repository address, the same one the pages are under.
+        // The workspace's repository address once it has one (none is
+        // configured until the project has a public home).
         let driver = match env!("CARGO_PKG_REPOSITORY") {
             "" => driver.build(),
             uri => driver.information_uri(uri).build(),

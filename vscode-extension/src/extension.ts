@@ -22,6 +22,7 @@ import {
   parseCheckOutput,
   runArgs,
 } from './commands';
+import { EXPLAIN_COMMAND, PAGE_SCHEME, codeOfPage, explainArgv, explainLink, isCode, pageUri, unavailablePage } from './explain';
 import {
   DIAGRAM_REQUEST,
   DiagramPanel,
@@ -119,7 +120,7 @@ class Studio {
             if (vscode.workspace.textDocuments.some((d) => sameFile(d.uri, uri))) {
               this.checkResults.delete(uri);
             }
-            next(uri, diagnostics);
+            next(uri, diagnostics.map(linkToPage));
           },
         },
       },
@@ -293,6 +294,54 @@ function runCheck(binary: string, files: readonly string[]): Promise<Map<string,
   });
 }
 
+/**
+ * A qflow diagnostic whose code links to its page in a preview (the
+ * `qflow.explain` command) rather than to the server's file: link, which
+ * VS Code would open as Markdown source.
+ */
+function linkToPage(d: vscode.Diagnostic): vscode.Diagnostic {
+  if (typeof d !== 'object' || d === null) {
+    return d;
+  }
+  const code = typeof d.code === 'object' ? d.code.value : d.code;
+  if (isCode(code)) {
+    d.code = { value: code, target: vscode.Uri.parse(explainLink(code)) };
+  }
+  return d;
+}
+
+/** qflow.explain: a code's page, as `qflow explain CODE` prints it, in a Markdown preview. */
+async function explain(code: unknown): Promise<void> {
+  if (!isCode(code)) {
+    void vscode.window.showErrorMessage(`qflow: no diagnostic code ${String(code)} to explain (codes look like QF022).`);
+    return;
+  }
+  const uri = vscode.Uri.parse(pageUri(code));
+  try {
+    await vscode.commands.executeCommand('markdown.showPreview', uri);
+  } catch {
+    // The built-in Markdown extension is disabled: the page as text.
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri));
+  }
+}
+
+/** The text of a page document: what the binary's `qflow explain CODE` prints. */
+async function pageText(s: Studio, uri: vscode.Uri): Promise<string> {
+  const code = codeOfPage(uri.path);
+  if (!code) {
+    return unavailablePage(uri.path, 'this is not a diagnostic code');
+  }
+  const r = s.resolve();
+  if (r.kind !== 'found') {
+    return unavailablePage(code, r.message);
+  }
+  try {
+    return await runQflow(r.binary, explainArgv(code), os.tmpdir());
+  } catch (e) {
+    return unavailablePage(code, e instanceof Error ? e.message : String(e));
+  }
+}
+
 function toVscodeDiagnostic(d: LspDiagnostic): vscode.Diagnostic {
   const range = (r: LspDiagnostic['range']) => new vscode.Range(r.start.line, r.start.character, r.end.line, r.end.character);
   const severity = [vscode.DiagnosticSeverity.Error, vscode.DiagnosticSeverity.Warning, vscode.DiagnosticSeverity.Information, vscode.DiagnosticSeverity.Hint][
@@ -301,7 +350,7 @@ function toVscodeDiagnostic(d: LspDiagnostic): vscode.Diagnostic {
   const out = new vscode.Diagnostic(range(d.range), d.message, severity);
   out.source = d.source;
   if (d.code !== undefined) {
-    out.code = d.codeDescription ? { value: d.code, target: vscode.Uri.parse(d.codeDescription.href) } : d.code;
+    out.code = isCode(d.code) ? { value: d.code, target: vscode.Uri.parse(explainLink(d.code)) } : d.code;
   }
   if (d.relatedInformation) {
     out.relatedInformation = d.relatedInformation.map(
@@ -492,6 +541,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('qflow.showDiagram', async (uri?: unknown) => void (await showDiagram(s, uri))),
     vscode.commands.registerCommand('qflow.showInstanceOnDiagram', (uri?: unknown) => showInstance(s, uri)),
     vscode.commands.registerCommand('qflow.openSettings', () => openSettings()),
+    vscode.commands.registerCommand(EXPLAIN_COMMAND, (code?: unknown) => explain(code)),
+    vscode.workspace.registerTextDocumentContentProvider(PAGE_SCHEME, { provideTextDocumentContent: (uri) => pageText(s, uri) }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('qflow.path')) {
         void s.restart();

@@ -57,7 +57,6 @@ test('qflow check --format lsp output becomes the diagnostics by file, clean fil
     code: 'QF022',
     source: 'qflow',
     message: 'retry never fires\nhelp: remove the timer',
-    codeDescription: { href: 'https://example.invalid/QF022' },
   };
   const hint = { range: { start: { line: 0, character: 0 }, end: { line: 0, character: 3 } }, severity: 4, code: 'QF033', source: 'qflow', message: 'no jitter' };
   const out = parseCheckOutput(

@@ -8,8 +8,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { test } from 'node:test';
 
-import { EXTENSION, SAMPLES, modelsUnder, qflowBinary } from './support';
-import { Uri, activate } from './vscode-stub';
+import { EXTENSION, REPO, SAMPLES, modelsUnder, qflowBinary } from './support';
+import { Uri, activate, follow } from './vscode-stub';
 
 const OUT = path.join(EXTENSION, 'out', 'src', 'extension.js');
 const BUNDLE = path.join(EXTENSION, 'dist', 'extension.js');
@@ -209,7 +209,8 @@ test('Check Workspace puts every model’s verdicts in the Problems panel (the r
   assert.equal(qf022.severity, 0 /* Error */);
   assert.equal(qf022.source, 'qflow');
   assert.deepEqual([qf022.range.start.line, qf022.range.start.character, qf022.range.end.character], [9, 9, 16]);
-  assert.match(String((qf022.code as { target: Uri }).target), /QF022/);
+  // Its code links to the page, offline: the qflow.explain command.
+  assert.equal(String((qf022.code as { target: Uri }).target), 'command:qflow.explain?%5B%22QF022%22%5D');
   assert.equal(rec.problems.has(open), false, 'an open model is left to the server');
   for (const code of ['QF001', 'QF004', 'QF012']) {
     assert.ok(
@@ -242,7 +243,48 @@ test('Check Workspace with a binary that is not qflow says what went wrong', asy
 test('the shipped bundle (dist/extension.js) loads and registers the same commands', async () => {
   await withEmptyPath(async () => {
     const { rec } = await activate(BUNDLE, {});
-    assert.deepEqual([...rec.commands.keys()].sort(), [...manifest.contributes.commands.map((c) => c.command), 'qflow.openSettings'].sort());
+    assert.deepEqual([...rec.commands.keys()].sort(), [...manifest.contributes.commands.map((c) => c.command), 'qflow.openSettings', 'qflow.explain'].sort());
     assert.equal(rec.status.text, '$(warning) qflow: no server');
+  });
+});
+
+test('following a diagnostic’s link opens its page in a preview, printed by the real qflow explain, offline', async () => {
+  const { rec } = await activate(OUT, { settings: { 'qflow.path': qflowBinary() } });
+  // What vscode-languageclient hands the middleware for the server's QF022:
+  // its codeDescription (the page as a file: URI) as the code's target.
+  const fromServer = {
+    message: 'retry never fires',
+    source: 'qflow',
+    code: { value: 'QF022', target: Uri.parse('file:///home/u/.cache/qflow/0.1.0/diagnostics/QF022.md') },
+  };
+  const shown: Array<{ code: { value: string; target: Uri } }> = [];
+  rec.clients[0].clientOptions.middleware.handleDiagnostics(Uri.file('/w/m.bpmn'), [fromServer], (_u, ds) =>
+    shown.push(...(ds as typeof shown)),
+  );
+  assert.equal(shown[0].code.value, 'QF022');
+  const link = shown[0].code.target.toString();
+  assert.equal(link, 'command:qflow.explain?%5B%22QF022%22%5D');
+  // The user clicks QF022 in the Problems panel.
+  await follow(rec, link);
+  const preview = rec.executed.find(([id]) => id === 'markdown.showPreview');
+  assert.ok(preview, `a Markdown preview is opened: ${JSON.stringify(rec.executed)}`);
+  const page = preview[1] as Uri;
+  assert.equal(page.scheme, 'qflow-explain');
+  const provider = rec.contentProviders.get('qflow-explain');
+  assert.ok(provider, 'the page documents are provided');
+  const text = await provider.provideTextDocumentContent(page);
+  assert.equal(text, fs.readFileSync(path.join(REPO, 'docs', 'diagnostics', 'QF022.md'), 'utf8'), 'the page, as docs/ holds it');
+  // A code the binary does not know: the page says so and how to go on.
+  const unknown = await provider.provideTextDocumentContent(Uri.parse('qflow-explain:QF999.md'));
+  assert.match(unknown, /could not be read from qflow.*no diagnostic code/s);
+  assert.match(unknown, /qflow explain QF999/);
+});
+
+test('a link with no binary to print the page says how to fix it', async () => {
+  await withEmptyPath(async () => {
+    const { rec } = await activate(OUT, {});
+    const text = await rec.contentProviders.get('qflow-explain')!.provideTextDocumentContent(Uri.parse('qflow-explain:QF022.md'));
+    assert.match(text, /^# QF022\n/);
+    assert.match(text, /cannot find the qflow binary/);
   });
 });

@@ -4,6 +4,7 @@
 // the buttons on them, terminals and what was typed, the status bar, the
 // Problems panel.
 
+import * as assert from 'node:assert/strict';
 import Module = require('node:module');
 import * as path from 'node:path';
 
@@ -25,9 +26,27 @@ export class Uri {
     const colon = s.indexOf(':');
     return new Uri(s.slice(0, colon), s.slice(colon + 1));
   }
+  /** The path (everything after the scheme, for a non-file URI). */
+  get path(): string {
+    return this.fsPath;
+  }
   toString(): string {
     return this.scheme === 'file' ? new URL(`file://${this.fsPath}`).href : `${this.scheme}:${this.fsPath}`;
   }
+}
+
+/**
+ * Follow a link as VS Code's opener does when a user clicks one (the
+ * Problems panel and the hover open links with commands allowed): a
+ * `command:ID?ARGS` link runs command ID with ARGS, URI-encoded JSON.
+ */
+export async function follow(rec: Record, link: string): Promise<unknown> {
+  const m = /^command:([^?]+)(?:\?(.*))?$/.exec(link);
+  assert.ok(m, `${link} is a command link the opener runs`);
+  const command = rec.commands.get(m[1]);
+  assert.ok(command, `${m[1]} is a registered command`);
+  const args: unknown = m[2] ? JSON.parse(decodeURIComponent(m[2])) : [];
+  return command(...(Array.isArray(args) ? args : [args]));
 }
 
 export interface Message {
@@ -67,6 +86,8 @@ export interface Record {
   log: string[];
   configListeners: Array<(e: { affectsConfiguration(s: string): boolean }) => void>;
   trustListeners: Array<() => void>;
+  /** The text document content providers, by scheme. */
+  contentProviders: Map<string, { provideTextDocumentContent(uri: Uri): string | Promise<string> }>;
   /** The open documents (push to open one). */
   documents: Array<{ uri: Uri; languageId: string; isDirty: boolean; save(): Promise<boolean> }>;
 }
@@ -105,6 +126,7 @@ export function fakeVscode(opts: Options) {
   const docs = (opts.openDocuments ?? []).map((d) => ({ ...d, isDirty: d.isDirty ?? false, save: async () => true }));
   const rec: Record = {
     documents: docs,
+    contentProviders: new Map(),
     commands: new Map(),
     executed: [],
     messages: [],
@@ -169,6 +191,10 @@ export function fakeVscode(opts: Options) {
         return disposable;
       },
       findFiles: async () => (opts.files ?? []).map((f) => Uri.file(f)),
+      registerTextDocumentContentProvider: (scheme: string, provider: Record['contentProviders'] extends Map<string, infer P> ? P : never) => {
+        rec.contentProviders.set(scheme, provider);
+        return disposable;
+      },
       onDidChangeConfiguration: (fn: Record['configListeners'][number]) => {
         rec.configListeners.push(fn);
         return disposable;

@@ -36,6 +36,26 @@ pub fn frame(body: &str) -> Vec<u8> {
     qflow_lsp::transport::frame(body.as_bytes())
 }
 
+/// A directory holding every code's page, as `qflow lsp` writes them under
+/// the user's cache: one per test process, removed by nobody (a temporary
+/// directory), so the tests never write to the user's own cache.
+pub fn pages() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap().keep();
+        qflow_model::diagnostic::pages::write_all(&dir).unwrap();
+        dir
+    })
+}
+
+/// The server's configuration with the code pages written to [`pages`].
+pub fn with_pages() -> Config {
+    Config {
+        pages: Some(pages()),
+        ..Config::default()
+    }
+}
+
 impl Harness {
     /// A server with `config` on the other end of a pipe (not yet initialised).
     pub fn start(config: Config) -> Harness {
