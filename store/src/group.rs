@@ -62,6 +62,24 @@ macro_rules! in_ids {
 }
 pub(crate) use in_ids;
 
+/// `SELECT … FROM (the ids of the JSON array at $1) j CROSS JOIN …`: the
+/// list drives the loop, so a table is searched by its instance index
+/// once per id. (With `IN`, SQLite's planner may prefer an index on
+/// `state` and walk every armed timer of the fleet; `CROSS JOIN` keeps
+/// its loop order, and PostgreSQL plans it as any join.)
+macro_rules! from_ids {
+    ($dialect:expr, $select:expr, $rest:expr) => {
+        $dialect.pick(
+            concat!($select, " FROM json_each($1) j CROSS JOIN ", $rest),
+            concat!(
+                $select,
+                " FROM json_array_elements_text(CAST(CAST($1 AS text) AS json)) AS j(value) CROSS JOIN ",
+                $rest
+            ),
+        )
+    };
+}
+
 /// The ids of a group as the one JSON array parameter [`in_ids`] reads.
 pub(crate) fn id_list(ids: &[String]) -> String {
     serde_json::to_string(ids).unwrap_or_else(|_| "[]".into())
@@ -165,10 +183,10 @@ impl Store {
             )?;
             let mut timers: HashMap<String, Vec<_>> = HashMap::new();
             for (instance, t) in db.rows(
-                in_ids!(
+                from_ids!(
                     d,
-                    "SELECT id, node, purpose, due_ms, attempt, instance_id FROM timers WHERE state = 'armed' AND instance_id",
-                    " ORDER BY due_ms, id"
+                    "SELECT t.id, t.node, t.purpose, t.due_ms, t.attempt, t.instance_id",
+                    "timers t WHERE t.instance_id = j.value AND t.state = 'armed' ORDER BY t.due_ms, t.id"
                 ),
                 args![list],
                 |r| Ok((r.get::<String>(5)?, timer_row(r, 0)?)),
@@ -238,12 +256,11 @@ impl Store {
             };
             g.last_decision_ms = db
                 .rows(
-                    in_ids!(
+                    from_ids!(
                         d,
-                        "SELECT t.instance_id, t.at_ms FROM transitions t
-                         WHERE t.seq = (SELECT MAX(l.seq) FROM transitions l WHERE l.instance_id = t.instance_id)
-                         AND t.instance_id",
-                        ""
+                        "SELECT t.instance_id, t.at_ms",
+                        "transitions t WHERE t.instance_id = j.value
+                         AND t.seq = (SELECT MAX(l.seq) FROM transitions l WHERE l.instance_id = j.value)"
                     ),
                     args![list],
                     |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?)),
@@ -252,11 +269,10 @@ impl Store {
                 .collect();
             g.paused = crate::contain::paused_dependencies(db)?;
             for (instance, row, next) in db.rows(
-                in_ids!(
+                from_ids!(
                     d,
-                    "SELECT id, node, channel, attempt, deliveries, idempotency_key, next_ms, instance_id FROM outbox
-                     WHERE state = 'pending' AND instance_id",
-                    " ORDER BY next_ms, id"
+                    "SELECT o.id, o.node, o.channel, o.attempt, o.deliveries, o.idempotency_key, o.next_ms, o.instance_id",
+                    "outbox o WHERE o.instance_id = j.value AND o.state = 'pending' ORDER BY o.next_ms, o.id"
                 ),
                 args![list],
                 |r| {
