@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use crate::runtime::graph::Graph;
 use crate::runtime::migrate::{self, Holdings, MigrateError, Plan};
 use crate::runtime::shell::{self, deployed_graph, Choice, What};
+use crate::runtime::verify::{self, NextDecision, Recorded};
 use crate::runtime::{Decision, RunError, Status};
 use crate::store::{local_owner, source_hash, Destination, Store, StoreError};
 
@@ -46,6 +47,10 @@ pub enum RepairError {
     },
     #[error("deployment {0} is retired: it receives no instance")]
     Retired(i64),
+    /// The repair's next decision is the one it repairs (FAILED again at
+    /// once, same node, code and reason): applying it would fix nothing.
+    #[error("the repair changes nothing: its next decision is the one it repairs ({next}); {fix}")]
+    Unchanged { next: String, fix: String },
 }
 
 impl From<StoreError> for RepairError {
@@ -65,6 +70,50 @@ pub struct Planned {
     pub to_deployment: Option<i64>,
     /// The instance's version the plan was made from.
     pub version: i64,
+    /// The next decision on the repaired facts (the runtime's own, the
+    /// failure that failed the instance assumed to recur).
+    pub next: NextDecision,
+    /// When the instance started (instants in words count from it).
+    pub started_ms: i64,
+}
+
+impl Planned {
+    /// Refuse a repair whose next decision is unchanged
+    /// ([`NextDecision::unchanged`]), saying why and what would change it.
+    pub fn refuse_unchanged(&self) -> Result<(), RepairError> {
+        if !self.next.unchanged {
+            return Ok(());
+        }
+        let budget = self
+            .plan
+            .moves
+            .iter()
+            .filter_map(|m| m.budget)
+            .any(|b| b.carried && b.max_attempts.is_some_and(|m| b.burned >= m));
+        let fix = if budget {
+            "its budget is spent under the same policy: add --reset-budget, or migrate onto a model whose policy allows more attempts; --allow-unchanged applies it anyway (when the cause was fixed outside the model)"
+        } else {
+            "migrate onto a model that decides otherwise; --allow-unchanged applies it anyway (when the cause was fixed outside the model)"
+        };
+        Err(RepairError::Unchanged {
+            next: self.next.describe(self.started_ms),
+            fix: fix.into(),
+        })
+    }
+}
+
+/// The next decision of `instance` as the store holds it now, `recorded`
+/// assumed to recur (a repaired instance's failure): what a repair reports
+/// once applied, decided by the same function as its preview.
+pub fn next_of(
+    store: &Store,
+    instance: &str,
+    recorded: Option<&Recorded>,
+) -> Result<NextDecision, RepairError> {
+    let facts = store.facts(instance)?;
+    let graph = deployed_graph(store, facts.deployment_id)?;
+    let at = decided_at(store, instance, facts.started_ms)?;
+    Ok(verify::next(&graph, &facts.as_facts(instance), recorded, at))
 }
 
 struct Resolved {
@@ -149,20 +198,16 @@ pub fn plan(
     let old = deployed_graph(store, facts.deployment_id)?;
     let extra = holdings(store, instance)?;
     let at = decided_at(store, instance, facts.started_ms)?;
-    let (plan, _) = migrate::migrate(
-        &old,
-        &to.graph,
-        &facts.as_facts(instance),
-        &extra,
-        mapping,
-        reset_budget,
-        at,
-    )?;
+    let f = facts.as_facts(instance);
+    let (plan, t) = migrate::migrate(&old, &to.graph, &f, &extra, mapping, reset_budget, at)?;
+    let next = verify::after_migration(&to.graph, &f, mapping, &t, at);
     Ok(Planned {
         plan,
         from_deployment: facts.deployment_id,
         to_deployment: to.existing,
         version: facts.version,
+        next,
+        started_ms: facts.started_ms,
     })
 }
 
