@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::graph::{Graph, Kind};
 use qflow_instance::codes;
-use qflow_instance::event::{Event, FailureClass, TaskOutcome};
+use qflow_instance::event::{Event, ExternalEvent, FailureClass, Resolution, TaskOutcome};
 use qflow_instance::rows::{Facts, Purpose, Status, TimerRow};
 use qflow_instance::snapshot::{Failure, Snapshot, TokenState};
 use qflow_instance::Transition;
@@ -81,6 +81,12 @@ pub enum Step {
     /// Nothing is due without something from outside (a response, a
     /// reconciliation).
     Outside,
+    /// An operator's reconciliation of the node's unknown outcome, decided
+    /// now from the facts alone.
+    Resolve {
+        node: String,
+        resolution: Resolution,
+    },
     /// The instance is finished.
     Finished(Status),
 }
@@ -117,14 +123,25 @@ impl NextDecision {
                 purpose.as_str(),
                 rel(*due_ms)
             ),
-            Step::Outside => "nothing runs until something arrives from outside (a response, a reconciliation)".into(),
+            Step::Outside => {
+                "nothing runs until something arrives from outside (a response, a reconciliation)"
+                    .into()
+            }
+            Step::Resolve { node, resolution } => {
+                format!(
+                    "resolving {node} as {} is decided at once",
+                    resolution.as_str()
+                )
+            }
             Step::Finished(s) => format!("none: the instance is {}", s.as_str().to_uppercase()),
         };
         let cond = match &self.assumed {
             Some(a) => format!(
                 "; if it fails again as it did ({}{})",
                 a.code,
-                a.class.map(|c| format!(", {}", c.as_str())).unwrap_or_default()
+                a.class
+                    .map(|c| format!(", {}", c.as_str()))
+                    .unwrap_or_default()
             ),
             None => String::new(),
         };
@@ -133,10 +150,10 @@ impl NextDecision {
                 format!("{cond}: retry, attempt {attempt} at +{}", rel(*due_ms))
             }
             Then::Failed { code, reason } => {
-                let same = if self.unchanged {
-                    ": the same decision as before the repair"
-                } else {
-                    ""
+                let same = match (&self.step, self.unchanged) {
+                    (Step::Resolve { .. }, true) => ": no attempt runs (the budget is spent)",
+                    (_, true) => ": the same decision as before the repair",
+                    _ => "",
                 };
                 format!("{cond}: FAILED, {code} ({reason}){same}")
             }
@@ -152,8 +169,13 @@ impl NextDecision {
         let step = match &self.step {
             Step::Attempt { node, .. } | Step::Request { node, .. } => format!("{node} runs"),
             Step::Flow { node } => format!("{node} is decided"),
-            Step::Timer { node, purpose, .. } => format!("wait for {node}'s {} timer", purpose.as_str()),
+            Step::Timer { node, purpose, .. } => {
+                format!("wait for {node}'s {} timer", purpose.as_str())
+            }
             Step::Outside => "wait for something from outside".into(),
+            Step::Resolve { node, resolution } => {
+                format!("{node} resolved as {}", resolution.as_str())
+            }
             Step::Finished(s) => s.as_str().to_string(),
         };
         match &self.then {
@@ -165,6 +187,41 @@ impl NextDecision {
             Then::Continues(s) => format!("{step}: {}", s.as_str().to_uppercase()),
             Then::Open => step,
         }
+    }
+}
+
+/// The decision an operator's reconciliation `event` (an
+/// [`ExternalEvent::Resolve`]) takes on the instance `facts` describe at
+/// `now_ms`: exact, the world has no part in it. A `retry` that runs no
+/// attempt (its budget is spent: FAILED at once) is
+/// [`NextDecision::unchanged`]: it is not the retry it asks for.
+pub fn resolve(
+    graph: &Graph,
+    facts: &Facts<'_>,
+    event: &ExternalEvent,
+    now_ms: i64,
+) -> NextDecision {
+    let ExternalEvent::Resolve {
+        node, resolution, ..
+    } = event
+    else {
+        return next(graph, facts, None, now_ms);
+    };
+    let ev = Event::External {
+        event: event.clone(),
+        index: None,
+    };
+    let t = decide::decide(graph, facts, &ev, now_ms);
+    let then = then_of(&t, node);
+    let unchanged = *resolution == Resolution::Retry && matches!(then, Then::Failed { .. });
+    NextDecision {
+        step: Step::Resolve {
+            node: node.clone(),
+            resolution: *resolution,
+        },
+        then,
+        assumed: None,
+        unchanged,
     }
 }
 

@@ -87,6 +87,11 @@ pub struct ResumeArgs {
     /// Exit 3 unless the instance ends this way (as `qflow run --expect`).
     #[arg(long, value_name = "OUTCOME")]
     pub expect: Option<String>,
+    /// Resume even when the next decision is the one a repair repaired
+    /// (FAILED again at once with the same failure), or a --resolve retry
+    /// that runs no attempt: refused without it.
+    #[arg(long)]
+    pub allow_unchanged: bool,
     /// Stop after this much virtual time since the instance started (5m, 2h30m, or ISO-8601: PT5M).
     /// Without it, the run stops 30 days of virtual time past where it began.
     #[arg(long, value_name = "DURATION")]
@@ -175,13 +180,24 @@ fn plan_json(p: &Plan) -> Value {
 pub(crate) fn next_json(d: &NextDecision, started_ms: i64) -> Value {
     let s = |ms: i64| ops::seconds(ms - started_ms);
     let step = match &d.step {
-        Step::Attempt { node, attempt } => json!({"kind": "attempt", "node": node, "attempt": attempt}),
-        Step::Request { node, attempt } => json!({"kind": "request", "node": node, "attempt": attempt}),
+        Step::Attempt { node, attempt } => {
+            json!({"kind": "attempt", "node": node, "attempt": attempt})
+        }
+        Step::Request { node, attempt } => {
+            json!({"kind": "request", "node": node, "attempt": attempt})
+        }
         Step::Flow { node } => json!({"kind": "flow", "node": node}),
-        Step::Timer { node, purpose, due_ms } => {
+        Step::Timer {
+            node,
+            purpose,
+            due_ms,
+        } => {
             json!({"kind": "timer", "node": node, "timer": purpose.as_str(), "due_s": s(*due_ms)})
         }
         Step::Outside => json!({"kind": "outside"}),
+        Step::Resolve { node, resolution } => {
+            json!({"kind": "resolve", "node": node, "as": resolution.as_str()})
+        }
         Step::Finished(st) => json!({"kind": "finished", "status": st.as_str()}),
     };
     let then = match &d.then {
@@ -384,10 +400,7 @@ pub fn migrate(args: MigrateArgs) -> ExitCode {
                     let same = if a.next == p.next {
                         "as previewed".to_string()
                     } else {
-                        format!(
-                            "not the preview's ({})",
-                            p.next.describe(p.started_ms)
-                        )
+                        format!("not the preview's ({})", p.next.describe(p.started_ms))
                     };
                     println!(
                         "  next decision, read back: {} ({same})",
@@ -550,17 +563,40 @@ pub fn resume(args: ResumeArgs) -> ExitCode {
             Err(e) => return ops::fail(fmt, USAGE, "scenario", e),
         },
     };
-    let mut run = match LocalRun::attach(store, &args.instance, scenario, VirtualClock::new(0)) {
-        Ok(r) => r,
-        Err(e) => return ops::fail(fmt, USAGE, "store", e),
-    };
     let mut resolves = Vec::new();
     for r in &args.resolve {
-        match run_cli::parse_resolve(r, Some(run.graph())) {
+        match run_cli::parse_resolve(r, Some(&graph)) {
             Ok(e) => resolves.push(e),
             Err(m) => return ops::fail(fmt, USAGE, "usage", m),
         }
     }
+    // The first decision, previewed by the runtime's own decision on the
+    // stored facts; refused when it fixes nothing.
+    let (next, started_ms) = match repair::resume_next(
+        &store,
+        &args.instance,
+        resolves.first(),
+        args.allow_unchanged,
+    ) {
+        Ok(n) => n,
+        Err(e) => return refusal(fmt, &args.instance, &e),
+    };
+    let since = match store.history(&args.instance) {
+        Ok(h) => h.last().map_or(0, |r| r.seq),
+        Err(e) => return ops::fail(fmt, USAGE, "store", e),
+    };
+    let preview = format!(
+        "next decision: {}",
+        qflow_engine::text::printable(&next.describe(started_ms))
+    );
+    match fmt {
+        Format::Human => println!("{preview}"),
+        Format::Json => eprintln!("{preview}"),
+    }
+    let mut run = match LocalRun::attach(store, &args.instance, scenario, VirtualClock::new(0)) {
+        Ok(r) => r,
+        Err(e) => return ops::fail(fmt, USAGE, "store", e),
+    };
     let opts = run_cli::Opts {
         effects_log: None,
         format,
@@ -572,5 +608,26 @@ pub fn resume(args: ResumeArgs) -> ExitCode {
         columns: Columns::of(Some(run.graph())),
         quiet: false,
     };
-    run_cli::drive_run(&mut run, &opts)
+    let code = run_cli::drive_run(&mut run, &opts);
+    // What the first decision was, read back from the history.
+    if let Ok(Some((was, same))) =
+        repair::what_it_was(run.store(), &args.instance, since, &next, started_ms)
+    {
+        let note = if same {
+            "as previewed"
+        } else if next.assumed.is_some() {
+            "the assumed failure did not recur"
+        } else {
+            "not the preview's"
+        };
+        let line = format!(
+            "next decision was: {} ({note})",
+            qflow_engine::text::printable(&was)
+        );
+        match fmt {
+            Format::Human => println!("{line}"),
+            Format::Json => eprintln!("{line}"),
+        }
+    }
+    code
 }
