@@ -18,6 +18,7 @@ crate::on_both_stores!(
     a_repair_that_changes_nothing_is_refused_with_the_reason,
     a_migrates_preview_names_the_next_decision_and_its_applied_report_matches,
     a_batch_is_counted_by_outcome,
+    a_retry_resolution_that_runs_no_attempt_is_refused,
 );
 
 fn json_lines(out: &str) -> Vec<Value> {
@@ -238,4 +239,53 @@ fn a_batch_summary_in_json_counts_outcomes() {
         "{summary}"
     );
     assert_eq!(summary["not_moved"], serde_json::json!([]));
+}
+
+/// One attempt in all, and it ends with an unknown outcome.
+const ONE_ATTEMPT: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+  <bpmn:process id="once" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t"/>
+    <bpmn:serviceTask id="t" q:task="payments.charge">
+      <bpmn:extensionElements><q:retry maxAttempts="1" backoff="PT1M" jitter="none"/></bpmn:extensionElements>
+    </bpmn:serviceTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="e"/>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+const UNKNOWN: &str = r#"{"tasks": {"payments.charge": [{"fail": {"code": "RESET_AFTER_SEND", "class": "unknown-outcome"}}]}}"#;
+
+fn a_retry_resolution_that_runs_no_attempt_is_refused(fresh: &Fresh) {
+    let db = fresh.db();
+    let model = fresh.dir().join("once.bpmn");
+    let scenario = fresh.dir().join("once.json");
+    std::fs::write(&model, ONE_ATTEMPT).unwrap();
+    std::fs::write(&scenario, UNKNOWN).unwrap();
+    let (model, scenario) = (model.to_str().unwrap(), scenario.to_str().unwrap());
+    let (code, _, err) = qflow(&["run", model, "--scenario", scenario, "--db", &db]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(status(&db, "once-1"), "waiting");
+    // Its budget is spent: a retry would be FAILED at once, no attempt.
+    let resume = ["resume", "once-1", "--db", &db, "--scenario", scenario];
+    let (code, out, err) = qflow(&[&resume[..], &["--resolve", "t=retry"]].concat());
+    assert_eq!(code, 4, "{out}{err}");
+    assert!(
+        err.contains("resolving t as retry is decided at once: FAILED, RESET_AFTER_SEND (exhausted): no attempt runs"),
+        "{err}"
+    );
+    assert!(err.contains("resolve it as failed"), "{err}");
+    assert_eq!(status(&db, "once-1"), "waiting", "nothing was changed");
+    // Resolved as succeeded, the preview and the report agree.
+    let (code, out, err) = qflow(&[&resume[..], &["--resolve", "t=succeeded"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("next decision: resolving t as succeeded is decided at once: then RUNNING"),
+        "{out}"
+    );
+    assert!(
+        out.contains("next decision was: t resolved as succeeded (as previewed)"),
+        "{out}"
+    );
 }

@@ -607,7 +607,13 @@ pub fn what_it_was(
                     ),
                     Some(Then::Failed { code, reason }),
                 ),
-                None => (format!("{node} resolved as {}", as_.as_str()), None),
+                None => {
+                    // The flow went on: the preview's, when it said so.
+                    let words = format!("{node} resolved as {}", as_.as_str());
+                    let same = matches!(next.then, Then::Continues(_))
+                        && matches!(&next.step, crate::runtime::verify::Step::Resolve { node: n, .. } if *n == node);
+                    return Ok(Some((words, same)));
+                }
             },
             HistoryEvent::Failed { code, reason, .. } => (
                 format!("{node}: FAILED, {code} ({reason})"),
