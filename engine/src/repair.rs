@@ -526,7 +526,7 @@ pub fn what_it_was(
                 let head = format!("attempt {} of {node}", a.attempt);
                 match (a.outcome, a.then) {
                     (AttemptOutcome::Failed, Some(T::Backoff)) => {
-                        let p = a.park.clone();
+                        let p = a.park;
                         let then = p.as_ref().map(|p| Then::Retry {
                             attempt: p.next_attempt,
                             due_ms: started_ms + p.next_at_s.ms(),

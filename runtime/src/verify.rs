@@ -242,9 +242,8 @@ impl Owned {
             .filter(|x| !t.resolve.contains(&x.id))
             .cloned()
             .collect();
-        let mut id = timers.iter().map(|x| x.id).max().unwrap_or(0).max(0);
-        for a in &t.arm {
-            id += 1;
+        let first = timers.iter().map(|x| x.id).max().unwrap_or(0).max(0) + 1;
+        for (id, a) in (first..).zip(&t.arm) {
             timers.push(TimerRow {
                 id,
                 node: a.node.clone(),
