@@ -486,3 +486,103 @@ fn with_unchanged(mut d: NextDecision, recorded: Option<&Recorded>) -> NextDecis
     };
     d
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qflow_instance::snapshot::Token;
+    use std::collections::BTreeMap;
+
+    const MODEL: &str = r#"<bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:q="urn:qflow:bpmn:1" id="d">
+  <bpmn:process id="p" isExecutable="true">
+    <bpmn:startEvent id="s"/>
+    <bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="t"/>
+    <bpmn:serviceTask id="t" q:task="x.t">
+      <bpmn:extensionElements><q:retry maxAttempts="3" backoff="PT1M" jitter="none"/></bpmn:extensionElements>
+    </bpmn:serviceTask>
+    <bpmn:sequenceFlow id="f2" sourceRef="t" targetRef="e"/>
+    <bpmn:endEvent id="e"/>
+  </bpmn:process>
+</bpmn:definitions>"#;
+
+    /// FAILED at `t` after its three attempts: DOWN, transient, exhausted.
+    fn exhausted() -> Snapshot {
+        let mut s = Snapshot::new();
+        s.set_attempts("t", 3);
+        s.set_first_attempt_ms("t", 0);
+        s.set_frontier(vec![Token {
+            node: "t".into(),
+            state: TokenState::Backoff,
+            via: None,
+        }]);
+        s.set_failure(&Failure {
+            code: "DOWN".into(),
+            reason: "exhausted".into(),
+            node: "t".into(),
+            attempts: Some(3),
+            class: Some("transient".into()),
+            ..Failure::default()
+        });
+        s
+    }
+
+    fn preview(reset: bool) -> NextDecision {
+        let graph = Graph::compile(&qflow_model::load(MODEL).unwrap()).unwrap();
+        let s = exhausted();
+        let facts = Facts {
+            instance_id: "p-1",
+            status: Status::Failed,
+            started_ms: 0,
+            snapshot: &s,
+            damage: None,
+            timers: &[],
+            keys_sent: &BTreeMap::new(),
+        };
+        let none = BTreeMap::new();
+        let (_, t) = crate::migrate::migrate(
+            &graph,
+            &graph,
+            &facts,
+            &Default::default(),
+            &none,
+            reset,
+            180_000,
+        )
+        .unwrap();
+        after_migration(&graph, &facts, &none, &t, 180_000)
+    }
+
+    #[test]
+    fn a_spent_budget_carried_onto_the_same_policy_fails_again_unchanged() {
+        let d = preview(false);
+        assert_eq!(
+            d.step,
+            Step::Attempt {
+                node: "t".into(),
+                attempt: 4
+            }
+        );
+        assert_eq!(
+            d.then,
+            Then::Failed {
+                code: "DOWN".into(),
+                reason: "exhausted".into()
+            }
+        );
+        assert!(d.unchanged);
+    }
+
+    #[test]
+    fn a_reset_budget_retries_the_same_failure() {
+        let d = preview(true);
+        assert_eq!(
+            d.then,
+            Then::Retry {
+                attempt: 2,
+                due_ms: 240_000
+            }
+        );
+        assert!(!d.unchanged);
+        assert_eq!(d.assumed.map(|a| a.code), Some("DOWN".to_string()));
+    }
+}
