@@ -77,6 +77,8 @@ crate::on_both_stores!(a_spent_budget_carried_by_a_repair_says_one_last_attempt_
 /// the same deployment with the burned budget carried, the plan used to say
 /// "0 of 4 attempts left", which reads as "resuming does nothing", while the
 /// resume does run one attempt (and its failure is final). The plan says so.
+/// Since that attempt, failing as the last did, decides what the repair
+/// repairs, the repair is refused unless asked for (`--allow-unchanged`).
 fn a_spent_budget_carried_by_a_repair_says_one_last_attempt_runs(fresh: &Fresh) {
     let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
     let model = samples.join("checkout.bpmn");
@@ -86,6 +88,7 @@ fn a_spent_budget_carried_by_a_repair_says_one_last_attempt_runs(fresh: &Fresh) 
     let failed = qflow(dir, &["run", model, "--scenario", outage, "--db", &db]);
     assert_eq!(failed.status.code(), Some(0));
     let plan = qflow(dir, &["migrate", "checkout-1", "--to", "1", "--db", &db]);
+    assert_eq!(plan.status.code(), Some(4), "the repair changes nothing");
     let said = String::from_utf8_lossy(&plan.stdout);
     assert!(
         said.contains(
@@ -94,6 +97,19 @@ fn a_spent_budget_carried_by_a_repair_says_one_last_attempt_runs(fresh: &Fresh) 
         "{said}"
     );
     assert!(!said.contains("another process"), "{said}");
+    let applied = qflow(
+        dir,
+        &[
+            "migrate",
+            "checkout-1",
+            "--to",
+            "1",
+            "--db",
+            &db,
+            "--allow-unchanged",
+        ],
+    );
+    assert_eq!(applied.status.code(), Some(0));
     // A deployment picked by number can be another process whose node ids
     // happen to match (DBG-08's `charge`): allowed, and said.
     let dbg08 = samples.join("dbg08-charge.bpmn");
@@ -118,7 +134,15 @@ fn a_spent_budget_carried_by_a_repair_says_one_last_attempt_runs(fresh: &Fresh) 
     );
     let resumed = qflow(
         dir,
-        &["resume", "checkout-1", "--scenario", outage, "--db", &db],
+        &[
+            "resume",
+            "checkout-1",
+            "--scenario",
+            outage,
+            "--db",
+            &db,
+            "--allow-unchanged",
+        ],
     );
     let out = String::from_utf8_lossy(&resumed.stdout);
     assert!(

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use crate::runtime::graph::Graph;
 use crate::runtime::migrate::{self, Holdings, MigrateError, Plan};
 use crate::runtime::shell::{self, deployed_graph, Choice, What};
+use crate::runtime::verify::{self, NextDecision, Recorded};
 use crate::runtime::{Decision, RunError, Status};
 use crate::store::{local_owner, source_hash, Destination, Store, StoreError};
 
@@ -46,6 +47,10 @@ pub enum RepairError {
     },
     #[error("deployment {0} is retired: it receives no instance")]
     Retired(i64),
+    /// The repair's next decision is the one it repairs (FAILED again at
+    /// once, same node, code and reason): applying it would fix nothing.
+    #[error("the repair changes nothing: its next decision is the one it repairs ({next}); {fix}")]
+    Unchanged { next: String, fix: String },
 }
 
 impl From<StoreError> for RepairError {
@@ -65,6 +70,138 @@ pub struct Planned {
     pub to_deployment: Option<i64>,
     /// The instance's version the plan was made from.
     pub version: i64,
+    /// The next decision on the repaired facts (the runtime's own, the
+    /// failure that failed the instance assumed to recur).
+    pub next: NextDecision,
+    /// When the instance started (instants in words count from it).
+    pub started_ms: i64,
+}
+
+impl Planned {
+    /// Refuse a repair whose next decision is unchanged
+    /// ([`NextDecision::unchanged`]), saying why and what would change it.
+    pub fn refuse_unchanged(&self) -> Result<(), RepairError> {
+        if !self.next.unchanged {
+            return Ok(());
+        }
+        let budget = self
+            .plan
+            .moves
+            .iter()
+            .filter_map(|m| m.budget)
+            .any(|b| b.carried && b.max_attempts.is_some_and(|m| b.burned >= m));
+        let fix = if budget {
+            "its budget is spent under the same policy: add --reset-budget, or migrate onto a model whose policy allows more attempts; --allow-unchanged applies it anyway (when the cause was fixed outside the model)"
+        } else {
+            "migrate onto a model that decides otherwise; --allow-unchanged applies it anyway (when the cause was fixed outside the model)"
+        };
+        Err(RepairError::Unchanged {
+            next: self.next.describe(self.started_ms),
+            fix: fix.into(),
+        })
+    }
+}
+
+/// The failure a repair cleared that nothing has exercised yet: the last
+/// `failed` line of `instance`'s history, when a repairing migration came
+/// after it and no attempt since, at the node the migration moved it to
+/// (class and message from the failed attempt before it). What a `resume`
+/// assumes recurs.
+pub fn repaired_failure(store: &Store, instance: &str) -> Result<Option<Recorded>, StoreError> {
+    use crate::instance::history::{Attempt, AttemptOutcome, HistoryEvent};
+    let (mut failed, mut repaired) = (None::<Recorded>, None::<Recorded>);
+    let mut last_attempt = None;
+    for row in store.history(instance)? {
+        let Some(line) = row.line() else { continue };
+        let node = line.node.clone().unwrap_or_default();
+        match line.event {
+            HistoryEvent::Attempt(Attempt::Task(a)) => {
+                repaired = None;
+                last_attempt =
+                    (a.outcome == AttemptOutcome::Failed).then_some((a.class, a.message));
+            }
+            HistoryEvent::Attempt(Attempt::Call(_)) | HistoryEvent::CallFailed { .. } => {
+                repaired = None;
+                last_attempt = None;
+            }
+            HistoryEvent::Failed { code, reason, .. } => {
+                let (class, message) = last_attempt.take().unwrap_or((None, None));
+                failed = Some(Recorded {
+                    node,
+                    code,
+                    reason,
+                    class,
+                    message,
+                });
+            }
+            HistoryEvent::Migrated {
+                mapping,
+                repaired: true,
+                ..
+            } => {
+                repaired = failed.take().map(|mut r| {
+                    if let Some(to) = mapping.get(&r.node) {
+                        r.node = to.clone();
+                    }
+                    r
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(repaired)
+}
+
+/// What `resume` decides first on `instance`: the reconciliation `resolve`
+/// when given, else its next step, a repaired failure assumed to recur
+/// ([`repaired_failure`]). Refused ([`RepairError::Unchanged`]) when that
+/// decision fixes nothing, unless `allow_unchanged`. Also the instant
+/// instants in words count from (the instance's start).
+pub fn resume_next(
+    store: &Store,
+    instance: &str,
+    resolve: Option<&crate::instance::event::ExternalEvent>,
+    allow_unchanged: bool,
+) -> Result<(NextDecision, i64), RepairError> {
+    let facts = store.facts(instance)?;
+    let graph = deployed_graph(store, facts.deployment_id)?;
+    let at = decided_at(store, instance, facts.started_ms)?;
+    let f = facts.as_facts(instance);
+    let next = match resolve {
+        Some(ev) => verify::resolve(&graph, &f, ev, at),
+        None => verify::next(&graph, &f, repaired_failure(store, instance)?.as_ref(), at),
+    };
+    if next.unchanged && !allow_unchanged {
+        let fix = if resolve.is_some() {
+            "resolve it as failed to say so, or as succeeded if the effect happened; to run it again, migrate it onto a model whose policy allows more attempts (or with --reset-budget) first"
+        } else {
+            "migrate it again with --reset-budget, or onto a model whose policy allows more attempts; --allow-unchanged resumes it anyway (when the cause was fixed outside the model)"
+        };
+        return Err(RepairError::Unchanged {
+            next: next.describe(facts.started_ms),
+            fix: fix.into(),
+        });
+    }
+    Ok((next, facts.started_ms))
+}
+
+/// The next decision of `instance` as the store holds it now, `recorded`
+/// assumed to recur (a repaired instance's failure): what a repair reports
+/// once applied, decided by the same function as its preview.
+pub fn next_of(
+    store: &Store,
+    instance: &str,
+    recorded: Option<&Recorded>,
+) -> Result<NextDecision, RepairError> {
+    let facts = store.facts(instance)?;
+    let graph = deployed_graph(store, facts.deployment_id)?;
+    let at = decided_at(store, instance, facts.started_ms)?;
+    Ok(verify::next(
+        &graph,
+        &facts.as_facts(instance),
+        recorded,
+        at,
+    ))
 }
 
 struct Resolved {
@@ -149,20 +286,16 @@ pub fn plan(
     let old = deployed_graph(store, facts.deployment_id)?;
     let extra = holdings(store, instance)?;
     let at = decided_at(store, instance, facts.started_ms)?;
-    let (plan, _) = migrate::migrate(
-        &old,
-        &to.graph,
-        &facts.as_facts(instance),
-        &extra,
-        mapping,
-        reset_budget,
-        at,
-    )?;
+    let f = facts.as_facts(instance);
+    let (plan, t) = migrate::migrate(&old, &to.graph, &f, &extra, mapping, reset_budget, at)?;
+    let next = verify::after_migration(&to.graph, &f, mapping, &t, at);
     Ok(Planned {
         plan,
         from_deployment: facts.deployment_id,
         to_deployment: to.existing,
         version: facts.version,
+        next,
+        started_ms: facts.started_ms,
     })
 }
 
@@ -358,4 +491,141 @@ pub fn left_behind(store: &Store, instance: &str) -> Result<Option<LeftBehind>, 
             .sum(),
         example,
     }))
+}
+
+/// What `instance`'s first decision after history line `since_seq` was, in
+/// words, and whether it is the previewed `next`'s outcome (a failure
+/// recurring as assumed decided as previewed; any other outcome is not the
+/// preview's assumption): what `resume` reports after running.
+pub fn what_it_was(
+    store: &Store,
+    instance: &str,
+    since_seq: i64,
+    next: &NextDecision,
+    started_ms: i64,
+) -> Result<Option<(String, bool)>, StoreError> {
+    use crate::instance::history::{Attempt, AttemptOutcome, HistoryEvent, Then as T};
+    use crate::runtime::verify::Then;
+    let lines: Vec<_> = store
+        .history(instance)?
+        .into_iter()
+        .filter(|r| r.seq > since_seq)
+        .filter_map(|r| r.line())
+        .collect();
+    let failed_after = |i: usize| {
+        lines[i..].iter().find_map(|l| match &l.event {
+            HistoryEvent::Failed { code, reason, .. } => Some((code.clone(), reason.clone())),
+            _ => None,
+        })
+    };
+    let rel = crate::duration::compact_ms;
+    for (i, l) in lines.iter().enumerate() {
+        let node = l.node.clone().unwrap_or_default();
+        let (words, then) = match &l.event {
+            HistoryEvent::Attempt(Attempt::Task(a)) => {
+                let head = format!("attempt {} of {node}", a.attempt);
+                match (a.outcome, a.then) {
+                    (AttemptOutcome::Failed, Some(T::Backoff)) => {
+                        let p = a.park;
+                        let then = p.as_ref().map(|p| Then::Retry {
+                            attempt: p.next_attempt,
+                            due_ms: started_ms + p.next_at_s.ms(),
+                        });
+                        let at = p
+                            .map(|p| {
+                                format!(
+                                    ", attempt {} at +{}",
+                                    p.next_attempt,
+                                    rel(p.next_at_s.ms())
+                                )
+                            })
+                            .unwrap_or_default();
+                        (
+                            format!(
+                                "{head} failed with {}: retry{at}",
+                                a.code.clone().unwrap_or_default()
+                            ),
+                            then,
+                        )
+                    }
+                    (AttemptOutcome::Failed, Some(T::Reconcile)) => (
+                        format!("{head} ended with an unknown outcome: waits for reconciliation"),
+                        None,
+                    ),
+                    (AttemptOutcome::Failed | AttemptOutcome::BpmnError, _) => {
+                        match failed_after(i) {
+                            Some((code, reason)) => (
+                                format!("{head} failed with {code}: FAILED ({reason})"),
+                                Some(Then::Failed { code, reason }),
+                            ),
+                            None => (
+                                format!(
+                                    "{head} failed with {}",
+                                    a.code.clone().unwrap_or_default()
+                                ),
+                                None,
+                            ),
+                        }
+                    }
+                    (AttemptOutcome::Ok, _) => (format!("{head} succeeded"), None),
+                }
+            }
+            HistoryEvent::CallFailed {
+                attempt,
+                code,
+                then: t,
+                park,
+            } => {
+                let head = format!("attempt {attempt} of {node} failed with {code}");
+                match (t, park) {
+                    (T::Backoff, Some(p)) => (
+                        format!(
+                            "{head}: retry, attempt {} at +{}",
+                            p.next_attempt,
+                            rel(p.next_at_s.ms())
+                        ),
+                        Some(Then::Retry {
+                            attempt: p.next_attempt,
+                            due_ms: started_ms + p.next_at_s.ms(),
+                        }),
+                    ),
+                    _ => match failed_after(i) {
+                        Some((code, reason)) => (
+                            format!("{head}: FAILED ({reason})"),
+                            Some(Then::Failed { code, reason }),
+                        ),
+                        None => (head, None),
+                    },
+                }
+            }
+            HistoryEvent::Response { .. } => (format!("{node} got its response"), None),
+            HistoryEvent::Reconciled { as_, .. } => match failed_after(i) {
+                Some((code, reason)) => (
+                    format!(
+                        "{node} resolved as {}: FAILED, {code} ({reason})",
+                        as_.as_str()
+                    ),
+                    Some(Then::Failed { code, reason }),
+                ),
+                None => {
+                    // The flow went on: the preview's, when it said so.
+                    let words = format!("{node} resolved as {}", as_.as_str());
+                    let same = matches!(next.then, Then::Continues(_))
+                        && matches!(&next.step, crate::runtime::verify::Step::Resolve { node: n, .. } if *n == node);
+                    return Ok(Some((words, same)));
+                }
+            },
+            HistoryEvent::Failed { code, reason, .. } => (
+                format!("{node}: FAILED, {code} ({reason})"),
+                Some(Then::Failed {
+                    code: code.clone(),
+                    reason: reason.clone(),
+                }),
+            ),
+            _ => continue,
+        };
+        let same = then.is_some_and(|t| t == next.then);
+        return Ok(Some((words, same)));
+    }
+    Ok(None)
 }

@@ -22,6 +22,7 @@
 //! - [`ramp`]: a planned release (`--ramp`, `--max-rate`): when each park is
 //!   let go, and the load with and without the ramp, pure.
 //! - [`breaker`]: a dependency's circuit breaker (declaration and machine), pure.
+//! - [`verify`]: what an instance's next decision will be (a repair's preview), pure.
 
 pub mod breaker;
 pub mod clock;
@@ -41,6 +42,7 @@ pub mod scenario_check;
 pub mod session;
 pub mod shell;
 pub mod simulate;
+pub mod verify;
 pub mod world;
 pub use qflow_instance::snapshot;
 

@@ -11,6 +11,7 @@ use qflow_engine::runtime::migrate::{Held, Plan};
 use qflow_engine::runtime::outcome::Expectation;
 use qflow_engine::runtime::scenario::Scenario;
 use qflow_engine::runtime::session::{load_scenario, scenario_beside, ScenarioChoice};
+use qflow_engine::runtime::verify::{NextDecision, Step, Then};
 use qflow_engine::runtime::{scenario_check, LocalRun, Status};
 use qflow_engine::store::Location;
 use serde_json::{json, Value};
@@ -52,6 +53,11 @@ pub struct MigrateArgs {
     /// first; one refusal and none is moved).
     #[arg(long, value_name = "DEPLOYMENT")]
     pub all_failed_of: Option<i64>,
+    /// Apply a repair whose next decision is the one it repairs (FAILED
+    /// again at once with the same failure), refused without it: for when
+    /// the cause was fixed outside the model (the dependency is back).
+    #[arg(long)]
+    pub allow_unchanged: bool,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
 }
@@ -81,6 +87,11 @@ pub struct ResumeArgs {
     /// Exit 3 unless the instance ends this way (as `qflow run --expect`).
     #[arg(long, value_name = "OUTCOME")]
     pub expect: Option<String>,
+    /// Resume even when the next decision is the one a repair repaired
+    /// (FAILED again at once with the same failure), or a --resolve retry
+    /// that runs no attempt: refused without it.
+    #[arg(long)]
+    pub allow_unchanged: bool,
     /// Stop after this much virtual time since the instance started (5m, 2h30m, or ISO-8601: PT5M).
     /// Without it, the run stops 30 days of virtual time past where it began.
     #[arg(long, value_name = "DURATION")]
@@ -165,18 +176,73 @@ fn plan_json(p: &Plan) -> Value {
     })
 }
 
-fn print_plan(planned: &Planned, to_shown: &str, format: Format, applied: Option<i64>) {
+/// A next decision as JSON (`next` of a plan, `next_applied` once applied).
+pub(crate) fn next_json(d: &NextDecision, started_ms: i64) -> Value {
+    let s = |ms: i64| ops::seconds(ms - started_ms);
+    let step = match &d.step {
+        Step::Attempt { node, attempt } => {
+            json!({"kind": "attempt", "node": node, "attempt": attempt})
+        }
+        Step::Request { node, attempt } => {
+            json!({"kind": "request", "node": node, "attempt": attempt})
+        }
+        Step::Flow { node } => json!({"kind": "flow", "node": node}),
+        Step::Timer {
+            node,
+            purpose,
+            due_ms,
+        } => {
+            json!({"kind": "timer", "node": node, "timer": purpose.as_str(), "due_s": s(*due_ms)})
+        }
+        Step::Outside => json!({"kind": "outside"}),
+        Step::Resolve { node, resolution } => {
+            json!({"kind": "resolve", "node": node, "as": resolution.as_str()})
+        }
+        Step::Finished(st) => json!({"kind": "finished", "status": st.as_str()}),
+    };
+    let then = match &d.then {
+        Then::Retry { attempt, due_ms } => {
+            json!({"kind": "retry", "attempt": attempt, "due_s": s(*due_ms)})
+        }
+        Then::Failed { code, reason } => json!({"kind": "failed", "code": code, "reason": reason}),
+        Then::Continues(st) => json!({"kind": "continues", "status": st.as_str()}),
+        Then::Open => json!({"kind": "open"}),
+    };
+    json!({
+        "step": step,
+        "then": then,
+        "assumed": d.assumed.as_ref().map(|a| json!({"node": a.node, "code": a.code,
+            "class": a.class.map(|c| c.as_str()), "reason": a.reason})),
+        "unchanged": d.unchanged,
+        "text": d.describe(started_ms),
+    })
+}
+
+/// What a migration applied: its deployment and the next decision read
+/// back from the store once it was written.
+struct Applied {
+    deployment: i64,
+    next: NextDecision,
+}
+
+fn print_plan(planned: &Planned, to_shown: &str, format: Format, applied: Option<&Applied>) {
+    let deployment = applied.map(|a| a.deployment);
     match format {
         Format::Json => {
             let mut v = plan_json(&planned.plan);
             v["from_deployment"] = json!(planned.from_deployment);
-            v["to_deployment"] = json!(applied.or(planned.to_deployment));
+            v["to_deployment"] = json!(deployment.or(planned.to_deployment));
             v["applied"] = json!(applied.is_some());
+            v["next"] = next_json(&planned.next, planned.started_ms);
+            if let Some(a) = applied {
+                v["next_applied"] = next_json(&a.next, planned.started_ms);
+                v["as_previewed"] = json!(a.next == planned.next);
+            }
             println!("{}", json_line(&v, &["instance", "applied"]));
         }
         Format::Human => {
             let to = match (
-                applied.or(planned.to_deployment),
+                deployment.or(planned.to_deployment),
                 to_shown.starts_with("deployment "),
             ) {
                 (Some(id), true) => format!("deployment {id}"),
@@ -190,15 +256,20 @@ fn print_plan(planned: &Planned, to_shown: &str, format: Format, applied: Option
             for l in planned.plan.describe() {
                 println!("  {}", qflow_engine::text::printable(&l));
             }
+            println!(
+                "  next decision: {}",
+                qflow_engine::text::printable(&planned.next.describe(planned.started_ms))
+            );
         }
     }
 }
 
 fn refusal(format: Format, instance: &str, e: &RepairError) -> ExitCode {
     let (code, why) = match e {
-        RepairError::Refused(_) | RepairError::Moved { .. } | RepairError::Retired(_) => {
-            (REFUSED, "refused")
-        }
+        RepairError::Refused(_)
+        | RepairError::Moved { .. }
+        | RepairError::Retired(_)
+        | RepairError::Unchanged { .. } => (REFUSED, "refused"),
         RepairError::Run(qflow_engine::runtime::RunError::Store(
             qflow_engine::store::StoreError::NoInstance(_)
             | qflow_engine::store::StoreError::NoDeployment(_),
@@ -249,6 +320,33 @@ pub fn migrate(args: MigrateArgs) -> ExitCode {
         Ok(plans) => plans,
         Err((id, e)) => return refusal(format, &id, &e),
     };
+    // A repair whose next decision is the one it repairs fixes nothing:
+    // refused (all of a batch, as any refusal) unless asked for.
+    if !args.allow_unchanged {
+        let unchanged: Vec<&Planned> = plans.iter().filter(|p| p.next.unchanged).collect();
+        if let Some(first) = unchanged.first() {
+            let Err(e) = first.refuse_unchanged() else {
+                unreachable!("an unchanged plan is refused")
+            };
+            let who = if plans.len() == 1 {
+                first.plan.instance.clone()
+            } else {
+                format!(
+                    "{} of {} instances ({}{})",
+                    unchanged.len(),
+                    plans.len(),
+                    first.plan.instance,
+                    if unchanged.len() > 1 { ", …" } else { "" }
+                )
+            };
+            if format == Format::Human {
+                for p in &plans {
+                    print_plan(p, &to_shown, format, None);
+                }
+            }
+            return refusal(format, &who, &e);
+        }
+    }
     if args.dry_run {
         for p in &plans {
             print_plan(p, &to_shown, format, None);
@@ -258,22 +356,35 @@ pub fn migrate(args: MigrateArgs) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    let batch = args.all_failed_of.is_some();
+    let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();
+    let mut not_moved: Vec<(String, String)> = Vec::new();
+    let mut moved = 0u64;
     for p in &plans {
         let id = &p.plan.instance;
-        match repair::apply(
+        let applied = repair::apply(
             &mut store,
             id,
             &target,
             &mapping,
             args.reset_budget,
             Some(p.version),
-        ) {
-            Ok((decision, deployment)) => {
-                let applied = Planned {
+        )
+        .and_then(|(decision, deployment)| {
+            // What the store now holds decides the next step: read back,
+            // decided by the preview's own function.
+            let next = repair::next_of(&store, id, p.next.assumed.as_ref())?;
+            Ok((decision, Applied { deployment, next }))
+        });
+        match applied {
+            Ok((decision, a)) => {
+                moved += 1;
+                *outcomes.entry(a.next.outcome()).or_default() += 1;
+                let shown = Planned {
                     plan: decision.plan.clone().unwrap_or_else(|| p.plan.clone()),
                     ..p.clone()
                 };
-                print_plan(&applied, &to_shown, format, Some(deployment));
+                print_plan(&shown, &to_shown, format, Some(&a));
                 if format == Format::Human {
                     let next = match decision.status {
                         Status::Running | Status::Waiting => {
@@ -282,15 +393,81 @@ pub fn migrate(args: MigrateArgs) -> ExitCode {
                         _ => String::new(),
                     };
                     println!(
-                        "applied: {id} is on deployment {deployment}, {}{next}",
+                        "applied: {id} is on deployment {}, {}{next}",
+                        a.deployment,
                         decision.status.as_str().to_uppercase()
                     );
+                    let same = if a.next == p.next {
+                        "as previewed".to_string()
+                    } else {
+                        format!("not the preview's ({})", p.next.describe(p.started_ms))
+                    };
+                    println!(
+                        "  next decision, read back: {} ({same})",
+                        qflow_engine::text::printable(&a.next.describe(p.started_ms))
+                    );
                 }
+            }
+            // A batch goes on past an instance that moved since its plan
+            // (running it again moves the rest); anything else stops it.
+            Err(e @ RepairError::Moved { .. }) if batch => {
+                if format == Format::Human {
+                    eprintln!("{id}: {e}; it was not moved");
+                }
+                not_moved.push((id.clone(), e.to_string()));
             }
             Err(e) => return refusal(format, id, &e),
         }
     }
+    if batch {
+        print_batch(format, moved, &outcomes, &not_moved);
+        if !not_moved.is_empty() {
+            return ExitCode::from(REFUSED);
+        }
+    }
     ExitCode::SUCCESS
+}
+
+/// A batch's result counted by outcome (each instance's next decision, read
+/// back once applied), never by submission.
+fn print_batch(
+    format: Format,
+    moved: u64,
+    outcomes: &BTreeMap<String, u64>,
+    not_moved: &[(String, String)],
+) {
+    let mut by: Vec<(&String, &u64)> = outcomes.iter().collect();
+    by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    match format {
+        Format::Json => {
+            let v = json!({
+                "migrated": moved,
+                "outcomes": by.iter().map(|(k, n)| json!({"next": k, "instances": n})).collect::<Vec<_>>(),
+                "not_moved": not_moved.iter().map(|(i, why)| json!({"instance": i, "why": why})).collect::<Vec<_>>(),
+            });
+            println!("{}", json_line(&v, &["migrated"]));
+        }
+        Format::Human => {
+            let parts: Vec<String> = by.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            let of = moved + not_moved.len() as u64;
+            println!(
+                "{moved} of {of} migrated{}{}",
+                if parts.is_empty() {
+                    String::new()
+                } else {
+                    format!("; next: {}", parts.join("; "))
+                },
+                if not_moved.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; {} not moved (took a decision since the plan: run the command again)",
+                        not_moved.len()
+                    )
+                }
+            );
+        }
+    }
 }
 
 pub fn resume(args: ResumeArgs) -> ExitCode {
@@ -386,17 +563,40 @@ pub fn resume(args: ResumeArgs) -> ExitCode {
             Err(e) => return ops::fail(fmt, USAGE, "scenario", e),
         },
     };
-    let mut run = match LocalRun::attach(store, &args.instance, scenario, VirtualClock::new(0)) {
-        Ok(r) => r,
-        Err(e) => return ops::fail(fmt, USAGE, "store", e),
-    };
     let mut resolves = Vec::new();
     for r in &args.resolve {
-        match run_cli::parse_resolve(r, Some(run.graph())) {
+        match run_cli::parse_resolve(r, Some(&graph)) {
             Ok(e) => resolves.push(e),
             Err(m) => return ops::fail(fmt, USAGE, "usage", m),
         }
     }
+    // The first decision, previewed by the runtime's own decision on the
+    // stored facts; refused when it fixes nothing.
+    let (next, started_ms) = match repair::resume_next(
+        &store,
+        &args.instance,
+        resolves.first(),
+        args.allow_unchanged,
+    ) {
+        Ok(n) => n,
+        Err(e) => return refusal(fmt, &args.instance, &e),
+    };
+    let since = match store.history(&args.instance) {
+        Ok(h) => h.last().map_or(0, |r| r.seq),
+        Err(e) => return ops::fail(fmt, USAGE, "store", e),
+    };
+    let preview = format!(
+        "next decision: {}",
+        qflow_engine::text::printable(&next.describe(started_ms))
+    );
+    match fmt {
+        Format::Human => println!("{preview}"),
+        Format::Json => eprintln!("{preview}"),
+    }
+    let mut run = match LocalRun::attach(store, &args.instance, scenario, VirtualClock::new(0)) {
+        Ok(r) => r,
+        Err(e) => return ops::fail(fmt, USAGE, "store", e),
+    };
     let opts = run_cli::Opts {
         effects_log: None,
         format,
@@ -408,5 +608,26 @@ pub fn resume(args: ResumeArgs) -> ExitCode {
         columns: Columns::of(Some(run.graph())),
         quiet: false,
     };
-    run_cli::drive_run(&mut run, &opts)
+    let code = run_cli::drive_run(&mut run, &opts);
+    // What the first decision was, read back from the history.
+    if let Ok(Some((was, same))) =
+        repair::what_it_was(run.store(), &args.instance, since, &next, started_ms)
+    {
+        let note = if same {
+            "as previewed"
+        } else if next.assumed.is_some() {
+            "the assumed failure did not recur"
+        } else {
+            "not the preview's"
+        };
+        let line = format!(
+            "next decision was: {} ({note})",
+            qflow_engine::text::printable(&was)
+        );
+        match fmt {
+            Format::Human => println!("{line}"),
+            Format::Json => eprintln!("{line}"),
+        }
+    }
+    code
 }

@@ -294,6 +294,10 @@ fn migrate_preview(ui: &Ui, store: &qflow_engine::store::Store, req: &Request) -
             Some(Ok(planned)) => {
                 h2 { "The plan" }
                 pre #plan { @for l in planned.plan.describe() { (l) "\n" } }
+                p #next { "Next decision: " (planned.next.describe(planned.started_ms)) }
+                @if planned.next.unchanged {
+                    p.error #unchanged { "This repair changes nothing: its next decision is the one it repairs (qflow migrate refuses it without --allow-unchanged). Reset the budget or pick a model whose policy allows more attempts." }
+                }
                 p { "From deployment " (planned.from_deployment) " to deployment " (to.unwrap_or_default()) ". Applied in one transaction, only if the instance has not moved since this plan." }
                 (confirm_form(ui, "migrate", &[
                     ("instance", id.to_string()),
