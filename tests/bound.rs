@@ -16,10 +16,7 @@ const LAYERED: &str = "samples/broken/QF045-retries-multiply.bpmn";
 fn check_json(dir: &Path, model: &str) -> (i32, Vec<Value>) {
     let o = qflow(dir, &["check", "--format", "json", model]);
     let v: Value = serde_json::from_slice(&o.stdout).expect("a JSON array");
-    (
-        o.status.code().unwrap_or(-1),
-        v.as_array().unwrap().clone(),
-    )
+    (o.status.code().unwrap_or(-1), v.as_array().unwrap().clone())
 }
 
 fn qf045(diags: &[Value]) -> Vec<&Value> {
@@ -27,7 +24,8 @@ fn qf045(diags: &[Value]) -> Vec<&Value> {
 }
 
 #[test]
-fn six_attempts_five_deliveries_and_a_counterpart_that_tries_four_times_are_over_the_default_ceiling() {
+fn six_attempts_five_deliveries_and_a_counterpart_that_tries_four_times_are_over_the_default_ceiling(
+) {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     let (code, diags) = check_json(here, LAYERED);
     // A warning: the check passes unless warnings are denied.
@@ -41,7 +39,10 @@ fn six_attempts_five_deliveries_and_a_counterpart_that_tries_four_times_are_over
         "one business operation through `authorize` can cost up to 120 remote requests (6 attempts × 5 deliveries × 4 counterpart attempts = 120), above the ceiling of 100"
     );
     // On the retry (line 12), the other layers as related information.
-    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(12), Some(10)));
+    assert_eq!(
+        (d["line"].as_u64(), d["column"].as_u64()),
+        (Some(12), Some(10))
+    );
     let related: Vec<(u64, &str)> = d["related"]
         .as_array()
         .unwrap()
@@ -57,8 +58,14 @@ fn six_attempts_five_deliveries_and_a_counterpart_that_tries_four_times_are_over
         ]
     );
     let help = d["help"].as_str().unwrap();
-    assert!(help.contains("lower maxAttempts to 5 (the most that fit)"), "{help}");
-    assert!(help.contains("[bounds] requests-per-operation = 120"), "{help}");
+    assert!(
+        help.contains("lower maxAttempts to 5 (the most that fit)"),
+        "{help}"
+    );
+    assert!(
+        help.contains("[bounds] requests-per-operation = 120"),
+        "{help}"
+    );
 
     // The human report says the same, and --deny warnings fails on it.
     let (code, out, _) = qflow_here(&["check", LAYERED]);
@@ -76,7 +83,11 @@ fn the_ceiling_is_configured_in_qflow_toml() {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     // checkout: a charge of 4 attempts, a capture of 3 attempts × 5 deliveries.
-    std::fs::copy(here.join("samples/checkout.bpmn"), dir.path().join("checkout.bpmn")).unwrap();
+    std::fs::copy(
+        here.join("samples/checkout.bpmn"),
+        dir.path().join("checkout.bpmn"),
+    )
+    .unwrap();
     std::fs::copy(here.join(LAYERED), dir.path().join("layered.bpmn")).unwrap();
     let (_, diags) = check_json(dir.path(), "checkout.bpmn");
     assert!(qf045(&diags).is_empty(), "{diags:#?}");
@@ -96,7 +107,10 @@ fn the_ceiling_is_configured_in_qflow_toml() {
         "{}",
         found[0]["message"]
     );
-    assert!(found[0]["help"].as_str().unwrap().contains("lower maxAttempts to 2"));
+    assert!(found[0]["help"]
+        .as_str()
+        .unwrap()
+        .contains("lower maxAttempts to 2"));
 
     std::fs::write(&toml, "[bounds]\nrequests-per-operation = 150\n").unwrap();
     let (_, diags) = check_json(dir.path(), "layered.bpmn");
@@ -123,7 +137,14 @@ fn the_ceiling_is_configured_in_qflow_toml() {
 /// the ones above the ceiling.
 #[test]
 fn project_lists_every_calls_worst_case_requests_per_business_operation() {
-    let (code, out, err) = qflow_here(&["project", "samples/checkout.bpmn", "--jobs", "100", "--format", "json"]);
+    let (code, out, err) = qflow_here(&[
+        "project",
+        "samples/checkout.bpmn",
+        "--jobs",
+        "100",
+        "--format",
+        "json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["ceiling"], 100);
@@ -160,7 +181,11 @@ fn project_lists_every_calls_worst_case_requests_per_business_operation() {
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     let c = &v["calls"][0];
     assert_eq!(
-        (&c["attempts"], &c["deliveries_per_attempt"], &c["counterpart_attempts"]),
+        (
+            &c["attempts"],
+            &c["deliveries_per_attempt"],
+            &c["counterpart_attempts"]
+        ),
         (&Value::from(6), &Value::from(5), &Value::from(4))
     );
     assert_eq!(c["requests_per_operation"], 120);

@@ -239,9 +239,7 @@ impl Code {
             | Code::QF043
             | Code::QF044
             | Code::QF045
-            | Code::QF091 => {
-                Severity::Warning
-            }
+            | Code::QF091 => Severity::Warning,
             Code::QF105
             | Code::QF106
             | Code::QF117

@@ -88,7 +88,10 @@ async fn the_hover_gives_the_worst_case_requests_per_business_operation() {
         );
     }
     let md = hover_text(&mut h, &layered, "<q:channelConfig", 3).await;
-    assert!(md.contains("up to 3 times itself (`counterpartAttempts`)"), "{md}");
+    assert!(
+        md.contains("up to 3 times itself (`counterpartAttempts`)"),
+        "{md}"
+    );
     h.stop().await;
 }
 

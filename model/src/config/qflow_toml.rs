@@ -143,7 +143,9 @@ fn bound(
     let span = key_span(text, name);
     if name != KNOWN[0] {
         let help = match crate::suggest::closest(name, KNOWN) {
-            Some(s) => format!("did you mean `{s}`? [bounds] has requests-per-operation (QF045's ceiling)"),
+            Some(s) => {
+                format!("did you mean `{s}`? [bounds] has requests-per-operation (QF045's ceiling)")
+            }
             None => "[bounds] has requests-per-operation (QF045's ceiling)".to_string(),
         };
         problems.push(
@@ -357,11 +359,15 @@ mod tests {
         assert_eq!(
             at,
             [
-                ("requests-per-operation", Code::QF091),
-                ("request-per-operation", Code::QF091)
+                ("request-per-operation", Code::QF091),
+                ("requests-per-operation", Code::QF091)
             ]
         );
-        assert!(p[1].help.as_deref().unwrap().contains("did you mean `requests-per-operation`"));
+        assert!(p[0]
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("did you mean `requests-per-operation`"));
         assert_eq!(s.request_ceiling(), 100);
     }
 

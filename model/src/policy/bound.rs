@@ -35,8 +35,8 @@ pub struct RequestBound {
     pub attempts: Option<u64>,
     /// Remote requests one attempt sends at most: 1 for a registered task
     /// (its handler runs once), a channel call's deliveries per attempt.
-    /// `None`: unbounded (no `maxDeliveries` and no `<q:timeout>` to stop
-    /// them).
+    /// `None`: unbounded (no `maxDeliveries`, and no `<q:timeout>` or
+    /// interrupting timer boundary to stop them).
     pub deliveries: Option<u64>,
     /// The counterpart's own attempts per request it receives
     /// (`counterpartAttempts`; 1 when the channel declares none).
@@ -99,7 +99,7 @@ impl RequestBound {
         if self.attempts.is_none() {
             Some("its attempts never stop")
         } else if self.deliveries.is_none() {
-            Some("its request is delivered again forever (no maxDeliveries and no <q:timeout> ends an attempt)")
+            Some("its request is delivered again forever (no maxDeliveries, and no <q:timeout> or timer boundary ends an attempt)")
         } else {
             None
         }
@@ -133,7 +133,11 @@ pub fn request_bound(defs: &Definitions, process: &Process, node: &Node) -> Opti
     };
     let load = super::delivery_load(defs, node);
     let (deliveries, counterpart) = match &load {
-        Some(l) => (l.per_attempt, l.policy.counterpart_attempts),
+        Some(l) => (
+            l.per_attempt
+                .or_else(|| by_boundary(process, node, &l.policy)),
+            l.policy.counterpart_attempts,
+        ),
         None => (Some(1), None),
     };
     Some(RequestBound {
@@ -143,6 +147,29 @@ pub fn request_bound(defs: &Definitions, process: &Process, node: &Node) -> Opti
         counterpart_declared: counterpart.is_some(),
         is_call,
     })
+}
+
+/// Deliveries that fit before an interrupting timer boundary ends a call
+/// timed by one rather than by a `<q:timeout>`: the boundary abandons the
+/// request still undelivered, so none is sent after it fires.
+fn by_boundary(process: &Process, node: &Node, channel: &super::ChannelPolicy) -> Option<u64> {
+    use crate::model::{EventTrigger, NodeKind};
+    let fires = process
+        .boundaries(node.id())
+        .filter_map(|b| match &b.kind {
+            NodeKind::BoundaryEvent {
+                interrupting: true,
+                trigger: EventTrigger::Timer(t),
+                ..
+            } => t
+                .time_duration
+                .as_ref()
+                .and_then(|a| crate::duration::parse(a.value.trim()).ok()),
+            _ => None,
+        })
+        .min()?;
+    let every = channel.delivery_interval.as_nanos().max(1);
+    Some((fires.as_nanos() / every) as u64 + 1)
 }
 
 /// One call's bound, named: what `qflow project` lists for every call.
@@ -226,7 +253,10 @@ mod tests {
             CALL,
         );
         let b = bound(&defs);
-        assert_eq!((b.attempts, b.deliveries, b.counterpart), (Some(3), Some(3), 3));
+        assert_eq!(
+            (b.attempts, b.deliveries, b.counterpart),
+            (Some(3), Some(3), 3)
+        );
         assert_eq!(b.requests(), Some(27));
         assert_eq!(
             b.formula(),
@@ -266,10 +296,14 @@ mod tests {
     }
 
     #[test]
-    fn deliveries_without_a_ceiling_or_a_timeout_are_unbounded() {
+    fn a_timer_boundary_ends_the_deliveries_and_without_one_they_are_unbounded() {
+        // The boundary abandons the undelivered request after a minute:
+        // 61 deliveries, one a second.
         let bounded_by_boundary = r#"<bpmn:serviceTask id="t" q:channel="bank"/>
           <bpmn:boundaryEvent id="late" attachedToRef="t"><bpmn:timerEventDefinition><bpmn:timeDuration>PT1M</bpmn:timeDuration></bpmn:timerEventDefinition></bpmn:boundaryEvent>"#;
         let b = bound(&model("", bounded_by_boundary));
+        assert_eq!(b.formula(), "1 attempt × 61 deliveries = 61");
+        let b = bound(&model("", r#"<bpmn:serviceTask id="t" q:channel="bank"/>"#));
         assert_eq!(b.requests(), None);
         assert!(b.exceeds(u64::MAX));
         assert_eq!(b.attempts_within(100), None);

@@ -19,13 +19,22 @@ pub fn check(ctx: &Ctx<'_>, process: &Process, ceiling: u64, out: &mut Vec<Diagn
         let Some(b) = request_bound(ctx.defs, process, node) else {
             continue;
         };
-        // Attempts that never stop are QF012's finding, a channel
-        // configuration that does not load QF008's or QF013's: one finding
-        // per mistake.
-        let config_fails = node.channel_call().is_some_and(|c| {
-            crate::policy::ChannelPolicy::of_channel(ctx.defs, &c.value).is_err()
-        });
-        if b.attempts.is_none() || config_fails {
+        // One finding per mistake: attempts that never stop are QF012's
+        // finding, a channel configuration that does not load QF008's or
+        // QF013's.
+        let config_fails = node
+            .channel_call()
+            .is_some_and(|c| crate::policy::ChannelPolicy::of_channel(ctx.defs, &c.value).is_err());
+        // A call with no way to end its wait is QF020's, one whose timeout
+        // does not parse QF008's.
+        let untimed = node.channel_call().is_some()
+            && (node.timeouts.iter().any(|t| {
+                t.duration.as_ref().is_none_or(|d| {
+                    crate::duration::parse(d.value.trim()).is_ok_and(|v| v.is_zero())
+                        || crate::duration::parse(d.value.trim()).is_err()
+                })
+            }) || (node.timeouts.is_empty() && process.boundaries(node.id()).next().is_none()));
+        if b.attempts.is_none() || config_fails || untimed {
             continue;
         }
         if b.exceeds(ceiling) {
@@ -66,20 +75,34 @@ fn finding(ctx: &Ctx<'_>, node: &Node, b: &RequestBound, ceiling: u64) -> Diagno
         let label = if capped {
             "each attempt lasts up to this timeout".to_string()
         } else {
-            format!("up to {} deliveries of one attempt's request fit in this timeout", group(n))
+            format!(
+                "up to {} deliveries of one attempt's request fit in this timeout",
+                group(n)
+            )
         };
         d = d.related(t.name_span, label);
     }
     if let Some(c) = config {
         let deliveries = match c.max_deliveries.as_ref() {
-            Some(m) => format!("the outbox delivers each request up to {} times", m.value.trim()),
-            None => "no maxDeliveries: the outbox delivers each request until the attempt ends".to_string(),
+            Some(m) => format!(
+                "the outbox delivers each request up to {} times",
+                m.value.trim()
+            ),
+            None => "no maxDeliveries: the outbox delivers each request until the attempt ends"
+                .to_string(),
         };
         d = d.related(c.name_span, deliveries);
-        if let Some(a) = c.counterpart_attempts.as_ref().filter(|_| b.counterpart_declared) {
+        if let Some(a) = c
+            .counterpart_attempts
+            .as_ref()
+            .filter(|_| b.counterpart_declared)
+        {
             d = d.related(
                 a.full_span,
-                format!("the counterpart tries each request {} times itself", group(b.counterpart)),
+                format!(
+                    "the counterpart tries each request {} times itself",
+                    group(b.counterpart)
+                ),
             );
         }
     }
