@@ -368,6 +368,10 @@ fn retry_hover(defs: &Definitions, process: &Process, node: &Node, spec: &RetryS
     }
     load_text(&mut s, defs, node, &policy, window);
     if let Some(b) = policy::bound::request_bound(defs, process, node) {
+        // A paragraph of its own, whatever the load text ended with.
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
         let _ = writeln!(s, "\n{}", bound_text(&b));
     }
     s.trim_end().to_string()

@@ -159,18 +159,34 @@ fn help(
 }
 
 /// The quick fix: `maxAttempts` lowered to the most that fit, when that is
-/// a change and enough.
+/// a change and enough; a backoff list's entries past the new last attempt
+/// go with it (they could never be waited: QF031).
 fn fix(node: &Node, b: &RequestBound, ceiling: u64) -> Option<(String, Vec<Edit>)> {
-    let attr = node.retries.first()?.max_attempts.as_ref()?;
+    let retry = node.retries.first()?;
+    let attr = retry.max_attempts.as_ref()?;
     let n = b.attempts_within(ceiling)?;
     if b.attempts.is_some_and(|a| n >= a) || attr.span.is_empty() {
         return None;
     }
-    Some((
-        format!("Lower maxAttempts to {n}"),
-        vec![Edit {
-            span: attr.span,
-            new_text: n.to_string(),
-        }],
-    ))
+    let mut edits = vec![Edit {
+        span: attr.span,
+        new_text: n.to_string(),
+    }];
+    if let Some(list) = &retry.backoff {
+        let entries = crate::policy::list_entries(list);
+        let keep = usize::try_from(n.saturating_sub(1)).unwrap_or(usize::MAX);
+        if entries.len() > keep {
+            if keep == 0 || list.span.len() != list.value.len() {
+                // No delay is ever waited, or the value is not written
+                // plainly enough to edit entry by entry: no fix.
+                return None;
+            }
+            let kept: Vec<&str> = entries[..keep].iter().map(|(e, _)| *e).collect();
+            edits.push(Edit {
+                span: list.span,
+                new_text: kept.join(" "),
+            });
+        }
+    }
+    Some((format!("Lower maxAttempts to {n}"), edits))
 }
