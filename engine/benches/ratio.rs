@@ -46,8 +46,7 @@ fn main() {
     // `bpmnlint:recommended` asks (the diagram rules included).
     let all_rules = qflow_engine::config::Settings {
         base: qflow_engine::config::Base::Recommended,
-        overrides: Vec::new(),
-        sizes: Vec::new(),
+        ..Default::default()
     };
     let mut all_best = Duration::MAX;
     // Alternate in rounds so both sides see the same machine load.

@@ -5,11 +5,15 @@
 //!   implies (attempts per failing instance; for a channel call, deliveries
 //!   per attempt under the channel's curve); on a registered task, which cap
 //!   bounds a provider's retry-after (`maxDelay`, or the default maximum).
+//! - a registered task or channel call, and its `<q:retry>`: the cross-layer
+//!   bound, the worst-case remote requests per business operation
+//!   (attempts × deliveries × the counterpart's own attempts).
 //! - a duration value: the duration in words; `<q:timeout>`: what it does.
 //! - a flow node: its kind, and the classifier's verdict on its process.
 //!
 //! The numbers come from the engine ([`RetryPolicy`], [`classify`],
-//! [`policy::delivery_load`]); this module only lays them out.
+//! [`policy::delivery_load`], [`policy::bound`]); this module only lays
+//! them out.
 
 use std::fmt::Write;
 use std::time::Duration;
@@ -114,6 +118,12 @@ fn channel_config_hover(c: &ChannelConfig) -> String {
             let _ = write!(s, "No `maxDeliveries`: the outbox retries one delivery forever, every {interval}{default}; only the call's `<q:timeout>` ends an attempt.");
         }
     }
+    if let Some(n) = policy.counterpart_attempts {
+        let _ = write!(
+            s,
+            "\n\nThe counterpart tries each request it receives up to {n} times itself (`counterpartAttempts`): every delivery can become {n} requests downstream, and the worst case per business operation counts them."
+        );
+    }
     s
 }
 
@@ -170,6 +180,9 @@ fn node_hover(defs: &Definitions, process: &Process, node: &Node) -> String {
             if let Some(Ok(d)) = t.duration.as_ref().map(|a| duration::parse(a.value.trim())) {
                 let _ = writeln!(s, "Timeout: {} per attempt.\n", to_words(d));
             }
+        }
+        if let Some(b) = policy::bound::request_bound(defs, process, node) {
+            let _ = writeln!(s, "{}\n", bound_text(&b));
         }
     }
     let pid = process
@@ -354,7 +367,30 @@ fn retry_hover(defs: &Definitions, process: &Process, node: &Node, spec: &RetryS
         );
     }
     load_text(&mut s, defs, node, &policy, window);
+    if let Some(b) = policy::bound::request_bound(defs, process, node) {
+        // A paragraph of its own, whatever the load text ended with.
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
+        let _ = writeln!(s, "\n{}", bound_text(&b));
+    }
     s.trim_end().to_string()
+}
+
+/// The cross-layer bound in one line: the figure, then its layers.
+fn bound_text(b: &policy::bound::RequestBound) -> String {
+    let figure = match b.requests() {
+        Some(n) => format!("up to {} remote requests", qflow_model::text::group(n)),
+        None => "unbounded remote requests".to_string(),
+    };
+    let mut s = format!(
+        "**Per business operation:** {figure} to the dependency at worst ({}).",
+        b.formula()
+    );
+    if let Some(why) = b.unbounded_by() {
+        let _ = write!(s, " Unbounded because {why}.");
+    }
+    s
 }
 
 /// The node's timetable: nominal times, and the jittered range beside them;

@@ -65,6 +65,7 @@ pub enum Code {
     QF042,
     QF043,
     QF044,
+    QF045,
     QF090,
     QF091,
     QF100,
@@ -98,7 +99,7 @@ pub enum Code {
 }
 
 impl Code {
-    pub const ALL: [Code; 56] = [
+    pub const ALL: [Code; 57] = [
         Code::QF001,
         Code::QF002,
         Code::QF003,
@@ -125,6 +126,7 @@ impl Code {
         Code::QF042,
         Code::QF043,
         Code::QF044,
+        Code::QF045,
         Code::QF090,
         Code::QF091,
         Code::QF100,
@@ -185,6 +187,7 @@ impl Code {
             Code::QF042 => "QF042",
             Code::QF043 => "QF043",
             Code::QF044 => "QF044",
+            Code::QF045 => "QF045",
             Code::QF090 => "QF090",
             Code::QF091 => "QF091",
             Code::QF100 => "QF100",
@@ -225,9 +228,13 @@ impl Code {
     /// off until configured; this is its severity under `bpmnlint:all`.
     pub fn severity(self) -> Severity {
         match self {
-            Code::QF030 | Code::QF031 | Code::QF032 | Code::QF043 | Code::QF044 | Code::QF091 => {
-                Severity::Warning
-            }
+            Code::QF030
+            | Code::QF031
+            | Code::QF032
+            | Code::QF043
+            | Code::QF044
+            | Code::QF045
+            | Code::QF091 => Severity::Warning,
             Code::QF105
             | Code::QF106
             | Code::QF117
@@ -270,6 +277,7 @@ impl Code {
             Code::QF042 => "condition expression does not parse",
             Code::QF043 => "namespace close to qflow's but not urn:qflow:bpmn:1",
             Code::QF044 => "qflow task attributes on a process that is not executable",
+            Code::QF045 => "worst-case remote requests per business operation above the ceiling",
             Code::QF090 => "configuration file cannot be read",
             Code::QF091 => "configuration entry ignored",
             Code::QF100 => "start or end event in an ad-hoc sub-process",

@@ -68,6 +68,11 @@ const CHANNEL_CONFIG_ATTRS: &[VocabAttribute] = &[
         doc: "The outbox's delay between deliveries of one request.",
         value: ValueKind::Duration,
     },
+    VocabAttribute {
+        name: "counterpartAttempts",
+        doc: "The counterpart's own attempts per request it receives (its retries downstream, counting the first): the cross-layer bound multiplies each delivery by it (default 1).",
+        value: ValueKind::PositiveInteger,
+    },
 ];
 
 /// The `q:` elements of the dialect (docs/dialect.md).

@@ -154,6 +154,10 @@ pub struct ChannelConfig {
     pub channel: Option<Attr>,
     pub max_deliveries: Option<Attr>,
     pub delivery_interval: Option<Attr>,
+    /// The counterpart's own attempts per request it receives (its own
+    /// retries downstream, counting the first): what the cross-layer bound
+    /// multiplies a delivery by.
+    pub counterpart_attempts: Option<Attr>,
     pub span: Span,
     pub name_span: Span,
 }

@@ -1412,6 +1412,7 @@ impl<'a> Builder<'a> {
             channel: plain_of(attrs, "channel"),
             max_deliveries: plain_of(attrs, "maxDeliveries"),
             delivery_interval: plain_of(attrs, "deliveryInterval"),
+            counterpart_attempts: plain_of(attrs, "counterpartAttempts"),
             span: Span::new(e.start, e.start_tag_end),
             name_span: e.name_span(),
         });

@@ -77,6 +77,7 @@ impl<'a> NodePolicy<'a> {
                 &ChannelPolicy {
                     max_deliveries: c.max_deliveries,
                     delivery_interval: c.delivery_interval,
+                    ..Default::default()
                 },
                 p,
             ),

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use qflow_engine::duration::{compact_ms, to_words};
+use qflow_engine::policy::bound::{self, CallBound, RequestBound};
 use qflow_engine::policy::projection::{self, PeakMinute, Projection};
 use qflow_engine::text::group;
 use serde_json::{json, Value};
@@ -45,6 +46,11 @@ pub fn run(args: Args) -> ExitCode {
         Err(code) => return code,
     };
     let nodes = projection::of_model(&defs, args.jobs, outage);
+    let calls = bound::of_model(&defs);
+    // QF045's ceiling, as `qflow check` judges this model.
+    let ceiling = qflow_engine::config::Config::for_model(&args.model)
+        .settings
+        .request_ceiling();
     let old = projection::unbounded_loop().project("", "", args.jobs, outage, Duration::ZERO);
     let old_day = projection::unbounded_loop().scheduled_attempts(
         args.jobs,
@@ -67,6 +73,7 @@ pub fn run(args: Args) -> ExitCode {
                     v["requests_per_attempt"] = json!(n.requests_per_attempt);
                     v["requests_scheduled"] = json!(n.requests_scheduled());
                     v["requests_peak_per_minute"] = json!(n.requests_peak());
+                    v["requests_per_operation"] = json!(n.bound.and_then(|b| b.requests()));
                     v
                 })
                 .collect();
@@ -78,15 +85,65 @@ pub fn run(args: Args) -> ExitCode {
                 "jobs": args.jobs,
                 "outage_s": outage.as_secs_f64(),
                 "policies": policies,
+                "ceiling": ceiling,
+                "calls": calls.iter().map(|c| call_json(c, ceiling)).collect::<Vec<_>>(),
                 "unbounded_loop": loop_v,
             });
             println!("{}", json_line(&rec, &["status", "label"]));
         }
         Format::Human => {
             print!("{}", human(&shown, &args, outage, &nodes, &old, old_day));
+            print!("{}", calls_text(&calls, ceiling));
         }
     }
     ExitCode::SUCCESS
+}
+
+/// One call's cross-layer bound: each layer, the product, and whether it
+/// is above the ceiling (QF045).
+fn call_json(c: &CallBound, ceiling: u64) -> Value {
+    let b = &c.bound;
+    json!({
+        "process": c.process_id,
+        "node": c.node,
+        "dependency": c.dependency,
+        "attempts": b.attempts,
+        "deliveries_per_attempt": b.deliveries,
+        "counterpart_attempts": b.counterpart,
+        "requests_per_operation": b.requests(),
+        "formula": b.formula(),
+        "over_ceiling": b.exceeds(ceiling),
+    })
+}
+
+/// The closing table: every call's worst-case remote requests per business
+/// operation, the ones above the ceiling marked.
+fn calls_text(calls: &[CallBound], ceiling: u64) -> String {
+    if calls.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\nper business operation, every layer at its worst (attempts × deliveries × counterpart attempts; ceiling {}, QF045)\n",
+        group(ceiling)
+    );
+    let titles: Vec<String> = calls
+        .iter()
+        .map(|c| format!("{} ({})", c.node, c.dependency))
+        .collect();
+    let width = titles.iter().map(|t| t.chars().count()).max().unwrap_or(0);
+    for (c, title) in calls.iter().zip(&titles) {
+        let over = if c.bound.exceeds(ceiling) {
+            "  above the ceiling (QF045)"
+        } else {
+            ""
+        };
+        out += &format!("  {title:<width$}  {}{over}\n", requests_text(&c.bound));
+    }
+    out
+}
+
+fn requests_text(b: &RequestBound) -> String {
+    format!("{} remote requests", b.formula())
 }
 
 fn secs(d: Duration) -> Value {

@@ -101,6 +101,7 @@ pub(super) fn plans(
                 let channel = qflow_model::policy::ChannelPolicy {
                     max_deliveries: c.max_deliveries,
                     delivery_interval: c.delivery_interval,
+                    ..Default::default()
                 };
                 ms(qflow_model::policy::earliest_failure(
                     c.timeout, &channel, policy,

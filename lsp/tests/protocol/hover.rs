@@ -62,6 +62,39 @@ async fn channel_call_retry_hover_shows_jitter_bounds_and_deliveries() {
     h.stop().await;
 }
 
+/// The cross-layer bound: a `<q:retry>`'s hover and its task's give the
+/// worst-case remote requests one business operation costs, every layer
+/// named; a counterpart that retries on its own side multiplies it.
+#[tokio::test]
+async fn the_hover_gives_the_worst_case_requests_per_business_operation() {
+    let text = fixture("channel.bpmn");
+    let mut h = Harness::initialized().await;
+    h.open(URI, 1, &text).await;
+    let md = hover_text(&mut h, &text, "<q:retry", 3).await;
+    assert!(
+        md.contains("**Per business operation:** up to 20 remote requests to the dependency at worst (4 attempts × 5 deliveries = 20)."),
+        "{md}"
+    );
+    let layered = text.replace(
+        r#"deliveryInterval="PT2S"/>"#,
+        r#"deliveryInterval="PT2S" counterpartAttempts="3"/>"#,
+    );
+    h.change(URI, 2, &layered).await;
+    for needle in ["<q:retry", "<bpmn:serviceTask"] {
+        let md = hover_text(&mut h, &layered, needle, 3).await;
+        assert!(
+            md.contains("up to 60 remote requests to the dependency at worst (4 attempts × 5 deliveries × 3 counterpart attempts = 60)"),
+            "{needle}: {md}"
+        );
+    }
+    let md = hover_text(&mut h, &layered, "<q:channelConfig", 3).await;
+    assert!(
+        md.contains("up to 3 times itself (`counterpartAttempts`)"),
+        "{md}"
+    );
+    h.stop().await;
+}
+
 /// A call whose outbox poisons its request (5 deliveries 2 s apart: at 8 s)
 /// before its 30 s timeout fails each attempt at the poisoning when the
 /// dependency is down: the hover's schedule is that one, as the runtime

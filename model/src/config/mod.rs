@@ -46,12 +46,13 @@ pub const DIAGRAM_RULES: [Code; 2] = [Code::QF109, Code::QF118];
 
 /// qflow's advisory codes, the only non-modelling codes a `qflow.toml` may
 /// switch (the others are verdicts the runtime relies on).
-pub const ADVISORY: [Code; 5] = [
+pub const ADVISORY: [Code; 6] = [
     Code::QF030,
     Code::QF031,
     Code::QF032,
     Code::QF033,
     Code::QF040,
+    Code::QF045,
 ];
 
 /// What a rule is judged against: a plain BPMN document, or a process of a
@@ -85,6 +86,11 @@ pub struct Settings {
     /// QF127's sizes a configuration gives (`standard-size`'s options), by
     /// bpmnlint type name; the others are [`STANDARD_SIZES`].
     pub sizes: Vec<(String, Size)>,
+    /// The ceiling on a call's worst-case remote requests per business
+    /// operation (`qflow.toml`'s `[bounds] requests-per-operation`), above
+    /// which QF045 reports it; `None`: not configured, see
+    /// [`Settings::request_ceiling`].
+    pub requests_per_operation: Option<u64>,
 }
 
 /// A standard size QF127 holds a shape to: a dimension that is `None` is
@@ -133,6 +139,17 @@ impl Settings {
         if !other.sizes.is_empty() {
             self.sizes = other.sizes.clone();
         }
+        if other.requests_per_operation.is_some() {
+            self.requests_per_operation = other.requests_per_operation;
+        }
+    }
+
+    /// The ceiling QF045 holds every call's worst-case remote requests per
+    /// business operation to: the configured one, else
+    /// [`crate::policy::bound::DEFAULT_CEILING`].
+    pub fn request_ceiling(&self) -> u64 {
+        self.requests_per_operation
+            .unwrap_or(crate::policy::bound::DEFAULT_CEILING)
     }
 
     /// The size QF127 expects of a bpmnlint type (`bpmn:Task`): the

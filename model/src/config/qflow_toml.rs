@@ -8,8 +8,11 @@
 //! [rules]
 //! label-required = "off"      # a bpmnlint rule, by its name
 //! QF118 = "warning"           # or by its code
-//! QF033 = "off"               # an advisory code: QF030-QF033, QF040
+//! QF033 = "off"               # an advisory code: QF030-QF033, QF040, QF045
 //! standard-size = ["warn", { "bpmn:Task" = { width = 120, height = 80 } }]
+//!
+//! [bounds]
+//! requests-per-operation = 50 # QF045 above it (default 100)
 //! ```
 //!
 //! A `qflow.toml` may also name the database of the commands that take
@@ -56,6 +59,16 @@ pub fn parse(text: &str) -> (Settings, Vec<Diagnostic>) {
                     rule(text, name, level, &mut settings, &mut problems);
                 }
             }
+            ("bounds", toml::Value::Table(bounds)) => {
+                for (name, value) in bounds {
+                    bound(text, name, value, &mut settings, &mut problems);
+                }
+            }
+            ("bounds", _) => problems.push(
+                Diagnostic::new(Code::QF090, key_span(text, key), "`bounds` has the wrong type")
+                    .label("ignored")
+                    .help("write a [bounds] table: [bounds] then requests-per-operation = 100"),
+            ),
             // The database of the store's commands: read by the CLI (`database`).
             ("db", toml::Value::String(_)) => {}
             ("db", _) => problems.push(
@@ -69,10 +82,10 @@ pub fn parse(text: &str) -> (Settings, Vec<Diagnostic>) {
                     .help("write extends = \"bpmnlint:recommended\" and a [rules] table"),
             ),
             _ => {
-                let known = ["extends", "rules", "db"];
+                let known = ["extends", "rules", "bounds", "db"];
                 let help = match crate::suggest::closest(key, known) {
-                    Some(s) => format!("did you mean `{s}`? qflow.toml has `extends`, a [rules] table and `db`"),
-                    None => "qflow.toml has `extends`, a [rules] table and `db`".to_string(),
+                    Some(s) => format!("did you mean `{s}`? qflow.toml has `extends`, a [rules] table, a [bounds] table and `db`"),
+                    None => "qflow.toml has `extends`, a [rules] table, a [bounds] table and `db`".to_string(),
                 };
                 problems.push(
                     Diagnostic::new(Code::QF091, key_span(text, key), format!("unknown setting `{key}`"))
@@ -117,6 +130,48 @@ pub fn database(dir: &std::path::Path) -> Option<(std::path::PathBuf, String)> {
     None
 }
 
+/// One entry of `[bounds]`: `requests-per-operation`, the ceiling of
+/// QF045, a positive integer.
+fn bound(
+    text: &str,
+    name: &str,
+    value: &toml::Value,
+    settings: &mut Settings,
+    problems: &mut Vec<Diagnostic>,
+) {
+    const KNOWN: [&str; 1] = ["requests-per-operation"];
+    let span = key_span(text, name);
+    if name != KNOWN[0] {
+        let help = match crate::suggest::closest(name, KNOWN) {
+            Some(s) => {
+                format!("did you mean `{s}`? [bounds] has requests-per-operation (QF045's ceiling)")
+            }
+            None => "[bounds] has requests-per-operation (QF045's ceiling)".to_string(),
+        };
+        problems.push(
+            Diagnostic::new(Code::QF091, span, format!("unknown bound `{name}`"))
+                .label("ignored")
+                .help(help),
+        );
+        return;
+    }
+    match value.as_integer().and_then(|n| u64::try_from(n).ok()).filter(|n| *n >= 1) {
+        Some(n) => settings.requests_per_operation = Some(n),
+        None => problems.push(
+            Diagnostic::new(
+                Code::QF091,
+                span,
+                "requests-per-operation must be a positive integer",
+            )
+            .label("ignored: the default ceiling applies")
+            .help(format!(
+                "write requests-per-operation = 100: the most remote requests one business operation may cost a dependency through one call (the default is {})",
+                crate::policy::bound::DEFAULT_CEILING
+            )),
+        ),
+    }
+}
+
 fn rule(
     text: &str,
     name: &str,
@@ -156,7 +211,7 @@ fn rule(
             )
             .label("ignored")
             .help(format!(
-                "write {code} = \"error\" to make it fail the check; qflow.toml switches bpmnlint's rules and the advisory codes QF030-QF033 and QF040 to any level"
+                "write {code} = \"error\" to make it fail the check; qflow.toml switches bpmnlint's rules and the advisory codes QF030-QF033, QF040 and QF045 to any level"
             )),
         );
         return;
@@ -285,6 +340,35 @@ mod tests {
             s.severity(Code::QF109, Profile::Qflow { executable: true }),
             Some(Severity::Error)
         );
+    }
+
+    /// `[bounds]` sets QF045's ceiling; a bad value or name is pointed at
+    /// and the default stays.
+    #[test]
+    fn bounds_set_the_request_ceiling() {
+        let (s, p) = parse("[bounds]\nrequests-per-operation = 27\n");
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(s.request_ceiling(), 27);
+        assert_eq!(Settings::default().request_ceiling(), 100);
+        let text = "[bounds]\nrequests-per-operation = 0\nrequest-per-operation = 5\n";
+        let (s, p) = parse(text);
+        let at: Vec<(&str, Code)> = p
+            .iter()
+            .map(|d| (&text[d.primary.span.start()..d.primary.span.end()], d.code))
+            .collect();
+        assert_eq!(
+            at,
+            [
+                ("request-per-operation", Code::QF091),
+                ("requests-per-operation", Code::QF091)
+            ]
+        );
+        assert!(p[0]
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("did you mean `requests-per-operation`"));
+        assert_eq!(s.request_ceiling(), 100);
     }
 
     #[test]

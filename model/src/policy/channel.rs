@@ -34,6 +34,13 @@ pub struct ChannelPolicy {
     /// The delay between deliveries ([`DEFAULT_DELIVERY_INTERVAL`] when not
     /// written).
     pub delivery_interval: Duration,
+    /// The counterpart's own attempts per request it receives
+    /// (`counterpartAttempts`: its retries downstream, counting the first);
+    /// `None`: not declared. The outbox never sees them, so the runtime
+    /// ignores them; the cross-layer bound ([`super::bound`]) multiplies
+    /// each delivery by them, because the dependency behind the counterpart
+    /// does not.
+    pub counterpart_attempts: Option<u32>,
 }
 
 impl Default for ChannelPolicy {
@@ -42,6 +49,7 @@ impl Default for ChannelPolicy {
         ChannelPolicy {
             max_deliveries: None,
             delivery_interval: DEFAULT_DELIVERY_INTERVAL,
+            counterpart_attempts: None,
         }
     }
 }
@@ -50,7 +58,8 @@ impl ChannelPolicy {
     /// Validate a `<q:channelConfig>` as written. Every fault is reported,
     /// each with the code of the rule it breaks: QF008 for a `deliveryInterval`
     /// that is not a positive ISO-8601 duration, QF013 for a `maxDeliveries`
-    /// that is not a positive integer (at most 4,294,967,295).
+    /// or a `counterpartAttempts` that is not a positive integer (at most
+    /// 4,294,967,295).
     pub fn from_config(config: &ChannelConfig) -> Result<ChannelPolicy, Vec<SpecError>> {
         let name = config
             .channel
@@ -61,31 +70,28 @@ impl ChannelPolicy {
             None => Some(DEFAULT_DELIVERY_INTERVAL),
             Some(a) => interval(a, &format!("deliveryInterval of channel {name}"), &mut errs),
         };
-        let max_deliveries = match &config.max_deliveries {
-            None => Some(None),
-            Some(a) => match a.value.trim().parse::<u32>() {
-                Ok(n) if n >= 1 => Some(Some(n)),
-                _ => {
-                    errs.push(SpecError {
-                        code: Code::QF013,
-                        span: a.span,
-                        message: format!(
-                            "maxDeliveries `{}` of channel {name} is not a positive integer",
-                            a.value.trim()
-                        ),
-                        label: "not a positive integer".into(),
-                        help: "write how many deliveries of one request the outbox makes before it poisons the request, e.g. maxDeliveries=\"5\" (omit it to retry a delivery forever)".into(),
-                        related: Vec::new(),
-                    });
-                    None
-                }
-            },
-        };
-        match (delivery_interval, max_deliveries) {
-            (Some(delivery_interval), Some(max_deliveries)) if errs.is_empty() => {
+        let max_deliveries = positive(
+            &config.max_deliveries,
+            "maxDeliveries",
+            &name,
+            "write how many deliveries of one request the outbox makes before it poisons the request, e.g. maxDeliveries=\"5\" (omit it to retry a delivery forever)",
+            &mut errs,
+        );
+        let counterpart_attempts = positive(
+            &config.counterpart_attempts,
+            "counterpartAttempts",
+            &name,
+            "write how many attempts the counterpart itself makes downstream for each request it receives, counting the first, e.g. counterpartAttempts=\"3\" (omit it when it does not retry)",
+            &mut errs,
+        );
+        match (delivery_interval, max_deliveries, counterpart_attempts) {
+            (Some(delivery_interval), Some(max_deliveries), Some(counterpart_attempts))
+                if errs.is_empty() =>
+            {
                 Ok(ChannelPolicy {
                     max_deliveries,
                     delivery_interval,
+                    counterpart_attempts,
                 })
             }
             _ => Err(errs),
@@ -104,6 +110,37 @@ impl ChannelPolicy {
     pub fn last_delivery(&self) -> Option<Duration> {
         let m = self.max_deliveries?;
         Some(self.delivery_interval.saturating_mul(m.saturating_sub(1)))
+    }
+}
+
+/// An optional count that must be a positive integer that fits 32 bits
+/// (QF013 otherwise): `Some(None)` when not written, `None` when faulty.
+fn positive(
+    attr: &Option<Attr>,
+    what: &str,
+    channel: &str,
+    help: &str,
+    errs: &mut Vec<SpecError>,
+) -> Option<Option<u32>> {
+    let Some(a) = attr else {
+        return Some(None);
+    };
+    match a.value.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Some(Some(n)),
+        _ => {
+            errs.push(SpecError {
+                code: Code::QF013,
+                span: a.span,
+                message: format!(
+                    "{what} `{}` of channel {channel} is not a positive integer",
+                    a.value.trim()
+                ),
+                label: "not a positive integer".into(),
+                help: help.into(),
+                related: Vec::new(),
+            });
+            None
+        }
     }
 }
 
@@ -198,6 +235,7 @@ mod tests {
             channel: attr("bank"),
             max_deliveries: max.and_then(attr),
             delivery_interval: interval.and_then(attr),
+            counterpart_attempts: None,
             span: Span::new(0, 0),
             name_span: Span::new(0, 0),
         }

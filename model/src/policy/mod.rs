@@ -50,9 +50,13 @@
 //! - [`projection`]: what a policy schedules for N instances failing
 //!   together through an outage (`qflow project`).
 //! - [`channel`]: the outbox's delivery curve of a channel (`<q:channelConfig>`).
+//! - [`bound`]: the cross-layer bound, the worst-case remote requests one
+//!   business operation costs through a call (attempts × deliveries ×
+//!   the counterpart's own attempts), which QF045 holds to a ceiling.
 
 use std::time::Duration;
 
+pub mod bound;
 pub mod channel;
 pub mod jitter;
 pub mod projection;

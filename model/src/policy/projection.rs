@@ -222,6 +222,9 @@ pub struct NodeProjection {
     /// per attempt ([`super::delivery_load`]; `None`: unbounded). The load on
     /// a dependency is attempts × this, not attempts.
     pub requests_per_attempt: Option<u64>,
+    /// The worst-case remote requests of one business operation through
+    /// this node, every layer counted ([`super::bound`]).
+    pub bound: Option<super::bound::RequestBound>,
 }
 
 impl NodeProjection {
@@ -260,13 +263,8 @@ pub fn of_model(defs: &Definitions, jobs: u64, window: Duration) -> Vec<NodeProj
             let Ok(policy) = RetryPolicy::from_spec(spec) else {
                 continue;
             };
-            let dependency = match (node.registered_task(), node.channel_call()) {
-                (Some(t), _) => t.value.to_string(),
-                (None, Some(c)) => match node.task_attrs().and_then(|t| t.operation.as_ref()) {
-                    Some(op) => format!("{}.{}", c.value, op.value),
-                    None => c.value.to_string(),
-                },
-                (None, None) => continue,
+            let Some(dependency) = super::bound::dependency(node) else {
+                continue;
             };
             let takes = super::attempt_window(defs, node, &policy);
             let mut projection = policy.project(process_id, node.id(), jobs, window, takes);
@@ -284,6 +282,7 @@ pub fn of_model(defs: &Definitions, jobs: u64, window: Duration) -> Vec<NodeProj
                     Some(load) => load.per_attempt,
                     None => Some(1),
                 },
+                bound: super::bound::request_bound(defs, p, node),
             });
         }
     }

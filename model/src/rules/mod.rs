@@ -14,6 +14,7 @@
 //! | `tasks` | QF007, QF008, QF010–QF013, QF015 |
 //! | `channels` | QF014, QF020–QF022 |
 //! | `advice` | QF030, QF031, QF033 |
+//! | `bounds` | QF045 (the ceiling from the settings) |
 //! | `stateful` | QF040 |
 //! | `conditions` | QF042 |
 //! | `namespace` | QF043, QF044 (every document: they find the models the execution rules would skip) |
@@ -27,6 +28,7 @@ use crate::model::{Definitions, Process};
 use crate::span::Span;
 
 mod advice;
+mod bounds;
 mod channels;
 mod conditions;
 mod document;
@@ -94,7 +96,7 @@ pub fn check_on(
     };
     let execution_rules = |tail: &mut Vec<Diagnostic>| {
         if defs.declares_qflow {
-            execution(&ctx, tail);
+            execution(&ctx, settings, tail);
         }
     };
     let mut out = Vec::new();
@@ -210,14 +212,16 @@ fn innermost_element(defs: &Definitions, span: Span) -> Option<&str> {
 /// The execution rules, for documents that declare the qflow namespace.
 /// `out` holds only their own findings: what `silence_consequences` drops
 /// (QF007, QF008, QF012, QF033) only they report.
-fn execution(ctx: &edit::Ctx<'_>, out: &mut Vec<Diagnostic>) {
+fn execution(ctx: &edit::Ctx<'_>, settings: &Settings, out: &mut Vec<Diagnostic>) {
     let defs = ctx.defs;
+    let ceiling = settings.request_ceiling();
     vocabulary::check(ctx, out);
     for p in defs.executable_processes() {
         structure::check(ctx, p, out);
         tasks::check(ctx, p, out);
         channels::check(ctx, p, out);
         advice::check(ctx, p, out);
+        bounds::check(ctx, p, ceiling, out);
         stateful::check(p, out);
         conditions::check(p, out);
     }
