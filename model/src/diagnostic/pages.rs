@@ -46,6 +46,7 @@ impl Code {
             Code::QF042 => include_str!("../../../docs/diagnostics/QF042.md"),
             Code::QF043 => include_str!("../../../docs/diagnostics/QF043.md"),
             Code::QF044 => include_str!("../../../docs/diagnostics/QF044.md"),
+            Code::QF045 => include_str!("../../../docs/diagnostics/QF045.md"),
             Code::QF090 => include_str!("../../../docs/diagnostics/QF090.md"),
             Code::QF091 => include_str!("../../../docs/diagnostics/QF091.md"),
             Code::QF100 => include_str!("../../../docs/diagnostics/QF100.md"),
