@@ -401,7 +401,15 @@ fn hints_of_one_code_are_one_line_and_v_lists_them() {
         lines[0]
     );
     let o = qflow(&["check", "-v", model]);
-    assert_eq!(out(&o).matches("QF107 (").count(), 5, "{}", out(&o));
+    // Each report ends with the line that names its page.
+    assert_eq!(
+        out(&o)
+            .matches("qflow explain QF107 prints this code's page")
+            .count(),
+        5,
+        "{}",
+        out(&o)
+    );
 }
 
 // ---- - as stdout ----
