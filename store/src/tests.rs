@@ -77,19 +77,23 @@ fn old_instance(store: &Store, dep: i64, version: i64) -> String {
     )
 }
 
-fn setup_in(mut store: Store) -> (Store, String) {
-    let dep = store.deploy("p", MODEL, 0).unwrap();
+/// The start of an instance whose token is ready at `t`.
+fn started() -> Transition {
     let mut snap = Snapshot::new();
     snap.set_frontier(vec![Token::ready("t")]);
-    let start = transition(
+    transition(
         snap,
         Status::Running,
         HistoryEvent::Start {
             variables: BTreeMap::new(),
         },
         Vec::new(),
-    );
-    let (id, created) = store.create_instance(&dep, &start, 0).unwrap();
+    )
+}
+
+fn setup_in(mut store: Store) -> (Store, String) {
+    let dep = store.deploy("p", MODEL, 0).unwrap();
+    let (id, created) = store.create_instance(&dep, &started(), 0).unwrap();
     assert!(created);
     (store, id)
 }
@@ -945,17 +949,7 @@ fn group_reads_answer_alike((mut store, first): (Store, String)) {
     let dep = store.deploy("p", MODEL, 0).unwrap();
     let mut ids = vec![first.clone()];
     for _ in 0..2 {
-        let mut snap = Snapshot::new();
-        snap.set_frontier(vec![Token::ready("t")]);
-        let start = transition(
-            snap,
-            Status::Running,
-            HistoryEvent::Start {
-                variables: BTreeMap::new(),
-            },
-            Vec::new(),
-        );
-        ids.push(store.start_instance(&dep, &start, 0).unwrap());
+        ids.push(store.start_instance(&dep, &started(), 0).unwrap());
     }
     // The first is parked (a retry timer, a transition after its start).
     store.claim(&first, "me:1", 1_000).unwrap();
