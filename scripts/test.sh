@@ -4,7 +4,10 @@
 # built `qflow lsp`), then its packages, each opened and checked.
 #
 # `--quick` runs the Rust workspace's tests only (unit, golden, end-to-end,
-# documentation examples), not the extension's.
+# documentation examples), not the extension's, and leaves out the slow
+# tests that start, race and kill qflow processes by the hundred (they say
+# so as they pass). `--slow` runs those slow tests alone. With neither, all
+# of it runs: what CI's main run does.
 #
 # The linux-x64 platform package carries a `dist` build of qflow (fat LTO,
 # one codegen unit: Cargo.toml's [profile.dist]). It is built when
@@ -13,12 +16,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
+slow=0
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
-    *) echo "scripts/test.sh: unknown argument $arg (the one option is --quick: the Rust workspace's tests only)" >&2; exit 2 ;;
+    --slow) slow=1 ;;
+    *) echo "scripts/test.sh: unknown argument $arg (the options are --quick: the Rust workspace's tests without the slow ones; --slow: the slow ones alone)" >&2; exit 2 ;;
   esac
 done
+if [ "$quick" = 1 ] && [ "$slow" = 1 ]; then
+  echo "scripts/test.sh: --quick leaves the slow tests out and --slow runs only them: give one of the two" >&2
+  exit 2
+fi
 
 timed() {
   local start=$SECONDS
@@ -26,6 +35,18 @@ timed() {
   echo "scripts/test.sh: \`$*\` took $((SECONDS - start)) s" >&2
 }
 
+# The slow tests: each starts, races or kills qflow processes by the hundred
+# (tests/support's `slow_test_left_out` names them where they start).
+slow_targets=(crash crash_migrate crash_contain run_replicas serve_crash soak)
+if [ "$slow" = 1 ]; then
+  args=()
+  for t in "${slow_targets[@]}"; do args+=(--test "$t"); done
+  timed cargo test --locked "${args[@]}"
+  exit 0
+fi
+if [ "$quick" = 1 ]; then
+  export QFLOW_SKIP_SLOW=1
+fi
 timed cargo test --workspace --locked --all-targets
 # --all-targets leaves out documentation tests: the API examples run here.
 # The same packages and profile as the line above, so the features resolve

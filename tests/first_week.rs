@@ -720,3 +720,36 @@ fn repeated_identical_deliveries_are_one_line_with_a_count() {
         "{text}"
     );
 }
+
+/// `scripts/test.sh --quick` leaves the slow tests out by name and `--slow`
+/// runs them by target: the two lists must name the same test files, or a
+/// slow test would run in neither (or a target listed as slow would be
+/// missing).
+#[test]
+fn the_slow_tests_scripts_test_sh_names_are_the_ones_that_mark_themselves_slow() {
+    let script = std::fs::read_to_string(repo().join("scripts/test.sh")).unwrap();
+    let listed: std::collections::BTreeSet<String> = script
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("slow_targets=("))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .expect("scripts/test.sh has a slow_targets=(…) line")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    // Spelled in two parts so this file does not mark itself.
+    let call = ["support::slow_test_left_out", "(\""].concat();
+    let mut marked = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir(repo().join("tests")).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "rs")
+            && std::fs::read_to_string(&p).unwrap().contains(&call)
+        {
+            marked.insert(p.file_stem().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    assert!(!marked.is_empty(), "no test marks itself slow");
+    assert_eq!(
+        listed, marked,
+        "scripts/test.sh's slow_targets and the tests calling support::slow_test_left_out differ"
+    );
+}

@@ -151,6 +151,9 @@ crate::on_both_stores!(
 
 /// Four replica processes over 300 DBG-08 instances on one database.
 fn replicas_racing_on_one_database_take_exactly_one_decision_per_event(fresh: &Fresh) {
+    if support::slow_test_left_out("a race of replica processes on one database") {
+        return;
+    }
     dbg08_race(&fresh.db(), fresh.dir());
 }
 
@@ -243,6 +246,9 @@ fn dbg08_race(db: &str, dir: &Path) {
 }
 
 fn replicas_arbitrate_late_responses_against_due_timers_on_channel_calls(fresh: &Fresh) {
+    if support::slow_test_left_out("a race of replica processes on one database") {
+        return;
+    }
     const CALLS: usize = 400;
     let db = fresh.db();
     let races_log = fresh.dir().join("races.log");
@@ -291,6 +297,9 @@ fn replicas_arbitrate_late_responses_against_due_timers_on_channel_calls(fresh: 
 /// On PostgreSQL the wake also crosses processes (NOTIFY): the other
 /// replicas' prompts must not make a second failure either.
 fn a_poison_wake_races_the_timeout_and_exactly_one_fails_the_attempt(fresh: &Fresh) {
+    if support::slow_test_left_out("a race of replica processes on one database") {
+        return;
+    }
     poison_wake_against_the_timeout(&fresh.db(), fresh.dir());
 }
 
@@ -347,6 +356,9 @@ fn poison_wake_against_the_timeout(db: &str, dir: &Path) {
 /// the response is accepted (the wake then finds nothing waiting) or the wake
 /// fails the attempt (the response then hears it is gone or superseded).
 fn a_poison_wake_races_a_counterpart_response_across_processes(fresh: &Fresh) {
+    if support::slow_test_left_out("a race of replica processes on one database") {
+        return;
+    }
     use qflow_engine::runtime::driver::{respond, Verdict};
     const CALLS: usize = 1600;
     let db = fresh.db();

@@ -66,6 +66,9 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 crate::on_both_stores!(kill_9_mid_delivery_and_mid_handler_loses_nothing_and_runs_nothing_twice);
 
 fn kill_9_mid_delivery_and_mid_handler_loses_nothing_and_runs_nothing_twice(fresh: &Fresh) {
+    if support::slow_test_left_out("serve's kill -9 with attempts in flight") {
+        return;
+    }
     let d = fresh.dir();
     let db = fresh.db();
     std::fs::write(d.join("model.bpmn"), MODEL).unwrap();

@@ -426,12 +426,18 @@ fn soak(name: &str, dir: &Path, db: &str, cluster: Option<&Cluster>) {
 
 #[test]
 fn soak_on_sqlite() {
+    if support::slow_test_left_out("the soak") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     soak("sqlite", dir.path(), "soak.db", None);
 }
 
 #[test]
 fn soak_on_postgres_with_a_database_restart() {
+    if support::slow_test_left_out("the soak with a database restart") {
+        return;
+    }
     let Some(cluster) = Cluster::start("soak") else {
         return;
     };

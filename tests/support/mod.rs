@@ -12,6 +12,20 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// Whether this slow test is left out of this run: the tests that start,
+/// race and kill `qflow` processes by the hundred (random-instant crashes,
+/// four-replica races, the soak) take most of the suite's minutes and read
+/// nothing a fresh clone lacks, so `scripts/test.sh --quick` sets
+/// `QFLOW_SKIP_SLOW=1` and they say so and pass; the full
+/// `scripts/test.sh` (CI's main run) and `scripts/test.sh --slow` run them.
+pub fn slow_test_left_out(what: &str) -> bool {
+    let left_out = std::env::var_os("QFLOW_SKIP_SLOW").is_some_and(|v| v == "1");
+    if left_out {
+        eprintln!("skipping {what}: a slow test, left out of the quick suite (QFLOW_SKIP_SLOW=1); `scripts/test.sh --slow` runs it");
+    }
+    left_out
+}
+
 /// Runs the built `qflow` binary in `dir`, as a user would from there.
 pub fn qflow(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_qflow"))
