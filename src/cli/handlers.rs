@@ -291,7 +291,16 @@ fn kill_group(child: &mut std::process::Child) {
 }
 
 fn agent(timeout: Duration) -> ureq::Agent {
+    use ureq::tls::{RootCerts, TlsConfig, TlsProvider};
     ureq::Agent::config_builder()
+        // ureq picks rustls unless told: native-tls (Cargo.toml says why),
+        // trusting the roots the system trusts.
+        .tls_config(
+            TlsConfig::builder()
+                .provider(TlsProvider::NativeTls)
+                .root_certs(RootCerts::PlatformVerifier)
+                .build(),
+        )
         .timeout_global(Some(timeout))
         .timeout_connect(Some(timeout.min(Duration::from_secs(5))))
         .http_status_as_error(false)
@@ -309,6 +318,9 @@ fn before_send(e: &ureq::Error) -> bool {
         | ureq::Error::ConnectionFailed
         | ureq::Error::BadUri(_)
         | ureq::Error::Tls(_)
+        // Raised by the TLS handshake (or by building its connector): the
+        // request's first byte goes out only after it succeeded.
+        | ureq::Error::NativeTls(_)
         | ureq::Error::Timeout(ureq::Timeout::Resolve | ureq::Timeout::Connect) => true,
         ureq::Error::Io(io) => matches!(
             io.kind(),
