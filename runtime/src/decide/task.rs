@@ -310,6 +310,10 @@ fn failed(
     );
 }
 
+/// What the fatal path of a failed attempt carries: its code, its number,
+/// the first attempt's start, and the last failure's class and message.
+type Fatal<'a> = (&'a str, u32, i64, Option<(&'a str, Option<&'a str>)>);
+
 /// Park the failed (or deferred) attempt for `next`, or take the fatal path.
 #[allow(clippy::too_many_arguments)]
 fn park_or_stop(
@@ -320,7 +324,7 @@ fn park_or_stop(
     from: TokenState,
     mut l: TaskAttempt,
     next: Next,
-    (code, n, first_ms, last): (&str, u32, i64, Option<(&str, Option<&str>)>),
+    (code, n, first_ms, last): Fatal<'_>,
 ) {
     let id = node.id.as_str();
     match next {
