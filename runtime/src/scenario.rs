@@ -524,7 +524,7 @@ mod tests {
     fn errors_name_the_field() {
         assert_eq!(
             bad(r#"{"tasks":{"payments.charge":[{"ok":{}},{"fail":{"code":"X","class":"transiant"}}]}}"#),
-            "field `tasks.\"payments.charge\"[1].fail.class`: `transiant` is not a failure class (did you mean `transient`?); expected one of transient, permanent, rate-limited, unknown-outcome"
+            "field `tasks.\"payments.charge\"[1].fail.class`: `transiant` is not a failure class (did you mean `transient`?); expected one of transient, permanent, rate-limited, unknown-outcome, deferred"
         );
         assert!(
             bad(r#"{"task":{}}"#).starts_with("field `task`: unknown field, did you mean `tasks`?")
