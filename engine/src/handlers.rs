@@ -464,7 +464,11 @@ fn error_shape(body: &str) -> Option<TaskOutcome> {
     let code = o.get("code")?.as_str()?.to_string();
     let class = FailureClass::parse(o.get("class")?.as_str()?)?;
     let retry_after = match (class, o.get("retryAfter").and_then(Value::as_str)) {
-        (FailureClass::RateLimited, Some(d)) => Some(crate::duration::parse(d).ok()?),
+        (FailureClass::RateLimited | FailureClass::Deferred, Some(d)) => {
+            Some(crate::duration::parse(d).ok()?)
+        }
+        // A deferral names when: without it the answer is no failure shape.
+        (FailureClass::Deferred, None) => return None,
         _ => None,
     };
     Some(TaskOutcome::Fail {

@@ -21,14 +21,20 @@ pub enum FailureClass {
     Permanent,
     RateLimited,
     UnknownOutcome,
+    /// Not a failure of the attempt but of a named condition (reference data
+    /// not active yet, say): the attempt is re-run at the time the handler
+    /// named, with the same attempt number, burning no budget
+    /// (docs/handlers.md, "A deferred failure").
+    Deferred,
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 4] = [
+    pub const ALL: [FailureClass; 5] = [
         FailureClass::Transient,
         FailureClass::Permanent,
         FailureClass::RateLimited,
         FailureClass::UnknownOutcome,
+        FailureClass::Deferred,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -37,6 +43,7 @@ impl FailureClass {
             FailureClass::Permanent => "permanent",
             FailureClass::RateLimited => "rate-limited",
             FailureClass::UnknownOutcome => "unknown-outcome",
+            FailureClass::Deferred => "deferred",
         }
     }
 

@@ -362,14 +362,18 @@ fn task_outcome(v: &Value, path: &str) -> Result<TaskOutcome, ScenarioError> {
                 Some(r) => Some(duration(r, &join(&p, "retryAfter"))?),
                 None => None,
             };
-            if retry_after.is_some() && class != FailureClass::RateLimited {
+            let timed = matches!(class, FailureClass::RateLimited | FailureClass::Deferred);
+            if retry_after.is_some() && !timed {
                 return Err(err(
                     &join(&p, "retryAfter"),
-                    "only a rate-limited failure carries a retryAfter",
+                    "only a rate-limited or a deferred failure carries a retryAfter",
                 ));
             }
             if class == FailureClass::RateLimited && retry_after.is_none() {
                 return Err(err(&join(&p, "retryAfter"), "missing: a rate-limited failure carries the provider's retry-after, e.g. \"PT10M\""));
+            }
+            if class == FailureClass::Deferred && retry_after.is_none() {
+                return Err(err(&join(&p, "retryAfter"), "missing: a deferred failure names when to run the attempt again, e.g. \"PT1H\""));
             }
             let message = match b.get("message") {
                 Some(m) => Some(string(m, &join(&p, "message"))?.to_string()),
@@ -520,7 +524,7 @@ mod tests {
     fn errors_name_the_field() {
         assert_eq!(
             bad(r#"{"tasks":{"payments.charge":[{"ok":{}},{"fail":{"code":"X","class":"transiant"}}]}}"#),
-            "field `tasks.\"payments.charge\"[1].fail.class`: `transiant` is not a failure class (did you mean `transient`?); expected one of transient, permanent, rate-limited, unknown-outcome"
+            "field `tasks.\"payments.charge\"[1].fail.class`: `transiant` is not a failure class (did you mean `transient`?); expected one of transient, permanent, rate-limited, unknown-outcome, deferred"
         );
         assert!(
             bad(r#"{"task":{}}"#).starts_with("field `task`: unknown field, did you mean `tasks`?")

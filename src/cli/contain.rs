@@ -66,7 +66,7 @@ pub struct UnpauseArgs {
     /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
-    /// The failure class whose retries to let go: transient or rate-limited.
+    /// The failure class whose retries to let go: transient, rate-limited or deferred.
     #[arg(long, value_name = "CLASS")]
     pub class: Option<String>,
     /// The dependency whose retries to let go: a registered task's name
@@ -139,7 +139,7 @@ pub struct PauseTarget {
     /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
     pub db: Location,
-    /// The failure class whose retries to hold: transient or rate-limited
+    /// The failure class whose retries to hold: transient, rate-limited or deferred
     /// (the classes that park a retry).
     #[arg(long, value_name = "CLASS")]
     pub class: Option<String>,
@@ -212,19 +212,21 @@ fn what(args: &PauseTarget) -> Result<(PauseKind, String), String> {
 }
 
 /// A failure class a pause can name: one that parks a retry (transient,
-/// rate-limited); the others are refused with why (the web inspector's
+/// rate-limited, deferred); the others are refused with why (the web inspector's
 /// pause checks the same way).
 pub fn parked_class(class: &str) -> Result<String, String> {
     match FailureClass::parse(class) {
-        Some(FailureClass::Transient | FailureClass::RateLimited) => Ok(class.to_string()),
+        Some(
+            FailureClass::Transient | FailureClass::RateLimited | FailureClass::Deferred,
+        ) => Ok(class.to_string()),
         Some(FailureClass::Permanent) => Err(
-            "--class permanent: a permanent failure is never retried (it fails at once), so nothing of it parks; pause transient or rate-limited".into(),
+            "--class permanent: a permanent failure is never retried (it fails at once), so nothing of it parks; pause transient, rate-limited or deferred".into(),
         ),
         Some(FailureClass::UnknownOutcome) => Err(
-            "--class unknown-outcome: an unknown outcome is never retried blindly (it waits for reconciliation), so nothing of it parks; pause transient or rate-limited".into(),
+            "--class unknown-outcome: an unknown outcome is never retried blindly (it waits for reconciliation), so nothing of it parks; pause transient, rate-limited or deferred".into(),
         ),
         None => Err(format!(
-            "--class {class}: not a failure class; the classes that park a retry are transient and rate-limited"
+            "--class {class}: not a failure class; the classes that park a retry are transient, rate-limited and deferred"
         )),
     }
 }

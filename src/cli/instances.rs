@@ -83,9 +83,11 @@ fn parse_status(s: &str) -> Result<Status, String> {
 fn parse_class(s: &str) -> Result<String, String> {
     use qflow_engine::instance::event::FailureClass;
     match FailureClass::parse(s) {
-        Some(FailureClass::Transient | FailureClass::RateLimited) => Ok(s.to_string()),
+        Some(FailureClass::Transient | FailureClass::RateLimited | FailureClass::Deferred) => {
+            Ok(s.to_string())
+        }
         _ => Err(format!(
-            "--class {s}: not a class that parks a retry; write transient or rate-limited"
+            "--class {s}: not a class that parks a retry; write transient, rate-limited or deferred"
         )),
     }
 }

@@ -17,6 +17,10 @@ use std::time::Duration;
 use super::{Backoff, Jitter, RetryPolicy};
 use crate::duration;
 
+/// How long deferrals may go on, from the first attempt, under a policy
+/// without `maxElapsed` (docs/handlers.md, "A deferred failure").
+pub const DEFERRAL_DEADLINE: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// How long a schedule listing gets when the policy itself does not end it.
 pub const SCHEDULE_LIMIT: usize = 100;
 
@@ -524,6 +528,29 @@ impl RetryPolicy {
                 None => self.delay_with_jitter(attempt, instance_id, node_id),
             },
         )
+    }
+
+    /// After attempt `deferred` said its failure is deferred for `delay`: the
+    /// same attempt again after `delay`, burning no budget, unless the
+    /// re-run would start past `maxElapsed`, or past
+    /// [`DEFERRAL_DEADLINE`] from the first attempt when the policy has no
+    /// `maxElapsed` (then the retry expires: a deferral never runs
+    /// forever). `delay` is the handler's, not a backoff, so `maxDelay`
+    /// does not cap it.
+    pub fn next_after_deferral(
+        &self,
+        deferred: u32,
+        delay: Duration,
+        elapsed_since_first: Duration,
+    ) -> Next {
+        let deadline = self.max_elapsed.unwrap_or(DEFERRAL_DEADLINE);
+        if elapsed_since_first.saturating_add(delay) > deadline {
+            return Next::Stop(StopReason::Expired);
+        }
+        Next::Retry {
+            attempt: deferred.max(1),
+            delay,
+        }
     }
 
     /// The one step every schedule takes, the runtime's included: after

@@ -267,6 +267,24 @@ fn failed(
         };
         return fatal(w, id, code, reason, Some(n), last);
     };
+    if class == FailureClass::Deferred {
+        // No budget burned: the counter keeps the attempts before this one,
+        // so the re-run carries the same number; the start still counts for
+        // `maxElapsed`.
+        w.snap.set_first_attempt_ms(id, first_ms);
+        let elapsed = Duration::from_millis((w.now_ms - first_ms).max(0) as u64);
+        let delay = retry_after.unwrap_or_default();
+        return park_or_stop(
+            graph,
+            facts,
+            w,
+            node,
+            from,
+            l,
+            policy.next_after_deferral(n, delay, elapsed),
+            (code, n, first_ms, last),
+        );
+    }
     w.snap.set_attempts(id, n);
     w.snap.set_first_attempt_ms(id, first_ms);
     let next = if class == FailureClass::Permanent {
@@ -280,6 +298,35 @@ fn failed(
         let elapsed = Duration::from_millis((w.now_ms - first_ms).max(0) as u64);
         policy.next_after_failure(n, code, after, elapsed, facts.instance_id, id)
     };
+    park_or_stop(
+        graph,
+        facts,
+        w,
+        node,
+        from,
+        l,
+        next,
+        (code, n, first_ms, last),
+    );
+}
+
+/// What the fatal path of a failed attempt carries: its code, its number,
+/// the first attempt's start, and the last failure's class and message.
+type Fatal<'a> = (&'a str, u32, i64, Option<(&'a str, Option<&'a str>)>);
+
+/// Park the failed (or deferred) attempt for `next`, or take the fatal path.
+#[allow(clippy::too_many_arguments)]
+fn park_or_stop(
+    graph: &Graph,
+    facts: &Facts<'_>,
+    w: &mut Work,
+    node: &GNode,
+    from: TokenState,
+    mut l: TaskAttempt,
+    next: Next,
+    (code, n, first_ms, last): Fatal<'_>,
+) {
+    let id = node.id.as_str();
     match next {
         Next::Retry { attempt, delay } => {
             let due = w.now_ms + ms(delay);
