@@ -238,6 +238,24 @@ impl Store {
     }
 }
 
+impl Store {
+    /// How many of `deployment`'s COMPLETED instances reached each end
+    /// event (an instance whose branches end at two counts at both), by
+    /// the end event's id: the history's `end` lines.
+    pub fn completions_by_end(&self, deployment: i64) -> Result<Vec<(String, u64)>, StoreError> {
+        self.read(|db| {
+            db.rows(
+                "SELECT h.node, COUNT(DISTINCT h.instance_id) FROM instances i
+                 JOIN history h ON h.instance_id = i.id
+                 WHERE i.deployment_id = $1 AND i.status = 'completed' AND h.kind = 'end' AND h.node IS NOT NULL
+                 GROUP BY h.node ORDER BY h.node",
+                args![deployment],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
+    }
+}
+
 /// One armed retry park of an unfinished instance, with what a forecast or
 /// a what-if re-decides it from: the instance's snapshot (its attempt
 /// counter and first attempt), the park's due time, and the history line

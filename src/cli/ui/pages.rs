@@ -145,7 +145,7 @@ fn fleet_live_with(
             p.muted {
                 (counts.running) " running · " (counts.waiting) " waiting · "
                 a href={(p) "/instances?deployment=" (d.id) "&status=failed"} { (counts.failed) " failed" }
-                " · " (counts.completed) " completed. On the diagram, per node: waiting, parked for a retry, awaiting a reconciliation and failed (both an open incident)."
+                " · " (counts.completed) " completed. On the diagram, per node: waiting, parked for a retry, awaiting a reconciliation and failed (both an open incident); on each end event, the instances that completed there."
             }
             @if ui.actions && counts.failed > 0 {
                 p.actions { a href={(p) "/actions/migrate-all?deployment=" (d.id)} { "repair all " (counts.failed) " FAILED instances by migration…" } }
@@ -155,12 +155,13 @@ fn fleet_live_with(
                 @let busy: Vec<_> = counts.nodes.iter().collect();
                 @if !busy.is_empty() {
                     table {
-                        tr { th { "node" } th.num { "waiting" } th.num { "parked for a retry" } th.num { "to reconcile" } th.num { "failed" } }
+                        tr { th { "node" } th.num { "waiting" } th.num { "parked for a retry" } th.num { "to reconcile" } th.num { "failed" } th.num { "completed here" } }
                         @for (node, c) in busy {
                             tr {
                                 td { a href={(p) "/instances?deployment=" (d.id) "&node=" (encode(node))} { (node) } }
                                 td.num { (c.waiting) } td.num { (c.parked) } td.num { (c.reconcile) }
                                 td.num { @if c.failed > 0 { a href={(p) "/instances?deployment=" (d.id) "&status=failed&node=" (encode(node))} { (c.failed) } } @else { "0" } }
+                                td.num data-completed=(c.completed) { (c.completed) }
                             }
                         }
                     }
