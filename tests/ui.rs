@@ -718,9 +718,9 @@ fn the_fleet_json_and_page_give_the_load_per_minute_the_breakers_and_the_ramps_i
         .arg(sample("dbg08-long-outage.bpmn"))
         .args([
             "--jobs",
-            "30",
+            "20",
             "--outage",
-            "20h",
+            "2h",
             "--format",
             "json",
             "--handlers",
@@ -807,4 +807,7 @@ fn the_fleet_json_and_page_give_the_load_per_minute_the_breakers_and_the_ramps_i
     assert!(pauses < breakers && breakers < ramps && ramps < causes);
     assert!(page.contains("ramp 1/min"), "{page}");
     assert!(page.contains("data-waiting=\"1\""), "{page}");
+    // The 20 completed, on their end event: the diagram and the table.
+    assert!(page.contains("20 completed</text>"), "{page}");
+    assert!(page.contains("data-completed=\"20\""), "{page}");
 }
