@@ -697,3 +697,117 @@ fn every_failed_instance_of_a_deployment_is_repaired_from_one_preview() {
     let nothing = get(&ui, "/ui/actions/migrate-all?deployment=1");
     assert!(nothing.body.contains("has no FAILED instance"));
 }
+
+/// The fleet page's live load per dependency (attempts and requests per
+/// minute, the last 60 minutes), its circuit breakers and its ramps in
+/// force beside the pauses: `/ui/fleet.json` answers the engine's reads,
+/// the same `qflow stats --format json` prints, and the page shows them.
+#[test]
+fn the_fleet_json_and_page_give_the_load_per_minute_the_breakers_and_the_ramps_in_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("breaker.db");
+    let handlers = dir.path().join("handlers.toml");
+    std::fs::write(
+        &handlers,
+        "[tasks.\"payments.charge\"]\ncommand = \"true\"\n\n[tasks.\"payments.charge\".breaker]\n\
+         consecutive_failures = 5\nopen_for = \"5m\"\ncanaries = 2\nrelease_ramp = \"10,50,200/min\"\n",
+    )
+    .unwrap();
+    ok(qflow()
+        .arg("simulate")
+        .arg(sample("dbg08-long-outage.bpmn"))
+        .args([
+            "--jobs",
+            "20",
+            "--outage",
+            "2h",
+            "--format",
+            "json",
+            "--handlers",
+        ])
+        .arg(&handlers)
+        .arg("--db")
+        .arg(&db));
+    // One instance parked for a retry, held by a pause, let go by a ramp.
+    ok(qflow()
+        .arg("run")
+        .arg(sample("dbg08-long-outage.bpmn"))
+        .args(["--until", "1h", "--db"])
+        .arg(&db));
+    ok(qflow()
+        .args(["pause", "--dependency", "payments.charge", "--db"])
+        .arg(&db));
+    ok(qflow()
+        .args([
+            "unpause",
+            "--dependency",
+            "payments.charge",
+            "--ramp",
+            "1/min",
+            "--db",
+        ])
+        .arg(&db));
+    let stats: serde_json::Value = serde_json::from_str(
+        ok(qflow().args(["stats", "--format", "json", "--db"]).arg(&db)).trim(),
+    )
+    .unwrap();
+    let ui = start_ui(&db, &[], None);
+    let answer = get(&ui, "/ui/fleet.json");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert!(answer.head.contains("application/json"), "{}", answer.head);
+    let v: serde_json::Value = serde_json::from_str(&answer.body).unwrap();
+    // The window: 60 minutes, a count per minute, the same read as stats.
+    let w = &v["load_window"];
+    assert_eq!(w, &stats["load_window"], "one read, two faces");
+    assert_eq!(w["minutes"], 60);
+    assert_eq!(
+        w["last_minute"].as_i64().unwrap() - w["first_minute"].as_i64().unwrap(),
+        59
+    );
+    let d = &w["dependencies"][0];
+    assert_eq!(d["dependency"], "payments.charge", "{v}");
+    let sum = |k: &str| -> u64 {
+        let per = d[k].as_array().unwrap();
+        assert_eq!(per.len(), 60, "{k}");
+        per.iter().map(|n| n.as_u64().unwrap()).sum()
+    };
+    let (attempts, requests) = (sum("attempts_per_minute"), sum("requests_per_minute"));
+    assert!(attempts > 0, "{v}");
+    assert_eq!(requests, attempts, "a task's attempt is one request");
+    // The breaker and the ramp in force.
+    assert_eq!(v["breakers"][0]["dependency"], "payments.charge", "{v}");
+    assert_eq!(v["breakers"], stats["breakers"]);
+    let ramp = &v["releases_in_force"][0];
+    assert_eq!(ramp["ramp"], "1/min", "{v}");
+    assert_eq!(ramp["waiting"], 1, "{v}");
+    assert_eq!(
+        v["paused"],
+        serde_json::json!([]),
+        "the ramp lifted the pause"
+    );
+    // The page presents the same figures.
+    let page = get(&ui, "/ui/").body;
+    assert!(page.contains("id=\"load-per-minute\""), "{page}");
+    assert!(page.contains("the last 60 minutes"), "{page}");
+    assert!(
+        page.contains(&format!(
+            "<tr data-dependency=\"payments.charge\"><td>payments.charge</td><td class=\"num\" data-attempts=\"{attempts}\">{attempts}</td><td class=\"num\" data-requests=\"{requests}\">{requests}</td>"
+        )),
+        "{page}"
+    );
+    assert!(page.contains("requests, per minute"), "the chart's unit");
+    // Beside the pauses: after them, before the parks by cause.
+    let at = |s: &str| page.find(s).unwrap_or_else(|| panic!("no {s} in {page}"));
+    let (pauses, breakers, ramps, causes) = (
+        at("Pauses in force"),
+        at("id=\"breakers-table\""),
+        at("id=\"ramps-table\""),
+        at("Retry parks by cause"),
+    );
+    assert!(pauses < breakers && breakers < ramps && ramps < causes);
+    assert!(page.contains("ramp 1/min"), "{page}");
+    assert!(page.contains("data-waiting=\"1\""), "{page}");
+    // The 20 completed, on their end event: the diagram and the table.
+    assert!(page.contains("20 completed</text>"), "{page}");
+    assert!(page.contains("data-completed=\"20\""), "{page}");
+}

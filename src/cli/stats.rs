@@ -96,6 +96,11 @@ pub fn run(args: Args) -> ExitCode {
         Ok(b) => b,
         Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
     };
+    // The web fleet page's live load, the same read and window.
+    let load = match store.load_window(crate::cli::ui::pages::LOAD_MINUTES) {
+        Ok(l) => l,
+        Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
+    };
     let earlier = args.log > 0 && log.len() > args.log as usize;
     if earlier {
         log.remove(0);
@@ -121,6 +126,7 @@ pub fn run(args: Args) -> ExitCode {
             v["exhaustion_forecast"] = json!(forecast.dependencies);
             v["breakers"] = json!(breakers);
             v["breaker_transitions"] = json!(moves);
+            v["load_window"] = json!(load);
             println!("{}", json_line(&v, &["status"]));
         }
         // `--report -` gave stdout to the HTML: the summary goes to stderr.

@@ -394,6 +394,10 @@ fn route(ui: &Ui, req: &Request) -> Reply {
             Ok(html) => Reply::html(200, html),
             Err(e) => store_error(&e),
         },
+        ("GET", "/fleet.json") => match pages::fleet_json(&store) {
+            Ok(v) => Reply::json(200, v.to_string()),
+            Err(e) => store_error(&e),
+        },
         ("GET", "/instances") => match pages::ListQuery::parse(req) {
             Err(e) => Reply::html(400, pages::problem(ui, "Instances", &e)),
             Ok(q) => match pages::instances_page(ui, &store, &q) {

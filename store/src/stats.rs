@@ -128,6 +128,134 @@ impl Store {
     }
 }
 
+/// The minutes [`Store::load_window`] reads at most: a day.
+pub const LOAD_WINDOW_MAX_MINUTES: u32 = 24 * 60;
+
+/// Attempts and requests per minute per dependency, over a bounded window
+/// of the store's clock ending at its latest decision ([`Store::load_window`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadWindow {
+    /// How many minutes the window spans.
+    pub minutes: u32,
+    /// The window's first minute (a minute index: ms / 60,000 of the
+    /// store's clock); `None` when the store has no decision yet.
+    pub first_minute: Option<i64>,
+    /// Its last minute: the one holding the store's latest decision.
+    pub last_minute: Option<i64>,
+    /// Each dependency with an attempt or a request in the window, most
+    /// requests first.
+    pub dependencies: Vec<MinuteLoad>,
+}
+
+/// One dependency's load, a count per minute of the window, oldest first
+/// (`minutes` entries each; a minute without any counts 0).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MinuteLoad {
+    pub dependency: String,
+    /// Attempts per minute (a task's attempt, a call's attempt).
+    pub attempts_per_minute: Vec<u64>,
+    /// Requests per minute: a task's attempts, a channel's deliveries
+    /// (as [`DependencyLoad::requests`] counts them).
+    pub requests_per_minute: Vec<u64>,
+}
+
+impl MinuteLoad {
+    pub fn attempts(&self) -> u64 {
+        self.attempts_per_minute.iter().sum()
+    }
+    pub fn requests(&self) -> u64 {
+        self.requests_per_minute.iter().sum()
+    }
+}
+
+impl Store {
+    /// The last `minutes` minutes' attempts and requests per dependency
+    /// (at most [`LOAD_WINDOW_MAX_MINUTES`]), the window ending with the
+    /// minute of the store's latest decision, so that it follows a
+    /// running `serve` and reads a simulated day the same later. Only the
+    /// window's history lines are counted.
+    pub fn load_window(&self, minutes: u32) -> Result<LoadWindow, StoreError> {
+        let minutes = minutes.clamp(1, LOAD_WINDOW_MAX_MINUTES);
+        self.read(|db| {
+            let latest: Option<i64> =
+                db.one("SELECT MAX(at_ms) FROM transitions", args![], |r| r.get(0))?;
+            let Some(latest) = latest else {
+                return Ok(LoadWindow {
+                    minutes,
+                    first_minute: None,
+                    last_minute: None,
+                    dependencies: Vec::new(),
+                });
+            };
+            let last = latest.div_euclid(60_000);
+            let first = last - i64::from(minutes) + 1;
+            let rows: Vec<(String, i64, u64, u64)> = db.rows(
+                db.dialect().pick(
+                    "SELECT COALESCE(task, json_extract(detail, '$.channel'), '?') AS dep, at_ms / 60000 AS m,
+                            COUNT(*) FILTER (WHERE kind = 'attempt'),
+                            COUNT(*) FILTER (WHERE (kind = 'attempt' AND task IS NOT NULL) OR kind = 'delivery')
+                     FROM history WHERE kind IN ('attempt', 'delivery') AND at_ms >= $1 AND at_ms < $2
+                     GROUP BY dep, m",
+                    "SELECT COALESCE(task, detail::json->>'channel', '?') AS dep, at_ms / 60000 AS m,
+                            COUNT(*) FILTER (WHERE kind = 'attempt'),
+                            COUNT(*) FILTER (WHERE (kind = 'attempt' AND task IS NOT NULL) OR kind = 'delivery')
+                     FROM history WHERE kind IN ('attempt', 'delivery') AND at_ms >= $1 AND at_ms < $2
+                     GROUP BY dep, m",
+                ),
+                args![first * 60_000, (last + 1) * 60_000],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )?;
+            let mut dependencies: Vec<MinuteLoad> = Vec::new();
+            for (dependency, m, attempts, requests) in rows {
+                let at = match dependencies.iter().position(|d| d.dependency == dependency) {
+                    Some(i) => i,
+                    None => {
+                        dependencies.push(MinuteLoad {
+                            dependency,
+                            attempts_per_minute: vec![0; minutes as usize],
+                            requests_per_minute: vec![0; minutes as usize],
+                        });
+                        dependencies.len() - 1
+                    }
+                };
+                let k = (m - first).clamp(0, i64::from(minutes) - 1) as usize;
+                dependencies[at].attempts_per_minute[k] += attempts;
+                dependencies[at].requests_per_minute[k] += requests;
+            }
+            dependencies.sort_by(|a, b| {
+                b.requests()
+                    .cmp(&a.requests())
+                    .then(b.attempts().cmp(&a.attempts()))
+                    .then(a.dependency.cmp(&b.dependency))
+            });
+            Ok(LoadWindow {
+                minutes,
+                first_minute: Some(first),
+                last_minute: Some(last),
+                dependencies,
+            })
+        })
+    }
+}
+
+impl Store {
+    /// How many of `deployment`'s COMPLETED instances reached each end
+    /// event (an instance whose branches end at two counts at both), by
+    /// the end event's id: the history's `end` lines.
+    pub fn completions_by_end(&self, deployment: i64) -> Result<Vec<(String, u64)>, StoreError> {
+        self.read(|db| {
+            db.rows(
+                "SELECT h.node, COUNT(DISTINCT h.instance_id) FROM instances i
+                 JOIN history h ON h.instance_id = i.id
+                 WHERE i.deployment_id = $1 AND i.status = 'completed' AND h.kind = 'end' AND h.node IS NOT NULL
+                 GROUP BY h.node ORDER BY h.node",
+                args![deployment],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
+    }
+}
+
 /// One armed retry park of an unfinished instance, with what a forecast or
 /// a what-if re-decides it from: the instance's snapshot (its attempt
 /// counter and first attempt), the park's due time, and the history line

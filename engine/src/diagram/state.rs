@@ -97,6 +97,9 @@ pub fn state_of_counts(
         if c.failed > 0 {
             parts.push(format!("{} failed", c.failed));
         }
+        if c.completed > 0 {
+            parts.push(format!("{} completed", c.completed));
+        }
         if parts.is_empty() {
             continue;
         }
@@ -106,8 +109,10 @@ pub fn state_of_counts(
             "reconcile"
         } else if c.parked > 0 {
             "parked"
-        } else {
+        } else if c.waiting > 0 {
             "token"
+        } else {
+            "done"
         };
         nodes.insert(
             id.clone(),
@@ -211,6 +216,7 @@ mod tests {
                 parked: 12,
                 reconcile: 0,
                 failed: 3,
+                completed: 0,
             },
         );
         counts.nodes.insert(
@@ -220,6 +226,14 @@ mod tests {
                 parked: 5,
                 reconcile: 1,
                 failed: 0,
+                completed: 0,
+            },
+        );
+        counts.nodes.insert(
+            "e".into(),
+            NodeCounts {
+                completed: 7,
+                ..NodeCounts::default()
             },
         );
         let state = super::state_of_counts("p", &counts);
@@ -239,6 +253,10 @@ mod tests {
             state.nodes["b"].incident,
             "an unknown outcome's incident is open"
         );
+        // An end event: how many completed there, drawn as reached.
+        assert_eq!(state.nodes["e"].class, "done");
+        assert_eq!(state.nodes["e"].note.as_deref(), Some("7 completed"));
+        assert!(!state.nodes["e"].incident);
         assert!(
             !state.nodes.contains_key("s"),
             "a node with no instance has no mark"

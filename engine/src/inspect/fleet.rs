@@ -282,6 +282,8 @@ pub struct NodeCounts {
     pub reconcile: u64,
     /// The instance FAILED there (its incident is open there).
     pub failed: u64,
+    /// COMPLETED instances that reached this end event.
+    pub completed: u64,
 }
 
 /// What the fleet of one deployment looks like, node by node.
@@ -333,6 +335,9 @@ pub fn node_counts(store: &Store, deployment: i64) -> Result<DeploymentCounts, S
                 _ => c.waiting += 1,
             }
         }
+    }
+    for (node, n) in store.completions_by_end(deployment)? {
+        out.nodes.entry(node).or_default().completed += n;
     }
     Ok(out)
 }

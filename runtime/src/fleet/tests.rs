@@ -234,6 +234,18 @@ fn observations_count_pending_by_class_and_backlog_age_by_creation_time(fresh: &
     assert_eq!(o.oldest_next_eligible_ms, Some(360_000));
     assert_eq!(o.by_dependency[0].attempts, 18);
     assert_eq!(o.by_dependency[0].peak_per_minute, 9);
+    // The window per minute ends with the latest decision's minute (1):
+    // nine attempts in minute 0, nine in minute 1, each one request.
+    let w = fleet.store().load_window(60).unwrap();
+    assert_eq!((w.first_minute, w.last_minute), (Some(-58), Some(1)));
+    let d = &w.dependencies[0];
+    assert_eq!(d.attempts_per_minute.len(), 60);
+    assert_eq!(d.attempts_per_minute[58..], [9, 9]);
+    assert_eq!(d.requests_per_minute[58..], [9, 9]);
+    assert_eq!((d.attempts(), d.requests()), (18, 18));
+    // A window of one minute counts only the last one.
+    let w = fleet.store().load_window(1).unwrap();
+    assert_eq!(w.dependencies[0].attempts_per_minute, [9]);
 }
 
 /// Each instance's attempt instants, in seconds.

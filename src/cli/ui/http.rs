@@ -91,6 +91,18 @@ impl Reply {
         r
     }
 
+    /// A JSON answer (not cached: it is read live).
+    pub fn json(status: u16, body: String) -> Reply {
+        let mut r = Reply {
+            status,
+            content_type: "application/json",
+            body: body.into_bytes(),
+            headers: Vec::new(),
+        };
+        r.headers.push(("Cache-Control", "no-store".into()));
+        r
+    }
+
     pub fn redirect(to: String) -> Reply {
         let mut r = Reply::html(303, String::new());
         r.headers.push(("Location", to));

@@ -25,6 +25,10 @@ const RECENT_FAILURES: u64 = 10;
 /// The span of the attempts chart, at most.
 const DAY_MINUTES: i64 = 24 * 60;
 
+/// The window of the live load per dependency, in minutes (the store's
+/// `load_window`: the minutes up to its latest decision).
+pub const LOAD_MINUTES: u32 = 60;
+
 /// Instances on one page of the list.
 pub const PAGE_SIZE: u64 = 50;
 
@@ -95,6 +99,7 @@ fn fleet_live_with(
 ) -> Result<Markup, StoreError> {
     let deployments = fleet::deployments(store)?;
     let per_minute = store.attempts_per_minute()?;
+    let load = store.load_window(LOAD_MINUTES)?;
     let failed: u64 = deployments.iter().map(|d| u64::from(d.counts.failed)).sum();
     let waiting: u64 = deployments
         .iter()
@@ -140,7 +145,7 @@ fn fleet_live_with(
             p.muted {
                 (counts.running) " running · " (counts.waiting) " waiting · "
                 a href={(p) "/instances?deployment=" (d.id) "&status=failed"} { (counts.failed) " failed" }
-                " · " (counts.completed) " completed. On the diagram, per node: waiting, parked for a retry, awaiting a reconciliation and failed (both an open incident)."
+                " · " (counts.completed) " completed. On the diagram, per node: waiting, parked for a retry, awaiting a reconciliation and failed (both an open incident); on each end event, the instances that completed there."
             }
             @if ui.actions && counts.failed > 0 {
                 p.actions { a href={(p) "/actions/migrate-all?deployment=" (d.id)} { "repair all " (counts.failed) " FAILED instances by migration…" } }
@@ -150,12 +155,13 @@ fn fleet_live_with(
                 @let busy: Vec<_> = counts.nodes.iter().collect();
                 @if !busy.is_empty() {
                     table {
-                        tr { th { "node" } th.num { "waiting" } th.num { "parked for a retry" } th.num { "to reconcile" } th.num { "failed" } }
+                        tr { th { "node" } th.num { "waiting" } th.num { "parked for a retry" } th.num { "to reconcile" } th.num { "failed" } th.num { "completed here" } }
                         @for (node, c) in busy {
                             tr {
                                 td { a href={(p) "/instances?deployment=" (d.id) "&node=" (encode(node))} { (node) } }
                                 td.num { (c.waiting) } td.num { (c.parked) } td.num { (c.reconcile) }
                                 td.num { @if c.failed > 0 { a href={(p) "/instances?deployment=" (d.id) "&status=failed&node=" (encode(node))} { (c.failed) } } @else { "0" } }
+                                td.num data-completed=(c.completed) { (c.completed) }
                             }
                         }
                     }
@@ -203,9 +209,122 @@ fn fleet_live_with(
                 }
             }
         }
+        (load_per_minute(&load))
         h3 { "Attempts over time (all dependencies)" }
         (bars(&per_minute))
     })
+}
+
+/// The live load per dependency: for each, its attempts and requests per
+/// minute over the window the store read ([`LOAD_MINUTES`]), as numbers
+/// and as a pair of bars per minute.
+fn load_per_minute(load: &qflow_engine::store::stats::LoadWindow) -> Markup {
+    let (Some(first), Some(last)) = (load.first_minute, load.last_minute) else {
+        return html! {
+            h3 #load-per-minute { "Attempts and requests per minute per dependency" }
+            p.muted { "No decision recorded yet." }
+        };
+    };
+    html! {
+        h3 #load-per-minute {
+            "Attempts and requests per minute per dependency, the last " (load.minutes) " minutes"
+        }
+        p.muted {
+            "From " (when(first * 60_000)) " to the minute of the store's latest decision, "
+            (when(last * 60_000)) " (the minute starting then). A request is a task's attempt or a channel's delivery."
+        }
+        @if load.dependencies.is_empty() {
+            p.muted { "No attempt or request in these " (load.minutes) " minutes." }
+        } @else {
+            table #load-table {
+                tr {
+                    th { "dependency" }
+                    th.num { "attempts, " (load.minutes) " min" }
+                    th.num { "requests, " (load.minutes) " min" }
+                    th.num { "requests, last minute" }
+                    th.num { "peak requests per minute" }
+                    th { "per minute (attempts, requests)" }
+                }
+                @for d in &load.dependencies {
+                    tr data-dependency=(d.dependency) {
+                        td { (d.dependency) }
+                        td.num data-attempts=(d.attempts()) { (d.attempts()) }
+                        td.num data-requests=(d.requests()) { (d.requests()) }
+                        td.num data-last-minute=(d.requests_per_minute.last().copied().unwrap_or(0)) {
+                            (d.requests_per_minute.last().copied().unwrap_or(0)) "/min"
+                        }
+                        td.num { (d.requests_per_minute.iter().copied().max().unwrap_or(0)) "/min" }
+                        td { (minute_pairs(first, d)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A dependency's attempts and requests per minute: two thin bars per
+/// minute of the window, one scale (the higher peak), ticks every 15 min.
+fn minute_pairs(first: i64, d: &qflow_engine::store::stats::MinuteLoad) -> Markup {
+    let n = d.requests_per_minute.len();
+    let peak = d
+        .requests_per_minute
+        .iter()
+        .chain(&d.attempts_per_minute)
+        .copied()
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let (step, h) = (8usize, 60i64);
+    let w = 46 + n * step;
+    let height = |v: u64| (v as f64 / peak as f64 * h as f64).round() as i64;
+    html! {
+        svg.pairs width=(w) height="92" viewBox={"0 0 " (w) " 92"} role="img"
+            aria-label={(d.dependency) ": attempts and requests per minute"} {
+            text x="2" y="10" { (peak) "/min" }
+            text x="2" y=(h + 6) { "0" }
+            @for k in 0..n {
+                @let a = d.attempts_per_minute[k];
+                @let r = d.requests_per_minute[k];
+                @let x = 40 + k * step;
+                @let m = first + k as i64;
+                rect.attempts x=(x) y=(h + 6 - height(a)) width="3" height=(height(a)) {
+                    title { (when(m * 60_000)) ": " (a) " attempts, " (r) " requests" }
+                }
+                rect.requests x=(x + 3) y=(h + 6 - height(r)) width="3" height=(height(r)) {
+                    title { (when(m * 60_000)) ": " (a) " attempts, " (r) " requests" }
+                }
+                @if k % 15 == 0 {
+                    text x=(x) y=(h + 18) { (when(m * 60_000)) }
+                }
+            }
+            rect.attempts x="40" y="82" width="8" height="8" {}
+            text x="50" y="90" { "attempts" }
+            rect.requests x="100" y="82" width="8" height="8" {}
+            text x="110" y="90" { "requests, per minute" }
+        }
+    }
+}
+
+/// What the fleet page's load, pauses, breakers and ramps present, as
+/// JSON (`/ui/fleet.json`): the same engine reads, unrendered.
+pub fn fleet_json(store: &Store) -> Result<serde_json::Value, StoreError> {
+    let o = store.observations()?;
+    let releases: Vec<_> = store
+        .releases()?
+        .into_iter()
+        .filter(ramp_in_force)
+        .collect();
+    Ok(serde_json::json!({
+        "load_window": store.load_window(LOAD_MINUTES)?,
+        "paused": o.paused,
+        "breakers": store.breakers()?,
+        "releases_in_force": releases,
+    }))
+}
+
+/// A release ramp still letting parks go: not stopped, some waiting.
+fn ramp_in_force(r: &qflow_engine::store::release::ReleaseSchedule) -> bool {
+    r.stopped_ms.is_none() && r.waiting > 0
 }
 
 /// The most recent FAILED instances, oldest first (the list's order).
@@ -282,6 +401,11 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
     let (forecast, _) = qflow_engine::forecast::fleet(store, wall)?;
     let breakers = store.breakers()?;
     let moves = store.breaker_transitions(10)?;
+    let ramps: Vec<_> = store
+        .releases()?
+        .into_iter()
+        .filter(ramp_in_force)
+        .collect();
     let p = ui.prefix;
     let body = html! {
         h1 { "Fleet" }
@@ -348,6 +472,47 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
                 }
             }
         }
+        h3 #breakers { "Circuit breakers" }
+        @if breakers.is_empty() {
+            p.muted { "None declared, or none has seen an attempt yet." }
+        } @else {
+            table #breakers-table {
+                tr { th { "dependency" } th { "phase" } th { "since" } th.num { "opened" } th { "latest moves" } }
+                @for b in &breakers {
+                    tr data-dependency=(b.dependency) {
+                        td { (b.dependency) }
+                        td { (b.state.phase.as_str()) }
+                        td { (when(b.state.since_ms)) }
+                        td.num { (b.state.opened) }
+                        td {
+                            @for m in moves.iter().filter(|m| m.dependency == b.dependency) {
+                                div { (when(m.at_ms)) " " (m.from.as_str()) " → " (m.to.as_str()) ": " (m.reason) @if let Some(r) = m.release { " (release ramp " (r) ")" } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h3 #ramps { "Release ramps in force" }
+        @if ramps.is_empty() {
+            p.muted { "None: no ramp is letting parks go." }
+        } @else {
+            table #ramps-table {
+                tr { th.num { "ramp" } th { "releases" } th { "shape" } th.num { "let go" } th.num { "waiting" } th { "next" } th { "last" } th { "by" } }
+                @for r in &ramps {
+                    tr {
+                        td.num { (r.id) }
+                        td { (r.kind.flag()) " " (r.value) }
+                        td { (r.shape_words()) }
+                        td.num { (r.parks) }
+                        td.num data-waiting=(r.waiting) { (r.waiting) }
+                        td { @if let Some(n) = r.next_ms { (when(n)) } }
+                        td { (when(r.end_ms)) }
+                        td { (qflow_engine::store::contain::Actor::words(Some(r.by.as_str()), r.reason.as_deref())) }
+                    }
+                }
+            }
+        }
         h3 { "Retry parks by cause (what a pause would hold)" }
         @if causes.is_empty() {
             p.muted { "No retry park is armed." }
@@ -378,25 +543,6 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
                         td colspan="3" {
                             (d.failed()) " of " (d.parked) " within " (forecast.hours) " h; "
                             (d.later) " later; " (d.never) " never; " (d.held) " held by a pause or quarantine"
-                        }
-                    }
-                }
-            }
-        }
-        @if !breakers.is_empty() {
-            h2 { "Circuit breakers" }
-            table {
-                tr { th { "dependency" } th { "phase" } th { "since" } th.num { "opened" } th { "latest moves" } }
-                @for b in &breakers {
-                    tr {
-                        td { (b.dependency) }
-                        td { (b.state.phase.as_str()) }
-                        td { (when(b.state.since_ms)) }
-                        td.num { (b.state.opened) }
-                        td {
-                            @for m in moves.iter().filter(|m| m.dependency == b.dependency) {
-                                div { (when(m.at_ms)) " " (m.from.as_str()) " → " (m.to.as_str()) ": " (m.reason) @if let Some(r) = m.release { " (release ramp " (r) ")" } }
-                            }
                         }
                     }
                 }

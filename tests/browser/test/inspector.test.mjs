@@ -115,8 +115,19 @@ after(async () => {
 });
 
 /** A store of DBG-08's long outage: `failed` exhausted, one parked. */
-function outageStore(name, failed) {
+function outageStore(name, failed, { breaker = false } = {}) {
   const db = path.join(dir, name);
+  if (breaker) {
+    // 20 jobs through a 2 h outage with a circuit breaker on the charge:
+    // they complete once it is over, and the breaker's moves are kept.
+    const handlers = path.join(dir, `${name}.handlers.toml`);
+    writeFileSync(
+      handlers,
+      '[tasks."payments.charge"]\ncommand = "true"\n\n[tasks."payments.charge".breaker]\n' +
+        'consecutive_failures = 5\nopen_for = "5m"\ncanaries = 2\nrelease_ramp = "10,50,200/min"\n',
+    );
+    qflow("simulate", sample("dbg08-long-outage.bpmn"), "--jobs", "20", "--outage", "2h", "--handlers", handlers, "--db", db);
+  }
   qflow("simulate", sample("dbg08-long-outage.bpmn"), "--jobs", String(failed), "--outage", "20h", "--db", db);
   qflow("simulate", sample("dbg08-long-outage.bpmn"), "--jobs", "40", "--outage", "2h", "--db", db);
   qflowAny("run", sample("dbg08-long-outage.bpmn"), "--until", "1h", "--db", db);
@@ -133,13 +144,30 @@ async function newPage() {
 }
 
 test("the fleet page of a simulated outage shows the counts per node and links every failed instance", { skip }, async () => {
-  const db = outageStore("fleet.db", 200);
+  const db = outageStore("fleet.db", 200, { breaker: true });
+  // The parked instance held by a pause, then let go by a ramp.
+  qflow("pause", "--dependency", "payments.charge", "--db", db);
+  qflow("unpause", "--dependency", "payments.charge", "--ramp", "1/min", "--db", db);
   const ui = await startServer(["ui", "--db", db, "--listen", "127.0.0.1:0"]);
   servers.push(ui);
   const page = await newPage();
   await page.goto(`${ui.base}/ui/`, { waitUntil: "load" });
   assert.equal(await page.$eval("[data-count=failed]", (e) => e.textContent), "200");
-  assert.equal(await page.$eval("[data-count=completed]", (e) => e.textContent), "40");
+  assert.equal(await page.$eval("[data-count=completed]", (e) => e.textContent), "60");
+  // The load per minute per dependency, the last 60 minutes: the page
+  // shows what /ui/fleet.json (the engine's read) answers.
+  const json = await (await fetch(`${ui.base}/ui/fleet.json`)).json();
+  const dep = json.load_window.dependencies[0];
+  assert.equal(dep.dependency, "payments.charge");
+  const requests = dep.requests_per_minute.reduce((a, b) => a + b, 0);
+  assert.ok(requests > 0, JSON.stringify(json.load_window));
+  const row = await page.waitForSelector("#load-table tr[data-dependency='payments.charge']");
+  assert.equal(await row.$eval("[data-requests]", (e) => e.dataset.requests), String(requests));
+  assert.equal(await row.$$eval("svg.pairs rect.requests", (r) => r.length), 60 + 1, "a bar per minute and the legend's");
+  assert.match(await page.$eval("#load-per-minute", (e) => e.textContent), /the last 60 minutes/);
+  // Beside the pauses: the breaker and the ramp in force.
+  assert.match(await page.$eval("#breakers-table", (e) => e.textContent), /payments\.charge\s*closed/);
+  assert.match(await page.$eval("#ramps-table", (e) => e.textContent), /dependency payments\.charge\s*ramp 1\/min/);
   // The engine's drawing, with the fleet's counts on the task.
   const note = await page.$eval("svg.qflow-diagram", (e) => e.textContent);
   assert.match(note, /1 parked · 200 failed/);
