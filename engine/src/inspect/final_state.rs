@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{Inspection, Waiting};
 use crate::instance::history::seconds;
 use crate::instance::snapshot::{Failure, TokenState};
-use crate::instance::{Purpose, Status};
+use crate::instance::{OutboxState, Purpose, Status};
 use crate::store::OutboxEntry;
 
 /// One instance's state at the end of a run.
@@ -65,7 +65,7 @@ impl FinalState {
             abandoned: inspection
                 .outbox
                 .iter()
-                .filter(|o| o.state == "abandoned")
+                .filter(|o| o.state == OutboxState::Abandoned)
                 .cloned()
                 .collect(),
         }
