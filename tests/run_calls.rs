@@ -610,7 +610,7 @@ fn a_lost_poison_wake_is_recovered_by_the_timeout(fresh: &Fresh) {
         .collect();
     // Nothing told the task; the timeout the loader guarantees did.
     assert_eq!(failed, vec![("q.timeout", 30.0)]);
-    assert_eq!(run.final_state().unwrap()["status"], "completed");
+    assert_eq!(run.final_state().unwrap().status(), "completed");
 }
 
 fn local_run(

@@ -306,7 +306,9 @@ fn snapshot_bytes_that_are_not_an_object_fail_that_instance_and_the_others_are_s
     assert_eq!(stored(&db, "pb-2").0, "completed");
     // The failed instance is inspectable: its record and its raw bytes.
     let store = open(&db);
-    let end = qflow_engine::local::final_state(&store, "pa-1").unwrap();
+    let end = qflow_engine::local::final_state(&store, "pa-1")
+        .unwrap()
+        .to_json();
     assert_eq!(
         (
             end["status"].as_str(),

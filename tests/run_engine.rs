@@ -49,7 +49,7 @@ fn run(fresh: &Fresh, source: &str, scenario: &str) -> (Vec<Value>, Value, Strin
     let mut run = LocalRun::open(store, source, &defs, scenario, VirtualClock::new(0)).unwrap();
     let mut lines = Vec::new();
     run.run(|d| lines.extend(d.lines.iter().cloned())).unwrap();
-    let last = run.final_state().unwrap();
+    let last = run.final_state().unwrap().to_json();
     (lines, last, db)
 }
 

@@ -430,10 +430,9 @@ fn a_poison_wake_races_a_counterpart_response_across_processes(fresh: &Fresh) {
             let rows = store.outbox(id).unwrap();
             // Attempt 1 is out and undelivered (pending, or poisoned with
             // the wake owed): answer it now, racing the replicas.
-            if rows
-                .iter()
-                .any(|r| r.attempt == 1 && r.state != "delivered")
-            {
+            if rows.iter().any(|r| {
+                r.attempt == 1 && r.state != qflow_engine::instance::OutboxState::Delivered
+            }) {
                 let v = answer(&mut store, id, &mut responder_lost);
                 answered.insert(id.clone(), (true, v));
             }

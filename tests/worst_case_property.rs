@@ -189,7 +189,7 @@ fn run(fresh: &Fresh, source: &str, scenario: &str) -> (Vec<(u32, i64)>, Value, 
         }
     })
     .unwrap();
-    (attempts, run.final_state().unwrap(), last)
+    (attempts, run.final_state().unwrap().to_json(), last)
 }
 
 fn ms(d: Duration) -> i64 {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::inspect::Inspection;
+use crate::inspect::{FinalState, Inspection};
 use crate::instance::TaskOutcome;
 use crate::model::Definitions;
 use crate::operate::{self, NoAttempt};
@@ -36,8 +36,9 @@ pub trait LocalRunExt {
     fn poison_now(&mut self) -> Result<Result<Vec<Decision>, NoAttempt>, RunError>;
     /// The instance as plain data, read back from the store.
     fn inspect(&self) -> Result<Inspection, RunError>;
-    /// The instance's state as the last line of `qflow run` (docs/run.md).
-    fn final_state(&self) -> Result<Value, RunError>;
+    /// The instance's state as the last line of `qflow run` says it
+    /// (docs/run.md), typed; [`FinalState::to_json`] is its JSON form.
+    fn final_state(&self) -> Result<FinalState, RunError>;
 }
 
 impl<C: Clock> LocalRunExt for LocalRun<C> {
@@ -71,8 +72,8 @@ impl<C: Clock> LocalRunExt for LocalRun<C> {
         )?)
     }
 
-    fn final_state(&self) -> Result<Value, RunError> {
-        Ok(self.inspect()?.final_line())
+    fn final_state(&self) -> Result<FinalState, RunError> {
+        Ok(self.inspect()?.final_state())
     }
 }
 
@@ -106,11 +107,11 @@ pub fn migrate_instance(
 }
 
 /// The last line of `qflow run` for `instance`: what its inspection says
-/// ([`Inspection::final_line`]).
-pub fn final_state(store: &Store, instance: &str) -> Result<Value, RunError> {
+/// ([`Inspection::final_state`]).
+pub fn final_state(store: &Store, instance: &str) -> Result<FinalState, RunError> {
     let row = store
         .instance(instance)?
         .ok_or_else(|| StoreError::NoInstance(instance.into()))?;
     let graph = deployed_graph(store, row.deployment_id)?;
-    Ok(Inspection::read(store, &graph, instance)?.final_line())
+    Ok(Inspection::read(store, &graph, instance)?.final_state())
 }

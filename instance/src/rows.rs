@@ -98,6 +98,54 @@ pub struct OutboxRow {
     pub idempotency_key: String,
 }
 
+/// Where an outbox row stands (its `state` column), as the faces read it:
+/// an enum, so a face matches on it instead of comparing the column's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutboxState {
+    /// Not yet delivered: the relay will try it (again).
+    Pending,
+    Delivered,
+    /// Its deliveries ran out, or a counterpart refused it for good.
+    Poisoned,
+    /// Will never be delivered: the attempt it belonged to is over.
+    Abandoned,
+}
+
+impl OutboxState {
+    /// The column's text (`pending`, `delivered`, `poisoned`, `abandoned`):
+    /// what the JSON outputs and the tables print.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutboxState::Pending => "pending",
+            OutboxState::Delivered => "delivered",
+            OutboxState::Poisoned => "poisoned",
+            OutboxState::Abandoned => "abandoned",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<OutboxState> {
+        [
+            OutboxState::Pending,
+            OutboxState::Delivered,
+            OutboxState::Poisoned,
+            OutboxState::Abandoned,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
+    }
+
+    /// Poisoned or abandoned: a request that will never be delivered.
+    pub fn is_undeliverable(self) -> bool {
+        matches!(self, OutboxState::Poisoned | OutboxState::Abandoned)
+    }
+}
+
+impl std::fmt::Display for OutboxState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The durable facts a decision reads.
 #[derive(Debug, Clone)]
 pub struct Facts<'a> {

@@ -444,7 +444,7 @@ fn show_json(i: &Inspection) -> Value {
             "purpose": t.purpose.as_str(), "due_s": ops::seconds(t.due_ms - i.started_ms),
             "attempt": t.attempt})).collect::<Vec<_>>(),
         "outbox": i.outbox.iter().map(|o| json!({"node": o.node, "channel": o.channel,
-            "attempt": o.attempt, "state": o.state, "deliveries": o.deliveries,
+            "attempt": o.attempt, "state": o.state.as_str(), "deliveries": o.deliveries,
             "idempotencyKey": o.idempotency_key, "reason": o.reason})).collect::<Vec<_>>(),
         "correlations": i.correlations.iter().map(|c| json!({"key": c.key, "node": c.node,
             "in_backoff": c.in_backoff})).collect::<Vec<_>>(),

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use qflow_engine::inspect::{token_words, End, FinalState, Waiting};
 use qflow_engine::instance::history::{
     Attempt, AttemptOutcome, Delivered, HistoryEvent, Line, Park, Secs, Then, Verdict, WaitFor,
 };
@@ -316,7 +317,12 @@ pub fn run(args: Args) -> ExitCode {
                 // stands rather than letting the run start a new one.
                 if matches!(d.status, Status::Completed | Status::Failed) {
                     return match final_state(&store, instance) {
-                        Ok(state) => finish(&state, format, expect.as_ref(), true),
+                        Ok(state) => finish(
+                            &Settled { state, stop: None },
+                            format,
+                            expect.as_ref(),
+                            true,
+                        ),
                         Err(e) => fail(format, Why::Store, e),
                     };
                 }
@@ -504,27 +510,25 @@ fn refuse(
 /// Print the final state and hold it to `--expect`: exit 3 when the run
 /// ended otherwise. `kept`: the instance stays in a database the user named.
 pub(crate) fn finish(
-    state: &Value,
+    settled: &Settled,
     format: Format,
     expect: Option<&Expectation>,
     kept: bool,
 ) -> ExitCode {
+    let state = &settled.to_json();
     match format {
         Format::Json => println!(
             "{}",
             json_line(state, &["status", "code", "reason", "attempts"])
         ),
         Format::Human => {
-            println!("{}", human_final(state, kept));
-            for a in abandoned(state) {
+            println!("{}", human_final(settled, kept));
+            for a in abandoned(&settled.state) {
                 println!("{a}");
             }
         }
     }
-    if !kept
-        && state.get("status").and_then(Value::as_str) == Some("waiting")
-        && format == Format::Json
-    {
+    if !kept && matches!(settled.state.end, End::Waiting(_)) && format == Format::Json {
         eprintln!("note: the instance was in a temporary database, now removed; re-run with --db FILE to keep it and resume it");
     }
     match expect {
@@ -775,8 +779,8 @@ pub(crate) fn drive_run<C: Clock>(run: &mut LocalRun<C>, opts: &Opts) -> ExitCod
         println!("{text}");
     }
     match settled {
-        Ok(state) => finish(
-            &state,
+        Ok(settled) => finish(
+            &settled,
             format,
             opts.expect.as_ref(),
             opts.db_shown.is_some(),
@@ -845,6 +849,44 @@ impl Repeats {
     }
 }
 
+/// How a local run ended: the instance's final state (the engine's, typed)
+/// and, when the run stopped with more to do, why.
+pub(crate) struct Settled {
+    pub(crate) state: FinalState,
+    pub(crate) stop: Option<Stop>,
+}
+
+impl Settled {
+    /// The final line's JSON: the engine's form, with `stopped` (and
+    /// `horizon_s`, `pause` or `returns`) when the run stopped with more
+    /// to do (docs/run.md).
+    pub(crate) fn to_json(&self) -> Value {
+        let mut line = self.state.to_json();
+        if let (Value::Object(m), Some(stop)) = (&mut line, &self.stop) {
+            let extra = match stop {
+                Stop::Horizon { horizon_ms, .. } => ("horizon_s", json!(horizon_ms / 1000)),
+                Stop::Held { kind, value, .. } => {
+                    ("pause", json!({"kind": kind.flag(), "value": value}))
+                }
+                Stop::NoProgress { returns, .. } => ("returns", json!(returns)),
+            };
+            m.insert("stopped".into(), json!(stop_word(stop)));
+            m.insert(extra.0.into(), extra.1);
+        }
+        line
+    }
+}
+
+/// Why a run stopped with more to do, as the final line's `stopped` says
+/// it: `horizon`, `held` or `no-progress`.
+pub(crate) fn stop_word(stop: &Stop) -> &'static str {
+    match stop {
+        Stop::Horizon { .. } => "horizon",
+        Stop::Held { .. } => "held",
+        Stop::NoProgress { .. } => "no-progress",
+    }
+}
+
 /// Step a local instance until nothing more can be decided, handing each
 /// decision to `print`, and return its final state (with why it stopped,
 /// when it stopped with more to do): `qflow run`, `qflow resume` and each
@@ -853,7 +895,7 @@ pub(crate) fn settle<C: Clock>(
     run: &mut LocalRun<C>,
     opts: &Opts,
     print: impl Fn(&Decision),
-) -> Result<Value, RunError> {
+) -> Result<Settled, RunError> {
     match (opts.until, opts.horizon) {
         (Some(u), _) => run.stop_after(u),
         (None, Some(h)) => run.stop_after_from_now(h),
@@ -902,22 +944,18 @@ pub(crate) fn settle<C: Clock>(
     }
     let _ = run.release();
     let stop = run.stopped()?;
-    let mut state = run.final_state()?;
+    let state = run.final_state()?;
     if let Some(stop) = &stop {
-        say_stopped(&mut state, stop, run.instance_id(), opts);
+        say_stopped(stop, run.instance_id(), opts);
     }
-    Ok(state)
+    Ok(Settled { state, stop })
 }
 
-/// A run that stopped with more to do says why, on stderr and in the final
-/// line (`stopped`: `horizon` with `horizon_s`, or `no-progress` with
-/// `returns`), and how to continue.
-fn say_stopped(state: &mut Value, stop: &Stop, instance: &str, opts: &Opts) {
-    let (key, extra, why) = match stop {
-        Stop::Horizon { horizon_ms, due_ms } => (
-            "horizon",
-            ("horizon_s", json!(horizon_ms / 1000)),
-            format!(
+/// A run that stopped with more to do says why on stderr (and in the final
+/// line: [`Settled::to_json`]), and how to continue.
+fn say_stopped(stop: &Stop, instance: &str, opts: &Opts) {
+    let why = match stop {
+        Stop::Horizon { horizon_ms, due_ms } => format!(
                 "stopped at {}, the run's horizon ({}); the next thing due is at {}",
                 at(Some(Secs(*horizon_ms))),
                 if opts.until.is_some() {
@@ -930,39 +968,26 @@ fn say_stopped(state: &mut Value, stop: &Stop, instance: &str, opts: &Opts) {
                 },
                 at(Some(Secs(*due_ms)))
             ),
-        ),
         Stop::Held {
             node,
             due_ms,
             kind,
             value,
-        } => (
-            "held",
-            ("pause", json!({"kind": kind.flag(), "value": value})),
-            format!(
-                "nothing runs: the retry of {node} due at {} is held by the pause of {} {value}, its due time kept",
-                at(Some(Secs(*due_ms))),
-                kind.flag()
-            ),
+        } => format!(
+            "nothing runs: the retry of {node} due at {} is held by the pause of {} {value}, its due time kept",
+            at(Some(Secs(*due_ms))),
+            kind.flag()
         ),
         Stop::NoProgress {
             returns,
             node,
             at_ms,
-        } => (
-            "no-progress",
-            ("returns", json!(returns)),
-            format!(
-                "stopped at {} (at `{node}`): the instance came back to the same state {returns} times, \
-                 a loop its world never lets out (give the scenario an answer that ends the loop, or the loop an exit)",
-                at(Some(Secs(*at_ms)))
-            ),
+        } => format!(
+            "stopped at {} (at `{node}`): the instance came back to the same state {returns} times, \
+             a loop its world never lets out (give the scenario an answer that ends the loop, or the loop an exit)",
+            at(Some(Secs(*at_ms)))
         ),
     };
-    if let Value::Object(m) = state {
-        m.insert("stopped".into(), json!(key));
-        m.insert(extra.0.into(), extra.1);
-    }
     if let Stop::Held { kind, value, .. } = stop {
         // Running it again does nothing until the pause is lifted: say so
         // instead of "a run continues it".
@@ -1013,12 +1038,9 @@ fn canonical(v: &Value) -> String {
 }
 
 /// Virtual time since the instance started, as the console shows it (`+2h 36m`).
-fn secs(v: Option<&Value>) -> String {
-    match v.and_then(Value::as_f64) {
-        Some(s) => format!(
-            "+{}",
-            qflow_engine::duration::compact_ms((s * 1000.0).round() as i64)
-        ),
+fn since_start(ms: Option<i64>) -> String {
+    match ms {
+        Some(ms) => format!("+{}", qflow_engine::duration::compact_ms(ms)),
         None => "+?".into(),
     }
 }
@@ -1276,18 +1298,17 @@ fn decision_words(line: &Line, columns: &Columns) -> String {
 
 /// One line per request the run leaves undelivered for good (the final
 /// line's `abandoned`): which, and why it will never be delivered.
-fn abandoned(v: &Value) -> Vec<String> {
-    let rows = v.get("abandoned").and_then(Value::as_array);
-    rows.into_iter()
-        .flatten()
+fn abandoned(state: &FinalState) -> Vec<String> {
+    state
+        .abandoned
+        .iter()
         .map(|a| {
-            let get = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("");
             format!(
                 "ABANDONED  request {} to {} (attempt {}), never delivered: {}",
-                get("idempotencyKey"),
-                get("channel"),
-                a.get("attempt").and_then(Value::as_u64).unwrap_or(0),
-                get("reason")
+                a.idempotency_key,
+                a.channel,
+                a.attempt,
+                a.reason.as_deref().unwrap_or("")
             )
         })
         .collect()
@@ -1295,123 +1316,112 @@ fn abandoned(v: &Value) -> Vec<String> {
 
 /// The final line. `kept`: the instance is in a database the user named (it
 /// can be resumed); otherwise the temporary database is already gone.
-fn human_final(v: &Value, kept: bool) -> String {
-    qflow_engine::text::printable(&final_words(v, kept)).into_owned()
+fn human_final(settled: &Settled, kept: bool) -> String {
+    qflow_engine::text::printable(&final_words(settled, kept)).into_owned()
 }
 
-fn final_words(v: &Value, kept: bool) -> String {
-    let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
-    // How many times a task waiting for reconciliation has run.
-    let ran = match v.get("attempts").and_then(Value::as_u64) {
-        Some(1) => ", after 1 attempt".to_string(),
-        Some(n) => format!(", after {n} attempts"),
-        None => String::new(),
-    };
-    match get("status") {
-        "completed" => format!("COMPLETED  instance {}", get("instance")),
-        "failed" => {
+fn final_words(settled: &Settled, kept: bool) -> String {
+    let id = settled.state.instance.as_str();
+    match &settled.state.end {
+        End::Completed => format!("COMPLETED  instance {id}"),
+        End::Failed {
+            failure: f,
+            attempts,
+            first_attempt_ms,
+            last_attempt_ms,
+        } => {
             let mut s = format!(
-                "FAILED     instance {}{}: {} ({}), {}",
-                get("instance"),
-                match get("node") {
+                "FAILED     instance {id}{}: {} ({}), {}",
+                match f.node.as_str() {
                     "" => String::new(),
                     node => format!(" at {node}"),
                 },
-                get("code"),
-                get("reason"),
-                counted(
-                    v.get("attempts").and_then(Value::as_u64).unwrap_or(0),
-                    "attempt",
-                    "attempts"
-                )
+                f.code,
+                f.reason,
+                counted(u64::from(*attempts), "attempt", "attempts")
             );
             // The terminal record: class, dependency, first and last attempt.
             let mut more = Vec::new();
-            if !get("class").is_empty() {
-                more.push(format!("class {}", get("class")));
-            }
-            if !get("task").is_empty() {
-                more.push(format!("task {}", get("task")));
-            }
-            if !get("channel").is_empty() {
-                more.push(format!("channel {}", get("channel")));
-            }
-            if v.get("first_attempt_s").is_some() {
+            let named = |what: &str, v: &Option<String>| {
+                v.as_deref()
+                    .filter(|v| !v.is_empty())
+                    .map(|v| format!("{what} {v}"))
+            };
+            more.extend(named("class", &f.class));
+            more.extend(named("task", &f.task));
+            more.extend(named("channel", &f.channel));
+            if let Some(first) = first_attempt_ms {
                 more.push(format!(
                     "attempts from {} to {}",
-                    secs(v.get("first_attempt_s")),
-                    secs(v.get("last_attempt_s"))
+                    since_start(Some(*first)),
+                    since_start(*last_attempt_ms)
                 ));
             }
             if !more.is_empty() {
                 s.push_str(&format!("; {}", more.join(", ")));
             }
             // The last attempt's own words, as the handler gave them.
-            if !get("message").is_empty() {
-                s.push_str(&format!("; last failure: {}", get("message")));
+            if let Some(m) = f.message.as_deref().filter(|m| !m.is_empty()) {
+                s.push_str(&format!("; last failure: {m}"));
             }
             s
         }
-        _ => match get("for") {
-            "reconciliation" if kept => format!(
-                "WAITING    instance {} at {}: reconciliation of {}{ran} (resolve with the same --db and --resolve {}=succeeded|failed|retry)",
-                get("instance"),
-                get("node"),
-                get("code"),
-                get("node")
-            ),
-            "reconciliation" => format!(
-                "WAITING    instance {} at {}: reconciliation of {}{ran} (the instance was in a temporary database, now removed: re-run with --db FILE to keep it, then --resolve {}=succeeded|failed|retry)",
-                get("instance"),
-                get("node"),
-                get("code"),
-                get("node")
-            ),
-            other => {
-                let pause = v.get("pause").filter(|_| get("stopped") == "held");
-                let held;
-                let kept = if let Some(p) = pause {
-                    // The pause in an operator's words: `class transient`.
-                    let words: Vec<&str> = ["kind", "value"]
-                        .iter()
-                        .filter_map(|k| p.get(*k).and_then(Value::as_str))
-                        .collect();
-                    held = format!(
-                        " (held by the pause of {}: see the note above)",
-                        words.join(" ")
-                    );
-                    held.as_str()
-                } else if kept {
-                    " (a run with the same --db resumes it)"
-                } else {
-                    " (the instance was in a temporary database, now removed: re-run with --db FILE to keep it)"
-                };
-                match v.get("tokens").and_then(Value::as_object) {
-                    // No one node waits on one thing: say where each token is.
-                    Some(tokens) => {
-                        let at: Vec<String> = tokens
-                            .iter()
-                            .map(|(n, s)| format!("{n} {}", s.as_str().unwrap_or("?")))
-                            .collect();
-                        let why = if v.get("stopped").is_some() {
-                            "stopped".to_string()
-                        } else {
-                            other.to_string()
-                        };
-                        format!(
-                            "WAITING    instance {}: {why}, tokens at {}{kept}",
-                            get("instance"),
-                            qflow_engine::text::capped_list(&at)
-                        )
-                    }
-                    None => format!(
-                        "WAITING    instance {} at {}: {other} due at {}{kept}",
-                        get("instance"),
-                        get("node"),
-                        secs(v.get("due_s")),
-                    ),
-                }
+        End::Waiting(Some(Waiting::Reconciliation {
+            node,
+            code,
+            attempts,
+        })) => {
+            // How many times a task waiting for reconciliation has run.
+            let ran = match attempts {
+                Some(1) => ", after 1 attempt".to_string(),
+                Some(n) => format!(", after {n} attempts"),
+                None => String::new(),
+            };
+            let code = code.as_deref().unwrap_or("");
+            if kept {
+                format!(
+                    "WAITING    instance {id} at {node}: reconciliation of {code}{ran} (resolve with the same --db and --resolve {node}=succeeded|failed|retry)"
+                )
+            } else {
+                format!(
+                    "WAITING    instance {id} at {node}: reconciliation of {code}{ran} (the instance was in a temporary database, now removed: re-run with --db FILE to keep it, then --resolve {node}=succeeded|failed|retry)"
+                )
             }
-        },
+        }
+        End::Waiting(waiting) => {
+            let held;
+            let kept = if let Some(Stop::Held { kind, value, .. }) = &settled.stop {
+                // The pause in an operator's words: `class transient`.
+                held = format!(
+                    " (held by the pause of {} {value}: see the note above)",
+                    kind.flag()
+                );
+                held.as_str()
+            } else if kept {
+                " (a run with the same --db resumes it)"
+            } else {
+                " (the instance was in a temporary database, now removed: re-run with --db FILE to keep it)"
+            };
+            let other = settled.state.waiting_for().unwrap_or("");
+            match waiting {
+                // No one node waits on one thing: say where each token is.
+                Some(Waiting::Nothing { tokens }) => {
+                    let why = if settled.stop.is_some() {
+                        "stopped"
+                    } else {
+                        other
+                    };
+                    format!(
+                        "WAITING    instance {id}: {why}, tokens at {}{kept}",
+                        qflow_engine::text::capped_list(&token_words(tokens))
+                    )
+                }
+                Some(Waiting::Timer { node, due_ms, .. }) => format!(
+                    "WAITING    instance {id} at {node}: {other} due at {}{kept}",
+                    since_start(Some(*due_ms)),
+                ),
+                _ => format!("WAITING    instance {id} at : {other} due at +?{kept}"),
+            }
+        }
     }
 }

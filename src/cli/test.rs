@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use qflow_engine::inspect::End;
 use qflow_engine::runtime::clock::VirtualClock;
 use qflow_engine::runtime::driver::DEFAULT_HORIZON;
 use qflow_engine::runtime::graph::Graph;
@@ -19,7 +20,7 @@ use qflow_engine::text::counted;
 use serde_json::{json, Value};
 
 use super::color::{paint, Stream};
-use super::run::{settle, Columns, Format as RunFormat, Opts};
+use super::run::{settle, stop_word, Columns, Format as RunFormat, Opts, Settled};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -225,13 +226,13 @@ fn run_case(model: &Path, path: &Path) -> (Option<String>, Option<String>, Verdi
         columns: Columns::of(Some(&graph)),
         quiet: true,
     };
-    let state = match settle(&mut session.run, &opts, |_| {}) {
+    let settled = match settle(&mut session.run, &opts, |_| {}) {
         Ok(s) => s,
         Err(e) => return error(e.to_string()),
     };
-    let ended = ended(&state);
+    let ended = ended(&settled);
     let verdict = match &expect {
-        Some(e) if !e.holds(&state) => Verdict::Failed,
+        Some(e) if !e.holds(&settled.to_json()) => Verdict::Failed,
         _ => Verdict::Ok,
     };
     (expect.map(|e| e.to_string()), Some(ended), verdict)
@@ -239,19 +240,24 @@ fn run_case(model: &Path, path: &Path) -> (Option<String>, Option<String>, Verdi
 
 /// How a run ended, in the words of an expectation (`failed:q.timeout`),
 /// with why a failure failed and how many attempts it took.
-fn ended(state: &Value) -> String {
-    let mut out = Expectation::describe(state);
-    let reason = state.get("reason").and_then(Value::as_str);
-    let attempts = state.get("attempts").and_then(Value::as_u64);
+fn ended(settled: &Settled) -> String {
+    let mut out = Expectation::describe(&settled.to_json());
+    let (reason, attempts) = match &settled.state.end {
+        End::Failed {
+            failure, attempts, ..
+        } => (Some(failure.reason.as_str()), Some(*attempts)),
+        _ => (None, None),
+    };
     match (reason, attempts) {
-        (Some(r), Some(n)) => {
-            out.push_str(&format!(" ({r}, {})", counted(n, "attempt", "attempts")))
-        }
+        (Some(r), Some(n)) => out.push_str(&format!(
+            " ({r}, {})",
+            counted(u64::from(n), "attempt", "attempts")
+        )),
         (Some(r), None) => out.push_str(&format!(" ({r})")),
         _ => {}
     }
-    if let Some(s) = state.get("stopped").and_then(Value::as_str) {
-        out.push_str(&format!(" (stopped: {s})"));
+    if let Some(stop) = &settled.stop {
+        out.push_str(&format!(" (stopped: {})", stop_word(stop)));
     }
     out
 }

@@ -8,7 +8,7 @@ use crate::write::matches_pause;
 use crate::write::{canary_timers, held_timers};
 use crate::{InstanceFacts, Sqlite, Store, StoreError};
 use qflow_instance::history::Line;
-use qflow_instance::{OutboxRow, Purpose, Status, TimerRow};
+use qflow_instance::{OutboxRow, OutboxState, Purpose, Status, TimerRow};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceRow {
@@ -70,8 +70,7 @@ pub struct OutboxEntry {
     pub node: String,
     pub channel: String,
     pub attempt: u32,
-    /// `pending`, `delivered`, `poisoned` or `abandoned`.
-    pub state: String,
+    pub state: OutboxState,
     pub deliveries: u32,
     pub idempotency_key: String,
     /// Why an `abandoned` row will never be delivered, or a `poisoned`
@@ -466,6 +465,9 @@ impl Store {
     }
 
     /// The outbox rows of an instance, oldest first.
+    ///
+    /// A `state` the schema never writes reads as pending (the decode path
+    /// is lenient, as a timer's purpose is): a face still shows the row.
     pub fn outbox(&self, instance: &str) -> Result<Vec<OutboxEntry>, StoreError> {
         self.read(|db| {
             db.rows(
@@ -476,7 +478,7 @@ impl Store {
                         node: r.get(0)?,
                         channel: r.get(1)?,
                         attempt: r.get(2)?,
-                        state: r.get(3)?,
+                        state: outbox_state(&r.get::<String>(3)?),
                         deliveries: r.get(4)?,
                         idempotency_key: r.get(5)?,
                         reason: r.get(6)?,
@@ -784,6 +786,11 @@ fn timer_candidates_in(db: &mut dyn Conn, limit: usize) -> Result<Vec<String>, S
         args![limit],
         |r| r.get(0),
     )
+}
+
+/// An outbox row's state as stored ([`Store::outbox`]).
+fn outbox_state(s: &str) -> OutboxState {
+    OutboxState::parse(s).unwrap_or(OutboxState::Pending)
 }
 
 #[cfg(test)]

@@ -811,6 +811,7 @@ impl App {
 /// rather than after a prompt has asked for input.
 fn nothing_for(view: &View, action: Action) -> Option<String> {
     use qflow_engine::inspect::NodeState;
+    use qflow_engine::instance::OutboxState;
     let i = &view.inspection;
     match action {
         Action::Respond if i.outbox.is_empty() => Some(
@@ -827,8 +828,8 @@ fn nothing_for(view: &View, action: Action) -> Option<String> {
                     .into(),
             )
         }
-        Action::Poison if !i.outbox.iter().any(|o| o.state == "pending") => {
-            Some(match i.outbox.iter().rev().find(|o| o.state == "delivered") {
+        Action::Poison if !i.outbox.iter().any(|o| o.state == OutboxState::Pending) => {
+            Some(match i.outbox.iter().rev().find(|o| o.state == OutboxState::Delivered) {
                 Some(o) => format!(
                     "the request of {} (attempt {}) was already delivered to {}: only a pending delivery can be poisoned; answer it with r, or let its timeout decide",
                     o.node, o.attempt, o.channel

@@ -14,7 +14,7 @@ use qflow_tui::view::{InstanceRowView, Status, View};
 /// pending in the outbox (p), and an unknown outcome waiting for an operator (R).
 fn actionable() -> View {
     let mut v = rich_view();
-    v.inspection.outbox[0].state = "pending".into();
+    v.inspection.outbox[0].state = qflow_engine::instance::OutboxState::Pending;
     v.inspection.nodes[1].state = NodeState::WaitingReconciliation;
     v
 }

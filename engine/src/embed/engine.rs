@@ -455,7 +455,7 @@ impl Engine {
         if self.store.instance(instance)?.is_none() {
             return Err(EngineError::NoInstance(instance.into()));
         }
-        Ok(crate::local::final_state(&self.store, instance)?)
+        Ok(crate::local::final_state(&self.store, instance)?.to_json())
     }
 
     /// The instance's variables, as persisted.

@@ -22,10 +22,12 @@ use crate::runtime::graph::Graph;
 use crate::store::contain::PauseKind;
 use crate::store::{CorrelationRow, IncidentRow, OutboxEntry, Store, StoreError, TimerInfo};
 
+mod final_state;
 pub mod fleet;
 mod nodes;
 mod schedule;
 
+pub use final_state::{token_words, waiting_for, End, FinalState};
 pub use fleet::{Filter, InstanceSummary};
 pub use nodes::{flow_order, NodeInspection, NodeKind, NodeState};
 pub use schedule::{AttemptResult, PastAttempt, PlannedAttempt, SchedulePlan};
@@ -460,95 +462,15 @@ impl Inspection {
         }))
     }
 
-    /// The last line of `qflow run`: `{"status":"completed",…}`,
-    /// `{"status":"failed",…}` or `{"status":"waiting",…}` (docs/run.md);
-    /// with `abandoned` listing the requests that will never be delivered,
-    /// when there are any, so a run never ends quiet about them.
-    pub fn final_line(&self) -> Value {
-        let mut line = self.final_state();
-        let abandoned: Vec<Value> = self
-            .outbox
-            .iter()
-            .filter(|o| o.state == "abandoned")
-            .map(|o| {
-                serde_json::json!({
-                    "node": o.node,
-                    "channel": o.channel,
-                    "attempt": o.attempt,
-                    "idempotencyKey": o.idempotency_key,
-                    "reason": o.reason,
-                })
-            })
-            .collect();
-        if let (Value::Object(m), false) = (&mut line, abandoned.is_empty()) {
-            m.insert("abandoned".into(), Value::Array(abandoned));
-        }
-        line
+    /// The instance's final state ([`FinalState`]): what `qflow run`'s
+    /// last line says (docs/run.md).
+    pub fn final_state(&self) -> FinalState {
+        FinalState::of(self)
     }
 
-    fn final_state(&self) -> Value {
-        let id = self.id.as_str();
-        match self.status {
-            Status::Completed => serde_json::json!({"status": "completed", "instance": id}),
-            Status::Failed => {
-                let f = self.failure.clone().unwrap_or_default();
-                let mut line = serde_json::json!({
-                    "status": "failed",
-                    "code": f.code,
-                    "reason": f.reason,
-                    "attempts": self.failed_attempts().unwrap_or(0),
-                    "node": f.node,
-                    "instance": id,
-                });
-                // What the terminal record keeps to act on, where it has it.
-                let at = |ms: Option<i64>| {
-                    ms.map(|ms| crate::instance::history::seconds(ms - self.started_ms))
-                };
-                let extra = [
-                    ("class", f.class.map(Value::from)),
-                    ("task", f.task.map(Value::from)),
-                    ("channel", f.channel.map(Value::from)),
-                    ("message", f.message.map(Value::from)),
-                    ("first_attempt_s", at(f.first_attempt_ms)),
-                    ("last_attempt_s", at(f.last_attempt_ms)),
-                ];
-                if let Value::Object(m) = &mut line {
-                    for (k, v) in extra {
-                        if let Some(v) = v {
-                            m.insert(k.to_string(), v);
-                        }
-                    }
-                }
-                line
-            }
-            Status::Running | Status::Waiting => match &self.waiting {
-                Some(Waiting::Reconciliation {
-                    node,
-                    code,
-                    attempts,
-                }) => serde_json::json!({
-                    "status": "waiting", "for": "reconciliation", "node": node, "code": code,
-                    "attempts": attempts,
-                    "resolve": format!("--resolve {node}=succeeded|failed|retry"), "instance": id,
-                }),
-                Some(Waiting::Timer {
-                    node,
-                    purpose,
-                    due_ms,
-                }) => serde_json::json!({
-                    "status": "waiting", "for": waiting_for(*purpose), "node": node,
-                    "due_s": crate::instance::history::seconds(*due_ms), "instance": id,
-                }),
-                Some(Waiting::Nothing { tokens }) => {
-                    let at: BTreeMap<&str, &str> = tokens
-                        .iter()
-                        .map(|(n, s)| (n.as_str(), s.as_str()))
-                        .collect();
-                    serde_json::json!({"status": "waiting", "for": "nothing it can be given locally", "tokens": at, "instance": id})
-                }
-                None => serde_json::json!({"status": "waiting", "instance": id}),
-            },
-        }
+    /// The final state's JSON form ([`FinalState::to_json`]).
+    pub fn final_line(&self) -> Value {
+        self.final_state().to_json()
     }
 }
 
@@ -571,14 +493,6 @@ fn last_failed_line(history: &[HistoryItem]) -> Option<Failure> {
             }),
             _ => None,
         })
-}
-
-/// What a timer's purpose means to a waiting instance, in the final line.
-pub fn waiting_for(p: Purpose) -> &'static str {
-    match p {
-        Purpose::Timeout => "response",
-        p => p.as_str(),
-    }
 }
 
 fn waiting(snap: &Snapshot, timers: &[TimerInfo], start: i64) -> Waiting {

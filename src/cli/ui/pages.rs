@@ -853,7 +853,7 @@ pub fn instance_page(ui: &Ui, store: &Store, ins: &Inspection) -> String {
             table {
                 tr { th { "node" } th { "channel" } th.num { "attempt" } th { "state" } th.num { "deliveries" } th { "idempotency key" } th { "reason" } }
                 @for o in &ins.outbox {
-                    tr { td { (o.node) } td { (o.channel) } td.num { (o.attempt) } td { (o.state) } td.num { (o.deliveries) } td.mono { (o.idempotency_key) } td { (o.reason.as_deref().unwrap_or("")) } }
+                    tr { td { (o.node) } td { (o.channel) } td.num { (o.attempt) } td { (o.state.as_str()) } td.num { (o.deliveries) } td.mono { (o.idempotency_key) } td { (o.reason.as_deref().unwrap_or("")) } }
                 }
             }
         }

@@ -9,6 +9,7 @@ use ratatui::Frame;
 use super::{attempts_style, block, dim, failed_style, lines_panel, ok_style, Ctx};
 use crate::app::Panel;
 use crate::fmt;
+use qflow_engine::instance::OutboxState;
 
 fn empty(text: &str) -> Vec<Line<'static>> {
     vec![Line::styled(text.to_string(), dim())]
@@ -61,14 +62,14 @@ pub fn outbox(f: &mut Frame, area: Rect, ctx: &Ctx) {
         outbox
             .iter()
             .flat_map(|o| {
-                let st = match o.state.as_str() {
-                    "poisoned" | "abandoned" => failed_style(),
-                    "delivered" => ok_style(),
-                    _ => Style::new().fg(Color::Yellow),
+                let st = match o.state {
+                    OutboxState::Poisoned | OutboxState::Abandoned => failed_style(),
+                    OutboxState::Delivered => ok_style(),
+                    OutboxState::Pending => Style::new().fg(Color::Yellow),
                 };
                 let row = Line::from(vec![
                     Span::raw(format!("{} #{} ", o.node, o.attempt)),
-                    Span::styled(o.state.clone(), st),
+                    Span::styled(o.state.as_str(), st),
                     Span::raw(format!(" ×{} ", o.deliveries)),
                     Span::styled(o.idempotency_key.clone(), dim()),
                 ]);

@@ -176,7 +176,7 @@ pub fn rich_view() -> View {
             node: "authorize".into(),
             channel: "bank".into(),
             attempt: 1,
-            state: "delivered".into(),
+            state: qflow_engine::instance::OutboxState::Delivered,
             deliveries: 1,
             idempotency_key: "charge-1/authorize/1".into(),
             reason: None,
