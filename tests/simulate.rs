@@ -682,3 +682,28 @@ fn the_human_report_charts_a_channels_requests_per_minute_beside_its_attempts() 
     let (_, task_only, _) = simulate(&[DBG08, "--jobs", "10", "--outage", "PT2H"]);
     assert!(!task_only.contains("requests per minute to"), "{task_only}");
 }
+
+/// A database that already holds a waiting instance is refused before
+/// anything is written: the simulation would decide that instance on its
+/// virtual clock and count it in its totals.
+#[test]
+fn a_database_holding_unfinished_instances_is_refused_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("busy.db");
+    let db_arg = db.to_str().unwrap();
+    let waiting = Command::new(env!("CARGO_BIN_EXE_qflow"))
+        .args(["run", "samples/dbg08-unknown-outcome.bpmn", "--db", db_arg])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&waiting.stdout).contains("WAITING"));
+    let (code, _, err) = simulate(&[DBG08, "--jobs", "3", "--outage", "PT1M", "--db", db_arg]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "--db {db_arg} already holds 1 unfinished instance(s)"
+        )) && err.contains("give --db a new file"),
+        "{err}"
+    );
+    let store = qflow_engine::store::Store::open(&db).unwrap();
+    assert_eq!(store.instances().unwrap().len(), 1, "nothing was added");
+}

@@ -34,7 +34,7 @@ fn run_to_end(source: &str, scenario: &str, expect: &str) -> usize {
         LocalRun::open(store, source, &defs, scenario, VirtualClock::new(0)).expect("run opens");
     let mut decisions = 0;
     run.run(|_| decisions += 1).expect("run completes");
-    let end = run.final_state().expect("final state");
+    let end = run.final_state().expect("final state").to_json();
     assert_eq!(end["status"], "failed", "{end}");
     assert_eq!(end["code"], expect, "{end}");
     decisions

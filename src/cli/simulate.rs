@@ -326,6 +326,25 @@ pub fn run(mut args: Args) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(format, 2, "store", e),
     };
+    // The simulation decides every instance its store holds: older ones
+    // still waiting would be decided on its virtual clock and counted in its
+    // totals. Refused before anything is written.
+    if let Some(chosen) = &chosen {
+        let unfinished = match store.instances() {
+            Ok(rows) => rows.iter().filter(|r| !r.status.is_terminal()).count(),
+            Err(e) => return fail(format, 2, "store", e),
+        };
+        if unfinished > 0 {
+            return fail(
+                format,
+                2,
+                "store",
+                format!(
+                    "--db {chosen} already holds {unfinished} unfinished instance(s), which the simulation would decide and count as its own: give --db a new file (or database), or leave --db out"
+                ),
+            );
+        }
+    }
     let bar = (format == Format::Human && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(args.jobs() as u64);
         bar.set_style(
