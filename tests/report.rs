@@ -217,7 +217,8 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
         .collect();
     assert_eq!(diagram.len(), 1);
     assert_eq!(with(&diagram[0].1, "g", "node").len(), 3);
-    // With where the instances stand: all thirty completed, none on a node.
+    // With where the instances stand: all thirty completed, none waiting on
+    // a node; the one note is the end event's count of those it completed.
     assert!(
         html.contains("where the instances stand (30 completed, 0 failed, 0 unfinished)"),
         "the caption counts them"
@@ -228,8 +229,9 @@ fn a_simulation_report_charts_the_outage_the_backlog_the_schedule_and_the_proces
             .iter()
             .filter(|e| e.classes.iter().any(|c| c == "note"))
             .count(),
-        0
+        1
     );
+    assert!(html.contains("30 completed<"), "the end event's count");
 
     // The same store read back by stats charts the same minutes.
     let stats = dir.join("stats.html");
