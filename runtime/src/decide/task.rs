@@ -267,13 +267,16 @@ fn failed(
         };
         return fatal(w, id, code, reason, Some(n), last);
     };
-    if class == FailureClass::Deferred {
+    // A deferral names when (the command and scenario forms cannot leave
+    // it out); one without a delay, which only a library closure can build,
+    // would re-run at once, over and over, for a week: it is decided as the
+    // transient failure it then is, on the policy's schedule, below.
+    if let (FailureClass::Deferred, Some(delay)) = (class, retry_after) {
         // No budget burned: the counter keeps the attempts before this one,
         // so the re-run carries the same number; the start still counts for
         // `maxElapsed`.
         w.snap.set_first_attempt_ms(id, first_ms);
         let elapsed = Duration::from_millis((w.now_ms - first_ms).max(0) as u64);
-        let delay = retry_after.unwrap_or_default();
         return park_or_stop(
             graph,
             facts,
