@@ -128,6 +128,18 @@ impl Store {
     }
 }
 
+/// The dependency a history line belongs to, as SQL in each dialect's
+/// JSON spelling: a task line's task, else the channel its detail names.
+/// Every per-dependency count (the stats, the load window) groups by it.
+macro_rules! line_dependency {
+    (sqlite) => {
+        "COALESCE(task, json_extract(detail, '$.channel'), '?')"
+    };
+    (postgres) => {
+        "COALESCE(task, detail::json->>'channel', '?')"
+    };
+}
+
 /// The minutes [`Store::load_window`] reads at most: a day.
 pub const LOAD_WINDOW_MAX_MINUTES: u32 = 24 * 60;
 
@@ -191,16 +203,16 @@ impl Store {
             let first = last - i64::from(minutes) + 1;
             let rows: Vec<(String, i64, u64, u64)> = db.rows(
                 db.dialect().pick(
-                    "SELECT COALESCE(task, json_extract(detail, '$.channel'), '?') AS dep, at_ms / 60000 AS m,
+                    concat!("SELECT ", line_dependency!(sqlite), " AS dep, at_ms / 60000 AS m,
                             COUNT(*) FILTER (WHERE kind = 'attempt'),
                             COUNT(*) FILTER (WHERE (kind = 'attempt' AND task IS NOT NULL) OR kind = 'delivery')
                      FROM history WHERE kind IN ('attempt', 'delivery') AND at_ms >= $1 AND at_ms < $2
-                     GROUP BY dep, m",
-                    "SELECT COALESCE(task, detail::json->>'channel', '?') AS dep, at_ms / 60000 AS m,
+                     GROUP BY dep, m"),
+                    concat!("SELECT ", line_dependency!(postgres), " AS dep, at_ms / 60000 AS m,
                             COUNT(*) FILTER (WHERE kind = 'attempt'),
                             COUNT(*) FILTER (WHERE (kind = 'attempt' AND task IS NOT NULL) OR kind = 'delivery')
                      FROM history WHERE kind IN ('attempt', 'delivery') AND at_ms >= $1 AND at_ms < $2
-                     GROUP BY dep, m",
+                     GROUP BY dep, m"),
                 ),
                 args![first * 60_000, (last + 1) * 60_000],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
@@ -355,7 +367,7 @@ fn observations(db: &mut dyn Conn) -> Result<Observations, StoreError> {
         args![],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
-    // The three statements that read JSON: SQLite's `json_extract`,
+    // The statements that read JSON: SQLite's `json_extract`,
     // PostgreSQL's `->>`.
     let pending_by_class = db.rows(
         db.dialect().pick(
@@ -410,16 +422,16 @@ fn observations(db: &mut dyn Conn) -> Result<Observations, StoreError> {
     )?;
     let mut by_dependency = db.rows(
         db.dialect().pick(
-            "SELECT dep, CAST(SUM(n) AS BIGINT), MAX(n), MIN(m), MAX(m), MIN(first), MAX(last) FROM (
-                 SELECT COALESCE(task, json_extract(detail, '$.channel'), '?') AS dep, at_ms / 60000 AS m,
+            concat!("SELECT dep, CAST(SUM(n) AS BIGINT), MAX(n), MIN(m), MAX(m), MIN(first), MAX(last) FROM (
+                 SELECT ", line_dependency!(sqlite), " AS dep, at_ms / 60000 AS m,
                         COUNT(*) AS n, MIN(at_ms) AS first, MAX(at_ms) AS last
                  FROM history WHERE kind = 'attempt' GROUP BY dep, m) per_minute
-             GROUP BY dep ORDER BY 2 DESC, 1",
-            "SELECT dep, CAST(SUM(n) AS BIGINT), MAX(n), MIN(m), MAX(m), MIN(first), MAX(last) FROM (
-                 SELECT COALESCE(task, detail::json->>'channel', '?') AS dep, at_ms / 60000 AS m,
+             GROUP BY dep ORDER BY 2 DESC, 1"),
+            concat!("SELECT dep, CAST(SUM(n) AS BIGINT), MAX(n), MIN(m), MAX(m), MIN(first), MAX(last) FROM (
+                 SELECT ", line_dependency!(postgres), " AS dep, at_ms / 60000 AS m,
                         COUNT(*) AS n, MIN(at_ms) AS first, MAX(at_ms) AS last
                  FROM history WHERE kind = 'attempt' GROUP BY dep, m) per_minute
-             GROUP BY dep ORDER BY 2 DESC, 1",
+             GROUP BY dep ORDER BY 2 DESC, 1"),
         ),
         args![],
         |r| {
@@ -441,18 +453,26 @@ fn observations(db: &mut dyn Conn) -> Result<Observations, StoreError> {
     // call's attempt line is not a request of its own: its deliveries are).
     let requests: Vec<(String, u64, u64)> = db.rows(
         db.dialect().pick(
-            "SELECT dep, CAST(SUM(n) AS BIGINT), MAX(n) FROM (
-                 SELECT COALESCE(task, json_extract(detail, '$.channel'), '?') AS dep, at_ms / 60000 AS m,
+            concat!(
+                "SELECT dep, CAST(SUM(n) AS BIGINT), MAX(n) FROM (
+                 SELECT ",
+                line_dependency!(sqlite),
+                " AS dep, at_ms / 60000 AS m,
                         COUNT(*) AS n
                  FROM history WHERE (kind = 'attempt' AND task IS NOT NULL) OR kind = 'delivery'
                  GROUP BY dep, m) per_minute
-             GROUP BY dep",
-            "SELECT dep, CAST(SUM(n) AS BIGINT), MAX(n) FROM (
-                 SELECT COALESCE(task, detail::json->>'channel', '?') AS dep, at_ms / 60000 AS m,
+             GROUP BY dep"
+            ),
+            concat!(
+                "SELECT dep, CAST(SUM(n) AS BIGINT), MAX(n) FROM (
+                 SELECT ",
+                line_dependency!(postgres),
+                " AS dep, at_ms / 60000 AS m,
                         COUNT(*) AS n
                  FROM history WHERE (kind = 'attempt' AND task IS NOT NULL) OR kind = 'delivery'
                  GROUP BY dep, m) per_minute
-             GROUP BY dep",
+             GROUP BY dep"
+            ),
         ),
         args![],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
