@@ -134,6 +134,12 @@ pub struct ReleaseSchedule {
 }
 
 impl ReleaseSchedule {
+    /// Still letting parks go: not stopped, and some still waiting (what
+    /// the fleet page lists as "in force").
+    pub fn in_force(&self) -> bool {
+        self.stopped_ms.is_none() && self.waiting > 0
+    }
+
     /// `ramp 10,50/min, bank=20/min` (or `no ramp`).
     pub fn shape_words(&self) -> String {
         ReleaseSchedule::words_of(self.ramp.as_deref(), self.max_rate.as_deref())

@@ -312,7 +312,7 @@ pub fn fleet_json(store: &Store) -> Result<serde_json::Value, StoreError> {
     let releases: Vec<_> = store
         .releases()?
         .into_iter()
-        .filter(ramp_in_force)
+        .filter(|r| r.in_force())
         .collect();
     Ok(serde_json::json!({
         "load_window": store.load_window(LOAD_MINUTES)?,
@@ -320,11 +320,6 @@ pub fn fleet_json(store: &Store) -> Result<serde_json::Value, StoreError> {
         "breakers": store.breakers()?,
         "releases_in_force": releases,
     }))
-}
-
-/// A release ramp still letting parks go: not stopped, some waiting.
-fn ramp_in_force(r: &qflow_engine::store::release::ReleaseSchedule) -> bool {
-    r.stopped_ms.is_none() && r.waiting > 0
 }
 
 /// The most recent FAILED instances, oldest first (the list's order).
@@ -404,7 +399,7 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
     let ramps: Vec<_> = store
         .releases()?
         .into_iter()
-        .filter(ramp_in_force)
+        .filter(|r| r.in_force())
         .collect();
     let p = ui.prefix;
     let body = html! {
