@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use qflow_engine::duration::compact_ms;
 use qflow_engine::runtime::forecast::{DependencyForecast, Forecast};
 use qflow_engine::store::contain::{LogQuery, Logged};
-use qflow_engine::store::stats::Observations;
+use qflow_engine::store::stats::{LoadWindow, Observations};
 use qflow_engine::store::{Location, Store};
 use qflow_engine::text::group;
 use serde_json::json;
@@ -97,7 +97,7 @@ pub fn run(args: Args) -> ExitCode {
         Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
     };
     // The web fleet page's live load, the same read and window.
-    let load = match store.load_window(crate::cli::ui::pages::LOAD_MINUTES) {
+    let load = match store.load_window(qflow_engine::store::stats::LOAD_WINDOW_MINUTES) {
         Ok(l) => l,
         Err(e) => return fail(qflow_engine::store::explain::connect_error(&args.db, &e)),
     };
@@ -143,7 +143,8 @@ pub fn run(args: Args) -> ExitCode {
                     &(release_lines(&releases)
                         + &breaker_lines(&breakers, &moves)
                         + &log_lines(&log, earlier, &args)),
-                    &forecast
+                    &forecast,
+                    &load
                 ))
             )
         }
@@ -154,7 +155,8 @@ pub fn run(args: Args) -> ExitCode {
                 &(release_lines(&releases)
                     + &breaker_lines(&breakers, &moves)
                     + &log_lines(&log, earlier, &args)),
-                &forecast
+                &forecast,
+                &load
             ))
         ),
     }
@@ -415,7 +417,12 @@ fn log_lines(log: &[Logged], earlier: bool, args: &Args) -> String {
 /// The observations as an aligned table: a label, a value right-aligned,
 /// then what the value means; each section says so in words when empty.
 /// `containment_log` ([`log_lines`]) follows the containment in force.
-fn human(o: &Observations, containment_log: &str, forecast: &Forecast) -> String {
+fn human(
+    o: &Observations,
+    containment_log: &str,
+    forecast: &Forecast,
+    load: &LoadWindow,
+) -> String {
     let row = |label: &str, value: &str, note: &str| {
         let line = format!("{label:<26}{value:>10}  {note}");
         format!("{}\n", line.trim_end())
@@ -519,6 +526,7 @@ fn human(o: &Observations, containment_log: &str, forecast: &Forecast) -> String
             }
         );
     }
+    out += &load_lines(load);
     out += "\ncontainment\n";
     if o.paused.is_empty() {
         out += "  no pause in force\n";
@@ -564,6 +572,72 @@ fn human(o: &Observations, containment_log: &str, forecast: &Forecast) -> String
         }
     }
     out
+}
+
+/// The load window (`load_window` in the JSON, the web fleet page's
+/// chart): per dependency, its requests and attempts in the window and a
+/// sparkline of its requests per minute, a column per [`SPARK_MINUTES`]
+/// minutes (the busiest of them), oldest on the left, so that an operator
+/// sees whether a release or an outage is rising or over without a browser.
+fn load_lines(load: &LoadWindow) -> String {
+    let Some(last) = load.last_minute else {
+        return String::new();
+    };
+    let mut out = format!(
+        "\nload in the {} minutes to {} (requests per minute; a column per {} minutes, its busiest)\n",
+        load.minutes,
+        crate::cli::contain::instant((last + 1) * 60_000),
+        SPARK_MINUTES
+    );
+    if load.dependencies.is_empty() {
+        out += "  no attempt or request in the window\n";
+    }
+    for d in &load.dependencies {
+        out += &format!(
+            "  {:<24}{:>10}  {}, {}, peak {}/min, {} in the latest minute\n",
+            d.dependency,
+            group(d.requests()),
+            if d.requests() == 1 {
+                "request"
+            } else {
+                "requests"
+            },
+            count(d.attempts(), "attempt", "attempts"),
+            group(d.peak_requests()),
+            group(d.latest_requests())
+        );
+        let spark = format!(
+            "  {:<36}{}",
+            "",
+            sparkline(&d.requests_per_minute, SPARK_MINUTES)
+        );
+        out += spark.trim_end();
+        out += "\n";
+    }
+    out
+}
+
+/// Minutes per column of the human output's load sparkline: an hour in 30.
+const SPARK_MINUTES: usize = 2;
+
+/// Counts as a row of block characters, `per` counts to a column (the
+/// largest of them), each scaled to the row's largest: a zero is a space
+/// only when it is zero, so a minute with one request among thousands
+/// still shows.
+fn sparkline(counts: &[u64], per: usize) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let columns: Vec<u64> = counts
+        .chunks(per.max(1))
+        .map(|c| c.iter().copied().max().unwrap_or(0))
+        .collect();
+    let top = columns.iter().copied().max().unwrap_or(0).max(1);
+    columns
+        .iter()
+        .map(|&n| match n {
+            0 => ' ',
+            n => BARS[((n * 8).div_ceil(top) as usize).clamp(1, 8) - 1],
+        })
+        .collect()
 }
 
 /// One dependency's exhaustion forecast: a row per hour in which some
@@ -678,4 +752,18 @@ fn release_lines(releases: &[qflow_engine::store::release::ReleaseSchedule]) -> 
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sparkline;
+
+    #[test]
+    fn a_sparkline_scales_to_its_busiest_column_and_keeps_a_single_request_visible() {
+        let counts = [0, 0, 1, 3, 800, 400, 0, 2];
+        assert_eq!(sparkline(&counts, 1), "  ▁▁█▄ ▁");
+        assert_eq!(sparkline(&counts, 2), " ▁█▁");
+        assert_eq!(sparkline(&[0, 0], 2), " ");
+        assert_eq!(sparkline(&[], 2), "");
+    }
 }

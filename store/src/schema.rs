@@ -310,6 +310,14 @@ CREATE TABLE breaker_canaries (
 );
 CREATE INDEX breaker_canaries_by_dependency ON breaker_canaries(dependency);
 "#,
+    // 14: the load window's index (`stats.rs`, `Store::load_window`): the
+    // attempt and delivery lines by time, so that reading the last hour of
+    // a store holding a long history reads that hour, not every line.
+    // Partial, so the lines nobody counts by time (starts, ends, timers)
+    // cost it nothing; the lines it holds are appended at its tail.
+    r#"
+CREATE INDEX history_load_by_time ON history(at_ms) WHERE kind IN ('attempt', 'delivery');
+"#,
 ];
 
 /// The version that added the deployment lifecycle (`deployments.origin`,

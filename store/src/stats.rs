@@ -143,6 +143,12 @@ macro_rules! line_dependency {
 /// The minutes [`Store::load_window`] reads at most: a day.
 pub const LOAD_WINDOW_MAX_MINUTES: u32 = 24 * 60;
 
+/// The window every face shows by default (`qflow stats`, the web fleet
+/// page, the console): the last hour, long enough to see a release ramp or
+/// an outage rise and fall, short enough to read only the live tail of a
+/// store with millions of history lines.
+pub const LOAD_WINDOW_MINUTES: u32 = 60;
+
 /// Attempts and requests per minute per dependency, over a bounded window
 /// of the store's clock ending at its latest decision ([`Store::load_window`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -178,6 +184,14 @@ impl MinuteLoad {
     pub fn requests(&self) -> u64 {
         self.requests_per_minute.iter().sum()
     }
+    /// The busiest minute's requests.
+    pub fn peak_requests(&self) -> u64 {
+        self.requests_per_minute.iter().copied().max().unwrap_or(0)
+    }
+    /// The requests of the window's last minute (the latest decision's).
+    pub fn latest_requests(&self) -> u64 {
+        self.requests_per_minute.last().copied().unwrap_or(0)
+    }
 }
 
 impl Store {
@@ -185,12 +199,18 @@ impl Store {
     /// (at most [`LOAD_WINDOW_MAX_MINUTES`]), the window ending with the
     /// minute of the store's latest decision, so that it follows a
     /// running `serve` and reads a simulated day the same later. Only the
-    /// window's history lines are counted.
+    /// window's history lines are read (`history_load_by_time`, migration 14).
     pub fn load_window(&self, minutes: u32) -> Result<LoadWindow, StoreError> {
         let minutes = minutes.clamp(1, LOAD_WINDOW_MAX_MINUTES);
         self.read(|db| {
-            let latest: Option<i64> =
-                db.one("SELECT MAX(at_ms) FROM transitions", args![], |r| r.get(0))?;
+            // The latest of the newest transitions by number, not of all
+            // of them: a read of the key's tail instead of the whole table,
+            // and a thousand rows cover replicas committing out of order.
+            let latest: Option<i64> = db.one(
+                "SELECT MAX(at_ms) FROM (SELECT at_ms FROM transitions ORDER BY seq DESC LIMIT 1000) AS newest",
+                args![],
+                |r| r.get(0),
+            )?;
             let Some(latest) = latest else {
                 return Ok(LoadWindow {
                     minutes,
@@ -354,8 +374,14 @@ impl Store {
                     _ => parks.push(p),
                 }
             }
-            let latest: Option<i64> =
-                db.one("SELECT MAX(at_ms) FROM transitions", args![], |r| r.get(0))?;
+            // The latest of the newest transitions by number, not of all
+            // of them: a read of the key's tail instead of the whole table,
+            // and a thousand rows cover replicas committing out of order.
+            let latest: Option<i64> = db.one(
+                "SELECT MAX(at_ms) FROM (SELECT at_ms FROM transitions ORDER BY seq DESC LIMIT 1000) AS newest",
+                args![],
+                |r| r.get(0),
+            )?;
             Ok((parks, latest))
         })
     }

@@ -11,6 +11,7 @@ use qflow_engine::duration::compact_ms;
 use qflow_engine::inspect::fleet::{self, Search};
 use qflow_engine::inspect::{AttemptResult, Inspection, InstanceSummary, Waiting};
 use qflow_engine::instance::Status;
+use qflow_engine::store::stats::LOAD_WINDOW_MINUTES;
 use qflow_engine::store::{DeploymentRow, Store, StoreError};
 
 use super::http::{encode, Request};
@@ -24,10 +25,6 @@ const RECENT_FAILURES: u64 = 10;
 
 /// The span of the attempts chart, at most.
 const DAY_MINUTES: i64 = 24 * 60;
-
-/// The window of the live load per dependency, in minutes (the store's
-/// `load_window`: the minutes up to its latest decision).
-pub const LOAD_MINUTES: u32 = 60;
 
 /// Instances on one page of the list.
 pub const PAGE_SIZE: u64 = 50;
@@ -99,7 +96,7 @@ fn fleet_live_with(
 ) -> Result<Markup, StoreError> {
     let deployments = fleet::deployments(store)?;
     let per_minute = store.attempts_per_minute()?;
-    let load = store.load_window(LOAD_MINUTES)?;
+    let load = store.load_window(LOAD_WINDOW_MINUTES)?;
     let failed: u64 = deployments.iter().map(|d| u64::from(d.counts.failed)).sum();
     let waiting: u64 = deployments
         .iter()
@@ -216,7 +213,7 @@ fn fleet_live_with(
 }
 
 /// The live load per dependency: for each, its attempts and requests per
-/// minute over the window the store read ([`LOAD_MINUTES`]), as numbers
+/// minute over the window the store read ([`LOAD_WINDOW_MINUTES`]), as numbers
 /// and as a pair of bars per minute.
 fn load_per_minute(load: &qflow_engine::store::stats::LoadWindow) -> Markup {
     let (Some(first), Some(last)) = (load.first_minute, load.last_minute) else {
@@ -315,7 +312,7 @@ pub fn fleet_json(store: &Store) -> Result<serde_json::Value, StoreError> {
         .filter(|r| r.in_force())
         .collect();
     Ok(serde_json::json!({
-        "load_window": store.load_window(LOAD_MINUTES)?,
+        "load_window": store.load_window(LOAD_WINDOW_MINUTES)?,
         "paused": o.paused,
         "breakers": store.breakers()?,
         "releases_in_force": releases,

@@ -270,6 +270,10 @@ CREATE TABLE breaker_canaries (
 );
 CREATE INDEX breaker_canaries_by_dependency ON breaker_canaries(dependency);
 "#,
+    // 14: the load window's index (see SQLite's).
+    r#"
+CREATE INDEX history_load_by_time ON history(at_ms) WHERE kind IN ('attempt', 'delivery');
+"#,
 ];
 
 // Each SQLite migration has its PostgreSQL twin: whoever adds one adds both.
