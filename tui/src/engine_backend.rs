@@ -18,9 +18,7 @@ use qflow_engine::instance::history::{
 use qflow_engine::model::Definitions;
 use qflow_engine::operate::NoAttempt;
 use qflow_engine::runtime::graph::Graph;
-use qflow_engine::runtime::scenario::{
-    ExternalEvent, FailureClass, Resolution as EngineResolution, TaskOutcome,
-};
+use qflow_engine::runtime::scenario::{ExternalEvent, Resolution as EngineResolution, TaskOutcome};
 use qflow_engine::runtime::session::{
     load_scenario, ScenarioChoice, Session, SessionDb, SessionError,
 };
@@ -31,9 +29,7 @@ use qflow_engine::store::explain::connect_error;
 use qflow_engine::store::{Location, Store};
 use serde_json::Value;
 
-use crate::backend::{
-    Backend, Command, FailClass, MigrationPreview, Report, Resolution, ResponseTarget,
-};
+use crate::backend::{Backend, Command, MigrationPreview, Report, Resolution, ResponseTarget};
 use crate::engine_describe::describe;
 use crate::engine_view::{self, Source};
 use crate::view::{sort_instances, DeploymentRowView, FleetView, InstanceRowView, View};
@@ -607,15 +603,6 @@ impl Drive {
     }
 }
 
-fn class_of(c: FailClass) -> FailureClass {
-    match c {
-        FailClass::Transient => FailureClass::Transient,
-        FailClass::Permanent => FailureClass::Permanent,
-        FailClass::RateLimited => FailureClass::RateLimited,
-        FailClass::UnknownOutcome => FailureClass::UnknownOutcome,
-    }
-}
-
 impl Drive {
     /// Run one command on the driven instance.
     fn execute(&mut self, command: &Command) -> Result<Report, String> {
@@ -629,7 +616,7 @@ impl Drive {
             } => self.attempt(
                 TaskOutcome::Fail {
                     code: code.clone(),
-                    class: class_of(*class),
+                    class: *class,
                     retry_after: retry_after_ms.map(|ms| Duration::from_millis(ms.max(0) as u64)),
                     message: Some("failed by hand in the console".into()),
                 },
@@ -783,6 +770,20 @@ impl Backend for EngineBackend {
         let minutes = a.store.attempts_per_minute().map_err(|e| e.to_string())?;
         let parked = a.store.parked_by_cause().map_err(|e| e.to_string())?;
         let mut observations = fleet_lines(&o);
+        // The live load (the window `qflow stats` and the web page show):
+        // per dependency, its requests in the last hour of the store's
+        // clock, the busiest minute and the latest, so a rising outage or
+        // a release ramp reads here as it happens.
+        let load = a
+            .store
+            .load_window(qflow_engine::store::stats::LOAD_WINDOW_MINUTES)
+            .map_err(|e| e.to_string())?;
+        if load.last_minute.is_some() {
+            observations.push((
+                format!("requests in {} min", load.minutes),
+                load_words(&load),
+            ));
+        }
         // The release ramps, once there is one (the newest first): what
         // each released, who and why, and how many retries still wait.
         let releases = a.store.releases().map_err(|e| e.to_string())?;
@@ -1349,6 +1350,28 @@ fn forecast_words(f: &qflow_engine::runtime::forecast::Forecast) -> String {
                 s += &format!(", {} held", group(d.held));
             }
             s
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// The load window in a line: each dependency's requests in the window,
+/// its busiest minute and its last minute's, most requests first.
+fn load_words(load: &qflow_engine::store::stats::LoadWindow) -> String {
+    use qflow_engine::text::group;
+    if load.dependencies.is_empty() {
+        return "no attempt or request".into();
+    }
+    load.dependencies
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}, peak {}/min, last {}",
+                d.dependency,
+                group(d.requests()),
+                group(d.peak_requests()),
+                group(d.latest_requests())
+            )
         })
         .collect::<Vec<_>>()
         .join(" · ")
