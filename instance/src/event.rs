@@ -50,6 +50,24 @@ impl FailureClass {
     pub fn parse(s: &str) -> Option<FailureClass> {
         FailureClass::ALL.into_iter().find(|c| c.as_str() == s)
     }
+
+    /// What the retry policy does with a failure of this class, in a few
+    /// words (the console's picker, help texts).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            FailureClass::Transient => "retry per policy",
+            FailureClass::Permanent => "terminal at once",
+            FailureClass::RateLimited => "retry after the provider's delay",
+            FailureClass::UnknownOutcome => "may have happened: reconcile",
+            FailureClass::Deferred => "re-run when its condition is due, no budget",
+        }
+    }
+
+    /// Whether a failure of this class names when to run again (a
+    /// rate-limited provider's retry-after, a deferred failure's time).
+    pub fn takes_a_delay(self) -> bool {
+        matches!(self, FailureClass::RateLimited | FailureClass::Deferred)
+    }
 }
 
 /// What a registered task's handler returns for one attempt.

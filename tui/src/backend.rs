@@ -6,42 +6,9 @@
 
 use crate::view::{DeploymentRowView, FleetView, InstanceRowView, View};
 
-/// How a failed attempt is classified (docs/runtime.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailClass {
-    Transient,
-    Permanent,
-    RateLimited,
-    UnknownOutcome,
-}
-
-impl FailClass {
-    pub const ALL: [FailClass; 4] = [
-        FailClass::Transient,
-        FailClass::Permanent,
-        FailClass::RateLimited,
-        FailClass::UnknownOutcome,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailClass::Transient => "transient",
-            FailClass::Permanent => "permanent",
-            FailClass::RateLimited => "rate-limited",
-            FailClass::UnknownOutcome => "unknown-outcome",
-        }
-    }
-
-    /// What choosing it means, for the picker.
-    pub fn meaning(self) -> &'static str {
-        match self {
-            FailClass::Transient => "retry per policy",
-            FailClass::Permanent => "terminal at once",
-            FailClass::RateLimited => "retry after the provider's delay",
-            FailClass::UnknownOutcome => "may have happened: reconcile",
-        }
-    }
-}
+/// How a failed attempt is classified: the engine's classes themselves
+/// (docs/runtime.md), never a copy of them.
+pub use qflow_engine::runtime::scenario::FailureClass as FailClass;
 
 /// An operator's reconciliation of an unknown outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +59,7 @@ pub enum Command {
     Fail {
         code: String,
         class: FailClass,
-        /// A rate-limited failure's retry-after.
+        /// A rate-limited failure's retry-after, a deferred one's delay.
         retry_after_ms: Option<i64>,
     },
     /// Run the next attempt and let it succeed.

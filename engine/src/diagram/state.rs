@@ -9,7 +9,7 @@ use crate::duration::compact_ms;
 use crate::inspect::{Inspection, NodeState};
 use crate::instance::history::HistoryEvent;
 
-use super::{Diagram, DiagramState, NodeMark};
+use super::{Diagram, DiagramState, MarkClass, NodeMark};
 
 /// The state of `inspection`'s instance on its `diagram`: each node's
 /// class, note and attempts, and the flows it has taken.
@@ -17,37 +17,41 @@ pub fn state_of(diagram: &Diagram, inspection: &Inspection) -> DiagramState {
     let mut nodes = BTreeMap::new();
     for n in &inspection.nodes {
         let (class, note) = match &n.state {
-            NodeState::Idle => ("idle", None),
-            NodeState::Active => ("token", Some("token here".to_string())),
+            NodeState::Idle => (MarkClass::Idle, None),
+            NodeState::Active => (MarkClass::Token, Some("token here".to_string())),
             NodeState::Parked { eligible_at_ms } => (
-                "parked",
+                MarkClass::Parked,
                 Some(format!("parked until +{}", compact_ms(*eligible_at_ms))),
             ),
             NodeState::Timer { due_at_ms } => (
-                "timer",
+                MarkClass::Timer,
                 Some(format!("timer until +{}", compact_ms(*due_at_ms))),
             ),
             NodeState::WaitingResponse { timeout_at_ms } => (
-                "waiting",
+                MarkClass::Waiting,
                 Some(match timeout_at_ms {
                     Some(t) => format!("awaits response until +{}", compact_ms(*t)),
                     None => "awaits response".to_string(),
                 }),
             ),
-            NodeState::WaitingReconciliation => {
-                ("reconcile", Some("awaits reconciliation".to_string()))
-            }
-            NodeState::Joined => ("joined", Some("joined, waits for branches".to_string())),
+            NodeState::WaitingReconciliation => (
+                MarkClass::Reconcile,
+                Some("awaits reconciliation".to_string()),
+            ),
+            NodeState::Joined => (
+                MarkClass::Joined,
+                Some("joined, waits for branches".to_string()),
+            ),
             NodeState::Failed => (
-                "failed",
+                MarkClass::Failed,
                 Some(match &inspection.failure {
                     Some(f) => format!("FAILED {}", f.code),
                     None => "FAILED".to_string(),
                 }),
             ),
-            NodeState::Completed => ("done", None),
+            NodeState::Completed => (MarkClass::Done, None),
             NodeState::Unknown => (
-                "unknown",
+                MarkClass::Unknown,
                 Some("state unknown: the snapshot is damaged".to_string()),
             ),
         };
@@ -104,15 +108,15 @@ pub fn state_of_counts(
             continue;
         }
         let class = if c.failed > 0 {
-            "failed"
+            MarkClass::Failed
         } else if c.reconcile > 0 {
-            "reconcile"
+            MarkClass::Reconcile
         } else if c.parked > 0 {
-            "parked"
+            MarkClass::Parked
         } else if c.waiting > 0 {
-            "token"
+            MarkClass::Token
         } else {
-            "done"
+            MarkClass::Done
         };
         nodes.insert(
             id.clone(),
@@ -149,12 +153,8 @@ fn taken(
             chosen.insert(flow.as_str());
         }
     }
-    let reached = |id: &str| nodes.get(id).is_some_and(|m| m.class != "idle");
-    let left = |id: &str| {
-        nodes
-            .get(id)
-            .is_some_and(|m| m.class == "done" || m.class == "failed")
-    };
+    let reached = |id: &str| nodes.get(id).is_some_and(|m| m.class.reached());
+    let left = |id: &str| nodes.get(id).is_some_and(|m| m.class.left());
     let exclusives: BTreeSet<&str> = diagram
         .nodes
         .iter()
@@ -178,7 +178,7 @@ fn taken(
 
 #[cfg(test)]
 mod tests {
-    use super::super::Diagram;
+    use super::super::{Diagram, MarkClass};
 
     fn diagram(body: &str) -> Diagram {
         let text = format!(
@@ -238,13 +238,13 @@ mod tests {
         );
         let state = super::state_of_counts("p", &counts);
         let a = &state.nodes["a"];
-        assert_eq!(a.class, "failed");
+        assert_eq!(a.class, MarkClass::Failed);
         assert!(a.incident);
         assert_eq!(
             a.note.as_deref(),
             Some("2 waiting \u{b7} 12 parked \u{b7} 3 failed")
         );
-        assert_eq!(state.nodes["b"].class, "reconcile");
+        assert_eq!(state.nodes["b"].class, MarkClass::Reconcile);
         assert_eq!(
             state.nodes["b"].note.as_deref(),
             Some("5 parked \u{b7} 1 to reconcile")
@@ -254,7 +254,7 @@ mod tests {
             "an unknown outcome's incident is open"
         );
         // An end event: how many completed there, drawn as reached.
-        assert_eq!(state.nodes["e"].class, "done");
+        assert_eq!(state.nodes["e"].class, MarkClass::Done);
         assert_eq!(state.nodes["e"].note.as_deref(), Some("7 completed"));
         assert!(!state.nodes["e"].incident);
         assert!(

@@ -6,12 +6,81 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The state class of a node's shape: the SVG's CSS class, the console's
+/// colour and its one-word note, named once so that no face spells the
+/// classes out again (and a new class is a compile error in each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MarkClass {
+    /// Not reached.
+    Idle,
+    /// A token is here, ready to run.
+    Token,
+    /// Parked for a retry.
+    Parked,
+    /// A timer is armed here.
+    Timer,
+    /// Awaits a counterpart's response.
+    Waiting,
+    /// An unknown outcome awaits reconciliation.
+    Reconcile,
+    /// A join waiting for its other branches.
+    Joined,
+    /// The instance FAILED here.
+    Failed,
+    /// Left: completed.
+    Done,
+    /// The snapshot is damaged: not known.
+    Unknown,
+}
+
+impl MarkClass {
+    /// The class as the SVG's CSS and the JSON name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MarkClass::Idle => "idle",
+            MarkClass::Token => "token",
+            MarkClass::Parked => "parked",
+            MarkClass::Timer => "timer",
+            MarkClass::Waiting => "waiting",
+            MarkClass::Reconcile => "reconcile",
+            MarkClass::Joined => "joined",
+            MarkClass::Failed => "failed",
+            MarkClass::Done => "done",
+            MarkClass::Unknown => "unknown",
+        }
+    }
+
+    /// The state in a word, for a shape too narrow for its note.
+    pub fn word(self) -> &'static str {
+        match self {
+            MarkClass::Idle | MarkClass::Unknown => "",
+            MarkClass::Token => "ready",
+            MarkClass::Parked => "parked",
+            MarkClass::Timer => "timer",
+            MarkClass::Waiting => "awaits reply",
+            MarkClass::Reconcile => "reconcile",
+            MarkClass::Joined => "joined",
+            MarkClass::Failed => "FAILED",
+            MarkClass::Done => "done",
+        }
+    }
+
+    /// Whether the instance has reached the node at all.
+    pub fn reached(self) -> bool {
+        self != MarkClass::Idle
+    }
+
+    /// Whether the instance has left the node (or ended on it).
+    pub fn left(self) -> bool {
+        matches!(self, MarkClass::Done | MarkClass::Failed)
+    }
+}
+
 /// How one node stands, as the diagram marks it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeMark {
-    /// One of `idle`, `token`, `parked`, `timer`, `waiting`, `reconcile`,
-    /// `joined`, `failed`, `done`: the state class of its shape.
-    pub class: &'static str,
+    /// The state class of its shape.
+    pub class: MarkClass,
     /// What to write beside it: `parked until +35s`, `FAILED q.timeout`, …
     pub note: Option<String>,
     /// Failed attempts burned at this node, when it has any.

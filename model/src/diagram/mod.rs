@@ -23,7 +23,7 @@ mod layered;
 mod marks;
 pub mod svg;
 
-pub use marks::{DiagramState, Finding, NodeMark};
+pub use marks::{DiagramState, Finding, MarkClass, NodeMark};
 
 /// A point, in diagram units (pixels of the modeller's canvas).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -263,7 +263,7 @@ fn node(
     }
     if let Some(m) = mark {
         class.push(' ');
-        class.push_str(m.class);
+        class.push_str(m.class.as_str());
         if m.incident {
             class.push_str(" incident");
         }

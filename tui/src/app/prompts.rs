@@ -36,6 +36,7 @@ pub enum Stage {
     },
     RetryAfter {
         code: String,
+        class: FailClass,
     },
     RespondTarget,
     RespondBody {
@@ -223,12 +224,23 @@ impl App {
                 false,
                 "",
             ),
-            Stage::RetryAfter { code } => (
-                format!("{code}: the provider says retry after"),
+            Stage::RetryAfter { code, class } => (
+                match class {
+                    FailClass::Deferred => format!("{code}: deferred, run again after"),
+                    _ => format!("{code}: the provider says retry after"),
+                },
                 TIME_CHOICES
                     .iter()
                     .take(3)
-                    .map(|(l, _)| Choice::new(*l, "capped by maxDelay"))
+                    .map(|(l, _)| {
+                        Choice::new(
+                            *l,
+                            match class {
+                                FailClass::Deferred => "same attempt, no budget burned",
+                                _ => "capped by maxDelay",
+                            },
+                        )
+                    })
                     .chain([Choice::new("custom…", "10m, 1h30m or ISO-8601 (PT10M)")])
                     .collect(),
                 true,
@@ -436,11 +448,11 @@ impl App {
             }
             Stage::FailClass { code } => {
                 let class = match value {
-                    Value::Index(i) => FailClass::ALL[i.min(3)],
+                    Value::Index(i) => FailClass::ALL[i.min(FailClass::ALL.len() - 1)],
                     Value::Text(_) => return None,
                 };
-                if class == FailClass::RateLimited {
-                    self.open(Stage::RetryAfter { code });
+                if class.takes_a_delay() {
+                    self.open(Stage::RetryAfter { code, class });
                     return None;
                 }
                 self.prompt = None;
@@ -450,12 +462,12 @@ impl App {
                     retry_after_ms: None,
                 })
             }
-            Stage::RetryAfter { code } => match time(&value) {
+            Stage::RetryAfter { code, class } => match time(&value) {
                 Ok(ms) => {
                     self.prompt = None;
                     Some(Command::Fail {
                         code,
-                        class: FailClass::RateLimited,
+                        class,
                         retry_after_ms: Some(ms),
                     })
                 }

@@ -15,7 +15,7 @@ use ratatui::widgets::Widget;
 use ratatui::Frame;
 
 use qflow_engine::diagram::{
-    Diagram, DiagramFlow, DiagramNode, DiagramState, FlowMark, NodeMark, ShapeKind,
+    Diagram, DiagramFlow, DiagramNode, DiagramState, FlowMark, MarkClass, NodeMark, ShapeKind,
 };
 
 use super::{block, dim, failed_style, ok_style, Ctx};
@@ -405,15 +405,15 @@ fn dir(a: (i32, i32), b: (i32, i32)) -> (i32, i32) {
 }
 
 /// A state class's colour (the classes are the engine's, as in the SVG).
-fn state_style(class: &str) -> Style {
+fn state_style(class: MarkClass) -> Style {
     match class {
-        "token" => Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-        "parked" => Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
-        "timer" | "waiting" | "joined" => Style::new().fg(Color::Blue),
-        "reconcile" => Style::new().fg(Color::Magenta),
-        "failed" => failed_style(),
-        "done" => ok_style(),
-        _ => dim(),
+        MarkClass::Token => Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+        MarkClass::Parked => Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        MarkClass::Timer | MarkClass::Waiting | MarkClass::Joined => Style::new().fg(Color::Blue),
+        MarkClass::Reconcile => Style::new().fg(Color::Magenta),
+        MarkClass::Failed => failed_style(),
+        MarkClass::Done => ok_style(),
+        MarkClass::Idle | MarkClass::Unknown => dim(),
     }
 }
 
@@ -421,7 +421,7 @@ fn state_style(class: &str) -> Style {
 /// below it (flow labels go above the lines); a box's note below it when
 /// the box is too narrow for it, above it (boundary events sit below).
 fn label(c: &mut Canvas, n: &DiagramNode, s: &Shape, mark: Option<&NodeMark>) {
-    let style = state_style(mark.map_or("idle", |m| m.class));
+    let style = state_style(mark.map_or(MarkClass::Idle, |m| m.class));
     let note = note(mark);
     if s.boxed {
         let inner = (s.x1 - s.x0 - 1).max(0) as usize;
@@ -442,17 +442,7 @@ fn short_note(mark: Option<&NodeMark>) -> String {
     let Some(m) = mark else {
         return String::new();
     };
-    let word = match m.class {
-        "token" => "ready",
-        "parked" => "parked",
-        "timer" => "timer",
-        "waiting" => "awaits reply",
-        "reconcile" => "reconcile",
-        "joined" => "joined",
-        "failed" => "FAILED",
-        "done" => "done",
-        _ => "",
-    };
+    let word = m.class.word();
     match m.attempts {
         Some(a) => format!("{word} ×{a}"),
         None => word.to_string(),
@@ -475,7 +465,7 @@ fn note(mark: Option<&NodeMark>) -> String {
 }
 
 fn node(c: &mut Canvas, n: &DiagramNode, s: &Shape, mark: Option<&NodeMark>, current: bool) {
-    let class = mark.map_or("idle", |m| m.class);
+    let class = mark.map_or(MarkClass::Idle, |m| m.class);
     let mut style = state_style(class);
     if current {
         style = style.add_modifier(Modifier::BOLD);
@@ -488,7 +478,16 @@ fn node(c: &mut Canvas, n: &DiagramNode, s: &Shape, mark: Option<&NodeMark>, cur
             // The whole note is written under the box.
             note = short_note(mark);
         }
-        boxed(c, n, s, style, current, class == "token", name, &note);
+        boxed(
+            c,
+            n,
+            s,
+            style,
+            current,
+            class == MarkClass::Token,
+            name,
+            &note,
+        );
     } else {
         let (cx, cy) = s.center();
         let (open, close) = if n.kind.is_gateway() {
