@@ -213,6 +213,18 @@ fn f_picks_a_code_then_a_class_and_rate_limited_asks_for_retry_after() {
             retry_after_ms: None
         }
     );
+    // deferred asks when to run again, as rate-limited does
+    type_keys(&mut app, &mut tape, "f\n5\n");
+    assert!(app.prompt.as_ref().unwrap().title.contains("deferred"));
+    type_keys(&mut app, &mut tape, "2\n");
+    assert_eq!(
+        tape.commands[3],
+        Command::Fail {
+            code: "PROVIDER_DOWN".into(),
+            class: FailClass::Deferred,
+            retry_after_ms: Some(300_000)
+        }
+    );
 }
 
 #[test]
