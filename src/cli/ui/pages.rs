@@ -247,10 +247,8 @@ fn load_per_minute(load: &qflow_engine::store::stats::LoadWindow) -> Markup {
                         td { (d.dependency) }
                         td.num data-attempts=(d.attempts()) { (d.attempts()) }
                         td.num data-requests=(d.requests()) { (d.requests()) }
-                        td.num data-last-minute=(d.requests_per_minute.last().copied().unwrap_or(0)) {
-                            (d.requests_per_minute.last().copied().unwrap_or(0)) "/min"
-                        }
-                        td.num { (d.requests_per_minute.iter().copied().max().unwrap_or(0)) "/min" }
+                        td.num data-last-minute=(d.latest_requests()) { (d.latest_requests()) "/min" }
+                        td.num { (d.peak_requests()) "/min" }
                         td { (minute_pairs(first, d)) }
                     }
                 }
