@@ -303,12 +303,13 @@ fn throughput(n: usize, pg: Option<&str>) -> ((u64, f64), (u64, f64)) {
 /// threads: an attempt's in-flight record names its process, and two
 /// serving engines of one process would each read the other's records as
 /// a dead process's.
-fn replicas(db: &Db, n: usize, replicas: usize) -> (u64, f64, u64) {
+fn replicas(db: &Db, n: usize, replicas: usize) -> (u64, f64, u64, Cpu) {
     drop(seeded(db, n));
     let Db::Pg(url) = db else {
         unreachable!("replicas run on PostgreSQL")
     };
     let exe = std::env::current_exe().unwrap();
+    let machine = machine_jiffies();
     let t = Instant::now();
     let children: Vec<_> = (0..replicas)
         .map(|_| {
@@ -319,17 +320,29 @@ fn replicas(db: &Db, n: usize, replicas: usize) -> (u64, f64, u64) {
                 .unwrap()
         })
         .collect();
-    let decided: u64 = children
-        .into_iter()
-        .map(|c| {
-            let out = c.wait_with_output().unwrap();
-            String::from_utf8_lossy(&out.stdout)
-                .trim()
-                .parse::<u64>()
-                .unwrap_or(0)
-        })
-        .sum();
+    let mut decided = 0u64;
+    let mut replicas_cpu_s = 0.0;
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut words = text.split_whitespace();
+        decided += words
+            .next()
+            .and_then(|w| w.parse::<u64>().ok())
+            .unwrap_or(0);
+        replicas_cpu_s += words
+            .next()
+            .and_then(|w| w.parse::<f64>().ok())
+            .unwrap_or(0.0);
+    }
     let wall = t.elapsed().as_secs_f64();
+    let cpu = Cpu {
+        replicas_s: replicas_cpu_s,
+        machine_busy_s: match (machine, machine_jiffies()) {
+            (Some((b0, _)), Some((b1, _))) => Some((b1 - b0) as f64 / CLOCK_TICKS),
+            _ => None,
+        },
+    };
     let store = qflow_engine::store::Store::connect(&db.location()).unwrap();
     let mut attempts = 0u64;
     for row in store.instances().unwrap() {
@@ -341,7 +354,48 @@ fn replicas(db: &Db, n: usize, replicas: usize) -> (u64, f64, u64) {
             .count() as u64;
     }
     let extra = attempts.saturating_sub(n as u64) + decided.saturating_sub(2 * n as u64);
-    (decided, wall, extra)
+    (decided, wall, extra, cpu)
+}
+
+/// Where the CPU of a replicas run went: the replicas' own (user and
+/// system, each process's from /proc/self/stat as it ends) and the whole
+/// machine's busy time over the run (/proc/stat), so that the server's
+/// share (the rest, on a machine doing nothing else) and whether the cores
+/// were spent can be read beside the decisions a second.
+struct Cpu {
+    replicas_s: f64,
+    machine_busy_s: Option<f64>,
+}
+
+/// The kernel's clock ticks a second for /proc's CPU times (USER_HZ: 100
+/// on every Linux this runs on).
+const CLOCK_TICKS: f64 = 100.0;
+
+/// The machine's busy and idle ticks since boot, from /proc/stat's `cpu`
+/// line (idle counts iowait too); `None` off Linux.
+fn machine_jiffies() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let idle = v.get(3)? + v.get(4).unwrap_or(&0);
+    let total: u64 = v.iter().take(8).sum();
+    Some((total - idle, idle))
+}
+
+/// This process's CPU time so far (user + system, seconds), from
+/// /proc/self/stat; 0 off Linux.
+fn own_cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which may hold spaces), from ')'.
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|w| w.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of stat; 12 and 13 after ')'.
+    (tick(11) + tick(12)) / CLOCK_TICKS
 }
 
 /// One replica of [`replicas`]: serve `url` until nothing is unfinished;
@@ -369,7 +423,7 @@ fn replica(url: &str) {
             left > 0
         })
         .unwrap();
-    println!("{decided}");
+    println!("{decided} {:.2}", own_cpu_s());
 }
 
 /// This process's resident set now and at its highest (kB), from
@@ -553,8 +607,8 @@ fn replicas_case(bench: bool, n: usize) {
     };
     let n4 = if bench { 5 * n } else { 20 };
     let dir = tempfile::tempdir().unwrap();
-    let (d1, w1, dup1) = replicas(&Db::fresh(dir.path(), Some(&url), "one"), n4, 1);
-    let (d4, w4, dup4) = replicas(&Db::fresh(dir.path(), Some(&url), "four"), n4, 4);
+    let (d1, w1, dup1, c1) = replicas(&Db::fresh(dir.path(), Some(&url), "one"), n4, 1);
+    let (d4, w4, dup4, c4) = replicas(&Db::fresh(dir.path(), Some(&url), "four"), n4, 4);
     println!(
         "replicas on PostgreSQL, {n4} one-task instances: one serve {d1} decisions in {w1:.2} s = {:.0}/s ({dup1} duplicates); \
          four {d4} in {w4:.2} s = {:.0}/s ({dup4} duplicates); four at {:.2}x one",
@@ -562,6 +616,26 @@ fn replicas_case(bench: bool, n: usize) {
         d4 as f64 / w4,
         (d4 as f64 / w4) / (d1 as f64 / w1)
     );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for (what, d, w, c) in [("one", d1, w1, &c1), ("four", d4, w4, &c4)] {
+        let machine = c.machine_busy_s.map_or_else(
+            || "machine busy: unknown".to_string(),
+            |b| {
+                format!(
+                    "machine busy {:.2} of {cores} cores ({:.2} ms a decision; the rest of it, the server and anything else, {:.2} ms)",
+                    b / w,
+                    b * 1000.0 / d.max(1) as f64,
+                    (b - c.replicas_s).max(0.0) * 1000.0 / d.max(1) as f64
+                )
+            },
+        );
+        println!(
+            "  {what}: replicas' CPU {:.2} s = {:.2} cores, {:.2} ms a decision; {machine}",
+            c.replicas_s,
+            c.replicas_s / w,
+            c.replicas_s * 1000.0 / d.max(1) as f64
+        );
+    }
 }
 
 fn memory_case(bench: bool) {

@@ -1,14 +1,13 @@
 //! What a run is expected to end as, for CI (`qflow run --expect`), and the
 //! checks that keep a reconciliation from starting a run it did not mean to.
 //!
-//! A final state is `{"status": "completed" | "failed" | "waiting", …}`
-//! ([`crate::driver::final_state`]). An expectation names a status
+//! A run's end is matched as [`Ended`]: its status (`completed`, `failed`,
+//! `waiting`), its code and what it waits for, as the engine's final state
+//! gives them (`FinalState::ended`). An expectation names a status
 //! and, optionally, what it must carry: `failed:CODE` the failure code,
 //! `waiting:WHAT` what the instance waits for (`reconciliation`, `response`,
 //! `retry`, `timer`, `boundary`) or the code of the unknown outcome it waits
 //! to have reconciled.
-
-use serde_json::Value;
 
 use qflow_store::{source_hash, Store, StoreError};
 
@@ -51,29 +50,45 @@ impl Expectation {
         }
     }
 
-    /// Whether the final state is the one expected.
-    pub fn holds(&self, state: &Value) -> bool {
-        let get = |k: &str| state.get(k).and_then(Value::as_str);
-        if get("status") != Some(self.status) {
+    /// Whether the run ended as expected.
+    pub fn holds(&self, ended: &Ended<'_>) -> bool {
+        if ended.status != self.status {
             return false;
         }
         match &self.detail {
             None => true,
             Some(d) => {
-                get("code") == Some(d) || (self.status == "waiting" && get("for") == Some(d))
+                ended.code == Some(d.as_str())
+                    || (self.status == "waiting" && ended.waiting_for == Some(d.as_str()))
             }
         }
     }
+}
 
-    /// A final state in the form the expectation is written in
-    /// (`failed:PROVIDER_DOWN`), for the message that says what happened instead.
-    pub fn describe(state: &Value) -> String {
-        let get = |k: &str| state.get(k).and_then(Value::as_str);
-        match (get("status"), get("code"), get("for")) {
-            (Some("failed"), Some(c), _) => format!("failed:{c}"),
-            (Some("waiting"), _, Some(f)) => format!("waiting:{f}"),
-            (Some(s), _, _) => s.to_string(),
-            _ => "in no known state".to_string(),
+/// How a run ended, in the terms an [`Expectation`] is written in: the
+/// fields of the final state it matches on, typed (the engine's
+/// `FinalState::ended` gives them), so no face reads a JSON line back by key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended<'a> {
+    /// `completed`, `failed` or `waiting`.
+    pub status: &'static str,
+    /// The failure's code, or the unknown outcome's a reconciliation
+    /// waits for.
+    pub code: Option<&'a str>,
+    /// What a waiting instance waits for (`reconciliation`, `response`,
+    /// `retry`, …), when known.
+    pub waiting_for: Option<&'a str>,
+}
+
+impl Ended<'_> {
+    /// The end in the form an expectation is written in
+    /// (`failed:PROVIDER_DOWN`), for the message that says what happened
+    /// instead of what was expected.
+    pub fn describe(&self) -> String {
+        match (self.status, self.code, self.waiting_for) {
+            ("failed", Some(c), _) => format!("failed:{c}"),
+            ("waiting", _, Some(f)) => format!("waiting:{f}"),
+            (s, _, _) => s.to_string(),
         }
     }
 }
@@ -105,12 +120,19 @@ pub fn unfinished_instance_of(store: &Store, source: &str) -> Result<Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn an_expectation_matches_status_and_code() {
-        let failed = json!({"status":"failed","code":"PROVIDER_DOWN","reason":"exhausted"});
-        let waiting = json!({"status":"waiting","for":"reconciliation","code":"LOST_REPLY"});
+        let failed = Ended {
+            status: "failed",
+            code: Some("PROVIDER_DOWN"),
+            waiting_for: None,
+        };
+        let waiting = Ended {
+            status: "waiting",
+            code: Some("LOST_REPLY"),
+            waiting_for: Some("reconciliation"),
+        };
         let e = |s: &str| Expectation::parse(s).unwrap();
         assert!(e("failed").holds(&failed));
         assert!(e("failed:PROVIDER_DOWN").holds(&failed));
@@ -119,8 +141,8 @@ mod tests {
         assert!(e("waiting:reconciliation").holds(&waiting));
         assert!(e("waiting:LOST_REPLY").holds(&waiting));
         assert!(!e("waiting:retry").holds(&waiting));
-        assert_eq!(Expectation::describe(&failed), "failed:PROVIDER_DOWN");
-        assert_eq!(Expectation::describe(&waiting), "waiting:reconciliation");
+        assert_eq!(failed.describe(), "failed:PROVIDER_DOWN");
+        assert_eq!(waiting.describe(), "waiting:reconciliation");
     }
 
     #[test]

@@ -532,10 +532,10 @@ pub(crate) fn finish(
         eprintln!("note: the instance was in a temporary database, now removed; re-run with --db FILE to keep it and resume it");
     }
     match expect {
-        Some(e) if !e.holds(state) => {
+        Some(e) if !e.holds(&settled.state.ended()) => {
             eprintln!(
                 "error: expected the run to end {e}, it ended {} (--expect; exit 3)",
-                Expectation::describe(state)
+                settled.state.ended().describe()
             );
             ExitCode::from(3)
         }

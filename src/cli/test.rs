@@ -12,7 +12,6 @@ use qflow_engine::inspect::End;
 use qflow_engine::runtime::clock::VirtualClock;
 use qflow_engine::runtime::driver::DEFAULT_HORIZON;
 use qflow_engine::runtime::graph::Graph;
-use qflow_engine::runtime::outcome::Expectation;
 use qflow_engine::runtime::scenario::Scenario;
 use qflow_engine::runtime::scenario_check;
 use qflow_engine::runtime::session::{load_scenario, ScenarioChoice, Session, SessionDb};
@@ -232,7 +231,7 @@ fn run_case(model: &Path, path: &Path) -> (Option<String>, Option<String>, Verdi
     };
     let ended = ended(&settled);
     let verdict = match &expect {
-        Some(e) if !e.holds(&settled.to_json()) => Verdict::Failed,
+        Some(e) if !e.holds(&settled.state.ended()) => Verdict::Failed,
         _ => Verdict::Ok,
     };
     (expect.map(|e| e.to_string()), Some(ended), verdict)
@@ -241,7 +240,7 @@ fn run_case(model: &Path, path: &Path) -> (Option<String>, Option<String>, Verdi
 /// How a run ended, in the words of an expectation (`failed:q.timeout`),
 /// with why a failure failed and how many attempts it took.
 fn ended(settled: &Settled) -> String {
-    let mut out = Expectation::describe(&settled.to_json());
+    let mut out = settled.state.ended().describe();
     let (reason, attempts) = match &settled.state.end {
         End::Failed {
             failure, attempts, ..

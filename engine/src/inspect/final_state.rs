@@ -13,6 +13,7 @@ use super::{Inspection, Waiting};
 use crate::instance::history::seconds;
 use crate::instance::snapshot::{Failure, TokenState};
 use crate::instance::{OutboxState, Purpose, Status};
+use crate::runtime::outcome::Ended;
 use crate::store::OutboxEntry;
 
 /// One instance's state at the end of a run.
@@ -175,6 +176,16 @@ impl FinalState {
             End::Waiting(Some(Waiting::Timer { purpose, .. })) => Some(waiting_for(*purpose)),
             End::Waiting(Some(Waiting::Nothing { .. })) => Some(NOTHING_LOCAL),
             _ => None,
+        }
+    }
+
+    /// The end as an `--expect` matches it ([`Ended`]): status, code and
+    /// what it waits for.
+    pub fn ended(&self) -> Ended<'_> {
+        Ended {
+            status: self.status(),
+            code: self.code(),
+            waiting_for: self.waiting_for(),
         }
     }
 
