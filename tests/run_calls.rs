@@ -507,7 +507,7 @@ fn a_poisoned_request_is_withdrawn_at_the_park_and_the_retry_gets_a_fresh_key(fr
         .incidents("bank-authorize-1")
         .unwrap()
         .iter()
-        .any(|i| i.kind == "poisoned"));
+        .any(|i| i.kind.as_str() == "poisoned"));
     // The call is over: its correlation is retired.
     assert_eq!(
         store.correlation("bank-authorize-1/authorize").unwrap(),

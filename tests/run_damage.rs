@@ -166,7 +166,7 @@ fn a_damaged_call_counter_reads_as_zero_is_reported_and_never_reuses_a_key(fresh
         .incidents("p-1")
         .unwrap()
         .into_iter()
-        .find(|i| i.kind == "damaged")
+        .find(|i| i.kind.as_str() == "damaged")
         .expect("an incident");
     assert!(
         incident.message.contains("attempts.auth") && incident.message.contains("\"x\""),
@@ -206,7 +206,7 @@ fn a_damaged_task_counter_reads_as_zero_and_the_task_goes_on(fresh: &Fresh) {
             .incidents("charge-1")
             .unwrap()
             .iter()
-            .filter(|i| i.kind == "damaged")
+            .filter(|i| i.kind.as_str() == "damaged")
             .count(),
         2
     );
@@ -344,5 +344,5 @@ fn snapshot_bytes_that_are_not_an_object_fail_that_instance_and_the_others_are_s
         .incidents("pa-1")
         .unwrap()
         .iter()
-        .any(|i| i.kind == "damaged" && i.message.contains("q.snapshot.damaged")));
+        .any(|i| i.kind.as_str() == "damaged" && i.message.contains("q.snapshot.damaged")));
 }

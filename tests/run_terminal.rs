@@ -40,7 +40,7 @@ fn failed_incident(db: &str, instance: &str) -> String {
         .incidents(instance)
         .unwrap()
         .into_iter()
-        .find(|i| i.kind == "failed")
+        .find(|i| i.kind.as_str() == "failed")
         .expect("a failed incident")
         .message
 }

@@ -23,7 +23,7 @@ pub struct NewTimer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewIncident {
     pub node: String,
-    pub kind: String,
+    pub kind: crate::IncidentKind,
     pub message: String,
 }
 

@@ -28,5 +28,5 @@ pub use event::{
     ChannelOutcome, DeliveryOutcome, Event, ExternalEvent, FailureClass, Resolution, TaskOutcome,
 };
 pub use history::{Entry, HistoryEvent, Line, Secs};
-pub use rows::{Facts, OutboxRow, OutboxState, Purpose, Status, TimerRow};
+pub use rows::{Facts, IncidentKind, OutboxRow, OutboxState, Purpose, Status, TimerRow};
 pub use snapshot::{Failure, Family, Marker, Snapshot, Token, TokenState};

@@ -41,6 +41,55 @@ impl Status {
     }
 }
 
+/// What an open incident is about (the `kind` column of the incidents
+/// table): one name per kind, so a face or a query compares a variant,
+/// never a string literal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum IncidentKind {
+    /// The instance FAILED at the node (its terminal record).
+    Failed,
+    /// An unknown outcome awaits an operator's reconciliation.
+    Reconciliation,
+    /// A channel's request was poisoned (its deliveries gave up, or the
+    /// counterpart rejected it).
+    Poisoned,
+    /// The snapshot or a fact of the instance is damaged.
+    Damaged,
+    /// An attempt recorded as started whose outcome is not applied yet
+    /// (the store's `inflight` module).
+    InFlight,
+}
+
+impl IncidentKind {
+    pub const ALL: [IncidentKind; 5] = [
+        IncidentKind::Failed,
+        IncidentKind::Reconciliation,
+        IncidentKind::Poisoned,
+        IncidentKind::Damaged,
+        IncidentKind::InFlight,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IncidentKind::Failed => "failed",
+            IncidentKind::Reconciliation => "reconciliation",
+            IncidentKind::Poisoned => "poisoned",
+            IncidentKind::Damaged => "damaged",
+            IncidentKind::InFlight => "in-flight",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<IncidentKind> {
+        IncidentKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for IncidentKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What an armed timer is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Purpose {

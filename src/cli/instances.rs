@@ -450,7 +450,7 @@ fn show_json(i: &Inspection) -> Value {
             "in_backoff": c.in_backoff})).collect::<Vec<_>>(),
         "containment_log": i.containment_log,
         "incidents": i.incidents.iter().map(|x| json!({"id": x.id, "node": x.node,
-            "kind": x.kind, "message": x.message,
+            "kind": x.kind.to_string(), "message": x.message,
             "opened_s": ops::seconds(x.opened_ms - i.started_ms),
             "closed_s": x.closed_ms.map(|c| ops::seconds(c - i.started_ms))})).collect::<Vec<_>>(),
         "history": i.history.iter().map(|h| h.line.as_ref().map_or(Value::Null,

@@ -304,7 +304,7 @@ impl Store {
                      WHERE kind = $2 AND closed_ms IS NULL AND instance_id",
                     " ORDER BY id"
                 ),
-                args![list, KIND],
+                args![list, KIND.as_str()],
                 |r| {
                     Ok((
                         r.get::<String>(0)?,

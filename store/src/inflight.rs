@@ -8,9 +8,10 @@
 
 use crate::sql::args;
 use crate::{Store, StoreError};
+use qflow_instance::IncidentKind;
 
 /// The incident kind of an attempt in flight.
-pub const KIND: &str = "in-flight";
+pub const KIND: IncidentKind = IncidentKind::InFlight;
 
 /// An attempt recorded as started and not yet closed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,7 +196,7 @@ impl Store {
         self.read(|db| {
             db.execute(
                 crate::write::OPEN_INCIDENT,
-                args![instance, node, KIND, message, at_ms],
+                args![instance, node, KIND.as_str(), message, at_ms],
             )?;
             Ok(())
         })
@@ -213,7 +214,7 @@ impl Store {
         self.read(|db| {
             db.execute(
                 "UPDATE incidents SET closed_ms = $4 WHERE instance_id = $1 AND node = $2 AND kind = $3 AND closed_ms IS NULL",
-                args![instance, node, KIND, at_ms],
+                args![instance, node, KIND.as_str(), at_ms],
             )?;
             Ok(())
         })
@@ -227,7 +228,7 @@ impl Store {
         let row: Option<(String, i64)> = self.read(|db| {
             db.opt(
                 "SELECT message, opened_ms FROM incidents WHERE instance_id = $1 AND node = $2 AND kind = $3 AND closed_ms IS NULL ORDER BY id DESC LIMIT 1",
-                args![instance, node, KIND],
+                args![instance, node, KIND.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
         })?;
@@ -241,7 +242,7 @@ impl Store {
         self.read(|db| {
             db.execute(
                 "UPDATE incidents SET closed_ms = $3 WHERE instance_id = $1 AND kind = $2 AND closed_ms IS NULL",
-                args![instance, KIND, at_ms],
+                args![instance, KIND.as_str(), at_ms],
             )?;
             Ok(())
         })

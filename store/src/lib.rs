@@ -15,7 +15,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use sha2::{Digest, Sha256};
 
 use qflow_instance::snapshot::Snapshot;
-use qflow_instance::{Facts, Purpose, Status, TimerRow, Transition};
+use qflow_instance::{Facts, IncidentKind, Purpose, Status, TimerRow, Transition};
 
 pub mod batch;
 mod boundary;
@@ -738,7 +738,9 @@ impl InstanceFacts {
 pub(crate) fn poison_reason(t: &Transition) -> Option<&str> {
     t.open_incidents
         .iter()
-        .find(|i| i.kind == "poisoned" && i.message.contains(" rejected by the counterpart "))
+        .find(|i| {
+            i.kind == IncidentKind::Poisoned && i.message.contains(" rejected by the counterpart ")
+        })
         .map(|i| i.message.as_str())
 }
 

@@ -8,7 +8,7 @@ use crate::write::matches_pause;
 use crate::write::{canary_timers, held_timers};
 use crate::{InstanceFacts, Sqlite, Store, StoreError};
 use qflow_instance::history::Line;
-use qflow_instance::{OutboxRow, OutboxState, Purpose, Status, TimerRow};
+use qflow_instance::{IncidentKind, OutboxRow, OutboxState, Purpose, Status, TimerRow};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceRow {
@@ -91,7 +91,7 @@ pub struct CorrelationRow {
 pub struct IncidentRow {
     pub id: i64,
     pub node: String,
-    pub kind: String,
+    pub kind: IncidentKind,
     pub message: String,
     pub opened_ms: i64,
     pub closed_ms: Option<i64>,
@@ -425,10 +425,13 @@ impl Store {
                 "SELECT id, node, kind, message, opened_ms, closed_ms FROM incidents WHERE instance_id = $1 ORDER BY id",
                 args![instance],
                 |r| {
+                    let kind: String = r.get(2)?;
                     Ok(IncidentRow {
                         id: r.get(0)?,
                         node: r.get(1)?,
-                        kind: r.get(2)?,
+                        // Every kind a store of this schema holds is one
+                        // of these; another is a damaged row, and reads so.
+                        kind: IncidentKind::parse(&kind).unwrap_or(IncidentKind::Damaged),
                         message: r.get(3)?,
                         opened_ms: r.get(4)?,
                         closed_ms: r.get(5)?,
@@ -795,13 +798,13 @@ fn outbox_state(s: &str) -> OutboxState {
 
 #[cfg(test)]
 mod incident_tests {
-    use super::IncidentRow;
+    use super::{IncidentKind, IncidentRow};
 
     fn row(node: &str, message: &str) -> IncidentRow {
         IncidentRow {
             id: 1,
             node: node.into(),
-            kind: "failed".into(),
+            kind: IncidentKind::Failed,
             message: message.into(),
             opened_ms: 0,
             closed_ms: None,

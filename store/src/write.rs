@@ -297,7 +297,7 @@ pub(crate) fn write_transition(
     for i in &t.open_incidents {
         db.execute(
             OPEN_INCIDENT,
-            args![instance, i.node, i.kind, i.message, at_ms],
+            args![instance, i.node, i.kind.as_str(), i.message, at_ms],
         )?;
     }
     Ok(seq)

@@ -152,7 +152,7 @@ fn p_poisons_the_pending_delivery_on_the_channel_curve_and_the_wake_fails_the_at
         .incidents(&id)
         .unwrap()
         .iter()
-        .any(|i| i.kind == "poisoned"));
+        .any(|i| i.kind.as_str() == "poisoned"));
     golden("call-poisoned-backoff", &render_text(&app, 100, 30));
     // Nothing pending now: p says so.
     type_keys(&mut app, &mut be, "p");

@@ -150,7 +150,7 @@ fn unknown_outcome_then_capital_r_resolves_from_the_store() {
         .incidents(&id)
         .unwrap()
         .iter()
-        .any(|i| i.kind == "reconciliation" && i.closed_ms.is_none()));
+        .any(|i| i.kind.as_str() == "reconciliation" && i.closed_ms.is_none()));
     // space does not retry blindly
     type_keys(&mut app, &mut be, " ");
     assert_eq!(attempts(&be).len(), 1);

@@ -27,7 +27,7 @@ use qflow_instance::history::{
 };
 use qflow_instance::rows::{Facts, OutboxRow, Purpose};
 use qflow_instance::snapshot::TokenState;
-use qflow_instance::{Abandon, NewIncident, NewRequest, NewTimer, OutboxChange};
+use qflow_instance::{Abandon, IncidentKind, NewIncident, NewRequest, NewTimer, OutboxChange};
 use qflow_model::policy::Next;
 
 fn call_of(node: &GNode) -> Option<&Call> {
@@ -476,7 +476,7 @@ pub(super) fn delivery(
                 };
                 w.open_incidents.push(NewIncident {
                     node: row.node.clone(),
-                    kind: "poisoned".into(),
+                    kind: IncidentKind::Poisoned,
                     message: format!(
                         "request {} to {} {why}: {error}",
                         row.idempotency_key, row.channel

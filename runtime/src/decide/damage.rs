@@ -25,7 +25,7 @@ use qflow_instance::codes::SNAPSHOT_DAMAGED;
 use qflow_instance::history::{Entry, HistoryEvent, Line, Secs};
 use qflow_instance::rows::{Facts, Status};
 use qflow_instance::snapshot::{canonical_string, Family, FRONTIER_KEY};
-use qflow_instance::{CallEffects, Transition};
+use qflow_instance::{CallEffects, IncidentKind, Transition};
 
 /// Why nothing can be decided on this instance's snapshot, if so: the
 /// stored bytes do not decode, the frontier does not, or a token names a
@@ -97,7 +97,7 @@ pub fn fail(graph: &Graph, facts: &Facts<'_>, why: &str, now_ms: i64) -> Transit
         ],
         open_incidents: vec![NewIncident {
             node: graph.process_id.clone(),
-            kind: "damaged".into(),
+            kind: IncidentKind::Damaged,
             message: format!(
                 "instance {} failed: {SNAPSHOT_DAMAGED} ({why}); its stored snapshot is kept as it was, for inspection and repair",
                 facts.instance_id
@@ -126,7 +126,7 @@ pub(super) fn counters(w: &mut Work) {
             .map_or_else(|| "absent".to_string(), |n| n.to_string());
         w.open_incidents.push(NewIncident {
             node: node.clone().unwrap_or_default(),
-            kind: "damaged".into(),
+            kind: IncidentKind::Damaged,
             message: format!(
                 "snapshot key {} held {}, not a well-formed value: read as {read}",
                 d.key,

@@ -24,6 +24,7 @@ use serde_json::Value;
 use crate::graph::{GNode, Graph, Kind};
 use qflow_instance::history::{Entry, HistoryEvent, Line, Secs};
 use qflow_instance::snapshot::{Failure, Snapshot, Token, TokenState};
+use qflow_instance::IncidentKind;
 
 pub mod call;
 pub mod damage;
@@ -207,7 +208,7 @@ fn terminal_record(graph: &Graph, w: &mut Work, last_attempt_ms: i64) {
         .open_incidents
         .iter_mut()
         .rev()
-        .find(|i| i.kind == "failed" && i.node == node_id)
+        .find(|i| i.kind == IncidentKind::Failed && i.node == node_id)
     {
         i.message = format!("{}; {}", i.message, detail.join(", "));
     }
@@ -415,7 +416,7 @@ pub(crate) fn fatal(
     );
     w.open_incidents.push(NewIncident {
         node: node.to_string(),
-        kind: "failed".into(),
+        kind: IncidentKind::Failed,
         // The last attempt's own words travel with the incident: an
         // operator reading it sees why, not only a code.
         message: match last.and_then(|(_, m)| m) {

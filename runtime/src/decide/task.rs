@@ -13,7 +13,7 @@ use qflow_instance::history::{
 };
 use qflow_instance::rows::{Facts, Purpose};
 use qflow_instance::snapshot::TokenState;
-use qflow_instance::{NewIncident, NewTimer};
+use qflow_instance::{IncidentKind, NewIncident, NewTimer};
 use qflow_model::policy::{Next, StopReason};
 
 use super::{catching, fatal, ignore, leave, ms, task_timers, Work};
@@ -249,7 +249,7 @@ fn failed(
         );
         w.open_incidents.push(NewIncident {
             node: id.into(),
-            kind: "reconciliation".into(),
+            kind: IncidentKind::Reconciliation,
             message: format!(
                 "attempt {n} of {id} ended with an unknown outcome ({code}): resolve it as succeeded, failed or retry"
             ),

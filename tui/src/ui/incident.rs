@@ -30,7 +30,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     };
     let fields = [
         ("state", Span::styled(state, state_style)),
-        ("kind", Span::raw(i.kind.clone())),
+        ("kind", Span::raw(i.kind.to_string())),
         ("node", Span::raw(i.node.clone())),
         ("opened", Span::raw(fmt::at(view.since_start(i.opened_ms)))),
     ];
