@@ -56,11 +56,6 @@ class Studio {
     readonly checkResults: vscode.DiagnosticCollection,
   ) {}
 
-  /** Dispose `d` with the extension. */
-  subscribe(d: vscode.Disposable): void {
-    this.context.subscriptions.push(d);
-  }
-
   /** Resolve the binary now (settings, PATH and the workspace may have changed since last time). */
   resolve(): Resolution {
     const extensionPath = this.context.extensionPath;
