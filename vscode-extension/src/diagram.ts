@@ -1,9 +1,12 @@
-// "qflow: Show Diagram": the process drawn beside the text. The drawing is
-// the engine's (the language server's `qflow/diagram` request answers the
-// model layer's SVG, the picture `qflow render` writes, with every verdict
-// of the loader marked on its element); this module only shows it in a
-// webview, asks again as the text changes, and reveals an element in the
-// text when it is clicked.
+// The process drawn beside the text, in two faces that share everything
+// below: the "qflow: Show Diagram" panel and the "qflow Diagram" custom
+// editor (Reopen Editor With…). The drawing is the engine's (the language
+// server's `qflow/diagram` request answers the model layer's SVG, the
+// picture `qflow render` writes, with every verdict of the loader marked on
+// its element); this module only shows it in a webview (`DiagramView`),
+// asks again as the text changes (`DiagramViews`), and reveals an element in
+// the text when it is clicked. A face only supplies the webview: the panel
+// creates one, the custom editor is handed one by VS Code.
 //
 // Written against a small `Host` (the few VS Code calls it makes) so the
 // tests drive it with the real server and a recording host.
@@ -89,20 +92,37 @@ export function isRevealMessage(m: unknown): m is RevealMessage {
   return typeof m === 'object' && m !== null && (m as RevealMessage).type === 'reveal' && typeof (m as RevealMessage).id === 'string';
 }
 
-/** The webview of a panel: its HTML and its messages. */
+/** The webview a drawing is shown in: its HTML and its messages. */
 export interface Webview {
   html: string;
   cspSource: string;
   onDidReceiveMessage(listener: (m: unknown) => void): { dispose(): void };
 }
 
-/** What the panel needs of VS Code. */
+/**
+ * Where a drawing is shown: a webview and its end. The panel's own
+ * `WebviewPanel`, or the one VS Code hands a custom editor.
+ */
+export interface Surface {
+  webview: Webview;
+  onDidDispose(listener: () => void): unknown;
+}
+
+/** The webview options both faces set: the one inline script, and no local resource at all. */
+export const WEBVIEW_OPTIONS = { enableScripts: true, localResourceRoots: [] as never[] };
+
+/** The custom editor's view type (package.json `customEditors`). */
+export const DIAGRAM_EDITOR = 'qflow.diagram';
+/** The Show Diagram panel's view type (another than the editor's). */
+export const DIAGRAM_PANEL = 'qflow.diagramPanel';
+
+/** What a drawing needs of VS Code. */
 export interface Host {
   /** Ask the language server (undefined when it is not running). */
   request(uri: string): Promise<DiagramResult | null | undefined>;
-  /** A webview panel beside the text, titled. */
-  createPanel(title: string): { webview: Webview; onDidDispose(listener: () => void): void; title: string };
-  /** Put the cursor on `range` of the document `uri`, in the text editor. */
+  /** A webview panel beside the text, titled (the Show Diagram panel; a custom editor is handed its own). */
+  createPanel(title: string): Surface & { title: string };
+  /** Put the cursor on `range` of the document `uri`, in a text editor (beside the diagram when none shows it). */
   reveal(uri: string, range: Range): Promise<void> | void;
   /** The SVG of an instance's state on the diagram (`qflow render --instance`). */
   renderInstance?(uri: string, instance: string): Promise<string>;
@@ -155,28 +175,36 @@ document.addEventListener('click', (e) => {
 }
 
 /**
- * One diagram panel for one document: shows the server's drawing, asks again
- * whenever `update()` is called (on every change of the text), never two
- * requests at once (a change during a request asks once more after it), and
- * keeps the last drawing while the text does not parse.
+ * The drawing of one document in one webview, whichever face holds it:
+ * shows the server's drawing, asks again whenever `update()` is called (on
+ * every change of the text), never two requests at once (a burst of changes
+ * during a request asks once more after it, for the latest text), and keeps
+ * the last drawing while the text does not parse.
  */
-export class DiagramPanel {
+export class DiagramView {
   private last: DiagramResult | null = null;
   private inFlight: Promise<void> | undefined;
   private again = false;
   private disposed = false;
+  private readonly disposeListeners: Array<() => void> = [];
   /** Draw this instance's state (read from the database) instead of the text's verdicts. */
   private instance: string | undefined;
-  readonly panel: ReturnType<Host['createPanel']>;
 
   constructor(
     private readonly host: Host,
     readonly uri: string,
-    title: string,
+    readonly panel: Surface,
   ) {
-    this.panel = host.createPanel(title);
-    this.panel.onDidDispose(() => (this.disposed = true));
-    this.panel.webview.onDidReceiveMessage((m) => void this.onMessage(m));
+    panel.onDidDispose(() => {
+      this.disposed = true;
+      this.disposeListeners.forEach((l) => l());
+    });
+    panel.webview.onDidReceiveMessage((m) => void this.onMessage(m));
+  }
+
+  /** Call `listener` when the webview is closed. */
+  onDidDispose(listener: () => void): void {
+    this.disposeListeners.push(listener);
   }
 
   get result(): DiagramResult | null {
@@ -257,4 +285,58 @@ export class DiagramPanel {
       await this.host.reveal(this.uri, el.selectionRange);
     }
   }
+}
+
+/** The Show Diagram panel: a drawing in a webview panel of its own, beside the text. */
+export class DiagramPanel extends DiagramView {
+  declare readonly panel: Surface & { title: string };
+
+  constructor(host: Host, uri: string, title: string) {
+    super(host, uri, host.createPanel(title));
+  }
+}
+
+/**
+ * Every open drawing, by document, whichever face shows it: a change of a
+ * document's text redraws each of its views; a closed view is forgotten.
+ */
+export class DiagramViews {
+  private readonly byUri = new Map<string, Set<DiagramView>>();
+
+  /** Keep `view` until its webview is closed. */
+  add<V extends DiagramView>(view: V): V {
+    let set = this.byUri.get(view.uri);
+    if (!set) {
+      set = new Set();
+      this.byUri.set(view.uri, set);
+    }
+    set.add(view);
+    view.onDidDispose(() => {
+      set.delete(view);
+      if (set.size === 0 && this.byUri.get(view.uri) === set) {
+        this.byUri.delete(view.uri);
+      }
+    });
+    return view;
+  }
+
+  /** The open views of a document. */
+  of(uri: string): DiagramView[] {
+    return [...(this.byUri.get(uri) ?? [])];
+  }
+
+  /** The text of `uri` changed: redraw each of its views. */
+  changed(uri: string): Promise<void> {
+    return Promise.all(this.of(uri).map((v) => v.update())).then(() => undefined);
+  }
+}
+
+/**
+ * The custom editor's face ("qflow Diagram", Reopen Editor With…): the
+ * webview VS Code hands it shows the document's drawing, redrawn as the
+ * document changes, a click revealing the element in a text editor.
+ */
+export function resolveDiagramEditor(host: Host, views: DiagramViews, uri: string, surface: Surface): Promise<DiagramView> {
+  const view = views.add(new DiagramView(host, uri, surface));
+  return view.update().then(() => view);
 }

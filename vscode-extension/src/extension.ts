@@ -24,13 +24,20 @@ import {
 } from './commands';
 import { EXPLAIN_COMMAND, PAGE_SCHEME, codeOfPage, explainArgv, explainLink, isCode, pageUri, unavailablePage } from './explain';
 import {
+  DIAGRAM_EDITOR,
+  DIAGRAM_PANEL,
   DIAGRAM_REQUEST,
   DiagramPanel,
+  DiagramViews,
+  WEBVIEW_OPTIONS,
   diagramParams,
   instanceChoices,
   instanceRenderArgv,
   instancesArgv,
+  resolveDiagramEditor,
   type DiagramResult,
+  type Host,
+  type Range,
 } from './diagram';
 import { bundledBinary, describeSource, resolveServer, serverOptions, type Resolution } from './server';
 import { statusView, type ServerState } from './status';
@@ -48,11 +55,6 @@ class Studio {
     private readonly status: vscode.StatusBarItem,
     readonly checkResults: vscode.DiagnosticCollection,
   ) {}
-
-  /** Dispose `d` with the extension. */
-  subscribe(d: vscode.Disposable): void {
-    this.context.subscriptions.push(d);
-  }
 
   /** Resolve the binary now (settings, PATH and the workspace may have changed since last time). */
   resolve(): Resolution {
@@ -404,9 +406,42 @@ async function checkWorkspace(studio: Studio): Promise<void> {
 
 let studio: Studio | undefined;
 
-/** The open diagram panels, one per document. */
+/** The open Show Diagram panels, one per document. */
 const panels = new Map<string, DiagramPanel>();
-let watchingEdits = false;
+/** Every open drawing, panel or custom editor, redrawn as its document changes. */
+const views = new DiagramViews();
+
+/** What both diagram faces ask of VS Code: the server's drawing, an instance's, a reveal in the text. */
+function diagramHost(s: Studio): Host {
+  return {
+    request: (u) => s.diagram(u),
+    createPanel: (title) => {
+      const p = vscode.window.createWebviewPanel(DIAGRAM_PANEL, title, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, WEBVIEW_OPTIONS);
+      return { webview: p.webview, onDidDispose: (l) => p.onDidDispose(l), title };
+    },
+    renderInstance: (u, instance) => {
+      const binary = s.binaryForCommand();
+      if (!binary) {
+        return Promise.reject(new Error('no qflow binary'));
+      }
+      const model = vscode.Uri.parse(u).fsPath;
+      return runQflow(binary, instanceRenderArgv(model, instance, database()), path.dirname(model));
+    },
+    reveal: (u, range) => revealInText(u, range),
+  };
+}
+
+/**
+ * Put the cursor on `range` in a text editor of the document: the one that
+ * shows it already, else a new one beside the diagram (which, in the custom
+ * editor, is where the document was opened).
+ */
+async function revealInText(u: string, range: Range): Promise<void> {
+  const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(u));
+  const r = new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character);
+  const visible = vscode.window.visibleTextEditors.find((ed) => ed.document.uri.toString() === u);
+  await vscode.window.showTextDocument(doc, { viewColumn: visible?.viewColumn ?? vscode.ViewColumn.Beside, selection: r, preserveFocus: false });
+}
 
 /**
  * qflow: Show Diagram — the active model drawn by the language server in a
@@ -425,46 +460,26 @@ async function showDiagram(s: Studio, arg?: unknown): Promise<DiagramPanel | und
     await open.update();
     return open;
   }
-  if (!watchingEdits) {
-    watchingEdits = true;
-    s.subscribe(
-      vscode.workspace.onDidChangeTextDocument((e) => {
-        void panels.get(e.document.uri.toString())?.update();
-      }),
-    );
-  }
-  const panel = new DiagramPanel(
-    {
-      request: (u) => s.diagram(u),
-      createPanel: (title) => {
-        const p = vscode.window.createWebviewPanel('qflow.diagram', title, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, {
-          enableScripts: true,
-          localResourceRoots: [],
-        });
-        return { webview: p.webview, onDidDispose: (l) => void p.onDidDispose(l), title };
-      },
-      renderInstance: (u, instance) => {
-        const binary = s.binaryForCommand();
-        if (!binary) {
-          return Promise.reject(new Error('no qflow binary'));
-        }
-        const model = vscode.Uri.parse(u).fsPath;
-        return runQflow(binary, instanceRenderArgv(model, instance, database()), path.dirname(model));
-      },
-      reveal: async (u, range) => {
-        const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(u));
-        const r = new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character);
-        const visible = vscode.window.visibleTextEditors.find((ed) => ed.document.uri.toString() === u);
-        await vscode.window.showTextDocument(doc, { viewColumn: visible?.viewColumn, selection: r, preserveFocus: false });
-      },
-    },
-    key,
-    `Diagram: ${path.basename(uri.fsPath)}`,
-  );
-  panel.panel.onDidDispose(() => panels.delete(key));
+  const panel = views.add(new DiagramPanel(diagramHost(s), key, `Diagram: ${path.basename(uri.fsPath)}`));
+  panel.onDidDispose(() => panels.delete(key));
   panels.set(key, panel);
   await panel.update();
   return panel;
+}
+
+/**
+ * The "qflow Diagram" custom editor (Reopen Editor With…, or Open With… on
+ * a .bpmn): the same drawing as Show Diagram, in the editor VS Code opens.
+ * The document stays a text document (its edits, undo and saving are the
+ * text editor's); the diagram follows its changes.
+ */
+function diagramEditor(s: Studio): vscode.CustomTextEditorProvider {
+  return {
+    resolveCustomTextEditor: async (document, webviewPanel) => {
+      webviewPanel.webview.options = WEBVIEW_OPTIONS;
+      await resolveDiagramEditor(diagramHost(s), views, document.uri.toString(), webviewPanel);
+    },
+  };
 }
 
 /** The `qflow.database` setting (empty: the binary's own default). */
@@ -540,6 +555,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('qflow.showOutput', () => output.show(true)),
     vscode.commands.registerCommand('qflow.showDiagram', async (uri?: unknown) => void (await showDiagram(s, uri))),
     vscode.commands.registerCommand('qflow.showInstanceOnDiagram', (uri?: unknown) => showInstance(s, uri)),
+    vscode.window.registerCustomEditorProvider(DIAGRAM_EDITOR, diagramEditor(s), { supportsMultipleEditorsPerDocument: true }),
+    vscode.workspace.onDidChangeTextDocument((e) => void views.changed(e.document.uri.toString())),
     vscode.commands.registerCommand('qflow.openSettings', () => openSettings()),
     vscode.commands.registerCommand(EXPLAIN_COMMAND, (code?: unknown) => explain(code)),
     vscode.workspace.registerTextDocumentContentProvider(PAGE_SCHEME, { provideTextDocumentContent: (uri) => pageText(s, uri) }),

@@ -5,18 +5,14 @@
 // reveals its id in the text, and an edit redraws it.
 
 import * as assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import * as os from 'node:os';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { pathToFileURL } from 'node:url';
-import { StreamMessageReader, StreamMessageWriter, createMessageConnection, type MessageConnection } from 'vscode-jsonrpc/node';
 
 import {
-  DIAGRAM_REQUEST,
   DiagramPanel,
-  diagramParams,
   instanceChoices,
   instanceRenderArgv,
   instancesArgv,
@@ -25,52 +21,33 @@ import {
   type Host,
   type Range,
 } from '../src/diagram';
-import { serverOptions } from '../src/server';
+import { startServer, type Server } from './lsp';
 import { REPO, SAMPLES, qflowBinary } from './support';
 
-let child: ChildProcess;
-let connection: MessageConnection;
-let stderr = '';
+let server: Server;
 
 before(async () => {
-  const exec = serverOptions(qflowBinary(), REPO);
-  child = spawn(exec.command, [...(exec.args ?? []), '--stdio'], { ...exec.options, stdio: ['pipe', 'pipe', 'pipe'] });
-  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-  connection = createMessageConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
-  connection.onRequest(() => null);
-  connection.onNotification(() => undefined);
-  connection.listen();
-  await connection.sendRequest('initialize', { processId: process.pid, rootUri: pathToFileURL(REPO).href, capabilities: {} });
-  await connection.sendNotification('initialized', {});
+  server = await startServer();
 });
 
-after(async () => {
-  await connection.sendRequest('shutdown');
-  await connection.sendNotification('exit');
-  connection.dispose();
-  await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
-});
+after(() => server.stop());
 
-let version = 1;
-function open(file: string, text = fs.readFileSync(file, 'utf8')): string {
-  const uri = pathToFileURL(file).href;
-  void connection.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'bpmn', version: 1, text } });
-  return uri;
+function open(file: string, text?: string): string {
+  return server.open(file, text);
 }
 
 function change(uri: string, text: string): void {
-  version += 1;
-  void connection.sendNotification('textDocument/didChange', { textDocument: { uri, version }, contentChanges: [{ text }] });
+  server.change(uri, text);
 }
 
 function draw(uri: string): Promise<DiagramResult | null> {
-  return connection.sendRequest<DiagramResult | null>(DIAGRAM_REQUEST, diagramParams(uri));
+  return server.draw(uri);
 }
 
 /** The opening tag of the group the SVG draws for element `id`. */
 function groupOf(svg: string, id: string): string {
   const m = svg.match(new RegExp(`<g class="[^"]*" data-id="${id}"[^>]*>(<title>[^<]*</title>)?`));
-  assert.ok(m, `no group for ${id} in the SVG; stderr: ${stderr}`);
+  assert.ok(m, `no group for ${id} in the SVG; stderr: ${server.stderr()}`);
   return m[0];
 }
 
@@ -99,7 +76,7 @@ test('qflow/diagram draws the model with its verdict marked on the element it is
   const file = path.join(SAMPLES, 'broken', 'QF020-channel-no-timeout.bpmn');
   const uri = open(file);
   const r = await draw(uri);
-  assert.ok(r, `a drawing; stderr: ${stderr}`);
+  assert.ok(r, `a drawing; stderr: ${server.stderr()}`);
   assert.equal(r.process, 'p');
   assert.match(r.svg, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
   // The channel call without a timeout carries its error, and its message.

@@ -90,6 +90,48 @@ export interface Record {
   contentProviders: Map<string, { provideTextDocumentContent(uri: Uri): string | Promise<string> }>;
   /** The open documents (push to open one). */
   documents: Array<{ uri: Uri; languageId: string; isDirty: boolean; save(): Promise<boolean> }>;
+  /** The custom editor providers, by view type, with their options. */
+  customEditors: Map<string, { provider: CustomTextEditorProvider; options: unknown }>;
+  /** The listeners of workspace.onDidChangeTextDocument (call them to type). */
+  changeListeners: Array<(e: { document: { uri: Uri } }) => void>;
+  /** The webview panels the extension created (window.createWebviewPanel). */
+  webviewPanels: WebviewPanel[];
+  /** window.showTextDocument's calls: the document and where, with what selected. */
+  shownText: Array<{ uri: Uri; viewColumn: number | undefined; selection: Range | undefined; preserveFocus: boolean | undefined }>;
+}
+
+/** A webview panel as VS Code hands it to the extension: its webview, its messages, its end. */
+export interface WebviewPanel {
+  viewType: string;
+  title: string;
+  webview: { html: string; cspSource: string; options: unknown; onDidReceiveMessage(l: (m: unknown) => void): { dispose(): void } };
+  onDidDispose(l: () => void): { dispose(): void };
+  /** What the user does: click in the picture (post a message), close it. */
+  post(m: unknown): void;
+  close(): void;
+}
+
+export interface CustomTextEditorProvider {
+  resolveCustomTextEditor(document: { uri: Uri }, panel: WebviewPanel, token: unknown): Promise<void> | void;
+}
+
+/** A webview panel for a test to hand a custom editor (or for createWebviewPanel to return). */
+export function webviewPanel(viewType: string, title = '', options: unknown = undefined): WebviewPanel {
+  const messages: Array<(m: unknown) => void> = [];
+  const disposed: Array<() => void> = [];
+  return {
+    viewType,
+    title,
+    webview: {
+      html: '',
+      cspSource: 'vscode-webview:',
+      options,
+      onDidReceiveMessage: (l) => (messages.push(l), { dispose() {} }),
+    },
+    onDidDispose: (l) => (disposed.push(l), { dispose() {} }),
+    post: (m) => messages.forEach((l) => l(m)),
+    close: () => disposed.forEach((l) => l()),
+  };
 }
 
 export class Position {
@@ -120,6 +162,10 @@ export interface Options {
   startFails?: string;
   /** Whether the workspace is trusted (default true). */
   trusted?: boolean;
+  /** What LanguageClient.sendRequest answers (a real server, say); without it, requests fail. */
+  request?: (method: string, params: unknown) => Promise<unknown>;
+  /** The text editors visible, and their columns. */
+  visibleTextEditors?: Array<{ uri: Uri; viewColumn: number }>;
 }
 
 export function fakeVscode(opts: Options) {
@@ -137,6 +183,10 @@ export function fakeVscode(opts: Options) {
     log: [],
     configListeners: [],
     trustListeners: [],
+    customEditors: new Map(),
+    changeListeners: [],
+    webviewPanels: [],
+    shownText: [],
   };
   const clicks = [...(opts.clicks ?? [])];
   const message = (level: Message['level']) => (text: string, ...buttons: string[]) => {
@@ -178,6 +228,7 @@ export function fakeVscode(opts: Options) {
     DiagnosticSeverity: { Error: 0, Warning: 1, Information: 2, Hint: 3 },
     StatusBarAlignment: { Left: 1, Right: 2 },
     ProgressLocation: { Notification: 15 },
+    ViewColumn: { Active: -1, Beside: -2, One: 1, Two: 2 },
     workspace: {
       getConfiguration: (section: string) => ({
         get: (key: string) => opts.settings?.[`${section}.${key}`],
@@ -199,6 +250,11 @@ export function fakeVscode(opts: Options) {
         rec.configListeners.push(fn);
         return disposable;
       },
+      onDidChangeTextDocument: (fn: Record['changeListeners'][number]) => {
+        rec.changeListeners.push(fn);
+        return disposable;
+      },
+      openTextDocument: async (uri: Uri) => docs.find((d) => d.uri.toString() === uri.toString()) ?? { uri },
     },
     window: {
       activeTextEditor: opts.activeFile ? { document: { uri: opts.activeFile } } : undefined,
@@ -236,6 +292,20 @@ export function fakeVscode(opts: Options) {
         return rec.terminals;
       },
       withProgress: async (_o: unknown, task: () => Promise<unknown>) => task(),
+      registerCustomEditorProvider: (viewType: string, provider: CustomTextEditorProvider, options?: unknown) => {
+        rec.customEditors.set(viewType, { provider, options });
+        return disposable;
+      },
+      createWebviewPanel: (viewType: string, title: string, _show: unknown, options?: unknown) => {
+        const p = webviewPanel(viewType, title, options);
+        rec.webviewPanels.push(p);
+        return p;
+      },
+      visibleTextEditors: (opts.visibleTextEditors ?? []).map((e) => ({ document: { uri: e.uri }, viewColumn: e.viewColumn })),
+      showTextDocument: async (doc: { uri: Uri }, o?: { viewColumn?: number; selection?: Range; preserveFocus?: boolean }) => {
+        rec.shownText.push({ uri: doc.uri, viewColumn: o?.viewColumn, selection: o?.selection, preserveFocus: o?.preserveFocus });
+        return { document: doc };
+      },
     },
     languages: {
       createDiagnosticCollection: () => ({
@@ -279,6 +349,9 @@ export function fakeVscode(opts: Options) {
       }
       async stop() {
         this.stopped = true;
+      }
+      sendRequest(method: string, params: unknown) {
+        return opts.request ? opts.request(method, params) : Promise.reject(new Error(`no server for ${method}`));
       }
     },
   };
