@@ -40,7 +40,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use qflow_instance::OutboxRow;
 
-use crate::inflight::{record, InFlight, KIND};
+use crate::inflight::{stored_columns, InFlight, Stored, KIND};
 use crate::query::{instance_row, timer_row};
 use crate::sql::{args, Conn};
 use crate::write::matches_pause;
@@ -297,25 +297,21 @@ impl Store {
             }
             // Oldest first: the newest open record of a node is kept, as
             // `in_flight` reads it (`ORDER BY id DESC LIMIT 1`).
-            for (instance, node, message, opened_ms) in db.rows(
+            for (instance, node, stored) in db.rows(
                 in_ids!(
                     d,
-                    "SELECT instance_id, node, message, opened_ms FROM incidents
-                     WHERE kind = $2 AND closed_ms IS NULL AND instance_id",
+                    concat!(
+                        "SELECT instance_id, node, ",
+                        stored_columns!(),
+                        " FROM incidents WHERE kind = $2 AND closed_ms IS NULL AND instance_id"
+                    ),
                     " ORDER BY id"
                 ),
                 args![list, KIND.as_str()],
-                |r| {
-                    Ok((
-                        r.get::<String>(0)?,
-                        r.get::<String>(1)?,
-                        r.get::<String>(2)?,
-                        r.get::<i64>(3)?,
-                    ))
-                },
+                |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?, Stored::read(r, 2)?)),
             )? {
                 let nodes = g.in_flight.entry(instance).or_default();
-                match record(message, opened_ms) {
+                match stored.record() {
                     Some(f) => {
                         nodes.insert(node, f);
                     }

@@ -101,18 +101,67 @@ pub(super) fn parse_owner(message: &str) -> (Option<String>, Option<i64>) {
     (Some(owner.to_string()), lease)
 }
 
-/// An open record as read back.
-pub(crate) fn record(message: String, opened_ms: i64) -> Option<InFlight> {
-    let (attempt, version) = parse(&message)?;
-    let (owner, lease_until_ms) = parse_owner(&message);
-    Some(InFlight {
-        attempt,
-        version,
-        opened_ms,
-        message,
-        owner,
-        lease_until_ms,
-    })
+/// The fields a new record is written with.
+struct Opened<'a> {
+    attempt: u32,
+    version: i64,
+    owner: Option<&'a str>,
+    lease_until_ms: Option<i64>,
+}
+
+/// The columns of an open record as [`Stored::read`] reads them, from
+/// its first.
+macro_rules! stored_columns {
+    () => {
+        "message, opened_ms, attempt, from_version, owner, lease_until_ms"
+    };
+}
+pub(crate) use stored_columns;
+
+/// An open record's row as read.
+pub(crate) struct Stored {
+    message: String,
+    opened_ms: i64,
+    attempt: Option<i64>,
+    version: Option<i64>,
+    owner: Option<String>,
+    lease_until_ms: Option<i64>,
+}
+
+impl Stored {
+    /// The [`stored_columns`] of a row, from column `at`.
+    pub(crate) fn read(r: &dyn crate::sql::Row, at: usize) -> Result<Stored, StoreError> {
+        Ok(Stored {
+            message: r.get(at)?,
+            opened_ms: r.get(at + 1)?,
+            attempt: r.get(at + 2)?,
+            version: r.get(at + 3)?,
+            owner: r.get(at + 4)?,
+            lease_until_ms: r.get(at + 5)?,
+        })
+    }
+
+    /// The record: from its columns; a record an older qflow wrote (before
+    /// migration 15, the columns empty) from its message's words, as that
+    /// qflow read it. `None` for a record neither can read.
+    pub(crate) fn record(self) -> Option<InFlight> {
+        let (attempt, version, owner, lease_until_ms) = match (self.attempt, self.version) {
+            (Some(a), Some(v)) => (u32::try_from(a).ok()?, v, self.owner, self.lease_until_ms),
+            _ => {
+                let (a, v) = parse(&self.message)?;
+                let (owner, lease) = parse_owner(&self.message);
+                (a, v, owner, lease)
+            }
+        };
+        Some(InFlight {
+            attempt,
+            version,
+            opened_ms: self.opened_ms,
+            message: self.message,
+            owner,
+            lease_until_ms,
+        })
+    }
 }
 
 impl Store {
@@ -129,7 +178,19 @@ impl Store {
         wall_ms: i64,
     ) -> Result<u32, StoreError> {
         let key = self.next_task_key(instance, node, attempt)?;
-        self.open_record(instance, node, &message(attempt, version, wall_ms), at_ms)?;
+        let record = Opened {
+            attempt,
+            version,
+            owner: None,
+            lease_until_ms: None,
+        };
+        self.open_record(
+            instance,
+            node,
+            &message(attempt, version, wall_ms),
+            &record,
+            at_ms,
+        )?;
         Ok(key)
     }
 
@@ -181,22 +242,43 @@ impl Store {
     ) -> Result<u32, StoreError> {
         let key = self.next_task_key(instance, node, attempt)?;
         let m = message_by(attempt, version, wall_ms, owner, lease_until_ms);
-        self.open_record(instance, node, &m, at_ms)?;
+        let record = Opened {
+            attempt,
+            version,
+            owner: Some(owner),
+            lease_until_ms: Some(lease_until_ms),
+        };
+        self.open_record(instance, node, &m, &record, at_ms)?;
         Ok(key)
     }
 
+    /// Write the record: its fields as columns (migration 15), and the
+    /// same in words in its message, for a person reading the incident
+    /// (`qflow show`) and for an older qflow reading a newer record.
     fn open_record(
         &self,
         instance: &str,
         node: &str,
         message: &str,
+        record: &Opened<'_>,
         at_ms: i64,
     ) -> Result<(), StoreError> {
         self.group.forget(instance);
         self.read(|db| {
             db.execute(
-                crate::write::OPEN_INCIDENT,
-                args![instance, node, KIND.as_str(), message, at_ms],
+                "INSERT INTO incidents(instance_id, node, kind, message, opened_ms, attempt, from_version, owner, lease_until_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                args![
+                    instance,
+                    node,
+                    KIND.as_str(),
+                    message,
+                    at_ms,
+                    i64::from(record.attempt),
+                    record.version,
+                    record.owner,
+                    record.lease_until_ms
+                ],
             )?;
             Ok(())
         })
@@ -225,14 +307,18 @@ impl Store {
         if let Some(kept) = self.group.in_flight(instance, node) {
             return Ok(kept);
         }
-        let row: Option<(String, i64)> = self.read(|db| {
+        let row: Option<Stored> = self.read(|db| {
             db.opt(
-                "SELECT message, opened_ms FROM incidents WHERE instance_id = $1 AND node = $2 AND kind = $3 AND closed_ms IS NULL ORDER BY id DESC LIMIT 1",
+                concat!(
+                    "SELECT ",
+                    stored_columns!(),
+                    " FROM incidents WHERE instance_id = $1 AND node = $2 AND kind = $3 AND closed_ms IS NULL ORDER BY id DESC LIMIT 1"
+                ),
                 args![instance, node, KIND.as_str()],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Stored::read(r, 0),
             )
         })?;
-        Ok(row.and_then(|(message, opened_ms)| record(message, opened_ms)))
+        Ok(row.and_then(Stored::record))
     }
 
     /// Close the instance's in-flight records (its attempt's outcome was

@@ -318,6 +318,18 @@ CREATE INDEX breaker_canaries_by_dependency ON breaker_canaries(dependency);
     r#"
 CREATE INDEX history_load_by_time ON history(at_ms) WHERE kind IN ('attempt', 'delivery');
 "#,
+    // 15: an attempt in flight as a typed record (`inflight.rs`): the
+    // attempt, the instance version it started from, the process running
+    // it and its lease, as columns of its incident row instead of words of
+    // its message read back. Empty on every other incident, and on the
+    // records an older qflow wrote: those are read from their message, as
+    // before, so an upgrade mid-attempt loses none.
+    r#"
+ALTER TABLE incidents ADD COLUMN attempt INTEGER;
+ALTER TABLE incidents ADD COLUMN from_version INTEGER;
+ALTER TABLE incidents ADD COLUMN owner TEXT;
+ALTER TABLE incidents ADD COLUMN lease_until_ms INTEGER;
+"#,
 ];
 
 /// The version that added the deployment lifecycle (`deployments.origin`,
@@ -336,6 +348,8 @@ pub const CONTAINMENT_LOG: u32 = 9;
 /// it (`Store::connect_for_reading`): the migrations after it add only
 /// what no reading command reads. Migration 13 added `breaker_canaries`,
 /// which the pause-match rule (every read of what a pause holds) reads.
+/// (Migration 15's in-flight columns are read only by the commands that
+/// run attempts, which upgrade the database first.)
 pub const READABLE_FROM: u32 = 13;
 
 /// The version that added planned releases (`release_schedules`,

@@ -1008,3 +1008,58 @@ fn group_reads_answer_alike((mut store, first): (Store, String)) {
     store.apply_many("me:1", &[], &ids, 2_002).unwrap();
     assert_eq!(store.claim_many(&ids, "other:2", 2_003).unwrap(), ids);
 }
+
+crate::fresh::on_both_stores!(
+    an_attempt_in_flight_is_read_from_its_columns_and_an_older_record_from_its_words
+);
+
+/// Migration 15: a record's attempt, version, owner and lease are columns;
+/// one an older qflow wrote has them only in its message, and reads the same.
+fn an_attempt_in_flight_is_read_from_its_columns_and_an_older_record_from_its_words(
+    fresh: &crate::fresh::Fresh,
+) {
+    let (mut store, id) = setup_in(Store::connect(&fresh.db()).unwrap());
+    store
+        .open_in_flight_by(
+            "box:42",
+            &id,
+            "t",
+            3,
+            17,
+            0,
+            1_700_000_000_000,
+            1_700_000_035_000,
+        )
+        .unwrap();
+    let read = store.in_flight(&id, "t").unwrap().unwrap();
+    assert_eq!(
+        (
+            read.attempt,
+            read.version,
+            read.owner.as_deref(),
+            read.lease_until_ms
+        ),
+        (3, 17, Some("box:42"), Some(1_700_000_035_000))
+    );
+    // The columns, not the words, are what is read: words that say
+    // otherwise change nothing.
+    raw(&mut store, "UPDATE incidents SET message = 'attempt 9 started (instance version 99, wall clock 0 ms); the handler is running'");
+    let read = store.in_flight(&id, "t").unwrap().unwrap();
+    assert_eq!((read.attempt, read.version), (3, 17));
+    // An older qflow's record: no columns, its fields in its words.
+    raw(
+        &mut store,
+        "UPDATE incidents SET attempt = NULL, from_version = NULL, owner = NULL, lease_until_ms = NULL, \
+         message = 'attempt 2 started (instance version 8, wall clock 5 ms); the handler is running; owner old:7, lease until 900 ms'",
+    );
+    let read = store.in_flight(&id, "t").unwrap().unwrap();
+    assert_eq!(
+        (
+            read.attempt,
+            read.version,
+            read.owner.as_deref(),
+            read.lease_until_ms
+        ),
+        (2, 8, Some("old:7"), Some(900))
+    );
+}

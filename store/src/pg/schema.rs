@@ -274,6 +274,13 @@ CREATE INDEX breaker_canaries_by_dependency ON breaker_canaries(dependency);
     r#"
 CREATE INDEX history_load_by_time ON history(at_ms) WHERE kind IN ('attempt', 'delivery');
 "#,
+    // 15: an attempt in flight as a typed record (see SQLite's).
+    r#"
+ALTER TABLE incidents ADD COLUMN attempt BIGINT;
+ALTER TABLE incidents ADD COLUMN from_version BIGINT;
+ALTER TABLE incidents ADD COLUMN owner TEXT;
+ALTER TABLE incidents ADD COLUMN lease_until_ms BIGINT;
+"#,
 ];
 
 // Each SQLite migration has its PostgreSQL twin: whoever adds one adds both.
