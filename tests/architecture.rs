@@ -428,6 +428,28 @@ fn sql_only_in_the_store() {
     );
 }
 
+/// Decisions are applied in one place: the shell (`take`, `take_many`).
+/// A driver that applied
+/// its own transitions would bypass the damaged-snapshot guard and the
+/// lost-race policy (the fleet driver once did).
+#[test]
+fn drivers_take_decisions_through_the_shell() {
+    let offenders = sources(&["runtime/src", "engine/src"])
+        .into_iter()
+        .filter(|s| {
+            s.path != "runtime/src/shell.rs"
+                && !s.path.contains("/tests")
+                && !s.path.ends_with("tests.rs")
+        })
+        .filter(|s| s.code.contains(".apply_many(") || s.code.contains("store.apply("))
+        .map(|s| s.path)
+        .collect();
+    check(
+        "decisions are applied through the shell (runtime/src/shell.rs: take, take_many), never by a driver's own apply",
+        offenders,
+    );
+}
+
 #[test]
 fn the_checks_see_what_they_look_for() {
     // The reader itself: comments and strings do not count as names, code does.

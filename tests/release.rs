@@ -22,6 +22,8 @@ crate::on_both_stores!(
     stopping_a_ramp_holds_the_parks_not_yet_let_go_again,
     a_ramped_release_of_quarantined_instances_spaces_their_retries,
     the_attempts_a_ramped_release_causes_are_the_previewed_curve,
+    a_ramped_migration_dry_run_changes_nothing,
+    a_ramped_migration_spreads_the_repaired_attempts_as_previewed,
 );
 
 fn last_json(out: &str) -> Value {
@@ -565,6 +567,206 @@ fn a_ramped_release_of_quarantined_instances_spaces_their_retries(fresh: &Fresh)
     let (code, _, err) = qflow(&["release", "nope-9", "--db", &db, "--ramp", "1/min"]);
     assert_eq!(code, 2);
     assert!(err.contains("no instance nope-9"), "{err}");
+}
+
+/// `n` instances of DBG-08's long outage on the virtual clock, each FAILED
+/// after its six attempts (the last at +46,860 s): the deployment's id.
+fn failed(db: &str, n: usize) -> String {
+    let mut engine = Engine::connect(&qflow_engine::store::Location::parse(db).unwrap()).unwrap();
+    engine.register("payments.charge", |_| {
+        Err(TaskError::transient("PROVIDER_DOWN"))
+    });
+    let source = std::fs::read_to_string(DBG08).unwrap();
+    let dep = engine.deploy(&source).unwrap();
+    for _ in 0..n {
+        engine.start(&dep, serde_json::json!({})).unwrap();
+    }
+    engine.run_until_idle().unwrap();
+    let (code, out, err) = qflow(&[
+        "instances",
+        "--db",
+        db,
+        "--status",
+        "failed",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(last_json(&out)["total"], n, "{out}");
+    let (code, out, err) = qflow(&["deployments", "--db", db, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    last_json(&out)[0]["deployment"].to_string()
+}
+
+/// `migrate --all-failed-of D --to the repaired model` with `extra`.
+fn migrate_all(db: &str, deployment: &str, extra: &[&str]) -> (i32, String, String) {
+    let args = [
+        &[
+            "migrate",
+            "--all-failed-of",
+            deployment,
+            "--to",
+            "samples/dbg08-repaired.bpmn",
+            "--map",
+            "charge=chargeCard",
+            "--db",
+            db,
+        ][..],
+        extra,
+    ]
+    .concat();
+    qflow(&args)
+}
+
+fn a_ramped_migration_dry_run_changes_nothing(fresh: &Fresh) {
+    let db = fresh.db();
+    let dep = failed(&db, 3);
+    let (code, out, _) = qflow(&["instances", "--db", &db, "--format", "json"]);
+    assert_eq!(code, 0);
+    let ids: Vec<String> = last_json(&out)["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["instance"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 3, "{out}");
+    let before: Vec<Value> = ids.iter().map(|i| show(&db, i)).collect();
+    let (code, out, err) = migrate_all(
+        &db,
+        &dep,
+        &["--ramp", "1/min", "--dry-run", "--format", "json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v = last_json(&out);
+    assert_eq!(v["dry_run"], true, "{out}");
+    assert_eq!(v["preview"]["parks"], 3, "{v}");
+    let d = &v["preview"]["dependencies"][0];
+    assert_eq!(d["dependency"], "payments.charge", "{v}");
+    assert_eq!(
+        d["without"],
+        serde_json::json!([3]),
+        "every repaired attempt at once: {v}"
+    );
+    assert_eq!(d["with"], serde_json::json!([1, 1, 1]), "{v}");
+    let after: Vec<Value> = ids.iter().map(|i| show(&db, i)).collect();
+    assert_eq!(before, after, "a dry run changes nothing");
+    assert!(after
+        .iter()
+        .all(|s| s["status"] == "failed" && s["quarantined_ms"].is_null()));
+    assert!(stats(&db)["releases"]
+        .as_array()
+        .is_none_or(|r| r.is_empty()));
+
+    // The human preview says the same in words; --by without a ramp is refused.
+    let (code, out, err) = migrate_all(&db, &dep, &["--ramp", "1/min", "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("3 retry parks")
+            && out.contains("peak     payments.charge: 3/min without the ramp, 1/min with it"),
+        "{out}"
+    );
+    assert!(out.contains("dry run: nothing was changed"), "{out}");
+    let (code, _, err) = migrate_all(&db, &dep, &["--by", "carol"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--by and --reason are recorded with a ramped migration"),
+        "{err}"
+    );
+}
+
+fn a_ramped_migration_spreads_the_repaired_attempts_as_previewed(fresh: &Fresh) {
+    let db = fresh.db();
+    let dep = failed(&db, 5);
+    let (code, out, err) = migrate_all(
+        &db,
+        &dep,
+        &["--ramp", "1,2/min", "--by", "ops-erin", "--format", "json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v = last_json(&out);
+    assert_eq!(
+        (v["migrated"].clone(), v["held"].clone()),
+        (5.into(), 5.into()),
+        "{v}"
+    );
+    let start = v["release"]["start_ms"].as_i64().unwrap();
+    let ramp = v["release"]["ramp"].as_i64().unwrap();
+    let curve = |k: &str| -> Vec<u64> {
+        v["preview"]["dependencies"][0][k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(curve("with"), vec![1, 2, 2], "{v}");
+    assert_eq!(curve("without"), vec![5], "{v}");
+    // Every plan line says it was held; the held instances' outcome is
+    // counted once the ramp gave it its instant.
+    let plans: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["applied"] == true)
+        .collect();
+    assert_eq!(plans.len(), 5, "{out}");
+    assert!(plans.iter().all(|p| p["held"] == true), "{out}");
+    assert_eq!(v["outcomes"][0]["instances"], 5, "{v}");
+    let ids: Vec<String> = plans
+        .iter()
+        .map(|p| p["instance"].as_str().unwrap().to_string())
+        .collect();
+    for id in &ids {
+        let s = show(&db, id);
+        assert!(s["quarantined_ms"].is_null(), "released by the ramp: {s}");
+        // Held by this ramp, if held at all (the first goes at its own time).
+        assert!(
+            s["ramp_held"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["ramp"] == ramp),
+            "{s}"
+        );
+        let log = s["containment_log"].as_array().unwrap();
+        assert!(
+            log.iter()
+                .any(|e| e["by"] == "ops-erin" && e["action"] == "quarantine"),
+            "held in the migration's transaction, as ops-erin: {s}"
+        );
+    }
+    let releases = stats(&db)["releases"].clone();
+    assert_eq!(releases[0]["id"], ramp, "{releases}");
+    // What runs is what was previewed: each repaired attempt (the
+    // seventh) at its release instant, per minute as the preview said.
+    let mut sevenths = Vec::new();
+    for id in &ids {
+        let (code, out, err) = qflow(&[
+            "resume",
+            id,
+            "--db",
+            &db,
+            "--no-scenario",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        sevenths.extend(
+            out.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|l| l["kind"] == "attempt" && l["attempt"] == 7)
+                .map(|l| (l["at_s"].as_f64().unwrap() * 1000.0) as i64),
+        );
+    }
+    assert_eq!(sevenths.len(), 5, "{sevenths:?}");
+    let observed = per_minute(&sevenths, start);
+    assert_eq!(
+        observed,
+        curve("with"),
+        "observed {sevenths:?} from {start}"
+    );
+    for (m, n) in observed.iter().enumerate() {
+        assert!(*n <= rate(&[1, 2], m), "minute {m}: {observed:?}");
+    }
 }
 
 #[test]

@@ -108,17 +108,14 @@ fn fleet(n: usize, batch: usize) -> f64 {
         "fleet    N={n:>6} batch {batch}  seeded in {seeded:>5.1} s  {:>7} attempts in {secs:>7.1} s  = {rate:>7.0} attempts/s  ({} batches, {} lost)",
         stats.decisions, stats.batches, stats.lost
     );
-    let total =
-        (stats.pick_ns + stats.claim_ns + stats.read_ns + stats.decide_ns + stats.apply_ns) as f64;
+    let total = (stats.pick_ns + stats.choose_ns + stats.group_ns) as f64;
     let share = |ns: u64| 100.0 * ns as f64 / total;
     let per = |ns: u64| ns as f64 / 1000.0 / stats.decisions as f64;
     println!(
-        "         per attempt: pick {:.0} µs ({:.0}%), claim {:.0} µs ({:.0}%), read facts {:.0} µs ({:.0}%), decide {:.0} µs ({:.0}%), apply+commit {:.0} µs ({:.0}%)",
+        "         per attempt: pick {:.0} µs ({:.0}%), choose {:.0} µs ({:.0}%), claim+read+decide+apply+commit {:.0} µs ({:.0}%)",
         per(stats.pick_ns), share(stats.pick_ns),
-        per(stats.claim_ns), share(stats.claim_ns),
-        per(stats.read_ns), share(stats.read_ns),
-        per(stats.decide_ns), share(stats.decide_ns),
-        per(stats.apply_ns), share(stats.apply_ns),
+        per(stats.choose_ns), share(stats.choose_ns),
+        per(stats.group_ns), share(stats.group_ns),
     );
     print_io(io0, io1, stats.decisions);
     rate

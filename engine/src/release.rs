@@ -86,6 +86,29 @@ impl Preview {
     }
 }
 
+/// What a release of `kind` `value` lets go, in words: `dependency bank`,
+/// `class transient`, `instance dbg08-1`, `instances a, b, c`, and a long
+/// list summarised (`5,000 instances dbg08-1, dbg08-2, dbg08-3, dbg08-4, …
+/// dbg08-5000`): a ramped repair of a whole outage names thousands. Every
+/// face says it so.
+pub fn target_words(kind: ReleaseKind, value: &str) -> String {
+    const LISTED: usize = 5;
+    if kind != ReleaseKind::Instance {
+        return format!("{} {value}", kind.flag());
+    }
+    let ids: Vec<&str> = value.split(',').filter(|i| !i.is_empty()).collect();
+    match ids.len() {
+        1 => format!("instance {}", ids[0]),
+        n if n <= LISTED => format!("instances {}", ids.join(", ")),
+        n => format!(
+            "{} instances {}, … {}",
+            crate::text::group(n as u64),
+            ids[..LISTED - 1].join(", "),
+            ids[n - 1]
+        ),
+    }
+}
+
 fn parked(parks: &[ReleasePark]) -> Vec<Parked> {
     parks
         .iter()
@@ -133,6 +156,55 @@ pub fn preview_instances(
     let (parks, latest) = store.instances_release_parks(instances)?;
     Ok(ramp::plan(
         &parked(&parks),
+        ramp::start_ms(latest, wall_now_ms),
+        shape,
+    ))
+}
+
+/// The plan of a held migration's ramped release before anything is
+/// written (`migrate --all-failed-of … --ramp … --dry-run`, and the
+/// preview printed before one is applied): one park per planned instance
+/// whose next step is an attempt of a registered task of the target
+/// `graph`, due at the migration's instant (as
+/// [`crate::runtime::migrate::park_next_attempts`] will arm it) and
+/// counted against that task. Instances whose next step is anything else
+/// are not held, so they are not in the plan.
+pub fn preview_migration(
+    store: &Store,
+    plans: &[crate::repair::Planned],
+    graph: &crate::runtime::graph::Graph,
+    shape: &Shape,
+    wall_now_ms: i64,
+) -> Result<Plan, StoreError> {
+    use crate::runtime::graph::Kind;
+    use crate::runtime::verify::Step;
+    let parks: Vec<Parked> = plans
+        .iter()
+        .filter_map(|p| {
+            let Step::Attempt { node, .. } = &p.next.step else {
+                return None;
+            };
+            let Some(Kind::Task {
+                task, call: None, ..
+            }) = graph.node(node).map(|n| &n.kind)
+            else {
+                return None;
+            };
+            Some((p, task.clone()))
+        })
+        .enumerate()
+        .map(|(i, (p, task))| Parked {
+            // Not yet a timer: a stand-in id, unique in the plan and in
+            // the plans' order (as the timers will be armed).
+            timer: i as i64 + 1,
+            instance: p.plan.instance.clone(),
+            dependency: Some(task),
+            due_ms: p.decided_ms,
+        })
+        .collect();
+    let latest = store.latest_decision_ms()?;
+    Ok(ramp::plan(
+        &parks,
         ramp::start_ms(latest, wall_now_ms),
         shape,
     ))

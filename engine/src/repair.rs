@@ -17,6 +17,7 @@ use crate::runtime::migrate::{self, Holdings, MigrateError, Plan};
 use crate::runtime::shell::{self, deployed_graph, Choice, What};
 use crate::runtime::verify::{self, NextDecision, Recorded};
 use crate::runtime::{Decision, RunError, Status};
+use crate::store::contain::Actor;
 use crate::store::{local_owner, source_hash, Destination, Store, StoreError};
 
 /// Where to move an instance.
@@ -75,6 +76,10 @@ pub struct Planned {
     pub next: NextDecision,
     /// When the instance started (instants in words count from it).
     pub started_ms: i64,
+    /// The instant the migration is decided at (the instance's last
+    /// decision, on the store's clock): where a held migration parks its
+    /// next attempt.
+    pub decided_ms: i64,
 }
 
 impl Planned {
@@ -273,6 +278,12 @@ fn decided_at(store: &Store, instance: &str, started_ms: i64) -> Result<i64, Sto
     Ok(store.last_decision_ms(instance)?.unwrap_or(started_ms))
 }
 
+/// The model a migration onto `target` moves instances to (its deployed
+/// graph, or the model file's), as [`plan`] checks them against.
+pub fn target_graph(store: &Store, target: &Target) -> Result<Graph, RepairError> {
+    Ok(resolve(store, target)?.graph)
+}
+
 /// Plan a migration of `instance` onto `target` (reads only).
 pub fn plan(
     store: &Store,
@@ -296,6 +307,7 @@ pub fn plan(
         version: facts.version,
         next,
         started_ms: facts.started_ms,
+        decided_ms: at,
     })
 }
 
@@ -309,6 +321,62 @@ pub fn apply(
     mapping: &BTreeMap<String, String>,
     reset_budget: bool,
     planned: Option<i64>,
+) -> Result<(Decision, i64), RepairError> {
+    apply_maybe_held(
+        store,
+        instance,
+        target,
+        mapping,
+        reset_budget,
+        planned,
+        None,
+    )
+}
+
+/// [`apply`], holding the migrated instance for a ramped release as
+/// `actor`: its next task attempts parked at the migration instant and the
+/// instance quarantined, in the migration's transaction, so that a release
+/// ([`crate::release::apply_instances`]) spreads them. An instance already
+/// quarantined is not held by the migration (its quarantine stays the
+/// operator's, and no ramp lets it go); nor is one the migration leaves
+/// with no task attempt to park (a channel call's request, a gateway).
+/// Whether it was held is in the answer.
+pub fn apply_held(
+    store: &mut Store,
+    instance: &str,
+    target: &Target,
+    mapping: &BTreeMap<String, String>,
+    reset_budget: bool,
+    planned: Option<i64>,
+    actor: &Actor,
+) -> Result<(Decision, i64, bool), RepairError> {
+    let hold = store
+        .containment(instance)?
+        .quarantined_ms
+        .is_none()
+        .then(|| actor.clone());
+    let (decision, deployment) = apply_maybe_held(
+        store,
+        instance,
+        target,
+        mapping,
+        reset_budget,
+        planned,
+        hold.clone(),
+    )?;
+    let held = hold.is_some() && store.containment(instance)?.quarantined_ms.is_some();
+    Ok((decision, deployment, held))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_maybe_held(
+    store: &mut Store,
+    instance: &str,
+    target: &Target,
+    mapping: &BTreeMap<String, String>,
+    reset_budget: bool,
+    planned: Option<i64>,
+    mut hold: Option<Actor>,
 ) -> Result<(Decision, i64), RepairError> {
     let to = resolve(store, target)?;
     let owner = local_owner();
@@ -330,6 +398,7 @@ pub fn apply(
                     holdings: holdings(store, instance)?,
                     mapping: mapping.clone(),
                     reset_budget,
+                    hold: hold.take(),
                 },
                 at_ms: decided_at(store, instance, facts.started_ms)?,
             }))

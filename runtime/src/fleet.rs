@@ -29,15 +29,13 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::clock::{system_now_ms, Clock, VirtualClock};
-use crate::decide;
+use crate::clock::{Clock, VirtualClock};
 use crate::driver::{Ctx, Decision, Next, RunError};
 use crate::graph::{Graph, Kind};
 use crate::scenario::Scenario;
-use crate::shell::deployed_graph;
+use crate::shell::{self, deployed_graph, Taken};
 use qflow_instance::event::{ChannelOutcome, DeliveryOutcome, TaskOutcome};
 use qflow_instance::Event;
-use qflow_store::batch::Pending;
 use qflow_store::Store;
 
 /// What an attempt of a registered task returns at a virtual instant, when
@@ -67,18 +65,18 @@ pub trait World {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FleetStats {
     pub decisions: u64,
-    /// Batches applied (one claim and one apply transaction each).
+    /// Batches applied (one group of the shell's [`shell::take_many`] each).
     pub batches: u64,
     /// Decisions refused at the apply (another party moved the instance).
     pub lost: u64,
     /// Where the time went, in nanoseconds of wall time (a profile without
-    /// a profiler): picking work, claiming it, reading each instance's facts
-    /// and choosing its event, deciding (pure), applying and committing.
+    /// a profiler): picking work; choosing each instance's event (the
+    /// driver's rules, the scenario or the world, and what they read);
+    /// and the rest of the shell's group: claims, the facts read under
+    /// them, the pure decisions, the apply and its commit.
     pub pick_ns: u64,
-    pub claim_ns: u64,
-    pub read_ns: u64,
-    pub decide_ns: u64,
-    pub apply_ns: u64,
+    pub choose_ns: u64,
+    pub group_ns: u64,
 }
 
 /// How many instances one step claims and applies together by default.
@@ -199,120 +197,115 @@ impl Fleet {
             return Ok(0);
         }
         let t1 = Instant::now();
-        let claimed = self.store.claim_many(&ids, &self.owner, system_now_ms())?;
-        let t2 = Instant::now();
-        // The batch's facts from one snapshot: one read transaction, ended
-        // before the apply takes the write lock, even when a read failed.
-        self.store.begin_reads()?;
-        let read = self.decide_all(claimed);
-        let ended = self.store.end_reads();
-        let (decided, idle) = read?;
-        ended?;
-        let t3 = Instant::now();
-        let pending: Vec<Pending<'_>> = decided
-            .iter()
-            .map(|(id, version, t, at)| Pending {
-                instance: id,
-                version: *version,
-                transition: t,
-                at_ms: *at,
-            })
-            .collect();
-        let results = self
-            .store
-            .apply_many(&self.owner, &pending, &idle, system_now_ms())?;
-        let t4 = Instant::now();
+        // Through the shell's batch form, as every other decision: the
+        // claims, each instance's facts read under its claim, the
+        // damaged-snapshot guard, the lost-race policy and the group
+        // commit are the shell's; the fleet only chooses each event.
+        let Fleet {
+            store,
+            scenario,
+            world,
+            owner,
+            graphs,
+            stats,
+            wakes,
+            floor_ms,
+            ..
+        } = self;
+        let mut choose_ns = 0u64;
+        let taken = shell::take_many(
+            store,
+            owner,
+            &ids,
+            |store, facts| -> Result<Rc<Graph>, RunError> {
+                if let Some(g) = graphs.get(&facts.deployment_id) {
+                    return Ok(g.clone());
+                }
+                let g = Rc::new(deployed_graph(store, facts.deployment_id)?);
+                graphs.insert(facts.deployment_id, g.clone());
+                Ok(g)
+            },
+            |store, id, graph, facts| {
+                let t = Instant::now();
+                let chosen = Chooser {
+                    store,
+                    scenario,
+                    world: world.as_deref(),
+                    owner,
+                    floor_ms: *floor_ms,
+                }
+                .choose(id, graph, facts, wakes);
+                choose_ns += t.elapsed().as_nanos() as u64;
+                chosen
+            },
+        )?;
         let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
-        self.stats.pick_ns += ns(t0, t1);
-        self.stats.claim_ns += ns(t1, t2);
-        self.stats.apply_ns += ns(t3, t4);
-        self.stats.batches += 1;
-        if !decided.is_empty() {
-            self.ready_stalled = false;
-        }
-        for ((id, _, t, at), result) in decided.iter().zip(results) {
-            match result {
-                Ok(seq) => {
-                    self.stats.decisions += 1;
-                    let d = Decision::of(seq, *at, t);
+        let t2 = Instant::now();
+        stats.pick_ns += ns(t0, t1);
+        stats.choose_ns += choose_ns;
+        // The rest of the group's time: claims, reads of the facts, the
+        // pure decisions and the apply, one group in the shell.
+        stats.group_ns += ns(t1, t2).saturating_sub(choose_ns);
+        stats.batches += 1;
+        let mut decided_any = false;
+        for (id, t) in taken {
+            match t {
+                Taken::Decided(d) => {
+                    decided_any = true;
+                    stats.decisions += 1;
                     let poisoned: Vec<String> = d.poisoned_nodes().map(str::to_string).collect();
                     if !poisoned.is_empty() {
-                        self.wakes.entry(id.clone()).or_default().extend(poisoned);
+                        wakes.entry(id.clone()).or_default().extend(poisoned);
                     }
-                    on_decision(id, &d);
+                    on_decision(&id, &d);
                 }
-                Err(e) if e.is_lost_race() => self.stats.lost += 1,
-                Err(e) => return Err(e.into()),
+                Taken::Lost { .. } => stats.lost += 1,
+                Taken::Idle => {}
             }
+        }
+        if decided_any {
+            self.ready_stalled = false;
         }
         // Instances picked but claimed elsewhere count as looked at: another
         // party is working, so the caller keeps stepping.
         Ok(ids.len())
     }
+}
 
-    /// The decision of each claimed instance; those with nothing to decide
-    /// apart (`idle`), their claims to release.
-    #[allow(clippy::type_complexity)]
-    fn decide_all(
-        &mut self,
-        claimed: Vec<String>,
-    ) -> Result<
-        (
-            Vec<(String, i64, qflow_instance::Transition, i64)>,
-            Vec<String>,
-        ),
-        RunError,
-    > {
-        let mut decided = Vec::with_capacity(claimed.len());
-        let mut idle = Vec::new();
-        for id in claimed {
-            match self.decide_one(&id)? {
-                Some((version, t, at)) => decided.push((id, version, t, at)),
-                None => idle.push(id),
-            }
-        }
-        Ok((decided, idle))
-    }
+/// What the fleet chooses for one claimed instance, from its facts: a
+/// poison wake owed to it, else the next event by the driver's rules (the
+/// scenario's, or the world's outcome for an attempt or a delivery), at
+/// the instance's own virtual instant (never before the fleet's floor).
+struct Chooser<'a> {
+    store: &'a Store,
+    scenario: &'a Scenario,
+    world: Option<&'a dyn World>,
+    owner: &'a str,
+    floor_ms: i64,
+}
 
-    /// The next poison wake of `id`, if any (removed: a wake is decided once).
-    fn take_wake(&mut self, id: &str) -> Option<String> {
-        let nodes = self.wakes.get_mut(id)?;
-        let node = nodes.pop();
-        if nodes.is_empty() {
-            self.wakes.remove(id);
-        }
-        node
-    }
-
-    /// The decision for one claimed instance: its transition, the version it
-    /// was decided from and its instant; `None` when there is nothing to do.
-    fn decide_one(
-        &mut self,
+impl Chooser<'_> {
+    fn choose(
+        &self,
         id: &str,
-    ) -> Result<Option<(i64, qflow_instance::Transition, i64)>, RunError> {
-        let t0 = Instant::now();
-        let wake = self.take_wake(id);
-        let facts = self.store.facts(id)?;
+        graph: &Graph,
+        facts: &qflow_store::InstanceFacts,
+        wakes: &mut BTreeMap<String, Vec<String>>,
+    ) -> Result<Option<(Event, i64)>, RunError> {
+        // A wake is decided once: taken whatever the facts say.
+        let wake = take_wake(wakes, id);
         if facts.status.is_terminal() {
             return Ok(None);
         }
-        let graph = match self.graphs.get(&facts.deployment_id) {
-            Some(g) => g.clone(),
-            None => {
-                let g = Rc::new(deployed_graph(&self.store, facts.deployment_id)?);
-                self.graphs.insert(facts.deployment_id, g.clone());
-                g
-            }
-        };
         let last = self.store.last_decision_ms(id)?.unwrap_or(facts.started_ms);
         let clock = VirtualClock::new(last.max(self.floor_ms));
         let ctx = Ctx {
-            store: &self.store,
-            graph: &graph,
-            scenario: &self.scenario,
+            store: self.store,
+            graph,
+            scenario: self.scenario,
             clock: &clock,
             instance: id,
-            owner: &self.owner,
+            owner: self.owner,
             started_ms: facts.started_ms,
             until_ms: None,
             effects: None,
@@ -325,13 +318,13 @@ impl Fleet {
                 let poisoned = self.store.has_poisoned_request(id, &node)?;
                 Event::PoisonWake { node, poisoned }
             }
-            None => match ctx.next_event(&facts)? {
+            None => match ctx.next_event(facts)? {
                 Next::Idle | Next::Dispatch(_) => return Ok(None),
                 Next::Event(ev) => ev,
             },
         };
         let at = clock.now_ms();
-        if let (Some(world), Event::Attempt { node, outcome, .. }) = (&self.world, &mut event) {
+        if let (Some(world), Event::Attempt { node, outcome, .. }) = (self.world, &mut event) {
             if let Some(Kind::Task {
                 task, call: None, ..
             }) = graph.node(node).map(|n| &n.kind)
@@ -347,19 +340,25 @@ impl Fleet {
                 outcome,
                 counterpart,
             },
-        ) = (&self.world, &mut event)
+        ) = (self.world, &mut event)
         {
             if let Some((o, c)) = world.deliver(id, row, at) {
                 *outcome = o;
                 *counterpart = c;
             }
         }
-        let t1 = Instant::now();
-        let t = decide::decide(&graph, &facts.as_facts(id), &event, at);
-        self.stats.read_ns += (t1 - t0).as_nanos() as u64;
-        self.stats.decide_ns += t1.elapsed().as_nanos() as u64;
-        Ok(Some((facts.version, t, at)))
+        Ok(Some((event, at)))
     }
+}
+
+/// The next poison wake of `id`, if any (removed: a wake is decided once).
+fn take_wake(wakes: &mut BTreeMap<String, Vec<String>>, id: &str) -> Option<String> {
+    let nodes = wakes.get_mut(id)?;
+    let node = nodes.pop();
+    if nodes.is_empty() {
+        wakes.remove(id);
+    }
+    node
 }
 
 #[cfg(test)]

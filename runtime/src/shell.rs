@@ -83,6 +83,12 @@ pub enum What {
         holdings: migrate::Holdings,
         mapping: BTreeMap<String, String>,
         reset_budget: bool,
+        /// Hold the migrated instance for a ramped release, as this actor:
+        /// its next task attempts parked at the migration instant
+        /// ([`migrate::park_next_attempts`]) and the instance quarantined,
+        /// both in the migration's own transaction. Nothing is held when
+        /// nothing was parked.
+        hold: Option<qflow_store::contain::Actor>,
     },
 }
 
@@ -189,8 +195,9 @@ pub fn take<G: std::ops::Deref<Target = Graph>>(
             holdings,
             mapping,
             reset_budget,
+            hold,
         } => {
-            let (plan, t) = migrate::migrate(
+            let (plan, mut t) = migrate::migrate(
                 &graph,
                 &new_graph,
                 &f,
@@ -200,8 +207,20 @@ pub fn take<G: std::ops::Deref<Target = Graph>>(
                 at,
             )
             .map_err(RunError::Migrate)?;
+            let hold = hold.filter(|_| migrate::park_next_attempts(&new_graph, &mut t, at) > 0);
+            let mut plan = plan;
+            plan.status_after = t.status;
             let applied = store
-                .migrate_instance(instance, owner, facts.version, &destination, &t, at, wall)
+                .migrate_instance(
+                    instance,
+                    owner,
+                    facts.version,
+                    &destination,
+                    &t,
+                    at,
+                    wall,
+                    hold.as_ref(),
+                )
                 .map(|(seq, _)| seq);
             (applied, t, Some(plan))
         }

@@ -45,7 +45,7 @@ pub struct RecordArgs {
 impl RecordArgs {
     /// The actor to record: `--by`, else `user@host`; a blank `--by` is
     /// refused (the record would name no one).
-    fn actor(&self) -> Result<Actor, String> {
+    pub(crate) fn actor(&self) -> Result<Actor, String> {
         let actor = match &self.by {
             Some(b) if b.trim().is_empty() => {
                 return Err("--by needs a name (leave it out to record user@host)".into())
@@ -711,15 +711,20 @@ pub fn preview_lines(p: &Preview) -> Vec<String> {
         max_rate: p.max_rate.clone(),
     };
     let what = match p.kind {
+        // `release of instance: a` (one), `release of instances: a, b`.
         ReleaseKind::Instance => {
-            let n = p.value.split(',').count();
-            format!(
-                "release of {}: {}",
-                if n == 1 { "instance" } else { "instances" },
-                p.value.replace(',', ", ")
-            )
+            let words = qflow_engine::release::target_words(p.kind, &p.value);
+            match words.split_once(' ') {
+                Some((head, rest)) if !head.starts_with(|c: char| c.is_ascii_digit()) => {
+                    format!("release of {head}: {rest}")
+                }
+                _ => format!("release of {words}"),
+            }
         }
-        k => format!("release of {} {}", k.flag(), p.value),
+        k => format!(
+            "release of {}",
+            qflow_engine::release::target_words(k, &p.value)
+        ),
     };
     let mut out = vec![format!(
         "{what}: {} from {} ({})",

@@ -5,17 +5,22 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use qflow_engine::release::Preview;
 use qflow_engine::repair::{self, Planned, RepairError, Target};
 use qflow_engine::runtime::clock::VirtualClock;
 use qflow_engine::runtime::migrate::{Held, Plan};
 use qflow_engine::runtime::outcome::Expectation;
+use qflow_engine::runtime::ramp::Shape;
 use qflow_engine::runtime::scenario::Scenario;
 use qflow_engine::runtime::session::{load_scenario, scenario_beside, ScenarioChoice};
 use qflow_engine::runtime::verify::{NextDecision, Step, Then};
 use qflow_engine::runtime::{scenario_check, LocalRun, Status};
-use qflow_engine::store::Location;
+use qflow_engine::store::contain::Actor;
+use qflow_engine::store::release::{RampedRelease, ReleaseKind};
+use qflow_engine::store::{Location, StoreError};
 use serde_json::{json, Value};
 
+use super::contain::{instant, preview_lines, RampArgs, RecordArgs};
 use super::ops::{self, Format, REFUSED, USAGE};
 use super::run::{self as run_cli, json_line, Columns};
 
@@ -46,9 +51,6 @@ pub struct MigrateArgs {
     /// Start the attempt counters over instead of carrying the burned budget.
     #[arg(long)]
     pub reset_budget: bool,
-    /// Print the plan and change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
     /// Repair every FAILED instance of this deployment (all are planned
     /// first; one refusal and none is moved).
     #[arg(long, value_name = "DEPLOYMENT")]
@@ -58,6 +60,17 @@ pub struct MigrateArgs {
     /// the cause was fixed outside the model (the dependency is back).
     #[arg(long)]
     pub allow_unchanged: bool,
+    /// `--ramp R`, `--max-rate D=N/min`: spread the repaired instances'
+    /// next attempts by a planned release instead of running them all at
+    /// once (each migrated instance's next task attempt is parked at the
+    /// migration instant and held, then released by one durable ramp, as
+    /// `qflow release --ramp` does). `--dry-run`: print the plans (and,
+    /// with a ramp, its preview) and change nothing.
+    #[command(flatten)]
+    pub shape: RampArgs,
+    /// With a ramp: who holds and releases the instances, and why.
+    #[command(flatten)]
+    pub record: RecordArgs,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
 }
@@ -219,10 +232,12 @@ pub(crate) fn next_json(d: &NextDecision, started_ms: i64) -> Value {
 }
 
 /// What a migration applied: its deployment and the next decision read
-/// back from the store once it was written.
+/// back from the store once it was written; whether it was held for a
+/// ramped release.
 struct Applied {
     deployment: i64,
     next: NextDecision,
+    held: bool,
 }
 
 fn print_plan(planned: &Planned, to_shown: &str, format: Format, applied: Option<&Applied>) {
@@ -237,6 +252,7 @@ fn print_plan(planned: &Planned, to_shown: &str, format: Format, applied: Option
             if let Some(a) = applied {
                 v["next_applied"] = next_json(&a.next, planned.started_ms);
                 v["as_previewed"] = json!(a.next == planned.next);
+                v["held"] = json!(a.held);
             }
             println!("{}", json_line(&v, &["instance", "applied"]));
         }
@@ -288,6 +304,10 @@ pub fn migrate(args: MigrateArgs) -> ExitCode {
     let format = args.format;
     let mapping = match parse_map(&args.map) {
         Ok(m) => m,
+        Err(e) => return ops::fail(format, USAGE, "usage", e),
+    };
+    let ramp = match ramp_of(&args) {
+        Ok(r) => r,
         Err(e) => return ops::fail(format, USAGE, "usage", e),
     };
     let mut store = match ops::open_existing(&args.db) {
@@ -347,9 +367,34 @@ pub fn migrate(args: MigrateArgs) -> ExitCode {
             return refusal(format, &who, &e);
         }
     }
-    if args.dry_run {
+    // With a ramp, its preview from the plans: the parks the migrations
+    // will arm, spread as the release will spread them.
+    let now = qflow_engine::runtime::clock::system_now_ms();
+    let preview = match &ramp {
+        Some((shape, _)) => {
+            let plan = repair::target_graph(&store, &target)
+                .map_err(|e| e.to_string())
+                .and_then(|graph| {
+                    qflow_engine::release::preview_migration(&store, &plans, &graph, shape, now)
+                        .map_err(|e| e.to_string())
+                });
+            match plan {
+                Ok(plan) => Some(Preview::of(
+                    ReleaseKind::Instance,
+                    &held_value(&plan),
+                    &plan,
+                )),
+                Err(e) => return ops::fail(format, USAGE, "store", e),
+            }
+        }
+        None => None,
+    };
+    if args.shape.dry_run {
         for p in &plans {
             print_plan(p, &to_shown, format, None);
+        }
+        if let Some(preview) = &preview {
+            print_preview(format, preview, true);
         }
         if format == Format::Human {
             println!("dry run: nothing was changed");
@@ -359,53 +404,59 @@ pub fn migrate(args: MigrateArgs) -> ExitCode {
     let batch = args.all_failed_of.is_some();
     let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();
     let mut not_moved: Vec<(String, String)> = Vec::new();
+    let mut held: Vec<&Planned> = Vec::new();
     let mut moved = 0u64;
     for p in &plans {
         let id = &p.plan.instance;
-        let applied = repair::apply(
-            &mut store,
-            id,
-            &target,
-            &mapping,
-            args.reset_budget,
-            Some(p.version),
-        )
-        .and_then(|(decision, deployment)| {
+        let applied = match &ramp {
+            Some((_, actor)) => repair::apply_held(
+                &mut store,
+                id,
+                &target,
+                &mapping,
+                args.reset_budget,
+                Some(p.version),
+                actor,
+            ),
+            None => repair::apply(
+                &mut store,
+                id,
+                &target,
+                &mapping,
+                args.reset_budget,
+                Some(p.version),
+            )
+            .map(|(decision, deployment)| (decision, deployment, false)),
+        }
+        .and_then(|(decision, deployment, held)| {
             // What the store now holds decides the next step: read back,
             // decided by the preview's own function.
             let next = repair::next_of(&store, id, p.next.assumed.as_ref())?;
-            Ok((decision, Applied { deployment, next }))
+            Ok((
+                decision,
+                Applied {
+                    deployment,
+                    next,
+                    held,
+                },
+            ))
         });
         match applied {
             Ok((decision, a)) => {
                 moved += 1;
-                *outcomes.entry(a.next.outcome()).or_default() += 1;
+                if a.held {
+                    // Counted once the ramp has set its release instant.
+                    held.push(p);
+                } else {
+                    *outcomes.entry(a.next.outcome()).or_default() += 1;
+                }
                 let shown = Planned {
                     plan: decision.plan.clone().unwrap_or_else(|| p.plan.clone()),
                     ..p.clone()
                 };
                 print_plan(&shown, &to_shown, format, Some(&a));
                 if format == Format::Human {
-                    let next = match decision.status {
-                        Status::Running | Status::Waiting => {
-                            format!("; `qflow resume {id} --db {}` continues it", args.db)
-                        }
-                        _ => String::new(),
-                    };
-                    println!(
-                        "applied: {id} is on deployment {}, {}{next}",
-                        a.deployment,
-                        decision.status.as_str().to_uppercase()
-                    );
-                    let same = if a.next == p.next {
-                        "as previewed".to_string()
-                    } else {
-                        format!("not the preview's ({})", p.next.describe(p.started_ms))
-                    };
-                    println!(
-                        "  next decision, read back: {} ({same})",
-                        qflow_engine::text::printable(&a.next.describe(p.started_ms))
-                    );
+                    print_applied(&args.db, id, p, &decision, &a);
                 }
             }
             // A batch goes on past an instance that moved since its plan
@@ -416,11 +467,49 @@ pub fn migrate(args: MigrateArgs) -> ExitCode {
                 }
                 not_moved.push((id.clone(), e.to_string()));
             }
-            Err(e) => return refusal(format, id, &e),
+            Err(e) => {
+                if !held.is_empty() {
+                    eprintln!("{}", still_held(&held, &args.db));
+                }
+                return refusal(format, id, &e);
+            }
         }
     }
-    if batch {
-        print_batch(format, moved, &outcomes, &not_moved);
+    let released = match &ramp {
+        Some((shape, actor)) if !held.is_empty() => {
+            let ids: Vec<String> = held.iter().map(|p| p.plan.instance.clone()).collect();
+            match qflow_engine::release::apply_instances(&mut store, &ids, shape, now, actor) {
+                Ok((plan, applied)) => {
+                    for p in &held {
+                        match repair::next_of(&store, &p.plan.instance, p.next.assumed.as_ref()) {
+                            Ok(next) => *outcomes.entry(next.outcome()).or_default() += 1,
+                            Err(e) => return refusal(format, &p.plan.instance, &e),
+                        }
+                    }
+                    let preview = Preview::of(ReleaseKind::Instance, &ids.join(","), &plan);
+                    Some((preview, applied, shape.words()))
+                }
+                Err(e) => {
+                    eprintln!("{}", still_held(&held, &args.db));
+                    let code = match e {
+                        StoreError::Release(_) => REFUSED,
+                        _ => USAGE,
+                    };
+                    return ops::fail(format, code, "refused", format!("the ramped release: {e}"));
+                }
+            }
+        }
+        _ => None,
+    };
+    if batch || released.is_some() {
+        print_batch(
+            format,
+            moved,
+            &outcomes,
+            &not_moved,
+            released.as_ref(),
+            &args.db,
+        );
         if !not_moved.is_empty() {
             return ExitCode::from(REFUSED);
         }
@@ -428,26 +517,137 @@ pub fn migrate(args: MigrateArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The ramp a migration was given (`--ramp`, `--max-rate`) and who
+/// applies it; `--by`/`--reason` without one are refused (nothing else of
+/// a migration records an actor).
+fn ramp_of(args: &MigrateArgs) -> Result<Option<(Shape, Actor)>, String> {
+    let ramped = args.shape.ramp.is_some() || !args.shape.max_rate.is_empty();
+    if !ramped {
+        if args.record.by.is_some() || args.record.reason.is_some() {
+            return Err("--by and --reason are recorded with a ramped migration's hold and release: give --ramp R or --max-rate DEPENDENCY=N/min, or leave them out".into());
+        }
+        return Ok(None);
+    }
+    let shape = args.shape.shape()?;
+    let mut actor = args.record.actor()?;
+    if actor.reason.is_none() {
+        actor = actor.because(Some(&format!(
+            "migrated to {}, held for a ramped release",
+            args.to
+        )));
+    }
+    Ok(Some((shape, actor)))
+}
+
+/// The instances a migration's release lets go (as `release` names
+/// them): those with a park in `plan`, in its order, each once.
+fn held_value(plan: &qflow_engine::runtime::ramp::Plan) -> String {
+    let mut seen = std::collections::BTreeSet::new();
+    plan.releases
+        .iter()
+        .filter(|r| seen.insert(r.instance.as_str()))
+        .map(|r| r.instance.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// What is left when a held migration stops before its release: the
+/// instances stay quarantined, each next attempt parked; the fix.
+fn still_held(held: &[&Planned], db: &Location) -> String {
+    let ids: Vec<&str> = held.iter().map(|p| p.plan.instance.as_str()).collect();
+    format!(
+        "{} migrated and held, not yet released (each quarantined, its next attempt parked): `qflow release {} --db {db} --ramp R` lets them go",
+        ids.len(),
+        ids.join(" ")
+    )
+}
+
+/// The preview of a migration's ramped release (`dry_run`: nothing applied).
+fn print_preview(format: Format, preview: &Preview, dry_run: bool) {
+    match format {
+        Format::Json => {
+            let v = json!({"dry_run": dry_run, "preview": preview});
+            println!("{}", json_line(&v, &["dry_run"]));
+        }
+        Format::Human => {
+            for l in preview_lines(preview) {
+                println!("{l}");
+            }
+        }
+    }
+}
+
+/// The human lines of one applied migration.
+fn print_applied(
+    db: &Location,
+    id: &str,
+    p: &Planned,
+    decision: &qflow_engine::runtime::Decision,
+    a: &Applied,
+) {
+    if a.held {
+        println!(
+            "applied: {id} is on deployment {}, held for the ramped release below: its next attempt parked at the migration instant, the instance quarantined until the ramp lets it go",
+            a.deployment
+        );
+        return;
+    }
+    let next = match decision.status {
+        Status::Running | Status::Waiting => {
+            format!("; `qflow resume {id} --db {db}` continues it")
+        }
+        _ => String::new(),
+    };
+    println!(
+        "applied: {id} is on deployment {}, {}{next}",
+        a.deployment,
+        decision.status.as_str().to_uppercase()
+    );
+    let same = if a.next == p.next {
+        "as previewed".to_string()
+    } else {
+        format!("not the preview's ({})", p.next.describe(p.started_ms))
+    };
+    println!(
+        "  next decision, read back: {} ({same})",
+        qflow_engine::text::printable(&a.next.describe(p.started_ms))
+    );
+}
+
 /// A batch's result counted by outcome (each instance's next decision, read
-/// back once applied), never by submission.
+/// back once applied, and for the held ones once released), never by
+/// submission; with a ramp, the release that spreads them.
 fn print_batch(
     format: Format,
     moved: u64,
     outcomes: &BTreeMap<String, u64>,
     not_moved: &[(String, String)],
+    released: Option<&(Preview, RampedRelease, String)>,
+    db: &Location,
 ) {
     let mut by: Vec<(&String, &u64)> = outcomes.iter().collect();
     by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     match format {
         Format::Json => {
-            let v = json!({
+            let mut v = json!({
                 "migrated": moved,
                 "outcomes": by.iter().map(|(k, n)| json!({"next": k, "instances": n})).collect::<Vec<_>>(),
                 "not_moved": not_moved.iter().map(|(i, why)| json!({"instance": i, "why": why})).collect::<Vec<_>>(),
             });
+            if let Some((preview, applied, _)) = released {
+                v["held"] = json!(applied.released.len());
+                v["release"] = json!({"ramp": applied.schedule, "start_ms": applied.start_ms,
+                    "end_ms": applied.end_ms, "parks": applied.parks});
+                v["preview"] = json!(preview);
+            }
             println!("{}", json_line(&v, &["migrated"]));
         }
         Format::Human => {
+            if let Some((preview, _, _)) = released {
+                for l in preview_lines(preview) {
+                    println!("{l}");
+                }
+            }
             let parts: Vec<String> = by.iter().map(|(k, n)| format!("{n} {k}")).collect();
             let of = moved + not_moved.len() as u64;
             println!(
@@ -466,6 +666,31 @@ fn print_batch(
                     )
                 }
             );
+            if let Some((_, applied, words)) = released {
+                let held = applied.released.len();
+                let not_held = moved.saturating_sub(held as u64);
+                println!(
+                    "{held} held and released by ramp {} ({words}): {} from {} to {}{}",
+                    applied.schedule,
+                    match applied.parks {
+                        1 => "1 attempt".to_string(),
+                        n => format!("{} attempts", qflow_engine::text::group(n)),
+                    },
+                    instant(applied.start_ms),
+                    instant(applied.end_ms),
+                    if not_held == 0 {
+                        String::new()
+                    } else {
+                        format!(
+                            "; {not_held} not held (already quarantined, or a next step that is not a task's attempt: it runs when due)"
+                        )
+                    }
+                );
+                println!(
+                    "`qflow unpause --stop-ramp {} --db {db}` stops it: the instances with an attempt not yet let go are quarantined again.",
+                    applied.schedule
+                );
+            }
         }
     }
 }

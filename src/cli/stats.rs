@@ -343,10 +343,9 @@ fn html_report(
     for r in store.releases()? {
         releases.push((
             format!(
-                "Release ramp {} of {} {} ({}), {}",
+                "Release ramp {} of {} ({}), {}",
                 r.id,
-                r.kind.flag(),
-                r.value,
+                qflow_engine::release::target_words(r.kind, &r.value),
                 r.shape_words(),
                 qflow_engine::store::contain::Actor::words(Some(&r.by), r.reason.as_deref())
             ),
@@ -742,10 +741,9 @@ fn release_lines(releases: &[qflow_engine::store::release::ReleaseSchedule]) -> 
             (None, None) => "done: every park let go".into(),
         };
         out += &format!(
-            "  release ramp {} of {} {} ({}) {}: {}; {state}\n",
+            "  release ramp {} of {} ({}) {}: {}; {state}\n",
             r.id,
-            r.kind.flag(),
-            r.value,
+            qflow_engine::release::target_words(r.kind, &r.value),
             r.shape_words(),
             Actor::words(Some(&r.by), r.reason.as_deref()),
             count(r.parks, "retry park", "retry parks"),

@@ -12,6 +12,7 @@ use qflow_instance::{Status, Transition};
 use std::collections::HashMap;
 
 use crate::batch::Pending;
+use crate::contain::Actor;
 use crate::group::{id_list, in_ids};
 use crate::lifecycle::{Deployed, Retirement};
 use crate::sql::{args, Conn, Dialect, Lock};
@@ -420,7 +421,9 @@ impl Store {
     /// Move an instance to another deployment, applying the migration's
     /// transition in the same transaction, under the claim. A retired
     /// deployment receives no instance. (The `fault` points let the crash
-    /// tests stop the process inside the transaction.)
+    /// tests stop the process inside the transaction.) With `hold`, the
+    /// instance is quarantined as that actor in the same transaction (a
+    /// migration held for a ramped release).
     #[allow(clippy::too_many_arguments)]
     pub fn migrate_instance(
         &mut self,
@@ -431,6 +434,7 @@ impl Store {
         t: &Transition,
         at_ms: i64,
         wall_now_ms: i64,
+        hold: Option<&Actor>,
     ) -> Result<(i64, i64), StoreError> {
         let moved = self.write(|db| {
             let (held, until): (Option<String>, Option<i64>) = db
@@ -464,6 +468,13 @@ impl Store {
                 "UPDATE instances SET deployment_id = $2 WHERE id = $1",
                 args![instance, deployment],
             )?;
+            // Held for a ramped release: quarantined with its parked
+            // attempts in this transaction, so no replica runs one before
+            // the release that spreads them (a crash before that release
+            // leaves it quarantined, never running unplanned).
+            if let Some(actor) = hold {
+                crate::contain::set_quarantine_in(db, instance, wall_now_ms, actor, true)?;
+            }
             fault::point("migrate.before-commit");
             Ok((seq, deployment))
         })?;

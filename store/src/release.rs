@@ -427,6 +427,13 @@ impl Store {
         self.read(|db| Ok((parks_in(db, kind, value)?, latest_decision(db)?)))
     }
 
+    /// The latest decision the store holds (the run's clock), if any:
+    /// where a planned release's minute 0 is on a virtual clock
+    /// (a preview of parks not yet armed starts from it).
+    pub fn latest_decision_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.read(|db| latest_decision(db))
+    }
+
     /// The armed retry parks of `instances` (an unknown one refused), and
     /// the latest decision the store holds: what a preview of their
     /// ramped release plans from (nothing is written).

@@ -802,10 +802,9 @@ impl Backend for EngineBackend {
                         None => "done".into(),
                     };
                     format!(
-                        "ramp {} of {} {} ({}) {}: {} retry park(s), {state}",
+                        "ramp {} of {} ({}) {}: {} retry park(s), {state}",
                         r.id,
-                        r.kind.flag(),
-                        r.value,
+                        qflow_engine::release::target_words(r.kind, &r.value),
                         r.shape_words(),
                         Actor::words(Some(&r.by), r.reason.as_deref()),
                         qflow_engine::text::group(r.parks)

@@ -221,6 +221,62 @@ fn transition(
     })
 }
 
+/// Park the next attempt of every registered task a migration left ready
+/// on its retry timer, due at the migration instant `now_ms`: what
+/// `migrate --all-failed-of … --ramp` does before the ramped release that
+/// spreads those attempts (a retry park is what a release schedules, and a
+/// park due now runs at once when nothing holds it back, so the park alone
+/// changes no outcome). The attempt numbers stay those the ready token
+/// would have run: the budget carried (or reset) by the migration, plus
+/// one. A channel call or any other node left ready is not parked (its
+/// next step is not a handler attempt a dependency's ramp can spread); the
+/// answer counts the tasks parked, so a caller can hold only the
+/// instances it parked.
+pub fn park_next_attempts(graph: &Graph, t: &mut Transition, now_ms: i64) -> usize {
+    let mut tokens = t.snapshot.frontier();
+    let mut parked = 0;
+    for tok in tokens.iter_mut() {
+        let registered_task = matches!(
+            graph.node(&tok.node).map(|n| &n.kind),
+            Some(crate::graph::Kind::Task { call: None, .. })
+        );
+        if tok.state != TokenState::Ready || !registered_task {
+            continue;
+        }
+        let reconciled = t
+            .snapshot
+            .reconcile(&tok.node)
+            .and_then(|m| m.attempt)
+            .unwrap_or(0);
+        let runs = t.snapshot.attempts(&tok.node).max(reconciled);
+        tok.state = TokenState::Backoff;
+        t.arm.push(NewTimer {
+            node: tok.node.clone(),
+            purpose: qflow_instance::Purpose::Retry,
+            due_ms: now_ms,
+            attempt: Some(runs.saturating_add(1)),
+        });
+        parked += 1;
+    }
+    if parked == 0 {
+        return 0;
+    }
+    t.snapshot.set_frontier(tokens);
+    if let Some(v) = t.snapshot.get(FRONTIER_KEY) {
+        t.set.insert(FRONTIER_KEY.to_string(), v.clone());
+    }
+    if t.status == Status::Running
+        && !t
+            .snapshot
+            .frontier()
+            .iter()
+            .any(|x| x.state == TokenState::Ready)
+    {
+        t.status = Status::Waiting;
+    }
+    parked
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -467,5 +523,79 @@ mod tests {
         .unwrap();
         assert_eq!(t.status, Status::Running);
         assert_eq!(t.snapshot.frontier(), vec![Token::ready("done")]);
+    }
+
+    /// A failed task whose token the migration makes ready is parked
+    /// instead on a retry timer due at the migration instant, numbered as
+    /// the carried budget says; the instance waits (nothing is ready).
+    #[test]
+    fn a_migrated_failed_task_is_parked_at_the_migration_instant_for_a_ramp() {
+        let mut s = Snapshot::new();
+        s.set("attempts.a", json!(3));
+        s.set_frontier(vec![Token {
+            node: "a".into(),
+            state: TokenState::Backoff,
+            via: None,
+        }]);
+        s.set_failure(&qflow_instance::snapshot::Failure {
+            code: "q.retry-exhausted".into(),
+            reason: "exhausted".into(),
+            node: "a".into(),
+            attempts: Some(3),
+            ..Default::default()
+        });
+        let facts = Facts {
+            instance_id: "p-1",
+            status: Status::Failed,
+            started_ms: 0,
+            snapshot: &s,
+            damage: None,
+            timers: &[],
+            keys_sent: &BTreeMap::new(),
+        };
+        let g = graph();
+        let (_, mut t) = migrate(
+            &g,
+            &g,
+            &facts,
+            &Holdings::default(),
+            &BTreeMap::new(),
+            false,
+            90_000,
+        )
+        .unwrap();
+        assert_eq!(t.status, Status::Running);
+        assert_eq!(park_next_attempts(&g, &mut t, 90_000), 1);
+        assert_eq!(
+            t.status,
+            Status::Waiting,
+            "nothing is ready: the attempt is parked"
+        );
+        assert_eq!(t.snapshot.frontier()[0].state, TokenState::Backoff);
+        assert_eq!(t.set.get(FRONTIER_KEY), t.snapshot.get(FRONTIER_KEY));
+        assert_eq!(
+            t.arm,
+            vec![NewTimer {
+                node: "a".into(),
+                purpose: Purpose::Retry,
+                due_ms: 90_000,
+                attempt: Some(4),
+            }]
+        );
+        // Parking twice parks nothing more; with the budget reset the
+        // attempt is the first again.
+        assert_eq!(park_next_attempts(&g, &mut t, 90_000), 0);
+        let (_, mut reset) = migrate(
+            &g,
+            &g,
+            &facts,
+            &Holdings::default(),
+            &BTreeMap::new(),
+            true,
+            90_000,
+        )
+        .unwrap();
+        park_next_attempts(&g, &mut reset, 90_000);
+        assert_eq!(reset.arm[0].attempt, Some(1));
     }
 }

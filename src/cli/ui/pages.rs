@@ -492,7 +492,7 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
                 @for r in &ramps {
                     tr {
                         td.num { (r.id) }
-                        td { (r.kind.flag()) " " (r.value) }
+                        td { (qflow_engine::release::target_words(r.kind, &r.value)) }
                         td { (r.shape_words()) }
                         td.num { (r.parks) }
                         td.num data-waiting=(r.waiting) { (r.waiting) }
