@@ -19,7 +19,7 @@
 use std::time::Duration;
 
 /// Serve the shapes on `server` until the process ends.
-pub fn serve(server: tiny_http::Server) {
+pub(crate) fn serve(server: tiny_http::Server) {
     for mut req in server.incoming_requests() {
         std::thread::spawn(move || {
             let mut body = String::new();

@@ -5,6 +5,8 @@
 //!
 //! Run: `cargo bench -p qflow-engine --bench check`.
 
+// The generator is API of the model crate; here a private copy.
+#[allow(unreachable_pub)]
 #[path = "../../model/src/testgen.rs"]
 #[allow(dead_code)]
 mod testgen;

@@ -21,6 +21,8 @@ use qflow_engine::diagram::{Diagram, Placement};
 // The generator is a test helper behind the `testing` feature; the bench
 // compiles it in directly, as the other benches do.
 #[allow(dead_code)]
+// The generator is API of the model crate; here a private copy.
+#[allow(unreachable_pub)]
 #[path = "../../model/src/testgen.rs"]
 mod testgen;
 

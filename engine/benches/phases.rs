@@ -17,6 +17,8 @@
 //! `cargo test --all-targets` (no `--bench`) it is a smoke run: one child
 //! on a generated 100-task model.
 
+// The generator is API of the model crate; here a private copy.
+#[allow(unreachable_pub)]
 #[path = "../../model/src/testgen.rs"]
 #[allow(dead_code)]
 mod testgen;

@@ -4,6 +4,8 @@
 //! Run: `cargo bench -p qflow-engine --bench write_model -- 20000 /tmp/qflow-20k.bpmn`.
 //! Under a plain `cargo bench` (no arguments) it writes nothing.
 
+// The generator is API of the model crate; here a private copy.
+#[allow(unreachable_pub)]
 #[path = "../../model/src/testgen.rs"]
 #[allow(dead_code)]
 mod testgen;

@@ -401,14 +401,19 @@ mod class_name {
 
     use crate::event::FailureClass;
 
-    pub fn serialize<S: Serializer>(c: &Option<FailureClass>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        c: &Option<FailureClass>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         match c {
             Some(c) => s.serialize_str(c.as_str()),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<FailureClass>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<FailureClass>, D::Error> {
         let s = Option::<String>::deserialize(d)?;
         Ok(s.and_then(|s| FailureClass::parse(&s)))
     }

@@ -14,7 +14,7 @@ use qflow_engine::text::printable;
 use qflow_engine::Severity;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// miette's graphical reports on stdout, and a one-line summary.
     Human,
     /// A JSON array of diagnostics on stdout.
@@ -33,14 +33,14 @@ use super::color::Stream;
 
 /// What `--deny` makes fail the check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Deny {
+pub(crate) enum Deny {
     /// Warnings fail the check (exit 1), as errors do.
     Warnings,
 }
 
 /// The least severe verdict shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum MinSeverity {
+pub(crate) enum MinSeverity {
     Error,
     Warning,
     Info,
@@ -60,7 +60,7 @@ impl MinSeverity {
 }
 
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// BPMN files to check; a directory means every `.bpmn` file under it
     /// (`.gitignore`d and hidden paths skipped, in name order).
     #[arg(required = true, value_name = "PATH")]
@@ -171,7 +171,7 @@ fn one_line(d: &Diagnostic, shown: &str, text: &str, index: &LineIndex) -> Strin
     )
 }
 
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     if args.watch {
         return watch(args);
     }

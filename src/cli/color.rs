@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 /// When output uses colour (and terminal hyperlinks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum ColorChoice {
+pub(crate) enum ColorChoice {
     /// On a terminal, unless NO_COLOR is set (CLICOLOR_FORCE: always).
     #[default]
     Auto,
@@ -19,7 +19,7 @@ pub enum ColorChoice {
 
 /// Which standard stream the coloured text goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
+pub(crate) enum Stream {
     Stdout,
     Stderr,
 }
@@ -27,18 +27,18 @@ pub enum Stream {
 static CHOICE: OnceLock<ColorChoice> = OnceLock::new();
 
 /// Record the command line's `--color` (once, before the subcommand runs).
-pub fn set(choice: ColorChoice) {
+pub(crate) fn set(choice: ColorChoice) {
     let _ = CHOICE.set(choice);
 }
 
 /// The command line's `--color` (auto when not given).
-pub fn choice() -> ColorChoice {
+pub(crate) fn choice() -> ColorChoice {
     CHOICE.get().copied().unwrap_or_default()
 }
 
 impl ColorChoice {
     /// Whether text written to `stream` is coloured.
-    pub fn on(self, stream: Stream) -> bool {
+    pub(crate) fn on(self, stream: Stream) -> bool {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
@@ -71,7 +71,7 @@ fn auto(
 }
 
 /// `text` in an ANSI colour (`32` green, `31` red) when `on`.
-pub fn paint(text: &str, code: u8, on: bool) -> String {
+pub(crate) fn paint(text: &str, code: u8, on: bool) -> String {
     if on {
         format!("\x1b[{code}m{text}\x1b[0m")
     } else {

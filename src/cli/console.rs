@@ -10,7 +10,7 @@ use qflow_tui::engine_backend::{EngineBackend, StartFailure};
 use qflow_tui::{script, ui, App};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The model to run, one decision per key press. Omit it and give --db
     /// to inspect the instances of an existing database (FAILED first).
     pub model: Option<PathBuf>,
@@ -46,7 +46,7 @@ fn usage(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     // Exit codes as in every subcommand: 1 the model is refused, 2 an
     // unreadable file, a bad scenario, a database that cannot be opened.
     // Without a model, the console attaches to a database: the one named

@@ -21,7 +21,7 @@ use super::run::json_line;
 /// Hold back (or let go) every retry park of a failure class or a
 /// dependency.
 #[derive(Debug, clap::Args)]
-pub struct PauseArgs {
+pub(crate) struct PauseArgs {
     #[command(flatten)]
     pub what: PauseTarget,
     #[command(flatten)]
@@ -32,7 +32,7 @@ pub struct PauseArgs {
 /// quarantine and shown wherever it is (`instances`, `show`, `stats`, the
 /// console), and written to the containment log for every action.
 #[derive(Debug, clap::Args)]
-pub struct RecordArgs {
+pub(crate) struct RecordArgs {
     /// Who is acting, for the record and the containment log (default:
     /// the account and host this runs as, user@host).
     #[arg(long, value_name = "NAME")]
@@ -61,7 +61,7 @@ impl RecordArgs {
 /// previewed first; `--dry-run` previews only); or stop a release ramp.
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["class", "dependency", "stop_ramp"])))]
-pub struct UnpauseArgs {
+pub(crate) struct UnpauseArgs {
     /// The database (it must exist): a SQLite file or a postgres:// URL.
     /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
@@ -91,7 +91,7 @@ pub struct UnpauseArgs {
 
 /// A planned release's shape and preview.
 #[derive(Debug, Clone, clap::Args)]
-pub struct RampArgs {
+pub(crate) struct RampArgs {
     /// Release the held parks at these per-minute rates: a comma list
     /// ending in /min (`10,50,200/min`: 10 in the first minute, 50 in the
     /// second, 200 in every minute after). Durable: every process serving
@@ -111,7 +111,7 @@ pub struct RampArgs {
 impl RampArgs {
     /// The shape asked for, each value checked (an error names the flag
     /// and a literal fix).
-    pub fn shape(&self) -> Result<Shape, String> {
+    pub(crate) fn shape(&self) -> Result<Shape, String> {
         let ramp = self.ramp.as_deref().map(Ramp::parse).transpose()?;
         let mut max_rate = std::collections::BTreeMap::new();
         for m in &self.max_rate {
@@ -126,7 +126,7 @@ impl RampArgs {
     }
 
     /// Whether a planned release was asked for (a shape, or a preview).
-    pub fn planned(&self) -> bool {
+    pub(crate) fn planned(&self) -> bool {
         self.ramp.is_some() || !self.max_rate.is_empty() || self.dry_run
     }
 }
@@ -134,7 +134,7 @@ impl RampArgs {
 /// What a pause or an unpause names: a failure class or a dependency.
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["class", "dependency"])))]
-pub struct PauseTarget {
+pub(crate) struct PauseTarget {
     /// The database (it must exist): a SQLite file or a postgres:// URL.
     /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
@@ -159,7 +159,7 @@ pub struct PauseTarget {
 
 /// Set one instance aside (or let it run again).
 #[derive(Debug, clap::Args)]
-pub struct QuarantineArgs {
+pub(crate) struct QuarantineArgs {
     #[command(flatten)]
     pub which: QuarantineTarget,
     #[command(flatten)]
@@ -170,7 +170,7 @@ pub struct QuarantineArgs {
 /// planned release (`--ramp`, `--max-rate`, previewed first; `--dry-run`
 /// previews only).
 #[derive(Debug, clap::Args)]
-pub struct ReleaseArgs {
+pub(crate) struct ReleaseArgs {
     /// The instances' ids (`qflow instances` lists them): one, or several
     /// to release together.
     #[arg(required = true, value_name = "INSTANCE")]
@@ -189,7 +189,7 @@ pub struct ReleaseArgs {
 
 /// The instance a quarantine or a release names.
 #[derive(Debug, clap::Args)]
-pub struct QuarantineTarget {
+pub(crate) struct QuarantineTarget {
     /// The instance's id (`qflow instances` lists them).
     pub instance: String,
     /// The database (it must exist): a SQLite file or a postgres:// URL.
@@ -214,7 +214,7 @@ fn what(args: &PauseTarget) -> Result<(PauseKind, String), String> {
 /// A failure class a pause can name: one that parks a retry (transient,
 /// rate-limited, deferred); the others are refused with why (the web inspector's
 /// pause checks the same way).
-pub fn parked_class(class: &str) -> Result<String, String> {
+pub(crate) fn parked_class(class: &str) -> Result<String, String> {
     match FailureClass::parse(class) {
         Some(
             FailureClass::Transient | FailureClass::RateLimited | FailureClass::Deferred,
@@ -231,11 +231,11 @@ pub fn parked_class(class: &str) -> Result<String, String> {
     }
 }
 
-pub fn pause(args: PauseArgs) -> ExitCode {
+pub(crate) fn pause(args: PauseArgs) -> ExitCode {
     change_pause(args, true)
 }
 
-pub fn unpause(args: UnpauseArgs) -> ExitCode {
+pub(crate) fn unpause(args: UnpauseArgs) -> ExitCode {
     if let Some(id) = args.stop_ramp {
         return stop_ramp(&args, id);
     }
@@ -333,11 +333,11 @@ fn pause_text(c: &PauseChange, pause: bool, db: &Location) -> String {
     }
 }
 
-pub fn quarantine(args: QuarantineArgs) -> ExitCode {
+pub(crate) fn quarantine(args: QuarantineArgs) -> ExitCode {
     set_quarantine(args, true)
 }
 
-pub fn release(args: ReleaseArgs) -> ExitCode {
+pub(crate) fn release(args: ReleaseArgs) -> ExitCode {
     if args.shape.planned() {
         return planned_instance_release(&args);
     }
@@ -692,7 +692,7 @@ fn parks_words(n: u64) -> String {
 
 /// An instant of the run's clock: since the start on a virtual clock
 /// (`+5m`), else the wall clock's time.
-pub fn instant(ms: i64) -> String {
+pub(crate) fn instant(ms: i64) -> String {
     if ms < VIRTUAL_EPOCH_LIMIT_MS {
         ops::since_start(ms)
     } else {
@@ -705,7 +705,7 @@ const PREVIEW_ROWS: usize = 15;
 
 /// The preview for people: per minute, per dependency, the attempts
 /// without and with the ramp, then each dependency's peak.
-pub fn preview_lines(p: &Preview) -> Vec<String> {
+pub(crate) fn preview_lines(p: &Preview) -> Vec<String> {
     let shape = Shape {
         ramp: p.ramp.as_deref().and_then(|r| Ramp::parse(r).ok()),
         max_rate: p.max_rate.clone(),

@@ -13,7 +13,7 @@ use super::run::json_line;
 
 /// Record a model as a new deployment (or name the deployment that already has its source).
 #[derive(Debug, clap::Args)]
-pub struct DeployArgs {
+pub(crate) struct DeployArgs {
     /// The BPMN model to deploy; refused, with the report, when it has load errors.
     pub model: PathBuf,
     /// The database: a SQLite file (created if missing) or a postgres:// URL.
@@ -26,7 +26,7 @@ pub struct DeployArgs {
 
 /// List the deployments: id, process, model, hash, when, instances by status, retired.
 #[derive(Debug, clap::Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// The database (it must exist): a SQLite file or a postgres:// URL.
     /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
@@ -38,7 +38,7 @@ pub struct ListArgs {
 /// Retire a deployment: it starts no new instance. Refused while any of its
 /// instances is FAILED or unfinished.
 #[derive(Debug, clap::Args)]
-pub struct RetireArgs {
+pub(crate) struct RetireArgs {
     /// The deployment's id (`qflow deployments` lists them).
     pub deployment: i64,
     /// The database (it must exist): a SQLite file or a postgres:// URL.
@@ -49,7 +49,7 @@ pub struct RetireArgs {
     pub format: Format,
 }
 
-pub fn deploy(args: DeployArgs) -> ExitCode {
+pub(crate) fn deploy(args: DeployArgs) -> ExitCode {
     let format = args.format;
     let model = match ops::read_model(&args.model, format) {
         Ok(m) => m,
@@ -110,7 +110,7 @@ pub fn deploy(args: DeployArgs) -> ExitCode {
 }
 
 /// `1 failed, 2 completed`, or `none`.
-pub fn counts_words(c: &StatusCounts) -> String {
+pub(crate) fn counts_words(c: &StatusCounts) -> String {
     c.in_words().unwrap_or_else(|| "none".into())
 }
 
@@ -131,7 +131,7 @@ fn deployment_json(d: &DeploymentRow) -> Value {
     })
 }
 
-pub fn list(args: ListArgs) -> ExitCode {
+pub(crate) fn list(args: ListArgs) -> ExitCode {
     let format = args.format;
     let store = match ops::open_for_reading(&args.db) {
         Ok(s) => s,
@@ -187,7 +187,7 @@ pub fn list(args: ListArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-pub fn retire(args: RetireArgs) -> ExitCode {
+pub(crate) fn retire(args: RetireArgs) -> ExitCode {
     let format = args.format;
     let mut store = match ops::open_existing(&args.db) {
         Ok(s) => s,

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use qflow_engine::Code;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The code, e.g. QF022 (case and leading zeros do not matter: qf22
     /// works), or a modelling rule's bpmnlint name (fake-join). Without one,
     /// every code is listed with the severity `qflow check` gives it here.
@@ -33,7 +33,7 @@ fn normalize(s: &str) -> String {
     }
 }
 
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     let Some(raw) = args.code else {
         return write_out(&list());
     };

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 /// The engine's handlers for everything the file names. `reply_to`, when
 /// serving, is the base URL counterparts answer on.
-pub fn world(file: &HandlersFile, reply_to: Option<String>) -> Handlers {
+pub(crate) fn world(file: &HandlersFile, reply_to: Option<String>) -> Handlers {
     let mut handlers = Handlers::new();
     for (name, spec) in &file.tasks {
         let spec = spec.clone();

@@ -17,7 +17,7 @@ use super::run::{human_line, json_line, Columns};
 
 /// List instances: status, deployment, current node, attempts, next due time, failure.
 #[derive(Debug, clap::Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// The database (it must exist): a SQLite file or a postgres:// URL.
     /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
@@ -52,12 +52,12 @@ pub struct ListArgs {
 
 /// How many instances `qflow instances` lists unless told: a screenful,
 /// read and inspected in milliseconds however large the database.
-pub const DEFAULT_LIMIT: u64 = 50;
+pub(crate) const DEFAULT_LIMIT: u64 = 50;
 
 /// Print one instance in full: state, nodes, snapshot, timers, outbox,
 /// correlations, incidents and history.
 #[derive(Debug, clap::Args)]
-pub struct ShowArgs {
+pub(crate) struct ShowArgs {
     /// The instance id (`qflow instances` lists them).
     pub instance: String,
     /// The database (it must exist): a SQLite file or a postgres:// URL.
@@ -133,7 +133,7 @@ fn held_words(held: &[Held]) -> Option<String> {
     })
 }
 
-pub fn list(args: ListArgs) -> ExitCode {
+pub(crate) fn list(args: ListArgs) -> ExitCode {
     let format = args.format;
     let status = match args.status.as_deref().map(parse_status).transpose() {
         Ok(s) => s,
@@ -731,7 +731,7 @@ fn show_human(i: &Inspection, db: &str, columns: &Columns) -> Vec<String> {
     out
 }
 
-pub fn show(args: ShowArgs) -> ExitCode {
+pub(crate) fn show(args: ShowArgs) -> ExitCode {
     let format = args.format;
     let store = match ops::open_for_reading(&args.db) {
         Ok(s) => s,

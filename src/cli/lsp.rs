@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Accepted and ignored: editors pass it, and stdio is the only transport.
     #[arg(long)]
     stdio: bool,
@@ -11,7 +11,7 @@ pub struct Args {
 
 /// Exit code 0 after `shutdown` then `exit`, 1 after an `exit` without
 /// `shutdown` (as the LSP specification asks), 2 if the server cannot start.
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     let _ = args.stdio;
     ExitCode::from(qflow_lsp::run_stdio().clamp(0, 255) as u8)
 }

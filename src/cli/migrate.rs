@@ -28,7 +28,7 @@ use super::run::{self as run_cli, json_line, Columns};
 /// FAILED instance): check the mapping, print the plan, apply it in one
 /// transaction.
 #[derive(Debug, clap::Args)]
-pub struct MigrateArgs {
+pub(crate) struct MigrateArgs {
     /// The instance to move (`qflow instances --db DB --status failed` lists
     /// the FAILED ones). Omit it with --all-failed-of.
     #[arg(
@@ -78,7 +78,7 @@ pub struct MigrateArgs {
 /// Continue a repaired or parked instance on its deployment, printing every
 /// decision as `qflow run` does.
 #[derive(Debug, clap::Args)]
-pub struct ResumeArgs {
+pub(crate) struct ResumeArgs {
     /// The instance to continue.
     pub instance: String,
     /// The database (it must exist): a SQLite file or a postgres:// URL.
@@ -300,7 +300,7 @@ fn refusal(format: Format, instance: &str, e: &RepairError) -> ExitCode {
     )
 }
 
-pub fn migrate(args: MigrateArgs) -> ExitCode {
+pub(crate) fn migrate(args: MigrateArgs) -> ExitCode {
     let format = args.format;
     let mapping = match parse_map(&args.map) {
         Ok(m) => m,
@@ -695,7 +695,7 @@ fn print_batch(
     }
 }
 
-pub fn resume(args: ResumeArgs) -> ExitCode {
+pub(crate) fn resume(args: ResumeArgs) -> ExitCode {
     let format = match args.format {
         Format::Human => run_cli::Format::Human,
         Format::Json => run_cli::Format::Json,

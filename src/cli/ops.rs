@@ -12,7 +12,7 @@ use qflow_engine::store::{Location, Store};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// Aligned text for people.
     Human,
     /// JSON on stdout (docs/cli.md), messages on stderr.
@@ -21,14 +21,14 @@ pub enum Format {
 
 /// Exit 2: the command could not do its work (bad arguments, an
 /// unreadable file, a database that cannot be opened, no such instance).
-pub const USAGE: u8 = 2;
+pub(crate) const USAGE: u8 = 2;
 /// Exit 4: refused by the state of the store (a retirement blocked by
 /// FAILED or unfinished instances, a migration that does not fit, an
 /// instance that cannot be resumed); nothing was changed.
-pub const REFUSED: u8 = 4;
+pub(crate) const REFUSED: u8 = 4;
 
 /// `error: …` on stderr and, with JSON, `{"status":"error",…}` on stdout; exit `code`.
-pub fn fail(format: Format, code: u8, why: &str, msg: impl std::fmt::Display) -> ExitCode {
+pub(crate) fn fail(format: Format, code: u8, why: &str, msg: impl std::fmt::Display) -> ExitCode {
     let msg = msg.to_string();
     eprintln!("error: {msg}");
     if format == Format::Json {
@@ -43,12 +43,12 @@ pub fn fail(format: Format, code: u8, why: &str, msg: impl std::fmt::Display) ->
 
 /// The environment variable naming the database of every command that
 /// operates one (docs/cli.md, "The database").
-pub const DB_VAR: &str = "QFLOW_DB";
+pub(crate) const DB_VAR: &str = "QFLOW_DB";
 
 /// The database named outside the command line, and where: `QFLOW_DB`, else
 /// the `db` of the nearest `qflow.toml` walking up from the working
 /// directory (a SQLite path there is relative to the file's folder).
-pub fn default_db() -> Option<(String, String)> {
+pub(crate) fn default_db() -> Option<(String, String)> {
     if let Some(v) = std::env::var_os(DB_VAR).filter(|v| !v.is_empty()) {
         return Some((v.to_string_lossy().into_owned(), DB_VAR.to_string()));
     }
@@ -61,7 +61,7 @@ pub fn default_db() -> Option<(String, String)> {
 /// ([`default_db`]); `Ok(None)` when neither names one. A name outside the
 /// command line that is not a database location is an error naming where
 /// it came from, never silently ignored.
-pub fn db_or_default(flag: Option<&Location>) -> Result<Option<Location>, String> {
+pub(crate) fn db_or_default(flag: Option<&Location>) -> Result<Option<Location>, String> {
     if let Some(db) = flag {
         return Ok(Some(db.clone()));
     }
@@ -74,24 +74,24 @@ pub fn db_or_default(flag: Option<&Location>) -> Result<Option<Location>, String
 }
 
 /// Open a database that must already exist (reading commands never create one).
-pub fn open_existing(db: &Location) -> Result<Store, String> {
+pub(crate) fn open_existing(db: &Location) -> Result<Store, String> {
     Store::connect_existing(db).map_err(|e| format!("--db {}", connect_error(db, &e)))
 }
 
 /// Open a database only to read it: one qflow may not write (a read-only
 /// file, directory or mount) is read as it is (`Store::connect_for_reading`).
-pub fn open_for_reading(db: &Location) -> Result<Store, String> {
+pub(crate) fn open_for_reading(db: &Location) -> Result<Store, String> {
     Store::connect_for_reading(db).map_err(|e| format!("--db {}", connect_error(db, &e)))
 }
 
 /// Open (or create) a database.
-pub fn open(db: &Location) -> Result<Store, String> {
+pub(crate) fn open(db: &Location) -> Result<Store, String> {
     Store::connect(db).map_err(|e| format!("--db {}", connect_error(db, &e)))
 }
 
 /// A model read, checked as `qflow check` checks it (its configuration
 /// deciding the modelling rules), and compiled for the runtime.
-pub struct Model {
+pub(crate) struct Model {
     pub shown: String,
     pub source: String,
     pub graph: Graph,
@@ -99,7 +99,7 @@ pub struct Model {
 
 /// Read and accept a model, or say why not: `Err((exit code, printed))`.
 /// A refused model's reports go to stderr (and a JSON record to stdout).
-pub fn read_model(path: &Path, format: Format) -> Result<Model, ExitCode> {
+pub(crate) fn read_model(path: &Path, format: Format) -> Result<Model, ExitCode> {
     let shown = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| {
         fail(
@@ -157,7 +157,11 @@ pub fn read_model(path: &Path, format: Format) -> Result<Model, ExitCode> {
 /// `--outage DURATION` and `--jobs N` as `project` and `simulate` take
 /// them: the outage parsed, and at least one job; else the usage error
 /// (exit 2), said once for both commands.
-pub fn outage_and_jobs(outage: &str, jobs: u64, format: Format) -> Result<Duration, ExitCode> {
+pub(crate) fn outage_and_jobs(
+    outage: &str,
+    jobs: u64,
+    format: Format,
+) -> Result<Duration, ExitCode> {
     let d = qflow_engine::duration::parse_input(outage)
         .map_err(|e| fail(format, USAGE, "usage", format!("--outage {outage}: {e}")))?;
     if jobs == 0 {
@@ -170,7 +174,7 @@ pub fn outage_and_jobs(outage: &str, jobs: u64, format: Format) -> Result<Durati
 /// read a model's policies without running one instance of it (`project`,
 /// `simulate`). Exit 2 for an unreadable file, 1 for a model that does not
 /// load (the reports say where), as everywhere.
-pub fn read_definitions(
+pub(crate) fn read_definitions(
     path: &Path,
     format: Format,
 ) -> Result<(String, String, qflow_engine::model::Definitions), ExitCode> {
@@ -208,34 +212,34 @@ pub fn read_definitions(
 }
 
 /// A wall-clock instant as RFC 3339 UTC, to the second.
-pub fn timestamp(ms: i64) -> String {
+pub(crate) fn timestamp(ms: i64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
 /// The short form of a source hash shown in lists (the JSON has it whole).
-pub fn short_hash(hash: &str) -> &str {
+pub(crate) fn short_hash(hash: &str) -> &str {
     &hash[..hash.len().min(12)]
 }
 
 /// Milliseconds since an instance started, as `qflow run` shows them (`+2h 36m`).
-pub fn since_start(ms: i64) -> String {
+pub(crate) fn since_start(ms: i64) -> String {
     format!("+{}", qflow_engine::duration::compact_ms(ms))
 }
 
 /// Seconds (JSON's axis) from milliseconds.
-pub fn seconds(ms: i64) -> Value {
+pub(crate) fn seconds(ms: i64) -> Value {
     qflow_engine::instance::history::seconds(ms)
 }
 
 /// Print rows as aligned columns (the last column unpadded).
-pub fn table(header: &[&str], rows: &[Vec<String>]) {
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) {
     print!("{}", table_text(header, rows, ""));
 }
 
 /// Rows as aligned columns two spaces apart (the last column unpadded),
 /// each line after `indent` and ending in a newline.
-pub fn table_text(header: &[&str], rows: &[Vec<String>], indent: &str) -> String {
+pub(crate) fn table_text(header: &[&str], rows: &[Vec<String>], indent: &str) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {

@@ -17,10 +17,10 @@ use crate::cli::ops::Format;
 use crate::cli::run::json_line;
 
 /// What every figure is, in the seed's words: printed with them.
-pub const LABEL: &str = "scheduled opportunities, not observed requests";
+pub(crate) const LABEL: &str = "scheduled opportunities, not observed requests";
 
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The BPMN model whose retry policies to project.
     pub model: PathBuf,
     /// How many instances fail together (all start at the same instant).
@@ -35,7 +35,7 @@ pub struct Args {
     pub format: Format,
 }
 
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     let format = args.format;
     let outage = match crate::cli::ops::outage_and_jobs(&args.outage, args.jobs, format) {
         Ok(d) => d,

@@ -16,7 +16,7 @@ use qflow_engine::runtime::graph::Graph;
 use qflow_engine::store::{Location, Store};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The BPMN model to draw.
     pub model: PathBuf,
     /// A database holding an instance of the model (with --instance): a
@@ -37,7 +37,7 @@ fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(code)
 }
 
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     // Exit codes as in every subcommand: 1 the model is not BPMN, 2 an
     // unreadable file, a missing instance or database, a failed write.
     let shown = args.model.display().to_string();

@@ -25,10 +25,10 @@ use qflow_engine::text::group;
 /// The most bars a minute chart draws (a day of minutes, each at least
 /// [`MIN_SLOT`] pixels wide, the chart scrolling); beyond, one bar per
 /// declared bucket of minutes.
-pub const MAX_BARS: usize = 1440;
+pub(crate) const MAX_BARS: usize = 1440;
 
 /// What a report shows.
-pub struct Report<'a> {
+pub(crate) struct Report<'a> {
     pub title: String,
     /// Label and value rows of the summary table.
     pub summary: Vec<(String, String)>,
@@ -52,7 +52,7 @@ pub struct Report<'a> {
 }
 
 /// Escape text for HTML and SVG content and attribute values.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -95,7 +95,7 @@ svg.schedule .attempt.last { fill: #6d4c41; }
 ";
 
 /// The whole HTML document.
-pub fn html(r: &Report<'_>) -> String {
+pub(crate) fn html(r: &Report<'_>) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
@@ -179,7 +179,10 @@ const MIN_SLOT: f64 = 3.0;
 /// minute without one is a gap); past [`MAX_BARS`] minutes, one bar per
 /// declared bucket of minutes (the attempts in it), the bucket named in the
 /// legend and on the axis.
-pub fn attempts_chart(per_minute: &BTreeMap<i64, u64>, outage_minutes: Option<f64>) -> String {
+pub(crate) fn attempts_chart(
+    per_minute: &BTreeMap<i64, u64>,
+    outage_minutes: Option<f64>,
+) -> String {
     let (Some((&first, _)), Some((&last, _))) =
         (per_minute.first_key_value(), per_minute.last_key_value())
     else {
@@ -226,7 +229,7 @@ pub fn attempts_chart(per_minute: &BTreeMap<i64, u64>, outage_minutes: Option<f6
 /// The pending backlog: one bar per minute from minute 0 (a minute with
 /// nothing pending is a bar of height 0); past [`MAX_BARS`] minutes, one
 /// bar per declared bucket, the highest in it.
-pub fn pending_chart(pending: &[(i64, u64)], outage_minutes: Option<f64>) -> String {
+pub(crate) fn pending_chart(pending: &[(i64, u64)], outage_minutes: Option<f64>) -> String {
     let (Some(&(first, _)), Some(&(last, _))) = (pending.first(), pending.last()) else {
         return empty_chart("pending", "nothing was pending");
     };
@@ -316,7 +319,7 @@ fn time_step(span: f64, px: f64) -> i64 {
     .unwrap_or(10080 * ((span / most / 10080.0).ceil() as i64).max(1))
 }
 /// One bar per age bucket.
-pub fn backlog_chart(ages: &[Count]) -> String {
+pub(crate) fn backlog_chart(ages: &[Count]) -> String {
     let (w, h) = (600.0, 220.0);
     let mut s = String::new();
     let _ = writeln!(
@@ -360,7 +363,7 @@ pub fn backlog_chart(ages: &[Count]) -> String {
 /// time axis with round ticks; headed by the node, its dependency and what
 /// it belongs to (`owner`: the deployment, or the simulated model), which
 /// the chart also carries as `data-owner`.
-pub fn schedule_chart(owner: &str, p: &NodeProjection) -> String {
+pub(crate) fn schedule_chart(owner: &str, p: &NodeProjection) -> String {
     let (w, h) = (W, 132.0);
     let wc = &p.projection.worst_case;
     let end_s = wc
@@ -453,19 +456,19 @@ pub fn schedule_chart(owner: &str, p: &NodeProjection) -> String {
 
 /// Write a report, whole or not at all (a temporary file renamed into
 /// place), or to standard output when the path is `-`.
-pub fn write(path: &std::path::Path, html: &str) -> std::io::Result<()> {
+pub(crate) fn write(path: &std::path::Path, html: &str) -> std::io::Result<()> {
     write_output(path, html, "open it in a browser")
 }
 
 /// Whether a file argument names standard output (`-`, as in every Unix tool).
-pub fn is_stdout(path: &std::path::Path) -> bool {
+pub(crate) fn is_stdout(path: &std::path::Path) -> bool {
     path.as_os_str() == "-"
 }
 
 /// Write `text` to `path` whole or not at all (a temporary file beside it,
 /// renamed into place) and say so on stderr; `-` writes it to standard
 /// output instead, and says nothing.
-pub fn write_output(path: &std::path::Path, text: &str, next: &str) -> std::io::Result<()> {
+pub(crate) fn write_output(path: &std::path::Path, text: &str, next: &str) -> std::io::Result<()> {
     if is_stdout(path) {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
@@ -486,7 +489,7 @@ pub fn write_output(path: &std::path::Path, text: &str, next: &str) -> std::io::
 /// Say on stderr which file a command wrote, so a user who gave a path
 /// sees where the result went (stdout stays the command's own output,
 /// JSON included).
-pub fn say_written(path: &std::path::Path, bytes: usize, next: &str) {
+pub(crate) fn say_written(path: &std::path::Path, bytes: usize, next: &str) {
     let size = if bytes >= 10 * 1024 {
         format!("{} KiB", bytes / 1024)
     } else {

@@ -17,7 +17,7 @@ use super::run::json_line;
 /// Answer a channel call by its correlation (`instance/node`).
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = AFTER_HELP)]
-pub struct Args {
+pub(crate) struct Args {
     /// The correlation: `instance/node` (a relayed request's Qflow-Correlation).
     pub correlation: String,
     /// The database holding the instance: a SQLite file or a postgres:// URL.
@@ -39,7 +39,7 @@ Exit status: 0 accepted (the flow resumed with the answer); 4 any other verdict
 (retry-pending, superseded, unknown-request, not-waiting, failed, no-such-instance,
 quarantined, busy), nothing changed; 2 bad arguments, a database that does not exist, a store error.";
 
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     let fail = |msg: String| {
         eprintln!("error: {msg}");
         if args.format == Format::Json {

@@ -28,7 +28,7 @@ use qflow_engine::text::counted;
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// One aligned line per decision, then the final state.
     Human,
     /// One JSON object per line (docs/run.md); the last line is the final state.
@@ -36,7 +36,7 @@ pub enum Format {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ClockKind {
+pub(crate) enum ClockKind {
     /// Time skips to the next due timer: a 13-hour schedule runs in milliseconds.
     Virtual,
     /// The wall clock: the run waits (between steps, never inside one) for due timers.
@@ -46,7 +46,7 @@ pub enum ClockKind {
 /// Run one local instance of a model (see docs/run.md for every format).
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = AFTER_HELP)]
-pub struct Args {
+pub(crate) struct Args {
     /// The BPMN model to run.
     pub model: PathBuf,
     /// Which executable process of the document to run, by its id; needed
@@ -192,7 +192,7 @@ fn store_fail(format: Format, e: RunError, db: Option<&str>) -> ExitCode {
     }
 }
 
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     let format = args.format;
     let shown = args.model.display().to_string();
     let bytes = match std::fs::read(&args.model) {
@@ -1015,7 +1015,7 @@ fn say_stopped(stop: &Stop, instance: &str, opts: &Opts) {
 }
 
 /// A JSON object with `first` keys leading (in that order), the rest sorted.
-pub fn json_line(v: &Value, first: &[&str]) -> String {
+pub(crate) fn json_line(v: &Value, first: &[&str]) -> String {
     let Value::Object(m) = v else {
         return v.to_string();
     };

@@ -19,7 +19,7 @@ const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 /// The results so far, and the rules they refer to (by index, in order of
 /// first use).
 #[derive(Default)]
-pub struct Log {
+pub(crate) struct Log {
     rules: Vec<Code>,
     results: Vec<sarif::Result>,
 }
@@ -72,7 +72,7 @@ fn physical(path: &str, region: sarif::Region) -> sarif::PhysicalLocation {
 
 impl Log {
     /// Add one diagnostic of the file shown as `path`.
-    pub fn push(&mut self, d: &Diagnostic, path: &str, text: &str, index: &LineIndex) {
+    pub(crate) fn push(&mut self, d: &Diagnostic, path: &str, text: &str, index: &LineIndex) {
         let rule_index = match self.rules.iter().position(|c| *c == d.code) {
             Some(i) => i,
             None => {
@@ -156,7 +156,7 @@ impl Log {
     }
 
     /// The log: one run of qflow with its rules and results.
-    pub fn finish(self) -> sarif::Sarif {
+    pub(crate) fn finish(self) -> sarif::Sarif {
         let rules: Vec<sarif::ReportingDescriptor> = self
             .rules
             .iter()

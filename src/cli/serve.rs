@@ -16,15 +16,15 @@ use serde_json::{json, Value};
 use super::run::{json_line, Format};
 
 mod endpoint;
-pub use endpoint::{token_from_env, verdict_reply};
+pub(crate) use endpoint::{token_from_env, verdict_reply};
 
 /// The environment variable holding the endpoint's token.
-pub const TOKEN_ENV: &str = "QFLOW_SERVE_TOKEN";
+pub(crate) const TOKEN_ENV: &str = "QFLOW_SERVE_TOKEN";
 
 /// Serve a database's instances with real handlers, on the wall clock.
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = AFTER_HELP)]
-pub struct Args {
+pub(crate) struct Args {
     /// The database (created if missing): a SQLite file or a postgres:// URL.
     /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
@@ -74,7 +74,7 @@ Exit status: 2 for an unreadable or invalid handlers file, a database that canno
 opened, an address that cannot be listened on, or a missing or blank token; otherwise
 it runs until stopped.";
 
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     let fail = |msg: String| {
         eprintln!("error: {msg}");
         if args.format == Format::Json {

@@ -26,7 +26,7 @@ use crate::cli::ops::{fail, Format};
 use crate::cli::run::json_line;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The BPMN model whose instances to simulate.
     #[arg(required_unless_present = "from", conflicts_with = "from")]
     pub model: Option<PathBuf>,
@@ -198,7 +198,7 @@ fn expectations(
     Ok(out)
 }
 
-pub fn run(mut args: Args) -> ExitCode {
+pub(crate) fn run(mut args: Args) -> ExitCode {
     if args.json {
         args.format = Format::Json;
     }

@@ -16,7 +16,7 @@ use crate::cli::ops::Format;
 use crate::cli::run::json_line;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The database to read (it must exist): a SQLite file or a postgres:// URL.
     /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
@@ -35,7 +35,7 @@ pub struct Args {
     pub format: Format,
 }
 
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     let format = args.format;
     if format == Format::Json
         && args

@@ -22,7 +22,7 @@ use super::color::{paint, Stream};
 use super::run::{settle, stop_word, Columns, Format as RunFormat, Opts, Settled};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// One line per scenario and a summary, as `cargo test` prints them.
     Human,
     /// One JSON object: the counts and every scenario's result.
@@ -34,7 +34,7 @@ pub enum Format {
 /// Run every model's scenarios and hold each to its `"expect"`.
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = AFTER_HELP)]
-pub struct Args {
+pub(crate) struct Args {
     /// Models, scenarios or directories (every model and every scenario
     /// under it, `.gitignore`d and hidden paths skipped). Default: the
     /// current directory.
@@ -86,7 +86,7 @@ struct Outcome {
     seconds: f64,
 }
 
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     let started = Instant::now();
     let paths = if args.paths.is_empty() {
         vec![PathBuf::from(".")]

@@ -19,14 +19,14 @@ use std::time::{Duration, Instant};
 
 use qflow_engine::store::{Location, Store};
 
-pub mod actions;
-pub mod http;
-pub mod pages;
+pub(crate) mod actions;
+pub(crate) mod http;
+pub(crate) mod pages;
 
 use http::{Reply, Request};
 
 /// The address `qflow ui` listens on unless `--listen` says otherwise.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:7879";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:7879";
 
 /// Connections open at once, at most (one more is closed at once).
 const MAX_CONNECTIONS: usize = 128;
@@ -38,7 +38,7 @@ const LIVE_EVERY: Duration = Duration::from_millis(1000);
 const STREAM_FOR: Duration = Duration::from_secs(300);
 
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The database (it must exist): a SQLite file or a postgres:// URL.
     /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
@@ -55,7 +55,7 @@ pub struct Args {
 }
 
 /// What every connection of the inspector shares.
-pub struct Ui {
+pub(crate) struct Ui {
     pub db: Location,
     /// The database as the header shows it (a URL's password left out).
     pub db_shown: String,
@@ -84,7 +84,7 @@ impl std::fmt::Debug for Ui {
 }
 
 impl Ui {
-    pub fn new(db: Location, token: Option<String>, actions: bool) -> Ui {
+    pub(crate) fn new(db: Location, token: Option<String>, actions: bool) -> Ui {
         Ui {
             db_shown: db.to_string(),
             db,
@@ -106,7 +106,7 @@ impl Ui {
     }
 }
 
-pub fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> ExitCode {
     let addr: SocketAddr = match args.listen.parse() {
         Ok(a) => a,
         Err(_) => {
@@ -191,7 +191,7 @@ fn accept(listener: &TcpListener, ui: &Arc<Ui>) {
 
 /// Answer one connection's requests (`pending`: bytes already read from
 /// it, such as the head `qflow serve`'s endpoint read to route it here).
-pub fn serve_connection(mut stream: TcpStream, mut pending: Vec<u8>, ui: &Ui) {
+pub(crate) fn serve_connection(mut stream: TcpStream, mut pending: Vec<u8>, ui: &Ui) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_write_timeout(Some(ui.request_timeout));
     loop {

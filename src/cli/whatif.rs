@@ -30,7 +30,7 @@ const MINUTE_ROWS: usize = 40;
 /// Width of the longest bar.
 const BAR: usize = 24;
 
-pub fn run(args: &Args) -> ExitCode {
+pub(crate) fn run(args: &Args) -> ExitCode {
     let format = args.format;
     let (Some(db), Some(path)) = (&args.from, &args.edited) else {
         return fail(

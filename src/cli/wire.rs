@@ -3,7 +3,7 @@
 //! comparing a secret in time that does not tell how much of it matched.
 
 /// The reason phrase of `status` (empty for one neither server sends).
-pub fn reason(status: u16) -> &'static str {
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         201 => "Created",
@@ -28,7 +28,7 @@ pub fn reason(status: u16) -> &'static str {
 
 /// `a == b` in time that depends on their lengths only, never on where
 /// they first differ: a token is not guessed byte by byte from timings.
-pub fn same_secret(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_secret(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();
     for i in 0..a.len().max(b.len()) {
         let x = a.get(i).copied().unwrap_or(0);

@@ -29,7 +29,7 @@ fn profiled(e: TraceEvent<'_>) {
 impl Sqlite {
     /// Count the steps of every statement this connection runs from now on,
     /// into one table for the whole test binary (so one test at a time).
-    pub fn count_steps(&mut self) {
+    pub(crate) fn count_steps(&mut self) {
         self.conn
             .trace_v2(TraceEventCodes::SQLITE_TRACE_PROFILE, Some(profiled));
     }

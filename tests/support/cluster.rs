@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// A running server on 127.0.0.1, stopped and removed when dropped.
-pub struct Cluster {
+pub(crate) struct Cluster {
     dir: PathBuf,
     bin: PathBuf,
     port: u16,
@@ -39,7 +39,7 @@ fn server_bin() -> Option<PathBuf> {
 impl Cluster {
     /// A new server, or `None` (said on stderr) when this machine has no
     /// PostgreSQL server programs.
-    pub fn start(test: &str) -> Option<Cluster> {
+    pub(crate) fn start(test: &str) -> Option<Cluster> {
         let Some(bin) = server_bin() else {
             assert!(
                 !required(),
@@ -122,13 +122,13 @@ impl Cluster {
     }
 
     /// The URL of its `postgres` database (qflow creates its tables there).
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
     /// Stop the server at once, as a crash or `pg_ctl stop -m immediate`
     /// does: every connection is cut, nothing is shut down cleanly.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.run(
             "pg_ctl",
             &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
@@ -136,7 +136,7 @@ impl Cluster {
     }
 
     /// Start it (again) on the same port, waiting until it accepts.
-    pub fn start_again(&self) {
+    pub(crate) fn start_again(&self) {
         let log = self.dir.join("server.log").to_string_lossy().into_owned();
         let opts = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
@@ -162,7 +162,7 @@ impl Cluster {
 
     /// End every other client's session (`pg_terminate_backend`), as an
     /// operator or a failover does; returns how many were ended.
-    pub fn terminate_backends(&self) -> i64 {
+    pub(crate) fn terminate_backends(&self) -> i64 {
         let mut admin = postgres::Client::connect(&self.url(), postgres::NoTls).unwrap();
         admin
             .query_one(

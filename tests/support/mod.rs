@@ -4,9 +4,9 @@
 // Each test crate compiles this module and uses only some of it.
 #![allow(dead_code)]
 
-pub mod cluster;
-pub mod serve;
-pub mod stores;
+pub(crate) mod cluster;
+pub(crate) mod serve;
+pub(crate) mod stores;
 
 use serde_json::Value;
 use std::path::Path;
@@ -18,7 +18,7 @@ use std::process::{Command, Output};
 /// nothing a fresh clone lacks, so `scripts/test.sh --quick` sets
 /// `QFLOW_SKIP_SLOW=1` and they say so and pass; the full
 /// `scripts/test.sh` (CI's main run) and `scripts/test.sh --slow` run them.
-pub fn slow_test_left_out(what: &str) -> bool {
+pub(crate) fn slow_test_left_out(what: &str) -> bool {
     let left_out = std::env::var_os("QFLOW_SKIP_SLOW").is_some_and(|v| v == "1");
     if left_out {
         eprintln!("skipping {what}: a slow test, left out of the quick suite (QFLOW_SKIP_SLOW=1); `scripts/test.sh --slow` runs it");
@@ -27,7 +27,7 @@ pub fn slow_test_left_out(what: &str) -> bool {
 }
 
 /// Runs the built `qflow` binary in `dir`, as a user would from there.
-pub fn qflow(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn qflow(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_qflow"))
         .current_dir(dir)
         .args(args)
@@ -36,7 +36,7 @@ pub fn qflow(dir: &Path, args: &[&str]) -> Output {
 }
 
 /// The JSON lines a run printed on stdout.
-pub fn lines(o: &Output) -> Vec<Value> {
+pub(crate) fn lines(o: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -45,7 +45,7 @@ pub fn lines(o: &Output) -> Vec<Value> {
 
 /// Runs the built `qflow` binary from the package root, as the samples'
 /// relative paths expect: its exit code, stdout and stderr.
-pub fn qflow_here(args: &[&str]) -> (i32, String, String) {
+pub(crate) fn qflow_here(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_qflow"))
         .args(args)
         .output()

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 /// A running `qflow serve`, killed when dropped; the JSON lines it printed.
-pub struct Serve {
+pub(crate) struct Serve {
     pub child: Child,
     pub url: String,
     pub lines: Arc<Mutex<Vec<Value>>>,
@@ -30,7 +30,7 @@ impl Serve {
     /// The lines printed so far, once one of them satisfies `seen` (or after
     /// 20 s): the store can say "completed" before the reader thread has
     /// collected the decision lines printed for it.
-    pub fn lines_once(&self, seen: impl Fn(&Value) -> bool) -> Vec<Value> {
+    pub(crate) fn lines_once(&self, seen: impl Fn(&Value) -> bool) -> Vec<Value> {
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         loop {
             let lines = self.lines.lock().unwrap().clone();
@@ -46,13 +46,13 @@ impl Serve {
 /// loopback port, with `env` set, and wait until it says where it listens.
 /// `db` is what `--db` takes: a SQLite file (relative to `dir`) or a
 /// PostgreSQL URL (a `Fresh` database of `support::stores`).
-pub fn spawn(dir: &Path, db: &str, env: &[(&str, &str)]) -> Serve {
+pub(crate) fn spawn(dir: &Path, db: &str, env: &[(&str, &str)]) -> Serve {
     spawn_with(dir, db, env, &[], None)
 }
 
 /// [`spawn`] with more arguments for `qflow serve`, and with the open-file
 /// limit set to `files` (through `sh -c 'ulimit -n N; exec qflow …'`).
-pub fn spawn_with(
+pub(crate) fn spawn_with(
     dir: &Path,
     db: &str,
     env: &[(&str, &str)],
@@ -129,7 +129,7 @@ pub fn spawn_with(
 }
 
 /// A client that hands back every status (a 409 is an answer, not an error).
-pub fn agent() -> ureq::Agent {
+pub(crate) fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(10)))
@@ -138,7 +138,7 @@ pub fn agent() -> ureq::Agent {
 }
 
 /// POST JSON, with an `Idempotency-Key` when given; (status, JSON body).
-pub fn post(url: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
+pub(crate) fn post(url: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
     let mut req = agent().post(url).header("Content-Type", "application/json");
     if let Some(k) = key {
         req = req.header("Idempotency-Key", k);
@@ -150,7 +150,7 @@ pub fn post(url: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
 }
 
 /// GET; (status, JSON body).
-pub fn get(url: &str) -> (u16, Value) {
+pub(crate) fn get(url: &str) -> (u16, Value) {
     let mut resp = agent().get(url).call().unwrap();
     let status = resp.status().as_u16();
     let text = resp.body_mut().read_to_string().unwrap_or_default();

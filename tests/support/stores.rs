@@ -18,30 +18,30 @@ use qflow_engine::store::{Location, Store};
 /// Fresh databases for one test: the store crate's harness
 /// (`qflow_store::fresh`, one for every crate), giving each database as the
 /// text `--db` takes.
-pub struct Fresh(qflow_engine::store::fresh::Fresh);
+pub(crate) struct Fresh(qflow_engine::store::fresh::Fresh);
 
 impl Fresh {
-    pub fn sqlite(test: &'static str) -> Fresh {
+    pub(crate) fn sqlite(test: &'static str) -> Fresh {
         Fresh(qflow_engine::store::fresh::Fresh::sqlite(test))
     }
 
     /// `None` (the test says it skips) without a server.
-    pub fn postgres(test: &'static str) -> Option<Fresh> {
+    pub(crate) fn postgres(test: &'static str) -> Option<Fresh> {
         qflow_engine::store::fresh::Fresh::postgres(test).map(Fresh)
     }
 
     /// Whether this case runs on PostgreSQL.
-    pub fn is_postgres(&self) -> bool {
+    pub(crate) fn is_postgres(&self) -> bool {
         self.0.is_postgres()
     }
 
     /// A scratch directory for the test's other files (models, logs).
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.0.dir()
     }
 
     /// A new, empty database: what `--db` takes (a file path or a URL).
-    pub fn db(&self) -> String {
+    pub(crate) fn db(&self) -> String {
         self.0.db_text()
     }
 }
@@ -50,7 +50,7 @@ impl Fresh {
 /// signed the server's certificate, other-ca.crt did not), beside the
 /// server of a `Fresh` on PostgreSQL; `None`, saying the test skips,
 /// without it — a failure under `QFLOW_REQUIRE_POSTGRES`.
-pub fn tls_dir(test: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn tls_dir(test: &str) -> Option<std::path::PathBuf> {
     match std::env::var("QFLOW_TEST_POSTGRES_TLS_DIR") {
         Ok(dir) if !dir.trim().is_empty() => Some(dir.into()),
         _ => {
@@ -73,7 +73,7 @@ pub fn tls_dir(test: &str) -> Option<std::path::PathBuf> {
 /// `url` by the name the throwaway server's certificate gives
 /// (`localhost`) instead of the address its URL has (`127.0.0.1`, which the
 /// certificate does not name): what `sslmode=verify-full` passes with.
-pub fn by_name(url: &str) -> String {
+pub(crate) fn by_name(url: &str) -> String {
     assert!(
         url.contains("@127.0.0.1:"),
         "{url}: the TLS tests expect the server of scripts/pg-throwaway.sh (127.0.0.1)"
@@ -83,7 +83,7 @@ pub fn by_name(url: &str) -> String {
 
 /// The store `db` names (a SQLite file or a PostgreSQL URL), as `--db`
 /// reads it.
-pub fn open(db: &str) -> Store {
+pub(crate) fn open(db: &str) -> Store {
     Store::connect(&Location::parse(db).unwrap()).unwrap_or_else(|e| panic!("{db}: {e}"))
 }
 

@@ -11,7 +11,7 @@ fn at(s: Secs) -> String {
 
 /// A decision line in a few words, without the fields the history panel
 /// already shows in columns.
-pub fn describe(line: &Line) -> String {
+pub(crate) fn describe(line: &Line) -> String {
     let mut parts: Vec<String> = Vec::new();
     let then =
         |parts: &mut Vec<String>, then: Option<Then>, next: Option<(u32, Secs)>| match (then, next)

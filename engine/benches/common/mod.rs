@@ -6,7 +6,7 @@ use quick_xml::NsReader;
 
 /// Read every event, resolve the element's namespace, and resolve and unescape
 /// every attribute: the least work any namespace-aware BPMN loader must do.
-pub fn bare_quick_xml(source: &str) -> usize {
+pub(crate) fn bare_quick_xml(source: &str) -> usize {
     let mut reader = NsReader::from_str(source);
     let mut seen = 0usize;
     loop {

@@ -891,7 +891,7 @@ impl Drop for Listener {
 /// How often a serving loop lets time move its breakers (an open one
 /// half-opens once its open time is over): the delay a breaker's
 /// half-open may take past its `open_for`, at most.
-pub const BREAKER_TICK: Duration = Duration::from_millis(250);
+pub(super) const BREAKER_TICK: Duration = Duration::from_millis(250);
 
 /// Why a looked-at instance had nothing to do now, at the version read.
 enum Quiet {

@@ -16,7 +16,7 @@ use crate::store::TimerInfo;
 use super::{HistoryItem, NodeInspection, NodeState};
 
 /// At most this many attempts still to come are planned.
-pub const PLAN_LIMIT: usize = 12;
+pub(super) const PLAN_LIMIT: usize = 12;
 
 /// How one past attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 /// Every `.bpmn` file under `dir`, build and dependency directories aside.
-pub fn bpmn_files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn bpmn_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -27,7 +27,7 @@ pub fn bpmn_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// A fresh clone has no `../shared`: the tests then say they skip the
 /// corpus and assert only what the repository's own models give
 /// ([`corpus_present`] tells them which).
-pub fn repository_and_corpus_models() -> Vec<PathBuf> {
+pub(crate) fn repository_and_corpus_models() -> Vec<PathBuf> {
     let root = std::path::PathBuf::from(
         std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
     )
@@ -50,7 +50,7 @@ pub fn repository_and_corpus_models() -> Vec<PathBuf> {
 /// checkout. The package folder is read when the test runs (cargo sets
 /// CARGO_MANIFEST_DIR then too), not when it was built: .ci/run runs the
 /// same test binaries in a copy of the checkout with no ../shared beside it.
-pub fn corpus_dir() -> PathBuf {
+pub(crate) fn corpus_dir() -> PathBuf {
     std::path::PathBuf::from(
         std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into()),
     )
@@ -59,11 +59,11 @@ pub fn corpus_dir() -> PathBuf {
 
 /// Whether the interchange corpus is beside the checkout (CI has it; a
 /// fresh clone does not).
-pub fn corpus_present() -> bool {
+pub(crate) fn corpus_present() -> bool {
     corpus_dir().is_dir()
 }
 
-pub const HEAD: &str = r#"<?xml version="1.0"?>
+pub(crate) const HEAD: &str = r#"<?xml version="1.0"?>
 <bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" xmlns:bpmndi="http://www.omg.org/spec/BPMN/20100524/DI" xmlns:dc="http://www.omg.org/spec/DD/20100524/DC" xmlns:di="http://www.omg.org/spec/DD/20100524/DI" xmlns:q="urn:qflow:bpmn:1" xmlns:v="urn:vendor" xmlns:qq="urn:qflow:bpmn:2" id="D">"#;
 
 /// Every corner of the reader: nested sub-processes, event triggers (none,
@@ -72,7 +72,7 @@ pub const HEAD: &str = r#"<?xml version="1.0"?>
 /// comments and children between its chunks, lanes at depth, globals,
 /// participants, channel configurations, `q:` items in and out of extension
 /// content, vendor ids, shapes with kept and skipped bounds.
-pub const BODY: &str = r#"
+pub(crate) const BODY: &str = r#"
 <bpmn:message id="M" name="m"/><bpmn:signal id="Sig"/><bpmn:escalation id="Esc" name=" e "/>
 <bpmn:error id="E1" errorCode="c1" name="n"/><bpmn:error name="no id"/>
 <q:channelConfig channel="bank" maxDeliveries="3" deliveryInterval="PT1S"/>

@@ -7,6 +7,10 @@
 //! each reply (keeping the notifications that arrive meanwhile) before the
 //! caller sends the next one.
 
+// Shared by the protocol tests and two benches (each a crate of its own,
+// each using part of it): its items are `pub` for all of them.
+#![allow(unreachable_pub)]
+
 use std::collections::VecDeque;
 use std::time::Duration;
 

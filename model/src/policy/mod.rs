@@ -190,7 +190,7 @@ pub(crate) mod testing {
     use crate::model::{Attr, RetrySpec};
     use crate::span::Span;
 
-    pub fn attr(v: &str) -> Option<Attr> {
+    pub(crate) fn attr(v: &str) -> Option<Attr> {
         Some(Attr {
             value: v.into(),
             span: Span::new(0, v.len()),
@@ -198,7 +198,7 @@ pub(crate) mod testing {
         })
     }
 
-    pub fn dbg08_list() -> RetryPolicy {
+    pub(crate) fn dbg08_list() -> RetryPolicy {
         RetryPolicy::from_spec(&RetrySpec {
             max_attempts: attr("6"),
             backoff: attr("PT1M PT5M PT25M PT125M PT625M"),
@@ -208,7 +208,7 @@ pub(crate) mod testing {
         .unwrap()
     }
 
-    pub fn dbg08_curve() -> RetryPolicy {
+    pub(crate) fn dbg08_curve() -> RetryPolicy {
         RetryPolicy::from_spec(&RetrySpec {
             max_attempts: attr("6"),
             initial: attr("PT1M"),
@@ -218,7 +218,7 @@ pub(crate) mod testing {
         .unwrap()
     }
 
-    pub fn starts(p: &RetryPolicy) -> Vec<u64> {
+    pub(crate) fn starts(p: &RetryPolicy) -> Vec<u64> {
         p.worst_case(std::time::Duration::ZERO)
             .attempts
             .iter()

@@ -10,7 +10,7 @@ use crate::policy::{attempt_window, list_entries, Backoff, RetryPolicy, CHANNEL_
 use crate::rules::edit::{insert, Ctx};
 use crate::span::Span;
 
-pub fn check(ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
     for node in &process.nodes {
         let is_call = node.channel_call().is_some();
         if !is_call && node.registered_task().is_none() {

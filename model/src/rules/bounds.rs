@@ -14,7 +14,7 @@ use crate::policy::bound::{request_bound, RequestBound};
 use crate::rules::edit::Ctx;
 use crate::text::group;
 
-pub fn check(ctx: &Ctx<'_>, process: &Process, ceiling: u64, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(ctx: &Ctx<'_>, process: &Process, ceiling: u64, out: &mut Vec<Diagnostic>) {
     for node in &process.nodes {
         let Some(b) = request_bound(ctx.defs, process, node) else {
             continue;

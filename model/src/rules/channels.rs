@@ -13,7 +13,7 @@ use crate::model::{EventTrigger, Node, NodeKind, Process};
 use crate::rules::edit::Ctx;
 use crate::rules::tasks::positive_duration;
 
-pub fn check(ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
     // Timer boundaries by host id, built once (a model may have thousands of calls).
     let mut timers: HashMap<&str, Vec<&Node>> = HashMap::new();
     for b in &process.nodes {

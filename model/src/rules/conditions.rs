@@ -9,7 +9,7 @@ use crate::diagnostic::{Code, Diagnostic};
 use crate::model::Process;
 use crate::span::Span;
 
-pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(process: &Process, out: &mut Vec<Diagnostic>) {
     for f in &process.flows {
         let Some(c) = &f.condition else { continue };
         // An empty condition does not parse either: the author meant a

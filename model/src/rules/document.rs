@@ -7,7 +7,7 @@ use foldhash::HashMap;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::Definitions;
 
-pub fn check(defs: &Definitions, _source: &str, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(defs: &Definitions, _source: &str, out: &mut Vec<Diagnostic>) {
     let first = duplicate_ids(defs, out);
     dangling_references(defs, &first, out);
 }

@@ -12,7 +12,7 @@ use foldhash::HashMap;
 use crate::diagnostic::{Code, Diagnostic};
 use crate::model::{Node, NodeKind, Process};
 
-pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(process: &Process, out: &mut Vec<Diagnostic>) {
     let nodes = &process.nodes;
     let skipped = skipped_nodes(process);
     // Scopes are judged only when they have a start event (`None` is the process).

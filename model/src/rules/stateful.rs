@@ -12,7 +12,7 @@ use crate::text::{capped_list, group};
 
 /// How many reasons are marked in the source as related labels (one when
 /// they are too many for a line each).
-pub const MARKED: usize = 5;
+pub(super) const MARKED: usize = 5;
 
 /// Up to this many reasons get a line each; more are listed by kind.
 const ONE_PER_LINE: usize = 20;
@@ -47,7 +47,7 @@ fn grouped(reasons: &[Reason]) -> Vec<String> {
         .collect()
 }
 
-pub fn check(process: &Process, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(process: &Process, out: &mut Vec<Diagnostic>) {
     let Classification::Stateful(reasons) = classify(process) else {
         return;
     };

@@ -10,7 +10,7 @@ use crate::model::{Attr, EventTrigger, Node, NodeKind, Process, RetrySpec};
 use crate::policy::{Backoff, ChannelPolicy, RetryPolicy};
 use crate::rules::edit::{insert, Ctx};
 
-pub fn check(ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(ctx: &Ctx<'_>, process: &Process, out: &mut Vec<Diagnostic>) {
     for node in &process.nodes {
         task_kind(node, out);
         timer_duration(node, out);
@@ -70,7 +70,7 @@ fn task_kind(node: &Node, out: &mut Vec<Diagnostic>) {
 }
 
 /// QF008 for a duration that must be positive, as `what` (e.g. "timer `t1`").
-pub fn positive_duration(attr: &Attr, what: &str, out: &mut Vec<Diagnostic>) {
+pub(super) fn positive_duration(attr: &Attr, what: &str, out: &mut Vec<Diagnostic>) {
     let span = if attr.span.is_empty() {
         attr.full_span
     } else {
@@ -168,7 +168,7 @@ fn retries(ctx: &Ctx<'_>, node: &Node, out: &mut Vec<Diagnostic>) {
 }
 
 /// QF010 for a `<q:retry>` that is not on a registered task or channel call.
-pub fn misplaced_retry(r: &RetrySpec, place: &str) -> Diagnostic {
+pub(super) fn misplaced_retry(r: &RetrySpec, place: &str) -> Diagnostic {
     Diagnostic::new(
         Code::QF010,
         r.name_span,
@@ -231,7 +231,7 @@ fn policy(node: &Node, r: &RetrySpec, out: &mut Vec<Diagnostic>) {
 
 /// QF008 and QF013 on `<q:channelConfig>` (definitions level): the faults
 /// [`ChannelPolicy::from_config`] finds, as diagnostics.
-pub fn channel_configs(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
+pub(super) fn channel_configs(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     for c in &ctx.defs.channel_configs {
         for e in ChannelPolicy::from_config(c).err().unwrap_or_default() {
             out.push(

@@ -11,7 +11,7 @@ use crate::model::{NamedAttr, QflowItem};
 use crate::rules::edit::{end_tag_name, prefix_of, Ctx};
 use crate::span::Span;
 
-pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
+pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Diagnostic>) {
     // Items are in document order and an element's own attributes follow it,
     // so "is this attribute on a `q:` element" only needs the last element seen.
     let mut last_element: Option<&QflowItem> = None;

@@ -47,22 +47,22 @@ use serde_json::{json, Value};
 /// is taken under the instance's claim and applied only if the instance
 /// has not moved, so two answers to one instance are decided one after the
 /// other, never both on one state.
-pub const WORKERS: usize = 4;
+pub(super) const WORKERS: usize = 4;
 
 /// Requests waiting for a worker; one more is answered `503`.
 const QUEUE: usize = 64;
 
 /// The request line and headers together, at most (`431` past it).
-pub const HEAD_LIMIT: usize = 16 * 1024;
+pub(super) const HEAD_LIMIT: usize = 16 * 1024;
 
 /// Headers in one request, at most (`431` past it).
 const MAX_HEADERS: usize = 64;
 
 /// A request body, at most (`413` past it).
-pub const BODY_LIMIT: usize = 1 << 20;
+pub(super) const BODY_LIMIT: usize = 1 << 20;
 
 /// The default of `--max-connections`.
-pub const DEFAULT_MAX_CONNECTIONS: u32 = 256;
+pub(super) const DEFAULT_MAX_CONNECTIONS: u32 = 256;
 
 /// How long an answer waits for an instance's claim before `503 busy`.
 const BUSY_WAIT: Duration = Duration::from_secs(3);
@@ -73,7 +73,7 @@ const WORKER_WAIT: Duration = Duration::from_secs(60);
 
 /// How the endpoint is bounded.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub(super) struct Config {
     /// The store's state as the serving loop meets it (`/health`, `/ready`).
     pub health: Option<StoreHealth>,
     /// The database, as `--db` named it (500 answers name it).
@@ -99,11 +99,11 @@ pub struct Config {
 }
 
 /// How a decision is shown: its instance and the decision.
-pub type ShowDecision = dyn Fn(&str, &qflow_engine::runtime::driver::Decision) + Send + Sync;
+pub(super) type ShowDecision = dyn Fn(&str, &qflow_engine::runtime::driver::Decision) + Send + Sync;
 
 /// What [`Config::on_decision`] calls.
 #[derive(Clone)]
-pub struct OnDecision(pub Arc<ShowDecision>);
+pub(super) struct OnDecision(pub Arc<ShowDecision>);
 
 impl std::fmt::Debug for OnDecision {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -114,7 +114,7 @@ impl std::fmt::Debug for OnDecision {
 /// The token of `QFLOW_SERVE_TOKEN` as the endpoint checks it: surrounding
 /// whitespace is not part of it; a set but blank variable is refused (it
 /// would let anyone in who sends an empty token).
-pub fn token_from_env(value: Option<String>) -> Result<Option<String>, String> {
+pub(crate) fn token_from_env(value: Option<String>) -> Result<Option<String>, String> {
     match value {
         None => Ok(None),
         Some(v) if v.trim().is_empty() => Err(format!(
@@ -129,7 +129,7 @@ pub fn token_from_env(value: Option<String>) -> Result<Option<String>, String> {
 /// `max_connections` lowered to fit the process's open-file limit (after
 /// raising its soft limit to the hard one, as a server does), keeping file
 /// descriptors for the store and the handlers; a note when it was lowered.
-pub fn fit_connections(max_connections: usize) -> (usize, Option<String>) {
+pub(super) fn fit_connections(max_connections: usize) -> (usize, Option<String>) {
     #[cfg(unix)]
     {
         use rustix::process::{getrlimit, setrlimit, Resource};
@@ -215,7 +215,7 @@ impl Drop for Open {
 
 /// Answer requests on `listener`: an accepting thread, a thread per
 /// connection, and one worker thread per engine in `workers`.
-pub fn start(listener: TcpListener, workers: Vec<Engine>, config: Config) {
+pub(super) fn start(listener: TcpListener, workers: Vec<Engine>, config: Config) {
     let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
     let queue = Arc::new(Mutex::new(queue));
     for engine in workers {
@@ -680,7 +680,7 @@ fn write_reply(stream: &mut TcpStream, reply: &Reply, keep_alive: bool) -> io::R
 }
 
 /// The HTTP status and JSON of a verdict.
-pub fn verdict_reply(v: &Verdict) -> (u16, Value) {
+pub(crate) fn verdict_reply(v: &Verdict) -> (u16, Value) {
     match v {
         Verdict::Accepted => (200, json!({"verdict": "accepted"})),
         Verdict::RetryPending => (
@@ -912,7 +912,7 @@ fn not_found(url: &str) -> (u16, Value) {
 }
 
 /// Bind the endpoint's listener.
-pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+pub(super) fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     TcpListener::bind(addr)
 }
 

@@ -115,7 +115,7 @@ fn pause_target(
     }
 }
 
-pub fn preview(ui: &Ui, action: &str, req: &Request) -> Reply {
+pub(crate) fn preview(ui: &Ui, action: &str, req: &Request) -> Reply {
     let store = match ui.open() {
         Ok(s) => s,
         Err(e) => return Reply::html(500, problem(ui, "The store", &e)),
@@ -419,7 +419,7 @@ fn migrate_all_preview(ui: &Ui, store: &qflow_engine::store::Store, req: &Reques
     page(ui, "Repair every FAILED instance", body)
 }
 
-pub fn apply(ui: &Ui, action: &str, req: &Request) -> Reply {
+pub(crate) fn apply(ui: &Ui, action: &str, req: &Request) -> Reply {
     let mut store = match ui.open_for_writing() {
         Ok(s) => s,
         Err(e) => return Reply::html(500, problem(ui, "The store", &e)),

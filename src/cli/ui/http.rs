@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::cli::wire::reason;
-pub use crate::cli::wire::same_secret;
+pub(crate) use crate::cli::wire::same_secret;
 
 /// The request line and headers together, at most (`431` past it).
 const HEAD_LIMIT: usize = 16 * 1024;
@@ -19,11 +19,11 @@ const BODY_LIMIT: usize = 64 * 1024;
 const MAX_HEADERS: usize = 64;
 
 /// The cookie a browser keeps the token in once it came with `?token=`.
-pub const TOKEN_COOKIE: &str = "qflow_ui_token";
+pub(crate) const TOKEN_COOKIE: &str = "qflow_ui_token";
 
 /// One request as the routes read it.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(crate) struct Request {
     pub method: String,
     /// The path, percent-decoded, without its query.
     pub path: String,
@@ -35,7 +35,7 @@ pub struct Request {
 }
 
 impl Request {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n == name)
@@ -43,7 +43,7 @@ impl Request {
     }
 
     /// A cookie's value.
-    pub fn cookie(&self, name: &str) -> Option<&str> {
+    pub(crate) fn cookie(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .filter(|(n, _)| n == "cookie")
@@ -53,7 +53,7 @@ impl Request {
             .map(|(_, v)| v)
     }
 
-    pub fn q(&self, name: &str) -> Option<&str> {
+    pub(crate) fn q(&self, name: &str) -> Option<&str> {
         self.query
             .get(name)
             .map(String::as_str)
@@ -63,7 +63,7 @@ impl Request {
 
 /// An answer.
 #[derive(Debug)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: u16,
     pub content_type: &'static str,
     pub body: Vec<u8>,
@@ -71,7 +71,7 @@ pub struct Reply {
 }
 
 impl Reply {
-    pub fn html(status: u16, body: String) -> Reply {
+    pub(crate) fn html(status: u16, body: String) -> Reply {
         Reply {
             status,
             content_type: "text/html; charset=utf-8",
@@ -80,7 +80,7 @@ impl Reply {
         }
     }
 
-    pub fn asset(content_type: &'static str, body: &'static str) -> Reply {
+    pub(crate) fn asset(content_type: &'static str, body: &'static str) -> Reply {
         let mut r = Reply {
             status: 200,
             content_type,
@@ -92,7 +92,7 @@ impl Reply {
     }
 
     /// A JSON answer (not cached: it is read live).
-    pub fn json(status: u16, body: String) -> Reply {
+    pub(crate) fn json(status: u16, body: String) -> Reply {
         let mut r = Reply {
             status,
             content_type: "application/json",
@@ -103,7 +103,7 @@ impl Reply {
         r
     }
 
-    pub fn redirect(to: String) -> Reply {
+    pub(crate) fn redirect(to: String) -> Reply {
         let mut r = Reply::html(303, String::new());
         r.headers.push(("Location", to));
         r
@@ -111,7 +111,7 @@ impl Reply {
 }
 
 /// Why a request could not be read.
-pub enum ReadError {
+pub(crate) enum ReadError {
     Closed,
     Timeout,
     Answer(u16, String),
@@ -150,7 +150,7 @@ fn fill(
 
 /// One request from `stream` (bytes already read in `pending`), within
 /// `timeout`; whether the connection stays open after it.
-pub fn read_request(
+pub(crate) fn read_request(
     stream: &mut TcpStream,
     pending: &mut Vec<u8>,
     timeout: Duration,
@@ -260,7 +260,7 @@ pub fn read_request(
 }
 
 /// `a=1&b=two` decoded.
-pub fn fields(text: &str) -> BTreeMap<String, String> {
+pub(crate) fn fields(text: &str) -> BTreeMap<String, String> {
     text.split('&')
         .filter(|p| !p.is_empty())
         .map(|p| match p.split_once('=') {
@@ -271,7 +271,7 @@ pub fn fields(text: &str) -> BTreeMap<String, String> {
 }
 
 /// Percent-decoding (and `+` as a space), lossy on bad UTF-8.
-pub fn decode(s: &str) -> String {
+pub(crate) fn decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -296,7 +296,7 @@ pub fn decode(s: &str) -> String {
 }
 
 /// Percent-encoding of one query value.
-pub fn encode(s: &str) -> String {
+pub(crate) fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
@@ -316,7 +316,11 @@ const SECURITY_HEADERS: &str = "Content-Security-Policy: default-src 'none'; scr
      form-action 'self'; base-uri 'none'; frame-ancestors 'none'\r\n\
      X-Content-Type-Options: nosniff\r\nReferrer-Policy: same-origin\r\nX-Frame-Options: DENY\r\n";
 
-pub fn write_reply(stream: &mut TcpStream, reply: &Reply, keep_alive: bool) -> io::Result<()> {
+pub(crate) fn write_reply(
+    stream: &mut TcpStream,
+    reply: &Reply,
+    keep_alive: bool,
+) -> io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{SECURITY_HEADERS}",
         reply.status,
@@ -337,7 +341,7 @@ pub fn write_reply(stream: &mut TcpStream, reply: &Reply, keep_alive: bool) -> i
 }
 
 /// Start an event stream: the head, then events as they come.
-pub fn start_events(stream: &mut TcpStream) -> io::Result<()> {
+pub(crate) fn start_events(stream: &mut TcpStream) -> io::Result<()> {
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n{SECURITY_HEADERS}Connection: close\r\n\r\nretry: 2000\n\n"
     );
@@ -346,7 +350,7 @@ pub fn start_events(stream: &mut TcpStream) -> io::Result<()> {
 }
 
 /// One server-sent event whose data is `text` (each line its own `data:`).
-pub fn send_event(stream: &mut TcpStream, event: &str, text: &str) -> io::Result<()> {
+pub(crate) fn send_event(stream: &mut TcpStream, event: &str, text: &str) -> io::Result<()> {
     let mut out = format!("event: {event}\n");
     for line in text.lines() {
         out.push_str("data: ");
@@ -360,14 +364,14 @@ pub fn send_event(stream: &mut TcpStream, event: &str, text: &str) -> io::Result
 
 /// A comment line: keeps the stream open through proxies and finds a
 /// client that went away.
-pub fn send_keepalive(stream: &mut TcpStream) -> io::Result<()> {
+pub(crate) fn send_keepalive(stream: &mut TcpStream) -> io::Result<()> {
     stream.write_all(b": keep-alive\n\n")?;
     stream.flush()
 }
 
 /// A fresh secret: 32 hex digits from the system's random source (the
 /// process's hash seeds and the clock when it cannot be read).
-pub fn secret() -> String {
+pub(crate) fn secret() -> String {
     let mut bytes = [0u8; 16];
     let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
     if read.is_err() {

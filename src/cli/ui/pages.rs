@@ -27,13 +27,13 @@ const RECENT_FAILURES: u64 = 10;
 const DAY_MINUTES: i64 = 24 * 60;
 
 /// Instances on one page of the list.
-pub const PAGE_SIZE: u64 = 50;
+pub(crate) const PAGE_SIZE: u64 = 50;
 
 /// Deployments drawn on the fleet page, at most (the most recent that
 /// have instances).
 const DIAGRAMS: usize = 6;
 
-pub fn layout(ui: &Ui, title: &str, here: &str, body: Markup) -> String {
+pub(crate) fn layout(ui: &Ui, title: &str, here: &str, body: Markup) -> String {
     let p = ui.prefix;
     html! {
         (DOCTYPE)
@@ -62,7 +62,7 @@ pub fn layout(ui: &Ui, title: &str, here: &str, body: Markup) -> String {
 
 /// An instant on the instances' clock: wall-clock times as RFC 3339, a
 /// virtual run's small numbers as an offset.
-pub fn when(ms: i64) -> String {
+pub(crate) fn when(ms: i64) -> String {
     // Up to the year 9999 (RFC 3339's last); past it, the number itself.
     if ms > 253_402_300_799_999 {
         return format!("{ms} ms");
@@ -85,7 +85,7 @@ fn instance_link(ui: &Ui, id: &str) -> Markup {
 
 /// The live part of the fleet page: counts per node on each diagram, the
 /// dependencies' load. Sent again on every change by the event stream.
-pub fn fleet_live(ui: &Ui, store: &Store) -> Result<Markup, StoreError> {
+pub(crate) fn fleet_live(ui: &Ui, store: &Store) -> Result<Markup, StoreError> {
     fleet_live_with(ui, store, &store.observations()?)
 }
 
@@ -302,7 +302,7 @@ fn minute_pairs(first: i64, d: &qflow_engine::store::stats::MinuteLoad) -> Marku
 
 /// What the fleet page's load, pauses, breakers and ramps present, as
 /// JSON (`/ui/fleet.json`): the same engine reads, unrendered.
-pub fn fleet_json(store: &Store) -> Result<serde_json::Value, StoreError> {
+pub(crate) fn fleet_json(store: &Store) -> Result<serde_json::Value, StoreError> {
     let o = store.observations()?;
     let releases: Vec<_> = store
         .releases()?
@@ -377,7 +377,7 @@ fn bars(per_minute: &std::collections::BTreeMap<i64, u64>) -> Markup {
     }
 }
 
-pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
+pub(crate) fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
     let o = store.observations()?;
     let live = fleet_live_with(ui, store, &o)?;
     let deployments = fleet::deployments(store)?;
@@ -554,7 +554,7 @@ pub fn fleet_page(ui: &Ui, store: &Store) -> Result<String, StoreError> {
 }
 
 /// The list's filters as the query string has them.
-pub struct ListQuery {
+pub(crate) struct ListQuery {
     pub search: Search,
     pub page: u64,
     /// The fields as given, kept in the form and the pager's links.
@@ -576,7 +576,7 @@ fn instant(field: &str, v: &str) -> Result<i64, String> {
 }
 
 impl ListQuery {
-    pub fn parse(req: &Request) -> Result<ListQuery, String> {
+    pub(crate) fn parse(req: &Request) -> Result<ListQuery, String> {
         let mut search = Search::default();
         let mut given = Vec::new();
         for name in [
@@ -645,7 +645,7 @@ impl ListQuery {
     }
 }
 
-pub fn instances_page(ui: &Ui, store: &Store, q: &ListQuery) -> Result<String, StoreError> {
+pub(crate) fn instances_page(ui: &Ui, store: &Store, q: &ListQuery) -> Result<String, StoreError> {
     let page = fleet::search(store, &q.search)?;
     let deployments = fleet::deployments(store)?;
     let dependencies = qflow_engine::dependencies::dependencies(store)?;
@@ -737,7 +737,7 @@ fn summary_row(ui: &Ui, i: &InstanceSummary) -> Markup {
 }
 
 /// The live part of an instance's page: its status, diagram and state.
-pub fn instance_live(ins: &Inspection, store: &Store) -> Markup {
+pub(crate) fn instance_live(ins: &Inspection, store: &Store) -> Markup {
     let drawing = diagram::of_deployment(store, ins.deployment_id).map(|d| {
         let state = qflow_engine::diagram::state_of(&d, ins);
         svg(&d, Some(&state))
@@ -755,7 +755,7 @@ pub fn instance_live(ins: &Inspection, store: &Store) -> Markup {
     }
 }
 
-pub fn instance_page(ui: &Ui, store: &Store, ins: &Inspection) -> String {
+pub(crate) fn instance_page(ui: &Ui, store: &Store, ins: &Inspection) -> String {
     let p = ui.prefix;
     let id = encode(&ins.id);
     let body = html! {
@@ -890,7 +890,7 @@ pub fn instance_page(ui: &Ui, store: &Store, ins: &Inspection) -> String {
 }
 
 /// A page that says what went wrong, with a way back.
-pub fn problem(ui: &Ui, title: &str, message: &str) -> String {
+pub(crate) fn problem(ui: &Ui, title: &str, message: &str) -> String {
     let body = html! {
         h1 { (title) }
         p.error #problem { (message) }

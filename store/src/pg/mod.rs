@@ -304,7 +304,7 @@ impl Postgres {
     }
 
     /// Start receiving poison wakes from every process on this database.
-    pub fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
+    pub(crate) fn listen_for_wakes(&mut self) -> Result<(), StoreError> {
         self.listening.set(true);
         self.reconnect_if_lost()?;
         self.client
@@ -319,7 +319,7 @@ impl Postgres {
     }
 
     /// Start receiving notifications of new work (`WORK_CHANNEL`).
-    pub fn listen_for_work(&mut self) -> Result<(), StoreError> {
+    pub(crate) fn listen_for_work(&mut self) -> Result<(), StoreError> {
         self.listening_work.set(true);
         self.reconnect_if_lost()?;
         self.client
@@ -331,7 +331,7 @@ impl Postgres {
     /// Wait at most `timeout` for a notification of new work; true when
     /// one (or more: all that arrived are read) came from someone other
     /// than `owner`.
-    pub fn wait_for_work(
+    pub(crate) fn wait_for_work(
         &self,
         owner: &str,
         timeout: std::time::Duration,
@@ -358,7 +358,7 @@ impl Postgres {
     /// The poison wakes other processes sent since the last call (instance,
     /// node), without waiting; this process's own are left out (it keeps
     /// them in memory already).
-    pub fn wakes(&self, owner: &str) -> Result<Vec<(String, String)>, StoreError> {
+    pub(crate) fn wakes(&self, owner: &str) -> Result<Vec<(String, String)>, StoreError> {
         self.reconnect_if_lost()?;
         let mut client = self.client.borrow_mut();
         // One round trip reads what the server sent: a notification

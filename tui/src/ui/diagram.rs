@@ -33,15 +33,21 @@ const SY_MIN: f64 = 0.05;
 const SY_MAX: f64 = 0.075;
 /// The smallest inside of the panel the diagram is drawn in; below it the
 /// panel lists the nodes.
-pub const MIN_W: u16 = 24;
-pub const MIN_H: u16 = 6;
+pub(super) const MIN_W: u16 = 24;
+pub(super) const MIN_H: u16 = 6;
 
 /// Whether a panel of this size (border included) can show the diagram.
-pub fn fits(area: Rect) -> bool {
+pub(super) fn fits(area: Rect) -> bool {
     area.width >= MIN_W + 2 && area.height >= MIN_H + 2
 }
 
-pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx, diagram: &Diagram, state: &DiagramState) {
+pub(super) fn render(
+    f: &mut Frame,
+    area: Rect,
+    ctx: &Ctx,
+    diagram: &Diagram,
+    state: &DiagramState,
+) {
     let inner = Rect {
         x: area.x + 1,
         y: area.y + 1,

@@ -13,11 +13,11 @@ use crate::fmt;
 use crate::view::FleetView;
 
 /// The panel's height for these observations (borders included).
-pub fn height(fleet: &FleetView) -> u16 {
+pub(super) fn height(fleet: &FleetView) -> u16 {
     fleet.observations.len() as u16 + 2
 }
 
-pub fn render(f: &mut Frame, area: Rect, fleet: &FleetView) {
+pub(super) fn render(f: &mut Frame, area: Rect, fleet: &FleetView) {
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(65), Constraint::Percentage(35)]).areas(area);
     let block = Block::bordered().title(" Fleet ");

@@ -11,7 +11,7 @@ use crate::backend::Tone;
 use crate::keymap::{Action, KEYMAP};
 
 /// The keys that fit, in keymap order; `? help` and `q quit` always stay.
-pub fn render(f: &mut Frame, area: Rect, app: &App) {
+pub(super) fn render(f: &mut Frame, area: Rect, app: &App) {
     let read_only = app.view.as_ref().is_some_and(|v| v.read_only) || app.screen == Screen::List;
     let keep = |a: Action| matches!(a, Action::Help | Action::Quit);
     let wanted: Vec<_> = KEYMAP
@@ -81,7 +81,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
 }
 
 /// The last command's outcome, coloured by its tone.
-pub fn render_report(f: &mut Frame, area: Rect, app: &App) {
+pub(super) fn render_report(f: &mut Frame, area: Rect, app: &App) {
     let style = match app.report.tone {
         Tone::Info => Style::new(),
         Tone::Good => Style::new().fg(Color::Green),

@@ -15,7 +15,7 @@ const WIDTH: u16 = 92;
 /// The key column: the key right-aligned in six cells, two spaces.
 const KEY_COLUMN: usize = 8;
 
-pub fn render(f: &mut Frame, area: Rect, app: &App) {
+pub(super) fn render(f: &mut Frame, area: Rect, app: &App) {
     let read_only = app.view.as_ref().is_some_and(|v| v.read_only);
     // The instance list has keys of its own: its overlay lists those, in
     // the list's words, not the instance's.

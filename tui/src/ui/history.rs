@@ -11,7 +11,7 @@ use crate::app::Panel;
 use crate::fmt;
 use crate::view::HistoryTone;
 
-pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
+pub(super) fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
     let lines: Vec<Line> = v
         .inspection

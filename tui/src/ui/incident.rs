@@ -12,7 +12,7 @@ use super::{centered, dim, failed_style};
 use crate::app::App;
 use crate::fmt;
 
-pub fn render(f: &mut Frame, area: Rect, app: &App) {
+pub(super) fn render(f: &mut Frame, area: Rect, app: &App) {
     let (Some(view), Some(at)) = (&app.view, app.selected_incident()) else {
         return;
     };

@@ -18,7 +18,7 @@ use crate::view::{status_label, Status};
 /// Below this height the fleet panel gives way to the lists.
 const FLEET_MIN_HEIGHT: u16 = 24;
 
-pub fn render(f: &mut Frame, area: Rect, app: &App) {
+pub(super) fn render(f: &mut Frame, area: Rect, app: &App) {
     let area = match &app.fleet {
         Some(fleet) if area.height >= FLEET_MIN_HEIGHT => {
             let h = super::fleet::height(fleet).min(area.height / 2);

@@ -12,7 +12,7 @@ use crate::fmt;
 use crate::view::{NodeInspection, NodeKind, NodeState};
 
 /// The list; `note` goes in the title (why the diagram is not drawn).
-pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx, note: &str) {
+pub(super) fn render(f: &mut Frame, area: Rect, ctx: &Ctx, note: &str) {
     let v = ctx.view;
     let width = area.width.saturating_sub(2) as usize;
     let nodes = &v.inspection.nodes;
@@ -38,7 +38,7 @@ pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx, note: &str) {
 }
 
 /// A node kind's symbol, in the list and on the diagram.
-pub fn glyph(k: NodeKind) -> &'static str {
+pub(super) fn glyph(k: NodeKind) -> &'static str {
     match k {
         NodeKind::Start => "○",
         NodeKind::End => "◎",
@@ -86,7 +86,7 @@ fn node_line(
 }
 
 /// The words for a node's state, and their colour; `short` for narrow panels.
-pub fn state_text(s: &NodeState, now_ms: i64, short: bool) -> (String, Style) {
+pub(super) fn state_text(s: &NodeState, now_ms: i64, short: bool) -> (String, Style) {
     match s {
         NodeState::Parked { eligible_at_ms } if short => (
             format!(

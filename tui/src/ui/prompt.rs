@@ -9,7 +9,7 @@ use ratatui::Frame;
 use super::{centered, dim, failed_style};
 use crate::app::Prompt;
 
-pub fn render(f: &mut Frame, area: Rect, p: &Prompt) {
+pub(super) fn render(f: &mut Frame, area: Rect, p: &Prompt) {
     let mut lines: Vec<Line> = Vec::new();
     for n in &p.notes {
         lines.push(Line::raw(n.clone()));

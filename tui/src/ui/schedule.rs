@@ -12,7 +12,7 @@ use crate::app::Panel;
 use crate::fmt;
 use crate::view::{AttemptResult, SchedulePlan};
 
-pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
+pub(super) fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
     let width = area.width.saturating_sub(2) as usize;
     let Some(s) = v.schedule() else {

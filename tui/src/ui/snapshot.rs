@@ -13,7 +13,7 @@ use crate::fmt;
 use qflow_engine::inspect::SnapshotKey;
 use qflow_engine::instance::snapshot::{Family, FAILURE_KEY, FRONTIER_KEY};
 
-pub fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
+pub(super) fn render(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
     let width = area.width.saturating_sub(2) as usize;
     let keys = &v.inspection.snapshot;

@@ -13,7 +13,7 @@ use crate::app::{App, Screen};
 use crate::fmt;
 use crate::view::{status_label, Status, View, Waiting};
 
-pub fn render(f: &mut Frame, area: Rect, app: &App) {
+pub(super) fn render(f: &mut Frame, area: Rect, app: &App) {
     let bar = Style::new().bg(Color::Blue).fg(Color::White);
     // Narrow terminals keep the instance's status rather than the brand.
     let brand = if area.width >= 80 {

@@ -15,7 +15,7 @@ fn empty(text: &str) -> Vec<Line<'static>> {
     vec![Line::styled(text.to_string(), dim())]
 }
 
-pub fn timers(f: &mut Frame, area: Rect, ctx: &Ctx) {
+pub(super) fn timers(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
     let timers = &v.inspection.timers;
     let lines: Vec<Line> = if timers.is_empty() {
@@ -49,7 +49,7 @@ pub fn timers(f: &mut Frame, area: Rect, ctx: &Ctx) {
     );
 }
 
-pub fn outbox(f: &mut Frame, area: Rect, ctx: &Ctx) {
+pub(super) fn outbox(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
     let outbox = &v.inspection.outbox;
     let lines: Vec<Line> = if outbox.is_empty() {
@@ -94,7 +94,7 @@ pub fn outbox(f: &mut Frame, area: Rect, ctx: &Ctx) {
     );
 }
 
-pub fn correlations(f: &mut Frame, area: Rect, ctx: &Ctx) {
+pub(super) fn correlations(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
     let correlations = &v.inspection.correlations;
     let lines: Vec<Line> = if correlations.is_empty() {
@@ -131,7 +131,7 @@ pub fn correlations(f: &mut Frame, area: Rect, ctx: &Ctx) {
     );
 }
 
-pub fn incidents(f: &mut Frame, area: Rect, ctx: &Ctx) {
+pub(super) fn incidents(f: &mut Frame, area: Rect, ctx: &Ctx) {
     let v = ctx.view;
     let incidents = &v.inspection.incidents;
     let lines: Vec<Line> = if incidents.is_empty() {

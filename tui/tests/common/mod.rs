@@ -64,7 +64,7 @@ fn line(seq: i64, json: &str, tone: HistoryTone, detail: &str) -> (HistoryItem, 
 
 /// A DBG-08 charge parked before its third attempt, with a call in its
 /// backoff window beside it, so every panel has rows.
-pub fn rich_view() -> View {
+pub(crate) fn rich_view() -> View {
     let fail = |n: u32, at: i64| PastAttempt {
         n,
         at_ms: at,
@@ -210,7 +210,7 @@ pub fn rich_view() -> View {
 
 /// Records every command; each command moves to the next view of the tape
 /// (the last one repeats).
-pub struct Tape {
+pub(crate) struct Tape {
     pub views: Vec<View>,
     pub at: usize,
     pub commands: Vec<Command>,
@@ -218,7 +218,7 @@ pub struct Tape {
 }
 
 impl Tape {
-    pub fn new(views: Vec<View>) -> Tape {
+    pub(crate) fn new(views: Vec<View>) -> Tape {
         Tape {
             views,
             at: 0,
@@ -250,7 +250,7 @@ impl Backend for Tape {
     }
 }
 
-pub fn key(c: char) -> crossterm::event::KeyEvent {
+pub(crate) fn key(c: char) -> crossterm::event::KeyEvent {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     let code = match c {
         '\n' => KeyCode::Enter,
@@ -263,20 +263,20 @@ pub fn key(c: char) -> crossterm::event::KeyEvent {
 }
 
 /// Feed a string of keys (`\n` enter, `\t` tab, `\x1b` esc).
-pub fn type_keys(app: &mut qflow_tui::App, backend: &mut dyn Backend, keys: &str) {
+pub(crate) fn type_keys(app: &mut qflow_tui::App, backend: &mut dyn Backend, keys: &str) {
     for c in keys.chars() {
         app.handle(backend, key(c));
     }
 }
 
 /// The repository root (the workspace), from the tui crate.
-pub fn repo() -> std::path::PathBuf {
+pub(crate) fn repo() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// A console over the real engine: `model` and `scenario` relative to the
 /// repository (`samples/…`), on a temporary database.
-pub fn engine(
+pub(crate) fn engine(
     model: &str,
     scenario: Option<&str>,
 ) -> (qflow_tui::App, qflow_tui::engine_backend::EngineBackend) {
@@ -299,7 +299,7 @@ pub fn engine(
 
 /// Compare a frame with `tests/golden/<name>.txt`; `QFLOW_UPDATE_GOLDEN=1`
 /// rewrites it (then review the diff by eye).
-pub fn golden(name: &str, frame: &str) {
+pub(crate) fn golden(name: &str, frame: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(format!("{name}.txt"));
@@ -322,7 +322,7 @@ pub fn golden(name: &str, frame: &str) {
 
 /// The console instance's history rows of one `kind`, oldest first, as
 /// persisted in the store.
-pub fn history_of(
+pub(crate) fn history_of(
     be: &qflow_tui::engine_backend::EngineBackend,
     kind: &str,
 ) -> Vec<qflow_engine::store::HistoryRow> {
@@ -336,7 +336,7 @@ pub fn history_of(
 }
 
 /// The console instance's status and decoded snapshot, as persisted.
-pub fn snapshot(
+pub(crate) fn snapshot(
     be: &qflow_tui::engine_backend::EngineBackend,
 ) -> (
     qflow_engine::runtime::decide::Status,
