@@ -3,7 +3,7 @@
 //! Every model element and attribute keeps the byte range it was read from, so a
 //! single diagnostic can be rendered as a miette report (byte offsets) in the
 //! terminal and as an LSP diagnostic (UTF-16 positions) in the editor. The
-//! conversions live here, in the engine, so every face agrees on them.
+//! line and UTF-16 conversions live here, so every face agrees on them.
 
 use serde::Serialize;
 
@@ -69,12 +69,6 @@ const fn clamp(offset: usize) -> u32 {
         u32::MAX
     } else {
         offset as u32
-    }
-}
-
-impl From<Span> for miette::SourceSpan {
-    fn from(s: Span) -> Self {
-        miette::SourceSpan::new(s.start().into(), s.len())
     }
 }
 

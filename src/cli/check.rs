@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use miette::{GraphicalReportHandler, GraphicalTheme};
 
 use qflow_engine::config::Config;
-use qflow_engine::diagnostic::{Diagnostic, Report};
+use qflow_engine::diagnostic::Diagnostic;
+
+use super::terminal_report::Report;
 use qflow_engine::span::LineIndex;
 use qflow_engine::text::printable;
 use qflow_engine::Severity;

@@ -18,6 +18,7 @@ pub(crate) mod sarif;
 pub(crate) mod serve;
 pub(crate) mod simulate;
 pub(crate) mod stats;
+pub(crate) mod terminal_report;
 pub(crate) mod test;
 pub(crate) mod ui;
 pub(crate) mod whatif;
