@@ -730,12 +730,13 @@ impl LanguageServer for Backend {
 
 /// Whether an opened document is a process model this server checks.
 /// Editors set up for XML hand the server every XML document (some, every
-/// document): a Maven POM or a README must not get QF001/QF002. A `.bpmn`
-/// file, a document the client calls `bpmn`, or XML declaring BPMN's model
+/// document): a Maven POM or a README must not get QF001/QF002. A file
+/// named as a model (`.bpmn`, `.bpmn20.xml`: `qflow_model::file`), a
+/// document the client calls `bpmn`, or XML declaring BPMN's model
 /// namespace is a model; anything else is left alone (its edits and
 /// requests find nothing tracked and get no answer).
 fn is_model(language_id: &str, path: &str, text: &str) -> bool {
     language_id.eq_ignore_ascii_case("bpmn")
-        || path.to_ascii_lowercase().ends_with(".bpmn")
+        || qflow_model::file::is_model_name(path.rsplit('/').next().unwrap_or(path))
         || text.contains("http://www.omg.org/spec/BPMN/20100524/MODEL")
 }
