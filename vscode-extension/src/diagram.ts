@@ -106,6 +106,12 @@ export interface Webview {
 export interface Surface {
   webview: Webview;
   onDidDispose(listener: () => void): unknown;
+  /**
+   * Whether it is the editor the user is in (VS Code's `WebviewPanel.active`,
+   * read when asked): a command run from the palette or the title bar of a
+   * diagram acts on that diagram, as it would on the active text editor.
+   */
+  readonly active?: boolean;
 }
 
 /** The webview options both faces set: the one inline script, and no local resource at all. */
@@ -323,6 +329,17 @@ export class DiagramViews {
   /** The open views of a document. */
   of(uri: string): DiagramView[] {
     return [...(this.byUri.get(uri) ?? [])];
+  }
+
+  /**
+   * The view the user is in (a qflow Diagram editor, or the Show Diagram
+   * panel, when it is the active editor), of `uri` when one is given (the
+   * resource a title-bar command is invoked on); undefined when the user is
+   * in no drawing.
+   */
+  active(uri?: string): DiagramView | undefined {
+    const candidates = uri !== undefined ? this.of(uri) : [...this.byUri.values()].flatMap((set) => [...set]);
+    return candidates.find((v) => v.panel.active === true && !v.isDisposed);
   }
 
   /** The text of `uri` changed: redraw each of its views. */
