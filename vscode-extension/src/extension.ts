@@ -371,7 +371,7 @@ async function checkWorkspace(studio: Studio): Promise<void> {
   }
   const uris = await vscode.workspace.findFiles(MODEL_GLOB, MODEL_EXCLUDE);
   if (uris.length === 0) {
-    void vscode.window.showInformationMessage('qflow: no .bpmn models in this workspace.');
+    void vscode.window.showInformationMessage('qflow: no .bpmn or .bpmn20.xml models in this workspace.');
     return;
   }
   const files = uris.filter((u) => u.scheme === 'file').map((u) => u.fsPath);
