@@ -150,15 +150,20 @@ function escapeHtml(s: string): string {
 
 /**
  * The webview's page: the SVG as the server drew it, a line saying what is
- * shown, and a script that posts `{type: 'reveal', id}` when a node or a
- * flow is clicked. Nothing is loaded from anywhere (the content security
+ * shown, a button between the drawing fitted to the width and its own size,
+ * and a script that posts `{type: 'reveal', id}` when a node or a flow is
+ * clicked. Fitted is the default (the whole process at a glance); a wide
+ * process in a narrow panel is unreadable so (a third of the window draws
+ * run-order.bpmn's labels at a few pixels), so its own size scrolls instead.
+ * The choice is the webview's state (`setState`), kept across redraws, which
+ * replace the page. Nothing is loaded from anywhere (the content security
  * policy allows the inline style and the one script with its nonce); the
  * SVG is the server's, whose texts are escaped where it writes them.
  */
 export function page(result: DiagramResult | null, cspSource: string, note?: string): string {
   const n = nonce();
   const head = `<meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src ${cspSource} data:; style-src 'unsafe-inline' ${cspSource}; script-src 'nonce-${n}';">`;
-  const style = `<style>body{margin:0;padding:8px;font:12px sans-serif;background:#fff;color:#222}.status{margin:0 0 6px;color:#555}.qflow-diagram{max-width:100%;height:auto}[data-id]{cursor:pointer}</style>`;
+  const style = `<style>body{margin:0;padding:8px;font:12px sans-serif;background:#fff;color:#222}.status{margin:0 0 6px;color:#555}.qflow-diagram{max-width:100%;height:auto}[data-id]{cursor:pointer}body.actual .qflow-diagram{max-width:none}.zoom{margin-left:8px;font:inherit;cursor:pointer}</style>`;
   if (!result) {
     return `<!DOCTYPE html><html><head>${head}${style}</head><body><p class="status">${escapeHtml(note ?? 'no process to draw (the text is not a BPMN model yet)')}</p></body></html>`;
   }
@@ -172,12 +177,23 @@ export function page(result: DiagramResult | null, cspSource: string, note?: str
     .join(' · ');
   const script = `<script nonce="${n}">
 const vscode = acquireVsCodeApi();
+const zoom = document.getElementById('zoom');
+function sized(actual) {
+  document.body.classList.toggle('actual', actual);
+  zoom.textContent = actual ? 'fit to width' : 'actual size';
+}
+sized(!!(vscode.getState() || {}).actual);
+zoom.addEventListener('click', () => {
+  const actual = !document.body.classList.contains('actual');
+  vscode.setState({ actual });
+  sized(actual);
+});
 document.addEventListener('click', (e) => {
   const el = e.target && e.target.closest ? e.target.closest('[data-id]') : null;
   if (el) { vscode.postMessage({ type: 'reveal', id: el.getAttribute('data-id') }); }
 });
 </script>`;
-  return `<!DOCTYPE html><html><head>${head}${style}</head><body><p class="status">${escapeHtml(status)}</p>${result.svg}${script}</body></html>`;
+  return `<!DOCTYPE html><html><head>${head}${style}</head><body><p class="status">${escapeHtml(status)}<button id="zoom" class="zoom" type="button">actual size</button></p>${result.svg}${script}</body></html>`;
 }
 
 /**

@@ -140,6 +140,19 @@ test('the panel shows the drawing, reveals a clicked element in the text, and re
   assert.match(rec.webview.html, /data-process="pay"/);
 });
 
+test('the page offers the drawing at its own size beside fitted to the width, the choice kept across redraws', () => {
+  const drawn: DiagramResult = { version: 1, process: 'p', processes: ['p'], svg: '<svg class="qflow-diagram"></svg>', elements: [], marked: 0 };
+  const html = page(drawn, 'x');
+  // Fitted by default; the button switches, the webview's state remembers it.
+  assert.match(html, /\.qflow-diagram\{max-width:100%;height:auto\}/);
+  assert.match(html, /body\.actual \.qflow-diagram\{max-width:none\}/);
+  assert.match(html, /<button id="zoom" class="zoom" type="button">actual size<\/button>/);
+  assert.match(html, /sized\(!!\(vscode\.getState\(\) \|\| \{\}\)\.actual\)/);
+  assert.match(html, /vscode\.setState\(\{ actual \}\)/);
+  // Nothing to draw: nothing to size.
+  assert.doesNotMatch(page(null, 'x'), /<button/);
+});
+
 test('the page escapes what it writes itself and shows a message when there is nothing to draw', () => {
   assert.match(page(null, 'x', 'a <b> & "c"'), /a &lt;b&gt; &amp; &quot;c&quot;/);
 });
