@@ -92,6 +92,18 @@ export function isRevealMessage(m: unknown): m is RevealMessage {
   return typeof m === 'object' && m !== null && (m as RevealMessage).type === 'reveal' && typeof (m as RevealMessage).id === 'string';
 }
 
+/** What the webview posts when, an instance drawn, its "the text's verdicts" button is clicked. */
+export interface VerdictsMessage {
+  type: 'verdicts';
+}
+
+export function isVerdictsMessage(m: unknown): m is VerdictsMessage {
+  return typeof m === 'object' && m !== null && (m as VerdictsMessage).type === 'verdicts';
+}
+
+/** The note `fetch` writes over an instance's drawing; `page` offers the way back beside it. */
+const INSTANCE_NOTE = /^instance .*, its state read from the database$/;
+
 /** The webview a drawing is shown in: its HTML and its messages. */
 export interface Webview {
   html: string;
@@ -188,12 +200,16 @@ zoom.addEventListener('click', () => {
   vscode.setState({ actual });
   sized(actual);
 });
+const verdicts = document.getElementById('verdicts');
+if (verdicts) { verdicts.addEventListener('click', () => vscode.postMessage({ type: 'verdicts' })); }
 document.addEventListener('click', (e) => {
   const el = e.target && e.target.closest ? e.target.closest('[data-id]') : null;
   if (el) { vscode.postMessage({ type: 'reveal', id: el.getAttribute('data-id') }); }
 });
 </script>`;
-  return `<!DOCTYPE html><html><head>${head}${style}</head><body><p class="status">${escapeHtml(status)}<button id="zoom" class="zoom" type="button">actual size</button></p>${result.svg}${script}</body></html>`;
+  return `<!DOCTYPE html><html><head>${head}${style}</head><body><p class="status">${escapeHtml(status)}<button id="zoom" class="zoom" type="button">actual size</button>${
+    note !== undefined && INSTANCE_NOTE.test(note) ? '<button id="verdicts" class="zoom" type="button">the text\'s verdicts</button>' : ''
+  }</p>${result.svg}${script}</body></html>`;
 }
 
 /**
@@ -297,8 +313,13 @@ export class DiagramView {
     this.panel.webview.html = page(this.last, this.panel.webview.cspSource, note);
   }
 
-  /** A click on an element: put the cursor on its id in the text. */
+  /** A click on an element: put the cursor on its id in the text; the "text's verdicts" button: leave the instance. */
   async onMessage(m: unknown): Promise<void> {
+    if (isVerdictsMessage(m)) {
+      // Back from an instance's state to the text's drawing and verdicts.
+      await this.showInstance(undefined);
+      return;
+    }
     if (!isRevealMessage(m) || !this.last) {
       return;
     }

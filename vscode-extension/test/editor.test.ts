@@ -225,6 +225,16 @@ test('Show Instance on Diagram in the qflow Diagram editor draws the picked inst
   await rec.commands.get('qflow.showInstanceOnDiagram')!(uri);
   assert.match(second.webview.html, /data-instance="dbg08-1"/);
   assert.equal(rec.webviewPanels.length, 0);
+
+  // Its "the text's verdicts" button goes back to the text's drawing.
+  assert.match(second.webview.html, /<button id="verdicts"[^>]*>the text's verdicts<\/button>/);
+  assert.match(second.webview.html, /vscode\.postMessage\(\{ type: 'verdicts' \}\)/);
+  second.post({ type: 'verdicts' });
+  await until('the text is drawn again', () => !/data-instance=/.test(second.webview.html));
+  assert.match(second.webview.html, /process dbg08 · (no finding on the drawing|\d+ findings? marked)/);
+  assert.doesNotMatch(second.webview.html, /id="verdicts"/);
+  // The other editor still shows the instance: each view has its own.
+  assert.match(editor.webview.html, /data-instance="dbg08-1"/);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
