@@ -415,7 +415,7 @@ pub struct DiagramElement {
 
 /// The answer to `qflow/diagram`: the document's version it was drawn
 /// from, the process drawn and the others, the SVG, the elements, and how
-/// many verdicts are marked on the drawing.
+/// many verdicts are marked on the drawing and how many on none of it.
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DiagramResult {
@@ -425,6 +425,7 @@ pub struct DiagramResult {
     pub svg: String,
     pub elements: Vec<DiagramElement>,
     pub marked: usize,
+    pub unmarked: usize,
 }
 
 impl Backend {
@@ -453,6 +454,7 @@ impl Backend {
                         })
                         .collect(),
                     marked: a.marked,
+                    unmarked: a.unmarked,
                 })
             })
             .await

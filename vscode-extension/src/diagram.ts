@@ -36,6 +36,13 @@ export interface DiagramResult {
   svg: string;
   elements: DiagramElement[];
   marked: number;
+  /**
+   * The document's verdicts on no element of the drawing (a flow whose
+   * reference dangles is not drawn; a document's own verdict is on no
+   * element): said beside the drawing, which alone would hide them. Absent
+   * from an older server's answer.
+   */
+  unmarked?: number;
 }
 
 /** The request's method and parameters (docs/language-server.md). */
@@ -183,6 +190,9 @@ export function page(result: DiagramResult | null, cspSource: string, note?: str
     `process ${result.process}`,
     result.processes.length > 1 ? `(${result.processes.length} in the file)` : '',
     note?.startsWith('instance ') ? '' : result.marked === 0 ? 'no finding on the drawing' : `${result.marked} finding${result.marked === 1 ? '' : 's'} marked`,
+    note?.startsWith('instance ') || !result.unmarked
+      ? ''
+      : `${result.unmarked} more on no element drawn (in the Problems panel)`,
     note ?? '',
   ]
     .filter((s) => s)
@@ -303,7 +313,7 @@ export class DiagramView {
         if (this.disposed) {
           return;
         }
-        const shown: DiagramResult = { ...this.last, svg, marked: 0 };
+        const shown: DiagramResult = { ...this.last, svg, marked: 0, unmarked: 0 };
         this.panel.webview.html = page(shown, this.panel.webview.cspSource, `instance ${this.instance}, its state read from the database`);
         return;
       } catch (e) {
