@@ -93,7 +93,9 @@ async function main() {
   const server = spawn(
     needs['code-server'],
     ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check', '--extensions-dir', extensions, '--user-data-dir', userData, folder],
-    { stdio: 'ignore' },
+    // Its own process group, so that stopping it stops its helpers too (a
+    // file watcher outlives a SIGTERM to code-server alone).
+    { stdio: 'ignore', detached: true },
   );
   const browser = await chromium.launch({ executablePath: needs.Chromium, headless: true, args: ['--no-sandbox'] });
   try {
@@ -210,7 +212,7 @@ async function main() {
     check(bar.includes('BPMN 2.0'), 'order.bpmn20.xml is a BPMN 2.0 model', bar);
   } finally {
     await browser.close();
-    server.kill();
+    process.kill(-server.pid, 'SIGTERM');
   }
   console.log(`screenshots in ${shots}`);
   if (failures.length > 0) {
