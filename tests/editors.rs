@@ -1,7 +1,8 @@
 //! The editor setups of docs/editors.md, tried with the real editor where
 //! it is installed: Neovim, headless, with docs/editors/qflow.lua as its
-//! only configuration, gets qflow's diagnostics on a `.bpmn` model and
-//! attaches no server to a plain `.xml` file. Without `nvim` (a machine
+//! only configuration, gets qflow's diagnostics on a `.bpmn` model (and on
+//! a `.bpmn20.xml` one, Activiti's and Flowable's suffix) and attaches no
+//! server to a plain `.xml` file. Without `nvim` (a machine
 //! without Debian's `neovim`), the test says it skips; CI installs it.
 
 use std::path::PathBuf;
@@ -13,12 +14,22 @@ fn repo() -> PathBuf {
 
 #[test]
 fn neovim_gets_the_diagnostics_of_a_bpmn_model_and_leaves_xml_alone() {
+    neovim_sees("model.bpmn");
+}
+
+#[test]
+fn neovim_takes_a_bpmn20_xml_file_for_a_model_not_for_xml() {
+    neovim_sees("order.bpmn20.xml");
+}
+
+/// Neovim opens a model named `name` (QF022's sample), then `pom.xml`.
+fn neovim_sees(name: &str) {
     if Command::new("nvim").arg("--version").output().is_err() {
         println!("skipping: nvim not found (Debian: apt-get install neovim)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("model.bpmn");
+    let model = dir.path().join(name);
     std::fs::copy(
         repo().join("samples/broken/QF022-retry-beside-routed-timer.bpmn"),
         &model,

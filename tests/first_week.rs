@@ -95,6 +95,45 @@ fn a_model_given_runs_its_own_scenarios_only() {
     assert_eq!(v["passed"], 6);
 }
 
+/// A model named as Activiti and Flowable name theirs, `order.bpmn20.xml`,
+/// is a model wherever qflow looks for one: `check DIR` walks it, its stem
+/// is `order` (the whole suffix dropped), so `run` uses
+/// `scenarios/order.json` and `test` pairs that scenario with it.
+#[test]
+fn a_bpmn20_xml_model_is_checked_in_a_directory_and_runs_with_its_stem_s_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        sample("dbg08-long-outage.bpmn"),
+        dir.path().join("order.bpmn20.xml"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("scenarios")).unwrap();
+    std::fs::copy(
+        repo().join("samples/scenarios/dbg08-long-outage.json"),
+        dir.path().join("scenarios/order.json"),
+    )
+    .unwrap();
+
+    let o = qflow_in(dir.path(), &[], &["check", "."]);
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    assert!(out(&o).contains("1 file checked"), "{}", out(&o));
+
+    let o = qflow_in(dir.path(), &[], &["run", "order.bpmn20.xml"]);
+    assert!(
+        err(&o).contains("using scenario scenarios/order.json (beside the model"),
+        "{}",
+        err(&o)
+    );
+    assert!(out(&o).contains("PROVIDER_DOWN"), "{}", out(&o));
+
+    let o = qflow_in(dir.path(), &[], &["test", "--format", "json"]);
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+    let v: Value = serde_json::from_str(&out(&o)).unwrap();
+    assert_eq!(v["passed"], 1, "{v:#}");
+    let o = qflow_in(dir.path(), &[], &["test", "order.bpmn20.xml"]);
+    assert_eq!(code(&o), 0, "{}{}", out(&o), err(&o));
+}
+
 fn copy_model(dir: &Path, model: &str) {
     std::fs::copy(sample(model), dir.join(model)).unwrap();
     std::fs::create_dir_all(dir.join("scenarios")).unwrap();

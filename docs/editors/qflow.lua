@@ -2,12 +2,13 @@
 -- Neovim reads Lua (~/.config/nvim/lua/qflow.lua) and `require('qflow')` in
 -- init.lua, or source it with `-u`.
 --
--- `.bpmn` files get their own filetype, `bpmn` (drawn with XML's syntax), so
+-- `.bpmn` files, and `.bpmn20.xml` ones (the suffix Activiti and Flowable
+-- name models with), get their own filetype, `bpmn` (drawn with XML's syntax), so
 -- the server runs for BPMN models only: attaching it to every XML file would
 -- put QF002 ("not a BPMN definitions document") on each one that is not BPMN.
 -- Works on Neovim 0.7 (Debian 12's) and later.
 
-vim.cmd([[autocmd BufRead,BufNewFile *.bpmn setfiletype bpmn]])
+vim.cmd([[autocmd BufRead,BufNewFile *.bpmn,*.bpmn20.xml setfiletype bpmn]])
 
 local function root(path)
   -- The nearest folder with a .bpmnlintrc, a qflow.toml or a .git, else the file's own.

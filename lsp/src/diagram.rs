@@ -27,6 +27,11 @@ pub struct Answer {
     pub elements: Vec<Element>,
     /// How many verdicts are marked on an element of the drawing.
     pub marked: usize,
+    /// How many verdicts of the document are on no element of the drawing
+    /// (a flow whose reference dangles is not drawn; a document's own, an
+    /// `<error>` definition's, another process's): the picture alone would
+    /// hide them, so the editor says how many there are.
+    pub unmarked: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +75,7 @@ pub fn diagram(snap: &Snapshot, process: Option<&str>) -> Option<Answer> {
         .collect();
     let mut findings: BTreeMap<String, (Severity, Vec<(Severity, String)>)> = BTreeMap::new();
     let mut marked = 0;
+    let mut unmarked = 0;
     let diagnostics = snap
         .analysis
         .as_ref()
@@ -90,7 +96,10 @@ pub fn diagram(snap: &Snapshot, process: Option<&str>) -> Option<Answer> {
                     .min_by_key(|e| e.span.len())
                     .map(|e| e.id.clone())
             });
-        let Some(at) = at else { continue };
+        let Some(at) = at else {
+            unmarked += 1;
+            continue;
+        };
         marked += 1;
         let entry = findings.entry(at).or_insert((d.severity, Vec::new()));
         if rank(d.severity) < rank(entry.0) {
@@ -119,6 +128,7 @@ pub fn diagram(snap: &Snapshot, process: Option<&str>) -> Option<Answer> {
         svg: svg::svg_with_findings(&drawing, &findings),
         elements,
         marked,
+        unmarked,
     })
 }
 

@@ -415,7 +415,7 @@ pub struct DiagramElement {
 
 /// The answer to `qflow/diagram`: the document's version it was drawn
 /// from, the process drawn and the others, the SVG, the elements, and how
-/// many verdicts are marked on the drawing.
+/// many verdicts are marked on the drawing and how many on none of it.
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DiagramResult {
@@ -425,6 +425,7 @@ pub struct DiagramResult {
     pub svg: String,
     pub elements: Vec<DiagramElement>,
     pub marked: usize,
+    pub unmarked: usize,
 }
 
 impl Backend {
@@ -453,6 +454,7 @@ impl Backend {
                         })
                         .collect(),
                     marked: a.marked,
+                    unmarked: a.unmarked,
                 })
             })
             .await
@@ -730,12 +732,13 @@ impl LanguageServer for Backend {
 
 /// Whether an opened document is a process model this server checks.
 /// Editors set up for XML hand the server every XML document (some, every
-/// document): a Maven POM or a README must not get QF001/QF002. A `.bpmn`
-/// file, a document the client calls `bpmn`, or XML declaring BPMN's model
+/// document): a Maven POM or a README must not get QF001/QF002. A file
+/// named as a model (`.bpmn`, `.bpmn20.xml`: `qflow_model::file`), a
+/// document the client calls `bpmn`, or XML declaring BPMN's model
 /// namespace is a model; anything else is left alone (its edits and
 /// requests find nothing tracked and get no answer).
 fn is_model(language_id: &str, path: &str, text: &str) -> bool {
     language_id.eq_ignore_ascii_case("bpmn")
-        || path.to_ascii_lowercase().ends_with(".bpmn")
+        || qflow_model::file::is_model_name(path.rsplit('/').next().unwrap_or(path))
         || text.contains("http://www.omg.org/spec/BPMN/20100524/MODEL")
 }

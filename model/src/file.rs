@@ -12,6 +12,10 @@
 //! kernel has no huge pages to give (THP off, or none free), the advice is
 //! ignored and the pages are ordinary ones, as with a `Vec`.
 
+mod name;
+
+pub use name::{is_model_file, is_model_name, model_stem, MODEL_SUFFIXES};
+
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;

@@ -52,8 +52,9 @@ pub enum SessionError {
 /// `<dir>/scenarios/<stem>.json` beside a model, if that file exists: the
 /// one rule for which scenario belongs to a model, which every face asks
 /// (`qflow run`, `qflow console`, and the editor, which runs those). The
-/// stem is the file name without its last extension, so `order.v2.bpmn`'s
-/// scenario is `scenarios/order.v2.json`.
+/// stem is the file name without its model suffix
+/// ([`qflow_model::file::model_stem`]), so `order.v2.bpmn`'s scenario is
+/// `scenarios/order.v2.json` and `order.bpmn20.xml`'s `scenarios/order.json`.
 pub fn scenario_beside(model: &Path) -> Option<PathBuf> {
     let p = companion_scenario(model)?;
     p.is_file().then_some(p)
@@ -61,7 +62,7 @@ pub fn scenario_beside(model: &Path) -> Option<PathBuf> {
 
 /// Where [`scenario_beside`] looks, whether or not the file exists.
 pub fn companion_scenario(model: &Path) -> Option<PathBuf> {
-    let stem = model.file_stem()?.to_str()?;
+    let stem = qflow_model::file::model_stem(model)?;
     let dir = model.parent().unwrap_or(Path::new("."));
     Some(dir.join("scenarios").join(format!("{stem}.json")))
 }
@@ -231,6 +232,23 @@ mod tests {
         assert_eq!(
             companion_scenario(Path::new("charge.bpmn")).unwrap(),
             Path::new("scenarios/charge.json")
+        );
+    }
+
+    #[test]
+    fn a_bpmn20_xml_model_s_scenario_is_named_by_the_stem_before_the_whole_suffix() {
+        assert_eq!(
+            companion_scenario(Path::new("/m/order.bpmn20.xml")).unwrap(),
+            Path::new("/m/scenarios/order.json")
+        );
+        assert_eq!(
+            companion_scenario(Path::new("/m/order.v2.bpmn20.xml")).unwrap(),
+            Path::new("/m/scenarios/order.v2.json")
+        );
+        // A model given by another name keeps Path::file_stem's stem.
+        assert_eq!(
+            companion_scenario(Path::new("/m/order.xml")).unwrap(),
+            Path::new("/m/scenarios/order.json")
         );
     }
 }

@@ -394,8 +394,8 @@ fn counted(n: usize, one: &str, many: &str) -> String {
 }
 
 /// The models the arguments name: a file as given (even without the
-/// `.bpmn` extension: the user chose it), a directory as every `.bpmn` file
-/// under it, walked as ripgrep walks (`.gitignore`, hidden files and
+/// `.bpmn` extension: the user chose it), a directory as every model file
+/// under it (`.bpmn`, `.bpmn20.xml`), walked as ripgrep walks (`.gitignore`, hidden files and
 /// directories skipped) and sorted so reports come in a stable order. A
 /// directory with no model, or one that cannot be walked, is reported and
 /// counted as unreadable.
@@ -421,7 +421,7 @@ fn model_files(paths: &[PathBuf], unreadable: &mut usize) -> Vec<PathBuf> {
         }
         if found.is_empty() {
             eprintln!(
-                "error: {} is a directory with no .bpmn file under it: give model files or a directory that holds some",
+                "error: {} is a directory with no .bpmn or .bpmn20.xml file under it: give model files or a directory that holds some",
                 path.display()
             );
             *unreadable += 1;
@@ -432,9 +432,9 @@ fn model_files(paths: &[PathBuf], unreadable: &mut usize) -> Vec<PathBuf> {
     files
 }
 
+/// A `.bpmn` or `.bpmn20.xml` file: the engine's rule (`model::file`).
 fn is_model(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("bpmn"))
+    qflow_engine::file::is_model_file(path)
 }
 
 /// `check --watch`: a check, then another each time what it read changes.
@@ -467,7 +467,7 @@ fn watch(args: Args) -> ExitCode {
     }
 }
 
-/// What a check read, as (path, size, modified time): the `.bpmn` files and
+/// What a check read, as (path, size, modified time): the model files and
 /// `qflow.toml` files under each directory named, and each file named.
 fn fingerprint(paths: &[PathBuf]) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
     fn walk(p: &std::path::Path, out: &mut Vec<(PathBuf, u64, Option<std::time::SystemTime>)>) {
@@ -483,7 +483,7 @@ fn fingerprint(paths: &[PathBuf]) -> Vec<(PathBuf, u64, Option<std::time::System
                     if !name.starts_with('.') && name != "target" && name != "node_modules" {
                         walk(&path, out);
                     }
-                } else if name.ends_with(".bpmn") || name == "qflow.toml" {
+                } else if qflow_engine::file::is_model_name(&name) || name == "qflow.toml" {
                     walk(&path, out);
                 }
             }

@@ -314,7 +314,7 @@ fn collect(paths: &[PathBuf]) -> (Vec<Case>, Vec<String>) {
                 }
             }
             if found == 0 {
-                let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+                let stem = qflow_engine::file::model_stem(path).unwrap_or_default();
                 problems.push(format!(
                     "{} has no scenario: write one as {} (docs/run.md)",
                     path.display(),
@@ -340,10 +340,17 @@ fn model_of(scenario: &Path) -> Result<PathBuf, String> {
         Some(m) => normal(&folder.join(m)),
         None => {
             // `scenarios/order.v2.json` is `../order.v2.bpmn`'s (the stem
-            // whole: with_extension would replace its last dot).
+            // whole: with_extension would replace its last dot), else
+            // `../order.v2.bpmn20.xml`'s (`file::model_stem` drops that
+            // whole suffix); `.bpmn` when neither exists (the error names it).
             let stem = scenario.file_stem().unwrap_or_default().to_string_lossy();
             let above = folder.parent().unwrap_or(Path::new("."));
-            normal(&above.join(format!("{stem}.bpmn")))
+            let named = |suffix: &str| normal(&above.join(format!("{stem}{suffix}")));
+            [".bpmn", ".bpmn20.xml"]
+                .into_iter()
+                .map(named)
+                .find(|m| m.is_file())
+                .unwrap_or_else(|| named(".bpmn"))
         }
     };
     if model.is_file() {

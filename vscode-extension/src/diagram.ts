@@ -36,6 +36,13 @@ export interface DiagramResult {
   svg: string;
   elements: DiagramElement[];
   marked: number;
+  /**
+   * The document's verdicts on no element of the drawing (a flow whose
+   * reference dangles is not drawn; a document's own verdict is on no
+   * element): said beside the drawing, which alone would hide them. Absent
+   * from an older server's answer.
+   */
+  unmarked?: number;
 }
 
 /** The request's method and parameters (docs/language-server.md). */
@@ -92,6 +99,18 @@ export function isRevealMessage(m: unknown): m is RevealMessage {
   return typeof m === 'object' && m !== null && (m as RevealMessage).type === 'reveal' && typeof (m as RevealMessage).id === 'string';
 }
 
+/** What the webview posts when, an instance drawn, its "the text's verdicts" button is clicked. */
+export interface VerdictsMessage {
+  type: 'verdicts';
+}
+
+export function isVerdictsMessage(m: unknown): m is VerdictsMessage {
+  return typeof m === 'object' && m !== null && (m as VerdictsMessage).type === 'verdicts';
+}
+
+/** The note `fetch` writes over an instance's drawing; `page` offers the way back beside it. */
+const INSTANCE_NOTE = /^instance .*, its state read from the database$/;
+
 /** The webview a drawing is shown in: its HTML and its messages. */
 export interface Webview {
   html: string;
@@ -106,6 +125,12 @@ export interface Webview {
 export interface Surface {
   webview: Webview;
   onDidDispose(listener: () => void): unknown;
+  /**
+   * Whether it is the editor the user is in (VS Code's `WebviewPanel.active`,
+   * read when asked): a command run from the palette or the title bar of a
+   * diagram acts on that diagram, as it would on the active text editor.
+   */
+  readonly active?: boolean;
 }
 
 /** The webview options both faces set: the one inline script, and no local resource at all. */
@@ -144,15 +169,20 @@ function escapeHtml(s: string): string {
 
 /**
  * The webview's page: the SVG as the server drew it, a line saying what is
- * shown, and a script that posts `{type: 'reveal', id}` when a node or a
- * flow is clicked. Nothing is loaded from anywhere (the content security
+ * shown, a button between the drawing fitted to the width and its own size,
+ * and a script that posts `{type: 'reveal', id}` when a node or a flow is
+ * clicked. Fitted is the default (the whole process at a glance); a wide
+ * process in a narrow panel is unreadable so (a third of the window draws
+ * run-order.bpmn's labels at a few pixels), so its own size scrolls instead.
+ * The choice is the webview's state (`setState`), kept across redraws, which
+ * replace the page. Nothing is loaded from anywhere (the content security
  * policy allows the inline style and the one script with its nonce); the
  * SVG is the server's, whose texts are escaped where it writes them.
  */
 export function page(result: DiagramResult | null, cspSource: string, note?: string): string {
   const n = nonce();
   const head = `<meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src ${cspSource} data:; style-src 'unsafe-inline' ${cspSource}; script-src 'nonce-${n}';">`;
-  const style = `<style>body{margin:0;padding:8px;font:12px sans-serif;background:#fff;color:#222}.status{margin:0 0 6px;color:#555}.qflow-diagram{max-width:100%;height:auto}[data-id]{cursor:pointer}</style>`;
+  const style = `<style>body{margin:0;padding:8px;font:12px sans-serif;background:#fff;color:#222}.status{margin:0 0 6px;color:#555}.qflow-diagram{max-width:100%;height:auto}[data-id]{cursor:pointer}body.actual .qflow-diagram{max-width:none}.zoom{margin-left:8px;font:inherit;cursor:pointer}</style>`;
   if (!result) {
     return `<!DOCTYPE html><html><head>${head}${style}</head><body><p class="status">${escapeHtml(note ?? 'no process to draw (the text is not a BPMN model yet)')}</p></body></html>`;
   }
@@ -160,18 +190,36 @@ export function page(result: DiagramResult | null, cspSource: string, note?: str
     `process ${result.process}`,
     result.processes.length > 1 ? `(${result.processes.length} in the file)` : '',
     note?.startsWith('instance ') ? '' : result.marked === 0 ? 'no finding on the drawing' : `${result.marked} finding${result.marked === 1 ? '' : 's'} marked`,
+    note?.startsWith('instance ') || !result.unmarked
+      ? ''
+      : `${result.unmarked} more on no element drawn (in the Problems panel)`,
     note ?? '',
   ]
     .filter((s) => s)
     .join(' · ');
   const script = `<script nonce="${n}">
 const vscode = acquireVsCodeApi();
+const zoom = document.getElementById('zoom');
+function sized(actual) {
+  document.body.classList.toggle('actual', actual);
+  zoom.textContent = actual ? 'fit to width' : 'actual size';
+}
+sized(!!(vscode.getState() || {}).actual);
+zoom.addEventListener('click', () => {
+  const actual = !document.body.classList.contains('actual');
+  vscode.setState({ actual });
+  sized(actual);
+});
+const verdicts = document.getElementById('verdicts');
+if (verdicts) { verdicts.addEventListener('click', () => vscode.postMessage({ type: 'verdicts' })); }
 document.addEventListener('click', (e) => {
   const el = e.target && e.target.closest ? e.target.closest('[data-id]') : null;
   if (el) { vscode.postMessage({ type: 'reveal', id: el.getAttribute('data-id') }); }
 });
 </script>`;
-  return `<!DOCTYPE html><html><head>${head}${style}</head><body><p class="status">${escapeHtml(status)}</p>${result.svg}${script}</body></html>`;
+  return `<!DOCTYPE html><html><head>${head}${style}</head><body><p class="status">${escapeHtml(status)}<button id="zoom" class="zoom" type="button">actual size</button>${
+    note !== undefined && INSTANCE_NOTE.test(note) ? '<button id="verdicts" class="zoom" type="button">the text\'s verdicts</button>' : ''
+  }</p>${result.svg}${script}</body></html>`;
 }
 
 /**
@@ -265,7 +313,7 @@ export class DiagramView {
         if (this.disposed) {
           return;
         }
-        const shown: DiagramResult = { ...this.last, svg, marked: 0 };
+        const shown: DiagramResult = { ...this.last, svg, marked: 0, unmarked: 0 };
         this.panel.webview.html = page(shown, this.panel.webview.cspSource, `instance ${this.instance}, its state read from the database`);
         return;
       } catch (e) {
@@ -275,8 +323,13 @@ export class DiagramView {
     this.panel.webview.html = page(this.last, this.panel.webview.cspSource, note);
   }
 
-  /** A click on an element: put the cursor on its id in the text. */
+  /** A click on an element: put the cursor on its id in the text; the "text's verdicts" button: leave the instance. */
   async onMessage(m: unknown): Promise<void> {
+    if (isVerdictsMessage(m)) {
+      // Back from an instance's state to the text's drawing and verdicts.
+      await this.showInstance(undefined);
+      return;
+    }
     if (!isRevealMessage(m) || !this.last) {
       return;
     }
@@ -323,6 +376,17 @@ export class DiagramViews {
   /** The open views of a document. */
   of(uri: string): DiagramView[] {
     return [...(this.byUri.get(uri) ?? [])];
+  }
+
+  /**
+   * The view the user is in (a qflow Diagram editor, or the Show Diagram
+   * panel, when it is the active editor), of `uri` when one is given (the
+   * resource a title-bar command is invoked on); undefined when the user is
+   * in no drawing.
+   */
+  active(uri?: string): DiagramView | undefined {
+    const candidates = uri !== undefined ? this.of(uri) : [...this.byUri.values()].flatMap((set) => [...set]);
+    return candidates.find((v) => v.panel.active === true && !v.isDisposed);
   }
 
   /** The text of `uri` changed: redraw each of its views. */

@@ -218,8 +218,9 @@ function makeBundledExecutable(extensionPath: string): void {
   }
 }
 
-function openSettings(): Thenable<unknown> {
-  return vscode.commands.executeCommand('workbench.action.openSettings', 'qflow.path');
+/** The Settings editor at one setting (`qflow.path` unless another is the fix). */
+function openSettings(setting = 'qflow.path'): Thenable<unknown> {
+  return vscode.commands.executeCommand('workbench.action.openSettings', setting);
 }
 
 async function explainMissing(message: string): Promise<void> {
@@ -370,7 +371,7 @@ async function checkWorkspace(studio: Studio): Promise<void> {
   }
   const uris = await vscode.workspace.findFiles(MODEL_GLOB, MODEL_EXCLUDE);
   if (uris.length === 0) {
-    void vscode.window.showInformationMessage('qflow: no .bpmn models in this workspace.');
+    void vscode.window.showInformationMessage('qflow: no .bpmn or .bpmn20.xml models in this workspace.');
     return;
   }
   const files = uris.filter((u) => u.scheme === 'file').map((u) => u.fsPath);
@@ -417,7 +418,14 @@ function diagramHost(s: Studio): Host {
     request: (u) => s.diagram(u),
     createPanel: (title) => {
       const p = vscode.window.createWebviewPanel(DIAGRAM_PANEL, title, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, WEBVIEW_OPTIONS);
-      return { webview: p.webview, onDidDispose: (l) => p.onDidDispose(l), title };
+      return {
+        webview: p.webview,
+        onDidDispose: (l) => p.onDidDispose(l),
+        title,
+        get active() {
+          return p.active;
+        },
+      };
     },
     renderInstance: (u, instance) => {
       const binary = s.binaryForCommand();
@@ -504,28 +512,39 @@ function runQflow(binary: string, argv: string[], cwd: string): Promise<string> 
 /**
  * qflow: Show Instance on Diagram — pick an instance of the model's process
  * from the database (the `qflow.database` setting, else $QFLOW_DB or the
- * nearest qflow.toml's `db`) and draw its state in the diagram panel.
+ * nearest qflow.toml's `db`) and draw its state on a diagram: the one the
+ * user is in (a qflow Diagram editor, from its title bar or the palette),
+ * else the Show Diagram panel of the active text editor's model.
  */
 async function showInstance(s: Studio, arg?: unknown): Promise<void> {
-  const panel = await showDiagram(s, arg);
-  const binary = panel && s.binaryForCommand();
-  if (!panel || !binary) {
+  const view = views.active(arg instanceof vscode.Uri ? arg.toString() : undefined) ?? (await showDiagram(s, arg));
+  const binary = view && s.binaryForCommand();
+  if (!view || !binary) {
     return;
   }
-  const model = vscode.Uri.parse(panel.uri).fsPath;
+  if (!view.result) {
+    // Nothing drawn yet: no process to pick an instance of (saying that the
+    // database holds none of it would send the user to the wrong place).
+    void vscode.window.showErrorMessage('qflow: the model does not parse yet, so it names no process to show an instance of: fix the text first.');
+    return;
+  }
+  const model = vscode.Uri.parse(view.uri).fsPath;
   let choices;
   try {
     const json = await runQflow(binary, instancesArgv(database()), path.dirname(model));
-    choices = instanceChoices(json, panel.result?.process ?? '');
+    choices = instanceChoices(json, view.result.process);
   } catch (e) {
-    void vscode.window.showErrorMessage(
+    const choice = await vscode.window.showErrorMessage(
       `qflow: no database to read instances from (set qflow.database, or a qflow.toml with db): ${e instanceof Error ? e.message : String(e)}`,
       OPEN_SETTINGS,
     );
+    if (choice === OPEN_SETTINGS) {
+      await openSettings('qflow.database');
+    }
     return;
   }
   if (choices.length === 0) {
-    void vscode.window.showInformationMessage(`qflow: the database holds no instance of ${panel.result?.process ?? 'this process'}.`);
+    void vscode.window.showInformationMessage(`qflow: the database holds no instance of ${view.result.process}.`);
     return;
   }
   const picked = await vscode.window.showQuickPick(
@@ -533,7 +552,7 @@ async function showInstance(s: Studio, arg?: unknown): Promise<void> {
     { placeHolder: 'the instance whose state to draw' },
   );
   if (picked) {
-    await panel.showInstance(picked.label);
+    await view.showInstance(picked.label);
   }
 }
 

@@ -140,6 +140,46 @@ test('the panel shows the drawing, reveals a clicked element in the text, and re
   assert.match(rec.webview.html, /data-process="pay"/);
 });
 
+test('verdicts on no element drawn are counted and said beside the drawing (a flow whose reference dangles is not drawn)', async () => {
+  const file = path.join(SAMPLES, 'dbg08-long-outage.bpmn');
+  const source = fs.readFileSync(file, 'utf8');
+  const uri = open(file, source);
+  const before = await draw(uri);
+  assert.ok(before, `a drawing; stderr: ${server.stderr()}`);
+  assert.equal(typeof before.unmarked, 'number');
+  // The task's id typed over: both flows now name an id that is not there.
+  change(uri, source.replace('id="charge"', 'id="chargeX"'));
+  const after = await draw(uri);
+  assert.ok(after);
+  assert.deepEqual(
+    after.elements.map((e) => e.id).filter((id) => id === 'f1' || id === 'f2'),
+    ['f1', 'f2'],
+    'the flows are in the text',
+  );
+  assert.doesNotMatch(after.svg, /data-id="f[12]"/, 'but not drawn');
+  assert.ok(after.unmarked! >= before.unmarked! + 2, `${before.unmarked} then ${after.unmarked}`);
+  const html = page(after, 'x');
+  assert.match(html, new RegExp(`· ${after.unmarked} more on no element drawn \\(in the Problems panel\\)`));
+  // None to say: nothing said.
+  assert.doesNotMatch(page({ ...after, unmarked: 0 }, 'x'), /on no element drawn/);
+  // The text as on disk again, for the tests after this one.
+  change(uri, source);
+  await draw(uri);
+});
+
+test('the page offers the drawing at its own size beside fitted to the width, the choice kept across redraws', () => {
+  const drawn: DiagramResult = { version: 1, process: 'p', processes: ['p'], svg: '<svg class="qflow-diagram"></svg>', elements: [], marked: 0 };
+  const html = page(drawn, 'x');
+  // Fitted by default; the button switches, the webview's state remembers it.
+  assert.match(html, /\.qflow-diagram\{max-width:100%;height:auto\}/);
+  assert.match(html, /body\.actual \.qflow-diagram\{max-width:none\}/);
+  assert.match(html, /<button id="zoom" class="zoom" type="button">actual size<\/button>/);
+  assert.match(html, /sized\(!!\(vscode\.getState\(\) \|\| \{\}\)\.actual\)/);
+  assert.match(html, /vscode\.setState\(\{ actual \}\)/);
+  // Nothing to draw: nothing to size.
+  assert.doesNotMatch(page(null, 'x'), /<button/);
+});
+
 test('the page escapes what it writes itself and shows a message when there is nothing to draw', () => {
   assert.match(page(null, 'x', 'a <b> & "c"'), /a &lt;b&gt; &amp; &quot;c&quot;/);
 });

@@ -7,18 +7,24 @@
 // Show Diagram panel on the same document is redrawn by the same change.
 
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { startServer, type Server } from './lsp';
-import { EXTENSION, SAMPLES, qflowBinary } from './support';
+import { EXTENSION, REPO, SAMPLES, qflowBinary } from './support';
 import { Uri, activate, webviewPanel, type Record, type WebviewPanel } from './vscode-stub';
 
 const OUT = path.join(EXTENSION, 'out', 'src', 'extension.js');
 const manifest = JSON.parse(fs.readFileSync(path.join(EXTENSION, 'package.json'), 'utf8')) as {
   activationEvents: string[];
-  contributes: { customEditors?: unknown[] };
+  contributes: {
+    customEditors?: unknown[];
+    commands: Array<{ command: string; icon?: string }>;
+    menus: { [menu: string]: Array<{ command: string; when?: string }> };
+  };
 };
 
 let server: Server;
@@ -30,12 +36,20 @@ before(async () => {
 after(() => server.stop());
 
 /** The extension activated with its language client's requests sent to the real server. */
-async function studio(opts: { visibleTextEditors?: Array<{ uri: Uri; viewColumn: number }> } = {}): Promise<Record> {
+async function studio(
+  opts: {
+    visibleTextEditors?: Array<{ uri: Uri; viewColumn: number }>;
+    database?: string;
+    picks?: Array<string | undefined>;
+    clicks?: Array<string | undefined>;
+  } = {},
+): Promise<Record> {
+  const { database, ...rest } = opts;
   const { rec } = await activate(OUT, {
-    settings: { 'qflow.path': qflowBinary() },
+    settings: { 'qflow.path': qflowBinary(), ...(database ? { 'qflow.database': database } : {}) },
     workspaceFolders: [path.dirname(SAMPLES)],
     request: (method, params) => server.connection.sendRequest(method, params),
-    ...opts,
+    ...rest,
   });
   return rec;
 }
@@ -161,4 +175,97 @@ test('one change redraws the custom editor and the Show Diagram panel alike; a c
   type(rec, uri, source.replace('name="Charge"', 'name="Charge twice"'));
   await until('the panel is drawn again', () => /Charge twice/.test(panel.webview.html));
   assert.equal(editor.webview.html, before);
+});
+
+test('the manifest offers Show Instance on Diagram on the title bar of the qflow Diagram editor, and in the palette there', () => {
+  const title = manifest.contributes.menus['editor/title'].filter((m) => m.command === 'qflow.showInstanceOnDiagram');
+  assert.deepEqual(
+    title.map((m) => m.when),
+    ['activeCustomEditorId == qflow.diagram'],
+  );
+  // A title-bar button needs an icon, or it shows as words.
+  assert.ok(manifest.contributes.commands.find((c) => c.command === 'qflow.showInstanceOnDiagram')?.icon);
+  const palette = manifest.contributes.menus.commandPalette.find((m) => m.command === 'qflow.showInstanceOnDiagram');
+  assert.match(palette?.when ?? '', /activeCustomEditorId == qflow\.diagram/);
+  assert.match(palette?.when ?? '', /editorLangId == bpmn/);
+});
+
+test('Show Instance on Diagram in the qflow Diagram editor draws the picked instance there, from the palette or its title bar', async () => {
+  const bin = qflowBinary();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qflow-editor-instance-'));
+  const db = path.join(dir, 'run.db');
+  // One FAILED instance of the long outage (its scenario beside the model).
+  execFileSync(bin, ['run', path.join(SAMPLES, 'dbg08-long-outage.bpmn'), '--db', db], { cwd: REPO, stdio: 'pipe' });
+  const file = path.join(SAMPLES, 'dbg08-long-outage.bpmn');
+  const uri = Uri.file(file);
+  server.open(file);
+  const rec = await studio({ database: db, picks: ['dbg08-1', 'dbg08-1'] });
+  const editor = await openEditor(rec, file);
+  assert.match(editor.webview.html, /data-process="dbg08"/);
+  assert.doesNotMatch(editor.webview.html, /data-instance=/);
+  // The user is in the diagram editor: no text editor is active.
+  editor.active = true;
+
+  // From the palette: no argument; the active diagram is the one drawn on.
+  await rec.commands.get('qflow.showInstanceOnDiagram')!();
+  assert.deepEqual(rec.quickPicks, [{ labels: ['dbg08-1'], placeHolder: 'the instance whose state to draw' }]);
+  assert.match(editor.webview.html, /data-instance="dbg08-1" data-status="failed"/);
+  assert.match(editor.webview.html, /<g class="node task failed[^"]*" data-id="charge"/);
+  assert.match(editor.webview.html, /instance dbg08-1, its state read from the database/);
+  assert.equal(rec.webviewPanels.length, 0, 'no Show Diagram panel is opened beside the editor');
+  assert.deepEqual(rec.messages, []);
+  // A click on the instance's drawing still reveals the element in the text.
+  editor.post({ type: 'reveal', id: 'charge' });
+  await until('the click is revealed', () => rec.shownText.length === 1);
+
+  // From its title bar: VS Code passes the editor's resource.
+  const second = await openEditor(rec, file);
+  editor.active = false;
+  second.active = true;
+  await rec.commands.get('qflow.showInstanceOnDiagram')!(uri);
+  assert.match(second.webview.html, /data-instance="dbg08-1"/);
+  assert.equal(rec.webviewPanels.length, 0);
+
+  // Its "the text's verdicts" button goes back to the text's drawing.
+  assert.match(second.webview.html, /<button id="verdicts"[^>]*>the text's verdicts<\/button>/);
+  assert.match(second.webview.html, /vscode\.postMessage\(\{ type: 'verdicts' \}\)/);
+  second.post({ type: 'verdicts' });
+  await until('the text is drawn again', () => !/data-instance=/.test(second.webview.html));
+  assert.match(second.webview.html, /process dbg08 · (no finding on the drawing|\d+ findings? marked)/);
+  assert.doesNotMatch(second.webview.html, /id="verdicts"/);
+  // The other editor still shows the instance: each view has its own.
+  assert.match(editor.webview.html, /data-instance="dbg08-1"/);
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('Show Instance on Diagram with no database to read says so, and its button opens the qflow.database setting', async () => {
+  const file = path.join(SAMPLES, 'dbg08-long-outage.bpmn');
+  server.open(file);
+  const missing = path.join(os.tmpdir(), `qflow-no-such-${process.pid}.db`);
+  const rec = await studio({ database: missing, clicks: ['Open Settings'] });
+  const editor = await openEditor(rec, file);
+  editor.active = true;
+  await rec.commands.get('qflow.showInstanceOnDiagram')!();
+  assert.equal(rec.messages.length, 1);
+  assert.equal(rec.messages[0].level, 'error');
+  assert.match(rec.messages[0].text, /^qflow: no database to read instances from \(set qflow\.database/);
+  assert.deepEqual(rec.messages[0].buttons, ['Open Settings']);
+  assert.deepEqual(rec.executed, [['workbench.action.openSettings', 'qflow.database']]);
+  assert.equal(rec.quickPicks.length, 0);
+  assert.doesNotMatch(editor.webview.html, /data-instance=/);
+});
+
+test('Show Instance on Diagram on a model that does not parse says so, not that the database holds no instance', async () => {
+  const file = path.join(os.tmpdir(), `qflow-unparsed-${process.pid}.bpmn`);
+  server.open(file, '<bpmn:definitions');
+  const rec = await studio({ database: path.join(os.tmpdir(), 'unused.db') });
+  const editor = await openEditor(rec, file);
+  assert.match(editor.webview.html, /no process to draw/);
+  editor.active = true;
+  await rec.commands.get('qflow.showInstanceOnDiagram')!();
+  assert.deepEqual(
+    rec.messages.map((m) => [m.level, m.text]),
+    [['error', 'qflow: the model does not parse yet, so it names no process to show an instance of: fix the text first.']],
+  );
+  assert.equal(rec.quickPicks.length, 0);
 });

@@ -96,6 +96,8 @@ export interface Record {
   changeListeners: Array<(e: { document: { uri: Uri } }) => void>;
   /** The webview panels the extension created (window.createWebviewPanel). */
   webviewPanels: WebviewPanel[];
+  /** window.showQuickPick's calls: the labels offered, and the placeholder. */
+  quickPicks: Array<{ labels: string[]; placeHolder?: string }>;
   /** window.showTextDocument's calls: the document and where, with what selected. */
   shownText: Array<{ uri: Uri; viewColumn: number | undefined; selection: Range | undefined; preserveFocus: boolean | undefined }>;
 }
@@ -106,6 +108,8 @@ export interface WebviewPanel {
   title: string;
   webview: { html: string; cspSource: string; options: unknown; onDidReceiveMessage(l: (m: unknown) => void): { dispose(): void } };
   onDidDispose(l: () => void): { dispose(): void };
+  /** Whether it is the active editor (a test sets it: the user is in this diagram). */
+  active: boolean;
   /** What the user does: click in the picture (post a message), close it. */
   post(m: unknown): void;
   close(): void;
@@ -129,6 +133,7 @@ export function webviewPanel(viewType: string, title = '', options: unknown = un
       onDidReceiveMessage: (l) => (messages.push(l), { dispose() {} }),
     },
     onDidDispose: (l) => (disposed.push(l), { dispose() {} }),
+    active: false,
     post: (m) => messages.forEach((l) => l(m)),
     close: () => disposed.forEach((l) => l()),
   };
@@ -164,6 +169,8 @@ export interface Options {
   trusted?: boolean;
   /** What LanguageClient.sendRequest answers (a real server, say); without it, requests fail. */
   request?: (method: string, params: unknown) => Promise<unknown>;
+  /** The label the user picks in each quick pick, in order (undefined: dismissed). */
+  picks?: Array<string | undefined>;
   /** The text editors visible, and their columns. */
   visibleTextEditors?: Array<{ uri: Uri; viewColumn: number }>;
 }
@@ -186,8 +193,10 @@ export function fakeVscode(opts: Options) {
     customEditors: new Map(),
     changeListeners: [],
     webviewPanels: [],
+    quickPicks: [],
     shownText: [],
   };
+  const picks = [...(opts.picks ?? [])];
   const clicks = [...(opts.clicks ?? [])];
   const message = (level: Message['level']) => (text: string, ...buttons: string[]) => {
     rec.messages.push({ level, text, buttons });
@@ -300,6 +309,11 @@ export function fakeVscode(opts: Options) {
         const p = webviewPanel(viewType, title, options);
         rec.webviewPanels.push(p);
         return p;
+      },
+      showQuickPick: async (items: Array<{ label: string }>, o?: { placeHolder?: string }) => {
+        rec.quickPicks.push({ labels: items.map((i) => i.label), placeHolder: o?.placeHolder });
+        const label = picks.shift();
+        return items.find((i) => i.label === label);
       },
       visibleTextEditors: (opts.visibleTextEditors ?? []).map((e) => ({ document: { uri: e.uri }, viewColumn: e.viewColumn })),
       showTextDocument: async (doc: { uri: Uri }, o?: { viewColumn?: number; selection?: Range; preserveFocus?: boolean }) => {

@@ -295,3 +295,28 @@ async fn documents_that_are_not_models_are_left_alone() {
     assert!(others.is_empty(), "{others:?}");
     h.stop().await;
 }
+
+/// A file named as a model is one even before its text says so: a new
+/// `order.bpmn20.xml` (the suffix Activiti and Flowable name models with)
+/// that an editor set up for XML opens, its namespace not yet typed, gets
+/// its verdict as a `.bpmn` would.
+#[tokio::test]
+async fn a_bpmn20_xml_file_is_a_model_by_its_name() {
+    let mut h = Harness::initialized().await;
+    let uri = "file:///w/order.bpmn20.xml";
+    h.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "xml", "version": 1, "text": "<definitions>" } }),
+    )
+    .await;
+    let n = h.notification("textDocument/publishDiagnostics").await;
+    assert_eq!(n["params"]["uri"], uri, "{n}");
+    let codes: Vec<&str> = n["params"]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["code"].as_str())
+        .collect();
+    assert!(!codes.is_empty(), "{n}");
+    h.stop().await;
+}
