@@ -550,6 +550,103 @@ fn a_dependency_is_paused_and_unpaused_from_the_fleet_page() {
 }
 
 #[test]
+fn a_paused_dependency_is_let_go_by_a_ramp_previewed_as_a_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ramp.db");
+    // Three instances parked for a retry at +1m (each its own deployment).
+    let model = std::fs::read_to_string(sample("dbg08-long-outage.bpmn")).unwrap();
+    for i in 1..=3 {
+        let path = dir.path().join(format!("m{i}.bpmn"));
+        std::fs::write(&path, format!("{model}<!-- copy {i} -->\n")).unwrap();
+        ok(qflow()
+            .arg("run")
+            .arg(&path)
+            .args(["--scenario"])
+            .arg(sample("scenarios/dbg08-long-outage.json"))
+            .args(["--until", "PT30S", "--db"])
+            .arg(&db));
+    }
+    ok(qflow()
+        .args(["pause", "--dependency", "payments.charge", "--db"])
+        .arg(&db));
+    let ui = start_ui(&db, &["--allow-actions"], None);
+    let plain = get(
+        &ui,
+        "/ui/actions/unpause?kind=dependency&value=payments.charge",
+    );
+    assert!(plain.body.contains("id=\"ramp-form\""), "{}", plain.body);
+    assert!(!plain.body.contains("id=\"ramp-preview\""));
+    let bad = get(
+        &ui,
+        "/ui/actions/unpause?kind=dependency&value=payments.charge&ramp=10,x%2Fmin",
+    );
+    assert!(bad.body.contains("id=\"ramp-error\""), "{}", bad.body);
+    assert!(
+        bad.body.contains("--ramp 10,50,200/min"),
+        "a literal fix: {}",
+        bad.body
+    );
+    assert!(
+        !bad.body.contains("id=\"confirm\""),
+        "no confirming a bad ramp"
+    );
+    let preview = get(
+        &ui,
+        "/ui/actions/unpause?kind=dependency&value=payments.charge&ramp=1%2Fmin",
+    );
+    assert_eq!(preview.status, 200, "{}", preview.body);
+    let body = &preview.body;
+    assert!(
+        body.contains("id=\"ramp-preview\" data-parks=\"3\""),
+        "{body}"
+    );
+    assert!(
+        body.contains(
+            "data-dependency=\"payments.charge\" data-peak-without=\"3\" data-peak-with=\"1\""
+        ),
+        "{body}"
+    );
+    assert!(body.contains("<svg"), "the chart is drawn in the page");
+    assert!(
+        body.contains("name=\"ramp\" value=\"1/min\""),
+        "the confirmation carries the ramp"
+    );
+    assert!(body.contains("Unpause by this ramp"), "{body}");
+    // Confirmed, the release is the one previewed, durable in the store.
+    let secret = secret_of(&preview);
+    let done = confirm(
+        &ui,
+        "unpause",
+        &format!(
+            "csrf={secret}&kind=dependency&value=payments.charge&ramp=1%2Fmin&reason=bank+back"
+        ),
+    );
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert!(
+        done.body.contains(
+            "unpaused dependency payments.charge: 3 retry parks released by ramp 1 (ramp 1/min)"
+        ),
+        "{}",
+        done.body
+    );
+    let stats: serde_json::Value = serde_json::from_str(
+        ok(qflow().args(["stats", "--format", "json", "--db"]).arg(&db)).trim(),
+    )
+    .unwrap();
+    let r = &stats["releases"][0];
+    assert_eq!(
+        (r["ramp"].clone(), r["reason"].clone()),
+        ("1/min".into(), "bank back".into()),
+        "{stats}"
+    );
+    assert_eq!(
+        stats["paused"],
+        serde_json::json!([]),
+        "the ramp lifted the pause"
+    );
+}
+
+#[test]
 fn serve_answers_the_pages_under_ui_with_its_token_and_its_json_routes_as_before() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("done.db");

@@ -11,7 +11,9 @@ use qflow_engine::embed::{Engine, Resolution};
 use qflow_engine::inspect::Waiting;
 use qflow_engine::repair::{self, Target};
 use qflow_engine::runtime::clock::system_now_ms;
+use qflow_engine::runtime::ramp::Shape;
 use qflow_engine::store::contain::{Actor, PauseKind};
+use qflow_engine::store::release::ReleaseKind;
 
 use super::http::{encode, Reply, Request};
 use super::pages::{layout, problem};
@@ -136,19 +138,52 @@ pub(crate) fn preview(ui: &Ui, action: &str, req: &Request) -> Reply {
                 .pauses()
                 .ok()
                 .and_then(|p| p.into_iter().find(|p| p.kind == kind && p.value == value));
+            // A planned release: the ramp's preview (the engine's plan over
+            // the parks held now), shown before anything is applied.
+            let shape = (!pausing).then(|| ramp_shape(req)).flatten();
+            let ramp_preview = shape.as_ref().map(|shape| {
+                let shape = shape.clone()?;
+                qflow_engine::release::preview(&store, kind, &value, &shape, system_now_ms())
+                    .map(|plan| {
+                        qflow_engine::release::Preview::of(ReleaseKind::of(kind), &value, &plan)
+                    })
+                    .map_err(|e| e.to_string())
+            });
+            let mut hidden = vec![("kind", kind.flag().to_string()), ("value", value.clone())];
+            for name in ["ramp", "max_rate"] {
+                if let Some(v) = field(req, name) {
+                    hidden.push((name, v.to_string()));
+                }
+            }
             let body = html! {
                 h1 { (if pausing { "Pause " } else { "Unpause " }) (kind.flag()) " " code { (value) } }
                 div.notice #preview {
                     @if pausing {
                         @if let Some(p) = &paused { p { "Already paused " (Actor::words(p.by.as_deref(), p.reason.as_deref())) ": confirming keeps it." } }
                         p { (parks) " retry parks of it are armed now: each is held back (its due time kept), and new parks of it are held too, until it is unpaused." }
-                    } @else {
-                        @if let Some(p) = &paused {
+                    } @else if let Some(p) = &paused {
+                        @if shape.is_some() {
+                            p { "Paused " (Actor::words(p.by.as_deref(), p.reason.as_deref())) ", holding " (p.holding) " retry parks: the ramp lets each go at the instant its plan below gives (never before its own due time)." }
+                        } @else {
                             p { "Paused " (Actor::words(p.by.as_deref(), p.reason.as_deref())) ", holding " (p.holding) " retry parks: each is let go and re-driven when due (at once if its time has passed)." }
-                        } @else { p { "It is not paused: confirming changes nothing." } }
+                        }
+                    } @else if shape.is_some() {
+                        p { "It is not paused: the ramp spaces its armed retry parks all the same." }
+                    } @else {
+                        p { "It is not paused: confirming changes nothing." }
                     }
                 }
-                (confirm_form(ui, action, &[("kind", kind.flag().to_string()), ("value", value.clone())], html! {}, if pausing { "Pause" } else { "Unpause" }))
+                @if !pausing {
+                    @match &ramp_preview {
+                        Some(Ok(preview)) => (preview_chart(preview)),
+                        Some(Err(e)) => div.notice #ramp-error { p { (e) } },
+                        None => {},
+                    }
+                    (ramp_form(ui, action, kind, &value, req))
+                }
+                @if ramp_preview.as_ref().is_none_or(|p| p.is_ok()) {
+                    (confirm_form(ui, action, &hidden, html! {}, if pausing { "Pause" } else if shape.is_some() { "Unpause by this ramp" } else { "Unpause" }))
+                }
             };
             page(ui, action, body)
         }
@@ -215,6 +250,86 @@ pub(crate) fn preview(ui: &Ui, action: &str, req: &Request) -> Reply {
                 ),
             ),
         ),
+    }
+}
+
+/// The ramp a form or a query asks for (`ramp=10,50,200/min`,
+/// `max_rate=bank=20/min`, several comma- or space-separated): `None` when
+/// neither is given, else the shape, checked by the command line's own
+/// parser (an error names the field and a literal fix).
+fn ramp_shape(req: &Request) -> Option<Result<Shape, String>> {
+    let ramp = field(req, "ramp").map(str::trim).map(str::to_string);
+    let max_rate: Vec<String> = field(req, "max_rate")
+        .map(|m| {
+            m.split([' ', ','])
+                .filter(|x| !x.trim().is_empty())
+                .map(|x| x.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    if ramp.is_none() && max_rate.is_empty() {
+        return None;
+    }
+    let args = super::super::contain::RampArgs {
+        ramp,
+        max_rate,
+        dry_run: false,
+    };
+    Some(args.shape())
+}
+
+/// The fields that ask for a ramp's preview (a plain GET of the same page).
+fn ramp_form(ui: &Ui, action: &str, kind: PauseKind, value: &str, req: &Request) -> Markup {
+    html! {
+        form.ramp method="get" action={(ui.prefix) "/actions/" (action)} #ramp-form {
+            input type="hidden" name="kind" value=(kind.flag());
+            input type="hidden" name="value" value=(value);
+            p {
+                "Or let them go by a planned release: "
+                label { "ramp " input name="ramp" size="16" placeholder="10,50,200/min" value=(field(req, "ramp").unwrap_or_default()); }
+                " "
+                label { "max rate " input name="max_rate" size="22" placeholder="payments.charge=20/min" value=(field(req, "max_rate").unwrap_or_default()); }
+                " "
+                button type="submit" #preview-ramp { "Preview the ramp" }
+            }
+        }
+    }
+}
+
+/// A ramp's preview as the command line's `--dry-run` gives it: per
+/// dependency, the attempts per minute without the ramp (every park when
+/// due) and with it, drawn as bars (an inline SVG, nothing loaded from
+/// anywhere), with the peaks and when the last goes in words.
+fn preview_chart(p: &qflow_engine::release::Preview) -> Markup {
+    const HEIGHT: u64 = 80;
+    let minutes = p.minutes().max(1);
+    // About 600 px for the whole curve: wide bars for a short release,
+    // thin ones (never under 2 px) for a long one.
+    let bar = (300 / minutes).clamp(2, 24);
+    html! {
+        div #ramp-preview data-parks=(p.parks) {
+            h2 { "What the release causes" }
+            p { (qflow_engine::text::group(p.parks)) @if p.parks == 1 { " retry park" } @else { " retry parks" } " from " (super::super::contain::instant(p.start_ms)) "; the last goes " (qflow_engine::duration::compact_ms(p.end_after_ms)) " after the start." }
+            @for d in &p.dependencies {
+                @let top = d.peak_without.max(d.peak_with).max(1);
+                @let width = minutes * (2 * bar + 2);
+                figure.ramp-chart data-dependency=(d.dependency) data-peak-without=(d.peak_without) data-peak-with=(d.peak_with) {
+                    figcaption { code { (d.dependency) } ": at most " (d.peak_without) "/min without the ramp, " (d.peak_with) "/min with it (attempts per minute; a channel's: deliveries, one request each)" }
+                    svg width=(width) height=(HEIGHT + 2) viewBox={"0 0 " (width) " " (HEIGHT + 2)} role="img" aria-label={"attempts per minute of " (d.dependency) ", without and with the ramp"} {
+                        @for m in 0..minutes {
+                            @let without = d.without.get(m).copied().unwrap_or(0);
+                            @let with = d.with.get(m).copied().unwrap_or(0);
+                            @let x = m * (2 * bar + 2);
+                            @let h0 = without * HEIGHT / top;
+                            @let h1 = with * HEIGHT / top;
+                            rect.without x=(x) y=(HEIGHT + 1 - h0) width=(bar) height=(h0) fill="#b0b0b0" { title { "minute " (m) ": " (without) " without the ramp" } }
+                            rect.with x=(x + bar) y=(HEIGHT + 1 - h1) width=(bar) height=(h1) fill="#2a6fdb" { title { "minute " (m) ": " (with) " with the ramp" } }
+                        }
+                    }
+                    p.legend { span style="color:#808080" { "■ without the ramp" } " " span style="color:#2a6fdb" { "■ with it" } " — one pair of bars per minute from the start" }
+                }
+            }
+        }
     }
 }
 
@@ -432,6 +547,37 @@ pub(crate) fn apply(ui: &Ui, action: &str, req: &Request) -> Reply {
                 Ok(t) => t,
                 Err(e) => return bad(ui, action, e),
             };
+            if let (false, Some(shape)) = (pausing, ramp_shape(req)) {
+                let shape = match shape {
+                    Ok(s) => s,
+                    Err(e) => return bad(ui, action, format!("{e}; nothing was changed")),
+                };
+                return match qflow_engine::release::apply(
+                    &mut store,
+                    kind,
+                    &value,
+                    &shape,
+                    now,
+                    &actor(req),
+                ) {
+                    Ok((_, applied)) => done(
+                        ui,
+                        "Unpaused by a ramp",
+                        format!(
+                            "unpaused {} {value}: {} retry parks released by ramp {} ({}) from {} to {}; `qflow unpause --stop-ramp {}` stops it.",
+                            kind.flag(),
+                            applied.parks,
+                            applied.schedule,
+                            shape.words(),
+                            super::super::contain::instant(applied.start_ms),
+                            super::super::contain::instant(applied.end_ms),
+                            applied.schedule,
+                        ),
+                        None,
+                    ),
+                    Err(e) => bad(ui, action, format!("{e}; nothing was changed")),
+                };
+            }
             let change = if pausing {
                 store.pause(kind, &value, now, &actor(req))
             } else {
