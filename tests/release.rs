@@ -452,12 +452,7 @@ fn the_attempts_a_ramped_release_causes_are_the_previewed_curve(fresh: &Fresh) {
             "json",
         ]);
         assert_eq!(code, 0, "{err}");
-        retries.extend(
-            out.lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .filter(|l| l["kind"] == "attempt" && l["attempt"] == 2)
-                .map(|l| (l["at_s"].as_f64().unwrap() * 1000.0) as i64),
-        );
+        retries.extend(attempt_instants(&out, 2));
     }
     assert_eq!(retries.len(), 5, "{retries:?}");
     let observed = per_minute(&retries, start);
@@ -466,6 +461,16 @@ fn the_attempts_a_ramped_release_causes_are_the_previewed_curve(fresh: &Fresh) {
     for (m, n) in observed.iter().enumerate() {
         assert!(*n <= rate(&[1, 2], m), "minute {m}: {observed:?}");
     }
+}
+
+/// When attempt `n` ran, in `run --format json` lines (`at_s` of each
+/// attempt line of that number, in ms: the instance's virtual clock).
+fn attempt_instants(out: &str, n: u64) -> Vec<i64> {
+    out.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["kind"] == "attempt" && l["attempt"] == n)
+        .map(|l| (l["at_s"].as_f64().unwrap() * 1000.0) as i64)
+        .collect()
 }
 
 /// The per-minute counts of `instants` from `start`, minute 0 first.
@@ -750,12 +755,7 @@ fn a_ramped_migration_spreads_the_repaired_attempts_as_previewed(fresh: &Fresh) 
             "json",
         ]);
         assert_eq!(code, 0, "{err}");
-        sevenths.extend(
-            out.lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .filter(|l| l["kind"] == "attempt" && l["attempt"] == 7)
-                .map(|l| (l["at_s"].as_f64().unwrap() * 1000.0) as i64),
-        );
+        sevenths.extend(attempt_instants(&out, 7));
     }
     assert_eq!(sevenths.len(), 5, "{sevenths:?}");
     let observed = per_minute(&sevenths, start);

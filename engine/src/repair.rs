@@ -333,14 +333,14 @@ pub fn apply(
     )
 }
 
-/// [`apply`], holding the migrated instance for a ramped release as
-/// `actor`: its next task attempts parked at the migration instant and the
-/// instance quarantined, in the migration's transaction, so that a release
-/// ([`crate::release::apply_instances`]) spreads them. An instance already
-/// quarantined is not held by the migration (its quarantine stays the
-/// operator's, and no ramp lets it go); nor is one the migration leaves
-/// with no task attempt to park (a channel call's request, a gateway).
-/// Whether it was held is in the answer.
+/// [`apply`], with `hold`: holding the migrated instance for a ramped
+/// release as that actor: its next task attempts parked at the migration
+/// instant and the instance quarantined, in the migration's transaction,
+/// so that a release ([`crate::release::apply_instances`]) spreads them.
+/// An instance already quarantined is not held by the migration (its
+/// quarantine stays the operator's, and no ramp lets it go); nor is one
+/// the migration leaves with no task attempt to park (a channel call's
+/// request, a gateway). Whether it was held is in the answer.
 pub fn apply_held(
     store: &mut Store,
     instance: &str,
@@ -348,13 +348,13 @@ pub fn apply_held(
     mapping: &BTreeMap<String, String>,
     reset_budget: bool,
     planned: Option<i64>,
-    actor: &Actor,
+    hold: Option<&Actor>,
 ) -> Result<(Decision, i64, bool), RepairError> {
-    let hold = store
-        .containment(instance)?
-        .quarantined_ms
-        .is_none()
-        .then(|| actor.clone());
+    let hold = match hold {
+        Some(a) if store.containment(instance)?.quarantined_ms.is_none() => Some(a.clone()),
+        _ => None,
+    };
+    let asked = hold.is_some();
     let (decision, deployment) = apply_maybe_held(
         store,
         instance,
@@ -362,9 +362,9 @@ pub fn apply_held(
         mapping,
         reset_budget,
         planned,
-        hold.clone(),
+        hold,
     )?;
-    let held = hold.is_some() && store.containment(instance)?.quarantined_ms.is_some();
+    let held = asked && store.containment(instance)?.quarantined_ms.is_some();
     Ok((decision, deployment, held))
 }
 

@@ -408,26 +408,15 @@ pub(crate) fn migrate(args: MigrateArgs) -> ExitCode {
     let mut moved = 0u64;
     for p in &plans {
         let id = &p.plan.instance;
-        let applied = match &ramp {
-            Some((_, actor)) => repair::apply_held(
-                &mut store,
-                id,
-                &target,
-                &mapping,
-                args.reset_budget,
-                Some(p.version),
-                actor,
-            ),
-            None => repair::apply(
-                &mut store,
-                id,
-                &target,
-                &mapping,
-                args.reset_budget,
-                Some(p.version),
-            )
-            .map(|(decision, deployment)| (decision, deployment, false)),
-        }
+        let applied = repair::apply_held(
+            &mut store,
+            id,
+            &target,
+            &mapping,
+            args.reset_budget,
+            Some(p.version),
+            ramp.as_ref().map(|(_, actor)| actor),
+        )
         .and_then(|(decision, deployment, held)| {
             // What the store now holds decides the next step: read back,
             // decided by the preview's own function.
