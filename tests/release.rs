@@ -24,6 +24,7 @@ crate::on_both_stores!(
     the_attempts_a_ramped_release_causes_are_the_previewed_curve,
     a_ramped_migration_dry_run_changes_nothing,
     a_ramped_migration_spreads_the_repaired_attempts_as_previewed,
+    resume_all_with_a_ramp_runs_the_retries_at_the_previewed_rates,
 );
 
 fn last_json(out: &str) -> Value {
@@ -461,6 +462,90 @@ fn the_attempts_a_ramped_release_causes_are_the_previewed_curve(fresh: &Fresh) {
     for (m, n) in observed.iter().enumerate() {
         assert!(*n <= rate(&[1, 2], m), "minute {m}: {observed:?}");
     }
+}
+
+fn resume_all_with_a_ramp_runs_the_retries_at_the_previewed_rates(fresh: &Fresh) {
+    const SCENARIO: &str = "samples/scenarios/dbg08-long-outage.json";
+    let db = fresh.db();
+    let model = std::fs::read_to_string(DBG08).unwrap();
+    for i in 1..=3 {
+        let path = fresh.dir().join(format!("r{i}.bpmn"));
+        std::fs::write(&path, format!("{model}<!-- copy {i} -->\n")).unwrap();
+        let (code, _, err) = qflow(&[
+            "run",
+            path.to_str().unwrap(),
+            "--scenario",
+            SCENARIO,
+            "--db",
+            &db,
+            "--until",
+            "PT30S",
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+    // One instance only: the ramp goes with --all.
+    let (code, _, err) = qflow(&["resume", "dbg08-1", "--db", &db, "--ramp", "1/min"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("go with --all"), "{err}");
+    let before: Vec<Value> = (1..=3).map(|i| show(&db, &format!("dbg08-{i}"))).collect();
+    let (code, out, err) = qflow(&[
+        "resume",
+        "--all",
+        "--db",
+        &db,
+        "--ramp",
+        "1/min",
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = last_json(&out);
+    assert_eq!(
+        (v["dry_run"].clone(), v["preview"]["parks"].clone()),
+        (true.into(), 3.into()),
+        "{v}"
+    );
+    let after: Vec<Value> = (1..=3).map(|i| show(&db, &format!("dbg08-{i}"))).collect();
+    assert_eq!(before, after, "a dry run changes nothing");
+
+    let (code, out, err) = qflow(&[
+        "resume",
+        "--all",
+        "--db",
+        &db,
+        "--ramp",
+        "1/min",
+        "--no-scenario",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let release: Value = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l.get("release").is_some())
+        .unwrap_or_else(|| panic!("a release line: {out}"));
+    let start = release["release"]["start_ms"].as_i64().unwrap();
+    let with: Vec<u64> = release["preview"]["dependencies"][0]["with"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    let observed = per_minute(&attempt_instants(&out, 2), start);
+    assert_eq!(observed, with, "{out}");
+    assert_eq!(
+        observed.iter().copied().max(),
+        Some(1),
+        "one a minute: {out}"
+    );
+    let v = last_json(&out);
+    assert_eq!(
+        (v["resumed"].clone(), v["ended"]["completed"].clone()),
+        (3.into(), 3.into()),
+        "{v}"
+    );
 }
 
 /// When attempt `n` ran, in `run --format json` lines (`at_s` of each

@@ -437,6 +437,28 @@ pub fn failed_of(store: &Store, deployment: i64) -> Result<Vec<String>, StoreErr
         .collect())
 }
 
+/// The unfinished instances (RUNNING or WAITING) that nothing sets aside
+/// (not quarantined), of `deployment` when given, oldest first: what
+/// `qflow resume --all` continues.
+pub fn unfinished(store: &Store, deployment: Option<i64>) -> Result<Vec<String>, StoreError> {
+    if let Some(d) = deployment {
+        store.deployment(d)?.ok_or(StoreError::NoDeployment(d))?;
+    }
+    let quarantined: std::collections::BTreeSet<String> = store
+        .quarantined()?
+        .into_iter()
+        .map(|q| q.instance)
+        .collect();
+    Ok(store
+        .instances()?
+        .into_iter()
+        .filter(|i| deployment.is_none_or(|d| i.deployment_id == d))
+        .filter(|i| matches!(i.status, Status::Running | Status::Waiting))
+        .filter(|i| !quarantined.contains(&i.id))
+        .map(|i| i.id)
+        .collect())
+}
+
 /// Plan the repair of each of `instances` onto `target` with one mapping,
 /// every plan before any is applied: the plans in order, or the first
 /// refusal and the instance it refuses (then none is to be moved). What

@@ -79,8 +79,24 @@ pub(crate) struct MigrateArgs {
 /// decision as `qflow run` does.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ResumeArgs {
-    /// The instance to continue.
-    pub instance: String,
+    /// The instance to continue. Omit it with --all.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub instance: Option<String>,
+    /// Continue every unfinished instance (RUNNING or WAITING, not
+    /// quarantined; of --deployment D only, if given), oldest first; with
+    /// --ramp R or --max-rate DEPENDENCY=N/min their armed retries are
+    /// first spread by one durable planned release (previewed; --dry-run
+    /// previews only), as `qflow release --ramp` does.
+    #[arg(long, conflicts_with = "resolve")]
+    pub all: bool,
+    /// With --all: only the instances of this deployment.
+    #[arg(long, value_name = "DEPLOYMENT", requires = "all")]
+    pub deployment: Option<i64>,
+    #[command(flatten)]
+    pub shape: RampArgs,
+    /// With a ramp: who releases, and why.
+    #[command(flatten)]
+    pub record: RecordArgs,
     /// The database (it must exist): a SQLite file or a postgres:// URL.
     /// Default: $QFLOW_DB, else the `db` of the nearest qflow.toml.
     #[arg(long, value_name = "DB")]
@@ -685,6 +701,171 @@ fn print_batch(
 }
 
 pub(crate) fn resume(args: ResumeArgs) -> ExitCode {
+    if args.all {
+        return resume_all(&args);
+    }
+    if args.shape.ramp.is_some() || !args.shape.max_rate.is_empty() || args.shape.dry_run {
+        return ops::fail(
+            args.format,
+            USAGE,
+            "usage",
+            "--ramp, --max-rate and --dry-run go with --all (one instance's retries are released by `qflow release INSTANCE --ramp R`)",
+        );
+    }
+    let Some(instance) = args.instance.clone() else {
+        unreachable!("clap requires an instance or --all")
+    };
+    resume_one(&args, &instance)
+}
+
+/// `resume --all`: the unfinished instances, their retries spread first
+/// by a planned release when a ramp is given, then each resumed in turn;
+/// the first failing exit of them, and a summary counting how each ended.
+fn resume_all(args: &ResumeArgs) -> ExitCode {
+    let fmt = args.format;
+    let mut store = match ops::open_existing(&args.db) {
+        Ok(s) => s,
+        Err(e) => return ops::fail(fmt, USAGE, "store", e),
+    };
+    let ids = match repair::unfinished(&store, args.deployment) {
+        Ok(ids) => ids,
+        Err(e) => return ops::fail(fmt, USAGE, "store", e),
+    };
+    if ids.is_empty() {
+        match fmt {
+            Format::Json => println!("{}", json!({"resumed": 0, "ended": {}})),
+            Format::Human => {
+                println!("no unfinished instance to resume (quarantined ones are left as they are)")
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    let ramped = args.shape.ramp.is_some() || !args.shape.max_rate.is_empty();
+    if ramped || args.shape.dry_run {
+        if let Err(code) = release_before_resuming(args, &mut store, &ids) {
+            return code;
+        }
+        if args.shape.dry_run {
+            return ExitCode::SUCCESS;
+        }
+    }
+    drop(store);
+    let mut first_failure = 0u8;
+    for id in &ids {
+        if fmt == Format::Human {
+            println!("resume {id}:");
+        }
+        let code = resume_one(args, id);
+        if code != ExitCode::SUCCESS && first_failure == 0 {
+            first_failure = exit_of(code);
+        }
+    }
+    // How each ended, read back from the store.
+    let mut ended: BTreeMap<String, u64> = BTreeMap::new();
+    if let Ok(store) = ops::open_existing(&args.db) {
+        for id in &ids {
+            if let Ok(Some(row)) = store.instance(id) {
+                *ended.entry(row.status.as_str().to_string()).or_default() += 1;
+            }
+        }
+    }
+    match fmt {
+        Format::Json => println!("{}", json!({"resumed": ids.len(), "ended": ended})),
+        Format::Human => {
+            let parts: Vec<String> = ended.iter().map(|(s, n)| format!("{n} {s}")).collect();
+            println!("resumed {} instances: {}", ids.len(), parts.join(", "));
+        }
+    }
+    ExitCode::from(first_failure)
+}
+
+/// The planned release of `ids`' armed retries before they are resumed:
+/// its preview (all of it with `--dry-run`), else applied in one
+/// transaction and said.
+fn release_before_resuming(
+    args: &ResumeArgs,
+    store: &mut qflow_engine::store::Store,
+    ids: &[String],
+) -> Result<(), ExitCode> {
+    let fmt = args.format;
+    let shape = args
+        .shape
+        .shape()
+        .map_err(|e| ops::fail(fmt, USAGE, "usage", e))?;
+    let actor = args
+        .record
+        .actor()
+        .map_err(|e| ops::fail(fmt, USAGE, "usage", e))?;
+    let now = qflow_engine::runtime::clock::system_now_ms();
+    let value = ids.join(",");
+    if args.shape.dry_run {
+        let plan = qflow_engine::release::preview_instances(store, ids, &shape, now)
+            .map_err(|e| ops::fail(fmt, USAGE, "store", e))?;
+        print_preview(
+            fmt,
+            &Preview::of(ReleaseKind::Instance, &value, &plan),
+            true,
+        );
+        if fmt == Format::Human {
+            println!(
+                "dry run: nothing was changed ({} instances would be resumed)",
+                ids.len()
+            );
+        }
+        return Ok(());
+    }
+    let (plan, applied) =
+        match qflow_engine::release::apply_instances(store, ids, &shape, now, &actor) {
+            Ok(a) => a,
+            Err(e @ StoreError::Release(_)) => {
+                return Err(ops::fail(
+                    fmt,
+                    REFUSED,
+                    "refused",
+                    format!("{e}; nothing was resumed"),
+                ))
+            }
+            Err(e) => return Err(ops::fail(fmt, USAGE, "store", e)),
+        };
+    let preview = Preview::of(ReleaseKind::Instance, &value, &plan);
+    match fmt {
+        Format::Json => {
+            let v = json!({"release": {"ramp": applied.schedule, "start_ms": applied.start_ms,
+                "end_ms": applied.end_ms, "parks": applied.parks}, "preview": preview});
+            println!("{}", json_line(&v, &["release"]));
+        }
+        Format::Human => {
+            for l in preview_lines(&preview) {
+                println!("{l}");
+            }
+            println!(
+                "released by ramp {} ({}): {} from {} to {}; `qflow unpause --stop-ramp {} --db {}` stops it",
+                applied.schedule,
+                shape.words(),
+                match applied.parks {
+                    1 => "1 retry".to_string(),
+                    n => format!("{} retries", qflow_engine::text::group(n)),
+                },
+                instant(applied.start_ms),
+                instant(applied.end_ms),
+                applied.schedule,
+                args.db
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The number an exit code carries (`ExitCode` hides it).
+fn exit_of(code: ExitCode) -> u8 {
+    [1u8, 2, 3, 4, 101]
+        .into_iter()
+        .find(|n| ExitCode::from(*n) == code)
+        .unwrap_or(1)
+}
+
+/// `resume INSTANCE`: the one instance, as `run` drives it.
+fn resume_one(args: &ResumeArgs, instance: &str) -> ExitCode {
     let format = match args.format {
         Format::Human => run_cli::Format::Human,
         Format::Json => run_cli::Format::Json,
@@ -694,7 +875,7 @@ pub(crate) fn resume(args: ResumeArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return ops::fail(fmt, USAGE, "store", e),
     };
-    let row = match store.instance(&args.instance) {
+    let row = match store.instance(instance) {
         Ok(Some(r)) => r,
         Ok(None) => {
             return ops::fail(
@@ -703,7 +884,7 @@ pub(crate) fn resume(args: ResumeArgs) -> ExitCode {
                 "usage",
                 format!(
                     "no instance {} in {}; `qflow instances --db {}` lists them",
-                    args.instance, args.db, args.db
+                    instance, args.db, args.db
                 ),
             )
         }
@@ -716,8 +897,8 @@ pub(crate) fn resume(args: ResumeArgs) -> ExitCode {
             "refused",
             format!(
                 "instance {} is FAILED: repair it first (`qflow migrate {} --to MODEL|DEPLOYMENT --db {}`), then resume it",
-                args.instance,
-                args.instance,
+                instance,
+                instance,
                 args.db
             ),
         );
@@ -786,16 +967,12 @@ pub(crate) fn resume(args: ResumeArgs) -> ExitCode {
     }
     // The first decision, previewed by the runtime's own decision on the
     // stored facts; refused when it fixes nothing.
-    let (next, started_ms) = match repair::resume_next(
-        &store,
-        &args.instance,
-        resolves.first(),
-        args.allow_unchanged,
-    ) {
-        Ok(n) => n,
-        Err(e) => return refusal(fmt, &args.instance, &e),
-    };
-    let since = match store.history(&args.instance) {
+    let (next, started_ms) =
+        match repair::resume_next(&store, instance, resolves.first(), args.allow_unchanged) {
+            Ok(n) => n,
+            Err(e) => return refusal(fmt, instance, &e),
+        };
+    let since = match store.history(instance) {
         Ok(h) => h.last().map_or(0, |r| r.seq),
         Err(e) => return ops::fail(fmt, USAGE, "store", e),
     };
@@ -807,7 +984,7 @@ pub(crate) fn resume(args: ResumeArgs) -> ExitCode {
         Format::Human => println!("{preview}"),
         Format::Json => eprintln!("{preview}"),
     }
-    let mut run = match LocalRun::attach(store, &args.instance, scenario, VirtualClock::new(0)) {
+    let mut run = match LocalRun::attach(store, instance, scenario, VirtualClock::new(0)) {
         Ok(r) => r,
         Err(e) => return ops::fail(fmt, USAGE, "store", e),
     };
@@ -825,7 +1002,7 @@ pub(crate) fn resume(args: ResumeArgs) -> ExitCode {
     let code = run_cli::drive_run(&mut run, &opts);
     // What the first decision was, read back from the history.
     if let Ok(Some((was, same))) =
-        repair::what_it_was(run.store(), &args.instance, since, &next, started_ms)
+        repair::what_it_was(run.store(), instance, since, &next, started_ms)
     {
         let note = if same {
             "as previewed"
