@@ -10,6 +10,8 @@
 //! QFLOW_BLESS=1 cargo test --test check_golden
 //! ```
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -82,45 +84,18 @@ fn required(sample: &str) -> bool {
         .contains(&sample)
 }
 
-/// Compare with the golden file, or write it under `QFLOW_BLESS=1`. Returns a
-/// description of the mismatch, if any.
+/// Compare with the golden file, or write it under `QFLOW_BLESS=1`
+/// (`support::golden`, as every golden test). Returns a description of the
+/// mismatch, if any; a sample not required yet without a file is noted.
 fn compare(sample: &str, path: &Path, actual: &str) -> Option<String> {
-    if std::env::var_os("QFLOW_BLESS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, actual).unwrap();
+    if !path.exists() && !support::golden::blessing() && !required(sample) {
+        eprintln!(
+            "note: {sample} has no golden report yet ({}); run QFLOW_BLESS=1 cargo test --test check_golden",
+            path.display()
+        );
         return None;
     }
-    let expected = match std::fs::read_to_string(path) {
-        Ok(s) => s,
-        Err(_) if !required(sample) => {
-            eprintln!(
-                "note: {sample} has no golden report yet ({}); run QFLOW_BLESS=1 cargo test --test check_golden",
-                path.display()
-            );
-            return None;
-        }
-        Err(_) => {
-            return Some(format!(
-                "{}: no golden file (run QFLOW_BLESS=1 cargo test --test check_golden)",
-                path.display()
-            ))
-        }
-    };
-    if expected == actual {
-        return None;
-    }
-    let first = expected
-        .lines()
-        .zip(actual.lines())
-        .position(|(a, b)| a != b)
-        .unwrap_or(expected.lines().count().min(actual.lines().count()));
-    Some(format!(
-        "{} differs at line {}:\n  expected: {:?}\n  actual:   {:?}\n(intended? QFLOW_BLESS=1 cargo test --test check_golden, then review git diff)",
-        path.display(),
-        first + 1,
-        expected.lines().nth(first).unwrap_or("<end>"),
-        actual.lines().nth(first).unwrap_or("<end>"),
-    ))
+    support::golden::compare(path, actual, true)
 }
 
 #[test]

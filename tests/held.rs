@@ -64,23 +64,7 @@ fn mask(s: &str) -> String {
 }
 
 fn check_golden(name: &str, actual: &str) {
-    let path = repo().join("tests/golden/held").join(name);
-    if std::env::var_os("QFLOW_BLESS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "{} is missing (QFLOW_BLESS=1 to write it)\n{actual}",
-            path.display()
-        )
-    });
-    assert!(
-        expected == actual,
-        "{} changed (QFLOW_BLESS=1 to accept)\n--- expected\n{expected}--- actual\n{actual}",
-        path.display()
-    );
+    support::golden::check(&repo().join("tests/golden/held").join(name), actual);
 }
 
 /// Run one command into the transcript; its stdout.

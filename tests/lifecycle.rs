@@ -82,22 +82,7 @@ fn step(transcript: &mut String, db: &str, args: &[&str]) -> Output {
 /// SQLite run only (the PostgreSQL run must agree with it, never bless).
 fn check_golden(fresh: &Fresh, name: &str, actual: &str) {
     let path = repo().join("tests/golden/lifecycle").join(name);
-    if std::env::var_os("QFLOW_BLESS").is_some() && !fresh.is_postgres() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "{} is missing (QFLOW_BLESS=1 to write it)\n{actual}",
-            path.display()
-        )
-    });
-    assert!(
-        expected == actual,
-        "{} changed (QFLOW_BLESS=1 to accept)\n--- expected\n{expected}--- actual\n{actual}",
-        path.display()
-    );
+    support::golden::check_blessing_here(&path, actual, !fresh.is_postgres());
 }
 
 fn code(o: &Output) -> i32 {

@@ -162,24 +162,11 @@ fn render(sample: &str, instance: Option<(&str, &str)>, out: &Path) {
 }
 
 fn golden(case: &str, svg: &str) {
-    let path = repo()
-        .join("tests/golden/render")
-        .join(format!("{case}.svg"));
-    if std::env::var_os("QFLOW_BLESS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, svg).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "{} missing: QFLOW_BLESS=1 cargo test --test render_svg",
-            path.display()
-        )
-    });
-    assert!(
-        want == svg,
-        "{case}: the SVG differs from {}",
-        path.display()
+    support::golden::check(
+        &repo()
+            .join("tests/golden/render")
+            .join(format!("{case}.svg")),
+        svg,
     );
 }
 

@@ -152,18 +152,7 @@ fn golden(fresh: &Fresh, name: &str, actual: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden/stats")
         .join(name);
-    if std::env::var_os("QFLOW_BLESS").is_some() && !fresh.is_postgres() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "{} is missing (QFLOW_BLESS=1 to write it)\n{actual}",
-            path.display()
-        )
-    });
-    assert_eq!(actual, expected, "{} differs", path.display());
+    support::golden::check_blessing_here(&path, actual, !fresh.is_postgres());
 }
 
 fn the_human_output_of_a_failed_only_store_reads_row_by_row(fresh: &Fresh) {

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod cluster;
+pub(crate) mod golden;
 pub(crate) mod serve;
 pub(crate) mod stores;
 

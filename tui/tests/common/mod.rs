@@ -2,6 +2,10 @@
 //! filled, and a backend that records commands and replays a tape of views.
 #![allow(dead_code)]
 
+// The workspace's one golden-file tool, shared with the binary's tests.
+#[path = "../../../tests/support/golden.rs"]
+mod golden_files;
+
 use qflow_engine::inspect::{Correlation, HistoryItem, SnapshotKey};
 use qflow_engine::instance::history::Line;
 use qflow_engine::instance::snapshot::Family;
@@ -297,27 +301,13 @@ pub(crate) fn engine(
     (app, backend)
 }
 
-/// Compare a frame with `tests/golden/<name>.txt`; `QFLOW_UPDATE_GOLDEN=1`
-/// rewrites it (then review the diff by eye).
+/// Compare a frame with `tests/golden/<name>.txt`; `QFLOW_BLESS=1`
+/// rewrites it (then review the diff): the workspace's one golden tool.
 pub(crate) fn golden(name: &str, frame: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(format!("{name}.txt"));
-    if std::env::var_os("QFLOW_UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, frame).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "missing golden frame {}: run with QFLOW_UPDATE_GOLDEN=1 and review it\n{frame}",
-            path.display()
-        )
-    });
-    assert!(
-        want == frame,
-        "golden frame {name} changed; review, then rerun with QFLOW_UPDATE_GOLDEN=1\n--- want\n{want}\n--- got\n{frame}"
-    );
+    golden_files::check(&path, frame);
 }
 
 /// The console instance's history rows of one `kind`, oldest first, as
