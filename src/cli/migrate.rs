@@ -749,6 +749,7 @@ fn resume_all(args: &ResumeArgs) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     }
+    // Each resume opens the database itself, as `resume INSTANCE` does.
     drop(store);
     let mut first_failure = 0u8;
     for id in &ids {
