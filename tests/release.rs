@@ -15,6 +15,8 @@ use support::qflow_here as qflow;
 use support::stores::Fresh;
 
 const DBG08: &str = "samples/dbg08-long-outage.bpmn";
+/// The scenario beside it: the provider keeps failing.
+const SCENARIO: &str = "samples/scenarios/dbg08-long-outage.json";
 
 crate::on_both_stores!(
     a_dry_run_prints_the_preview_and_changes_nothing,
@@ -186,12 +188,7 @@ fn a_ramped_unpause_releases_the_parks_at_the_ramps_rates(fresh: &Fresh) {
     assert_eq!(release["parks"], 12, "{v}");
     let start = release["start_ms"].as_i64().unwrap();
     let ramp = release["ramp"].as_i64().unwrap();
-    let previewed: Vec<u64> = v["preview"]["dependencies"][0]["with"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect();
+    let previewed = preview_curve(&v, "with");
 
     // Each park's release instant, as the store now has it (what every
     // process serving the database reads): never before its own due time,
@@ -393,28 +390,8 @@ fn stopping_a_ramp_holds_the_parks_not_yet_let_go_again(fresh: &Fresh) {
 /// each resumed by another process. The retries' attempts, minute by
 /// minute, are the previewed curve with the ramp, not the one without.
 fn the_attempts_a_ramped_release_causes_are_the_previewed_curve(fresh: &Fresh) {
-    const SCENARIO: &str = "samples/scenarios/dbg08-long-outage.json";
     let db = fresh.db();
-    let model = std::fs::read_to_string(DBG08).unwrap();
-    for i in 1..=5 {
-        // A different source each time, so each run starts an instance.
-        let path = fresh.dir().join(format!("m{i}.bpmn"));
-        std::fs::write(&path, format!("{model}<!-- copy {i} -->\n")).unwrap();
-        let (code, out, err) = qflow(&[
-            "run",
-            path.to_str().unwrap(),
-            "--scenario",
-            SCENARIO,
-            "--db",
-            &db,
-            "--until",
-            "PT30S",
-            "--format",
-            "json",
-        ]);
-        assert_eq!(code, 0, "{err}");
-        assert_eq!(last_json(&out)["due_s"], 60, "{out}");
-    }
+    parked_on_the_virtual_clock(fresh, &db, 5);
     pause(&db);
     let (code, out, err) = qflow(&[
         "unpause",
@@ -430,14 +407,7 @@ fn the_attempts_a_ramped_release_causes_are_the_previewed_curve(fresh: &Fresh) {
     assert_eq!(code, 0, "{err}");
     let v = last_json(&out);
     let start = v["release"]["start_ms"].as_i64().unwrap();
-    let curve = |k: &str| -> Vec<u64> {
-        v["preview"]["dependencies"][0][k]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_u64().unwrap())
-            .collect()
-    };
+    let curve = |k: &str| preview_curve(&v, k);
     let mut retries = Vec::new();
     for i in 1..=5 {
         let (code, out, err) = qflow(&[
@@ -465,24 +435,8 @@ fn the_attempts_a_ramped_release_causes_are_the_previewed_curve(fresh: &Fresh) {
 }
 
 fn resume_all_with_a_ramp_runs_the_retries_at_the_previewed_rates(fresh: &Fresh) {
-    const SCENARIO: &str = "samples/scenarios/dbg08-long-outage.json";
     let db = fresh.db();
-    let model = std::fs::read_to_string(DBG08).unwrap();
-    for i in 1..=3 {
-        let path = fresh.dir().join(format!("r{i}.bpmn"));
-        std::fs::write(&path, format!("{model}<!-- copy {i} -->\n")).unwrap();
-        let (code, _, err) = qflow(&[
-            "run",
-            path.to_str().unwrap(),
-            "--scenario",
-            SCENARIO,
-            "--db",
-            &db,
-            "--until",
-            "PT30S",
-        ]);
-        assert_eq!(code, 0, "{err}");
-    }
+    parked_on_the_virtual_clock(fresh, &db, 3);
     // One instance only: the ramp goes with --all.
     let (code, _, err) = qflow(&["resume", "dbg08-1", "--db", &db, "--ramp", "1/min"]);
     assert_eq!(code, 2, "{err}");
@@ -527,12 +481,7 @@ fn resume_all_with_a_ramp_runs_the_retries_at_the_previewed_rates(fresh: &Fresh)
         .find(|l| l.get("release").is_some())
         .unwrap_or_else(|| panic!("a release line: {out}"));
     let start = release["release"]["start_ms"].as_i64().unwrap();
-    let with: Vec<u64> = release["preview"]["dependencies"][0]["with"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect();
+    let with = preview_curve(&release, "with");
     let observed = per_minute(&attempt_instants(&out, 2), start);
     assert_eq!(observed, with, "{out}");
     assert_eq!(
@@ -546,6 +495,42 @@ fn resume_all_with_a_ramp_runs_the_retries_at_the_previewed_rates(fresh: &Fresh)
         (3.into(), 3.into()),
         "{v}"
     );
+}
+
+/// `n` instances of DBG-08's long outage on the virtual clock (`qflow
+/// run --until PT30S`, each its own deployment, so each run starts an
+/// instance), each parked for its second attempt at +1m.
+fn parked_on_the_virtual_clock(fresh: &Fresh, db: &str, n: usize) {
+    let model = std::fs::read_to_string(DBG08).unwrap();
+    for i in 1..=n {
+        let path = fresh.dir().join(format!("m{i}.bpmn"));
+        std::fs::write(&path, format!("{model}<!-- copy {i} -->\n")).unwrap();
+        let (code, out, err) = qflow(&[
+            "run",
+            path.to_str().unwrap(),
+            "--scenario",
+            SCENARIO,
+            "--db",
+            db,
+            "--until",
+            "PT30S",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(last_json(&out)["due_s"], 60, "{out}");
+    }
+}
+
+/// A preview's per-minute curve `with` or `without` the ramp, of its
+/// first dependency.
+fn preview_curve(v: &Value, k: &str) -> Vec<u64> {
+    v["preview"]["dependencies"][0][k]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {k} curve in {v}"))
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
 }
 
 /// When attempt `n` ran, in `run --format json` lines (`at_s` of each
@@ -608,12 +593,7 @@ fn a_ramped_release_of_quarantined_instances_spaces_their_retries(fresh: &Fresh)
     );
     let start = v["release"]["start_ms"].as_i64().unwrap();
     let ramp = v["release"]["ramp"].as_i64().unwrap();
-    let previewed: Vec<u64> = v["preview"]["dependencies"][0]["with"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect();
+    let previewed = preview_curve(&v, "with");
     let mut instants = Vec::new();
     for id in &ids {
         let s = show(&db, id);
@@ -743,9 +723,11 @@ fn a_ramped_migration_dry_run_changes_nothing(fresh: &Fresh) {
     assert!(after
         .iter()
         .all(|s| s["status"] == "failed" && s["quarantined_ms"].is_null()));
-    assert!(stats(&db)["releases"]
-        .as_array()
-        .is_none_or(|r| r.is_empty()));
+    assert_eq!(
+        stats(&db)["releases"],
+        serde_json::json!([]),
+        "no ramp was written"
+    );
 
     // The human preview says the same in words; --by without a ramp is refused.
     let (code, out, err) = migrate_all(&db, &dep, &["--ramp", "1/min", "--dry-run"]);
@@ -781,14 +763,7 @@ fn a_ramped_migration_spreads_the_repaired_attempts_as_previewed(fresh: &Fresh) 
     );
     let start = v["release"]["start_ms"].as_i64().unwrap();
     let ramp = v["release"]["ramp"].as_i64().unwrap();
-    let curve = |k: &str| -> Vec<u64> {
-        v["preview"]["dependencies"][0][k]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_u64().unwrap())
-            .collect()
-    };
+    let curve = |k: &str| preview_curve(&v, k);
     assert_eq!(curve("with"), vec![1, 2, 2], "{v}");
     assert_eq!(curve("without"), vec![5], "{v}");
     // Every plan line says it was held; the held instances' outcome is

@@ -86,27 +86,49 @@ impl Preview {
     }
 }
 
-/// What a release of `kind` `value` lets go, in words: `dependency bank`,
-/// `class transient`, `instance dbg08-1`, `instances a, b, c`, and a long
-/// list summarised (`5,000 instances dbg08-1, dbg08-2, dbg08-3, dbg08-4, …
-/// dbg08-5000`): a ramped repair of a whole outage names thousands. Every
-/// face says it so.
-pub fn target_words(kind: ReleaseKind, value: &str) -> String {
+/// What a release lets go, in words: `what` (`dependency`, `class`,
+/// `instance`, `instances`, or `5,000 instances` once the list is
+/// summarised) and `names` (`bank`; `a, b, c`; `dbg08-1, dbg08-2,
+/// dbg08-3, dbg08-4, … dbg08-5000`): a ramped repair of a whole outage
+/// names thousands. Every face says it from here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseTarget {
+    pub what: String,
+    pub names: String,
+    /// Every name is listed (not summarised).
+    pub listed_all: bool,
+}
+
+impl ReleaseTarget {
+    /// At most this many instances are named before the list is summarised.
     const LISTED: usize = 5;
-    if kind != ReleaseKind::Instance {
-        return format!("{} {value}", kind.flag());
+
+    pub fn of(kind: ReleaseKind, value: &str) -> ReleaseTarget {
+        let target = |what: &str, names: String, listed_all| ReleaseTarget {
+            what: what.to_string(),
+            names,
+            listed_all,
+        };
+        if kind != ReleaseKind::Instance {
+            return target(kind.flag(), value.to_string(), true);
+        }
+        let ids: Vec<&str> = value.split(',').filter(|i| !i.is_empty()).collect();
+        match ids.len() {
+            1 => target("instance", ids[0].to_string(), true),
+            n if n <= Self::LISTED => target("instances", ids.join(", "), true),
+            n => target(
+                &format!("{} instances", crate::text::group(n as u64)),
+                format!("{}, … {}", ids[..Self::LISTED - 1].join(", "), ids[n - 1]),
+                false,
+            ),
+        }
     }
-    let ids: Vec<&str> = value.split(',').filter(|i| !i.is_empty()).collect();
-    match ids.len() {
-        1 => format!("instance {}", ids[0]),
-        n if n <= LISTED => format!("instances {}", ids.join(", ")),
-        n => format!(
-            "{} instances {}, … {}",
-            crate::text::group(n as u64),
-            ids[..LISTED - 1].join(", "),
-            ids[n - 1]
-        ),
-    }
+}
+
+/// [`ReleaseTarget`] in one phrase: `dependency bank`, `instances a, b`.
+pub fn target_words(kind: ReleaseKind, value: &str) -> String {
+    let t = ReleaseTarget::of(kind, value);
+    format!("{} {}", t.what, t.names)
 }
 
 fn parked(parks: &[ReleasePark]) -> Vec<Parked> {

@@ -322,7 +322,7 @@ pub fn apply(
     reset_budget: bool,
     planned: Option<i64>,
 ) -> Result<(Decision, i64), RepairError> {
-    apply_maybe_held(
+    apply_held(
         store,
         instance,
         target,
@@ -331,6 +331,7 @@ pub fn apply(
         planned,
         None,
     )
+    .map(|(decision, deployment, _)| (decision, deployment))
 }
 
 /// [`apply`], with `hold`: holding the migrated instance for a ramped
@@ -355,29 +356,7 @@ pub fn apply_held(
         _ => None,
     };
     let asked = hold.is_some();
-    let (decision, deployment) = apply_maybe_held(
-        store,
-        instance,
-        target,
-        mapping,
-        reset_budget,
-        planned,
-        hold,
-    )?;
-    let held = asked && store.containment(instance)?.quarantined_ms.is_some();
-    Ok((decision, deployment, held))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn apply_maybe_held(
-    store: &mut Store,
-    instance: &str,
-    target: &Target,
-    mapping: &BTreeMap<String, String>,
-    reset_budget: bool,
-    planned: Option<i64>,
-    mut hold: Option<Actor>,
-) -> Result<(Decision, i64), RepairError> {
+    let mut hold = hold;
     let to = resolve(store, target)?;
     let owner = local_owner();
     let mut moved = None;
@@ -421,7 +400,8 @@ fn apply_maybe_held(
         .instance(instance)?
         .ok_or_else(|| StoreError::NoInstance(instance.into()))?
         .deployment_id;
-    Ok((decision, deployment))
+    let held = asked && store.containment(instance)?.quarantined_ms.is_some();
+    Ok((decision, deployment, held))
 }
 
 /// The FAILED instances of a deployment, oldest first.

@@ -710,21 +710,13 @@ pub(crate) fn preview_lines(p: &Preview) -> Vec<String> {
         ramp: p.ramp.as_deref().and_then(|r| Ramp::parse(r).ok()),
         max_rate: p.max_rate.clone(),
     };
-    let what = match p.kind {
-        // `release of instance: a` (one), `release of instances: a, b`.
-        ReleaseKind::Instance => {
-            let words = qflow_engine::release::target_words(p.kind, &p.value);
-            match words.split_once(' ') {
-                Some((head, rest)) if !head.starts_with(|c: char| c.is_ascii_digit()) => {
-                    format!("release of {head}: {rest}")
-                }
-                _ => format!("release of {words}"),
-            }
-        }
-        k => format!(
-            "release of {}",
-            qflow_engine::release::target_words(k, &p.value)
-        ),
+    // `release of instance: a`, `release of instances: a, b`, `release of
+    // 5,000 instances a, … z`, `release of dependency bank`.
+    let target = qflow_engine::release::ReleaseTarget::of(p.kind, &p.value);
+    let what = if p.kind == ReleaseKind::Instance && target.listed_all {
+        format!("release of {}: {}", target.what, target.names)
+    } else {
+        format!("release of {} {}", target.what, target.names)
     };
     let mut out = vec![format!(
         "{what}: {} from {} ({})",

@@ -69,8 +69,14 @@ pub(super) fn arm_boundaries(
 /// node is left). A task without a policy that an operator reconciles as
 /// retry thus numbers its attempts truthfully without writing a counter.
 fn runs(w: &Work, id: &str) -> u32 {
-    let reconciled = w.snap.reconcile(id).and_then(|m| m.attempt).unwrap_or(0);
-    w.snap.attempts(id).max(reconciled)
+    runs_in(&w.snap, id)
+}
+
+/// [`runs`] read from a snapshot: what a migration that parks the next
+/// attempt numbers it by.
+pub(crate) fn runs_in(snap: &qflow_instance::snapshot::Snapshot, id: &str) -> u32 {
+    let reconciled = snap.reconcile(id).and_then(|m| m.attempt).unwrap_or(0);
+    snap.attempts(id).max(reconciled)
 }
 
 /// The attempt line of a handler run, before its consequences are known.

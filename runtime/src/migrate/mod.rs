@@ -243,12 +243,7 @@ pub fn park_next_attempts(graph: &Graph, t: &mut Transition, now_ms: i64) -> usi
         if tok.state != TokenState::Ready || !registered_task {
             continue;
         }
-        let reconciled = t
-            .snapshot
-            .reconcile(&tok.node)
-            .and_then(|m| m.attempt)
-            .unwrap_or(0);
-        let runs = t.snapshot.attempts(&tok.node).max(reconciled);
+        let runs = crate::decide::task::runs_in(&t.snapshot, &tok.node);
         tok.state = TokenState::Backoff;
         t.arm.push(NewTimer {
             node: tok.node.clone(),
